@@ -1,0 +1,5 @@
+"""The one exception the core raises for bad input or impossible settings."""
+
+
+class VoxNavError(ValueError):
+    """Bad input or settings; the message says what is wrong, where, and what to change."""
