@@ -1,0 +1,346 @@
+"""Walkable-slope marking and conservative triangle rasterization into a solid heightfield.
+
+Data form: vertices float32 (n, 3) world, Z-up; triangles int32 (m, 3) indices; areas uint8
+(m,). The grid covers X/Y, columns ``ix + iy * width``; span heights are integers in cell
+heights above ``bmin[2]``.
+
+Bit-exact with Recast (RecastRasterization.cpp): every float operation is float32 and in Recast's
+order. Recast walks each triangle's outline in its own (Y-up) vertex order; VoxNav's Z-up
+triangles are Recast's mirrored with the winding reversed, so the clipper walks (v0, v2, v1).
+That way every clip interpolates each edge in the same direction Recast does and produces the
+same floats. The work is vectorized over all triangles at once; the only Python loops run over
+"rounds": the k-th row of every triangle, the k-th column of every row polygon, the k-th
+fragment of every column.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .config import NULL_AREA, SPAN_MAX_HEIGHT, WALKABLE_AREA, walkable_threshold
+from .heightfield import Heightfield
+
+F32 = np.float32
+#: Vertex slots of a clipped polygon. A triangle cut by two pairs of axis lines has at most 7
+#: vertices (Recast's buffers hold 7); one spare slot absorbs duplicated on-line vertices.
+POLY_SLOTS = 9
+
+
+def mark_walkable_triangles(verts, tris, max_slope_degrees: float) -> np.ndarray:
+    """Area per triangle: 63 (walkable) where the unit normal's up component > cos(max slope).
+
+    verts float32 (n, 3) Z-up [Units: wu]; tris int32 (m, 3); max_slope_degrees [Limit: 0..90).
+    Returns uint8 (m,). Degenerate triangles normalise to NaN and are not walkable. The normal
+    is Recast's cross(v1 - v0, v2 - v0) of the mirrored triangle, summed in Recast's order.
+    """
+    verts = np.asarray(verts, dtype=F32)
+    tris = np.asarray(tris, dtype=np.int64)
+    if tris.shape[0] == 0:
+        return np.zeros(0, dtype=np.uint8)
+    # Recast's triangle (a, b, c) is VoxNav's (a, c, b) with y and z swapped.
+    v0 = verts[tris[:, 0]][:, [0, 2, 1]]
+    v1 = verts[tris[:, 2]][:, [0, 2, 1]]
+    v2 = verts[tris[:, 1]][:, [0, 2, 1]]
+    e0 = v1 - v0
+    e1 = v2 - v0
+    nx = e0[:, 1] * e1[:, 2] - e0[:, 2] * e1[:, 1]
+    ny = e0[:, 2] * e1[:, 0] - e0[:, 0] * e1[:, 2]
+    nz = e0[:, 0] * e1[:, 1] - e0[:, 1] * e1[:, 0]
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        inv_len = F32(1.0) / np.sqrt(nx * nx + ny * ny + nz * nz)
+        up = ny * inv_len
+    areas = np.zeros(tris.shape[0], dtype=np.uint8)
+    areas[up > walkable_threshold(max_slope_degrees)] = WALKABLE_AREA
+    return areas
+
+
+def _divide(poly, count, offset, axis):
+    """Recast's dividePoly on many polygons at once.
+
+    poly float32 (N, K, 3), count int (N,), offset float32 (N,): the cut line ``coord = offset``
+    on ``axis``. Returns (below, nbelow, above, nabove): the part with coord <= offset and the
+    part with coord >= offset, each (N, K, 3) with counts; a vertex on the line goes to both.
+    """
+    n_poly, slots = poly.shape[:2]
+    rows = np.arange(n_poly)[:, None]
+    slot = np.arange(slots)[None, :]
+    valid = slot < count[:, None]
+    delta = offset[:, None] - poly[:, :, axis]
+    prev = slot - 1
+    prev = np.where(prev < 0, count[:, None] - 1, prev)
+    prev = np.maximum(prev, 0)
+    delta_b = delta[rows, prev]
+    pos_a = delta >= 0
+    cross = (pos_a != (delta_b >= 0)) & valid
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        s = delta_b / (delta_b - delta)
+    vert_b = poly[rows, prev]
+    inter = vert_b + (poly - vert_b) * s[:, :, None]
+    keep_a1 = valid & np.where(cross, delta > 0, pos_a)
+    keep_a2 = valid & np.where(cross, delta < 0, delta <= 0)
+    outs = []
+    for keep_a in (keep_a1, keep_a2):
+        emit = cross.astype(np.int8) + keep_a
+        end = np.cumsum(emit, axis=1)
+        start = end - emit
+        n_out = end[:, -1].astype(np.int64)
+        if n_out.size and int(n_out.max()) > slots:
+            raise AssertionError("clipped polygon exceeds its vertex slots")
+        out = np.empty_like(poly)
+        r_cross, k_cross = np.nonzero(cross)
+        out[r_cross, start[r_cross, k_cross]] = inter[r_cross, k_cross]
+        r_keep, k_keep = np.nonzero(keep_a)
+        out[r_keep, start[r_keep, k_keep] + cross[r_keep, k_keep]] = poly[r_keep, k_keep]
+        outs.append((out, n_out))
+    return outs[0][0], outs[0][1], outs[1][0], outs[1][1]
+
+
+def rasterize_fragments(verts, tris, areas, bmin, bmax, cs, ch, width, height):
+    """Every span each triangle adds to each cell, before merging.
+
+    verts float32 (n, 3) Z-up [Units: wu]; tris int32 (m, 3); areas uint8 (m,); bmin/bmax
+    float32 (3,) [Units: wu]; cs, ch [Units: wu]; width, height [Units: cells].
+    Returns int64 tri, int32 ix, int32 iy, uint16 smin, uint16 smax, uint8 area (one entry per
+    fragment), sorted by triangle, then row, then column (Recast's call order).
+    """
+    verts = np.asarray(verts, dtype=F32)
+    tris = np.asarray(tris, dtype=np.int64)
+    bmin = np.asarray(bmin, dtype=F32)
+    bmax = np.asarray(bmax, dtype=F32)
+    cs, ch = F32(cs), F32(ch)
+    ics = F32(F32(1.0) / cs)
+    ich = F32(F32(1.0) / ch)
+    # Recast frame: axis 0 = x (columns), axis 2 = grid rows, axis 1 = height.
+    tri_verts = verts[tris[:, [0, 2, 1]]][:, :, [0, 2, 1]]  # (m, 3, 3) in Recast's frame/order
+    rc_bmin = bmin[[0, 2, 1]]
+    rc_bmax = bmax[[0, 2, 1]]
+    tmin = tri_verts.min(axis=1)
+    tmax = tri_verts.max(axis=1)
+    overlaps = np.all((tmin <= rc_bmax) & (tmax >= rc_bmin), axis=1)
+    tri_ids = np.nonzero(overlaps)[0]
+    by = F32(rc_bmax[1] - rc_bmin[1])
+
+    row_lo = np.trunc((tmin[tri_ids, 2] - rc_bmin[2]) * ics)
+    row_hi = np.trunc((tmax[tri_ids, 2] - rc_bmin[2]) * ics)
+    row_lo = np.clip(row_lo, -1, height - 1).astype(np.int64)
+    row_hi = np.clip(row_hi, 0, height - 1).astype(np.int64)
+
+    poly = np.zeros((tri_ids.shape[0], POLY_SLOTS, 3), dtype=F32)
+    poly[:, :3] = tri_verts[tri_ids]
+    count = np.full(tri_ids.shape[0], 3, dtype=np.int64)
+    row = row_lo.copy()
+    owner = tri_ids.copy()
+
+    # Round k clips row row_lo + k off every triangle that still has rows left.
+    row_polys, row_counts, row_owner, row_index = [], [], [], []
+    active = (row <= row_hi) & (count >= 2)
+    poly, count, row, owner, row_hi = (a[active] for a in (poly, count, row, owner, row_hi))
+    while owner.shape[0]:
+        offset = (rc_bmin[2] + row.astype(F32) * cs) + cs
+        below, nbelow, poly, count = _divide(poly, count, offset.astype(F32), 2)
+        emit = (nbelow >= 3) & (row >= 0)
+        row_polys.append(below[emit])
+        row_counts.append(nbelow[emit])
+        row_owner.append(owner[emit])
+        row_index.append(row[emit])
+        row = row + 1
+        active = (row <= row_hi) & (count >= 2)
+        poly, count, row, owner, row_hi = (a[active] for a in (poly, count, row, owner, row_hi))
+
+    if not row_polys:
+        return _empty_fragments()
+    rpoly = np.concatenate(row_polys)
+    rcount = np.concatenate(row_counts)
+    rowner = np.concatenate(row_owner)
+    rrow = np.concatenate(row_index)
+    rseq = np.arange(rpoly.shape[0], dtype=np.int64)
+
+    xs = np.where(np.arange(POLY_SLOTS)[None, :] < rcount[:, None], rpoly[:, :, 0], np.inf)
+    min_x = xs.min(axis=1).astype(F32)
+    xs = np.where(np.arange(POLY_SLOTS)[None, :] < rcount[:, None], rpoly[:, :, 0], -np.inf)
+    max_x = xs.max(axis=1).astype(F32)
+    col_lo = np.trunc((min_x - rc_bmin[0]) * ics)
+    col_hi = np.trunc((max_x - rc_bmin[0]) * ics)
+    inside = ~((col_hi < 0) | (col_lo >= width))
+    col_lo = np.clip(col_lo, -1, width - 1).astype(np.int64)
+    col_hi = np.clip(col_hi, 0, width - 1).astype(np.int64)
+
+    sel = inside & (col_lo <= col_hi)
+    poly, count = rpoly[sel], rcount[sel]
+    col, col_hi, seq = col_lo[sel], col_hi[sel], rseq[sel]
+    frag_seq, frag_col, frag_min, frag_max = [], [], [], []
+    while seq.shape[0]:
+        offset = (rc_bmin[0] + col.astype(F32) * cs) + cs
+        cell, ncell, poly, count = _divide(poly, count, offset.astype(F32), 0)
+        emit = (ncell >= 3) & (col >= 0)
+        if emit.any():
+            cell_y = cell[emit, :, 1]
+            used = np.arange(POLY_SLOTS)[None, :] < ncell[emit][:, None]
+            y_min = np.where(used, cell_y, np.inf).min(axis=1).astype(F32)
+            y_max = np.where(used, cell_y, -np.inf).max(axis=1).astype(F32)
+            frag_seq.append(seq[emit])
+            frag_col.append(col[emit])
+            frag_min.append(y_min)
+            frag_max.append(y_max)
+        col = col + 1
+        active = (col <= col_hi) & (count >= 2)
+        poly, count, col, col_hi, seq = (a[active] for a in (poly, count, col, col_hi, seq))
+
+    if not frag_seq:
+        return _empty_fragments()
+    fseq = np.concatenate(frag_seq)
+    fcol = np.concatenate(frag_col)
+    span_min = np.concatenate(frag_min) - rc_bmin[1]
+    span_max = np.concatenate(frag_max) - rc_bmin[1]
+    keep = ~((span_max < 0) | (span_min > by))
+    fseq, fcol, span_min, span_max = fseq[keep], fcol[keep], span_min[keep], span_max[keep]
+    span_min = np.maximum(span_min, F32(0))
+    span_max = np.minimum(span_max, by)
+    smin = np.clip(np.floor(span_min * ich), 0, SPAN_MAX_HEIGHT).astype(np.int64)
+    smax = np.clip(np.ceil(span_max * ich), 0, SPAN_MAX_HEIGHT).astype(np.int64)
+    smax = np.clip(smax, smin + 1, SPAN_MAX_HEIGHT)
+    tri = rowner[fseq]
+    frow = rrow[fseq]
+    order = np.lexsort((fcol, frow, tri))
+    tri, frow, fcol, smin, smax = tri[order], frow[order], fcol[order], smin[order], smax[order]
+    return (
+        tri,
+        fcol.astype(np.int32),
+        frow.astype(np.int32),
+        smin.astype(np.uint16),
+        smax.astype(np.uint16),
+        np.asarray(areas, dtype=np.uint8)[tri],
+    )
+
+
+def _empty_fragments():
+    return (
+        np.zeros(0, dtype=np.int64),
+        np.zeros(0, dtype=np.int32),
+        np.zeros(0, dtype=np.int32),
+        np.zeros(0, dtype=np.uint16),
+        np.zeros(0, dtype=np.uint16),
+        np.zeros(0, dtype=np.uint8),
+    )
+
+
+def merge_fragments(
+    width: int, height: int, ix, iy, smin, smax, area, merge_threshold: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Merge fragments into the solid spans of each column, in the order given (Recast's addSpan).
+
+    Fragments must be in triangle order. A fragment merges with every span it overlaps or
+    touches (closed test); the merged span takes the union. Its area is the fragment's area,
+    max'ed with each merged span's area whose top is at most ``merge_threshold`` below the
+    fragment's top. [Units: ch] for heights and threshold (walkable_climb).
+    Returns col_start int64 (w*h+1,), smin uint16, smax uint16, area uint8.
+    """
+    n_cols = width * height
+    col = np.asarray(ix, dtype=np.int64) + np.asarray(iy, dtype=np.int64) * width
+    f_min = np.asarray(smin, dtype=np.int32)
+    f_max = np.asarray(smax, dtype=np.int32)
+    f_area = np.asarray(area, dtype=np.uint8)
+    order = np.argsort(col, kind="stable")
+    col_sorted = col[order]
+    used_cols, first, per_col = np.unique(col_sorted, return_index=True, return_counts=True)
+    # Columns with the most fragments first: round k then works on a prefix of the state.
+    by_count = np.argsort(-per_col, kind="stable")
+    used_cols, first, per_col = used_cols[by_count], first[by_count], per_col[by_count]
+    n_used = used_cols.shape[0]
+    slots = 4
+    st_min = np.zeros((n_used, slots), dtype=np.int32)
+    st_max = np.zeros((n_used, slots), dtype=np.int32)
+    st_area = np.zeros((n_used, slots), dtype=np.uint8)
+    st_n = np.zeros(n_used, dtype=np.int64)
+    max_rounds = int(per_col[0]) if n_used else 0
+    # active[k] = number of columns with more than k fragments
+    active_counts = np.searchsorted(-per_col, -np.arange(1, max_rounds + 1), side="right")
+    for k in range(max_rounds):
+        nk = int(active_counts[k])
+        frag = order[first[:nk] + k]
+        fmin, fmax, farea = f_min[frag], f_max[frag], f_area[frag]
+        if k == 0:
+            st_min[:nk, 0], st_max[:nk, 0], st_area[:nk, 0] = fmin, fmax, farea
+            st_n[:nk] = 1
+            continue
+        if int(st_n[:nk].max()) >= slots:
+            slots *= 2
+            st_min = _widen(st_min, slots)
+            st_max = _widen(st_max, slots)
+            st_area = _widen(st_area, slots)
+        cur_min, cur_max, cur_area, cur_n = st_min[:nk], st_max[:nk], st_area[:nk], st_n[:nk]
+        slot = np.arange(slots)[None, :]
+        valid = slot < cur_n[:, None]
+        below = valid & (cur_max < fmin[:, None])
+        above = valid & (cur_min > fmax[:, None])
+        over = valid & ~below & ~above
+        n_below = below.sum(axis=1)
+        n_over = over.sum(axis=1)
+        new_min = np.minimum(fmin, np.where(over, cur_min, np.iinfo(np.int32).max).min(axis=1))
+        new_max = np.maximum(fmax, np.where(over, cur_max, -1).max(axis=1))
+        keep_area = over & (fmax[:, None] - cur_max <= merge_threshold)
+        new_area = np.maximum(farea, np.where(keep_area, cur_area, 0).max(axis=1))
+        src = np.where(slot < n_below[:, None], slot, slot - 1 + n_over[:, None])
+        src = np.clip(src, 0, slots - 1)
+        rows = np.arange(nk)
+        st_min[:nk] = cur_min[rows[:, None], src]
+        st_max[:nk] = cur_max[rows[:, None], src]
+        st_area[:nk] = cur_area[rows[:, None], src]
+        st_min[rows, n_below] = new_min
+        st_max[rows, n_below] = new_max
+        st_area[rows, n_below] = new_area
+        st_n[:nk] = cur_n - n_over + 1
+
+    counts = np.zeros(n_cols, dtype=np.int64)
+    counts[used_cols] = st_n
+    col_start = np.zeros(n_cols + 1, dtype=np.int64)
+    np.cumsum(counts, out=col_start[1:])
+    by_col = np.argsort(used_cols, kind="stable")
+    valid = np.arange(slots)[None, :] < st_n[by_col][:, None]
+    out_min = st_min[by_col][valid].astype(np.uint16)
+    out_max = st_max[by_col][valid].astype(np.uint16)
+    out_area = st_area[by_col][valid]
+    return col_start, out_min, out_max, out_area
+
+
+def _widen(array, slots):
+    out = np.zeros((array.shape[0], slots), dtype=array.dtype)
+    out[:, : array.shape[1]] = array
+    return out
+
+
+def rasterize_triangles(verts, tris, areas, bmin, bmax, cs, ch, width, height, merge_threshold):
+    """Rasterize triangles into a new solid `Heightfield` (Recast's rcRasterizeTriangles).
+
+    verts float32 (n, 3) Z-up [Units: wu]; tris int32 (m, 3); areas uint8 (m,); bmin/bmax the
+    grid corners [Units: wu]; cs, ch [Units: wu] [Limit: > 0]; width, height [Units: cells];
+    merge_threshold = walkable_climb [Units: ch].
+    """
+    _, ix, iy, smin, smax, area = rasterize_fragments(
+        verts, tris, areas, bmin, bmax, cs, ch, width, height
+    )
+    col_start, smin, smax, area = merge_fragments(
+        width, height, ix, iy, smin, smax, area, merge_threshold
+    )
+    return Heightfield(
+        int(width),
+        int(height),
+        np.asarray(bmin, dtype=F32).copy(),
+        np.asarray(bmax, dtype=F32).copy(),
+        F32(cs),
+        F32(ch),
+        col_start,
+        smin,
+        smax,
+        area,
+    )
+
+
+__all__ = [
+    "NULL_AREA",
+    "WALKABLE_AREA",
+    "mark_walkable_triangles",
+    "merge_fragments",
+    "rasterize_fragments",
+    "rasterize_triangles",
+]
