@@ -1,0 +1,121 @@
+"""The three solid-heightfield filters, in Recast's order (RecastFilter.cpp).
+
+Each takes a `Heightfield` and returns a new uint8 area array (n,); geometry never changes.
+Heights, climb and agent height are in cell heights [Units: ch]. A column's top span has an
+open ceiling of 0xFFFF.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .config import NULL_AREA
+from .heightfield import Heightfield
+
+#: Ceiling of the open sky above a column's top span. [Units: ch]
+OPEN_CEILING = 0xFFFF
+
+
+def _ceilings(hf: Heightfield) -> np.ndarray:
+    """int32 (n,): the bottom of the next span up in the column, or 0xFFFF for the top span."""
+    n = hf.span_count
+    ceiling = np.full(n, OPEN_CEILING, dtype=np.int32)
+    if n:
+        is_top = np.zeros(n, dtype=bool)
+        is_top[hf.col_start[1:][np.diff(hf.col_start) > 0] - 1] = True
+        ceiling[:-1] = np.where(is_top[:-1], OPEN_CEILING, hf.smin[1:].astype(np.int32))
+    return ceiling
+
+
+def filter_low_hanging_obstacles(hf: Heightfield, walkable_climb: int) -> np.ndarray:
+    """Let a blocked span become walkable when the span right below it was walkable.
+
+    Rule: a span with area 0 whose lower neighbour in the column had a non-null area in the
+    original state, and whose top is at most ``walkable_climb`` above that span's top, takes
+    that span's area. It does not chain: the lower span's *original* state counts.
+    walkable_climb [Units: ch] [Limit: >= 0]. Returns uint8 (n,).
+    """
+    area = hf.area.copy()
+    if hf.span_count < 2:
+        return area
+    first_in_column = np.zeros(hf.span_count, dtype=bool)
+    first_in_column[hf.col_start[:-1][np.diff(hf.col_start) > 0]] = True
+    below_area = hf.area[:-1]
+    rises = hf.smax[1:].astype(np.int32) - hf.smax[:-1].astype(np.int32)
+    take = (
+        ~first_in_column[1:]
+        & (hf.area[1:] == NULL_AREA)
+        & (below_area != NULL_AREA)
+        & (rises <= walkable_climb)
+    )
+    area[1:][take] = below_area[take]
+    return area
+
+
+def filter_ledge_spans(hf: Heightfield, walkable_height: int, walkable_climb: int) -> np.ndarray:
+    """Mark walkable spans next to a drop deeper than ``walkable_climb`` as blocked.
+
+    For each non-null span and each of the 4 neighbour columns, neighbour spans (whatever their
+    area) with clearance min(ceilings) - max(floors) >= walkable_height count. The span is a
+    ledge when a counted neighbour floor is more than ``walkable_climb`` below it, when the
+    neighbour column is off the grid, when the gap below the neighbour's first span is open
+    enough to fall into, or when the reachable neighbour floors differ by more than the climb.
+    walkable_height, walkable_climb [Units: ch]. Returns uint8 (n,).
+    """
+    area = hf.area.copy()
+    width, height = hf.width, hf.height
+    candidates = np.nonzero(hf.area != NULL_AREA)[0]
+    if candidates.shape[0] == 0:
+        return area
+    ceiling_all = _ceilings(hf)
+    col = hf.span_columns()[candidates]
+    cx, cy = col % width, col // width
+    floor = hf.smax[candidates].astype(np.int32)
+    ceiling = ceiling_all[candidates]
+    n = candidates.shape[0]
+    drop = np.zeros(n, dtype=bool)
+    lowest_ok = floor.copy()
+    highest_ok = floor.copy()
+    counts = np.diff(hf.col_start)
+    for dx, dy in ((-1, 0), (0, 1), (1, 0), (0, -1)):
+        nx, ny = cx + dx, cy + dy
+        off_grid = (nx < 0) | (ny < 0) | (nx >= width) | (ny >= height)
+        drop |= off_grid
+        ncol = np.where(off_grid, 0, nx + ny * width)
+        nstart = hf.col_start[ncol]
+        ncount = np.where(off_grid, 0, counts[ncol])
+        first_bottom = np.where(
+            ncount > 0, hf.smin[np.minimum(nstart, hf.span_count - 1)].astype(np.int32), OPEN_CEILING
+        )
+        drop |= ~off_grid & (np.minimum(ceiling, first_bottom) - floor >= walkable_height)
+        # every (span, neighbour span) pair
+        pair_span = np.repeat(np.arange(n), ncount)
+        pair_offset = np.arange(pair_span.shape[0]) - np.repeat(np.cumsum(ncount) - ncount, ncount)
+        neighbour = nstart[pair_span] + pair_offset
+        n_floor = hf.smax[neighbour].astype(np.int32)
+        n_ceiling = ceiling_all[neighbour]
+        p_floor = floor[pair_span]
+        clear = (
+            np.minimum(ceiling[pair_span], n_ceiling) - np.maximum(p_floor, n_floor)
+            >= walkable_height
+        )
+        diff = n_floor - p_floor
+        drop[pair_span[clear & (diff < -walkable_climb)]] = True
+        step = clear & (np.abs(diff) <= walkable_climb)
+        np.minimum.at(lowest_ok, pair_span[step], n_floor[step])
+        np.maximum.at(highest_ok, pair_span[step], n_floor[step])
+    ledge = drop | (highest_ok - lowest_ok > walkable_climb)
+    area[candidates[ledge]] = NULL_AREA
+    return area
+
+
+def filter_walkable_low_height_spans(hf: Heightfield, walkable_height: int) -> np.ndarray:
+    """Mark spans with less than ``walkable_height`` of open space above them as blocked.
+
+    Rule: ceiling - floor < walkable_height, with the top span's ceiling 0xFFFF.
+    walkable_height [Units: ch]. Returns uint8 (n,).
+    """
+    area = hf.area.copy()
+    low = _ceilings(hf) - hf.smax.astype(np.int32) < walkable_height
+    area[low] = NULL_AREA
+    return area
