@@ -1,0 +1,759 @@
+"""Region contours: the outline of every region, traced and simplified (Recast's rcBuildContours).
+
+Input: a `CompactHeightfield` with regions (``chf.reg``) and areas. Output: a `ContourSet` in
+Recast's integer form, one contour per traced region boundary, in Recast's order.
+
+Contour vertex layout (both simplified ``verts`` and raw ``rverts``): int32 (k, 4) rows of
+Recast's four integers, **in Recast's column order**, so they compare directly with Recast's
+arrays:
+
+- column 0: x, the corner's grid x [Units: cells]
+- column 1: the corner's height (Recast's y) [Units: ch]
+- column 2: the corner's grid row, which is **VoxNav's iy** (Recast's z) [Units: cells]
+- column 3: the region id across the edge that starts at this vertex (0 = wall) in the low 16
+  bits (`RC_CONTOUR_REG_MASK`), ORed with `RC_BORDER_VERTEX` (a vertex on a tile border that
+  the polygon mesh removes) and `RC_AREA_BORDER` (the edge separates two area types).
+
+A corner (x, y) is the grid point at the lower-left of cell (x, y); a region boundary runs
+along cell edges, so contour vertices lie on the (width+1) x (height+1) corner lattice.
+
+The rule, as Recast:
+
+1. Every span of a real region (reg != 0, no `BORDER_REG` flag) marks each direction whose
+   neighbour is in another region (or not connected) as a boundary edge (vectorized over all
+   spans at once).
+2. Spans are scanned in storage order; the first span with unvisited boundary edges (and not
+   boundary on all four sides) starts a walk at its lowest unvisited direction. The walk follows
+   the boundary keeping the region on its right, emitting one raw vertex per boundary edge:
+   the edge's clockwise-end corner, at the highest floor of the up to four spans around the
+   corner. Here the walk's step rule is evaluated for all boundary edges at once (each edge's
+   successor), the cycles are labelled by pointer jumping, and only the order of the walk is
+   followed in Python; an exact sequential walker is the fallback for malformed
+   connectivity (a successor map that is not a permutation, or a walk over 40000 steps).
+3. ``simplifyContour``: mandatory vertices where the neighbour region or area border changes
+   (or the lower-left and upper-right corners of an island), then the farthest raw vertex is
+   inserted while it strays more than ``max_error`` from a wall or area-border segment
+   (float32 arithmetic, as Recast), then wall edges longer than ``max_edge_len`` are split at
+   the middle raw vertex. Consecutive vertices at the same (x, grid row) are dropped.
+4. Contours with fewer than three vertices are dropped. Clockwise (negative area) contours
+   are holes; each hole is bridged into its region's outline from its lowest leftmost vertex
+   to the nearest visible outline vertex, and the hole keeps 0 simplified vertices.
+
+The simplification and hole merging are sequential, order-sensitive insertion algorithms
+over one contour at a time (tens of contours, tens of vertices each), so they loop in Python
+per contour; the per-span and per-edge work is vectorized.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from .compact import BORDER_REG, CompactHeightfield
+from .errors import VoxNavError
+
+#: Flag in a contour vertex's column 3: on a tile border, removed by the polygon mesh.
+RC_BORDER_VERTEX = 0x10000
+#: Flag in a contour vertex's column 3: the edge separates two different area types.
+RC_AREA_BORDER = 0x20000
+#: Mask of the neighbour region id in a contour vertex's column 3.
+RC_CONTOUR_REG_MASK = 0xFFFF
+#: build_flags: split long wall (impassable) edges at ``max_edge_len``.
+RC_CONTOUR_TESS_WALL_EDGES = 0x01
+#: build_flags: split long edges between area types at ``max_edge_len``.
+RC_CONTOUR_TESS_AREA_EDGES = 0x02
+
+#: Recast's walkContour step limit (``while (++iter < 40000)``): at most 39999 steps per walk.
+_WALK_MAX_STEPS = 39999
+
+ProgressFn = Callable[[float, str], None]
+
+
+@dataclass
+class ContourSet:
+    """Simplified and raw contours in CSR layout (contour c: ``verts[verts_start[c]:
+    verts_start[c+1]]``), in Recast's order and Recast's integer vertex form (see the module
+    docstring: x, height, grid row = VoxNav iy, neighbour region | flags).
+
+    A hole merged into its region's outline keeps its raw vertices but has 0 simplified ones,
+    as in Recast.
+    """
+
+    #: int32 (N, 4) simplified vertices of all contours. [Units: cells, ch, cells, -]
+    verts: np.ndarray
+    #: int64 (nconts + 1,) start of each contour in ``verts``.
+    verts_start: np.ndarray
+    #: int32 (M, 4) raw (traced) vertices of all contours, same columns.
+    rverts: np.ndarray
+    #: int64 (nconts + 1,) start of each contour in ``rverts``.
+    rverts_start: np.ndarray
+    #: uint16 (nconts,) region id of each contour.
+    reg: np.ndarray
+    #: uint8 (nconts,) area id of each contour.
+    area: np.ndarray
+    #: float32 (3,) Z-up world bounds, less the border on x and y as Recast. [Units: wu]
+    bmin: np.ndarray
+    bmax: np.ndarray
+    cs: np.float32
+    ch: np.float32
+    #: Grid size without the border. [Units: cells]
+    width: int
+    height: int
+    #: [Units: cells]
+    border_size: int
+    #: The max_error the contours were simplified with. [Units: cells]
+    max_error: np.float32
+
+    @property
+    def nconts(self) -> int:
+        return int(self.reg.shape[0])
+
+    @property
+    def nverts(self) -> np.ndarray:
+        """int32 (nconts,) simplified vertex count per contour (Recast's cont_nverts)."""
+        return np.diff(self.verts_start).astype(np.int32)
+
+    @property
+    def nrverts(self) -> np.ndarray:
+        """int32 (nconts,) raw vertex count per contour (Recast's cont_nrverts)."""
+        return np.diff(self.rverts_start).astype(np.int32)
+
+    def contour_verts(self, c: int) -> np.ndarray:
+        """int32 (k, 4) simplified vertices of contour ``c`` (a view)."""
+        return self.verts[self.verts_start[c] : self.verts_start[c + 1]]
+
+    def contour_rverts(self, c: int) -> np.ndarray:
+        """int32 (k, 4) raw vertices of contour ``c`` (a view)."""
+        return self.rverts[self.rverts_start[c] : self.rverts_start[c + 1]]
+
+
+# ----------------------------------------------------------------------------------------------
+# Per-span and per-edge work (vectorized)
+
+
+def boundary_flags(chf: CompactHeightfield) -> np.ndarray:
+    """uint8 (n,) bit d set when span's direction d leaves its region (Recast's contour flags).
+
+    Spans with no region or a `BORDER_REG` region get 0. The neighbour region of a direction
+    that is not connected counts as 0.
+    """
+    reg = np.asarray(chf.reg).astype(np.int32)
+    nb = np.asarray(chf.neighbor)
+    nbreg = np.where(nb >= 0, reg[np.maximum(nb, 0)], 0)
+    same = nbreg == reg[:, None]
+    bits = (~same).astype(np.uint8) << np.arange(4, dtype=np.uint8)
+    flags = np.bitwise_or.reduce(bits, axis=1).astype(np.uint8)
+    flags[(reg == 0) | ((reg & BORDER_REG) != 0)] = 0
+    return flags
+
+
+def _edge_vertices(chf: CompactHeightfield, span: np.ndarray, d: np.ndarray) -> np.ndarray:
+    """int64 (m, 4) raw contour vertex of each boundary edge (span, d): Recast's walkContour
+    vertex (corner x, corner height, corner row, neighbour region | flags), via getCornerHeight.
+    """
+    nb = np.asarray(chf.neighbor).astype(np.int64)
+    y = np.asarray(chf.y).astype(np.int64)
+    reg = np.asarray(chf.reg).astype(np.int64)
+    area = np.asarray(chf.area).astype(np.int64)
+    full = reg | (area << 16)
+    dp = (d + 1) & 3
+
+    h = y[span]
+    r0 = full[span]
+    a = nb[span, d]
+    ha = a >= 0
+    ac = np.maximum(a, 0)
+    h = np.where(ha, np.maximum(h, y[ac]), h)
+    r1 = np.where(ha, full[ac], 0)
+    a2 = np.where(ha, nb[ac, dp], -1)
+    ha2 = a2 >= 0
+    h = np.where(ha2, np.maximum(h, y[np.maximum(a2, 0)]), h)
+    r2 = np.where(ha2, full[np.maximum(a2, 0)], 0)
+    b = nb[span, dp]
+    hb = b >= 0
+    bc = np.maximum(b, 0)
+    h = np.where(hb, np.maximum(h, y[bc]), h)
+    r3 = np.where(hb, full[bc], 0)
+    b2 = np.where(hb, nb[bc, d], -1)
+    hb2 = b2 >= 0
+    h = np.where(hb2, np.maximum(h, y[np.maximum(b2, 0)]), h)
+    r2 = np.where(hb2, full[np.maximum(b2, 0)], r2)
+
+    regs = (r0, r1, r2, r3)
+    border_vertex = np.zeros(span.shape[0], dtype=bool)
+    no_zeros = (r0 != 0) & (r1 != 0) & (r2 != 0) & (r3 != 0)
+    for j in range(4):
+        ra, rb, rc, rd = regs[j], regs[(j + 1) & 3], regs[(j + 2) & 3], regs[(j + 3) & 3]
+        two_same_exts = ((ra & rb & BORDER_REG) != 0) & (ra == rb)
+        two_ints = ((rc | rd) & BORDER_REG) == 0
+        ints_same_area = (rc >> 16) == (rd >> 16)
+        border_vertex |= two_same_exts & two_ints & ints_same_area & no_zeros
+
+    x = np.asarray(chf.span_x).astype(np.int64)[span]
+    z = np.asarray(chf.span_y).astype(np.int64)[span]
+    px = x + ((d == 1) | (d == 2))
+    pz = z + ((d == 0) | (d == 1))
+    r = np.where(ha, reg[ac], 0)
+    area_border = ha & (area[ac] != area[span])
+    r = r | np.where(border_vertex, RC_BORDER_VERTEX, 0) | np.where(area_border, RC_AREA_BORDER, 0)
+    return np.stack([px, h, pz, r], axis=1)
+
+
+def _edge_successors(
+    chf: CompactHeightfield, flags: np.ndarray, span: np.ndarray, d: np.ndarray
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """Next boundary edge of every boundary edge along walkContour, and the walk steps taken.
+
+    Returns (succ int64 (m,) edge index, steps int64 (m,)), or None when a walk would step
+    through a missing connection or not settle in a few steps (malformed connectivity).
+    """
+    nb = np.asarray(chf.neighbor).astype(np.int64)
+    m = span.shape[0]
+    cur = span.copy()
+    cdir = (d + 1) & 3
+    steps = np.ones(m, dtype=np.int64)
+    active = np.arange(m)
+    for _ in range(16):
+        hit = ((flags[cur[active]] >> cdir[active]) & 1) != 0
+        active = active[~hit]
+        if active.size == 0:
+            break
+        nxt = nb[cur[active], cdir[active]]
+        if (nxt < 0).any():
+            return None
+        cur[active] = nxt
+        cdir[active] = (cdir[active] + 3) & 3
+        steps[active] += 1
+    else:
+        return None
+    keys = span * 4 + d  # sorted ascending: edges come from np.nonzero in row-major order
+    succ = np.searchsorted(keys, cur * 4 + cdir)
+    return succ, steps
+
+
+def _cycle_labels(succ: np.ndarray) -> np.ndarray:
+    """int64 (m,) smallest edge index of each edge's cycle (succ must be a permutation)."""
+    m = succ.shape[0]
+    label = np.arange(m, dtype=np.int64)
+    jump = succ.copy()
+    span = 1
+    while span < m:
+        label = np.minimum(label, label[jump])
+        jump = jump[jump]
+        span *= 2
+    return label
+
+
+def _walk_order_fast(
+    flags: np.ndarray, span: np.ndarray, d: np.ndarray, succ: np.ndarray, steps: np.ndarray
+) -> list[np.ndarray] | None:
+    """Edge sequences of the walks, in Recast's scan order, from the successor permutation.
+
+    Returns None when some walk would hit Recast's 40000-step limit (use the exact walker).
+    """
+    m = span.shape[0]
+    if m == 0:
+        return []
+    # Four-sided single spans are never walked (flags == 0xf is skipped by the scan).
+    keep = flags[span] != 0xF
+    label = _cycle_labels(succ)
+    cyc_ids, cyc = np.unique(label, return_inverse=True)
+    # Edges grouped by cycle, in storage order (span, then direction) within each cycle.
+    order = np.lexsort((np.arange(m), cyc))
+    group_start = np.searchsorted(cyc[order], np.arange(cyc_ids.shape[0] + 1))
+    order_l = order.tolist()
+    span_l = span.tolist()
+    d_l = d.tolist()
+    heap: list[tuple[int, int, int]] = []
+    for c in range(cyc_ids.shape[0]):
+        first = order_l[group_start[c]]
+        if keep[first]:
+            heap.append((span_l[first], c, int(group_start[c])))
+    heapq.heapify(heap)
+    starts: list[int] = []
+    while heap:
+        s = heap[0][0]
+        contenders = []
+        while heap and heap[0][0] == s:
+            contenders.append(heapq.heappop(heap))
+        # The scan walks the span's lowest unvisited direction; the other cycles through this
+        # span are started later, at their next span.
+        best = min(contenders, key=lambda ev: d_l[order_l[ev[2]]])
+        starts.append(order_l[best[2]])
+        for ev in contenders:
+            if ev is best:
+                continue
+            _, c, p = ev
+            end = int(group_start[c + 1])
+            while p < end and span_l[order_l[p]] == s:
+                p += 1
+            if p < end:
+                heapq.heappush(heap, (span_l[order_l[p]], c, p))
+    succ_l = succ.tolist()
+    walks = []
+    for e0 in starts:
+        seq = [e0]
+        e = succ_l[e0]
+        while e != e0:
+            seq.append(e)
+            e = succ_l[e]
+        seq_a = np.asarray(seq, dtype=np.int64)
+        if int(steps[seq_a].sum()) > _WALK_MAX_STEPS:
+            return None
+        walks.append(seq_a)
+    return walks
+
+
+def _walk_order_exact(
+    chf: CompactHeightfield, flags: np.ndarray, span: np.ndarray, d: np.ndarray
+) -> list[np.ndarray]:
+    """Recast's scan and walkContour step by step (slow; the fallback and the test oracle).
+
+    Visits only spans with boundary edges (the others are skipped by Recast's scan anyway).
+    """
+    nb = np.asarray(chf.neighbor).astype(np.int64).tolist()
+    fl = flags.astype(np.int64).tolist()
+    keys = span * 4 + d
+    walks = []
+    for i0 in np.unique(span).tolist():
+        if fl[i0] == 0 or fl[i0] == 0xF:
+            fl[i0] = 0
+            continue
+        i = i0
+        direction = 0
+        while (fl[i] & (1 << direction)) == 0:
+            direction += 1
+        start_dir = direction
+        seq = []
+        it = 0
+        while True:
+            it += 1
+            if it >= _WALK_MAX_STEPS + 1:
+                break
+            if fl[i] & (1 << direction):
+                seq.append(i * 4 + direction)
+                fl[i] &= ~(1 << direction)
+                direction = (direction + 1) & 3
+            else:
+                ni = nb[i][direction]
+                if ni < 0:
+                    break
+                i = ni
+                direction = (direction + 3) & 3
+            if i == i0 and direction == start_dir:
+                break
+        walks.append(np.searchsorted(keys, np.asarray(seq, dtype=np.int64)))
+    return walks
+
+
+# ----------------------------------------------------------------------------------------------
+# Per-contour work (sequential, small counts)
+
+
+def _simplify(
+    points: np.ndarray, max_error: np.float32, max_edge_len: int, build_flags: int
+) -> list[list[int]]:
+    """Recast's simplifyContour on one raw contour (int64 (pn, 4)); returns rows [x, y, z, f]."""
+    pn = points.shape[0]
+    pf = points[:, 3]
+    regm = pf & RC_CONTOUR_REG_MASK
+    abord = pf & RC_AREA_BORDER
+    px_l = points[:, 0].tolist()
+    py_l = points[:, 1].tolist()
+    pz_l = points[:, 2].tolist()
+    pf_l = pf.tolist()
+    simp: list[list[int]] = []
+    if (regm != 0).any():
+        nxt = np.roll(np.arange(pn), -1)
+        change = (regm != regm[nxt]) | (abord != abord[nxt])
+        for i in np.nonzero(change)[0].tolist():
+            simp.append([px_l[i], py_l[i], pz_l[i], i])
+    if not simp:
+        idx = np.arange(pn)
+        lli = int(np.lexsort((idx, points[:, 2], points[:, 0]))[0])
+        uri = int(np.lexsort((idx, -points[:, 2], -points[:, 0]))[0])
+        simp.append([px_l[lli], py_l[lli], pz_l[lli], lli])
+        simp.append([px_l[uri], py_l[uri], pz_l[uri], uri])
+
+    fx = points[:, 0].astype(np.float32)
+    fz = points[:, 2].astype(np.float32)
+    tess_ok = (regm == 0) | (abord != 0)
+    tess_ok_l = tess_ok.tolist()
+    me = np.float32(max_error)
+    max_err2 = me * me
+    zero = np.float32(0)
+    one = np.float32(1)
+    i = 0
+    while i < len(simp):
+        ii = (i + 1) % len(simp)
+        ax, az, ai = simp[i][0], simp[i][2], simp[i][3]
+        bx, bz, bi = simp[ii][0], simp[ii][2], simp[ii][3]
+        if bx > ax or (bx == ax and bz > az):
+            ci = (ai + 1) % pn
+            cnt = (bi - ci) % pn
+            sel = (ci + np.arange(cnt)) % pn
+        else:
+            ci = (bi + pn - 1) % pn
+            cnt = (ci - ai) % pn
+            sel = (ci - np.arange(cnt)) % pn
+            ax, bx = bx, ax
+            az, bz = bz, az
+        maxi = -1
+        maxd = zero
+        if tess_ok_l[ci] and cnt > 0:
+            # distancePtSeg in float32, Recast's operation order.
+            pqx = np.float32(bx - ax)
+            pqz = np.float32(bz - az)
+            dx = fx[sel] - np.float32(ax)
+            dz = fz[sel] - np.float32(az)
+            dd = pqx * pqx + pqz * pqz
+            t = pqx * dx + pqz * dz
+            if dd > zero:
+                t = t / dd
+            t = np.minimum(np.maximum(t, zero), one)
+            ex = (np.float32(ax) + t * pqx) - fx[sel]
+            ez = (np.float32(az) + t * pqz) - fz[sel]
+            dist = ex * ex + ez * ez
+            k = int(np.argmax(dist))
+            if dist[k] > zero:
+                maxd = dist[k]
+                maxi = int(sel[k])
+        if maxi != -1 and maxd > max_err2:
+            simp.insert(i + 1, [px_l[maxi], py_l[maxi], pz_l[maxi], maxi])
+        else:
+            i += 1
+
+    if max_edge_len > 0 and (
+        build_flags & (RC_CONTOUR_TESS_WALL_EDGES | RC_CONTOUR_TESS_AREA_EDGES)
+    ):
+        max_len2 = max_edge_len * max_edge_len
+        i = 0
+        while i < len(simp):
+            ii = (i + 1) % len(simp)
+            ax, az, ai = simp[i][0], simp[i][2], simp[i][3]
+            bx, bz, bi = simp[ii][0], simp[ii][2], simp[ii][3]
+            maxi = -1
+            ci = (ai + 1) % pn
+            tess = (build_flags & RC_CONTOUR_TESS_WALL_EDGES and (pf_l[ci] & 0xFFFF) == 0) or (
+                build_flags & RC_CONTOUR_TESS_AREA_EDGES and (pf_l[ci] & RC_AREA_BORDER)
+            )
+            if tess:
+                dx = bx - ax
+                dz = bz - az
+                if dx * dx + dz * dz > max_len2:
+                    n = bi + pn - ai if bi < ai else bi - ai
+                    if n > 1:
+                        if bx > ax or (bx == ax and bz > az):
+                            maxi = (ai + n // 2) % pn
+                        else:
+                            maxi = (ai + (n + 1) // 2) % pn
+            if maxi != -1:
+                simp.insert(i + 1, [px_l[maxi], py_l[maxi], pz_l[maxi], maxi])
+            else:
+                i += 1
+
+    for v in simp:
+        ai = (v[3] + 1) % pn
+        bi = v[3]
+        v[3] = (pf_l[ai] & (RC_CONTOUR_REG_MASK | RC_AREA_BORDER)) | (pf_l[bi] & RC_BORDER_VERTEX)
+    return simp
+
+
+def _remove_degenerate_segments(simp: list[list[int]]) -> None:
+    """Drop a vertex equal (x and grid row) to the next one, in place, Recast's single pass."""
+    i = 0
+    while i < len(simp):
+        ni = i + 1 if i + 1 < len(simp) else 0
+        if simp[i][0] == simp[ni][0] and simp[i][2] == simp[ni][2]:
+            del simp[i]
+        i += 1
+
+
+def _area_sign_negative(v: list[list[int]]) -> bool:
+    """calcAreaOfPolygon2D(v) < 0 with C's truncating (area+1)/2."""
+    n = len(v)
+    area = 0
+    j = n - 1
+    for i in range(n):
+        area += v[i][0] * v[j][2] - v[j][0] * v[i][2]
+        j = i
+    # C truncates toward zero: (area + 1) / 2 < 0 exactly when area + 1 <= -2.
+    return area + 1 <= -2
+
+
+def _area2(a, b, c) -> int:
+    return (b[0] - a[0]) * (c[2] - a[2]) - (c[0] - a[0]) * (b[2] - a[2])
+
+
+def _left(a, b, c) -> bool:
+    return _area2(a, b, c) < 0
+
+
+def _left_on(a, b, c) -> bool:
+    return _area2(a, b, c) <= 0
+
+
+def _intersect_prop(a, b, c, d) -> bool:
+    if _area2(a, b, c) == 0 or _area2(a, b, d) == 0 or _area2(c, d, a) == 0:
+        return False
+    if _area2(c, d, b) == 0:
+        return False
+    return (_left(a, b, c) ^ _left(a, b, d)) and (_left(c, d, a) ^ _left(c, d, b))
+
+
+def _between(a, b, c) -> bool:
+    if _area2(a, b, c) != 0:
+        return False
+    if a[0] != b[0]:
+        return (a[0] <= c[0] <= b[0]) or (a[0] >= c[0] >= b[0])
+    return (a[2] <= c[2] <= b[2]) or (a[2] >= c[2] >= b[2])
+
+
+def _intersect(a, b, c, d) -> bool:
+    if _intersect_prop(a, b, c, d):
+        return True
+    return _between(a, b, c) or _between(a, b, d) or _between(c, d, a) or _between(c, d, b)
+
+
+def _vequal(a, b) -> bool:
+    return a[0] == b[0] and a[2] == b[2]
+
+
+def _intersect_seg_contour(d0, d1, i: int, verts: list[list[int]]) -> bool:
+    n = len(verts)
+    for k in range(n):
+        k1 = k + 1 if k + 1 < n else 0
+        if i == k or i == k1:
+            continue
+        p0 = verts[k]
+        p1 = verts[k1]
+        if _vequal(d0, p0) or _vequal(d1, p0) or _vequal(d0, p1) or _vequal(d1, p1):
+            continue
+        if _intersect(d0, d1, p0, p1):
+            return True
+    return False
+
+
+def _in_cone(i: int, verts: list[list[int]], pj) -> bool:
+    n = len(verts)
+    pi = verts[i]
+    pi1 = verts[i + 1 if i + 1 < n else 0]
+    pin1 = verts[i - 1 if i >= 1 else n - 1]
+    if _left_on(pin1, pi, pi1):
+        return _left(pi, pj, pin1) and _left(pj, pi, pi1)
+    return not (_left_on(pi, pj, pi1) and _left_on(pj, pi, pin1))
+
+
+def _merge_region_holes(conts: list[list[list[int]]], outline: int, holes: list[int]) -> None:
+    """Recast's mergeRegionHoles: bridge every hole into the outline, in place on ``conts``.
+
+    Recast passes ``diags[i].vert`` (i = the hole's index, not the diagonal's) as the outline
+    vertex whose edges the intersection test skips; that is kept, with the buffer persisting
+    across the holes of one region. Slots Recast never wrote (uninitialised memory) read as -1
+    here (no edge skipped).
+    """
+    info = []
+    for h in holes:
+        v = conts[h]
+        minx, minz, leftmost = v[0][0], v[0][2], 0
+        for k in range(1, len(v)):
+            x, z = v[k][0], v[k][2]
+            if x < minx or (x == minx and z < minz):
+                minx, minz, leftmost = x, z, k
+        info.append((minx, minz, leftmost, h))
+    info.sort(key=lambda t: (t[0], t[1]))  # stable, like glibc's merge-sort qsort
+    max_verts = len(conts[outline]) + sum(len(conts[h]) for h in holes)
+    diags_vert = [-1] * max_verts
+    for i, (_, _, leftmost, h) in enumerate(info):
+        hole = conts[h]
+        index = -1
+        best = leftmost
+        for _ in range(len(hole)):
+            out = conts[outline]
+            corner = hole[best]
+            cand = []
+            for j in range(len(out)):
+                if _in_cone(j, out, corner):
+                    dx = out[j][0] - corner[0]
+                    dz = out[j][2] - corner[2]
+                    cand.append((dx * dx + dz * dz, j))
+            cand.sort(key=lambda t: t[0])  # stable
+            for k, (_, j) in enumerate(cand):
+                diags_vert[k] = j
+            index = -1
+            for _, j in cand:
+                pt = out[j]
+                hit = _intersect_seg_contour(pt, corner, diags_vert[i], out)
+                for k in range(i, len(info)):
+                    if hit:
+                        break
+                    hit = _intersect_seg_contour(pt, corner, -1, conts[info[k][3]])
+                if not hit:
+                    index = j
+                    break
+            if index != -1:
+                break
+            best = (best + 1) % len(hole)
+        if index == -1:
+            continue  # Recast logs a warning and leaves the hole unmerged.
+        out = conts[outline]
+        na, nb = len(out), len(hole)
+        merged = [list(out[(index + k) % na]) for k in range(na + 1)]
+        merged += [list(hole[(best + k) % nb]) for k in range(nb + 1)]
+        conts[outline] = merged
+        conts[h] = []
+
+
+def build_contours(
+    chf: CompactHeightfield,
+    max_error: float,
+    max_edge_len: int,
+    build_flags: int = RC_CONTOUR_TESS_WALL_EDGES,
+    *,
+    progress: ProgressFn | None = None,
+) -> ContourSet:
+    """Trace and simplify the outline of every region (Recast's rcBuildContours).
+
+    Parameters
+    ----------
+    chf:
+        Compact heightfield with regions (``chf.reg`` uint16 (n,), 0 = none) and areas. Not
+        modified.
+    max_error:
+        Largest distance a simplified wall edge may stray from the raw outline.
+        [Units: cells] [Limit: >= 0] (NavConfig.derived().max_simplification_error)
+    max_edge_len:
+        Longest wall edge before it is split; 0 = no limit. [Units: cells] [Limit: >= 0]
+    build_flags:
+        `RC_CONTOUR_TESS_WALL_EDGES` and/or `RC_CONTOUR_TESS_AREA_EDGES`.
+    progress:
+        Optional ``progress(fraction in [0, 1], message)`` callback.
+
+    Returns
+    -------
+    ContourSet with vertex rows (x, height, grid row = VoxNav iy, neighbour region | flags).
+    """
+    if chf.reg is None:
+        raise VoxNavError(
+            "build_contours needs regions: run the region stage on the compact "
+            "heightfield first (chf.reg is None)"
+        )
+    if not np.isfinite(max_error) or max_error < 0:
+        raise VoxNavError(f"max_error must be a finite number >= 0 cells, got {max_error!r}")
+    if int(max_edge_len) != max_edge_len or max_edge_len < 0:
+        raise VoxNavError(f"max_edge_len must be a whole number >= 0 cells, got {max_edge_len!r}")
+    n = chf.span_count
+    for name in ("reg", "area", "neighbor", "span_x", "span_y"):
+        arr = np.asarray(getattr(chf, name))
+        if arr.shape[0] != n:
+            raise VoxNavError(f"chf.{name} has {arr.shape[0]} rows but chf has {n} spans")
+    max_edge_len = int(max_edge_len)
+    max_error32 = np.float32(max_error)
+    if progress:
+        progress(0.0, "contours: marking boundaries")
+
+    flags = boundary_flags(chf)
+    espan, edir = np.nonzero((flags[:, None] >> np.arange(4, dtype=np.uint8)) & 1)
+    espan = espan.astype(np.int64)
+    edir = edir.astype(np.int64)
+    evert = _edge_vertices(chf, espan, edir)
+
+    walks = None
+    res = _edge_successors(chf, flags, espan, edir)
+    if res is not None:
+        succ, steps = res
+        if np.bincount(succ, minlength=espan.shape[0]).max(initial=1) == 1:
+            walks = _walk_order_fast(flags, espan, edir, succ, steps)
+    if walks is None:
+        walks = _walk_order_exact(chf, flags, espan, edir)
+    if progress:
+        progress(0.3, f"contours: simplifying {len(walks)} outlines")
+
+    reg = np.asarray(chf.reg)
+    area = np.asarray(chf.area)
+    bs = int(chf.border_size)
+    conts: list[list[list[int]]] = []
+    raws: list[np.ndarray] = []
+    cregs: list[int] = []
+    careas: list[int] = []
+    for k, seq in enumerate(walks):
+        points = evert[seq]
+        simp = _simplify(points, max_error32, max_edge_len, build_flags)
+        _remove_degenerate_segments(simp)
+        if len(simp) >= 3:
+            s0 = int(espan[seq[0]])
+            if bs > 0:
+                for v in simp:
+                    v[0] -= bs
+                    v[2] -= bs
+                points = points.copy()
+                points[:, 0] -= bs
+                points[:, 2] -= bs
+            conts.append(simp)
+            raws.append(points)
+            cregs.append(int(reg[s0]))
+            careas.append(int(area[s0]))
+        if progress and (k & 31) == 31:
+            progress(0.3 + 0.6 * k / max(len(walks), 1), "contours: simplifying")
+
+    # Holes: clockwise contours, bridged into their region's outline.
+    winding = [(-1 if _area_sign_negative(c) else 1) for c in conts]
+    if any(w < 0 for w in winding):
+        outline_of: dict[int, int] = {}
+        holes_of: dict[int, list[int]] = {}
+        for c, w in enumerate(winding):
+            if w > 0:
+                outline_of[cregs[c]] = c  # Recast logs an error on a second outline; last wins.
+            else:
+                holes_of.setdefault(cregs[c], []).append(c)
+        for r in sorted(holes_of):
+            if r in outline_of:
+                _merge_region_holes(conts, outline_of[r], holes_of[r])
+
+    nconts = len(conts)
+    verts_start = np.zeros(nconts + 1, dtype=np.int64)
+    verts_start[1:] = np.cumsum([len(c) for c in conts])
+    rverts_start = np.zeros(nconts + 1, dtype=np.int64)
+    rverts_start[1:] = np.cumsum([r.shape[0] for r in raws])
+    flat = [v for c in conts for v in c]
+    verts = np.asarray(flat, dtype=np.int32).reshape(-1, 4)
+    rverts = np.concatenate(raws).astype(np.int32) if raws else np.zeros((0, 4), dtype=np.int32)
+    bmin = np.asarray(chf.bmin, dtype=np.float32).copy()
+    bmax = np.asarray(chf.bmax, dtype=np.float32).copy()
+    if bs > 0:
+        pad = np.float32(bs * np.float32(chf.cs))
+        bmin[:2] += pad
+        bmax[:2] -= pad
+    if progress:
+        progress(1.0, f"contours: {nconts} contours")
+    return ContourSet(
+        verts=verts,
+        verts_start=verts_start,
+        rverts=rverts,
+        rverts_start=rverts_start,
+        reg=np.asarray(cregs, dtype=np.uint16),
+        area=np.asarray(careas, dtype=np.uint8),
+        bmin=bmin,
+        bmax=bmax,
+        cs=np.float32(chf.cs),
+        ch=np.float32(chf.ch),
+        width=int(chf.width) - 2 * bs,
+        height=int(chf.height) - 2 * bs,
+        border_size=bs,
+        max_error=max_error32,
+    )
+
+
+__all__ = [
+    "RC_AREA_BORDER",
+    "RC_BORDER_VERTEX",
+    "RC_CONTOUR_REG_MASK",
+    "RC_CONTOUR_TESS_AREA_EDGES",
+    "RC_CONTOUR_TESS_WALL_EDGES",
+    "ContourSet",
+    "boundary_flags",
+    "build_contours",
+]
