@@ -1,0 +1,959 @@
+"""Detail mesh: a height-accurate triangulation of every navmesh polygon (rcBuildPolyMeshDetail).
+
+Input: a polygon mesh (any object with Recast's ``rcPolyMesh`` fields under VoxNav names, e.g.
+``core.polymesh.PolyMesh``: ``verts`` uint16 (n, 3) as (x, height, grid-row) in cells,
+``polys`` uint16 (npolys, 2*nvp) vertex ids then neighbour polys, 0xFFFF = none, ``regs``,
+``nvp``, ``bmin`` float32 (3,) Z-up, ``cs``, ``ch``, ``border_size``, ``max_edge_error``) and
+the compact heightfield it was built from (with ``reg``).
+
+Output: `PolyMeshDetail`, Recast's ``rcPolyMeshDetail``: per polygon a sub-mesh whose first
+vertices are the polygon's own vertices, followed by points sampled along its edges and inside
+it, triangulated.
+
+The rule, per polygon (Recast's ``buildPolyDetail``):
+
+1. **Height patch.** Over the polygon's cell bounds plus one cell, take the floor of the first
+   span of the polygon's region in every column, then flood the rest of the patch breadth-first
+   from region spans that touch another region (or, when the polygon has no span of its region,
+   from the span nearest a polygon vertex walked to the polygon centre). Breadth-first order
+   decides which layer a column gets where layers overlap.
+2. **Edges.** Each edge is sampled every ``sample_dist`` from its lexicographically smaller end
+   (so the two polygons sharing it agree), heights read from the patch, and simplified
+   Douglas-Peucker style until no sample is more than ``sample_max_error`` off (3D distance).
+3. **Hull.** The polygon plus kept edge points are triangulated ear by ear, shortest perimeter
+   first.
+4. **Interior.** Unless the polygon is thinner than ``2 * sample_dist``, grid points at least
+   ``sample_dist / 2`` inside it are sampled (jittered by up to 0.1 cell), and the sample with
+   the largest height error is inserted, followed by a full Delaunay re-triangulation, until
+   every error is within ``sample_max_error``.
+
+Arithmetic is float32 in Recast's operation order, so the output matches Recast bit for bit.
+Polygons are handled one by one (they are few and independent); the height patches of all
+polygons are filled together in one breadth-first flood; per-sample work is vectorized. The
+Delaunay triangulation and the hull walk are inherently sequential and run on the handful of
+points of one polygon with exact float32 scalar arithmetic.
+
+Deviation from Recast: with ``sample_dist == 0`` Recast's hull stays empty and the hull
+triangulation never ends (recastnavigation issue #650); here the hull is then the polygon's own
+vertices, which is what the setting asks for (no extra samples).
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from .compact import DIR_OFFSET_X, DIR_OFFSET_Y
+from .errors import VoxNavError
+
+F32 = np.float32
+#: Height of a patch cell that has no sample. [Recast: RC_UNSET_HEIGHT]
+UNSET_HEIGHT = 0xFFFF
+#: Index meaning "no vertex" / "no neighbour" in polygon rows. [Recast: RC_MESH_NULL_IDX]
+MESH_NULL_IDX = 0xFFFF
+#: Region id of polygons merged from several regions. [Recast: RC_MULTIPLE_REGS]
+MULTIPLE_REGS = 0
+#: Most vertices one polygon's detail mesh may have.
+MAX_VERTS = 127
+#: Most triangles one polygon's detail mesh may have.
+MAX_TRIS = 255
+#: Most samples along one polygon edge.
+MAX_VERTS_PER_EDGE = 32
+#: Edge flag of a detail triangle edge that lies on the polygon outline. [Detour]
+DETAIL_EDGE_BOUNDARY = 0x1
+
+_EV_UNDEF = -1
+_EV_HULL = -2
+_FLT_MAX = float(np.finfo(np.float32).max)
+_PACK = struct.Struct("f")
+
+
+def _r(x: float) -> float:
+    """Round a Python float to float32 (exact emulation of one float32 operation's result)."""
+    return _PACK.unpack(_PACK.pack(x))[0]
+
+
+@dataclass
+class PolyMeshDetail:
+    """Recast's rcPolyMeshDetail in VoxNav's frame.
+
+    Sub-mesh ``i`` (polygon ``i``) uses ``verts[meshes[i,0] : meshes[i,0] + meshes[i,1]]`` and
+    ``tris[meshes[i,2] : meshes[i,2] + meshes[i,3]]``; triangle vertex ids are local to the
+    sub-mesh, and its first vertices are the polygon's own vertices in polygon order.
+    """
+
+    #: uint32 (npolys, 4): vertex base, vertex count, triangle base, triangle count.
+    meshes: np.ndarray
+    #: float32 (nverts, 3) world Z-up. [Units: wu]
+    verts: np.ndarray
+    #: uint8 (ntris, 4): local vertex ids a, b, c, then edge flags (bits 0, 2, 4 for edges ab,
+    #: bc, ca: DETAIL_EDGE_BOUNDARY when the edge lies on the polygon outline).
+    tris: np.ndarray
+
+    @property
+    def nmeshes(self) -> int:
+        return int(self.meshes.shape[0])
+
+    @property
+    def nverts(self) -> int:
+        return int(self.verts.shape[0])
+
+    @property
+    def ntris(self) -> int:
+        return int(self.tris.shape[0])
+
+
+# ----------------------------------------------------------------------------------------------
+# Height patches
+# ----------------------------------------------------------------------------------------------
+
+
+def _seed_poly_center(chf, pverts, xmin, ymin, w, h, bs):
+    """Recast's seedArrayWithPolyCenter: (x, y, span) chf cell near the polygon centre, or None.
+
+    ``pverts`` int (npoly, 3) polygon vertices in cells. Sequential depth-first walk; only used
+    for the rare polygon with no span of its own region under it.
+    """
+    width = chf.width
+    cell_start = chf.cell_start
+    ys = chf.y
+    nbr = chf.neighbor
+    offsets = ((0, 0), (-1, -1), (0, -1), (1, -1), (1, 0), (1, 1), (0, 1), (-1, 1), (-1, 0))
+    start_x = start_y = 0
+    start_i = -1
+    dmin = UNSET_HEIGHT
+    for vx, vy, vz in pverts.tolist():
+        if dmin <= 0:
+            break
+        for ox, oz in offsets:
+            if dmin <= 0:
+                break
+            ax, az = vx + ox, vz + oz
+            if ax < xmin or ax >= xmin + w or az < ymin or az >= ymin + h:
+                continue
+            col = (ax + bs) + (az + bs) * width
+            for i in range(int(cell_start[col]), int(cell_start[col + 1])):
+                if dmin <= 0:
+                    break
+                d = abs(vy - int(ys[i]))
+                if d < dmin:
+                    start_x, start_y, start_i, dmin = ax, az, i, d
+    if start_i < 0:
+        return None
+    npoly = pverts.shape[0]
+    pcx = int(pverts[:, 0].sum()) // npoly
+    pcy = int(pverts[:, 2].sum()) // npoly
+    visited = np.zeros((h, w), dtype=bool)
+    stack = [(start_x, start_y, start_i)]
+    dirs = [0, 1, 2, 3]
+    cx = cy = ci = -1
+    while True:
+        if not stack:
+            break  # Recast warns "walk towards polygon center failed" and keeps the last cell.
+        cx, cy, ci = stack.pop()
+        if cx == pcx and cy == pcy:
+            break
+        if cx == pcx:
+            direct = 1 if pcy > cy else 3
+        else:
+            direct = 2 if pcx > cx else 0
+        dirs[direct], dirs[3] = dirs[3], dirs[direct]
+        for d in dirs:
+            ni = int(nbr[ci, d])
+            if ni < 0:
+                continue
+            nx = cx + int(DIR_OFFSET_X[d])
+            ny = cy + int(DIR_OFFSET_Y[d])
+            hx, hy = nx - xmin, ny - ymin
+            if hx < 0 or hx >= w or hy < 0 or hy >= h:
+                continue
+            if visited[hy, hx]:
+                continue
+            visited[hy, hx] = True
+            stack.append((nx, ny, ni))
+        dirs[direct], dirs[3] = dirs[3], dirs[direct]
+    return cx + bs, cy + bs, ci
+
+
+def _height_patches(chf, verts, poly_idx, npoly, regions, xmin, ymin, pw, ph, bs):
+    """All polygons' height patches (Recast's getHeightData), flooded together.
+
+    Returns (data uint16 (sum w*h,), offsets int64 (npolys+1,)): patch of polygon p is
+    ``data[off[p]:off[p+1]].reshape(ph[p], pw[p])``, UNSET_HEIGHT where nothing was reached.
+    The breadth-first flood runs level by level over all polygons at once; within a level the
+    first claim of a cell in Recast's FIFO order (queue position, then direction) wins, which is
+    exactly Recast's sequential queue.
+    """
+    npolys = regions.shape[0]
+    size = pw * ph
+    off = np.zeros(npolys + 1, dtype=np.int64)
+    np.cumsum(size, out=off[1:])
+    total = int(off[-1])
+    data = np.full(total, UNSET_HEIGHT, dtype=np.uint16)
+    pid = np.repeat(np.arange(npolys, dtype=np.int64), size)
+    local = np.arange(total, dtype=np.int64) - off[pid]
+    hx = local % pw[pid]
+    hy = local // pw[pid]
+    cx = xmin[pid] + hx + bs
+    cy = ymin[pid] + hy + bs
+    col = cx + cy * chf.width
+    reg_p = regions[pid].astype(np.int64)
+    chf_reg = chf.reg.astype(np.int64)
+    start = chf.cell_start[col]
+    count = chf.cell_start[col + 1] - start
+    found = np.full(total, -1, dtype=np.int64)
+    usable = reg_p != MULTIPLE_REGS
+    max_layers = int(count.max()) if total else 0
+    for k in range(max_layers):
+        ok = usable & (found < 0) & (k < count)
+        cand = np.flatnonzero(ok)
+        idx = start[cand] + k
+        hit = chf_reg[idx] == reg_p[cand]
+        found[cand[hit]] = idx[hit]
+    has = np.flatnonzero(found >= 0)
+    span = found[has]
+    data[has] = chf.y[span]
+    nb = chf.neighbor[span].astype(np.int64)
+    other = (nb >= 0) & (chf_reg[np.maximum(nb, 0)] != reg_p[has][:, None])
+    seeds = has[other.any(axis=1)]
+    f_p = pid[seeds]
+    f_x = cx[seeds]
+    f_y = cy[seeds]
+    f_i = found[seeds]
+    # Polygons with no span of their region: one seed near the centre (rare, sequential).
+    nonempty = np.bincount(pid[has], minlength=npolys) > 0
+    extra = []
+    for p in np.flatnonzero(~nonempty).tolist():
+        pv = verts[poly_idx[p, : npoly[p]]].astype(np.int64)
+        seed = _seed_poly_center(chf, pv, int(xmin[p]), int(ymin[p]), int(pw[p]), int(ph[p]), bs)
+        if seed is None:
+            continue
+        sx, sy, si = seed
+        data[off[p] + (sx - bs - xmin[p]) + (sy - bs - ymin[p]) * pw[p]] = chf.y[si]
+        extra.append((off[p] + (sx - bs - xmin[p]) + (sy - bs - ymin[p]) * pw[p], p, sx, sy, si))
+    if extra:
+        ex = np.array(extra, dtype=np.int64)
+        order = np.argsort(np.concatenate([seeds, ex[:, 0]]), kind="stable")
+        f_p = np.concatenate([f_p, ex[:, 1]])[order]
+        f_x = np.concatenate([f_x, ex[:, 2]])[order]
+        f_y = np.concatenate([f_y, ex[:, 3]])[order]
+        f_i = np.concatenate([f_i, ex[:, 4]])[order]
+    dxs = DIR_OFFSET_X[None, :]
+    dys = DIR_OFFSET_Y[None, :]
+    while f_i.size:
+        nb = chf.neighbor[f_i].astype(np.int64)
+        ax = f_x[:, None] + dxs
+        ay = f_y[:, None] + dys
+        lx = ax - (xmin[f_p] + bs)[:, None]
+        ly = ay - (ymin[f_p] + bs)[:, None]
+        w = pw[f_p][:, None]
+        ok = (nb >= 0) & (lx >= 0) & (lx < w) & (ly >= 0) & (ly < ph[f_p][:, None])
+        g = off[f_p][:, None] + lx + ly * w
+        sel = np.flatnonzero(ok.ravel())
+        g = g.ravel()[sel]
+        free = data[g] == UNSET_HEIGHT
+        sel = sel[free]
+        g = g[free]
+        if not g.size:
+            break
+        _, first = np.unique(g, return_index=True)
+        first.sort()
+        sel = sel[first]
+        g = g[first]
+        ni = nb.ravel()[sel]
+        data[g] = chf.y[ni]
+        row = sel // 4
+        f_p = f_p[row]
+        f_x = ax.ravel()[sel]
+        f_y = ay.ravel()[sel]
+        f_i = ni
+    return data, off
+
+
+def _spiral(radius: int):
+    """Recast getHeight's spiral search order: offsets (m, 2) and ring number (m,)."""
+    x, z, dx, dz = 1, 0, 1, 0
+    max_size = radius * 2 + 1
+    out = []
+    for _ in range(max_size * max_size - 1):
+        out.append((x, z))
+        if x == z or (x < 0 and x == -z) or (x > 0 and x == 1 - z):
+            dx, dz = -dz, dx
+        x += dx
+        z += dz
+    off = np.array(out, dtype=np.int64).reshape(-1, 2)
+    ring = np.maximum(np.abs(off[:, 0]), np.abs(off[:, 1]))
+    return off, ring
+
+
+class _Patch:
+    """One polygon's height patch plus what getHeight needs."""
+
+    __slots__ = ("data", "xmin", "ymin", "w", "h", "ics", "ch", "spiral", "ring", "nring")
+
+    def __init__(self, data, xmin, ymin, w, h, ics, ch, spiral, ring):
+        self.data = data
+        self.xmin, self.ymin, self.w, self.h = xmin, ymin, w, h
+        self.ics, self.ch = ics, ch
+        self.spiral, self.ring = spiral, ring
+        self.nring = int(ring.max()) if ring.size else 0
+
+    def height(self, fx, fy, fz):
+        """Recast getHeight for float32 arrays (local coords): uint16 heights (n,)."""
+        ix = np.floor(fx * self.ics + F32(0.01)).astype(np.int64)
+        iz = np.floor(fz * self.ics + F32(0.01)).astype(np.int64)
+        ix = np.clip(ix - self.xmin, 0, self.w - 1)
+        iz = np.clip(iz - self.ymin, 0, self.h - 1)
+        hgt = self.data[ix + iz * self.w].copy()
+        bad = np.flatnonzero(hgt == UNSET_HEIGHT)
+        if bad.size and self.nring:
+            nx = ix[bad, None] + self.spiral[None, :, 0]
+            nz = iz[bad, None] + self.spiral[None, :, 1]
+            inside = (nx >= 0) & (nz >= 0) & (nx < self.w) & (nz < self.h)
+            nh = np.full(nx.shape, UNSET_HEIGHT, dtype=np.uint16)
+            nh[inside] = self.data[(nx + nz * self.w)[inside]]
+            valid = nh != UNSET_HEIGHT
+            d = np.abs(nh.astype(F32) * self.ch - fy[bad, None])
+            d = np.where(valid, d, np.inf)
+            result = np.full(bad.size, UNSET_HEIGHT, dtype=np.uint16)
+            todo = np.ones(bad.size, dtype=bool)
+            for ring in range(1, self.nring + 1):
+                cols = np.flatnonzero(self.ring == ring)
+                dr = d[:, cols]
+                best = np.argmin(dr, axis=1)
+                rows = np.arange(bad.size)
+                hit = todo & np.isfinite(dr[rows, best])
+                result[hit] = nh[rows[hit], cols[best[hit]]]
+                todo &= ~hit
+            hgt[bad] = result
+        return hgt
+
+
+# ----------------------------------------------------------------------------------------------
+# float32 geometry helpers (Recast's operation order)
+# ----------------------------------------------------------------------------------------------
+
+
+def _dist_pt_seg_sq(px, py, pz, ax, ay, az, bx, by, bz):
+    """Recast distancePtSeg (3D, squared) on float32 arrays."""
+    pqx, pqy, pqz = bx - ax, by - ay, bz - az
+    dx, dy, dz = px - ax, py - ay, pz - az
+    d = pqx * pqx + pqy * pqy + pqz * pqz
+    t = pqx * dx + pqy * dy + pqz * dz
+    pos = d > 0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = np.where(pos, t / np.where(pos, d, F32(1)), t)
+    t = np.clip(t, F32(0), F32(1))
+    dx = ax + t * pqx - px
+    dy = ay + t * pqy - py
+    dz = az + t * pqz - pz
+    return dx * dx + dy * dy + dz * dz
+
+
+def _dist_pt_seg2d_sq(px, pz, ax, az, bx, bz):
+    """Recast distancePtSeg2d (x/z, squared) on float32 arrays."""
+    pqx, pqz = bx - ax, bz - az
+    dx, dz = px - ax, pz - az
+    d = pqx * pqx + pqz * pqz
+    t = pqx * dx + pqz * dz
+    pos = d > 0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = np.where(pos, t / np.where(pos, d, F32(1)), t)
+    t = np.clip(t, F32(0), F32(1))
+    dx = ax + t * pqx - px
+    dz = az + t * pqz - pz
+    return dx * dx + dz * dz
+
+
+def _vdist2(ax, az, bx, bz):
+    dx = bx - ax
+    dz = bz - az
+    return np.sqrt(dx * dx + dz * dz)
+
+
+def _poly_min_extent(px, pz, n):
+    """Recast polyMinExtent for one polygon: float32 arrays (n,)."""
+    i = np.arange(n)
+    ni = (i + 1) % n
+    j = np.arange(n)
+    d = _dist_pt_seg2d_sq(
+        px[None, :], pz[None, :], px[i, None], pz[i, None], px[ni, None], pz[ni, None]
+    )
+    mask = (j[None, :] != i[:, None]) & (j[None, :] != ni[:, None])
+    d = np.where(mask, d, F32(0))
+    edge_max = np.maximum(d.max(axis=1), F32(0))
+    return np.sqrt(F32(min(_FLT_MAX, float(edge_max.min()))), dtype=F32)
+
+
+def _jitter(i, mult):
+    v = ((i.astype(np.uint64) * np.uint64(mult)) & np.uint64(0xFFFF)).astype(F32)
+    return v / F32(65535.0) * F32(2.0) - F32(1.0)
+
+
+# ----------------------------------------------------------------------------------------------
+# Edges, hull, triangulations
+# ----------------------------------------------------------------------------------------------
+
+
+def _sample_edges(ax, ay, az, bx, by, bz, nn, patch, sample_max_error):
+    """Sample and simplify edges a->b (float32 arrays (e,)), ``nn`` segments each.
+
+    Returns per edge the kept interior samples as (k,3) float32 arrays in a->b order.
+    """
+    ne = nn.shape[0]
+    counts = nn + 1
+    eid = np.repeat(np.arange(ne), counts)
+    base = np.zeros(ne + 1, dtype=np.int64)
+    np.cumsum(counts, out=base[1:])
+    k = np.arange(eid.size, dtype=np.int64) - base[eid]
+    u = k.astype(F32) / nn[eid].astype(F32)
+    dx, dy, dz = (bx - ax), (by - ay), (bz - az)
+    px = ax[eid] + dx[eid] * u
+    py = ay[eid] + dy[eid] * u
+    pz = az[eid] + dz[eid] * u
+    py = patch.height(px, py, pz).astype(F32) * patch.ch
+    kept = (k == 0) | (k == nn[eid])
+    err2 = F32(sample_max_error) * F32(sample_max_error)
+    idx = np.arange(eid.size, dtype=np.int64)
+    while True:
+        left = np.maximum.accumulate(np.where(kept, idx, -1))
+        right = np.minimum.accumulate(np.where(kept, idx, eid.size)[::-1])[::-1]
+        m = np.flatnonzero(~kept)
+        if not m.size:
+            break
+        a, b = left[m], right[m]
+        dev = _dist_pt_seg_sq(px[m], py[m], pz[m], px[a], py[a], pz[a], px[b], py[b], pz[b])
+        segmax = np.zeros(eid.size, dtype=F32)
+        np.maximum.at(segmax, a, dev)
+        split = (dev > 0) & (dev == segmax[a]) & (segmax[a] > err2)
+        if not split.any():
+            break
+        first = np.full(eid.size, eid.size, dtype=np.int64)
+        np.minimum.at(first, a[split], m[split])
+        kept[first[first < eid.size]] = True
+    out = []
+    for e in range(ne):
+        sel = np.flatnonzero(kept[base[e] + 1 : base[e + 1] - 1]) + base[e] + 1
+        out.append(np.stack([px[sel], py[sel], pz[sel]], axis=1))
+    return out
+
+
+def _triangulate_hull(vx, vz, hull, nin):
+    """Recast triangulateHull: list of [a, b, c] vertex ids (sequential ear walk)."""
+    nh = len(hull)
+    ha = np.asarray(hull, dtype=np.int64)
+    hx, hz = vx[ha], vz[ha]
+    prv = np.roll(np.arange(nh), 1)
+    nxt = np.roll(np.arange(nh), -1)
+    d = (
+        _vdist2(hx[prv], hz[prv], hx, hz)
+        + _vdist2(hx, hz, hx[nxt], hz[nxt])
+        + _vdist2(hx[nxt], hz[nxt], hx[prv], hz[prv])
+    )
+    cand = np.flatnonzero(ha < nin)
+    start, left, right = 0, 1, nh - 1
+    if cand.size:
+        dc = d[cand]
+        best = int(np.argmin(dc))
+        if float(dc[best]) < _FLT_MAX:
+            start = int(cand[best])
+            left, right = int(nxt[start]), int(prv[start])
+    # Pairwise distances along the hull, float32 (values exact) for the walk.
+    dist = _vdist2(hx[:, None], hz[:, None], hx[None, :], hz[None, :]).tolist()
+    tris = [[hull[start], hull[left], hull[right]]]
+    while (left + 1) % nh != right:
+        nleft = (left + 1) % nh
+        nright = (right - 1) % nh
+        dleft = _r(dist[left][nleft] + dist[nleft][right])
+        dright = _r(dist[right][nright] + dist[left][nright])
+        if dleft < dright:
+            tris.append([hull[left], hull[nleft], hull[right]])
+            left = nleft
+        else:
+            tris.append([hull[left], hull[nright], hull[right]])
+            right = nright
+    return tris
+
+
+def _circum_circle(p1x, p1z, p2x, p2z, p3x, p3z):
+    """Recast circumCircle in exact float32 scalar arithmetic: (cx, cz, r)."""
+    r = _r
+    v2x, v2z = r(p2x - p1x), r(p2z - p1z)
+    v3x, v3z = r(p3x - p1x), r(p3z - p1z)
+    cp = r(r(v2x * v3z) - r(v2z * v3x))
+    if abs(cp) > _EPS_CIRCLE:
+        v2sq = r(r(v2x * v2x) + r(v2z * v2z))
+        v3sq = r(r(v3x * v3x) + r(v3z * v3z))
+        den = 2.0 * cp
+        c0 = r(r(r(v2sq * v3z) + r(v3sq * -v2z)) / den)
+        c2 = r(r(r(v2sq * -v3x) + r(v3sq * v2x)) / den)
+        rad = r(math.sqrt(r(r(c0 * c0) + r(c2 * c2))))
+        return r(c0 + p1x), r(c2 + p1z), rad
+    return p1x, p1z, 0.0
+
+
+_EPS_CIRCLE = float(F32(1e-6))
+_EPS_FACET = float(F32(1e-5))
+_TOL_HI = float(F32(1) + F32(0.001))
+_TOL_LO = float(F32(1) - F32(0.001))
+
+
+def _cross2(ax, az, bx, bz, cx, cz):
+    r = _r
+    return r(r(r(bx - ax) * r(cz - az)) - r(r(bz - az) * r(cx - ax)))
+
+
+def _overlap_seg_seg2d(a, b, c, d):
+    a1 = _cross2(a[0], a[1], b[0], b[1], d[0], d[1])
+    a2 = _cross2(a[0], a[1], b[0], b[1], c[0], c[1])
+    if _r(a1 * a2) < 0.0:
+        a3 = _cross2(c[0], c[1], d[0], d[1], a[0], a[1])
+        a4 = _r(_r(a3 + a2) - a1)
+        if _r(a3 * a4) < 0.0:
+            return True
+    return False
+
+
+def _overlap_edges(pts, edges, s1, t1):
+    for s0, t0, _, _ in edges:
+        if s0 == s1 or s0 == t1 or t0 == s1 or t0 == t1:
+            continue
+        if _overlap_seg_seg2d(pts[s0], pts[t0], pts[s1], pts[t1]):
+            return True
+    return False
+
+
+def _find_edge(edges, s, t):
+    for i, e in enumerate(edges):
+        if (e[0] == s and e[1] == t) or (e[0] == t and e[1] == s):
+            return i
+    return _EV_UNDEF
+
+
+def _update_left_face(e, s, t, f):
+    if e[0] == s and e[1] == t and e[2] == _EV_UNDEF:
+        e[2] = f
+    elif e[1] == s and e[0] == t and e[3] == _EV_UNDEF:
+        e[3] = f
+
+
+def _delaunay_hull(vx, vz, hull):
+    """Recast delaunayHull on float32 points (x/z arrays): list of [a, b, c] triangles."""
+    npts = vx.shape[0]
+    max_edges = npts * 10
+    pts = list(zip(vx.tolist(), vz.tolist()))
+    # Orientation test of every ordered triple, float32 in Recast's order (vcross2 > EPS).
+    ux = vx[None, :, None] - vx[:, None, None]
+    uz = vz[None, :, None] - vz[:, None, None]
+    wx = vx[None, None, :] - vx[:, None, None]
+    wz = vz[None, None, :] - vz[:, None, None]
+    left_of = (ux * wz - uz * wx) > F32(1e-5)
+    edges: list[list[int]] = []
+
+    def add_edge(s, t, lf, rf):
+        if len(edges) >= max_edges:
+            return _EV_UNDEF
+        if _find_edge(edges, s, t) == _EV_UNDEF:
+            edges.append([s, t, lf, rf])
+            return len(edges) - 1
+        return _EV_UNDEF
+
+    nh = len(hull)
+    for i in range(nh):
+        add_edge(hull[i - 1], hull[i], _EV_HULL, _EV_UNDEF)
+    nfaces = 0
+    cur = 0
+    while cur < len(edges):
+        for side in (2, 3):
+            edge = edges[cur]
+            if edge[side] != _EV_UNDEF:
+                continue
+            # completeFacet
+            if edge[2] == _EV_UNDEF:
+                s, t = edge[0], edge[1]
+            elif edge[3] == _EV_UNDEF:
+                s, t = edge[1], edge[0]
+            else:
+                continue
+            pt = npts
+            cx = cz = 0.0
+            rad = -1.0
+            sx, sz = pts[s]
+            tx, tz = pts[t]
+            for u in np.flatnonzero(left_of[s, t]).tolist():
+                if u == s or u == t:
+                    continue
+                upx, upz = pts[u]
+                if rad < 0:
+                    pt = u
+                    cx, cz, rad = _circum_circle(sx, sz, tx, tz, upx, upz)
+                    continue
+                dx = _r(upx - cx)
+                dz = _r(upz - cz)
+                d = _r(math.sqrt(_r(_r(dx * dx) + _r(dz * dz))))
+                if d > _r(rad * _TOL_HI):
+                    continue
+                if d < _r(rad * _TOL_LO):
+                    pt = u
+                    cx, cz, rad = _circum_circle(sx, sz, tx, tz, upx, upz)
+                else:
+                    if _overlap_edges(pts, edges, s, u):
+                        continue
+                    if _overlap_edges(pts, edges, t, u):
+                        continue
+                    pt = u
+                    cx, cz, rad = _circum_circle(sx, sz, tx, tz, upx, upz)
+            if pt < npts:
+                _update_left_face(edges[cur], s, t, nfaces)
+                e = _find_edge(edges, pt, s)
+                if e == _EV_UNDEF:
+                    add_edge(pt, s, nfaces, _EV_UNDEF)
+                else:
+                    _update_left_face(edges[e], pt, s, nfaces)
+                e = _find_edge(edges, t, pt)
+                if e == _EV_UNDEF:
+                    add_edge(t, pt, nfaces, _EV_UNDEF)
+                else:
+                    _update_left_face(edges[e], t, pt, nfaces)
+                nfaces += 1
+            else:
+                _update_left_face(edges[cur], s, t, _EV_HULL)
+        cur += 1
+    tris = [[-1, -1, -1] for _ in range(nfaces)]
+    for e0, e1, e2, e3 in edges:
+        if e3 >= 0:
+            t = tris[e3]
+            if t[0] == -1:
+                t[0], t[1] = e0, e1
+            elif t[0] == e1:
+                t[2] = e0
+            elif t[1] == e0:
+                t[2] = e1
+        if e2 >= 0:
+            t = tris[e2]
+            if t[0] == -1:
+                t[0], t[1] = e1, e0
+            elif t[0] == e0:
+                t[2] = e1
+            elif t[1] == e1:
+                t[2] = e0
+    i = 0
+    while i < len(tris):
+        t = tris[i]
+        if t[0] == -1 or t[1] == -1 or t[2] == -1:
+            tris[i] = tris[-1]
+            tris.pop()
+            continue
+        i += 1
+    return tris
+
+
+def _dist_to_tri_mesh(px, py, pz, vx, vy, vz, tris):
+    """Recast distToTriMesh for points (s,) against triangles (t,3): (s,) float32, -1 = miss."""
+    a, b, c = tris[:, 0], tris[:, 1], tris[:, 2]
+    v0x, v0y, v0z = (vx[c] - vx[a])[None], (vy[c] - vy[a])[None], (vz[c] - vz[a])[None]
+    v1x, v1y, v1z = (vx[b] - vx[a])[None], (vy[b] - vy[a])[None], (vz[b] - vz[a])[None]
+    v2x = px[:, None] - vx[a][None]
+    v2z = pz[:, None] - vz[a][None]
+    dot00 = v0x * v0x + v0z * v0z
+    dot01 = v0x * v1x + v0z * v1z
+    dot02 = v0x * v2x + v0z * v2z
+    dot11 = v1x * v1x + v1z * v1z
+    dot12 = v1x * v2x + v1z * v2z
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        inv = F32(1) / (dot00 * dot11 - dot01 * dot01)
+        u = (dot11 * dot02 - dot01 * dot12) * inv
+        v = (dot00 * dot12 - dot01 * dot02) * inv
+        eps = F32(1e-4)
+        inside = (u >= -eps) & (v >= -eps) & ((u + v) <= F32(1) + eps)
+        y = vy[a][None] + v0y * u + v1y * v
+        d = np.where(inside, np.abs(y - py[:, None]), F32(_FLT_MAX))
+    dmin = d.min(axis=1) if d.shape[1] else np.full(px.shape, _FLT_MAX, dtype=F32)
+    return np.where(dmin == F32(_FLT_MAX), F32(-1), dmin)
+
+
+def _tri_flags(tris, hull):
+    nh = len(hull)
+    on = {(hull[j - 1], hull[j]) for j in range(nh)}
+
+    def flag(a, b):
+        return 1 if (a < nh and b < nh and (a, b) in on) else 0
+
+    return [[a, b, c, flag(a, b) | (flag(b, c) << 2) | (flag(c, a) << 4)] for a, b, c in tris]
+
+
+def _build_poly_detail(inp, sample_dist, sample_max_error, patch, cs):
+    """Recast buildPolyDetail for one polygon. ``inp`` float32 (nin, 3) as (x, height, row).
+
+    Returns (verts float32 (n, 3) in the same local frame, tris list of [a, b, c, flags]).
+    """
+    nin = inp.shape[0]
+    ix, iy, iz = inp[:, 0], inp[:, 1], inp[:, 2]
+    sd = F32(sample_dist)
+    min_extent = _poly_min_extent(ix, iz, nin)
+    extra = []
+    hull: list[int] = []
+    nverts = nin
+    if sample_dist > 0:
+        j = np.roll(np.arange(nin), 1)
+        i = np.arange(nin)
+        same_x = np.abs(ix[j] - ix[i]) < F32(1e-6)
+        swapped = np.where(same_x, iz[j] > iz[i], ix[j] > ix[i])
+        a = np.where(swapped, i, j)
+        b = np.where(swapped, j, i)
+        ax, ay, az = ix[a], iy[a], iz[a]
+        bx, by, bz = ix[b], iy[b], iz[b]
+        dx, dz = bx - ax, bz - az
+        d = np.sqrt(dx * dx + dz * dz)
+        nn = 1 + np.floor(d / sd).astype(np.int64)
+        nn = np.minimum(nn, MAX_VERTS_PER_EDGE - 1)
+        if nin + int(nn.sum()) < MAX_VERTS:
+            groups = [np.arange(nin)]
+        else:  # the vertex cap may bite: edges one by one, as Recast
+            groups = [np.array([e]) for e in range(nin)]
+        for grp in groups:
+            n_g = nn[grp].copy()
+            if grp.size == 1 and nverts + int(n_g[0]) >= MAX_VERTS:
+                n_g[0] = MAX_VERTS - 1 - nverts
+            pts = _sample_edges(
+                ax[grp],
+                ay[grp],
+                az[grp],
+                bx[grp],
+                by[grp],
+                bz[grp],
+                n_g,
+                patch,
+                sample_max_error,
+            )
+            for e, p in zip(grp.tolist(), pts):
+                hull.append(int(j[e]))
+                if swapped[e]:
+                    p = p[::-1]
+                for q in p:
+                    extra.append(q)
+                    hull.append(nverts)
+                    nverts += 1
+    else:
+        hull = list(range(nin))
+    if extra:
+        verts = np.concatenate([inp, np.asarray(extra, dtype=F32).reshape(-1, 3)])
+    else:
+        verts = inp.copy()
+    vx, vy, vz = verts[:, 0], verts[:, 1], verts[:, 2]
+    tris = _triangulate_hull(vx, vz, hull, nin)
+    if min_extent < sd * F32(2) or not tris or not sample_dist > 0:
+        return verts, _tri_flags(tris, hull)
+
+    # Interior samples on the grid.
+    bmin = inp.min(axis=0)
+    bmax = inp.max(axis=0)
+    x0 = int(np.floor(bmin[0] / sd))
+    x1 = int(np.ceil(bmax[0] / sd))
+    z0 = int(np.floor(bmin[2] / sd))
+    z1 = int(np.ceil(bmax[2] / sd))
+    gz, gx = np.meshgrid(np.arange(z0, z1), np.arange(x0, x1), indexing="ij")
+    gx = gx.ravel()
+    gz = gz.ravel()
+    if gx.size:
+        ptx = gx.astype(F32) * sd
+        ptz = gz.astype(F32) * sd
+        pty = (bmax[1] + bmin[1]) * F32(0.5)
+        keep = _dist_to_poly(ix, iz, ptx, ptz) <= (-sd / F32(2))
+        gx, gz, ptx, ptz = gx[keep], gz[keep], ptx[keep], ptz[keep]
+        gh = patch.height(ptx, np.full(ptx.shape, pty, dtype=F32), ptz)
+    ns = int(gx.size)
+    if ns == 0:
+        return verts, _tri_flags(tris, hull)
+    si = np.arange(ns)
+    jx = F32(gx.astype(F32) * sd) + _jitter(si, 0x8DA6B343) * F32(cs) * F32(0.1)
+    jz = F32(gz.astype(F32) * sd) + _jitter(si, 0xD8163841) * F32(cs) * F32(0.1)
+    jy = gh.astype(F32) * patch.ch
+    added = np.zeros(ns, dtype=bool)
+    vlist = [verts]
+    for _ in range(ns):
+        if nverts >= MAX_VERTS or not tris:
+            break
+        allv = np.concatenate(vlist) if len(vlist) > 1 else vlist[0]
+        vlist = [allv]
+        ta = np.asarray(tris, dtype=np.int64)[:, :3]
+        d = _dist_to_tri_mesh(jx, jy, jz, allv[:, 0], allv[:, 1], allv[:, 2], ta)
+        d = np.where(added | (d < 0), F32(0), d)
+        best = int(np.argmax(d))
+        bestd = d[best]
+        if not bestd > 0 or bestd <= F32(sample_max_error):
+            break
+        added[best] = True
+        vlist.append(np.array([[jx[best], jy[best], jz[best]]], dtype=F32))
+        nverts += 1
+        allv = np.concatenate(vlist)
+        vlist = [allv]
+        tris = _delaunay_hull(allv[:, 0], allv[:, 2], hull)
+    verts = np.concatenate(vlist) if len(vlist) > 1 else vlist[0]
+    if len(tris) > MAX_TRIS:
+        tris = tris[:MAX_TRIS]
+    return verts, _tri_flags(tris, hull)
+
+
+def _dist_to_poly(vx, vz, px, pz):
+    """Recast distToPoly: signed x/z distance of points (s,) to the polygon (negative inside)."""
+    n = vx.shape[0]
+    i = np.arange(n)
+    j = np.roll(i, 1)
+    vix, viz = vx[i][None], vz[i][None]
+    vjx, vjz = vx[j][None], vz[j][None]
+    pxc, pzc = px[:, None], pz[:, None]
+    straddle = (viz > pzc) != (vjz > pzc)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        xcross = (vjx - vix) * (pzc - viz) / (vjz - viz) + vix
+    crossing = straddle & (pxc < xcross)
+    inside = (np.count_nonzero(crossing, axis=1) & 1).astype(bool)
+    dmin = _dist_pt_seg2d_sq(pxc, pzc, vjx, vjz, vix, viz).min(axis=1)
+    return np.where(inside, -dmin, dmin)
+
+
+# ----------------------------------------------------------------------------------------------
+# Driver
+# ----------------------------------------------------------------------------------------------
+
+
+def _check(pmesh, chf):
+    try:
+        verts = np.asarray(pmesh.verts)
+        polys = np.asarray(pmesh.polys)
+        nvp = int(pmesh.nvp)
+        regs = np.asarray(pmesh.regs)
+    except AttributeError as exc:
+        raise VoxNavError(f"pmesh lacks a polygon mesh field: {exc}") from None
+    if verts.ndim != 2 or verts.shape[1] != 3:
+        raise VoxNavError(f"pmesh.verts must have shape (n, 3), got {verts.shape}")
+    if not 3 <= nvp:
+        raise VoxNavError(f"pmesh.nvp must be at least 3, got {nvp}")
+    if polys.ndim != 2 or polys.shape[1] != 2 * nvp:
+        raise VoxNavError(f"pmesh.polys must have shape (npolys, {2 * nvp}), got {polys.shape}")
+    if regs.shape != (polys.shape[0],):
+        raise VoxNavError(f"pmesh.regs must have shape ({polys.shape[0]},), got {regs.shape}")
+    if getattr(chf, "reg", None) is None:
+        raise VoxNavError("the compact heightfield has no regions: build regions first")
+    return verts, polys, nvp, regs
+
+
+def build_poly_mesh_detail(
+    pmesh, chf, sample_dist: float, sample_max_error: float, *, progress=None
+) -> PolyMeshDetail:
+    """Recast's rcBuildPolyMeshDetail: a detail triangle mesh per polygon of ``pmesh``.
+
+    Parameters
+    ----------
+    pmesh:
+        Polygon mesh with Recast's fields (see the module docstring); not modified.
+    chf:
+        The `CompactHeightfield` (with ``reg``) the polygon mesh was built from.
+    sample_dist:
+        Spacing of height samples along edges and inside polygons; 0 = no samples (the detail
+        mesh only triangulates the polygons). [Units: wu] [Limit: >= 0] Recast's
+        ``detailSampleDist`` (RecastDemo: cell_size * 6, or 0 when the setting is below 0.9).
+    sample_max_error:
+        Largest height error the detail mesh may keep against the samples. [Units: wu]
+        [Limit: >= 0] (RecastDemo: cell_height * 1).
+    progress:
+        Optional callable ``progress(fraction: float, message: str)``.
+
+    Returns
+    -------
+    PolyMeshDetail with ``meshes`` uint32 (npolys, 4), ``verts`` float32 (n, 3) world Z-up,
+    ``tris`` uint8 (m, 4). Vertex heights are raised by one cell height, as Recast does.
+    """
+    t0 = time.perf_counter()
+    verts_u16, polys, nvp, regs = _check(pmesh, chf)
+    sample_dist = float(F32(sample_dist))
+    sample_max_error = float(F32(sample_max_error))
+    if not (math.isfinite(sample_dist) and sample_dist >= 0):
+        raise VoxNavError(f"sample_dist must be a finite number >= 0, got {sample_dist!r}")
+    if not (math.isfinite(sample_max_error) and sample_max_error >= 0):
+        raise VoxNavError(
+            f"sample_max_error must be a finite number >= 0, got {sample_max_error!r}"
+        )
+    npolys = polys.shape[0]
+    empty = PolyMeshDetail(
+        np.zeros((npolys, 4), dtype=np.uint32),
+        np.zeros((0, 3), dtype=F32),
+        np.zeros((0, 4), dtype=np.uint8),
+    )
+    if verts_u16.shape[0] == 0 or npolys == 0:
+        return empty
+    cs = F32(pmesh.cs)
+    ch = F32(pmesh.ch)
+    orig = np.asarray(pmesh.bmin, dtype=F32).reshape(3)
+    bs = int(getattr(pmesh, "border_size", 0))
+    radius = max(1, int(math.ceil(float(F32(getattr(pmesh, "max_edge_error", 0.0))))))
+    vi = verts_u16.astype(np.int64)
+    pidx = polys[:, :nvp].astype(np.int64)
+    valid = pidx != MESH_NULL_IDX
+    # Recast stops at the first null index.
+    npoly = np.argmin(np.concatenate([valid, np.zeros((npolys, 1), bool)], axis=1), axis=1)
+    if (npoly < 3).any():
+        bad = int(np.flatnonzero(npoly < 3)[0])
+        raise VoxNavError(f"polygon {bad} has fewer than 3 vertices")
+    if int(pidx[valid].max()) >= verts_u16.shape[0]:
+        raise VoxNavError("pmesh.polys refers to a vertex index beyond pmesh.verts")
+    pcols = np.arange(nvp)[None, :] < npoly[:, None]
+    safe = np.where(pcols, pidx, 0)
+    px_all = np.where(pcols, vi[safe, 0], 0)
+    pz_all = np.where(pcols, vi[safe, 2], 0)
+    big = np.iinfo(np.int64).max
+    xmin = np.maximum(0, np.where(pcols, px_all, big).min(axis=1) - 1)
+    xmax = np.minimum(chf.width, np.where(pcols, px_all, -1).max(axis=1) + 1)
+    ymin = np.maximum(0, np.where(pcols, pz_all, big).min(axis=1) - 1)
+    ymax = np.minimum(chf.height, np.where(pcols, pz_all, -1).max(axis=1) + 1)
+    pw = np.maximum(xmax - xmin, 1)
+    ph = np.maximum(ymax - ymin, 1)
+    data, off = _height_patches(chf, vi, pidx, npoly, regs.astype(np.int64), xmin, ymin, pw, ph, bs)
+    if progress is not None:
+        progress(0.2, "detail mesh: height patches")
+    ics = F32(1) / F32(chf.cs)
+    spiral, ring = _spiral(radius)
+    vf = np.empty((verts_u16.shape[0], 3), dtype=F32)
+    vf[:, 0] = verts_u16[:, 0].astype(F32) * cs
+    vf[:, 1] = verts_u16[:, 1].astype(F32) * ch
+    vf[:, 2] = verts_u16[:, 2].astype(F32) * cs
+    out_verts = []
+    out_tris = []
+    meshes = np.zeros((npolys, 4), dtype=np.uint32)
+    nv_total = nt_total = 0
+    step = max(1, npolys // 10)
+    for p in range(npolys):
+        n = int(npoly[p])
+        inp = vf[pidx[p, :n]]
+        patch = _Patch(
+            data[off[p] : off[p + 1]],
+            int(xmin[p]),
+            int(ymin[p]),
+            int(pw[p]),
+            int(ph[p]),
+            ics,
+            F32(chf.ch),
+            spiral,
+            ring,
+        )
+        dv, dt = _build_poly_detail(inp, sample_dist, sample_max_error, patch, cs)
+        meshes[p] = (nv_total, dv.shape[0], nt_total, len(dt))
+        nv_total += dv.shape[0]
+        nt_total += len(dt)
+        out_verts.append(dv)
+        out_tris.extend(dt)
+        if progress is not None and p % step == 0:
+            progress(0.2 + 0.8 * p / npolys, "detail mesh: polygons")
+    local = np.concatenate(out_verts)
+    world = np.empty_like(local)
+    world[:, 0] = local[:, 0] + orig[0]
+    world[:, 1] = local[:, 2] + orig[1]
+    world[:, 2] = local[:, 1] + (orig[2] + F32(chf.ch))
+    tris = np.asarray(out_tris, dtype=np.int64).reshape(-1, 4).astype(np.uint8)
+    if progress is not None:
+        progress(1.0, f"detail mesh: {tris.shape[0]} triangles ({time.perf_counter() - t0:.3f}s)")
+    return PolyMeshDetail(meshes, world, tris)
