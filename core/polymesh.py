@@ -1,0 +1,670 @@
+"""Convex polygon mesh from region contours (Recast's rcBuildPolyMesh).
+
+Input: a `ContourSet` (core.contours). Output: a `PolyMesh` in Recast's integer form:
+
+- ``verts`` uint16 (nverts, 3): x [Units: cells], height [Units: ch], grid row = VoxNav iy
+  [Units: cells]; Recast's (x, y, z) column order, so it compares directly with Recast.
+- ``polys`` uint16 (npolys, 2 * nvp): the polygon's vertex ids (counter-clockwise seen from
+  above in Recast's frame, padded with `MESH_NULL_IDX`), then per edge j (from vertex j to
+  vertex j+1) the neighbour polygon across it, `MESH_NULL_IDX` = none (with a border,
+  ``0x8000 | side`` marks a tile-border portal edge).
+- ``regs`` uint16, ``areas`` uint8, ``flags`` uint16 (all 0; the user's) per polygon.
+
+The rule, as Recast, one contour at a time:
+
+1. Ear-clip the contour: an ear is a vertex whose neighbours see each other through the
+   inside of the polygon; the ear with the shortest diagonal (first one on ties) is cut first.
+   A stuck triangulation retries with a looser test, then gives up on the rest of the contour.
+2. Weld vertices: a contour vertex reuses an existing mesh vertex with the same x and grid row
+   and a height within 2 cell heights (the most recently added one).
+3. Merge triangles into convex polygons of up to ``nvp`` vertices: repeatedly join the two
+   polygons sharing the longest edge whose union stays convex (first pair on ties).
+4. Vertices flagged `RC_BORDER_VERTEX` (tile borders) are removed and their hole retriangulated.
+5. Neighbour links: two polygons are neighbours across an edge they share.
+
+Ear clipping and greedy merging are sequential and order-sensitive, so they loop in Python
+per contour over its few vertices and polygons; merge values are cached between rounds and
+only pairs that share an edge are scored. Adjacency is vectorized.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from .contours import RC_BORDER_VERTEX, ContourSet
+from .errors import VoxNavError
+
+#: Null vertex / neighbour id in ``polys``. [Recast: RC_MESH_NULL_IDX]
+MESH_NULL_IDX = 0xFFFF
+#: Region id of a polygon that covers several regions (after vertex removal).
+RC_MULTIPLE_REGS = 0
+
+ProgressFn = Callable[[float, str], None]
+
+
+@dataclass
+class PolyMesh:
+    """Convex polygons over the walkable area, Recast's rcPolyMesh in cell units."""
+
+    #: uint16 (nverts, 3): x [cells], height [ch], grid row = VoxNav iy [cells].
+    verts: np.ndarray
+    #: uint16 (npolys, 2*nvp): vertex ids then neighbour poly per edge; 0xFFFF = none.
+    polys: np.ndarray
+    #: uint16 (npolys,) region id of each polygon (0 = several regions).
+    regs: np.ndarray
+    #: uint16 (npolys,) user flags (all 0, as Recast leaves them).
+    flags: np.ndarray
+    #: uint8 (npolys,) area id of each polygon.
+    areas: np.ndarray
+    #: Most vertices per polygon. [Limit: >= 3]
+    nvp: int
+    #: float32 (3,) Z-up world bounds (x, y, z). [Units: wu]
+    bmin: np.ndarray
+    bmax: np.ndarray
+    cs: np.float32
+    ch: np.float32
+    #: [Units: cells]
+    border_size: int
+    #: The contours' simplification error. [Units: cells]
+    max_edge_error: np.float32
+    #: Recast's maxpolys: the polygon capacity (sum over contours of nverts - 2).
+    max_polys: int = 0
+
+    @property
+    def nverts(self) -> int:
+        return int(self.verts.shape[0])
+
+    @property
+    def npolys(self) -> int:
+        return int(self.polys.shape[0])
+
+    def poly_vert_counts(self) -> np.ndarray:
+        """int64 (npolys,) number of vertices of each polygon."""
+        return (self.polys[:, : self.nvp] != MESH_NULL_IDX).sum(axis=1)
+
+    def world_verts(self) -> np.ndarray:
+        """float32 (nverts, 3) Z-up world positions: x = bmin.x + x*cs, y = bmin.y + row*cs,
+        z = bmin.z + height*ch (float32 arithmetic, as Recast). [Units: wu]"""
+        v = self.verts.astype(np.float32)
+        out = np.empty((v.shape[0], 3), dtype=np.float32)
+        cs = np.float32(self.cs)
+        ch = np.float32(self.ch)
+        out[:, 0] = np.float32(self.bmin[0]) + v[:, 0] * cs
+        out[:, 1] = np.float32(self.bmin[1]) + v[:, 2] * cs
+        out[:, 2] = np.float32(self.bmin[2]) + v[:, 1] * ch
+        return out
+
+
+# ----------------------------------------------------------------------------------------------
+# Ear clipping (Recast's triangulate) on 2D integer points (x, grid row)
+
+
+def _triangulate(xs: list[int], zs: list[int]) -> tuple[list[tuple[int, int, int]], bool]:
+    """Recast's triangulate() over points i = 0..n-1. Returns (triangles as index triples,
+    ok). When stuck, returns the triangles cut so far and ok = False, as Recast."""
+    n = len(xs)
+    ind = list(range(n))
+
+    def area2(a: int, b: int, c: int) -> int:
+        return (xs[b] - xs[a]) * (zs[c] - zs[a]) - (xs[c] - xs[a]) * (zs[b] - zs[a])
+
+    def between(a: int, b: int, c: int) -> bool:
+        if area2(a, b, c) != 0:
+            return False
+        if xs[a] != xs[b]:
+            return (xs[a] <= xs[c] <= xs[b]) or (xs[a] >= xs[c] >= xs[b])
+        return (zs[a] <= zs[c] <= zs[b]) or (zs[a] >= zs[c] >= zs[b])
+
+    def diagonalie(i: int, j: int, m: int, loose: bool) -> bool:
+        d0 = ind[i]
+        d1 = ind[j]
+        x0, z0, x1, z1 = xs[d0], zs[d0], xs[d1], zs[d1]
+        for k in range(m):
+            k1 = k + 1 if k + 1 < m else 0
+            if k == i or k1 == i or k == j or k1 == j:
+                continue
+            p0 = ind[k]
+            p1 = ind[k1]
+            xp0, zp0, xp1, zp1 = xs[p0], zs[p0], xs[p1], zs[p1]
+            if (
+                (x0 == xp0 and z0 == zp0)
+                or (x1 == xp0 and z1 == zp0)
+                or (x0 == xp1 and z0 == zp1)
+                or (x1 == xp1 and z1 == zp1)
+            ):
+                continue
+            a1 = area2(d0, d1, p0)
+            a2 = area2(d0, d1, p1)
+            a3 = area2(p0, p1, d0)
+            a4 = area2(p0, p1, d1)
+            if a1 != 0 and a2 != 0 and a3 != 0 and a4 != 0:
+                if ((a1 < 0) != (a2 < 0)) and ((a3 < 0) != (a4 < 0)):
+                    return False  # proper intersection
+            elif not loose and (
+                between(d0, d1, p0)
+                or between(d0, d1, p1)
+                or between(p0, p1, d0)
+                or between(p0, p1, d1)
+            ):
+                return False
+        return True
+
+    def in_cone(i: int, j: int, m: int, loose: bool) -> bool:
+        pi = ind[i]
+        pj = ind[j]
+        pi1 = ind[i + 1 if i + 1 < m else 0]
+        pin1 = ind[i - 1 if i >= 1 else m - 1]
+        if area2(pin1, pi, pi1) <= 0:
+            if loose:
+                return area2(pi, pj, pin1) <= 0 and area2(pj, pi, pi1) <= 0
+            return area2(pi, pj, pin1) < 0 and area2(pj, pi, pi1) < 0
+        return not (area2(pi, pj, pi1) <= 0 and area2(pj, pi, pin1) <= 0)
+
+    def diagonal(i: int, j: int, m: int, loose: bool = False) -> bool:
+        return in_cone(i, j, m, loose) and diagonalie(i, j, m, loose)
+
+    ear = [False] * n
+    for i in range(n):
+        i1 = i + 1 if i + 1 < n else 0
+        i2 = i1 + 1 if i1 + 1 < n else 0
+        if diagonal(i, i2, n):
+            ear[i1] = True
+
+    tris: list[tuple[int, int, int]] = []
+    while n > 3:
+        min_len = -1
+        mini = -1
+        for i in range(n):
+            i1 = i + 1 if i + 1 < n else 0
+            if ear[i1]:
+                p0 = ind[i]
+                p2 = ind[i1 + 1 if i1 + 1 < n else 0]
+                dx = xs[p2] - xs[p0]
+                dz = zs[p2] - zs[p0]
+                length = dx * dx + dz * dz
+                if min_len < 0 or length < min_len:
+                    min_len = length
+                    mini = i
+        if mini == -1:
+            # Overlapping segments: retry with the loose tests. Recast measures this length
+            # to the vertex after i2 (kept as is).
+            min_len = -1
+            for i in range(n):
+                i1 = i + 1 if i + 1 < n else 0
+                i2 = i1 + 1 if i1 + 1 < n else 0
+                if diagonal(i, i2, n, loose=True):
+                    p0 = ind[i]
+                    p2 = ind[i2 + 1 if i2 + 1 < n else 0]
+                    dx = xs[p2] - xs[p0]
+                    dz = zs[p2] - zs[p0]
+                    length = dx * dx + dz * dz
+                    if min_len < 0 or length < min_len:
+                        min_len = length
+                        mini = i
+            if mini == -1:
+                return tris, False
+        i = mini
+        i1 = i + 1 if i + 1 < n else 0
+        i2 = i1 + 1 if i1 + 1 < n else 0
+        tris.append((ind[i], ind[i1], ind[i2]))
+        n -= 1
+        del ind[i1]
+        del ear[i1]
+        if i1 >= n:
+            i1 = 0
+        i = i1 - 1 if i1 >= 1 else n - 1
+        ear[i] = diagonal(i - 1 if i >= 1 else n - 1, i1, n)
+        ear[i1] = diagonal(i, i1 + 1 if i1 + 1 < n else 0, n)
+    tris.append((ind[0], ind[1], ind[2]))
+    return tris, True
+
+
+# ----------------------------------------------------------------------------------------------
+# Greedy convex merging
+
+
+def _merge_value(
+    pa: tuple[int, ...], pb: tuple[int, ...], vx: list[int], vz: list[int], nvp: int
+) -> tuple[int, int, int]:
+    """Recast's getPolyMergeValue: (squared length of the shared edge or -1, ea, eb)."""
+    na = len(pa)
+    nb = len(pb)
+    if na + nb - 2 > nvp:
+        return -1, -1, -1
+    ea = -1
+    eb = -1
+    for i in range(na):
+        va0 = pa[i]
+        va1 = pa[(i + 1) % na]
+        if va0 > va1:
+            va0, va1 = va1, va0
+        for j in range(nb):
+            vb0 = pb[j]
+            vb1 = pb[(j + 1) % nb]
+            if vb0 > vb1:
+                vb0, vb1 = vb1, vb0
+            if va0 == vb0 and va1 == vb1:
+                ea = i
+                eb = j
+                break
+    if ea == -1 or eb == -1:
+        return -1, -1, -1
+
+    def uleft(a: int, b: int, c: int) -> bool:
+        return (vx[b] - vx[a]) * (vz[c] - vz[a]) - (vx[c] - vx[a]) * (vz[b] - vz[a]) < 0
+
+    if not uleft(pa[(ea + na - 1) % na], pa[ea], pb[(eb + 2) % nb]):
+        return -1, -1, -1
+    if not uleft(pb[(eb + nb - 1) % nb], pb[eb], pa[(ea + 2) % na]):
+        return -1, -1, -1
+    va = pa[ea]
+    vb = pa[(ea + 1) % na]
+    dx = vx[va] - vx[vb]
+    dz = vz[va] - vz[vb]
+    return dx * dx + dz * dz, ea, eb
+
+
+def _merge_polys(
+    polys: list[tuple[int, ...]],
+    vx: list[int],
+    vz: list[int],
+    nvp: int,
+    regs: list[int] | None = None,
+    areas: list[int] | None = None,
+) -> None:
+    """Recast's merge loop, in place: join the best pair until none can be joined.
+
+    Only pairs sharing an edge can score above 0; they are found from an edge map, scored
+    once per (polygon, polygon) content pair and cached, and the best is chosen with
+    Recast's tie-break (first j, then first k, in storage order).
+    """
+    if nvp <= 3:
+        return
+    cache: dict[tuple[tuple[int, ...], tuple[int, ...]], tuple[int, int, int]] = {}
+    while True:
+        edge_polys: dict[tuple[int, int], list[int]] = {}
+        for pi, p in enumerate(polys):
+            m = len(p)
+            for k in range(m):
+                a = p[k]
+                b = p[k + 1 if k + 1 < m else 0]
+                key = (a, b) if a < b else (b, a)
+                lst = edge_polys.get(key)
+                if lst is None:
+                    edge_polys[key] = [pi]
+                elif lst[-1] != pi:
+                    lst.append(pi)
+        best_val = 0
+        best_j = best_k = best_ea = best_eb = 0
+        seen: set[tuple[int, int]] = set()
+        for lst in edge_polys.values():
+            if len(lst) < 2:
+                continue
+            for x in range(len(lst)):
+                for y in range(x + 1, len(lst)):
+                    j, k = (lst[x], lst[y]) if lst[x] < lst[y] else (lst[y], lst[x])
+                    if (j, k) in seen:
+                        continue
+                    seen.add((j, k))
+                    ck = (polys[j], polys[k])
+                    res = cache.get(ck)
+                    if res is None:
+                        res = _merge_value(polys[j], polys[k], vx, vz, nvp)
+                        cache[ck] = res
+                    v = res[0]
+                    if v > best_val or (
+                        v == best_val and v > 0 and (j < best_j or (j == best_j and k < best_k))
+                    ):
+                        best_val, best_j, best_k, best_ea, best_eb = v, j, k, res[1], res[2]
+        if best_val <= 0:
+            return
+        pa = polys[best_j]
+        pb = polys[best_k]
+        na = len(pa)
+        nb = len(pb)
+        merged = tuple(pa[(best_ea + 1 + i) % na] for i in range(na - 1)) + tuple(
+            pb[(best_eb + 1 + i) % nb] for i in range(nb - 1)
+        )
+        polys[best_j] = merged
+        if regs is not None and regs[best_j] != regs[best_k]:
+            regs[best_j] = RC_MULTIPLE_REGS
+        last = len(polys) - 1
+        polys[best_k] = polys[last]
+        polys.pop()
+        if regs is not None:
+            regs[best_k] = regs[last]
+            regs.pop()
+        if areas is not None:
+            areas[best_k] = areas[last]
+            areas.pop()
+
+
+# ----------------------------------------------------------------------------------------------
+# Edge (tile border) vertex removal
+
+
+def _can_remove_vertex(polys: list[tuple[int, ...]], rem: int) -> bool:
+    num_remaining_edges = 0
+    for p in polys:
+        num_removed = p.count(rem)
+        if num_removed:
+            num_remaining_edges += len(p) - (num_removed + 1)
+    if num_remaining_edges <= 2:
+        return False
+    share: dict[int, int] = {}
+    order: list[int] = []
+    for p in polys:
+        nv = len(p)
+        k = nv - 1
+        for j in range(nv):
+            if p[j] == rem or p[k] == rem:
+                a, b = p[j], p[k]
+                if b == rem:
+                    a, b = b, a
+                if b in share:
+                    share[b] += 1
+                else:
+                    share[b] = 1
+                    order.append(b)
+            k = j
+    open_edges = sum(1 for b in order if share[b] < 2)
+    return open_edges <= 2
+
+
+def _remove_vertex(
+    polys: list[tuple[int, ...]],
+    regs: list[int],
+    areas: list[int],
+    verts: list[list[int]],
+    rem: int,
+    nvp: int,
+    max_tris: int,
+) -> None:
+    """Recast's removeVertex, in place: drop the polygons around ``rem``, delete the vertex,
+    and retriangulate and re-merge the hole they leave."""
+    edges: list[list[int]] = []
+    i = 0
+    while i < len(polys):
+        p = polys[i]
+        if rem in p:
+            nv = len(p)
+            k = nv - 1
+            for j in range(nv):
+                if p[j] != rem and p[k] != rem:
+                    edges.append([p[k], p[j], regs[i], areas[i]])
+                k = j
+            last = len(polys) - 1
+            polys[i] = polys[last]
+            regs[i] = regs[last]
+            areas[i] = areas[last]
+            polys.pop()
+            regs.pop()
+            areas.pop()
+        else:
+            i += 1
+    del verts[rem]
+    for i, p in enumerate(polys):
+        if any(v > rem for v in p):
+            polys[i] = tuple(v - 1 if v > rem else v for v in p)
+    for e in edges:
+        if e[0] > rem:
+            e[0] -= 1
+        if e[1] > rem:
+            e[1] -= 1
+    if not edges:
+        return
+    hole = [edges[0][0]]
+    hreg = [edges[0][2]]
+    harea = [edges[0][3]]
+    while edges:
+        match = False
+        i = 0
+        while i < len(edges):
+            ea, eb, r, a = edges[i]
+            add = False
+            if hole[0] == eb:
+                hole.insert(0, ea)
+                hreg.insert(0, r)
+                harea.insert(0, a)
+                add = True
+            elif hole[-1] == ea:
+                hole.append(eb)
+                hreg.append(r)
+                harea.append(a)
+                add = True
+            if add:
+                edges[i] = edges[-1]
+                edges.pop()
+                match = True
+            else:
+                i += 1
+        if not match:
+            break
+    tris, _ = _triangulate([verts[h][0] for h in hole], [verts[h][2] for h in hole])
+    npolys: list[tuple[int, ...]] = []
+    pregs: list[int] = []
+    pareas: list[int] = []
+    for t in tris:
+        if t[0] != t[1] and t[0] != t[2] and t[1] != t[2]:
+            npolys.append((hole[t[0]], hole[t[1]], hole[t[2]]))
+            if hreg[t[0]] != hreg[t[1]] or hreg[t[1]] != hreg[t[2]]:
+                pregs.append(RC_MULTIPLE_REGS)
+            else:
+                pregs.append(hreg[t[0]])
+            pareas.append(harea[t[0]])
+    if not npolys:
+        return
+    _merge_polys(npolys, [v[0] for v in verts], [v[2] for v in verts], nvp, pregs, pareas)
+    for p, r, a in zip(npolys, pregs, pareas, strict=True):
+        if len(polys) >= max_tris:
+            break
+        polys.append(p)
+        regs.append(r)
+        areas.append(a)
+
+
+# ----------------------------------------------------------------------------------------------
+# Adjacency (vectorized)
+
+
+def build_adjacency(polys: np.ndarray, nverts: int, nvp: int) -> None:
+    """Fill the neighbour half of ``polys`` (uint16 (npolys, 2*nvp)) in place.
+
+    Recast's buildMeshAdjacency: an edge stored as (v0 < v1) by one polygon pairs with the
+    same edge stored reversed by another; with several candidates the k-th reversed edge (in
+    polygon, then edge order) takes the k-th latest forward edge, as Recast's linked lists do.
+    """
+    npolys = polys.shape[0]
+    if npolys == 0:
+        return
+    vids = polys[:, :nvp].astype(np.int64)
+    valid = vids != MESH_NULL_IDX
+    nv = valid.sum(axis=1)
+    jj = np.arange(nvp)
+    nxt = np.where(jj[None, :] + 1 < nv[:, None], jj[None, :] + 1, 0)
+    v0 = vids
+    v1 = np.take_along_axis(vids, nxt, axis=1)
+    pi, pj = np.nonzero(valid)  # polygon, then edge order
+    a = v0[pi, pj]
+    b = v1[pi, pj]
+    fwd = a < b
+    rev = a > b
+    big = np.int64(max(nverts, 1) + 1)
+    fkey = a[fwd] * big + b[fwd]
+    rkey = b[rev] * big + a[rev]
+    fidx = np.nonzero(fwd)[0]
+    ridx = np.nonzero(rev)[0]
+    # Forward edges by key, latest first; reversed edges by key, earliest first.
+    forder = np.lexsort((-fidx, fkey))
+    rorder = np.lexsort((ridx, rkey))
+    fk = fkey[forder]
+    rk = rkey[rorder]
+    rrank = np.arange(rk.shape[0]) - np.searchsorted(rk, rk, side="left")
+    # Position of (key, rank) among the forward edges.
+    lo = np.searchsorted(fk, rk, side="left")
+    hi = np.searchsorted(fk, rk, side="right")
+    ok = rrank < (hi - lo)
+    fpos = lo[ok] + rrank[ok]
+    fe = fidx[forder[fpos]]
+    re = ridx[rorder[ok]]
+    p0, e0 = pi[fe], pj[fe]
+    p1, e1 = pi[re], pj[re]
+    diff = p0 != p1
+    polys[p0[diff], nvp + e0[diff]] = p1[diff]
+    polys[p1[diff], nvp + e1[diff]] = p0[diff]
+
+
+def _mark_portal_edges(polys: np.ndarray, verts: np.ndarray, nvp: int, w: int, h: int) -> None:
+    """With a border: open edges lying on the tile's sides get 0x8000 | side, in place."""
+    vids = polys[:, :nvp].astype(np.int64)
+    valid = vids != MESH_NULL_IDX
+    nv = valid.sum(axis=1)
+    jj = np.arange(nvp)
+    nxt = np.where(jj[None, :] + 1 < nv[:, None], jj[None, :] + 1, 0)
+    vb = np.take_along_axis(vids, nxt, axis=1)
+    open_ = valid & (polys[:, nvp:] == MESH_NULL_IDX)
+    va = np.where(valid, vids, 0)
+    vb = np.where(valid, vb, 0)
+    vv = verts.astype(np.int64)
+    ax, az = vv[va, 0], vv[va, 2]
+    bx, bz = vv[vb, 0], vv[vb, 2]
+    side = np.full(vids.shape, -1, dtype=np.int64)
+    side = np.where((az == 0) & (bz == 0), 3, side)
+    side = np.where((ax == w) & (bx == w), 2, side)
+    side = np.where((az == h) & (bz == h), 1, side)
+    side = np.where((ax == 0) & (bx == 0), 0, side)
+    sel = open_ & (side >= 0)
+    nb = polys[:, nvp:]
+    nb[sel] = (0x8000 | side[sel]).astype(np.uint16)
+
+
+# ----------------------------------------------------------------------------------------------
+
+
+def build_poly_mesh(cset: ContourSet, nvp: int, *, progress: ProgressFn | None = None) -> PolyMesh:
+    """Triangulate every contour and merge the triangles into convex polygons (rcBuildPolyMesh).
+
+    Parameters
+    ----------
+    cset:
+        Contours from `core.contours.build_contours` (not modified).
+    nvp:
+        Most vertices per polygon. [Limit: >= 3] (Detour accepts at most 6.)
+    progress:
+        Optional ``progress(fraction in [0, 1], message)`` callback.
+
+    Returns
+    -------
+    PolyMesh (see the module docstring for the layout). Contours that fail to triangulate
+    keep the triangles found before the failure, as Recast.
+    """
+    if isinstance(nvp, bool) or int(nvp) != nvp or nvp < 3:
+        raise VoxNavError(f"nvp (verts per polygon) must be a whole number >= 3, got {nvp!r}")
+    nvp = int(nvp)
+    nverts_c = cset.nverts
+    big = nverts_c >= 3
+    max_vertices = int(nverts_c[big].sum())
+    max_tris = int((nverts_c[big] - 2).sum())
+    if max_vertices >= 0xFFFE:
+        raise VoxNavError(
+            f"the contours have {max_vertices} vertices, more than a polygon mesh can index "
+            "(65534); split the level into tiles or raise cell_size"
+        )
+    cverts = np.asarray(cset.verts).astype(np.int64)
+    starts = np.asarray(cset.verts_start)
+    reg_l = np.asarray(cset.reg).tolist()
+    area_l = np.asarray(cset.area).tolist()
+
+    verts: list[list[int]] = []
+    by_xz: dict[tuple[int, int], list[int]] = {}
+    vflags: list[int] = []
+    polys: list[tuple[int, ...]] = []
+    regs: list[int] = []
+    areas: list[int] = []
+    nconts = cset.nconts
+    for c in range(nconts):
+        nv = int(nverts_c[c])
+        if nv < 3:
+            continue
+        cv = cverts[starts[c] : starts[c] + nv]
+        xs = (cv[:, 0] & 0xFFFF).tolist()
+        ys = (cv[:, 1] & 0xFFFF).tolist()
+        zs = (cv[:, 2] & 0xFFFF).tolist()
+        fl = cv[:, 3].tolist()
+        tris, _ok = _triangulate(cv[:, 0].tolist(), cv[:, 2].tolist())
+        # Weld vertices (Recast's addVertex: same x and row, height within 2, latest first).
+        index = []
+        for j in range(nv):
+            key = (xs[j], zs[j])
+            found = -1
+            lst = by_xz.get(key)
+            if lst is not None:
+                for vid in reversed(lst):
+                    if abs(verts[vid][1] - ys[j]) <= 2:
+                        found = vid
+                        break
+            if found < 0:
+                found = len(verts)
+                verts.append([xs[j], ys[j], zs[j]])
+                vflags.append(0)
+                if lst is None:
+                    by_xz[key] = [found]
+                else:
+                    lst.append(found)
+            index.append(found)
+            if fl[j] & RC_BORDER_VERTEX:
+                vflags[found] = 1
+        cpolys = [
+            (index[t[0]], index[t[1]], index[t[2]])
+            for t in tris
+            if t[0] != t[1] and t[0] != t[2] and t[1] != t[2]
+        ]
+        if not cpolys:
+            continue
+        _merge_polys(cpolys, [v[0] for v in verts], [v[2] for v in verts], nvp)
+        polys.extend(cpolys)
+        regs.extend([reg_l[c]] * len(cpolys))
+        areas.extend([area_l[c]] * len(cpolys))
+        if progress and (c & 15) == 15:
+            progress(0.9 * c / max(nconts, 1), "polymesh: triangulating contours")
+
+    # Remove tile-border vertices.
+    i = 0
+    while i < len(verts):
+        if vflags[i] and _can_remove_vertex(polys, i):
+            _remove_vertex(polys, regs, areas, verts, i, nvp, max_tris)
+            del vflags[i]
+            continue
+        i += 1
+
+    npolys = len(polys)
+    out = np.full((npolys, 2 * nvp), MESH_NULL_IDX, dtype=np.uint16)
+    for k, p in enumerate(polys):
+        out[k, : len(p)] = p
+    vert_arr = np.asarray(verts, dtype=np.uint16).reshape(-1, 3)
+    build_adjacency(out, vert_arr.shape[0], nvp)
+    if cset.border_size > 0:
+        _mark_portal_edges(out, vert_arr, nvp, cset.width, cset.height)
+    if progress:
+        progress(1.0, f"polymesh: {npolys} polygons")
+    return PolyMesh(
+        verts=vert_arr,
+        polys=out,
+        regs=np.asarray(regs, dtype=np.uint16),
+        flags=np.zeros(npolys, dtype=np.uint16),
+        areas=np.asarray(areas, dtype=np.uint8),
+        nvp=nvp,
+        bmin=np.asarray(cset.bmin, dtype=np.float32).copy(),
+        bmax=np.asarray(cset.bmax, dtype=np.float32).copy(),
+        cs=np.float32(cset.cs),
+        ch=np.float32(cset.ch),
+        border_size=int(cset.border_size),
+        max_edge_error=np.float32(cset.max_error),
+        max_polys=max_tris,
+    )
+
+
+__all__ = ["MESH_NULL_IDX", "RC_MULTIPLE_REGS", "PolyMesh", "build_adjacency", "build_poly_mesh"]
