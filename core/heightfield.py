@@ -63,3 +63,109 @@ class Heightfield:
             self.smax.copy(),
             self.area.copy() if area is None else np.asarray(area, dtype=np.uint8),
         )
+
+
+WORD_BITS = 32
+
+
+@dataclass
+class VoxelGrid:
+    """Dense occupancy, one bit per voxel, packed along Z in uint32 words.
+
+    ``bits`` is uint32 (height, width, words): bit b of word w in column (ix, iy) is voxel
+    iz = 32 * w + b, i.e. the cell [bmin.z + iz * ch, bmin.z + (iz + 1) * ch). Memory is
+    width * height * ceil(depth / 32) * 4 bytes, whatever the scene, where the span layout costs
+    about 5 bytes per span plus 8 per column.
+    """
+
+    width: int
+    height: int
+    #: Voxels along Z. [Units: ch]
+    depth: int
+    bmin: np.ndarray
+    cs: np.float32
+    ch: np.float32
+    bits: np.ndarray
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.bits.nbytes)
+
+    @classmethod
+    def from_heightfield(cls, hf: Heightfield, walkable_only: bool = False) -> VoxelGrid:
+        """Set the bits of every span's voxels [smin, smax); with walkable_only, only spans of
+        non-null area."""
+        keep = hf.area != 0 if walkable_only else np.ones(hf.span_count, dtype=bool)
+        smin = hf.smin[keep].astype(np.int64)
+        smax = hf.smax[keep].astype(np.int64)
+        col = hf.span_columns()[keep]
+        depth = int(hf.smax.max()) if hf.span_count else 0
+        words = max(1, -(-depth // WORD_BITS))
+        first = smin // WORD_BITS
+        last = (smax - 1) // WORD_BITS
+        per_span = last - first + 1
+        owner = np.repeat(np.arange(smin.shape[0]), per_span)
+        word = first[owner] + (
+            np.arange(owner.shape[0]) - np.repeat(np.cumsum(per_span) - per_span, per_span)
+        )
+        lo = np.clip(smin[owner] - word * WORD_BITS, 0, WORD_BITS)
+        hi = np.clip(smax[owner] - word * WORD_BITS, 0, WORD_BITS)
+        one = np.uint64(1)
+        mask = ((one << hi.astype(np.uint64)) - one) & ~((one << lo.astype(np.uint64)) - one)
+        # Spans never share a bit, so summing the masks of one word equals OR-ing them.
+        flat = col[owner] * words + word
+        total = np.bincount(flat, weights=mask.astype(np.float64), minlength=hf.width * hf.height * words)
+        bits = total.astype(np.uint32).reshape(hf.height, hf.width, words)
+        return cls(hf.width, hf.height, depth, hf.bmin.copy(), hf.cs, hf.ch, bits)
+
+    def voxel_count(self) -> int:
+        return int(np.unpackbits(self.bits.view(np.uint8)).sum())
+
+    def to_heightfield(self, area: int = 0) -> Heightfield:
+        """Runs of set bits in each column as spans, all with the given area id."""
+        n_cols = self.width * self.height
+        as_bytes = self.bits.reshape(n_cols, -1).view(np.uint8)
+        column_bits = np.unpackbits(as_bytes, axis=1, bitorder="little")
+        padded = np.zeros((n_cols, column_bits.shape[1] + 2), dtype=np.int8)
+        padded[:, 1:-1] = column_bits
+        edges = np.diff(padded, axis=1)
+        start_col, start_z = np.nonzero(edges == 1)
+        _, end_z = np.nonzero(edges == -1)
+        col_start = np.zeros(n_cols + 1, dtype=np.int64)
+        np.cumsum(np.bincount(start_col, minlength=n_cols), out=col_start[1:])
+        bmax = self.bmin + np.array(
+            [self.width * self.cs, self.height * self.cs, self.depth * self.ch], dtype=np.float32
+        )
+        return Heightfield(
+            self.width,
+            self.height,
+            self.bmin.copy(),
+            bmax.astype(np.float32),
+            self.cs,
+            self.ch,
+            col_start,
+            start_z.astype(np.uint16),
+            end_z.astype(np.uint16),
+            np.full(start_z.shape[0], area, dtype=np.uint8),
+        )
+
+    def occupied(self, points) -> np.ndarray:
+        """bool (n,): is each world point (float (n, 3), Z-up) inside a set voxel? Points off the
+        grid are not."""
+        p = np.asarray(points, dtype=np.float64).reshape(-1, 3)
+        rel = (p - self.bmin.astype(np.float64)) / np.array(
+            [self.cs, self.cs, self.ch], dtype=np.float64
+        )
+        idx = np.floor(rel)
+        inside = (
+            np.isfinite(idx).all(axis=1)
+            & (idx >= 0).all(axis=1)
+            & (idx[:, 0] < self.width)
+            & (idx[:, 1] < self.height)
+            & (idx[:, 2] < self.depth)
+        )
+        out = np.zeros(p.shape[0], dtype=bool)
+        ix, iy, iz = (idx[inside].astype(np.int64).T)
+        word = self.bits[iy, ix, iz // WORD_BITS]
+        out[inside] = ((word >> (iz % WORD_BITS).astype(np.uint32)) & 1).astype(bool)
+        return out

@@ -1,0 +1,242 @@
+"""``python -m core``: bake an OBJ, dump every stage in Recast's reference format, benchmark.
+
+    python -m core dump MESH.obj --recast-frame --out OUT.npz [--cell-size 0.3 ...]
+    python -m core bake MESH.obj --out navmesh.obj [--json navmesh.json] [settings]
+    python -m core bench [--runs 5] [--quick]
+
+Settings: one flag per NavConfig field, dashes for underscores (``--cell-size 0.15``,
+``--filter-ledge-spans off``, ``--bounds-min X Y Z``). Errors print one line and exit 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from . import pipeline
+from .config import NavConfig
+from .errors import VoxNavError
+from .objio import read_obj
+
+
+def _bool(text: str) -> bool:
+    value = text.strip().lower()
+    if value in ("1", "true", "on", "yes"):
+        return True
+    if value in ("0", "false", "off", "no"):
+        return False
+    raise argparse.ArgumentTypeError(f"expected on/off, got {text!r}")
+
+
+def add_setting_flags(parser: argparse.ArgumentParser) -> None:
+    for f in dataclasses.fields(NavConfig):
+        flag = "--" + f.name.replace("_", "-")
+        default = f.default
+        if f.name in ("bounds_min", "bounds_max"):
+            parser.add_argument(flag, type=float, nargs=3, metavar=("X", "Y", "Z"), default=None)
+        elif isinstance(default, bool):
+            parser.add_argument(flag, type=_bool, default=None, metavar="on|off")
+        elif isinstance(default, int):
+            parser.add_argument(flag, type=int, default=None)
+        elif isinstance(default, float):
+            parser.add_argument(flag, type=float, default=None)
+        else:
+            parser.add_argument(flag, type=str, default=None)
+
+
+def config_from_args(args: argparse.Namespace) -> NavConfig:
+    changes = {}
+    for name in NavConfig.field_names():
+        value = getattr(args, name, None)
+        if value is not None:
+            changes[name] = tuple(value) if name.startswith("bounds_") else value
+    return NavConfig().replace(**changes).validate()
+
+
+def _recast(vec) -> np.ndarray:
+    """Z-up VoxNav vector -> Recast's Y-up frame (the mirror swaps y and z)."""
+    return np.asarray(vec, dtype=np.float32)[..., [0, 2, 1]].copy()
+
+
+def dump_arrays(verts, tris, config: NavConfig, result: pipeline.BakeResult) -> dict:
+    """Every array of the reference format that VoxNav produces, under Recast's names."""
+    from .rasterize import rasterize_fragments
+
+    d = config.derived()
+    hf = result.heightfield
+    out: dict[str, np.ndarray] = {
+        "mesh_verts": _recast(verts),
+        "mesh_tris": np.asarray(tris, dtype=np.int32)[:, [0, 2, 1]],
+        "tri_areas": result.tri_areas,
+    }
+    for name in NavConfig.field_names():
+        value = getattr(config, name)
+        if isinstance(value, bool) or value is None or isinstance(value, (str, tuple)):
+            continue
+        out[f"param_{name}"] = (
+            np.int64(value) if isinstance(value, int) else np.float32(value)
+        )
+    out.update(
+        cfg_width=np.int64(result.width),
+        cfg_height=np.int64(result.height),
+        cfg_bmin=_recast(result.bmin),
+        cfg_bmax=_recast(result.bmax),
+        cfg_cs=d.cs,
+        cfg_ch=d.ch,
+        cfg_walkableSlopeAngle=d.walkable_slope_angle,
+        cfg_walkableHeight=np.int64(d.walkable_height),
+        cfg_walkableClimb=np.int64(d.walkable_climb),
+        cfg_walkableRadius=np.int64(d.walkable_radius),
+        cfg_maxEdgeLen=np.int64(d.max_edge_len),
+        cfg_maxSimplificationError=d.max_simplification_error,
+        cfg_minRegionArea=np.int64(d.min_region_area),
+        cfg_mergeRegionArea=np.int64(d.merge_region_area),
+        cfg_maxVertsPerPoly=np.int64(d.max_verts_per_poly),
+        cfg_detailSampleDist=d.detail_sample_dist,
+        cfg_detailSampleMaxError=d.detail_sample_max_error,
+        cfg_borderSize=np.int64(0),
+        cfg_tileSize=np.int64(0),
+        count_width=np.int64(result.width),
+        count_height=np.int64(result.height),
+        count_ntris=np.int64(len(tris)),
+        count_nverts=np.int64(len(verts)),
+        count_walkable_tris=np.int64(np.count_nonzero(result.tri_areas)),
+    )
+    tri, fx, fy, fmin, fmax, farea = rasterize_fragments(
+        verts, tris, result.tri_areas, result.bmin, result.bmax, d.cs, d.ch,
+        result.width, result.height,
+    )  # fmt: skip
+    out.update(
+        frag_tri=tri.astype(np.int32), frag_x=fx, frag_z=fy, frag_smin=fmin, frag_smax=fmax,
+        frag_area=farea,
+    )  # fmt: skip
+    ix, iy = hf.span_cells()
+    for stage, area in result.stage_areas.items():
+        out[f"hf_{stage}_x"] = ix
+        out[f"hf_{stage}_z"] = iy
+        out[f"hf_{stage}_smin"] = hf.smin
+        out[f"hf_{stage}_smax"] = hf.smax
+        out[f"hf_{stage}_area"] = area
+        out[f"count_hf_{stage}_spans"] = np.int64(hf.span_count)
+        out[f"count_hf_{stage}_walkable"] = np.int64(np.count_nonzero(area))
+    out.update(_navmesh_arrays(result))
+    for stage, seconds in result.timings.items():
+        out[f"time_{stage}"] = np.float64(seconds)
+    return out
+
+
+def _navmesh_arrays(result: pipeline.BakeResult) -> dict:
+    out: dict[str, np.ndarray] = {}
+    chf = result.compact
+    if chf is None:
+        return out
+    counts = np.diff(chf.cell_start)
+    cell_index = np.where(counts > 0, chf.cell_start[:-1], 0)
+    out.update(
+        chf_x=chf.span_x.astype(np.int32),
+        chf_z=chf.span_y.astype(np.int32),
+        chf_y=chf.y,
+        chf_h=chf.h,
+        chf_con=chf.con,
+        chf_neighbor=chf.neighbor,
+        chf_cell_index=cell_index.reshape(chf.height, chf.width).astype(np.uint32),
+        chf_cell_count=counts.reshape(chf.height, chf.width).astype(np.uint8),
+        chf_area_initial=result.area_initial,
+        chf_area=chf.area,
+        chf_dist_raw=result.dist_raw,
+        chf_dist=chf.dist,
+        chf_reg=chf.reg,
+        chf_max_distance=np.int64(chf.max_distance),
+        chf_max_regions=np.int64(chf.max_regions),
+        chf_span_count=np.int64(chf.span_count),
+        chf_bmin=_recast(chf.bmin),
+        chf_bmax=_recast(chf.bmax),
+        count_chf_spans=np.int64(chf.span_count),
+        count_chf_walkable_after_erode=np.int64(np.count_nonzero(chf.area)),
+        count_chf_max_distance=np.int64(chf.max_distance),
+        count_chf_max_regions=np.int64(chf.max_regions),
+        count_regions=np.int64(np.unique(chf.reg[(chf.reg != 0) & (chf.reg < 0x8000)]).shape[0]),
+    )
+    if result.contours is not None and hasattr(result.contours, "to_reference_arrays"):
+        out.update(result.contours.to_reference_arrays())
+    if result.polymesh is not None and hasattr(result.polymesh, "to_reference_arrays"):
+        out.update(result.polymesh.to_reference_arrays())
+    if result.detail is not None and hasattr(result.detail, "to_reference_arrays"):
+        out.update(result.detail.to_reference_arrays())
+    return out
+
+
+def cmd_dump(args) -> int:
+    verts, tris = read_obj(args.mesh, recast_frame=args.recast_frame)
+    config = config_from_args(args)
+    stop = "heightfield" if args.heightfield_only else "navmesh"
+    result = pipeline.bake(verts, tris, config, stop_after=stop)
+    arrays = dump_arrays(verts, tris, config, result)
+    out = Path(args.out)
+    if not out.parent.exists():
+        raise VoxNavError(f"output folder {out.parent} does not exist")
+    np.savez_compressed(out, **arrays)
+    print(f"wrote {len(arrays)} arrays to {out}")
+    for stage, seconds in result.timings.items():
+        print(f"  {stage:<20} {seconds * 1000:8.2f} ms")
+    return 0
+
+
+def cmd_bake(args) -> int:
+    from . import export
+
+    verts, tris = read_obj(args.mesh, recast_frame=not args.blender_frame)
+    config = config_from_args(args)
+    result = pipeline.bake(
+        verts, tris, config, progress=(lambda f, s: print(f"  [{f:4.0%}] {s}")) if args.verbose else None
+    )
+    if result.polymesh is None:
+        raise VoxNavError("the navigation mesh stages did not run")
+    export.write_obj(args.out, result.polymesh, result.detail)
+    if args.json:
+        export.write_json(args.json, result.polymesh, result.detail)
+    print(" ".join(f"{k}={v}" for k, v in result.counts.items()))
+    print("time " + " ".join(f"{k}={v * 1000:.1f}ms" for k, v in result.timings.items()))
+    return 0
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m core", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    dump = sub.add_parser("dump", help="run the pipeline and write every stage's arrays (.npz)")
+    dump.add_argument("mesh")
+    dump.add_argument("--out", required=True)
+    dump.add_argument("--recast-frame", action="store_true", help="read the OBJ as RecastDemo")
+    dump.add_argument("--heightfield-only", action="store_true", help="stop after the filters")
+    add_setting_flags(dump)
+    bake = sub.add_parser("bake", help="bake an OBJ into a navigation mesh (.obj, .json)")
+    bake.add_argument("mesh")
+    bake.add_argument("--out", required=True, help="navmesh .obj to write")
+    bake.add_argument("--json", help="also write the navmesh as JSON for game engines")
+    bake.add_argument("--blender-frame", action="store_true", help="rotate Y-up to Z-up as Blender's importer")
+    bake.add_argument("--verbose", action="store_true")
+    add_setting_flags(bake)
+    bench = sub.add_parser("bench", help="per-stage times and peak memory")
+    bench.add_argument("--runs", type=int, default=5)
+    bench.add_argument("--quick", action="store_true", help="skip the 10x10 tiling")
+    bench.add_argument("--meshes", default=None, help="folder with dungeon.obj and nav_test.obj")
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "dump":
+            return cmd_dump(args)
+        if args.command == "bake":
+            return cmd_bake(args)
+        from .bench import run_bench
+
+        return run_bench(args)
+    except VoxNavError as exc:
+        print(f"voxnav: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

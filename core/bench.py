@@ -1,0 +1,119 @@
+"""``python -m core bench``: per-stage wall times (median of runs) and peak memory.
+
+Meshes: the shared dungeon and nav_test, and dungeon tiled 4x4 and 10x10 (copies on an N x N
+grid in the horizontal plane, each offset by the mesh's bounding-box size plus 1 unit). Recast's
+own C++ times on this machine class (recast-parity.md) are printed beside ours as ratios.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import time
+import tracemalloc
+from pathlib import Path
+
+import numpy as np
+
+from . import pipeline
+from .config import NavConfig
+from .errors import VoxNavError
+from .heightfield import VoxelGrid
+from .objio import read_obj
+
+#: Recast C++ median ms on this machine class: (mark+rasterize+filters, whole pipeline).
+RECAST_MS = {
+    "dungeon": (8.0, 13.3),
+    "nav_test": (7.1, 18.3),
+    "dungeon 4x4": (141.0, 231.0),
+    "dungeon 10x10": (887.0, 1597.0),
+}
+#: The issue's ceilings, ms: (heightfield stages, whole pipeline).
+TARGET_MS = {
+    "dungeon": (60.0, 150.0),
+    "dungeon 4x4": (500.0, 1500.0),
+    "dungeon 10x10": (3500.0, None),
+}
+
+
+def tile_mesh(verts, tris, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """n x n copies of a Z-up mesh on the X/Y plane, each offset by its bounding box + 1."""
+    verts = np.asarray(verts, dtype=np.float32)
+    size = verts.max(axis=0) - verts.min(axis=0)
+    step = size[:2].astype(np.float64) + 1.0
+    gx, gy = np.meshgrid(np.arange(n), np.arange(n), indexing="ij")
+    offsets = np.zeros((n * n, 3), dtype=np.float64)
+    offsets[:, 0] = gx.ravel() * step[0]
+    offsets[:, 1] = gy.ravel() * step[1]
+    all_verts = (verts[None].astype(np.float64) + offsets[:, None]).astype(np.float32)
+    all_tris = tris[None] + (np.arange(n * n) * verts.shape[0])[:, None, None]
+    return all_verts.reshape(-1, 3), all_tris.reshape(-1, 3).astype(np.int32)
+
+
+def _find_meshes(folder: str | None) -> Path:
+    candidates = [folder] if folder else []
+    candidates += [os.environ.get("VOXNAV_SHARED", "") and os.environ["VOXNAV_SHARED"] + "/meshes"]
+    candidates += [str(Path(__file__).resolve().parent.parent.parent / "shared" / "meshes")]
+    for c in candidates:
+        if c and (Path(c) / "dungeon.obj").exists():
+            return Path(c)
+    raise VoxNavError("dungeon.obj not found: pass --meshes FOLDER or set VOXNAV_SHARED")
+
+
+def _navmesh_available() -> bool:
+    import importlib.util
+
+    names = ("area", "regions", "contours", "polymesh", "detail")
+    return all(importlib.util.find_spec(f"core.{m}") is not None for m in names)
+
+
+def run_bench(args) -> int:
+    folder = _find_meshes(args.meshes)
+    dungeon = read_obj(folder / "dungeon.obj")
+    scenes = [
+        ("dungeon", dungeon),
+        ("nav_test", read_obj(folder / "nav_test.obj")),
+        ("dungeon 4x4", tile_mesh(*dungeon, 4)),
+    ]
+    if not args.quick:
+        scenes.append(("dungeon 10x10", tile_mesh(*dungeon, 10)))
+    config = NavConfig(memory_limit=16 * 1024**3)
+    full = _navmesh_available()
+    print(f"VoxNav core benchmark: numpy {np.__version__}, median of {args.runs} runs")
+    for name, (verts, tris) in scenes:
+        runs = args.runs if len(tris) < 500_000 else max(1, min(args.runs, 3))
+        modes = [("heightfield", 0)] + ([("navmesh", 1)] if full and len(tris) < 500_000 else [])
+        for stop, which in modes:
+            timings: dict[str, list[float]] = {}
+            totals = []
+            result = None
+            for _ in range(runs):
+                start = time.perf_counter()
+                result = pipeline.bake(verts, tris, config, stop_after=stop)
+                totals.append(time.perf_counter() - start)
+                for stage, seconds in result.timings.items():
+                    timings.setdefault(stage, []).append(seconds)
+            assert result is not None
+            stage_ms = {k: statistics.median(v) * 1000 for k, v in timings.items()}
+            total_ms = sum(stage_ms.values())
+            recast = RECAST_MS.get(name, (None, None))[which]
+            target = TARGET_MS.get(name, (None, None))[which]
+            ratio = f"{total_ms / recast:5.1f}x Recast ({recast:.0f} ms)" if recast else ""
+            goal = f", target <= {target:.0f} ms" if target else ""
+            print(f"\n{name}: {len(tris):,} tris, {result.width}x{result.height} grid, "
+                  f"stages 1-{len(stage_ms)} ({stop}): {total_ms:.1f} ms  {ratio}{goal}")  # fmt: skip
+            print("  " + "  ".join(f"{k}={v:.1f}" for k, v in stage_ms.items()))
+            print(f"  wall incl. validation: {statistics.median(totals) * 1000:.1f} ms; counts: "
+                  + " ".join(f"{k}={v}" for k, v in result.counts.items()))  # fmt: skip
+        tracemalloc.start()
+        result = pipeline.bake(verts, tris, config, stop_after="heightfield")
+        _, peak = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+        hf = result.heightfield
+        span_bytes = hf.col_start.nbytes + hf.smin.nbytes + hf.smax.nbytes + hf.area.nbytes
+        grid = VoxelGrid.from_heightfield(hf)
+        estimate = pipeline.estimate_memory(verts, tris, result.bmin, result.bmax, 0.3)[2]
+        print(f"  memory: peak {peak / 2**20:.0f} MiB (estimate {estimate / 2**20:.0f} MiB); "
+              f"spans {span_bytes / 2**20:.2f} MiB vs dense bit grid {grid.nbytes / 2**20:.2f} "
+              f"MiB ({grid.depth} voxels deep, {grid.voxel_count():,} voxels set)")  # fmt: skip
+    return 0

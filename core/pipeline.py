@@ -1,0 +1,384 @@
+"""The numbered-step driver: triangles in, heightfield and navigation mesh out, each stage timed.
+
+    1 mark         walkable-slope triangle marking           rasterize.mark_walkable_triangles
+    2 rasterize    triangles -> solid heightfield            rasterize.rasterize_triangles
+    3 filters      low hanging, ledge, low height            filters.*
+    4 compact      open spans and neighbour links            compact.build_compact_heightfield
+    5 erode        erosion by agent radius                   area.erode_walkable_area
+    6 distance     distance field                            regions.build_distance_field
+    7 regions      watershed / monotone / layers             regions.build_regions*
+    8 contours     region outlines                           contours.build_contours
+    9 polymesh     convex polygons                           polymesh.build_poly_mesh
+   10 detail       height detail triangles                   detail.build_poly_mesh_detail
+
+Input is a triangle soup in world units, Z-up: verts float32 (n, 3), tris int32 (m, 3). It is
+validated first (`VoxNavError` on anything unusable) and the grid's memory is estimated before
+anything large is allocated.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from . import filters, rasterize
+from .config import NULL_AREA, NavConfig, grid_size
+from .errors import VoxNavError
+from .heightfield import Heightfield, VoxelGrid
+
+Progress = Callable[[float, str], None]
+
+#: Stage names in order, as used in timings and `time_<stage>` dump keys.
+STAGES = (
+    "mark",
+    "rasterize",
+    "filter_low_hanging",
+    "filter_ledge",
+    "filter_low_height",
+    "compact",
+    "erode",
+    "distance",
+    "regions",
+    "contours",
+    "polymesh",
+    "detail",
+)
+HEIGHTFIELD_STAGES = STAGES[:5]
+
+#: Working bytes per grid column, per span fragment and per triangle, an upper estimate of the
+#: rasterizer's and filters' peak (checked against `python -m core bench`'s measured peaks).
+BYTES_PER_COLUMN = 48
+BYTES_PER_FRAGMENT = 96
+BYTES_PER_TRIANGLE = 400
+
+
+@dataclass
+class BakeResult:
+    """Everything one bake produced. Arrays are Z-up world or grid units as documented."""
+
+    config: NavConfig
+    #: float32 (3,) grid corners, Z-up. [Units: wu]
+    bmin: np.ndarray
+    bmax: np.ndarray
+    width: int
+    height: int
+    #: uint8 (m,) after walkable-slope marking.
+    tri_areas: np.ndarray
+    #: The solid heightfield after the enabled filters.
+    heightfield: Heightfield
+    #: Area arrays of the solid heightfield after each heightfield stage (raster, lowhang, ...).
+    stage_areas: dict[str, np.ndarray] = field(default_factory=dict)
+    compact: Any = None
+    area_initial: np.ndarray | None = None
+    dist_raw: np.ndarray | None = None
+    contours: Any = None
+    polymesh: Any = None
+    detail: Any = None
+    #: Wall seconds per stage, in order.
+    timings: dict[str, float] = field(default_factory=dict)
+    counts: dict[str, int] = field(default_factory=dict)
+
+    def voxel_grid(self, walkable_only: bool = False) -> VoxelGrid:
+        return VoxelGrid.from_heightfield(self.heightfield, walkable_only)
+
+    def overlay(self):
+        """The navigation overlay as a polygon mesh in world units, Z-up.
+
+        Returns verts float32 (k, 3), face_sizes int32 (f,), face_verts int32 (sum sizes,),
+        face_region int32 (f,). With a polygon mesh: its polygons, by region. Before that: one
+        quad per walkable span top, region 0.
+        """
+        if self.polymesh is not None:
+            return _polymesh_overlay(self.polymesh)
+        return _span_top_overlay(self.heightfield)
+
+
+def _span_top_overlay(hf: Heightfield):
+    walk = np.nonzero(hf.area != NULL_AREA)[0]
+    ix, iy = hf.span_cells()
+    x0 = hf.bmin[0] + ix[walk].astype(np.float32) * hf.cs
+    y0 = hf.bmin[1] + iy[walk].astype(np.float32) * hf.cs
+    z = hf.bmin[2] + hf.smax[walk].astype(np.float32) * hf.ch
+    x1, y1 = x0 + hf.cs, y0 + hf.cs
+    corners = np.stack(
+        [
+            np.stack([x0, y0, z], axis=1),
+            np.stack([x1, y0, z], axis=1),
+            np.stack([x1, y1, z], axis=1),
+            np.stack([x0, y1, z], axis=1),
+        ],
+        axis=1,
+    ).reshape(-1, 3)
+    n = walk.shape[0]
+    return (
+        corners.astype(np.float32),
+        np.full(n, 4, dtype=np.int32),
+        np.arange(4 * n, dtype=np.int32),
+        np.zeros(n, dtype=np.int32),
+    )
+
+
+def _polymesh_overlay(pmesh):
+    verts = pmesh.world_verts()
+    nvp = int(pmesh.nvp)
+    ids = pmesh.polys[:, :nvp].astype(np.int64)
+    used = ids != 0xFFFF
+    return (
+        verts.astype(np.float32),
+        used.sum(axis=1).astype(np.int32),
+        ids[used].astype(np.int32),
+        pmesh.regs.astype(np.int32),
+    )
+
+
+def check_input(verts, tris) -> tuple[np.ndarray, np.ndarray]:
+    """Validate a triangle soup; return float32 (n, 3) verts and int32 (m, 3) tris (copies)."""
+    try:
+        v = np.array(verts, dtype=np.float32)
+        t = np.array(tris)
+    except (TypeError, ValueError) as exc:
+        raise VoxNavError(f"verts/tris must be numeric arrays: {exc}") from exc
+    if v.ndim != 2 or v.shape[1] != 3:
+        raise VoxNavError(f"verts must have shape (n, 3), got {v.shape}")
+    if t.size == 0:
+        raise VoxNavError(
+            "the scene has no triangles to voxelize: add or select mesh objects (or check the "
+            "geometry source setting)"
+        )
+    if t.ndim != 2 or t.shape[1] != 3:
+        raise VoxNavError(f"tris must have shape (m, 3), got {t.shape}")
+    if not np.issubdtype(t.dtype, np.integer):
+        if not np.all(np.mod(t, 1) == 0):
+            raise VoxNavError("tris must hold whole-number vertex indices")
+    t = t.astype(np.int64)
+    bad = (t < 0) | (t >= v.shape[0])
+    if bad.any():
+        row = int(np.nonzero(bad.any(axis=1))[0][0])
+        raise VoxNavError(
+            f"triangle {row} refers to vertex {int(t[row][bad[row]][0])}, but there are only "
+            f"{v.shape[0]} vertices (valid indices are 0..{v.shape[0] - 1})"
+        )
+    finite = np.isfinite(v).all(axis=1)
+    if not finite.all():
+        bad_vert = int(np.nonzero(~finite)[0][0])
+        used = np.isin(t, np.nonzero(~finite)[0]).any(axis=1)
+        raise VoxNavError(
+            f"{int((~finite).sum())} vertices have NaN or infinite coordinates (first: vertex "
+            f"{bad_vert} = {tuple(float(c) for c in v[bad_vert])}), used by "
+            f"{int(used.sum())} triangles: fix or remove that geometry"
+        )
+    return v, t.astype(np.int32)
+
+
+def grid_bounds(verts, config: NavConfig) -> tuple[np.ndarray, np.ndarray]:
+    """The build volume: the config's bounds, else all vertices' bounding box (no padding)."""
+    if config.bounds_min is not None and config.bounds_max is not None:
+        return (
+            np.asarray(config.bounds_min, dtype=np.float32),
+            np.asarray(config.bounds_max, dtype=np.float32),
+        )
+    return verts.min(axis=0), verts.max(axis=0)
+
+
+def estimate_memory(verts, tris, bmin, bmax, cs: float) -> tuple[int, int, int]:
+    """(columns, estimated fragments, estimated peak bytes) of rasterizing on this grid.
+
+    Computed from the triangles' bounding boxes in float64 so it never allocates the grid.
+    """
+    cs = float(cs)
+    ext = (np.asarray(bmax, dtype=np.float64) - np.asarray(bmin, dtype=np.float64)) / cs
+    columns = int(np.floor(ext[0] + 0.5)) * int(np.floor(ext[1] + 0.5))
+    tv = np.asarray(verts, dtype=np.float64)[np.asarray(tris, dtype=np.int64)]
+    span = (tv.max(axis=1) - tv.min(axis=1))[:, :2] / cs
+    fragments = int(np.sum((np.floor(span[:, 0]) + 2) * (np.floor(span[:, 1]) + 2)))
+    fragments = min(fragments, columns * 64 + tris.shape[0])
+    total = columns * BYTES_PER_COLUMN + fragments * BYTES_PER_FRAGMENT
+    total += int(tris.shape[0]) * BYTES_PER_TRIANGLE
+    return columns, fragments, total
+
+
+def _check_memory(verts, tris, bmin, bmax, config: NavConfig) -> None:
+    columns, _, total = estimate_memory(verts, tris, bmin, bmax, config.cell_size)
+    if total > config.memory_limit:
+        factor = (total / config.memory_limit) ** 0.5 * 1.05
+        suggestion = float(np.ceil(config.cell_size * factor * 1000) / 1000)
+        raise VoxNavError(
+            f"the grid is too large: {columns:,} columns at cell_size {config.cell_size:g} would "
+            f"need about {total / 1024**3:.1f} GiB (limit {config.memory_limit / 1024**3:.1f} "
+            f"GiB); use cell_size >= {suggestion:g}, bake a smaller region with bounds, or raise "
+            f"memory_limit"
+        )
+
+
+def bake(
+    verts,
+    tris,
+    config: NavConfig | None = None,
+    *,
+    stop_after: str = "navmesh",
+    progress: Progress | None = None,
+) -> BakeResult:
+    """Run the stages on a triangle soup and return a `BakeResult`.
+
+    verts float32 (n, 3) world Z-up [Units: wu]; tris int (m, 3); stop_after "heightfield"
+    (stages 1-3) or "navmesh" (every stage). progress(fraction 0..1, stage name) is called
+    before each stage.
+    """
+    config = (config or NavConfig()).validate()
+    if stop_after not in ("heightfield", "navmesh"):
+        raise VoxNavError(f"stop_after must be 'heightfield' or 'navmesh', got {stop_after!r}")
+    verts, tris = check_input(verts, tris)
+    derived = config.derived()
+    bmin, bmax = grid_bounds(verts, config)
+    if not (bmax > bmin).any():
+        raise VoxNavError("the geometry has no extent: all vertices are at the same point")
+    _check_memory(verts, tris, bmin, bmax, config)
+    width, height = grid_size(bmin, bmax, derived.cs)
+    if width < 1 or height < 1:
+        raise VoxNavError(
+            f"the geometry is smaller than one cell ({width} x {height} columns at cell_size "
+            f"{config.cell_size:g}): lower cell_size"
+        )
+    timings: dict[str, float] = {}
+    stages = HEIGHTFIELD_STAGES if stop_after == "heightfield" else STAGES
+
+    def run(name: str, fn, *args, **kwargs):
+        if progress is not None:
+            progress(stages.index(name) / len(stages), name)
+        start = time.perf_counter()
+        out = fn(*args, **kwargs)
+        timings[name] = time.perf_counter() - start
+        return out
+
+    tri_areas = run("mark", rasterize.mark_walkable_triangles, verts, tris, config.agent_max_slope)
+    hf = run(
+        "rasterize",
+        rasterize.rasterize_triangles,
+        verts,
+        tris,
+        tri_areas,
+        bmin,
+        bmax,
+        derived.cs,
+        derived.ch,
+        width,
+        height,
+        derived.walkable_climb,
+    )
+    stage_areas = {"raster": hf.area}
+    steps = (
+        ("filter_low_hanging", "lowhang", config.filter_low_hanging_obstacles,
+         lambda h: filters.filter_low_hanging_obstacles(h, derived.walkable_climb)),
+        ("filter_ledge", "ledge", config.filter_ledge_spans,
+         lambda h: filters.filter_ledge_spans(h, derived.walkable_height, derived.walkable_climb)),
+        ("filter_low_height", "lowheight", config.filter_walkable_low_height_spans,
+         lambda h: filters.filter_walkable_low_height_spans(h, derived.walkable_height)),
+    )  # fmt: skip
+    for name, key, enabled, fn in steps:
+        if enabled:
+            hf = hf.copy(area=run(name, fn, hf))
+        stage_areas[key] = hf.area
+    result = BakeResult(
+        config=config,
+        bmin=np.asarray(bmin, dtype=np.float32),
+        bmax=np.asarray(bmax, dtype=np.float32),
+        width=width,
+        height=height,
+        tri_areas=tri_areas,
+        heightfield=hf,
+        stage_areas=stage_areas,
+        timings=timings,
+    )
+    if stop_after == "navmesh":
+        _navmesh_stages(result, derived, run)
+    result.counts = _counts(result, tris.shape[0])
+    if progress is not None:
+        progress(1.0, "done")
+    return result
+
+
+def _navmesh_stages(result: BakeResult, derived, run) -> None:
+    from .area import erode_walkable_area
+    from .compact import build_compact_heightfield
+    from .contours import build_contours
+    from .detail import build_poly_mesh_detail
+    from .polymesh import build_poly_mesh
+    from .regions import build_distance_field, build_regions
+
+    config = result.config
+    chf = run(
+        "compact",
+        build_compact_heightfield,
+        result.heightfield,
+        derived.walkable_height,
+        derived.walkable_climb,
+    )
+    result.area_initial = chf.area.copy()
+    chf.area = run("erode", erode_walkable_area, chf, derived.walkable_radius)
+    dist_raw, dist, max_distance = run("distance", build_distance_field, chf)
+    result.dist_raw = dist_raw
+    chf.dist, chf.max_distance = dist, max_distance
+    if config.partition == "watershed":
+        reg, max_regions = run(
+            "regions",
+            build_regions,
+            chf,
+            dist,
+            max_distance,
+            derived.min_region_area,
+            derived.merge_region_area,
+        )
+    else:
+        from . import regions as regions_module
+
+        partition = getattr(regions_module, f"build_regions_{config.partition}")
+        reg, max_regions = run(
+            "regions", partition, chf, derived.min_region_area, derived.merge_region_area
+        )
+    chf.reg, chf.max_regions = reg, max_regions
+    result.compact = chf
+    result.contours = run(
+        "contours",
+        build_contours,
+        chf,
+        float(derived.max_simplification_error),
+        derived.max_edge_len,
+    )
+    result.polymesh = run("polymesh", build_poly_mesh, result.contours, derived.max_verts_per_poly)
+    result.detail = run(
+        "detail",
+        build_poly_mesh_detail,
+        result.polymesh,
+        chf,
+        float(derived.detail_sample_dist),
+        float(derived.detail_sample_max_error),
+    )
+
+
+def _counts(result: BakeResult, n_tris: int) -> dict[str, int]:
+    hf = result.heightfield
+    counts = {
+        "triangles": int(n_tris),
+        "walkable_triangles": int(np.count_nonzero(result.tri_areas)),
+        "width": int(result.width),
+        "height": int(result.height),
+        "spans": hf.span_count,
+        "walkable_spans": int(np.count_nonzero(hf.area)),
+        "voxels": int((hf.smax.astype(np.int64) - hf.smin).sum()),
+    }
+    if result.compact is not None:
+        chf = result.compact
+        counts["compact_spans"] = chf.span_count
+        counts["walkable_after_erode"] = int(np.count_nonzero(chf.area))
+        counts["regions"] = int(np.unique(chf.reg[chf.reg != 0]).shape[0])
+    if result.polymesh is not None:
+        counts["polys"] = int(result.polymesh.polys.shape[0])
+        counts["poly_verts"] = int(result.polymesh.verts.shape[0])
+    if result.detail is not None:
+        counts["detail_tris"] = int(result.detail.tris.shape[0])
+        counts["detail_verts"] = int(result.detail.verts.shape[0])
+    return counts
