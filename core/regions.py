@@ -1,0 +1,544 @@
+"""Region partitioning of the compact heightfield: distance field, watershed, monotone, layers.
+
+Inputs and outputs are per-span arrays in the compact heightfield's span order:
+``dist`` uint16 (n,) distance to the nearest area border in half cells (straight step 2,
+diagonal step 3), ``reg`` uint16 (n,) region id (0 = none; ``BORDER_REG`` flag on the tile
+border strips). The compact heightfield itself is never modified; assign the results to
+``chf.dist``/``chf.reg``/``chf.max_distance``/``chf.max_regions`` yourself.
+
+Watershed (Recast's default) is order-sensitive by design: regions are flooded one at a time
+from the highest distance level down, and the result depends on which seed comes first. This
+port keeps Recast's order exactly while vectorizing each step:
+
+- levels and expansion iterations are Python loops (at most (max_distance/2) levels, at most 8
+  Jacobi iterations each); every iteration updates the whole level stack at once, which is
+  exactly Recast's ``expandRegions`` (it reads the previous iteration's state and writes all
+  updates afterwards);
+- flooding a new region is a loop over the regions created (tens to hundreds), each a
+  vectorized breadth-first frontier expansion. Recast's depth-first flood gives the same set
+  in any order: a span joins the region iff it is reachable from the seed through free spans
+  of the same area with ``dist >= level - 2`` none of which touches (8-neighbourhood, Recast's
+  L-shaped diagonals) another region, and "touches another region" cannot change while one
+  region floods;
+- merging and filtering walks region contours and merges regions one by one (Recast's
+  ``mergeAndFilterRegions``); that is a loop over regions and contour steps, on Python ints.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .area import _check_chf, _neighbors_with_sentinel, chamfer_distance
+from .compact import BORDER_REG, CompactHeightfield
+from .errors import VoxNavError
+
+NULL_AREA = 0
+#: Number of level stacks and distance levels per stack (Recast: NB_STACKS, loglevelsPerStack).
+_NB_STACKS = 8
+#: Watershed expansion iterations per level. [Recast: expandIters]
+_EXPAND_ITERS = 8
+_BIG = 1 << 30
+
+
+# --------------------------------------------------------------------------------------------
+# Distance field
+
+
+def build_distance_field(chf: CompactHeightfield, *, progress=None):
+    """Distance of every span to the nearest area border, raw and box-blurred.
+
+    [Recast: rcBuildDistanceField (calculateDistanceField + boxBlur)]
+
+    Rule: a span whose 4 neighbours are all connected and of its own area starts at 0xFFFF,
+    every other span at 0 (null-area spans included, by the same rule). Two chamfer passes in
+    raster order (straight 2, diagonal 3 through Recast's L-shaped paths; see
+    :func:`core.area.chamfer_distance`) give ``dist_raw``. The blur keeps values <= 2; any
+    other span becomes ``(sum + 5) // 9`` over its 3x3 neighbourhood, an unconnected direction
+    counting the span's own value twice and a missing diagonal counting it once.
+
+    Returns:
+        (dist_raw uint16 (n,), dist uint16 (n,), max_distance int = dist_raw.max()).
+        [Units: half cells]
+    """
+    n = _check_chf(chf)
+    area = np.asarray(chf.area, dtype=np.uint8)
+    nbx = _neighbors_with_sentinel(chf)
+    area_x = np.append(area, np.uint8(255)).astype(np.int16)
+    area_x[n] = -1  # the sentinel never matches an area
+    same = (area_x[nbx[:n]] == area[:, None]).all(axis=1)
+    init = np.where(same, 0xFFFF, 0)
+    raw = chamfer_distance(chf, init)
+    max_distance = int(raw.max()) if n else 0
+    if progress is not None:
+        progress("distance field: chamfer", 0.7)
+
+    src = np.append(raw, 0)
+    total = raw.copy()
+    for d in range(4):
+        a = nbx[:n, d]
+        b = nbx[a, (d + 1) & 3]
+        connected = a != n
+        total += np.where(connected, src[a] + np.where(b != n, src[b], raw), 2 * raw)
+    blurred = np.where(raw <= 2, raw, (total + 5) // 9)
+    if progress is not None:
+        progress("distance field: blur", 1.0)
+    return raw.astype(np.uint16), blurred.astype(np.uint16), max_distance
+
+
+# --------------------------------------------------------------------------------------------
+# Shared helpers
+
+
+class _Graph:
+    """Neighbour tables restricted to same-area links, with a sentinel span ``n``."""
+
+    def __init__(self, chf: CompactHeightfield):
+        n = _check_chf(chf)
+        self.n = n
+        self.area = np.asarray(chf.area, dtype=np.uint8)
+        nbx = _neighbors_with_sentinel(chf)
+        self.nbx = nbx
+        area_x = np.append(self.area, 0).astype(np.int16)
+        area_x[n] = -1
+        same = area_x[nbx] == area_x[:, None]
+        same[n] = False
+        #: (n+1, 4) neighbour of the same area, n otherwise.
+        self.nsa = np.where(same, nbx, n)
+        #: (n+1, 4) Recast's diagonal: same-area neighbour d, then its same-area neighbour d+1.
+        self.diag = np.stack([self.nsa[self.nsa[:, d], (d + 1) & 3] for d in range(4)], axis=1)
+
+
+def _paint_border(chf: CompactHeightfield, reg: np.ndarray, border_size: int, first_id: int):
+    """Recast's paintRectRegion for the four tile border strips; returns the next free id."""
+    if border_size <= 0:
+        return first_id
+    w, h = chf.width, chf.height
+    bw, bh = min(w, border_size), min(h, border_size)
+    xs = np.asarray(chf.span_x)
+    ys = np.asarray(chf.span_y)
+    walk = np.asarray(chf.area) != NULL_AREA
+    rid = first_id
+    for x0, x1, y0, y1 in ((0, bw, 0, h), (w - bw, w, 0, h), (0, w, 0, bh), (0, w, h - bh, h)):
+        m = walk & (xs >= x0) & (xs < x1) & (ys >= y0) & (ys < y1)
+        reg[: len(m)][m] = rid | BORDER_REG
+        rid += 1
+    return rid
+
+
+def _check_region_params(min_region_area, merge_region_area, border_size):
+    for name, value in (
+        ("min_region_area", min_region_area),
+        ("merge_region_area", merge_region_area),
+        ("border_size", border_size),
+    ):
+        if int(value) < 0:
+            raise VoxNavError(f"{name} is {value}; it must be >= 0 (cells)")
+    return int(min_region_area), int(merge_region_area), int(border_size)
+
+
+# --------------------------------------------------------------------------------------------
+# Watershed
+
+
+def _expand(g: _Graph, reg, sdist, active, level: int, max_iter: int):
+    """Recast's expandRegions on the ordered stack ``active`` (spans with reg 0 only)."""
+    nsa = g.nsa
+    it = 0
+    while active.shape[0]:
+        nb = nsa[active]
+        rn = reg[nb]
+        ok = (rn > 0) & ((rn & BORDER_REG) == 0)
+        cand = np.where(ok, sdist[nb] + 2, _BIG)
+        best = np.argmin(cand, axis=1)  # first minimum = Recast's strict "<" in dir order
+        rows = np.arange(active.shape[0])
+        d2 = cand[rows, best]
+        found = d2 < 0xFFFF
+        if not found.any():
+            break
+        hit = active[found]
+        reg[hit] = rn[rows, best][found]
+        sdist[hit] = d2[found]
+        active = active[~found]
+        if level > 0:
+            it += 1
+            if it >= max_iter:
+                break
+    return active
+
+
+def _touching(g: _Graph, reg, spans):
+    """bool per span: an 8-neighbour (Recast's floodRegion test) already has another region."""
+    nb = g.nsa[spans]
+    rn = reg[nb]
+    rd = reg[g.diag[spans]]
+    hit = (nb != g.n) & ((rn & BORDER_REG) == 0) & ((rn != 0) | (rd != 0))
+    return hit.any(axis=1)
+
+
+def _flood(g: _Graph, reg, sdist, dist_x, seed: int, lev: int, rid: int):
+    """Recast's floodRegion for a seed known to be free and not touching another region."""
+    n = g.n
+    nsa = g.nsa
+    seen = np.zeros(n + 1, dtype=bool)
+    seen[n] = True
+    seen[seed] = True
+    members = [np.array([seed], dtype=np.int64)]
+    frontier = members[0]
+    while frontier.shape[0]:
+        cand = nsa[frontier].ravel()
+        cand = cand[~seen[cand]]
+        if cand.shape[0] == 0:
+            break
+        cand = np.unique(cand)
+        seen[cand] = True
+        cand = cand[(reg[cand] == 0) & (dist_x[cand] >= lev)]
+        if cand.shape[0] == 0:
+            break
+        cand = cand[~_touching(g, reg, cand)]
+        members.append(cand)
+        frontier = cand
+    region = np.concatenate(members)
+    reg[region] = rid
+    sdist[region] = 0
+
+
+# --------------------------------------------------------------------------------------------
+# Merge and filter (Recast's mergeAndFilterRegions)
+
+
+def _contour_machine(g: _Graph, reg):
+    """Successor and emitted neighbour region of every (span, dir) state of walkContour."""
+    n = g.n
+    nbx = g.nbx[:n]
+    rn = reg[nbx]  # (n, 4), sentinel -> 0
+    solid = rn != reg[:n, None]
+    state = np.arange(4 * n, dtype=np.int64).reshape(n, 4)
+    d = np.arange(4)[None, :]
+    rotate = 4 * np.arange(n)[:, None] + ((d + 1) & 3)
+    move = 4 * nbx + ((d + 3) & 3)
+    succ = np.where(solid, rotate, move)
+    del state
+    return succ.ravel().tolist(), np.where(solid, rn, -1).ravel().tolist()
+
+
+def _walk_contour(start: int, succ, emit, first_reg: int):
+    cont = [first_reg]
+    cur = first_reg
+    s = start
+    it = 0
+    while True:
+        it += 1
+        if it >= 40000:
+            break
+        e = emit[s]
+        if e >= 0 and e != cur:
+            cur = e
+            cont.append(e)
+        s = succ[s]
+        if s == start:
+            break
+    if len(cont) > 1:
+        j = 0
+        while j < len(cont):
+            nj = (j + 1) % len(cont)
+            if cont[j] == cont[nj]:
+                del cont[j]
+            else:
+                j += 1
+    return cont
+
+
+def _remove_adjacent(cons):
+    i = 0
+    while i < len(cons) and len(cons) > 1:
+        ni = (i + 1) % len(cons)
+        if cons[i] == cons[ni]:
+            del cons[i]
+        else:
+            i += 1
+
+
+class _Region:
+    __slots__ = ("span_count", "id", "area", "overlap", "connections", "floors", "visited")
+
+    def __init__(self, i):
+        self.span_count = 0
+        self.id = i
+        self.area = 0
+        self.overlap = False
+        self.connections = []
+        self.floors = set()
+        self.visited = False
+
+
+def _can_merge(a: _Region, b: _Region) -> bool:
+    if a.area != b.area:
+        return False
+    if a.connections.count(b.id) > 1:
+        return False
+    return b.id not in a.floors
+
+
+def _merge_regions(a: _Region, b: _Region) -> bool:
+    acon = list(a.connections)
+    bcon = b.connections
+    if b.id not in acon or a.id not in bcon:
+        return False
+    insa = acon.index(b.id)
+    insb = bcon.index(a.id)
+    na, nb = len(acon), len(bcon)
+    a.connections = [acon[(insa + 1 + i) % na] for i in range(na - 1)]
+    a.connections += [bcon[(insb + 1 + i) % nb] for i in range(nb - 1)]
+    _remove_adjacent(a.connections)
+    a.floors |= b.floors
+    a.span_count += b.span_count
+    b.span_count = 0
+    b.connections = []
+    return True
+
+
+def _replace_neighbour(r: _Region, old: int, new: int):
+    changed = False
+    cons = r.connections
+    for i, c in enumerate(cons):
+        if c == old:
+            cons[i] = new
+            changed = True
+    if old in r.floors:
+        r.floors.discard(old)
+        r.floors.add(new)
+    if changed:
+        _remove_adjacent(cons)
+
+
+def _merge_and_filter(chf, g: _Graph, reg, max_region_id: int, min_area: int, merge_area: int):
+    """Recast's mergeAndFilterRegions; rewrites ``reg`` in place, returns (max id, overlaps)."""
+    n = g.n
+    nreg = max_region_id + 1
+    regs = [_Region(i) for i in range(nreg)]
+    r_ = reg[:n]
+    valid = (r_ > 0) & (r_ < nreg)
+    counts = np.bincount(r_[valid], minlength=nreg)
+    for i in np.nonzero(counts)[0].tolist():
+        regs[i].span_count = int(counts[i])
+
+    # Floors: other spans of the same column (overlap when it is the same region).
+    start = np.asarray(chf.cell_start, dtype=np.int64)
+    cnt = np.diff(start)
+    col = np.repeat(np.arange(cnt.shape[0]), cnt)
+    ccount = cnt[col]
+    multi = np.nonzero(ccount > 1)[0]
+    if multi.shape[0]:
+        rep = ccount[multi]
+        a = np.repeat(multi, rep)
+        offs = np.arange(a.shape[0]) - np.repeat(np.cumsum(rep) - rep, rep)
+        b = start[col[a]] + offs
+        keep = (a != b) & valid[a] & valid[b]
+        pairs = np.unique(np.stack([r_[a[keep]], r_[b[keep]]], axis=1), axis=0)
+        for ra, rb in pairs.tolist():
+            regs[ra].floors.add(rb)
+            if ra == rb:
+                regs[ra].overlap = True
+
+    # Connections: walk the contour from each region's first span in raster order.
+    present = np.nonzero(counts)[0]
+    if present.shape[0]:
+        order = np.nonzero(valid)[0]
+        uniq, first = np.unique(r_[order], return_index=True)
+        first_span = order[first]
+        succ, emit = _contour_machine(g, reg)
+        nbx = g.nbx
+        for r, s in zip(uniq.tolist(), first_span.tolist()):
+            regs[r].area = int(g.area[s])
+            first_reg = int(reg[nbx[s, 0]])
+            regs[r].connections = _walk_contour(4 * s, succ, emit, first_reg)
+
+    # Remove too small regions (whole connected groups smaller than min_area).
+    for i in range(nreg):
+        reg_i = regs[i]
+        if reg_i.id == 0 or (reg_i.id & BORDER_REG) or reg_i.span_count == 0 or reg_i.visited:
+            continue
+        connects_to_border = False
+        span_count = 0
+        stack = [i]
+        trace = []
+        reg_i.visited = True
+        while stack:
+            ri = stack.pop()
+            creg = regs[ri]
+            span_count += creg.span_count
+            trace.append(ri)
+            for c in creg.connections:
+                if c & BORDER_REG:
+                    connects_to_border = True
+                    continue
+                nei = regs[c]
+                if nei.visited or nei.id == 0 or (nei.id & BORDER_REG):
+                    continue
+                stack.append(nei.id)
+                nei.visited = True
+        if span_count < min_area and not connects_to_border:
+            for t in trace:
+                regs[t].span_count = 0
+                regs[t].id = 0
+
+    # Merge too small regions into their smallest mergeable neighbour.
+    while True:
+        merge_count = 0
+        for i in range(nreg):
+            rg = regs[i]
+            if rg.id == 0 or (rg.id & BORDER_REG) or rg.overlap or rg.span_count == 0:
+                continue
+            if rg.span_count > merge_area and 0 in rg.connections:
+                continue
+            smallest = 0xFFFFFFF
+            merge_id = rg.id
+            for c in rg.connections:
+                if c & BORDER_REG:
+                    continue
+                m = regs[c]
+                if m.id == 0 or (m.id & BORDER_REG) or m.overlap:
+                    continue
+                if m.span_count < smallest and _can_merge(rg, m) and _can_merge(m, rg):
+                    smallest = m.span_count
+                    merge_id = m.id
+            if merge_id != rg.id:
+                old = rg.id
+                target = regs[merge_id]
+                if _merge_regions(target, rg):
+                    for other in regs:
+                        if other.id == 0 or (other.id & BORDER_REG):
+                            continue
+                        if other.id == old:
+                            other.id = merge_id
+                        _replace_neighbour(other, old, merge_id)
+                    merge_count += 1
+        if merge_count == 0:
+            break
+
+    return _compress(regs, reg, n), [r.id for r in regs if r.overlap]
+
+
+def _compress(regs, reg, n):
+    """Renumber surviving region ids 1..k in order of first appearance; remap ``reg``."""
+    nreg = len(regs)
+    remap = [r.id != 0 and not (r.id & BORDER_REG) for r in regs]
+    gen = 0
+    for i in range(nreg):
+        if not remap[i]:
+            continue
+        old = regs[i].id
+        gen += 1
+        for j in range(i, nreg):
+            if regs[j].id == old:
+                regs[j].id = gen
+                remap[j] = False
+    table = np.array([r.id for r in regs], dtype=np.int64)
+    r_ = reg[:n]
+    plain = (r_ & BORDER_REG) == 0
+    r_[plain] = table[r_[plain]]
+    return gen
+
+
+def build_regions(
+    chf: CompactHeightfield,
+    dist,
+    max_distance: int,
+    min_region_area: int,
+    merge_region_area: int,
+    border_size: int = 0,
+    *,
+    progress=None,
+):
+    """Watershed partitioning of the walkable spans into regions. [Recast: rcBuildRegions]
+
+    Rule (Recast's, order included): paint the tile border strips as border regions; then from
+    level ``(max_distance + 1) & ~1`` down in steps of 2, sort the free walkable spans into 8
+    level stacks (every 8 levels; between sorts a stack inherits the previous stack's
+    leftovers), grow the existing regions into the current stack (at most 8 Jacobi passes, a
+    span taking the same-area neighbour region with the smallest flood distance + 2, first
+    direction on ties), then flood a new region from every stack span, in stack order, that is
+    still free and does not touch another region. After the last level the regions grow until
+    nothing changes. Finally regions (with the regions they connect to) smaller than
+    ``min_region_area`` are removed, regions of at most ``merge_region_area`` spans (or not
+    touching a null border) merge into their smallest compatible neighbour, and ids are
+    renumbered 1..max_regions.
+
+    Parameters:
+        chf: compact heightfield (not modified).
+        dist: uint16 (n,) blurred distance field from :func:`build_distance_field`.
+        max_distance: the UN-blurred maximum (third result of build_distance_field).
+        min_region_area: [Units: spans] [Limit: >= 0]
+        merge_region_area: [Units: spans] [Limit: >= 0]
+        border_size: tile border. [Units: cells] [Limit: >= 0]
+        progress: optional callable ``progress(message: str, fraction: float)``.
+
+    Returns:
+        (reg uint16 (n,), max_regions int).
+    """
+    min_area, merge_area, border_size = _check_region_params(
+        min_region_area, merge_region_area, border_size
+    )
+    g = _Graph(chf)
+    n = g.n
+    dist = np.asarray(dist)
+    if dist.shape != (n,):
+        raise VoxNavError(f"dist has shape {dist.shape}; expected ({n},), one per compact span")
+    reg = np.zeros(n + 1, dtype=np.int64)
+    first = _paint_border(chf, reg, border_size, 1)
+    rid = _watershed(g, dist, max_distance, reg, first, progress)
+    max_regions, overlaps = _merge_and_filter(chf, g, reg, rid, min_area, merge_area)
+    if overlaps and progress is not None:
+        progress(f"regions: {len(overlaps)} overlapping regions", 1.0)
+    if progress is not None:
+        progress("regions: done", 1.0)
+    return reg[:n].astype(np.uint16), int(max_regions)
+
+
+def _watershed(g: _Graph, dist, max_distance: int, reg, first_id: int, progress=None):
+    """Recast's rcBuildRegions loop up to (not including) merging; returns the next free id."""
+    n = g.n
+    walk = g.area != NULL_AREA
+    dist_x = np.append(np.asarray(dist, dtype=np.int64), 0)
+    sdist = np.zeros(n + 1, dtype=np.int64)
+    rid = first_id
+    level = (int(max_distance) + 1) & ~1
+    top = max(level, 1)
+    sid = -1
+    stacks = [np.zeros(0, dtype=np.int64)] * _NB_STACKS
+    while level > 0:
+        level = level - 2 if level >= 2 else 0
+        sid = (sid + 1) & (_NB_STACKS - 1)
+        if sid == 0:
+            free = np.nonzero(walk & (reg[:n] == 0))[0]
+            s = np.maximum((level >> 1) - (dist_x[free] >> 1), 0)
+            stacks = [free[s == k] for k in range(_NB_STACKS)]
+        else:
+            prev = stacks[sid - 1]
+            stacks[sid] = np.concatenate([stacks[sid], prev[reg[prev] == 0]])
+        stack = stacks[sid]
+        _expand(g, reg, sdist, stack[reg[stack] == 0], level, _EXPAND_ITERS)
+
+        lev = level - 2 if level >= 2 else 0
+        pos = 0
+        while pos < stack.shape[0]:
+            rest = stack[pos:]
+            idx = np.nonzero(reg[rest] == 0)[0]
+            if idx.shape[0] == 0:
+                break
+            ok = ~_touching(g, reg, rest[idx])
+            if not ok.any():
+                break
+            j = int(idx[np.argmax(ok)])
+            _flood(g, reg, sdist, dist_x, int(rest[j]), lev, rid)
+            if rid == 0xFFFF:
+                raise VoxNavError(
+                    "watershed ran out of region ids (65535); raise cell_size or use tiles"
+                )
+            rid += 1
+            pos += j + 1
+        if progress is not None:
+            progress("regions: watershed", 0.8 * (1.0 - level / top))
+    free = np.nonzero(walk & (reg[:n] == 0))[0]
+    _expand(g, reg, sdist, free, 0, _EXPAND_ITERS * 8)
+    return rid
