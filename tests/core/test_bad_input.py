@@ -1,0 +1,110 @@
+"""Bad input raises VoxNavError with an actionable message, before anything large is allocated."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from core import pipeline
+from core.__main__ import main
+from core.config import NavConfig
+from core.errors import VoxNavError
+from core.heightfield import VoxelGrid
+from core.objio import read_obj
+
+QUAD = np.array([[0, 0, 0], [4, 0, 0], [4, 4, 0], [0, 4, 0]], np.float32)
+QUAD_TRIS = np.array([[0, 1, 2], [0, 2, 3]], np.int32)
+
+
+def test_empty_mesh():
+    with pytest.raises(VoxNavError, match="no triangles"):
+        pipeline.bake(np.zeros((0, 3)), np.zeros((0, 3), int))
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_nan_and_infinite_coordinates(bad):
+    verts = QUAD.copy()
+    verts[2, 1] = bad
+    with pytest.raises(VoxNavError, match="NaN or infinite.*vertex 2"):
+        pipeline.bake(verts, QUAD_TRIS)
+
+
+def test_index_out_of_range():
+    with pytest.raises(VoxNavError, match="triangle 1 refers to vertex 9"):
+        pipeline.bake(QUAD, np.array([[0, 1, 2], [0, 2, 9]]))
+
+
+def test_wrong_shapes():
+    with pytest.raises(VoxNavError, match=r"verts must have shape \(n, 3\)"):
+        pipeline.bake(QUAD[:, :2], QUAD_TRIS)
+    with pytest.raises(VoxNavError, match=r"tris must have shape \(m, 3\)"):
+        pipeline.bake(QUAD, np.array([0, 1, 2, 3]).reshape(1, 4))
+
+
+@pytest.mark.parametrize(
+    "setting", ["cell_size", "cell_height", "agent_height"]
+)
+@pytest.mark.parametrize("value", [0.0, -1.0])
+def test_non_positive_sizes(setting, value):
+    with pytest.raises(VoxNavError, match=f"{setting} must be greater than 0"):
+        pipeline.bake(QUAD, QUAD_TRIS, NavConfig(**{setting: value}))
+
+
+def test_negative_radius_and_bad_slope():
+    with pytest.raises(VoxNavError, match="agent_radius must not be negative"):
+        NavConfig(agent_radius=-0.1).validate()
+    with pytest.raises(VoxNavError, match="agent_max_slope"):
+        NavConfig(agent_max_slope=90).validate()
+    with pytest.raises(VoxNavError, match="verts_per_poly"):
+        NavConfig(verts_per_poly=7).validate()
+    with pytest.raises(VoxNavError, match="unknown setting"):
+        NavConfig().replace(cell_sise=0.2)
+
+
+def test_grid_too_large_is_refused_before_allocating():
+    huge = QUAD * np.float32(10000)
+    with pytest.raises(VoxNavError) as info:
+        pipeline.bake(huge, QUAD_TRIS, NavConfig(cell_size=0.01, memory_limit=2 * 1024**3))
+    message = str(info.value)
+    assert "columns" in message and "GiB" in message and "use cell_size >=" in message
+    suggested = float(message.split("use cell_size >= ")[1].split(",")[0])
+    # The suggested size really fits.
+    columns, _, total = pipeline.estimate_memory(huge, QUAD_TRIS, huge.min(0), huge.max(0), suggested)
+    assert total <= 2 * 1024**3
+
+
+def test_degenerate_triangles_are_simply_not_walkable():
+    verts = np.vstack([QUAD, [[1, 1, 1], [2, 2, 1], [3, 3, 1]]]).astype(np.float32)
+    tris = np.vstack([QUAD_TRIS, [[4, 5, 6]]])
+    result = pipeline.bake(verts, tris, stop_after="heightfield")
+    assert result.tri_areas.tolist() == [63, 63, 0]
+
+
+def test_flat_geometry_without_extent():
+    with pytest.raises(VoxNavError, match="same point"):
+        pipeline.bake(np.ones((3, 3), np.float32), [[0, 1, 2]])
+
+
+def test_obj_reader_errors(tmp_path):
+    with pytest.raises(VoxNavError, match="cannot read OBJ"):
+        read_obj(tmp_path / "missing.obj")
+    bad = tmp_path / "bad.obj"
+    bad.write_text("v 0 0 0\nv 1 0 0\nf 1 2 5\n")
+    with pytest.raises(VoxNavError, match="bad.obj:3"):
+        read_obj(bad)
+
+
+def test_cli_reports_errors_and_exits_non_zero(tmp_path, capsys):
+    assert main(["dump", str(tmp_path / "nope.obj"), "--out", str(tmp_path / "x.npz")]) == 2
+    assert "cannot read OBJ" in capsys.readouterr().err
+
+
+def test_voxel_grid_round_trip_and_queries():
+    result = pipeline.bake(QUAD, QUAD_TRIS, NavConfig(cell_size=1.0, cell_height=0.5),
+                           stop_after="heightfield")  # fmt: skip
+    grid = VoxelGrid.from_heightfield(result.heightfield)
+    back = grid.to_heightfield()
+    assert np.array_equal(back.col_start, result.heightfield.col_start)
+    assert np.array_equal(back.smax, result.heightfield.smax)
+    inside = grid.occupied([[0.5, 0.5, 0.1], [0.5, 0.5, 3.0], [-1, 0, 0], [np.nan, 0, 0]])
+    assert inside.tolist() == [True, False, False, False]

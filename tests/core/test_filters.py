@@ -1,0 +1,67 @@
+"""The three filters on tiny hand-built heightfields (in the spirit of Tests_RecastFilter.cpp)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from core.filters import (
+    filter_ledge_spans,
+    filter_low_hanging_obstacles,
+    filter_walkable_low_height_spans,
+)
+from core.heightfield import Heightfield
+
+
+def make_hf(width, height, columns):
+    """columns: {(ix, iy): [(smin, smax, area), ...]} bottom-up."""
+    counts = np.zeros(width * height, dtype=np.int64)
+    smin, smax, area = [], [], []
+    for c in range(width * height):
+        col = columns.get((c % width, c // width), [])
+        counts[c] = len(col)
+        for s in col:
+            smin.append(s[0]), smax.append(s[1]), area.append(s[2])
+    col_start = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    z = np.zeros(3, np.float32)
+    return Heightfield(
+        width, height, z, z + 1, np.float32(1), np.float32(1), col_start,
+        np.array(smin, np.uint16), np.array(smax, np.uint16), np.array(area, np.uint8),
+    )  # fmt: skip
+
+
+def test_low_hanging_span_above_walkable_becomes_walkable():
+    hf = make_hf(1, 1, {(0, 0): [(0, 1, 63), (2, 4, 0)]})
+    assert filter_low_hanging_obstacles(hf, 3).tolist() == [63, 63]
+    assert filter_low_hanging_obstacles(hf, 2).tolist() == [63, 0]
+
+
+def test_low_hanging_does_not_chain():
+    hf = make_hf(1, 1, {(0, 0): [(0, 1, 63), (2, 3, 0), (4, 5, 0)]})
+    assert filter_low_hanging_obstacles(hf, 5).tolist() == [63, 63, 0]
+
+
+def test_ledge_at_grid_edge_is_removed():
+    hf = make_hf(1, 1, {(0, 0): [(0, 1, 63)]})
+    assert filter_ledge_spans(hf, 2, 1).tolist() == [0]
+
+
+def test_flat_floor_keeps_interior_and_loses_border():
+    cols = {(x, y): [(0, 1, 63)] for x in range(3) for y in range(3)}
+    hf = make_hf(3, 3, cols)
+    area = filter_ledge_spans(hf, 2, 1).reshape(3, 3)
+    assert area[1, 1] == 63 and area.sum() == 63
+
+
+def test_ledge_next_to_a_drop():
+    cols = {(x, y): [(0, 5, 63)] for x in range(3) for y in range(3)}
+    cols[(2, 1)] = [(0, 1, 63)]  # a hole 4 cells deep east of the centre
+    hf = make_hf(3, 3, cols)
+    assert filter_ledge_spans(hf, 2, 3).reshape(3, 3)[1, 1] == 0
+    cols[(2, 1)] = [(0, 3, 63)]  # a step of 2, within climb
+    assert filter_ledge_spans(make_hf(3, 3, cols), 2, 3).reshape(3, 3)[1, 1] == 63
+
+
+def test_low_height_span_under_a_ceiling():
+    hf = make_hf(1, 1, {(0, 0): [(0, 1, 63), (3, 4, 63)]})
+    assert filter_walkable_low_height_spans(hf, 3).tolist() == [0, 63]
+    assert filter_walkable_low_height_spans(hf, 2).tolist() == [63, 63]

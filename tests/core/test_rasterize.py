@@ -1,0 +1,150 @@
+"""Marking, clipping and span merging: hand-built cases and the slow oracle on random soups."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from core import filters
+from core.config import NavConfig, grid_size
+from core.rasterize import (
+    mark_walkable_triangles,
+    merge_fragments,
+    rasterize_fragments,
+    rasterize_triangles,
+)
+
+from . import oracle
+
+F32 = np.float32
+
+
+def raster(verts, tris, areas=None, bmin=(0, 0, 0), bmax=(1, 1, 1), cs=1.0, ch=1.0, climb=1):
+    verts = np.asarray(verts, dtype=F32)
+    tris = np.asarray(tris, dtype=np.int32)
+    areas = np.full(len(tris), 63, np.uint8) if areas is None else np.asarray(areas, np.uint8)
+    bmin, bmax = np.asarray(bmin, F32), np.asarray(bmax, F32)
+    w, h = grid_size(bmin, bmax, cs)
+    return rasterize_triangles(verts, tris, areas, bmin, bmax, cs, ch, w, h, climb)
+
+
+def spans(hf):
+    ix, iy = hf.span_cells()
+    return sorted(
+        zip(ix.tolist(), iy.tolist(), hf.smin.tolist(), hf.smax.tolist(), hf.area.tolist())
+    )
+
+
+FLOOR = [[0, 0, 0.5], [1, 0, 0.5], [1, 1, 0.5]]  # counter-clockwise seen from +Z
+
+
+def test_floor_triangle_is_walkable_and_one_span():
+    areas = mark_walkable_triangles(np.array(FLOOR, F32), np.array([[0, 1, 2]]), 45.0)
+    assert areas.tolist() == [63]
+    hf = raster(FLOOR, [[0, 1, 2]], areas)
+    assert spans(hf) == [(0, 0, 0, 1, 63)]
+
+
+def test_vertical_triangle_is_not_walkable_but_rasterizes():
+    wall = np.array([[0.2, 0.5, 0.0], [0.8, 0.5, 0.0], [0.5, 0.5, 3.0]], F32)
+    areas = mark_walkable_triangles(wall, np.array([[0, 1, 2]]), 45.0)
+    assert areas.tolist() == [0]
+    hf = raster(wall, [[0, 1, 2]], areas, bmax=(1, 1, 3))
+    assert spans(hf) == [(0, 0, 0, 3, 0)]
+
+
+def test_degenerate_triangle_is_not_walkable():
+    line = np.array([[0, 0, 0], [1, 1, 0], [2, 2, 0]], F32)
+    assert mark_walkable_triangles(line, np.array([[0, 1, 2]]), 45.0).tolist() == [0]
+
+
+def test_slope_limit_is_strict():
+    # A 45 degree ramp: the up component equals cos(45) only approximately; 60 deg passes.
+    ramp = np.array([[0, 0, 0], [1, 0, 0], [1, 1, 1]], F32)
+    assert mark_walkable_triangles(ramp, np.array([[0, 1, 2]]), 60.0).tolist() == [63]
+    assert mark_walkable_triangles(ramp, np.array([[0, 1, 2]]), 30.0).tolist() == [0]
+
+
+def test_triangle_outside_bounds_adds_nothing():
+    tri = np.array([[5, 5, 0], [6, 5, 0], [6, 6, 0]], F32)
+    hf = raster(tri, [[0, 1, 2]], bmax=(2, 2, 1))
+    assert hf.span_count == 0
+
+
+def test_triangle_exactly_on_cell_boundary_touches_both_cells():
+    # The edge x = 1 lies on the cut line: the vertex on the line goes to both sides, but a
+    # sliver of fewer than 3 vertices is skipped, so only the cell that holds the area gets it.
+    tri = np.array([[0, 0, 0.5], [1, 0, 0.5], [1, 1, 0.5]], F32)
+    hf = raster(tri, [[0, 1, 2]], bmax=(2, 1, 1))
+    assert [s[:2] for s in spans(hf)] == [(0, 0)]
+
+
+def test_span_above_span_stays_separate_and_touching_spans_merge():
+    col_start, smin, smax, area = merge_fragments(
+        1, 1, [0, 0, 0], [0, 0, 0], [0, 5, 2], [2, 7, 5], [63, 0, 0], merge_threshold=1
+    )
+    # [0,2) then [5,7) are apart; [2,5) touches both and merges all three.
+    assert col_start.tolist() == [0, 1]
+    assert (smin.tolist(), smax.tolist()) == ([0], [7])
+    # The walkable floor's top (2) is more than 1 below the merged top (7): its area is lost.
+    assert area.tolist() == [0]
+
+
+def test_area_merge_depends_on_order_as_in_recast():
+    # Wall first, then a floor fragment near the wall top: the floor's area survives.
+    args = dict(merge_threshold=1)
+    _, _, _, a1 = merge_fragments(1, 1, [0, 0], [0, 0], [0, 9], [10, 10], [0, 63], **args)
+    assert a1.tolist() == [63]
+    # Floor first at the bottom, then the wall: the low floor's area is dropped.
+    _, _, _, a2 = merge_fragments(1, 1, [0, 0], [0, 0], [0, 0], [1, 10], [63, 0], **args)
+    assert a2.tolist() == [0]
+
+
+def test_heights_are_clamped_to_the_bounds():
+    tri = np.array([[0, 0, -5], [1, 0, -5], [1, 1, 20]], F32)
+    hf = raster(tri, [[0, 1, 2]], bmax=(1, 1, 4))
+    assert hf.smin.tolist() == [0] and hf.smax.tolist() == [4]
+
+
+def random_soup(rng, n_tris, extent=6.0):
+    verts = rng.uniform(0, extent, size=(n_tris * 3, 3)).astype(F32)
+    # Some vertices snapped exactly onto cell boundaries to exercise the on-line rules.
+    snap = rng.random(verts.shape) < 0.2
+    verts[snap] = np.round(verts[snap] / F32(0.5)) * F32(0.5)
+    tris = np.arange(n_tris * 3, dtype=np.int32).reshape(-1, 3)
+    return verts, tris
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_fast_rasterizer_matches_slow_oracle(seed):
+    rng = np.random.default_rng(seed)
+    verts, tris = random_soup(rng, 40)
+    areas = mark_walkable_triangles(verts, tris, 45.0)
+    areas[rng.random(len(areas)) < 0.2] = 7  # a user area id
+    bmin = np.array([0.5, 0.25, 0.0], F32)
+    bmax = np.array([5.5, 5.0, 4.0], F32)  # partly outside the soup: clipping at the edges
+    cs, ch, climb = 0.5, 0.25, 2
+    w, h = grid_size(bmin, bmax, cs)
+    columns, frags = oracle.rasterize(verts, tris, areas, bmin, bmax, cs, ch, w, h, climb)
+    fast = rasterize_fragments(verts, tris, areas, bmin, bmax, cs, ch, w, h)
+    assert list(zip(*(a.tolist() for a in fast))) == frags
+    hf = rasterize_triangles(verts, tris, areas, bmin, bmax, cs, ch, w, h, climb)
+    expected = [(i % w, i // w, *s) for i, c in enumerate(columns) for s in c]
+    assert spans(hf) == sorted(expected)
+    # and the filters, on the same heightfield
+    stages = oracle.filters(columns, w, h, walkable_height=4, climb=climb)
+    lowhang = filters.filter_low_hanging_obstacles(hf, climb)
+    assert lowhang.tolist() == stages["lowhang"]
+    ledge = filters.filter_ledge_spans(hf.copy(area=lowhang), 4, climb)
+    assert ledge.tolist() == stages["ledge"]
+    lowheight = filters.filter_walkable_low_height_spans(hf.copy(area=ledge), 4)
+    assert lowheight.tolist() == stages["lowheight"]
+
+
+def test_config_derives_recast_integers_in_float32():
+    d = NavConfig(cell_height=0.1, agent_max_climb=0.9).derived()
+    assert d.walkable_climb == 9  # float64 would give 8
+    d = NavConfig().derived()
+    assert (d.walkable_height, d.walkable_climb, d.walkable_radius, d.max_edge_len) == (10, 4, 2, 40)
+    assert (d.min_region_area, d.merge_region_area) == (64, 400)
+    assert d.detail_sample_dist == F32(0.3) * F32(6.0)
