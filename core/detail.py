@@ -106,6 +106,21 @@ class PolyMeshDetail:
     def ntris(self) -> int:
         return int(self.tris.shape[0])
 
+    def to_reference_arrays(self) -> dict[str, np.ndarray]:
+        """The ``dmesh_*`` and ``count_detail_*`` arrays of the parity dump (Recast's Y-up
+        frame: VoxNav (x, y, z) -> Recast (x, z, y))."""
+        return {
+            "dmesh_nmeshes": np.int64(self.nmeshes),
+            "dmesh_nverts": np.int64(self.nverts),
+            "dmesh_ntris": np.int64(self.ntris),
+            "dmesh_meshes": self.meshes.astype(np.uint32),
+            "dmesh_verts": self.verts[:, [0, 2, 1]].astype(np.float32),
+            "dmesh_tris": self.tris.astype(np.uint8),
+            "count_detail_meshes": np.int64(self.nmeshes),
+            "count_detail_verts": np.int64(self.nverts),
+            "count_detail_tris": np.int64(self.ntris),
+        }
+
 
 # ----------------------------------------------------------------------------------------------
 # Height patches
@@ -545,7 +560,7 @@ def _delaunay_hull(vx, vz, hull):
     """Recast delaunayHull on float32 points (x/z arrays): list of [a, b, c] triangles."""
     npts = vx.shape[0]
     max_edges = npts * 10
-    pts = list(zip(vx.tolist(), vz.tolist()))
+    pts = list(zip(vx.tolist(), vz.tolist(), strict=True))
     # Orientation test of every ordered triple, float32 in Recast's order (vcross2 > EPS).
     ux = vx[None, :, None] - vx[:, None, None]
     uz = vz[None, :, None] - vz[:, None, None]
@@ -730,7 +745,7 @@ def _build_poly_detail(inp, sample_dist, sample_max_error, patch, cs):
                 patch,
                 sample_max_error,
             )
-            for e, p in zip(grp.tolist(), pts):
+            for e, p in zip(grp.tolist(), pts, strict=True):
                 hull.append(int(j[e]))
                 if swapped[e]:
                     p = p[::-1]
@@ -744,7 +759,7 @@ def _build_poly_detail(inp, sample_dist, sample_max_error, patch, cs):
         verts = np.concatenate([inp, np.asarray(extra, dtype=F32).reshape(-1, 3)])
     else:
         verts = inp.copy()
-    vx, vy, vz = verts[:, 0], verts[:, 1], verts[:, 2]
+    vx, vz = verts[:, 0], verts[:, 2]
     tris = _triangulate_hull(vx, vz, hull, nin)
     if min_extent < sd * F32(2) or not tris or not sample_dist > 0:
         return verts, _tri_flags(tris, hull)

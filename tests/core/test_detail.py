@@ -1,0 +1,443 @@
+"""Detail mesh (core.detail): parity with Recast's rcBuildPolyMeshDetail, invariants, oracles."""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from core.compact import DIR_OFFSET_X, DIR_OFFSET_Y, CompactHeightfield
+from core.detail import (
+    UNSET_HEIGHT,
+    PolyMeshDetail,
+    _height_patches,
+    _Patch,
+    _spiral,
+    build_poly_mesh_detail,
+)
+from core.errors import VoxNavError
+
+from .refdata import MESHES, load_reference, ref_compact, zup
+
+F32 = np.float32
+
+
+def ref_polymesh(ref) -> SimpleNamespace:
+    """Recast's polygon mesh from the reference, with core.polymesh.PolyMesh's field names."""
+    return SimpleNamespace(
+        verts=ref["pmesh_verts"].astype(np.uint16),
+        polys=ref["pmesh_polys"].astype(np.uint16),
+        regs=ref["pmesh_regs"].astype(np.uint16),
+        flags=ref["pmesh_flags"].astype(np.uint16),
+        areas=ref["pmesh_areas"].astype(np.uint8),
+        nvp=int(ref["pmesh_nvp"]),
+        bmin=zup(ref["pmesh_bmin"]),
+        bmax=zup(ref["pmesh_bmax"]),
+        cs=F32(ref["cfg_cs"]),
+        ch=F32(ref["cfg_ch"]),
+        border_size=int(ref["pmesh_border_size"]),
+        max_edge_error=F32(ref["pmesh_max_edge_error"]),
+    )
+
+
+def build_ref(name, sample_dist=None, sample_max_error=None):
+    ref = load_reference(name)
+    sd = ref["cfg_detailSampleDist"] if sample_dist is None else sample_dist
+    se = ref["cfg_detailSampleMaxError"] if sample_max_error is None else sample_max_error
+    pmesh = ref_polymesh(ref)
+    chf = ref_compact(ref)
+    return ref, pmesh, chf, build_poly_mesh_detail(pmesh, chf, sd, se)
+
+
+@pytest.fixture(scope="module", params=MESHES)
+def built(request):
+    return build_ref(request.param)
+
+
+# ----------------------------------------------------------------------------------------------
+# Parity
+
+
+def test_parity_with_recast(built):
+    ref, _pmesh, _chf, dmesh = built
+    assert dmesh.nmeshes == int(ref["dmesh_nmeshes"])
+    assert dmesh.nverts == int(ref["dmesh_nverts"])
+    assert dmesh.ntris == int(ref["dmesh_ntris"])
+    assert dmesh.meshes.dtype == np.uint32 and dmesh.verts.dtype == np.float32
+    assert dmesh.tris.dtype == np.uint8
+    np.testing.assert_array_equal(dmesh.meshes, ref["dmesh_meshes"])
+    np.testing.assert_array_equal(dmesh.tris, ref["dmesh_tris"])
+    # Bit-exact float32 world vertices (Recast's Y-up mapped to Z-up).
+    np.testing.assert_array_equal(dmesh.verts, zup(ref["dmesh_verts"]))
+
+
+def test_headline_counts():
+    assert build_ref("dungeon")[3].ntris == 291
+    assert build_ref("dungeon")[3].nverts == 513
+    assert build_ref("nav_test")[3].ntris == 561
+
+
+def test_reference_arrays_round_trip(built):
+    ref, _pmesh, _chf, dmesh = built
+    arrays = dmesh.to_reference_arrays()
+    for key in ("dmesh_meshes", "dmesh_verts", "dmesh_tris", "dmesh_ntris", "dmesh_nverts"):
+        np.testing.assert_array_equal(arrays[key], ref[key])
+        assert arrays[key].dtype == ref[key].dtype
+
+
+def test_speed_dungeon():
+    ref = load_reference("dungeon")
+    pmesh, chf = ref_polymesh(ref), ref_compact(ref)
+    args = (ref["cfg_detailSampleDist"], ref["cfg_detailSampleMaxError"])
+    best = min(_timed(pmesh, chf, args) for _ in range(2))
+    assert best < 0.25, f"detail mesh took {best * 1000:.0f} ms on dungeon (aim: < 100 ms)"
+
+
+def _timed(pmesh, chf, args):
+    t0 = time.perf_counter()
+    build_poly_mesh_detail(pmesh, chf, *args)
+    return time.perf_counter() - t0
+
+
+# ----------------------------------------------------------------------------------------------
+# Invariants
+
+
+def _submeshes(dmesh):
+    for vb, vc, tb, tc in dmesh.meshes.astype(np.int64).tolist():
+        yield dmesh.verts[vb : vb + vc], dmesh.tris[tb : tb + tc].astype(np.int64)
+
+
+def _poly_world_xy(pmesh, p):
+    ids = pmesh.polys[p, : pmesh.nvp]
+    ids = ids[ids != 0xFFFF].astype(np.int64)
+    v = pmesh.verts[ids].astype(np.float64)
+    return pmesh.bmin[0] + v[:, 0] * pmesh.cs, pmesh.bmin[1] + v[:, 2] * pmesh.cs
+
+
+def _check_coverage(pmesh, dmesh):
+    for p, (dv, dt) in enumerate(_submeshes(dmesh)):
+        x, y = _poly_world_xy(pmesh, p)
+        poly_area = abs(0.5 * np.sum(x * np.roll(y, -1) - np.roll(x, -1) * y))
+        a, b, c = (dv[dt[:, k]].astype(np.float64) for k in range(3))
+        cross = (b[:, 0] - a[:, 0]) * (c[:, 1] - a[:, 1]) - (b[:, 1] - a[:, 1]) * (
+            c[:, 0] - a[:, 0]
+        )
+        # One winding for all triangles of a polygon, and together they cover it.
+        assert (cross <= 1e-9).all() or (cross >= -1e-9).all(), f"polygon {p} mixed winding"
+        tri_area = 0.5 * np.abs(cross).sum()
+        assert tri_area == pytest.approx(poly_area, rel=1e-3), f"polygon {p}"
+
+
+def test_triangles_cover_each_polygon(built):
+    _ref, pmesh, _chf, dmesh = built
+    _check_coverage(pmesh, dmesh)
+
+
+def test_first_detail_vertices_are_the_polygon(built):
+    _ref, pmesh, _chf, dmesh = built
+    for p, (dv, _dt) in enumerate(_submeshes(dmesh)):
+        x, y = _poly_world_xy(pmesh, p)
+        np.testing.assert_allclose(dv[: x.size, 0], x, atol=1e-4)
+        np.testing.assert_allclose(dv[: x.size, 1], y, atol=1e-4)
+
+
+def test_vertices_lie_on_the_walkable_surface(built):
+    """Every detail vertex is within sample_max_error + ch of a span floor near its cell."""
+    ref, _pmesh, chf, dmesh = built
+    tol = float(ref["cfg_detailSampleMaxError"]) + float(chf.ch) + 1e-4
+    ix = np.floor((dmesh.verts[:, 0] - chf.bmin[0]) / chf.cs).astype(np.int64)
+    iy = np.floor((dmesh.verts[:, 1] - chf.bmin[1]) / chf.cs).astype(np.int64)
+    # Floor surface of every span as Recast's detail mesh places it (one ch above the floor).
+    floor_z = chf.bmin[2] + (chf.y.astype(np.float64) + 1) * chf.ch
+    best = np.full(dmesh.nverts, np.inf)
+    for dx in range(-2, 3):
+        for dy in range(-2, 3):
+            x = np.clip(ix + dx, 0, chf.width - 1)
+            y = np.clip(iy + dy, 0, chf.height - 1)
+            col = x + y * chf.width
+            lo, hi = chf.cell_start[col], chf.cell_start[col + 1]
+            for k in range(int((hi - lo).max())):
+                ok = lo + k < hi
+                s = np.where(ok, lo + k, 0)
+                d = np.where(ok, np.abs(dmesh.verts[:, 2] - floor_z[s]), np.inf)
+                best = np.minimum(best, d)
+    assert (best <= tol).all(), f"{(best > tol).sum()} vertices off the surface, worst {best.max()}"
+
+
+def test_edge_flags_mark_polygon_outline(built):
+    _ref, _pmesh, _chf, dmesh = built
+    flags = dmesh.tris[:, 3]
+    assert not (flags & ~np.uint8(0x15)).any()
+    # Every polygon outline segment is flagged exactly once.
+    for dv, dt in _submeshes(dmesh):
+        n = int(
+            ((dt[:, 3] & 1) > 0).sum() + ((dt[:, 3] & 4) > 0).sum() + ((dt[:, 3] & 16) > 0).sum()
+        )
+        # A triangulated polygon (no interior points) has nv - 2 triangles and nv outline edges.
+        if dt.shape[0] == dv.shape[0] - 2:
+            assert n == dv.shape[0]
+
+
+def test_no_samples_triangulates_polygons_only():
+    ref, pmesh, _chf, dmesh = build_ref("dungeon", sample_dist=0.0)
+    counts = (pmesh.polys[:, : pmesh.nvp] != 0xFFFF).sum(axis=1)
+    np.testing.assert_array_equal(dmesh.meshes[:, 1], counts)
+    np.testing.assert_array_equal(dmesh.meshes[:, 3], counts - 2)
+    _check_coverage(pmesh, dmesh)
+
+
+def test_zero_error_adds_more_samples():
+    _ref, pmesh, _chf, loose = build_ref("nav_test")
+    _ref, _pmesh, _chf, tight = build_ref("nav_test", sample_max_error=0.0)
+    assert tight.nverts >= loose.nverts
+    _check_coverage(pmesh, tight)
+
+
+# ----------------------------------------------------------------------------------------------
+# Hand-built cases
+
+
+def flat_chf(width=12, height=10, floor=5, reg=1, hole=None) -> CompactHeightfield:
+    """A flat one-layer compact heightfield, every span connected to its 4 neighbours."""
+    mask = np.ones((height, width), dtype=bool)
+    if hole is not None:
+        mask[hole] = False
+    ys, xs = np.nonzero(mask)
+    n = xs.size
+    index = -np.ones((height, width), dtype=np.int64)
+    index[ys, xs] = np.arange(n)
+    counts = mask.ravel().astype(np.int64)
+    cell_start = np.zeros(width * height + 1, dtype=np.int64)
+    np.cumsum(counts, out=cell_start[1:])
+    neighbor = -np.ones((n, 4), dtype=np.int32)
+    con = np.full((n, 4), 63, dtype=np.uint8)
+    for d in range(4):
+        nx, ny = xs + DIR_OFFSET_X[d], ys + DIR_OFFSET_Y[d]
+        ok = (nx >= 0) & (ny >= 0) & (nx < width) & (ny < height)
+        nb = np.full(n, -1)
+        nb[ok] = index[ny[ok], nx[ok]]
+        neighbor[:, d] = nb
+        con[nb >= 0, d] = 0
+    return CompactHeightfield(
+        width=width,
+        height=height,
+        border_size=0,
+        walkable_height=10,
+        walkable_climb=4,
+        bmin=np.array([10.0, 20.0, 1.0], dtype=F32),
+        bmax=np.array([10 + width * 0.5, 20 + height * 0.5, 10.0], dtype=F32),
+        cs=F32(0.5),
+        ch=F32(0.25),
+        cell_start=cell_start,
+        y=np.full(n, floor, dtype=np.uint16),
+        h=np.full(n, 20, dtype=np.uint8),
+        con=con,
+        neighbor=neighbor,
+        area=np.full(n, 63, dtype=np.uint8),
+        span_x=xs.astype(np.int32),
+        span_y=ys.astype(np.int32),
+        dist=np.zeros(n, dtype=np.uint16),
+        reg=np.full(n, reg, dtype=np.uint16),
+        max_distance=0,
+        max_regions=reg + 1,
+    )
+
+
+def square_pmesh(chf, corners=((1, 1), (1, 9), (11, 9), (11, 1)), floor=5, reg=1):
+    nvp = 6
+    verts = np.array([[x, floor, y] for x, y in corners], dtype=np.uint16)
+    polys = np.full((1, 2 * nvp), 0xFFFF, dtype=np.uint16)
+    polys[0, : len(corners)] = np.arange(len(corners))
+    return SimpleNamespace(
+        verts=verts,
+        polys=polys,
+        regs=np.array([reg], dtype=np.uint16),
+        flags=np.zeros(1, dtype=np.uint16),
+        areas=np.full(1, 63, dtype=np.uint8),
+        nvp=nvp,
+        bmin=chf.bmin.copy(),
+        bmax=chf.bmax.copy(),
+        cs=chf.cs,
+        ch=chf.ch,
+        border_size=0,
+        max_edge_error=F32(1.3),
+    )
+
+
+@pytest.mark.parametrize("reg", [1, 0])
+def test_flat_square(reg):
+    """A flat square: edge samples are dropped (no height error), two triangles remain."""
+    chf = flat_chf(reg=1)
+    pmesh = square_pmesh(chf, reg=reg)  # reg 0: seeded from the polygon centre instead
+    dmesh = build_poly_mesh_detail(pmesh, chf, 1.5, 0.25)
+    assert dmesh.nverts == 4 and dmesh.ntris == 2
+    np.testing.assert_array_equal(dmesh.meshes, [[0, 4, 0, 2]])
+    expected_z = F32(chf.bmin[2]) + F32(5) * chf.ch + chf.ch
+    assert np.all(dmesh.verts[:, 2] == expected_z)
+    np.testing.assert_allclose(
+        dmesh.verts[:, :2], [[10.5, 20.5], [10.5, 24.5], [15.5, 24.5], [15.5, 20.5]]
+    )
+    _check_coverage(pmesh, dmesh)
+    # Every outline edge is flagged once.
+    flags = dmesh.tris[:, 3]
+    assert sum(bin(int(f)).count("1") for f in flags) == 4
+
+
+def test_bump_inside_adds_interior_vertex():
+    chf = flat_chf()
+    # Raise a block of cells in the middle well above the error.
+    bump = (chf.span_x >= 5) & (chf.span_x <= 7) & (chf.span_y >= 4) & (chf.span_y <= 6)
+    chf.y = np.where(bump, 9, chf.y).astype(np.uint16)
+    pmesh = square_pmesh(chf)
+    dmesh = build_poly_mesh_detail(pmesh, chf, 1.0, 0.25)
+    assert dmesh.nverts > 4
+    top = F32(chf.bmin[2]) + F32(9) * chf.ch + chf.ch
+    assert np.any(dmesh.verts[:, 2] == top)
+    _check_coverage(pmesh, dmesh)
+
+
+def test_empty_mesh_gives_empty_detail():
+    chf = flat_chf()
+    pmesh = square_pmesh(chf)
+    pmesh.polys = pmesh.polys[:0]
+    pmesh.regs = pmesh.regs[:0]
+    dmesh = build_poly_mesh_detail(pmesh, chf, 1.0, 0.25)
+    assert isinstance(dmesh, PolyMeshDetail)
+    assert dmesh.meshes.shape == (0, 4) and dmesh.nverts == 0 and dmesh.ntris == 0
+
+
+def test_bad_input():
+    chf = flat_chf()
+    pmesh = square_pmesh(chf)
+    with pytest.raises(VoxNavError, match="polys"):
+        build_poly_mesh_detail(
+            SimpleNamespace(**{**vars(pmesh), "polys": pmesh.polys[:, :5]}), chf, 1, 1
+        )
+    with pytest.raises(VoxNavError, match="verts"):
+        build_poly_mesh_detail(
+            SimpleNamespace(**{**vars(pmesh), "verts": pmesh.verts[:, :2]}), chf, 1, 1
+        )
+    with pytest.raises(VoxNavError, match="sample_dist"):
+        build_poly_mesh_detail(pmesh, chf, -1.0, 1)
+    with pytest.raises(VoxNavError, match="sample_max_error"):
+        build_poly_mesh_detail(pmesh, chf, 1.0, float("nan"))
+    chf.reg = None
+    with pytest.raises(VoxNavError, match="regions"):
+        build_poly_mesh_detail(pmesh, chf, 1, 1)
+
+
+# ----------------------------------------------------------------------------------------------
+# Slow, obviously-correct oracles for the vectorized parts
+
+
+def slow_height_data(chf, poly_verts, region, xmin, ymin, w, h):
+    """Recast's getHeightData, one cell at a time with a FIFO queue (polygon of one region)."""
+    data = np.full((h, w), UNSET_HEIGHT, dtype=np.int64)
+    queue = deque()
+    for hy in range(h):
+        for hx in range(w):
+            x, y = xmin + hx, ymin + hy
+            col = x + y * chf.width
+            for i in range(chf.cell_start[col], chf.cell_start[col + 1]):
+                if chf.reg[i] == region:
+                    data[hy, hx] = chf.y[i]
+                    nbs = [int(chf.neighbor[i, d]) for d in range(4)]
+                    if any(nb >= 0 and chf.reg[nb] != region for nb in nbs):
+                        queue.append((x, y, i))
+                    break
+    assert queue or (data != UNSET_HEIGHT).any()
+    while queue:
+        cx, cy, ci = queue.popleft()
+        for d in range(4):
+            ni = int(chf.neighbor[ci, d])
+            if ni < 0:
+                continue
+            ax, ay = cx + int(DIR_OFFSET_X[d]), cy + int(DIR_OFFSET_Y[d])
+            hx, hy = ax - xmin, ay - ymin
+            if not (0 <= hx < w and 0 <= hy < h) or data[hy, hx] != UNSET_HEIGHT:
+                continue
+            data[hy, hx] = chf.y[ni]
+            queue.append((ax, ay, ni))
+    return data
+
+
+def test_batched_height_patches_match_sequential_flood():
+    ref = load_reference("nav_test")
+    pmesh, chf = ref_polymesh(ref), ref_compact(ref)
+    nvp = pmesh.nvp
+    pidx = pmesh.polys[:, :nvp].astype(np.int64)
+    npoly = (pidx != 0xFFFF).sum(axis=1)
+    vi = pmesh.verts.astype(np.int64)
+    safe = np.where(pidx != 0xFFFF, pidx, pidx[:, :1])
+    xmin = np.maximum(0, vi[safe, 0].min(axis=1) - 1)
+    xmax = np.minimum(chf.width, vi[safe, 0].max(axis=1) + 1)
+    ymin = np.maximum(0, vi[safe, 2].min(axis=1) - 1)
+    ymax = np.minimum(chf.height, vi[safe, 2].max(axis=1) + 1)
+    pw, ph = xmax - xmin, ymax - ymin
+    regs = pmesh.regs.astype(np.int64)
+    data, off = _height_patches(chf, vi, pidx, npoly, regs, xmin, ymin, pw, ph, 0)
+    for p in range(0, pmesh.polys.shape[0], 7):
+        slow = slow_height_data(chf, None, regs[p], xmin[p], ymin[p], pw[p], ph[p])
+        fast = data[off[p] : off[p + 1]].reshape(ph[p], pw[p])
+        np.testing.assert_array_equal(fast, slow, err_msg=f"polygon {p}")
+
+
+def slow_get_height(fx, fy, fz, ics, ch, radius, data, xmin, ymin):
+    """Recast's getHeight, scalar, with its spiral walk."""
+    h, w = data.shape
+    ix = int(np.floor(F32(fx) * ics + F32(0.01)))
+    iz = int(np.floor(F32(fz) * ics + F32(0.01)))
+    ix = min(max(ix - xmin, 0), w - 1)
+    iz = min(max(iz - ymin, 0), h - 1)
+    hgt = int(data[iz, ix])
+    if hgt != UNSET_HEIGHT:
+        return hgt
+    x, z, dx, dz = 1, 0, 1, 0
+    max_iter = (radius * 2 + 1) ** 2 - 1
+    next_start, next_iters = 8, 16
+    dmin = np.inf
+    for i in range(max_iter):
+        nx, nz = ix + x, iz + z
+        if 0 <= nx < w and 0 <= nz < h:
+            nh = int(data[nz, nx])
+            if nh != UNSET_HEIGHT:
+                d = abs(F32(nh) * ch - F32(fy))
+                if d < dmin:
+                    hgt, dmin = nh, d
+        if i + 1 == next_start:
+            if hgt != UNSET_HEIGHT:
+                break
+            next_start += next_iters
+            next_iters += 8
+        if x == z or (x < 0 and x == -z) or (x > 0 and x == 1 - z):
+            dx, dz = -dz, dx
+        x += dx
+        z += dz
+    return hgt
+
+
+@pytest.mark.parametrize("radius", [1, 2, 3])
+def test_get_height_matches_scalar_spiral(radius):
+    rng = np.random.default_rng(radius)
+    h, w = 9, 11
+    data = rng.integers(0, 40, size=(h, w)).astype(np.uint16)
+    data[rng.random((h, w)) < 0.6] = UNSET_HEIGHT
+    xmin, ymin = 3, 4
+    cs, ch = F32(0.3), F32(0.2)
+    ics = F32(1) / cs
+    spiral, ring = _spiral(radius)
+    patch = _Patch(data.ravel(), xmin, ymin, w, h, ics, ch, spiral, ring)
+    n = 400
+    fx = ((xmin + rng.random(n) * (w + 2) - 1) * cs).astype(F32)
+    fz = ((ymin + rng.random(n) * (h + 2) - 1) * cs).astype(F32)
+    fy = (rng.random(n) * 8).astype(F32)
+    fast = patch.height(fx, fy, fz)
+    slow = [
+        slow_get_height(a, b, c, ics, ch, radius, data, xmin, ymin)
+        for a, b, c in zip(fx, fy, fz, strict=True)
+    ]
+    np.testing.assert_array_equal(fast, slow)
