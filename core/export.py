@@ -1,0 +1,303 @@
+"""Navigation mesh export: Wavefront OBJ (to look at) and a documented JSON (for game engines).
+
+Inputs are a polygon mesh (``core.polymesh.PolyMesh`` or any object with its fields: ``verts``
+uint16 (n, 3) as (x, height, grid-row) in cells, ``polys`` uint16 (npolys, 2*nvp), ``regs``,
+``flags``, ``areas``, ``nvp``, ``bmin``/``bmax`` float32 Z-up, ``cs``, ``ch``) and optionally
+its `core.detail.PolyMeshDetail`.
+
+World positions of polygon vertices are Detour's: ``bmin + (x*cs, row*cs, height*ch)`` (no
+extra cell-height offset); detail vertices are stored as the detail mesh holds them (Recast
+raises them by one cell height).
+
+**OBJ** (`write_obj`): Y-up, as OBJ readers and game engines expect, with Blender's OBJ axis
+convention (forward -Z, up Y): a Z-up world point (x, y, z) is written as (x, z, -y), so
+importing the file into Blender with default settings puts it back where it was. Object
+``navmesh`` holds the polygons as n-gons, object ``detail`` (optional) the detail triangles.
+Faces are counter-clockwise seen from above (normals point up).
+
+**JSON** (`write_json` / `navmesh_to_dict` / `read_navmesh_json`): Z-up world coordinates
+(Blender's frame; a Y-up engine maps (x, y, z) -> (x, z, -y)), format ``"voxnav-navmesh"``
+version 1. Keys:
+
+- ``format``, ``version``, ``units`` ("world units (Blender: metres)"), ``axes``
+  ("Z-up right-handed; polygons on the X/Y plane").
+- ``cell_size``, ``cell_height`` [wu]; ``bmin``, ``bmax`` [x, y, z] [wu];
+  ``max_verts_per_poly`` (nvp).
+- ``vertices``: [[x, y, z], ...] world positions of the polygon vertices [wu].
+- ``vertices_cells``: [[x, row, height], ...] the same vertices as integers (x and row in
+  cells, height in cell heights), exact.
+- ``polygons``: [[v0, v1, ...], ...] vertex indices per polygon, Recast's order
+  (clockwise seen from above in this Z-up frame).
+- ``neighbours``: per polygon, per edge k (from vertex k to vertex k+1), the index of the
+  polygon across it, or -1 for none (a wall or the mesh's outer edge).
+- ``regions``, ``areas`` (0 = null, 63 = walkable, 1..62 user types), ``flags``: per polygon.
+- ``detail`` (only with a detail mesh): per polygon ``{"vertices": [[x, y, z], ...],
+  "triangles": [[a, b, c, edge_flags], ...]}``; triangle indices are local to the polygon's
+  list; its first vertices are the polygon's own; edge_flags bits 0, 2, 4 are set when edge
+  ab, bc, ca lies on the polygon outline.
+
+Float values are float32 written with enough digits to read back bit-exact.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+
+from .detail import PolyMeshDetail
+from .errors import VoxNavError
+
+F32 = np.float32
+MESH_NULL_IDX = 0xFFFF
+FORMAT = "voxnav-navmesh"
+VERSION = 1
+
+
+def _poly_arrays(pmesh):
+    """Validated (verts u16 (n,3), polys u16 (npolys, 2nvp), nvp, counts (npolys,))."""
+    if pmesh is None:
+        raise VoxNavError("no navigation mesh to export: bake one first")
+    try:
+        verts = np.asarray(pmesh.verts)
+        polys = np.asarray(pmesh.polys)
+        nvp = int(pmesh.nvp)
+    except AttributeError as exc:
+        raise VoxNavError(f"not a polygon mesh: {exc}") from None
+    if verts.ndim != 2 or verts.shape[1] != 3:
+        raise VoxNavError(f"polygon mesh verts must have shape (n, 3), got {verts.shape}")
+    if nvp < 3:
+        raise VoxNavError(f"polygon mesh nvp must be at least 3, got {nvp}")
+    if polys.ndim != 2 or polys.shape[1] != 2 * nvp:
+        raise VoxNavError(
+            f"polygon mesh polys must have shape (npolys, {2 * nvp}), got {polys.shape}"
+        )
+    if polys.shape[0] == 0 or verts.shape[0] == 0:
+        raise VoxNavError(
+            "the navigation mesh is empty (no walkable polygons): check the walkable "
+            "settings (agent height, radius, slope) and that the geometry has floors"
+        )
+    ids = polys[:, :nvp].astype(np.int64)
+    valid = ids != MESH_NULL_IDX
+    counts = np.argmin(np.concatenate([valid, np.zeros((ids.shape[0], 1), bool)], 1), 1)
+    if (counts < 3).any():
+        raise VoxNavError(f"polygon {int(np.flatnonzero(counts < 3)[0])} has fewer than 3 vertices")
+    if int(ids[valid].max()) >= verts.shape[0]:
+        raise VoxNavError("polygon mesh polys refer to a vertex index beyond its verts")
+    for name in ("regs", "flags", "areas"):
+        arr = np.asarray(getattr(pmesh, name, np.zeros(polys.shape[0])))
+        if arr.shape != (polys.shape[0],):
+            raise VoxNavError(
+                f"polygon mesh {name} must have shape ({polys.shape[0]},), got {arr.shape}"
+            )
+    return verts.astype(np.uint16), polys.astype(np.uint16), nvp, counts
+
+
+def _detail_arrays(dmesh, npolys):
+    if dmesh is None:
+        return None
+    try:
+        meshes = np.asarray(dmesh.meshes)
+        dverts = np.asarray(dmesh.verts)
+        dtris = np.asarray(dmesh.tris)
+    except AttributeError as exc:
+        raise VoxNavError(f"not a detail mesh: {exc}") from None
+    if meshes.shape != (npolys, 4):
+        raise VoxNavError(f"detail meshes must have shape ({npolys}, 4), got {meshes.shape}")
+    if dverts.ndim != 2 or dverts.shape[1] != 3:
+        raise VoxNavError(f"detail verts must have shape (n, 3), got {dverts.shape}")
+    if dtris.ndim != 2 or dtris.shape[1] != 4:
+        raise VoxNavError(f"detail tris must have shape (n, 4), got {dtris.shape}")
+    m = meshes.astype(np.int64)
+    if ((m[:, 0] + m[:, 1]) > dverts.shape[0]).any() or (
+        (m[:, 2] + m[:, 3]) > dtris.shape[0]
+    ).any():
+        raise VoxNavError("detail meshes refer to vertices or triangles beyond the arrays")
+    return m, dverts.astype(F32), dtris.astype(np.int64)
+
+
+def _world(pmesh, verts):
+    cs, ch = F32(pmesh.cs), F32(pmesh.ch)
+    bmin = np.asarray(pmesh.bmin, dtype=F32).reshape(3)
+    v = verts.astype(F32)
+    out = np.empty((v.shape[0], 3), dtype=F32)
+    out[:, 0] = bmin[0] + v[:, 0] * cs
+    out[:, 1] = bmin[1] + v[:, 2] * cs
+    out[:, 2] = bmin[2] + v[:, 1] * ch
+    return out
+
+
+def _check_folder(path) -> Path:
+    path = Path(path)
+    if not path.parent.exists():
+        raise VoxNavError(f"cannot write {path}: folder {path.parent} does not exist")
+    if path.is_dir():
+        raise VoxNavError(f"cannot write {path}: it is a folder, give a file name")
+    return path
+
+
+def _f(x) -> str:
+    """Shortest text that reads back as the same float32."""
+    return np.format_float_positional(F32(x), unique=True, trim="-")
+
+
+def write_obj(path, pmesh, dmesh=None) -> None:
+    """Write the navmesh polygons (and optionally the detail triangles) as a Y-up OBJ.
+
+    ``path``: file to write (its folder must exist). Axis convention: Blender's OBJ (x, z, -y);
+    object ``navmesh`` = polygons as n-gons, object ``detail`` = detail triangles.
+    """
+    verts, polys, nvp, counts = _poly_arrays(pmesh)
+    detail = _detail_arrays(dmesh, polys.shape[0])
+    out = _check_folder(path)
+    world = _world(pmesh, verts)
+    lines = [
+        "# VoxNav navigation mesh",
+        "# Y-up, Blender OBJ convention: Z-up world (x, y, z) written as (x, z, -y)",
+        "# object navmesh: polygons (n-gons); object detail: height detail triangles",
+        f"# polygons {polys.shape[0]} vertices {verts.shape[0]}"
+        + (f" detail_triangles {detail[2].shape[0]}" if detail is not None else ""),
+        "o navmesh",
+    ]
+    lines += [f"v {_f(x)} {_f(z)} {_f(-y)}" for x, y, z in world.tolist()]
+    for row, n in zip(polys[:, :nvp].tolist(), counts.tolist(), strict=True):
+        # Recast's polygons are clockwise seen from above in the Z-up frame: reverse them.
+        lines.append("f " + " ".join(str(i + 1) for i in reversed(row[:n])))
+    if detail is not None:
+        meshes, dverts, dtris = detail
+        base = verts.shape[0]
+        lines.append("o detail")
+        lines += [f"v {_f(x)} {_f(z)} {_f(-y)}" for x, y, z in dverts.tolist()]
+        for vb, _vc, tb, tc in meshes.tolist():
+            for a, b, c, _flags in dtris[tb : tb + tc].tolist():
+                lines.append(f"f {base + vb + c + 1} {base + vb + b + 1} {base + vb + a + 1}")
+    try:
+        out.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    except OSError as exc:
+        raise VoxNavError(f"cannot write {out}: {exc.strerror or exc}") from None
+
+
+def navmesh_to_dict(pmesh, dmesh=None) -> dict:
+    """The JSON document (see the module docstring) as plain Python lists and numbers."""
+    verts, polys, nvp, counts = _poly_arrays(pmesh)
+    detail = _detail_arrays(dmesh, polys.shape[0])
+    world = _world(pmesh, verts)
+    nbr = polys[:, nvp:].astype(np.int64)
+    nbr = np.where((nbr == MESH_NULL_IDX) | (nbr & 0x8000 != 0), -1, nbr)
+    npolys = polys.shape[0]
+
+    def floats(a):
+        return [float(F32(x)) for x in np.asarray(a, dtype=F32).reshape(-1)]
+
+    doc = {
+        "format": FORMAT,
+        "version": VERSION,
+        "units": "world units (Blender: metres)",
+        "axes": "Z-up right-handed (Blender world); polygons on the X/Y plane",
+        "cell_size": float(F32(pmesh.cs)),
+        "cell_height": float(F32(pmesh.ch)),
+        "bmin": floats(pmesh.bmin),
+        "bmax": floats(pmesh.bmax),
+        "max_verts_per_poly": nvp,
+        "vertices": [floats(v) for v in world],
+        "vertices_cells": verts[:, [0, 2, 1]].astype(int).tolist(),
+        "polygons": [
+            row[:n] for row, n in zip(polys[:, :nvp].tolist(), counts.tolist(), strict=True)
+        ],
+        "neighbours": [row[:n] for row, n in zip(nbr.tolist(), counts.tolist(), strict=True)],
+        "regions": np.asarray(getattr(pmesh, "regs", np.zeros(npolys))).astype(int).tolist(),
+        "areas": np.asarray(getattr(pmesh, "areas", np.zeros(npolys))).astype(int).tolist(),
+        "flags": np.asarray(getattr(pmesh, "flags", np.zeros(npolys))).astype(int).tolist(),
+    }
+    if detail is not None:
+        meshes, dverts, dtris = detail
+        doc["detail"] = [
+            {
+                "vertices": [floats(v) for v in dverts[vb : vb + vc]],
+                "triangles": dtris[tb : tb + tc].tolist(),
+            }
+            for vb, vc, tb, tc in meshes.tolist()
+        ]
+    return doc
+
+
+def write_json(path, pmesh, dmesh=None) -> None:
+    """Write `navmesh_to_dict` as JSON to ``path`` (its folder must exist)."""
+    doc = navmesh_to_dict(pmesh, dmesh)
+    out = _check_folder(path)
+    try:
+        with out.open("w", encoding="utf-8") as fh:
+            json.dump(doc, fh, separators=(",", ":"))
+    except OSError as exc:
+        raise VoxNavError(f"cannot write {out}: {exc.strerror or exc}") from None
+
+
+def read_navmesh_json(path):
+    """Read a file written by `write_json`.
+
+    Returns ``(pmesh, dmesh)``: ``pmesh`` a namespace with the polygon mesh fields (``verts``
+    uint16 (n, 3) as (x, height, row) cells, ``polys`` uint16 (npolys, 2*nvp) with 0xFFFF for
+    none, ``regs`` uint16, ``flags`` uint16, ``areas`` uint8, ``nvp``, ``bmin``/``bmax``
+    float32 Z-up, ``cs``, ``ch``, ``border_size`` 0), ``dmesh`` a `PolyMeshDetail` or None.
+    """
+    path = Path(path)
+    if not path.exists():
+        raise VoxNavError(f"navmesh file {path} does not exist")
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise VoxNavError(f"cannot read navmesh JSON {path}: {exc}") from None
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+        raise VoxNavError(f"{path} is not a VoxNav navmesh JSON (format {FORMAT!r})")
+    if doc.get("version") != VERSION:
+        raise VoxNavError(f"{path} has navmesh JSON version {doc.get('version')}, need {VERSION}")
+    try:
+        nvp = int(doc["max_verts_per_poly"])
+        cells = np.asarray(doc["vertices_cells"], dtype=np.int64).reshape(-1, 3)
+        npolys = len(doc["polygons"])
+        polys = np.full((npolys, 2 * nvp), MESH_NULL_IDX, dtype=np.uint16)
+        for i, (ids, nb) in enumerate(zip(doc["polygons"], doc["neighbours"], strict=True)):
+            if not 3 <= len(ids) <= nvp or len(nb) != len(ids):
+                raise VoxNavError(f"{path}: polygon {i} has a bad vertex or neighbour list")
+            polys[i, : len(ids)] = ids
+            polys[i, nvp : nvp + len(nb)] = [MESH_NULL_IDX if n < 0 else n for n in nb]
+        pmesh = SimpleNamespace(
+            verts=cells[:, [0, 2, 1]].astype(np.uint16),
+            polys=polys,
+            regs=np.asarray(doc["regions"], dtype=np.uint16),
+            flags=np.asarray(doc["flags"], dtype=np.uint16),
+            areas=np.asarray(doc["areas"], dtype=np.uint8),
+            nvp=nvp,
+            bmin=np.asarray(doc["bmin"], dtype=F32),
+            bmax=np.asarray(doc["bmax"], dtype=F32),
+            cs=F32(doc["cell_size"]),
+            ch=F32(doc["cell_height"]),
+            border_size=0,
+        )
+        dmesh = None
+        if "detail" in doc:
+            det = doc["detail"]
+            if len(det) != npolys:
+                raise VoxNavError(f"{path}: detail has {len(det)} meshes for {npolys} polygons")
+            nv = np.array([len(d["vertices"]) for d in det], dtype=np.int64)
+            nt = np.array([len(d["triangles"]) for d in det], dtype=np.int64)
+            meshes = np.zeros((npolys, 4), dtype=np.uint32)
+            meshes[:, 0] = np.concatenate([[0], np.cumsum(nv)[:-1]])
+            meshes[:, 1] = nv
+            meshes[:, 2] = np.concatenate([[0], np.cumsum(nt)[:-1]])
+            meshes[:, 3] = nt
+            dverts = [v for d in det for v in d["vertices"]]
+            dtris = [t for d in det for t in d["triangles"]]
+            dmesh = PolyMeshDetail(
+                meshes,
+                np.asarray(dverts, dtype=F32).reshape(-1, 3),
+                np.asarray(dtris, dtype=np.int64).reshape(-1, 4).astype(np.uint8),
+            )
+    except (KeyError, TypeError, ValueError) as exc:
+        if isinstance(exc, VoxNavError):
+            raise
+        raise VoxNavError(f"{path}: malformed navmesh JSON ({exc!r})") from None
+    _poly_arrays(pmesh)
+    return pmesh, dmesh

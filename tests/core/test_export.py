@@ -1,0 +1,178 @@
+"""Navmesh export (core.export): OBJ and JSON writers, JSON round trip, bad input."""
+
+from __future__ import annotations
+
+import json
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from core.detail import build_poly_mesh_detail
+from core.errors import VoxNavError
+from core.export import navmesh_to_dict, read_navmesh_json, write_json, write_obj
+
+from .refdata import MESHES, load_reference, ref_compact
+from .test_detail import ref_polymesh
+
+
+@pytest.fixture(scope="module", params=MESHES)
+def navmesh(request):
+    ref = load_reference(request.param)
+    pmesh = ref_polymesh(ref)
+    dmesh = build_poly_mesh_detail(
+        pmesh, ref_compact(ref), ref["cfg_detailSampleDist"], ref["cfg_detailSampleMaxError"]
+    )
+    return pmesh, dmesh
+
+
+def read_obj_objects(path):
+    """Tiny OBJ parser: {object name: (vertices (n,3) float, faces [list of 1-based ids])}."""
+    verts, objects, current = [], {}, None
+    for line in path.read_text().splitlines():
+        parts = line.split()
+        if not parts or parts[0].startswith("#"):
+            continue
+        if parts[0] == "o":
+            current = parts[1]
+            objects[current] = []
+        elif parts[0] == "v":
+            verts.append([float(p) for p in parts[1:4]])
+        elif parts[0] == "f":
+            objects[current].append([int(p.split("/")[0]) for p in parts[1:]])
+    return np.array(verts), objects
+
+
+def test_obj_faces_and_axes(navmesh, tmp_path):
+    pmesh, dmesh = navmesh
+    path = tmp_path / "navmesh.obj"
+    write_obj(path, pmesh, dmesh)
+    verts, objects = read_obj_objects(path)
+    counts = (pmesh.polys[:, : pmesh.nvp] != 0xFFFF).sum(axis=1)
+    assert set(objects) == {"navmesh", "detail"}
+    assert len(objects["navmesh"]) == pmesh.polys.shape[0]
+    assert sorted(len(f) for f in objects["navmesh"]) == sorted(counts.tolist())
+    assert len(objects["detail"]) == dmesh.ntris
+    assert verts.shape[0] == pmesh.verts.shape[0] + dmesh.nverts
+    # Y-up (x, z, -y): the detail vertices read back are the Z-up ones rotated.
+    back = verts[pmesh.verts.shape[0] :]
+    np.testing.assert_allclose(back[:, 0], dmesh.verts[:, 0], atol=1e-5)
+    np.testing.assert_allclose(back[:, 1], dmesh.verts[:, 2], atol=1e-5)
+    np.testing.assert_allclose(back[:, 2], -dmesh.verts[:, 1], atol=1e-5)
+    # Every face faces up (+Y): Newell normal's y component is positive.
+    for name in ("navmesh", "detail"):
+        for face in objects[name]:
+            p = verts[np.array(face) - 1]
+            q = np.roll(p, -1, axis=0)
+            ny = np.sum((p[:, 2] - q[:, 2]) * (p[:, 0] + q[:, 0]))
+            assert ny > 0, f"{name} face {face} faces down"
+
+
+def test_obj_without_detail(navmesh, tmp_path):
+    pmesh, _dmesh = navmesh
+    path = tmp_path / "poly.obj"
+    write_obj(path, pmesh)
+    verts, objects = read_obj_objects(path)
+    assert set(objects) == {"navmesh"}
+    assert verts.shape[0] == pmesh.verts.shape[0]
+    assert "Y-up" in path.read_text().splitlines()[1]
+
+
+def test_json_round_trip(navmesh, tmp_path):
+    pmesh, dmesh = navmesh
+    path = tmp_path / "navmesh.json"
+    write_json(path, pmesh, dmesh)
+    doc = json.loads(path.read_text())
+    assert doc == navmesh_to_dict(pmesh, dmesh)
+    back, dback = read_navmesh_json(path)
+    np.testing.assert_array_equal(back.verts, pmesh.verts)
+    np.testing.assert_array_equal(back.polys, pmesh.polys)
+    for name in ("regs", "flags", "areas", "bmin", "bmax"):
+        got, want = getattr(back, name), getattr(pmesh, name)
+        np.testing.assert_array_equal(got, want)
+        assert got.dtype == np.asarray(want).dtype
+    assert back.nvp == pmesh.nvp and back.cs == pmesh.cs and back.ch == pmesh.ch
+    np.testing.assert_array_equal(dback.meshes, dmesh.meshes)
+    np.testing.assert_array_equal(dback.verts, dmesh.verts)  # bit-exact float32
+    np.testing.assert_array_equal(dback.tris, dmesh.tris)
+    # Writing what was read gives the same document.
+    assert navmesh_to_dict(back, dback) == doc
+
+
+def test_json_document_contents(navmesh):
+    pmesh, dmesh = navmesh
+    doc = navmesh_to_dict(pmesh, dmesh)
+    assert doc["format"] == "voxnav-navmesh" and doc["version"] == 1
+    assert "Z-up" in doc["axes"]
+    npolys = pmesh.polys.shape[0]
+    assert len(doc["polygons"]) == len(doc["neighbours"]) == len(doc["detail"]) == npolys
+    for ids, nbs in zip(doc["polygons"], doc["neighbours"], strict=True):
+        assert len(ids) == len(nbs) >= 3
+        assert all(-1 <= n < npolys for n in nbs)
+    # Neighbours are symmetric.
+    for p, nbs in enumerate(doc["neighbours"]):
+        for n in nbs:
+            if n >= 0:
+                assert p in doc["neighbours"][n]
+    world = np.array(doc["vertices"])
+    np.testing.assert_allclose(world[:, 2], pmesh.bmin[2] + pmesh.verts[:, 1] * pmesh.ch, atol=1e-4)
+    # Detail sub-meshes start with the polygon's vertices (x/y).
+    for ids, det in zip(doc["polygons"], doc["detail"], strict=True):
+        dv = np.array(det["vertices"])
+        np.testing.assert_allclose(dv[: len(ids), :2], world[ids, :2], atol=1e-4)
+        assert all(0 <= i < len(dv) for t in det["triangles"] for i in t[:3])
+
+
+def test_json_without_detail(navmesh, tmp_path):
+    pmesh, _dmesh = navmesh
+    path = tmp_path / "poly.json"
+    write_json(path, pmesh)
+    back, dback = read_navmesh_json(path)
+    assert dback is None
+    np.testing.assert_array_equal(back.polys, pmesh.polys)
+
+
+def test_missing_folder_is_named(navmesh, tmp_path):
+    pmesh, dmesh = navmesh
+    target = tmp_path / "no" / "such" / "navmesh.obj"
+    with pytest.raises(VoxNavError, match="no/such"):
+        write_obj(target, pmesh, dmesh)
+    with pytest.raises(VoxNavError, match="no/such"):
+        write_json(target.with_suffix(".json"), pmesh, dmesh)
+
+
+def test_bad_input(navmesh, tmp_path):
+    pmesh, dmesh = navmesh
+    empty = SimpleNamespace(**{**vars(pmesh), "polys": pmesh.polys[:0], "regs": pmesh.regs[:0]})
+    with pytest.raises(VoxNavError, match="empty"):
+        write_obj(tmp_path / "a.obj", empty)
+    with pytest.raises(VoxNavError, match="empty"):
+        navmesh_to_dict(empty)
+    with pytest.raises(VoxNavError, match="polys"):
+        navmesh_to_dict(SimpleNamespace(**{**vars(pmesh), "polys": pmesh.polys[:, :7]}))
+    with pytest.raises(VoxNavError, match="verts"):
+        write_json(
+            tmp_path / "b.json", SimpleNamespace(**{**vars(pmesh), "verts": pmesh.verts[:, :2]})
+        )
+    with pytest.raises(VoxNavError, match="detail meshes"):
+        navmesh_to_dict(
+            pmesh, SimpleNamespace(meshes=dmesh.meshes[:-1], verts=dmesh.verts, tris=dmesh.tris)
+        )
+    with pytest.raises(VoxNavError):
+        navmesh_to_dict(None)
+    assert not (tmp_path / "a.obj").exists()
+
+
+def test_read_rejects_other_files(tmp_path):
+    with pytest.raises(VoxNavError, match="does not exist"):
+        read_navmesh_json(tmp_path / "missing.json")
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    with pytest.raises(VoxNavError, match="cannot read"):
+        read_navmesh_json(bad)
+    bad.write_text(json.dumps({"format": "something-else"}))
+    with pytest.raises(VoxNavError, match="not a VoxNav navmesh"):
+        read_navmesh_json(bad)
+    bad.write_text(json.dumps({"format": "voxnav-navmesh", "version": 1}))
+    with pytest.raises(VoxNavError, match="malformed"):
+        read_navmesh_json(bad)
