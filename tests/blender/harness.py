@@ -1,0 +1,166 @@
+"""Build, install and run the VoxNav extension in the bpy wheel (headless Blender as a module).
+
+Used by ``.ci/run``, by the Blender tests' conftest and by hand::
+
+    python tests/blender/harness.py validate
+    python tests/blender/harness.py build [--out dist]
+    python tests/blender/harness.py demo [--out demo_out]
+    python tests/blender/harness.py cli -- level.blend --obj navmesh.obj --png preview.png
+
+Everything goes through the zip Blender's own extension tool builds and
+``extensions.package_install_files`` installs: the source tree is never imported. The extension
+tool is located without importing bpy (it is a plain script inside the wheel), and bpy is
+imported only after ``BLENDER_USER_RESOURCES`` points at a scratch folder, so nothing touches the
+user's own Blender configuration.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import importlib.util
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+MODULE = "bl_ext.user_default.voxnav"
+
+
+class HarnessError(RuntimeError):
+    """The extension could not be validated, built or installed; the message says why."""
+
+
+def bpy_scripts_dir() -> Path:
+    """The wheel's ``scripts`` folder (found without importing bpy)."""
+    spec = importlib.util.find_spec("bpy")
+    if spec is None or not spec.submodule_search_locations:
+        raise HarnessError(
+            "the bpy wheel is not installed in this Python "
+            f"({sys.executable}); run `bash .ci/run` or pip install bpy==5.0.1 (Python 3.11)"
+        )
+    root = Path(next(iter(spec.submodule_search_locations)))
+    found = sorted(root.glob("*/scripts/addons_core/bl_pkg/cli/blender_ext.py"))
+    if not found:
+        raise HarnessError(f"Blender's extension tool blender_ext.py not found under {root}")
+    return found[-1].parents[3]
+
+
+def _ext_command(*args: str) -> subprocess.CompletedProcess:
+    scripts = bpy_scripts_dir()
+    tool = scripts / "addons_core" / "bl_pkg" / "cli" / "blender_ext.py"
+    tags = scripts / "modules" / "_bpy_internal" / "extensions" / "tags.py"
+    cmd = [sys.executable, str(tool), args[0], "--valid-tags", str(tags), *args[1:]]
+    return subprocess.run(cmd, capture_output=True, text=True, cwd=REPO)
+
+
+def validate(repo: Path = REPO) -> str:
+    """Validate the manifest with Blender's tool; return its output (HarnessError if invalid)."""
+    proc = _ext_command("validate", str(repo))
+    if proc.returncode != 0:
+        raise HarnessError(f"manifest validation failed:\n{proc.stdout}{proc.stderr}")
+    return proc.stdout
+
+
+def build_zip(out_dir: Path | str, repo: Path = REPO) -> Path:
+    """Build ``voxnav-<version>.zip`` into ``out_dir`` with Blender's tool; return its path."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    validate(repo)
+    proc = _ext_command("build", "--source-dir", str(repo), "--output-dir", str(out_dir))
+    if proc.returncode != 0:
+        raise HarnessError(f"extension build failed:\n{proc.stdout}{proc.stderr}")
+    zips = sorted(out_dir.glob("voxnav-*.zip"), key=lambda p: p.stat().st_mtime)
+    if not zips:
+        raise HarnessError(f"the build wrote no voxnav-*.zip into {out_dir}:\n{proc.stdout}")
+    return zips[-1]
+
+
+def install_extension(zip_path: Path | str):
+    """Install and enable the zip in this process's bpy; return the extension's module.
+
+    Sets ``BLENDER_USER_RESOURCES`` to a scratch folder first when bpy is not imported yet.
+    Installing again (same process) replaces the previous copy.
+    """
+    if "bpy" not in sys.modules:
+        os.environ.setdefault("BLENDER_USER_RESOURCES", tempfile.mkdtemp(prefix="voxnav_user_"))
+    import bpy
+
+    result = bpy.ops.extensions.package_install_files(
+        filepath=str(Path(zip_path).resolve()),
+        repo="user_default",
+        enable_on_install=True,
+        overwrite=True,
+    )
+    if "FINISHED" not in result or MODULE not in bpy.context.preferences.addons:
+        raise HarnessError(f"installing {zip_path} did not enable {MODULE} ({result})")
+    bpy.ops.wm.read_homefile(use_empty=True)
+    return importlib.import_module(MODULE)
+
+
+def cli_module(ext):
+    return importlib.import_module(f"{ext.__name__}.voxnav_addon.cli")
+
+
+def run_cli(argv: list[str], zip_path: Path | str | None = None) -> int:
+    """Build (unless given a zip), install, and run the ``voxnav`` batch command; exit code."""
+    if zip_path is None:
+        zip_path = build_zip(Path(tempfile.mkdtemp(prefix="voxnav_dist_")))
+    ext = install_extension(zip_path)
+    return int(cli_module(ext).main(argv))
+
+
+def demo_argv(out_dir: Path | str) -> list[str]:
+    out = Path(out_dir).resolve()
+    return [
+        "--demo",
+        "--save-blend",
+        str(out / "voxnav_demo.blend"),
+        "--obj",
+        str(out / "voxnav_demo_navmesh.obj"),
+        "--npz",
+        str(out / "voxnav_demo_voxels.npz"),
+        "--png",
+        str(out / "voxnav_demo.png"),
+    ]
+
+
+def run_demo(out_dir: Path | str = REPO / "demo_out", zip_path: Path | str | None = None) -> int:
+    """Bake the procedural demo level into ``out_dir`` (.blend, navmesh .obj, voxels .npz, PNG)."""
+    Path(out_dir).mkdir(parents=True, exist_ok=True)
+    return run_cli(demo_argv(out_dir), zip_path)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("validate", help="validate blender_manifest.toml")
+    p_build = sub.add_parser("build", help="build the extension zip")
+    p_build.add_argument("--out", default=str(REPO / "dist"))
+    p_demo = sub.add_parser("demo", help="build, install, bake the demo into demo_out/")
+    p_demo.add_argument("--out", default=str(REPO / "demo_out"))
+    p_demo.add_argument("--zip", default=None, help="an already built zip")
+    p_cli = sub.add_parser("cli", help="build, install, run the voxnav command with ARGS")
+    p_cli.add_argument("--zip", default=None, help="an already built zip")
+    p_cli.add_argument("args", nargs=argparse.REMAINDER)
+    ns = parser.parse_args(argv)
+    try:
+        if ns.command == "validate":
+            print(validate().strip())
+            return 0
+        if ns.command == "build":
+            print(build_zip(ns.out))
+            return 0
+        if ns.command == "demo":
+            return run_demo(ns.out, ns.zip)
+        args = ns.args[1:] if ns.args[:1] == ["--"] else ns.args
+        return run_cli(args, ns.zip)
+    except HarnessError as exc:
+        print(f"harness: {exc}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

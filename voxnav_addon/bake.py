@@ -1,0 +1,118 @@
+"""One bake, shared by the operators and the command line: gather -> core -> writeback.
+
+`bake_scene(context, stop_after)` reads ``Scene.voxnav``, gathers the scene's triangles, runs
+``core.pipeline.bake`` and writes the voxels and the overlay into the "VoxNav" collection,
+replacing the previous result. It raises ``VoxNavError`` (nothing written) when there is no
+geometry or the core refuses the input, and records the figures on the scene.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..core import pipeline
+from ..core.errors import VoxNavError
+from . import gather as gather_mod
+from . import properties, writeback
+
+#: Display names of the bake stages.
+STAGES = {"heightfield": "Voxelize", "navmesh": "Build Navmesh"}
+
+#: Overlay lift above the walkable surface. [Units: fraction of cell height, with a floor]
+LIFT_CELL_HEIGHTS = 0.25
+LIFT_MIN = 0.01
+
+
+@dataclass
+class BakeOutcome:
+    """Everything one bake produced, for reports, the CLI and tests."""
+
+    result: object
+    gathered: gather_mod.Gathered
+    config: object
+    counts: dict = field(default_factory=dict)
+    timings: dict = field(default_factory=dict)
+    warnings: list = field(default_factory=list)
+
+    @property
+    def total_seconds(self) -> float:
+        return float(sum(self.timings.values()))
+
+    def summary(self) -> str:
+        keys = ("triangles", "spans", "walkable_spans", "voxels", "regions", "polys")
+        parts = [f"{k.replace('_', ' ')} {self.counts[k]:,}" for k in keys if k in self.counts]
+        return f"{', '.join(parts)} in {self.total_seconds:.2f} s"
+
+
+def overlay_lift(cell_height: float) -> float:
+    return max(LIFT_CELL_HEIGHTS * float(cell_height), LIFT_MIN)
+
+
+def bake_scene(
+    context,
+    stop_after: str = "navmesh",
+    progress: Callable[[float, str], None] | None = None,
+) -> BakeOutcome:
+    """Bake ``context.scene`` with its VoxNav settings; replace the previous result."""
+    if stop_after not in STAGES:
+        raise VoxNavError(f"stop_after must be one of {', '.join(STAGES)}, got {stop_after!r}")
+    scene = context.scene
+    settings = scene.voxnav
+    config = properties.to_config(settings)
+    timings: dict[str, float] = {}
+
+    t0 = time.perf_counter()
+    gathered = gather_mod.gather(context, settings.source, settings.source_collection)
+    timings["gather"] = time.perf_counter() - t0
+    if gathered.triangle_count == 0:
+        where = {
+            "VISIBLE": "no visible mesh objects",
+            "SELECTED": "no selected mesh objects",
+            "COLLECTION": "no mesh objects in the chosen collection",
+        }.get(settings.source, "no mesh objects")
+        raise VoxNavError(
+            f"nothing to bake: {where} with triangles (Geometry: {settings.source.title()}); "
+            "add or show a mesh, or change the Geometry source in the VoxNav panel"
+        )
+
+    result = pipeline.bake(
+        gathered.verts, gathered.tris, config, stop_after=stop_after, progress=progress
+    )
+    timings.update({str(k): float(v) for k, v in result.timings.items()})
+
+    t0 = time.perf_counter()
+    outcome = BakeOutcome(result, gathered, config, timings=timings)
+    write_result(scene, outcome)
+    timings["writeback"] = time.perf_counter() - t0
+
+    counts = {str(k): int(v) for k, v in result.counts.items()}
+    counts.setdefault("triangles", gathered.triangle_count)
+    counts.setdefault("walkable_triangles", int(np.count_nonzero(result.tri_areas)))
+    hf = result.heightfield
+    counts.setdefault("spans", hf.span_count)
+    counts.setdefault("walkable_spans", int(np.count_nonzero(hf.area)))
+    counts.setdefault("voxels", int((hf.smax.astype(np.int64) - hf.smin.astype(np.int64)).sum()))
+    counts["objects"] = len(gathered.sources)
+    counts["instances"] = gathered.instances
+    outcome.counts = counts
+    properties.store_figures(settings, stop_after, counts, timings, "; ".join(outcome.warnings))
+    return outcome
+
+
+def write_result(scene, outcome: BakeOutcome) -> None:
+    """Voxels and overlay into the VoxNav collection (replacing the previous objects)."""
+    settings = scene.voxnav
+    result = outcome.result
+    hf = result.heightfield
+    vox = writeback.write_voxels(scene, hf, settings.voxel_display, int(settings.max_voxels_drawn))
+    if vox.warning:
+        outcome.warnings.append(vox.warning)
+    overlay = writeback.navmesh_faces(result)
+    by_region = getattr(result, "polymesh", None) is not None
+    writeback.write_overlay(scene, overlay, overlay_lift(hf.ch), by_region)
+    writeback.apply_visibility(scene)
+    writeback.use_material_colors(scene=scene)

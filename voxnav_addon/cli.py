@@ -1,0 +1,308 @@
+"""Headless batch command: open (or build) a scene, bake, write the outputs.
+
+With a real Blender (the add-on registers the command)::
+
+    blender --background --command voxnav level.blend --set cell_size=0.2 \\
+        --obj navmesh.obj --png preview.png --save-blend baked.blend
+
+With the bpy wheel, call `main(argv)` after enabling the extension (tests/blender/harness.py
+``cli`` does this). `main` returns the exit code: 0 on success, 1 when the bake or an output
+fails, 2 for bad arguments; the reason is printed to stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from collections.abc import Sequence
+
+import bpy
+import numpy as np
+
+from ..core.config import NavConfig
+from ..core.errors import VoxNavError
+from . import bake, demo, properties, writeback
+
+PREVIEW_CAMERA = "VoxNav Preview Camera"
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="voxnav",
+        description="Bake VoxNav voxels and a navigation mesh headlessly and write the results.",
+    )
+    p.add_argument("blend", nargs="?", help=".blend file to open (default: the current scene)")
+    p.add_argument("--demo", action="store_true", help="build the VoxNav demo level first")
+    p.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="override a setting (NavConfig name and units, e.g. cell_size=0.2, "
+        "agent_max_slope=45, partition=monotone, bounds_min=-5,-5,-1); repeatable",
+    )
+    p.add_argument(
+        "--voxels-only", action="store_true", help="stop after the heightfield (voxelize)"
+    )
+    p.add_argument("--save-blend", metavar="PATH", help="write the baked scene as a .blend")
+    p.add_argument("--npz", metavar="PATH", help="write the voxel heightfield as .npz")
+    p.add_argument(
+        "--obj", metavar="PATH", help="write the navmesh (or the walkable overlay) as .obj"
+    )
+    p.add_argument("--json", metavar="PATH", help="write the navmesh as .json")
+    p.add_argument("--png", metavar="PATH", help="render a Workbench preview picture")
+    p.add_argument(
+        "--resolution", default="1280x720", metavar="WxH", help="preview size (1280x720)"
+    )
+    p.add_argument(
+        "--png-voxels",
+        action="store_true",
+        help="show the voxels in the preview too (default: scene and navmesh only)",
+    )
+    return p
+
+
+def parse_overrides(items: Sequence[str]) -> dict:
+    """``["cell_size=0.2", ...]`` -> {name: value} typed as NavConfig's fields (core units)."""
+    defaults = NavConfig()
+    out: dict = {}
+    for item in items:
+        name, sep, text = item.partition("=")
+        name = name.strip().replace("-", "_")
+        if not sep:
+            raise VoxNavError(f"--set expects NAME=VALUE, got {item!r}")
+        if name not in NavConfig.field_names():
+            raise VoxNavError(
+                f"unknown setting {name!r}; known: {', '.join(NavConfig.field_names())}"
+            )
+        current = getattr(defaults, name)
+        text = text.strip()
+        try:
+            if name in ("bounds_min", "bounds_max"):
+                value: object = None
+                if text.lower() not in ("", "none"):
+                    value = tuple(float(v) for v in text.split(","))
+            elif isinstance(current, bool):
+                if text.lower() not in ("1", "0", "true", "false", "yes", "no", "on", "off"):
+                    raise ValueError(text)
+                value = text.lower() in ("1", "true", "yes", "on")
+            elif isinstance(current, int):
+                value = int(text)
+            elif isinstance(current, float):
+                value = float(text)
+            else:
+                value = text
+        except ValueError:
+            kind = type(current).__name__
+            raise VoxNavError(f"--set {name}: cannot read {text!r} as {kind}") from None
+        out[name] = value
+    return out
+
+
+def _progress_printer():
+    last = {"stage": None}
+
+    def progress(fraction: float, stage: str) -> None:
+        if stage != last["stage"]:
+            last["stage"] = stage
+            print(f"voxnav: {fraction * 100:5.1f}% {stage}", flush=True)
+
+    return progress
+
+
+def write_npz(path: str, outcome: bake.BakeOutcome) -> None:
+    """The solid heightfield (CSR arrays), per-triangle areas and counts."""
+    hf = outcome.result.heightfield
+    counts = {f"count_{k}": np.int64(v) for k, v in outcome.counts.items()}
+    np.savez_compressed(
+        path,
+        width=np.int64(hf.width),
+        height=np.int64(hf.height),
+        bmin=np.asarray(hf.bmin, np.float32),
+        bmax=np.asarray(hf.bmax, np.float32),
+        cs=np.float32(hf.cs),
+        ch=np.float32(hf.ch),
+        col_start=hf.col_start,
+        smin=hf.smin,
+        smax=hf.smax,
+        area=hf.area,
+        tri_areas=np.asarray(outcome.result.tri_areas, np.uint8),
+        tri_source=outcome.gathered.tri_source,
+        **counts,
+    )
+
+
+def write_overlay_obj(path: str, outcome: bake.BakeOutcome) -> None:
+    """The overlay polygons as OBJ in Blender's world axes (Z-up), one ``g`` per file."""
+    verts, sizes, face_verts, _region = outcome.result.overlay()
+    verts = np.asarray(verts, np.float64).reshape(-1, 3)
+    sizes = np.asarray(sizes, np.int64)
+    idx = np.asarray(face_verts, np.int64) + 1
+    lines = ["# VoxNav walkable overlay, Blender world axes (Z-up)", "g voxnav_overlay"]
+    lines += [f"v {x:.6f} {y:.6f} {z:.6f}" for x, y, z in verts.tolist()]
+    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).tolist()
+    flat = idx.tolist()
+    lines += [
+        "f " + " ".join(map(str, flat[s : s + n]))
+        for s, n in zip(starts, sizes.tolist(), strict=True)
+    ]
+    with open(path, "w", encoding="ascii") as fh:
+        fh.write("\n".join(lines) + "\n")
+
+
+def frame_camera(scene, lo, hi, direction=(-0.55, -0.9, 0.75)) -> bpy.types.Object:
+    """A perspective camera looking along -``direction`` that frames the box [lo, hi]."""
+    import mathutils
+
+    cam = bpy.data.objects.get(PREVIEW_CAMERA)
+    if cam is None or cam.type != "CAMERA":
+        cam = bpy.data.objects.new(PREVIEW_CAMERA, bpy.data.cameras.new(PREVIEW_CAMERA))
+        cam[writeback.OUTPUT_TAG] = True
+    coll = writeback.output_collection(scene)
+    if coll.objects.get(cam.name) is None:
+        coll.objects.link(cam)
+    cam.data.lens = 40
+    cam.data.clip_end = 10000
+    d = mathutils.Vector(direction).normalized()
+    cam.rotation_euler = (-d).to_track_quat("-Z", "Y").to_euler()
+    lo = np.asarray(lo, np.float64)
+    hi = np.asarray(hi, np.float64)
+    center = (lo + hi) / 2
+    half = (hi - lo) / 2 * 1.06
+    corners = [center + half * (2 * np.array(s) - 1) for s in np.ndindex(2, 2, 2)]
+    scene.camera = cam
+    bpy.context.view_layer.update()
+    depsgraph = bpy.context.evaluated_depsgraph_get()
+    flat = [float(v) for c in corners for v in c]
+    location, _scale = cam.camera_fit_coords(depsgraph, flat)
+    cam.location = location
+    return cam
+
+
+def render_preview(scene, path: str, lo, hi, resolution=(1280, 720)) -> None:
+    """Workbench picture of the scene framed on [lo, hi]: material colours, outlines."""
+    frame_camera(scene, lo, hi)
+    scene.render.engine = "BLENDER_WORKBENCH"
+    scene.render.resolution_x, scene.render.resolution_y = resolution
+    scene.render.resolution_percentage = 100
+    scene.render.film_transparent = False
+    scene.render.image_settings.file_format = "PNG"
+    scene.view_settings.view_transform = "Standard"
+    shading = scene.display.shading
+    shading.light = "STUDIO"
+    shading.color_type = "MATERIAL"
+    shading.show_cavity = True
+    shading.cavity_type = "WORLD"
+    shading.show_object_outline = True
+    shading.show_shadows = False
+    if scene.world is None:
+        scene.world = bpy.data.worlds.new("VoxNav World")
+    scene.world.color = (0.09, 0.10, 0.12)
+    scene.render.filepath = os.path.abspath(path)
+    bpy.ops.render.render(write_still=True, scene=scene.name)
+
+
+def _has_exporter() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec(f"{__package__.rpartition('.')[0]}.core.export") is not None
+
+
+def _open(args) -> None:
+    if args.blend:
+        path = os.path.abspath(args.blend)
+        if not os.path.isfile(path):
+            raise VoxNavError(f"no such .blend file: {path}")
+        bpy.ops.wm.open_mainfile(filepath=path)
+    if args.demo:
+        demo.build_demo(bpy.context.scene)
+
+
+def _check_dirs(args) -> None:
+    for attr in ("save_blend", "npz", "obj", "json", "png"):
+        path = getattr(args, attr)
+        if path:
+            folder = os.path.dirname(os.path.abspath(path))
+            if not os.path.isdir(folder):
+                raise VoxNavError(f"--{attr.replace('_', '-')}: folder {folder} does not exist")
+
+
+def run(args) -> int:
+    _check_dirs(args)
+    overrides = parse_overrides(args.overrides)
+    try:
+        width, height = (int(v) for v in args.resolution.lower().split("x"))
+    except ValueError:
+        raise VoxNavError(f"--resolution expects WIDTHxHEIGHT, got {args.resolution!r}") from None
+    _open(args)
+    context = bpy.context
+    scene = context.scene
+    if overrides:
+        config = properties.to_config(scene.voxnav).replace(**overrides).validate()
+        properties.set_from_config(scene.voxnav, config)
+    stop_after = "heightfield" if args.voxels_only else "navmesh"
+    outcome = bake.bake_scene(context, stop_after, _progress_printer())
+    for warning in outcome.warnings:
+        print(f"voxnav: warning: {warning}", file=sys.stderr)
+    print(f"voxnav: {outcome.summary()}")
+    for name, seconds in outcome.timings.items():
+        print(f"voxnav:   {name:<24s} {seconds * 1000:9.1f} ms")
+    written = []
+    if args.npz:
+        write_npz(args.npz, outcome)
+        written.append(args.npz)
+    pmesh = getattr(outcome.result, "polymesh", None)
+    if args.obj:
+        if pmesh is not None and _has_exporter():
+            from . import operators
+
+            operators.export_navmesh(outcome, args.obj, "OBJ")
+        else:
+            write_overlay_obj(args.obj, outcome)
+        written.append(args.obj)
+    if args.json:
+        from . import operators
+
+        operators.export_navmesh(outcome, args.json, "JSON")
+        written.append(args.json)
+    if args.png:
+        hf = outcome.result.heightfield
+        shown = scene.voxnav.show_voxels
+        if not args.png_voxels:
+            scene.voxnav.show_voxels = False
+        t0 = time.perf_counter()
+        render_preview(scene, args.png, hf.bmin, hf.bmax, (width, height))
+        scene.voxnav.show_voxels = shown
+        print(f"voxnav: preview rendered in {time.perf_counter() - t0:.2f} s")
+        written.append(args.png)
+    if args.save_blend:
+        bpy.ops.wm.save_as_mainfile(filepath=os.path.abspath(args.save_blend), copy=True)
+        written.append(args.save_blend)
+    for path in written:
+        print(f"voxnav: wrote {os.path.abspath(path)}")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the batch command with ``argv`` (without the program name); return the exit code."""
+    parser = _parser()
+    try:
+        args = parser.parse_args(list(argv) if argv is not None else sys.argv[1:])
+    except SystemExit as exc:  # argparse: --help (0) or bad arguments (2)
+        return int(exc.code or 0)
+    try:
+        return run(args)
+    except VoxNavError as exc:
+        print(f"voxnav: error: {exc}", file=sys.stderr)
+        return 1
+    except (OSError, RuntimeError, MemoryError) as exc:
+        print(f"voxnav: error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
+
+
+def cli_command(argv: list[str]) -> int:
+    """Handler for ``bpy.utils.register_cli_command("voxnav", ...)``."""
+    return main(argv)

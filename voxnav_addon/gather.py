@@ -1,0 +1,183 @@
+"""Scene -> triangle soup for the core.
+
+``gather(context, ...)`` walks the *evaluated* depsgraph (modifiers, Geometry Nodes, collection
+instances and particle/vertex instances all included) and returns:
+
+- ``verts``  float32 (n, 3): world-space positions, Z-up. [Units: wu]
+- ``tris``   int32 (m, 3): indices into ``verts``; counter-clockwise seen from the walkable side.
+- ``tri_source`` int32 (m,): index into ``sources`` of the object each triangle came from.
+- ``sources`` list[str]: names of the source objects (the instancer for instances).
+
+World matrices are applied in float64 and the result is cast once to float32. Each distinct
+evaluated mesh has its loop triangles read once with ``foreach_get`` into typed arrays, however
+many times it is instanced. A matrix with a negative determinant (mirrored object) flips the
+triangles' winding, so the winding is reversed back: a mirrored floor stays walkable.
+
+Excluded: VoxNav's own output objects (anything carrying the ``voxnav_output`` custom property,
+and everything they instance), objects hidden in the viewport, and non-mesh-like objects.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import bpy
+import numpy as np
+
+#: Custom property set on every object VoxNav writes; such objects are never gathered.
+OUTPUT_TAG = "voxnav_output"
+
+#: Object types that evaluate to a mesh.
+MESH_LIKE = {"MESH", "CURVE", "SURFACE", "META", "FONT"}
+
+
+@dataclass
+class Gathered:
+    """The triangle soup of a scene. See the module docstring for shapes and dtypes."""
+
+    verts: np.ndarray
+    tris: np.ndarray
+    tri_source: np.ndarray
+    sources: list[str] = field(default_factory=list)
+    #: Number of object instances that contributed triangles.
+    instances: int = 0
+
+    @property
+    def triangle_count(self) -> int:
+        return int(self.tris.shape[0])
+
+
+def is_output(obj) -> bool:
+    """True for objects VoxNav wrote (never gathered, removed by voxnav.clear)."""
+    return obj is not None and bool(obj.get(OUTPUT_TAG, False))
+
+
+def _mesh_arrays(obj_eval, cache: dict, temporaries: list) -> tuple[np.ndarray, np.ndarray] | None:
+    """(positions float32 (n,3), triangles int32 (m,3)) of an evaluated object, cached per mesh."""
+    if obj_eval.type == "MESH":
+        mesh = obj_eval.data
+    else:
+        try:
+            mesh = obj_eval.to_mesh()
+        except RuntimeError:
+            return None
+        if mesh is None:
+            return None
+        temporaries.append(obj_eval)
+    key = mesh.as_pointer()
+    if key in cache:
+        return cache[key]
+    n_verts = len(mesh.vertices)
+    n_tris = len(mesh.loop_triangles)
+    if n_verts == 0 or n_tris == 0:
+        cache[key] = None
+        return None
+    co = np.empty(n_verts * 3, dtype=np.float32)
+    position = mesh.attributes.get("position")
+    if position is not None and position.data_type == "FLOAT_VECTOR":
+        position.data.foreach_get("vector", co)
+    else:  # pragma: no cover - older Blender
+        mesh.vertices.foreach_get("co", co)
+    tri = np.empty(n_tris * 3, dtype=np.int32)
+    mesh.loop_triangles.foreach_get("vertices", tri)
+    arrays = (co.reshape(-1, 3), tri.reshape(-1, 3))
+    cache[key] = arrays
+    return arrays
+
+
+def _wanted(inst, source: str, allowed: set | None, view_layer) -> tuple[bool, object]:
+    """Whether a depsgraph instance is gathered, and the original object it counts as."""
+    obj = inst.object
+    owner = inst.parent if inst.is_instance and inst.parent is not None else obj
+    owner_orig = owner.original
+    if is_output(owner_orig) or is_output(obj.original):
+        return False, owner_orig
+    if obj.type not in MESH_LIKE:
+        return False, owner_orig
+    if not inst.is_instance:
+        # A top-level object: it must be visible in this view layer.
+        if not owner_orig.visible_get(view_layer=view_layer):
+            return False, owner_orig
+    elif not owner_orig.visible_get(view_layer=view_layer):
+        return False, owner_orig
+    if source == "SELECTED" and not owner_orig.select_get(view_layer=view_layer):
+        return False, owner_orig
+    if allowed is not None and owner_orig.name not in allowed:
+        return False, owner_orig
+    return True, owner_orig
+
+
+def gather(context, source: str = "VISIBLE", collection=None) -> Gathered:
+    """Triangles of every mesh-like instance of ``context``'s evaluated depsgraph.
+
+    ``source``: "VISIBLE" (every visible object), "SELECTED" (selected objects, and what they
+    instance) or "COLLECTION" (objects of ``collection`` and its children).
+    """
+    depsgraph = context.evaluated_depsgraph_get()
+    view_layer = context.view_layer
+    allowed: set | None = None
+    if source == "COLLECTION":
+        allowed = set() if collection is None else {o.name for o in collection.all_objects}
+
+    cache: dict = {}
+    temporaries: list = []
+    sources: list[str] = []
+    source_index: dict[str, int] = {}
+    parts_v: list[np.ndarray] = []
+    parts_t: list[np.ndarray] = []
+    parts_s: list[np.ndarray] = []
+    offset = 0
+    instances = 0
+    try:
+        for inst in depsgraph.object_instances:
+            ok, owner = _wanted(inst, source, allowed, view_layer)
+            if not ok:
+                continue
+            arrays = _mesh_arrays(inst.object, cache, temporaries)
+            if arrays is None:
+                continue
+            co, tri = arrays
+            matrix = np.array(inst.matrix_world, dtype=np.float64)
+            world = co.astype(np.float64) @ matrix[:3, :3].T
+            world += matrix[:3, 3]
+            if np.linalg.det(matrix[:3, :3]) < 0:
+                tri = tri[:, ::-1]
+            parts_v.append(world.astype(np.float32))
+            parts_t.append(tri + offset if offset else tri.copy())
+            name = owner.name
+            if name not in source_index:
+                source_index[name] = len(sources)
+                sources.append(name)
+            parts_s.append(np.full(tri.shape[0], source_index[name], dtype=np.int32))
+            offset += co.shape[0]
+            instances += 1
+    finally:
+        for obj_eval in temporaries:
+            obj_eval.to_mesh_clear()
+
+    if not parts_t:
+        return Gathered(
+            np.zeros((0, 3), np.float32),
+            np.zeros((0, 3), np.int32),
+            np.zeros(0, np.int32),
+            sources,
+            0,
+        )
+    return Gathered(
+        np.concatenate(parts_v),
+        np.ascontiguousarray(np.concatenate(parts_t), dtype=np.int32),
+        np.concatenate(parts_s),
+        sources,
+        instances,
+    )
+
+
+def gather_scene(context) -> Gathered:
+    """``gather`` with the scene's VoxNav source settings."""
+    settings = context.scene.voxnav
+    return gather(context, settings.source, settings.source_collection)
+
+
+def evaluated_depsgraph(context) -> bpy.types.Depsgraph:
+    """The evaluated depsgraph of ``context`` (helper for callers and tests)."""
+    return context.evaluated_depsgraph_get()

@@ -1,0 +1,175 @@
+"""VoxNav sidebar tab in the 3D View: settings grouped as in RecastDemo, buttons, last figures."""
+
+from __future__ import annotations
+
+import bpy
+
+
+class _VoxNavPanel:
+    bl_space_type = "VIEW_3D"
+    bl_region_type = "UI"
+    bl_category = "VoxNav"
+
+
+class VOXNAV_PT_main(_VoxNavPanel, bpy.types.Panel):
+    bl_label = "VoxNav"
+
+    def draw(self, context):
+        layout = self.layout
+        settings = context.scene.voxnav
+        col = layout.column(align=True)
+        col.prop(settings, "source")
+        if settings.source == "COLLECTION":
+            col.prop(settings, "source_collection", text="")
+        row = layout.row(align=True)
+        row.scale_y = 1.4
+        row.operator("voxnav.voxelize", icon="MESH_GRID")
+        row.operator("voxnav.build_navmesh", icon="MOD_REMESH")
+        row = layout.row(align=True)
+        row.operator("voxnav.clear", icon="TRASH")
+        row.operator("voxnav.export_navmesh", icon="EXPORT", text="Export")
+        layout.operator("voxnav.add_demo_scene", icon="SCENE_DATA")
+
+
+def _sub(label: str, order: int, closed: bool = True):
+    def decorate(cls):
+        cls.bl_label = label
+        cls.bl_parent_id = "VOXNAV_PT_main"
+        cls.bl_order = order
+        if closed:
+            cls.bl_options = {"DEFAULT_CLOSED"}
+        return cls
+
+    return decorate
+
+
+def _props(layout, settings, names) -> None:
+    col = layout.column(align=True)
+    col.use_property_split = True
+    col.use_property_decorate = False
+    for name in names:
+        col.prop(settings, name)
+
+
+@_sub("Rasterization", 1, closed=False)
+class VOXNAV_PT_rasterization(_VoxNavPanel, bpy.types.Panel):
+    def draw(self, context):
+        settings = context.scene.voxnav
+        _props(self.layout, settings, ("cell_size", "cell_height"))
+        col = self.layout.column(align=True)
+        col.use_property_split = True
+        col.prop(settings, "use_bounds")
+        if settings.use_bounds:
+            col.prop(settings, "bounds_min")
+            col.prop(settings, "bounds_max")
+        col.prop(settings, "memory_limit")
+
+
+@_sub("Agent", 2, closed=False)
+class VOXNAV_PT_agent(_VoxNavPanel, bpy.types.Panel):
+    def draw(self, context):
+        _props(
+            self.layout,
+            context.scene.voxnav,
+            ("agent_height", "agent_radius", "agent_max_climb", "agent_max_slope"),
+        )
+
+
+@_sub("Region", 3)
+class VOXNAV_PT_region(_VoxNavPanel, bpy.types.Panel):
+    def draw(self, context):
+        _props(
+            self.layout, context.scene.voxnav, ("region_min_size", "region_merge_size", "partition")
+        )
+
+
+@_sub("Polygonization", 4)
+class VOXNAV_PT_polygonization(_VoxNavPanel, bpy.types.Panel):
+    def draw(self, context):
+        _props(
+            self.layout, context.scene.voxnav, ("edge_max_len", "edge_max_error", "verts_per_poly")
+        )
+
+
+@_sub("Detail Mesh", 5)
+class VOXNAV_PT_detail(_VoxNavPanel, bpy.types.Panel):
+    def draw(self, context):
+        _props(self.layout, context.scene.voxnav, ("detail_sample_dist", "detail_sample_max_error"))
+
+
+@_sub("Filtering", 6)
+class VOXNAV_PT_filters(_VoxNavPanel, bpy.types.Panel):
+    def draw(self, context):
+        col = self.layout.column(align=True)
+        settings = context.scene.voxnav
+        for name in (
+            "filter_low_hanging_obstacles",
+            "filter_ledge_spans",
+            "filter_walkable_low_height_spans",
+        ):
+            col.prop(settings, name)
+
+
+@_sub("Display", 7)
+class VOXNAV_PT_display(_VoxNavPanel, bpy.types.Panel):
+    def draw(self, context):
+        settings = context.scene.voxnav
+        layout = self.layout
+        row = layout.row(align=True)
+        row.prop(settings, "show_voxels", toggle=True)
+        row.prop(settings, "show_navmesh", toggle=True)
+        _props(layout, settings, ("voxel_display", "max_voxels_drawn"))
+
+
+#: Counts shown in the figures panel, in this order.
+FIGURES = (
+    ("triangles", "Triangles"),
+    ("walkable_triangles", "Walkable Triangles"),
+    ("spans", "Spans"),
+    ("walkable_spans", "Walkable Spans"),
+    ("voxels", "Voxels"),
+    ("regions", "Regions"),
+    ("polys", "Polygons"),
+    ("detail_tris", "Detail Triangles"),
+)
+
+
+@_sub("Last Bake", 8, closed=False)
+class VOXNAV_PT_figures(_VoxNavPanel, bpy.types.Panel):
+    def draw(self, context):
+        settings = context.scene.voxnav
+        layout = self.layout
+        if not settings.last_stage:
+            layout.label(text="Not baked yet", icon="INFO")
+            return
+        stage = "Navmesh" if settings.last_stage == "navmesh" else "Voxels"
+        layout.label(text=f"{stage} in {settings.last_seconds:.3f} s")
+        if settings.last_message:
+            layout.label(text=settings.last_message, icon="ERROR")
+        grid = layout.grid_flow(row_major=True, columns=2, even_columns=True, align=True)
+        for key, label in FIGURES:
+            item = settings.last_counts.get(key)
+            if item is not None:
+                grid.label(text=label)
+                grid.label(text=f"{item.count:,}")
+        box = layout.box()
+        box.label(text="Time per stage")
+        grid = box.grid_flow(row_major=True, columns=2, even_columns=True, align=True)
+        for item in settings.last_timings:
+            grid.label(text=item.name.replace("_", " "))
+            grid.label(text=f"{item.seconds * 1000:.1f} ms")
+
+
+classes = (
+    VOXNAV_PT_main,
+    VOXNAV_PT_rasterization,
+    VOXNAV_PT_agent,
+    VOXNAV_PT_region,
+    VOXNAV_PT_polygonization,
+    VOXNAV_PT_detail,
+    VOXNAV_PT_filters,
+    VOXNAV_PT_display,
+    VOXNAV_PT_figures,
+)
+
+register, unregister = bpy.utils.register_classes_factory(classes)

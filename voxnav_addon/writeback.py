@@ -1,0 +1,413 @@
+"""Core arrays -> Blender objects in the "VoxNav" collection.
+
+Two objects, reused on every bake (their meshes are refilled in place, so nothing accumulates):
+
+- "VoxNav Voxels": a point cloud mesh (one vertex per drawn voxel or span, float32 positions,
+  ``voxnav_walkable`` bool and ``voxnav_height`` float point attributes) and a Geometry Nodes
+  modifier that instances one box per point, coloured by material: walkable vs blocked.
+- "VoxNav Navmesh": the navigation overlay mesh (``result.overlay()``), lifted slightly above the
+  walkable surface, its faces coloured by region through a small palette of materials.
+
+Colours live in the materials' viewport display colour, so they read in Solid shading with
+colour type Material (set by `use_material_colors`), and in Workbench renders.
+Everything is written with ``foreach_set`` from typed arrays; no Python loop per voxel or face.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import bpy
+import numpy as np
+
+from .gather import OUTPUT_TAG
+
+COLLECTION_NAME = "VoxNav"
+VOXELS_NAME = "VoxNav Voxels"
+NAVMESH_NAME = "VoxNav Navmesh"
+NODE_GROUP_NAME = "VoxNav Voxel Boxes"
+
+#: Gap between neighbouring boxes so single voxels stay readable. [Units: fraction of a cell]
+BOX_SHRINK = 0.9
+
+WALKABLE_COLOR = (0.42, 0.62, 0.70, 1.0)
+BLOCKED_COLOR = (0.32, 0.30, 0.30, 1.0)
+#: Navmesh colour when there are no regions yet (walkable span tops).
+SURFACE_COLOR = (0.10, 0.75, 0.95, 1.0)
+#: Region palette: saturated, distinct from the voxel colours and from grey geometry.
+REGION_COLORS = (
+    (0.95, 0.45, 0.10, 1.0),
+    (0.20, 0.80, 0.25, 1.0),
+    (0.15, 0.55, 1.00, 1.0),
+    (0.95, 0.20, 0.55, 1.0),
+    (1.00, 0.82, 0.10, 1.0),
+    (0.55, 0.30, 0.95, 1.0),
+    (0.10, 0.85, 0.80, 1.0),
+    (0.85, 0.15, 0.15, 1.0),
+    (0.60, 0.90, 0.15, 1.0),
+    (1.00, 0.60, 0.75, 1.0),
+    (0.20, 0.35, 0.85, 1.0),
+    (0.90, 0.65, 0.35, 1.0),
+)
+#: Brightness factors of the polygons within one region.
+REGION_SHADES = (1.0, 0.82, 0.66)
+
+
+@dataclass
+class VoxelWrite:
+    """What `write_voxels` drew."""
+
+    drawn: int
+    total: int
+    capped: bool
+    mode: str
+
+    @property
+    def warning(self) -> str:
+        if not self.capped:
+            return ""
+        what = "voxels" if self.mode == "VOXELS" else "spans"
+        hint = (
+            "; show Spans instead of Cubes, or raise Max Drawn"
+            if self.mode == "VOXELS"
+            else "; raise Max Drawn"
+        )
+        return f"drawing {self.drawn:,} of {self.total:,} {what} (the top of each span first){hint}"
+
+
+# ---------------------------------------------------------------------------------------------
+# Collection, objects, materials
+
+
+def output_collection(scene, create: bool = True):
+    """The "VoxNav" collection linked to ``scene`` (created when ``create``)."""
+    coll = bpy.data.collections.get(COLLECTION_NAME)
+    if coll is None:
+        if not create:
+            return None
+        coll = bpy.data.collections.new(COLLECTION_NAME)
+        coll[OUTPUT_TAG] = True
+    if create and scene.collection.children.get(coll.name) is None:
+        scene.collection.children.link(coll)
+    return coll
+
+
+def _output_object(scene, name: str):
+    """The output object ``name`` with an (emptied) mesh of its own, in the VoxNav collection."""
+    coll = output_collection(scene)
+    obj = bpy.data.objects.get(name)
+    if obj is not None and obj.type != "MESH":
+        bpy.data.objects.remove(obj)
+        obj = None
+    if obj is None:
+        mesh = bpy.data.meshes.new(name)
+        obj = bpy.data.objects.new(name, mesh)
+        obj[OUTPUT_TAG] = True
+    if coll.objects.get(obj.name) is None:
+        coll.objects.link(obj)
+    mesh = obj.data
+    if mesh.users > 1:  # never refill a mesh somebody else uses
+        obj.data = mesh = bpy.data.meshes.new(name)
+    mesh.clear_geometry()
+    for attr in [a.name for a in mesh.attributes if a.name.startswith("voxnav_")]:
+        mesh.attributes.remove(mesh.attributes[attr])
+    mesh.materials.clear()
+    return obj
+
+
+def _material(name: str, color) -> bpy.types.Material:
+    mat = bpy.data.materials.get(name)
+    if mat is None:
+        mat = bpy.data.materials.new(name)
+    mat.diffuse_color = color
+    mat.roughness = 0.6
+    tree = getattr(mat, "node_tree", None)
+    if tree is not None:
+        for node in tree.nodes:
+            if node.type == "BSDF_PRINCIPLED":
+                node.inputs["Base Color"].default_value = color
+    return mat
+
+
+def use_material_colors(context=None, scene=None) -> None:
+    """Solid shading colour type Material: in the scene's render settings and every 3D View."""
+    scene = scene or (context.scene if context else bpy.context.scene)
+    scene.display.shading.color_type = "MATERIAL"
+    if bpy.app.background:
+        return
+    screen = getattr(context, "screen", None) if context else None
+    for area in screen.areas if screen else ():
+        if area.type == "VIEW_3D":
+            for space in area.spaces:
+                if space.type == "VIEW_3D" and space.shading.type == "SOLID":
+                    space.shading.color_type = "MATERIAL"
+
+
+# ---------------------------------------------------------------------------------------------
+# Voxels
+
+
+def _voxel_node_group() -> bpy.types.NodeTree:
+    """Geometry Nodes: one box per point, sized by cell size and ``voxnav_height``, coloured."""
+    group = bpy.data.node_groups.get(NODE_GROUP_NAME)
+    if group is not None and group.get("voxnav_version") == 1:
+        return group
+    if group is None:
+        group = bpy.data.node_groups.new(NODE_GROUP_NAME, "GeometryNodeTree")
+    group.nodes.clear()
+    group.interface.clear()
+    group["voxnav_version"] = 1
+    group[OUTPUT_TAG] = True
+    group.interface.new_socket("Geometry", in_out="INPUT", socket_type="NodeSocketGeometry")
+    size_socket = group.interface.new_socket(
+        "Box Width", in_out="INPUT", socket_type="NodeSocketFloat"
+    )
+    size_socket.default_value = 0.3
+    group.interface.new_socket("Geometry", in_out="OUTPUT", socket_type="NodeSocketGeometry")
+    nodes, links = group.nodes, group.links
+    gin = nodes.new("NodeGroupInput")
+    gout = nodes.new("NodeGroupOutput")
+    cube = nodes.new("GeometryNodeMeshCube")
+    cube.inputs["Size"].default_value = (1.0, 1.0, 1.0)
+    walk_attr = nodes.new("GeometryNodeInputNamedAttribute")
+    walk_attr.data_type = "BOOLEAN"
+    walk_attr.inputs["Name"].default_value = "voxnav_walkable"
+    height_attr = nodes.new("GeometryNodeInputNamedAttribute")
+    height_attr.data_type = "FLOAT"
+    height_attr.inputs["Name"].default_value = "voxnav_height"
+    scale = nodes.new("ShaderNodeCombineXYZ")
+    links.new(gin.outputs["Box Width"], scale.inputs["X"])
+    links.new(gin.outputs["Box Width"], scale.inputs["Y"])
+    links.new(height_attr.outputs["Attribute"], scale.inputs["Z"])
+    invert = nodes.new("FunctionNodeBooleanMath")
+    invert.operation = "NOT"
+    links.new(walk_attr.outputs["Attribute"], invert.inputs[0])
+    join = nodes.new("GeometryNodeJoinGeometry")
+    for selection, mat_name, color in (
+        (walk_attr.outputs["Attribute"], "VoxNav Walkable", WALKABLE_COLOR),
+        (invert.outputs[0], "VoxNav Blocked", BLOCKED_COLOR),
+    ):
+        set_mat = nodes.new("GeometryNodeSetMaterial")
+        set_mat.inputs["Material"].default_value = _material(mat_name, color)
+        links.new(cube.outputs["Mesh"], set_mat.inputs["Geometry"])
+        inst = nodes.new("GeometryNodeInstanceOnPoints")
+        links.new(gin.outputs["Geometry"], inst.inputs["Points"])
+        links.new(selection, inst.inputs["Selection"])
+        links.new(set_mat.outputs["Geometry"], inst.inputs["Instance"])
+        links.new(scale.outputs["Vector"], inst.inputs["Scale"])
+        links.new(inst.outputs["Instances"], join.inputs["Geometry"])
+    links.new(join.outputs["Geometry"], gout.inputs["Geometry"])
+    return group
+
+
+def _depth_limit(counts: np.ndarray, cap: int) -> int:
+    """Largest D with sum(min(counts, D)) <= cap (voxels drawn from each span's top down)."""
+    lo, hi = 0, int(counts.max(initial=0))
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if int(np.minimum(counts, mid).sum()) <= cap:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def voxel_points(hf, mode: str = "VOXELS", cap: int = 1_000_000):
+    """Box centres float32 (k,3), heights float32 (k,), walkable bool (k,), total, capped.
+
+    ``mode`` "VOXELS": one point per voxel (cell-height tall); "SPANS": one per span. With more
+    than ``cap``, voxels are kept from the top of each span down (what one sees), spans evenly.
+    """
+    ix, iy = hf.span_cells()
+    smin = hf.smin.astype(np.int64)
+    smax = hf.smax.astype(np.int64)
+    walkable = hf.area != 0
+    cs, ch = np.float64(hf.cs), np.float64(hf.ch)
+    bmin = np.asarray(hf.bmin, dtype=np.float64)
+    if mode == "SPANS":
+        total = int(smin.shape[0])
+        keep = slice(None)
+        if total > cap:
+            keep = np.unique(np.linspace(0, total - 1, cap).astype(np.int64))
+        z = (smin[keep] + smax[keep]) * 0.5
+        height = (smax[keep] - smin[keep]) * ch
+        ix_k, iy_k, walk = ix[keep], iy[keep], walkable[keep]
+    else:
+        counts = smax - smin
+        total = int(counts.sum())
+        span_idx: np.ndarray
+        if total > cap:
+            depth = _depth_limit(counts, cap)
+            if depth == 0:  # fewer boxes than spans: the top voxel of evenly spread spans
+                span_idx = np.unique(np.linspace(0, counts.shape[0] - 1, cap).astype(np.int64))
+                counts_k = np.zeros_like(counts)
+                counts_k[span_idx] = 1
+            else:
+                counts_k = np.minimum(counts, depth)
+        else:
+            counts_k = counts
+        span_idx = np.repeat(np.arange(counts.shape[0], dtype=np.int64), counts_k)
+        first = np.cumsum(counts_k) - counts_k
+        below_top = np.arange(span_idx.shape[0], dtype=np.int64) - first[span_idx]
+        z = smax[span_idx] - 1 - below_top + 0.5
+        height = np.full(span_idx.shape[0], ch)
+        ix_k, iy_k, walk = ix[span_idx], iy[span_idx], walkable[span_idx]
+        # Only the top voxel of a walkable span is walkable; the solid below it is not.
+        walk = walk & (below_top == 0)
+    pts = np.empty((z.shape[0], 3), dtype=np.float64)
+    pts[:, 0] = bmin[0] + (ix_k + 0.5) * cs
+    pts[:, 1] = bmin[1] + (iy_k + 0.5) * cs
+    pts[:, 2] = bmin[2] + z * ch
+    return pts.astype(np.float32), height.astype(np.float32), walk, total, pts.shape[0] < total
+
+
+def write_voxels(scene, hf, mode: str = "VOXELS", cap: int = 1_000_000) -> VoxelWrite:
+    """Replace the "VoxNav Voxels" object's points with the heightfield's voxels or spans."""
+    pts, height, walk, total, capped = voxel_points(hf, mode, cap)
+    obj = _output_object(scene, VOXELS_NAME)
+    mesh = obj.data
+    n = pts.shape[0]
+    mesh.vertices.add(n)
+    mesh.attributes["position"].data.foreach_set("vector", pts.ravel())
+    walk_attr = mesh.attributes.new("voxnav_walkable", "BOOLEAN", "POINT")
+    walk_attr.data.foreach_set("value", walk)
+    height_attr = mesh.attributes.new("voxnav_height", "FLOAT", "POINT")
+    shrink_z = BOX_SHRINK if mode == "VOXELS" else 1.0
+    height_attr.data.foreach_set("value", height * np.float32(shrink_z))
+    mesh.update()
+    mod = obj.modifiers.get("VoxNav Boxes")
+    if mod is None or mod.type != "NODES":
+        for m in list(obj.modifiers):
+            obj.modifiers.remove(m)
+        mod = obj.modifiers.new("VoxNav Boxes", "NODES")
+    mod.node_group = _voxel_node_group()
+    width_id = mod.node_group.interface.items_tree["Box Width"].identifier
+    mod[width_id] = float(hf.cs) * BOX_SHRINK
+    obj.display_type = "SOLID"
+    return VoxelWrite(n, total, capped, mode)
+
+
+# ---------------------------------------------------------------------------------------------
+# Navmesh overlay
+
+
+def navmesh_faces(result):
+    """The overlay to draw: (verts float32 (k,3), face_sizes int32 (f,), face_verts int32,
+    face_region int32 (f,), face_poly int32 (f,)), world Z-up.
+
+    With a detail mesh, its triangles (they follow slopes and stairs; a navmesh polygon is only
+    flat-ish and can dip under a ramp), each tagged with its polygon's region; otherwise
+    ``result.overlay()`` (polygons, or walkable span tops), one polygon id per face.
+    """
+    detail = getattr(result, "detail", None)
+    pmesh = getattr(result, "polymesh", None)
+    if detail is not None and pmesh is not None and detail.ntris > 0:
+        meshes = np.asarray(detail.meshes, dtype=np.int64)
+        tris = np.asarray(detail.tris, dtype=np.int64)
+        poly = np.repeat(np.arange(meshes.shape[0], dtype=np.int64), meshes[:, 3])
+        tri_verts = tris[:, :3] + meshes[poly, 0][:, None]
+        verts = np.asarray(detail.verts, dtype=np.float32).reshape(-1, 3)
+        # Face every triangle up, whatever the source winding.
+        a, b, c = (verts[tri_verts[:, i]].astype(np.float64) for i in range(3))
+        nz = (b[:, 0] - a[:, 0]) * (c[:, 1] - a[:, 1]) - (b[:, 1] - a[:, 1]) * (c[:, 0] - a[:, 0])
+        tri_verts[nz < 0] = tri_verts[nz < 0][:, ::-1]
+        region = np.asarray(pmesh.regs, dtype=np.int32)[poly]
+        return (
+            verts,
+            np.full(tri_verts.shape[0], 3, dtype=np.int32),
+            tri_verts.astype(np.int32).ravel(),
+            region,
+            poly.astype(np.int32),
+        )
+    verts, sizes, face_verts, region = result.overlay()
+    sizes = np.asarray(sizes, dtype=np.int32)
+    return verts, sizes, face_verts, region, np.arange(sizes.shape[0], dtype=np.int32)
+
+
+def _region_palette() -> list:
+    """Materials: 3 shades of each region hue, so neighbouring polygons of a region read apart."""
+    mats = []
+    for i, color in enumerate(REGION_COLORS):
+        for j, shade in enumerate(REGION_SHADES):
+            rgb = tuple(min(1.0, c * shade) for c in color[:3])
+            mats.append(_material(f"VoxNav Region {i:02d}{'abc'[j]}", (*rgb, 1.0)))
+    return mats
+
+
+def write_overlay(scene, overlay, lift: float, by_region: bool) -> bpy.types.Object:
+    """Replace the "VoxNav Navmesh" mesh with ``overlay`` = (verts, face_sizes, face_verts,
+    face_region[, face_poly]) lifted by ``lift`` [Units: wu]; faces coloured by region (a hue
+    per region, a shade per polygon) when ``by_region``."""
+    verts, face_sizes, face_verts, face_region = overlay[:4]
+    face_poly = overlay[4] if len(overlay) > 4 else np.arange(len(face_sizes))
+    verts = np.asarray(verts, dtype=np.float32).reshape(-1, 3).copy()
+    verts[:, 2] += np.float32(lift)
+    face_sizes = np.asarray(face_sizes, dtype=np.int32)
+    face_verts = np.asarray(face_verts, dtype=np.int32)
+    face_region = np.asarray(face_region, dtype=np.int64)
+    obj = _output_object(scene, NAVMESH_NAME)
+    mesh = obj.data
+    mesh.vertices.add(verts.shape[0])
+    mesh.attributes["position"].data.foreach_set("vector", verts.ravel())
+    mesh.loops.add(face_verts.shape[0])
+    mesh.loops.foreach_set("vertex_index", face_verts)
+    mesh.polygons.add(face_sizes.shape[0])
+    starts = np.zeros(face_sizes.shape[0], dtype=np.int32)
+    np.cumsum(face_sizes[:-1], out=starts[1:])
+    mesh.polygons.foreach_set("loop_start", starts)
+    mesh.polygons.foreach_set("loop_total", face_sizes)
+    if by_region:
+        for mat in _region_palette():
+            mesh.materials.append(mat)
+        hue = np.maximum(face_region, 0) % len(REGION_COLORS)
+        shade = np.asarray(face_poly, dtype=np.int64) % len(REGION_SHADES)
+        index = (hue * len(REGION_SHADES) + shade).astype(np.int32)
+    else:
+        mesh.materials.append(_material("VoxNav Walkable Surface", SURFACE_COLOR))
+        index = np.zeros(face_sizes.shape[0], dtype=np.int32)
+    mesh.polygons.foreach_set("material_index", index)
+    region_attr = mesh.attributes.new("voxnav_region", "INT", "FACE")
+    region_attr.data.foreach_set("value", face_region.astype(np.int32))
+    mesh.update()
+    mesh.validate()
+    obj.display_type = "SOLID"
+    obj.show_wire = True
+    return obj
+
+
+# ---------------------------------------------------------------------------------------------
+# Visibility and clearing
+
+
+def apply_visibility(scene) -> None:
+    """Show or hide the output objects from ``scene.voxnav.show_voxels / show_navmesh``."""
+    settings = scene.voxnav
+    for name, shown in ((VOXELS_NAME, settings.show_voxels), (NAVMESH_NAME, settings.show_navmesh)):
+        obj = bpy.data.objects.get(name)
+        if obj is not None and obj.get(OUTPUT_TAG):
+            obj.hide_viewport = not shown
+            obj.hide_render = not shown
+
+
+def output_objects(scene) -> list:
+    coll = output_collection(scene, create=False)
+    return [] if coll is None else [o for o in coll.objects if o.get(OUTPUT_TAG)]
+
+
+def clear(scene) -> int:
+    """Remove VoxNav's output objects, their meshes and the empty collection; return the count."""
+    removed = 0
+    coll = output_collection(scene, create=False)
+    if coll is None:
+        return 0
+    for obj in list(coll.objects):
+        if not obj.get(OUTPUT_TAG):
+            continue
+        mesh = obj.data if obj.type == "MESH" else None
+        bpy.data.objects.remove(obj)
+        if mesh is not None and mesh.users == 0:
+            bpy.data.meshes.remove(mesh)
+        removed += 1
+    if len(coll.objects) == 0 and len(coll.children) == 0:
+        bpy.data.collections.remove(coll)
+    return removed
