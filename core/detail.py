@@ -556,8 +556,31 @@ def _update_left_face(e, s, t, f):
         e[3] = f
 
 
-def _delaunay_hull(vx, vz, hull):
-    """Recast delaunayHull on float32 points (x/z arrays): list of [a, b, c] triangles."""
+def _circle_class(pts, cache, s, t, v, u):
+    """Where point u lies against the circumcircle of (s, t, v), Recast's completeFacet test
+    with its 0.1 % tolerance: 0 outside, 1 inside, 2 on it (float32 scalar arithmetic)."""
+    circle = cache.get((s, t, v))
+    if circle is None:
+        cx, cz, rad = _circum_circle(*pts[s], *pts[t], *pts[v])
+        circle = cache[(s, t, v)] = (cx, cz, _r(rad * _TOL_HI), _r(rad * _TOL_LO))
+    cx, cz, r_hi, r_lo = circle
+    upx, upz = pts[u]
+    dx = _r(upx - cx)
+    dz = _r(upz - cz)
+    d = _r(math.sqrt(_r(_r(dx * dx) + _r(dz * dz))))
+    if d > r_hi:
+        return 0
+    return 1 if d < r_lo else 2
+
+
+def _delaunay_hull(vx, vz, hull, cache=None):
+    """Recast delaunayHull on float32 points (x/z arrays): list of [a, b, c] triangles.
+
+    ``cache``: dict shared by the calls of one polygon (points are only ever appended, so
+    circumcircles and point-circle tests of existing points stay valid).
+    """
+    if cache is None:
+        cache = {}
     npts = vx.shape[0]
     max_edges = npts * 10
     pts = list(zip(vx.tolist(), vz.tolist(), strict=True))
@@ -595,33 +618,23 @@ def _delaunay_hull(vx, vz, hull):
             else:
                 continue
             pt = npts
-            cx = cz = 0.0
-            rad = -1.0
-            sx, sz = pts[s]
-            tx, tz = pts[t]
             for u in np.flatnonzero(left_of[s, t]).tolist():
                 if u == s or u == t:
                     continue
-                upx, upz = pts[u]
-                if rad < 0:
+                if pt == npts:  # first candidate: its circumcircle is the current one
                     pt = u
-                    cx, cz, rad = _circum_circle(sx, sz, tx, tz, upx, upz)
                     continue
-                dx = _r(upx - cx)
-                dz = _r(upz - cz)
-                d = _r(math.sqrt(_r(_r(dx * dx) + _r(dz * dz))))
-                if d > _r(rad * _TOL_HI):
+                key = (s, t, pt, u)
+                where = cache.get(key)
+                if where is None:
+                    where = cache[key] = _circle_class(pts, cache, s, t, pt, u)
+                if where == 0:
                     continue
-                if d < _r(rad * _TOL_LO):
-                    pt = u
-                    cx, cz, rad = _circum_circle(sx, sz, tx, tz, upx, upz)
-                else:
-                    if _overlap_edges(pts, edges, s, u):
-                        continue
-                    if _overlap_edges(pts, edges, t, u):
-                        continue
-                    pt = u
-                    cx, cz, rad = _circum_circle(sx, sz, tx, tz, upx, upz)
+                if where == 2 and (
+                    _overlap_edges(pts, edges, s, u) or _overlap_edges(pts, edges, t, u)
+                ):
+                    continue
+                pt = u
             if pt < npts:
                 _update_left_face(edges[cur], s, t, nfaces)
                 e = _find_edge(edges, pt, s)
@@ -789,6 +802,7 @@ def _build_poly_detail(inp, sample_dist, sample_max_error, patch, cs):
     jz = F32(gz.astype(F32) * sd) + _jitter(si, 0xD8163841) * F32(cs) * F32(0.1)
     jy = gh.astype(F32) * patch.ch
     added = np.zeros(ns, dtype=bool)
+    cache: dict = {}
     vlist = [verts]
     for _ in range(ns):
         if nverts >= MAX_VERTS or not tris:
@@ -807,7 +821,7 @@ def _build_poly_detail(inp, sample_dist, sample_max_error, patch, cs):
         nverts += 1
         allv = np.concatenate(vlist)
         vlist = [allv]
-        tris = _delaunay_hull(allv[:, 0], allv[:, 2], hull)
+        tris = _delaunay_hull(allv[:, 0], allv[:, 2], hull, cache)
     verts = np.concatenate(vlist) if len(vlist) > 1 else vlist[0]
     if len(tris) > MAX_TRIS:
         tris = tris[:MAX_TRIS]
