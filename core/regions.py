@@ -348,7 +348,7 @@ def _merge_and_filter(chf, g: _Graph, reg, max_region_id: int, min_area: int, me
         first_span = order[first]
         succ, emit = _contour_machine(g, reg)
         nbx = g.nbx
-        for r, s in zip(uniq.tolist(), first_span.tolist()):
+        for r, s in zip(uniq.tolist(), first_span.tolist(), strict=True):
             regs[r].area = int(g.area[s])
             first_reg = int(reg[nbx[s, 0]])
             regs[r].connections = _walk_contour(4 * s, succ, emit, first_reg)
@@ -542,3 +542,241 @@ def _watershed(g: _Graph, dist, max_distance: int, reg, first_id: int, progress=
     free = np.nonzero(walk & (reg[:n] == 0))[0]
     _expand(g, reg, sdist, free, 0, _EXPAND_ITERS * 8)
     return rid
+
+
+# --------------------------------------------------------------------------------------------
+# Monotone and layer partitioning (row sweeps)
+
+
+def _left_roots(g: _Graph, reg, spans_mask):
+    """Root of every span along same-area, non-border left links (links stay in one row)."""
+    n = g.n
+    left = g.nsa[:, 0].copy()
+    ok = spans_mask[left[:n]] & ((reg[left[:n]] & BORDER_REG) == 0) & (left[:n] != n)
+    parent = np.arange(n + 1, dtype=np.int64)
+    parent[:n] = np.where(ok & spans_mask[:n], left[:n], parent[:n])
+    while True:
+        nxt = parent[parent]
+        if np.array_equal(nxt, parent):
+            return parent
+        parent = nxt
+
+
+def _sweep(chf: CompactHeightfield, g: _Graph, reg, border_size: int, first_id: int):
+    """Recast's monotone row sweep (rcBuildRegionsMonotone / rcBuildLayerRegions); returns id.
+
+    One Python step per row (each row needs the previous row's final ids); inside a row the
+    left-to-right scan is expressed with left-link roots and per-run event counts.
+    """
+    n = g.n
+    w, h = chf.width, chf.height
+    xs = np.asarray(chf.span_x, dtype=np.int64)
+    ys = np.asarray(chf.span_y, dtype=np.int64)
+    inside = (
+        (g.area != NULL_AREA)
+        & (xs >= border_size)
+        & (xs < w - border_size)
+        & (ys >= border_size)
+        & (ys < h - border_size)
+    )
+    inside_x = np.append(inside, False)
+    root = _left_roots(g, reg, inside_x)
+    down = g.nsa[:n, 3]
+    row_start = np.searchsorted(ys, np.arange(h + 1))
+    nid = first_id
+    for y in range(border_size, h - border_size):
+        a, b = row_start[y], row_start[y + 1]
+        spans = a + np.nonzero(inside[a:b])[0]
+        if spans.shape[0] == 0:
+            continue
+        rts = root[spans]
+        is_root = rts == spans
+        roots = spans[is_root]
+        chain = np.searchsorted(roots, rts)  # row-local id - 1, roots in span order
+        nchain = roots.shape[0]
+        bd = down[spans]
+        nr = reg[bd]
+        ev = (bd != n) & (nr != 0) & ((nr & BORDER_REG) == 0)
+        ev_chain = chain[ev]
+        ev_nr = nr[ev]
+        order = np.argsort(ev_chain, kind="stable")
+        ev_chain = ev_chain[order]
+        ev_nr = ev_nr[order]
+        count = np.bincount(ev_chain, minlength=nchain)
+        first = np.cumsum(count) - count
+        pos = np.arange(ev_chain.shape[0]) - first[ev_chain]
+        has = count > 0
+        f = np.zeros(nchain, dtype=np.int64)
+        f[has] = ev_nr[first[has]]
+        differs = ev_nr != f[ev_chain]
+        k = count.copy()
+        np.minimum.at(k, ev_chain[differs], pos[differs])
+        diverged = k < count
+        prev = np.bincount(f[has], weights=k[has], minlength=nid + 1).astype(np.int64)
+        keep = has & ~diverged & (prev[f] == k)
+        new = ~keep
+        ids = np.where(keep, f, nid + np.cumsum(new) - 1)
+        nid += int(new.sum())
+        reg[spans] = ids[chain]
+    return nid
+
+
+def build_regions_monotone(
+    chf: CompactHeightfield,
+    dist,
+    max_distance: int,
+    min_region_area: int,
+    merge_region_area: int,
+    border_size: int = 0,
+    *,
+    progress=None,
+):
+    """Monotone partitioning: row sweeps, then Recast's merge and filter.
+
+    [Recast: rcBuildRegionsMonotone]
+
+    Rule: rows are swept bottom-up; in a row, runs of same-area spans linked leftwards share a
+    row id; a run continues the region below it when every span of the run that has a
+    same-area region below sees the same region, and that region is seen by no other run of
+    the row; otherwise it starts a new region. Small regions are then removed and merged as in
+    :func:`build_regions`. ``dist`` and ``max_distance`` are accepted for a uniform call shape
+    and not used.
+
+    Returns:
+        (reg uint16 (n,), max_regions int).
+    """
+    min_area, merge_area, border_size = _check_region_params(
+        min_region_area, merge_region_area, border_size
+    )
+    g = _Graph(chf)
+    n = g.n
+    reg = np.zeros(n + 1, dtype=np.int64)
+    first = _paint_border(chf, reg, border_size, 1)
+    nid = _sweep(chf, g, reg, border_size, first)
+    if progress is not None:
+        progress("regions: sweep", 0.5)
+    max_regions, _ = _merge_and_filter(chf, g, reg, nid, min_area, merge_area)
+    if progress is not None:
+        progress("regions: done", 1.0)
+    return reg[:n].astype(np.uint16), int(max_regions)
+
+
+def _merge_layer_regions(chf, g: _Graph, reg, max_region_id: int, min_area: int):
+    """Recast's mergeAndFilterLayerRegions; rewrites ``reg`` in place, returns the max id."""
+    n = g.n
+    nreg = max_region_id + 1
+    regs = [_Region(i) for i in range(nreg)]
+    r_ = reg[:n]
+    valid = (r_ > 0) & (r_ < nreg)
+    idx = np.nonzero(valid)[0]
+    counts = np.bincount(r_[idx], minlength=nreg)
+    y = np.asarray(chf.y, dtype=np.int64)
+    ymin = np.full(nreg, 0xFFFF, dtype=np.int64)
+    ymax = np.zeros(nreg, dtype=np.int64)
+    np.minimum.at(ymin, r_[idx], y[idx])
+    np.maximum.at(ymax, r_[idx], y[idx])
+    last_area = np.zeros(nreg, dtype=np.int64)
+    last_area[r_[idx]] = g.area[idx]  # later spans overwrite: the last span's area wins
+    # Connections in discovery order (span order, then direction), any area.
+    nb = g.nbx[idx]
+    rn = reg[nb]
+    ok = (nb != n) & (rn > 0) & (rn < nreg) & (rn != r_[idx][:, None])
+    border = np.zeros(nreg, dtype=bool)
+    bmask = (nb != n) & ((rn & BORDER_REG) != 0)
+    border[r_[idx][bmask.any(axis=1)]] = True
+    src = np.repeat(r_[idx], 4).reshape(-1, 4)[ok]
+    dst = rn[ok]
+    if src.shape[0]:
+        key = src * (1 << 20) + dst
+        _, first = np.unique(key, return_index=True)
+        first.sort()
+        for a, b in zip(src[first].tolist(), dst[first].tolist(), strict=True):
+            regs[a].connections.append(b)
+    # Floors: distinct regions sharing a column.
+    start = np.asarray(chf.cell_start, dtype=np.int64)
+    cnt = np.diff(start)
+    col = np.repeat(np.arange(cnt.shape[0]), cnt)
+    ccount = cnt[col]
+    multi = np.nonzero(ccount > 1)[0]
+    if multi.shape[0]:
+        rep = ccount[multi]
+        a = np.repeat(multi, rep)
+        offs = np.arange(a.shape[0]) - np.repeat(np.cumsum(rep) - rep, rep)
+        b = start[col[a]] + offs
+        keep = valid[a] & valid[b] & (r_[a] != r_[b])
+        for ra, rb in np.unique(np.stack([r_[a[keep]], r_[b[keep]]], axis=1), axis=0).tolist():
+            regs[ra].floors.add(rb)
+
+    span_count = counts.astype(np.int64).tolist()
+    area_l = last_area.tolist()
+    ymin_l, ymax_l = ymin.tolist(), ymax.tolist()
+    border_l = border.tolist()
+    ids = [0] * nreg
+    layer = 1
+    for i in range(1, nreg):
+        if ids[i] != 0:
+            continue
+        ids[i] = layer
+        root = regs[i]
+        queue = [i]
+        qi = 0
+        while qi < len(queue):
+            cur = queue[qi]
+            qi += 1
+            for nei in regs[cur].connections:
+                if ids[nei] != 0 or area_l[cur] != area_l[nei] or nei in root.floors:
+                    continue
+                queue.append(nei)
+                ids[nei] = layer
+                root.floors |= regs[nei].floors
+                ymin_l[i] = min(ymin_l[i], ymin_l[nei])
+                ymax_l[i] = max(ymax_l[i], ymax_l[nei])
+                span_count[i] += span_count[nei]
+                span_count[nei] = 0
+                border_l[i] = border_l[i] or border_l[nei]
+        layer += 1
+    for i in range(nreg):
+        if 0 < span_count[i] < min_area and not border_l[i]:
+            dead = ids[i]
+            ids = [0 if v == dead else v for v in ids]
+    for i, v in enumerate(ids):
+        regs[i].id = v
+    return _compress(regs, reg, n)
+
+
+def build_regions_layers(
+    chf: CompactHeightfield,
+    dist,
+    max_distance: int,
+    min_region_area: int,
+    merge_region_area: int = 0,
+    border_size: int = 0,
+    *,
+    progress=None,
+):
+    """Layer partitioning: monotone row sweeps merged into non-overlapping 2D layers.
+
+    [Recast: rcBuildLayerRegions]
+
+    Rule: the monotone sweep of :func:`build_regions_monotone`, then regions are grouped
+    breadth-first from the lowest id: a neighbour region of the same area joins the group
+    unless it shares a column with a region already in it. Groups smaller than
+    ``min_region_area`` spans that do not touch the tile border are removed; ids are
+    renumbered. ``dist``, ``max_distance`` and ``merge_region_area`` are accepted for a
+    uniform call shape and not used (Recast's layer partitioning has no merge step).
+
+    Returns:
+        (reg uint16 (n,), max_regions int).
+    """
+    min_area, _, border_size = _check_region_params(min_region_area, merge_region_area, border_size)
+    g = _Graph(chf)
+    n = g.n
+    reg = np.zeros(n + 1, dtype=np.int64)
+    first = _paint_border(chf, reg, border_size, 1)
+    nid = _sweep(chf, g, reg, border_size, first)
+    if progress is not None:
+        progress("regions: sweep", 0.5)
+    max_regions = _merge_layer_regions(chf, g, reg, nid, min_area)
+    if progress is not None:
+        progress("regions: done", 1.0)
+    return reg[:n].astype(np.uint16), int(max_regions)

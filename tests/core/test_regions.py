@@ -1,0 +1,636 @@
+"""Distance field and region partitioning: Recast parity, slow literal oracles, small cases."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from core.compact import BORDER_REG, build_compact_heightfield
+from core.errors import VoxNavError
+from core.regions import (
+    build_distance_field,
+    build_regions,
+    build_regions_layers,
+    build_regions_monotone,
+)
+
+from .refdata import MESHES, load_reference, ref_compact
+from .test_area import _nb, _raster, flat_compact, random_compact, slow_chamfer
+from .test_compact import make_heightfield
+
+# ------------------------------------------------------------------------------------------
+# Slow, literal ports of RecastRegion.cpp (Python loops over spans; the oracle).
+
+
+def slow_distance_field(chf):
+    n = chf.span_count
+    area = chf.area
+    src = [0xFFFF] * n
+    for i in range(n):
+        nc = 0
+        for d in range(4):
+            a = _nb(chf, i, d)
+            if a >= 0 and area[a] == area[i]:
+                nc += 1
+        if nc != 4:
+            src[i] = 0
+    src = slow_chamfer(chf, src)
+    max_dist = max(src) if n else 0
+    dst = [0] * n
+    for i in range(n):
+        cd = src[i]
+        if cd <= 2:
+            dst[i] = cd
+            continue
+        d = cd
+        for k in range(4):
+            a = _nb(chf, i, k)
+            if a >= 0:
+                d += src[a]
+                b = _nb(chf, a, (k + 1) & 3)
+                d += src[b] if b >= 0 else cd
+            else:
+                d += cd * 2
+        dst[i] = (d + 5) // 9
+    return src, dst, max_dist
+
+
+def _paint(chf, reg, border_size, rid):
+    if border_size <= 0:
+        return rid
+    w, h = chf.width, chf.height
+    bw, bh = min(w, border_size), min(h, border_size)
+    for x0, x1, y0, y1 in ((0, bw, 0, h), (w - bw, w, 0, h), (0, w, 0, bh), (0, w, h - bh, h)):
+        for y in range(y0, y1):
+            for x in range(x0, x1):
+                c = x + y * w
+                for i in range(int(chf.cell_start[c]), int(chf.cell_start[c + 1])):
+                    if chf.area[i] != 0:
+                        reg[i] = rid | BORDER_REG
+        rid += 1
+    return rid
+
+
+def slow_watershed(chf, dist, max_distance, border_size=0):
+    """rcBuildRegions up to mergeAndFilterRegions, literally; returns (srcReg, regionId)."""
+    n = chf.span_count
+    area = chf.area
+    reg = [0] * n
+    sdist = [0] * n
+    rid = _paint(chf, reg, border_size, 1)
+    level = (max_distance + 1) & ~1
+    stacks = [[] for _ in range(8)]
+
+    def expand(stack, level, max_iter):
+        for j in range(len(stack)):
+            if stack[j] >= 0 and reg[stack[j]] != 0:
+                stack[j] = -1
+        it = 0
+        while stack:
+            failed = 0
+            dirty = []
+            for j, i in enumerate(stack):
+                if i < 0:
+                    failed += 1
+                    continue
+                r, d2 = reg[i], 0xFFFF
+                for d in range(4):
+                    a = _nb(chf, i, d)
+                    if a < 0 or area[a] != area[i]:
+                        continue
+                    if reg[a] > 0 and (reg[a] & BORDER_REG) == 0 and sdist[a] + 2 < d2:
+                        r, d2 = reg[a], sdist[a] + 2
+                if r:
+                    stack[j] = -1
+                    dirty.append((i, r, d2))
+                else:
+                    failed += 1
+            for i, r, d2 in dirty:
+                reg[i], sdist[i] = r, d2
+            if failed == len(stack):
+                break
+            if level > 0:
+                it += 1
+                if it >= max_iter:
+                    break
+
+    def flood(seed, level, r):
+        ar_area = area[seed]
+        stack = [seed]
+        reg[seed], sdist[seed] = r, 0
+        lev = level - 2 if level >= 2 else 0
+        count = 0
+        while stack:
+            ci = stack.pop()
+            ar = 0
+            for d in range(4):
+                a = _nb(chf, ci, d)
+                if a < 0 or area[a] != ar_area:
+                    continue
+                nr = reg[a]
+                if nr & BORDER_REG:
+                    continue
+                if nr != 0 and nr != r:
+                    ar = nr
+                    break
+                b = _nb(chf, a, (d + 1) & 3)
+                if b >= 0 and area[b] == ar_area:
+                    nr2 = reg[b]
+                    if nr2 != 0 and nr2 != r:
+                        ar = nr2
+                        break
+            if ar:
+                reg[ci] = 0
+                continue
+            count += 1
+            for d in range(4):
+                a = _nb(chf, ci, d)
+                if a < 0 or area[a] != ar_area:
+                    continue
+                if dist[a] >= lev and reg[a] == 0:
+                    reg[a], sdist[a] = r, 0
+                    stack.append(a)
+        return count > 0
+
+    sid = -1
+    order = list(_raster(chf))
+    while level > 0:
+        level = level - 2 if level >= 2 else 0
+        sid = (sid + 1) & 7
+        if sid == 0:
+            stacks = [[] for _ in range(8)]
+            for i in order:
+                if area[i] == 0 or reg[i] != 0:
+                    continue
+                s = (level >> 1) - (int(dist[i]) >> 1)
+                if s >= 8:
+                    continue
+                stacks[max(s, 0)].append(i)
+        else:
+            stacks[sid] += [i for i in stacks[sid - 1] if i >= 0 and reg[i] == 0]
+        expand(stacks[sid], level, 8)
+        for i in stacks[sid]:
+            if i >= 0 and reg[i] == 0 and flood(i, level, rid):
+                rid += 1
+    expand([i for i in order if area[i] != 0 and reg[i] == 0], 0, 64)
+    return reg, rid
+
+
+def slow_sweep(chf, border_size=0):
+    """The row sweep of rcBuildRegionsMonotone / rcBuildLayerRegions, literally."""
+    n = chf.span_count
+    w, h = chf.width, chf.height
+    area = chf.area
+    reg = [0] * n
+    nid = _paint(chf, reg, border_size, 1)
+    for y in range(border_size, h - border_size):
+        prev = [0] * (nid + 1)
+        sweeps = {}
+        rid = 1
+        for x in range(border_size, w - border_size):
+            c = x + y * w
+            for i in range(int(chf.cell_start[c]), int(chf.cell_start[c + 1])):
+                if area[i] == 0:
+                    continue
+                previd = 0
+                a = _nb(chf, i, 0)
+                if a >= 0 and (reg[a] & BORDER_REG) == 0 and area[a] == area[i]:
+                    previd = reg[a]
+                if not previd:
+                    previd = rid
+                    rid += 1
+                    sweeps[previd] = [0, 0, 0]  # id, ns, nei
+                a = _nb(chf, i, 3)
+                if a >= 0 and reg[a] and (reg[a] & BORDER_REG) == 0 and area[a] == area[i]:
+                    nr = reg[a]
+                    sw = sweeps[previd]
+                    if not sw[2] or sw[2] == nr:
+                        sw[2] = nr
+                        sw[1] += 1
+                        prev[nr] += 1
+                    else:
+                        sw[2] = 0xFFFF
+                reg[i] = previd
+        for i in range(1, rid):
+            sw = sweeps[i]
+            if sw[2] != 0xFFFF and sw[2] != 0 and prev[sw[2]] == sw[1]:
+                sw[0] = sw[2]
+            else:
+                sw[0] = nid
+                nid += 1
+        for x in range(border_size, w - border_size):
+            c = x + y * w
+            for i in range(int(chf.cell_start[c]), int(chf.cell_start[c + 1])):
+                if 0 < reg[i] < rid:
+                    reg[i] = sweeps[reg[i]][0]
+    return reg, nid
+
+
+def _remove_adjacent(cons):
+    i = 0
+    while i < len(cons) and len(cons) > 1:
+        ni = (i + 1) % len(cons)
+        if cons[i] == cons[ni]:
+            cons.pop(i)
+        else:
+            i += 1
+
+
+def _solid(chf, reg, i, d):
+    a = _nb(chf, i, d)
+    r = reg[a] if a >= 0 else 0
+    return r != reg[i], r
+
+
+def _walk_contour(chf, reg, i, d):
+    start_i, start_d = i, d
+    _, cur = _solid(chf, reg, i, d)
+    cont = [cur]
+    it = 0
+    while True:
+        it += 1
+        if it >= 40000:
+            break
+        solid, r = _solid(chf, reg, i, d)
+        if solid:
+            if r != cur:
+                cur = r
+                cont.append(cur)
+            d = (d + 1) & 3
+        else:
+            i = _nb(chf, i, d)
+            d = (d + 3) & 3
+        if i == start_i and d == start_d:
+            break
+    if len(cont) > 1:
+        j = 0
+        while j < len(cont):
+            nj = (j + 1) % len(cont)
+            if cont[j] == cont[nj]:
+                cont.pop(j)
+            else:
+                j += 1
+    return cont
+
+
+def slow_merge_and_filter(chf, reg, max_id, min_area, merge_area):
+    """mergeAndFilterRegions, literally (lists, not sets)."""
+    nreg = max_id + 1
+    R = [
+        dict(count=0, id=i, area=0, overlap=False, cons=[], floors=[], visited=False)
+        for i in range(nreg)
+    ]
+    for i in _raster(chf):
+        r = reg[i]
+        if r == 0 or r >= nreg:
+            continue
+        rg = R[r]
+        rg["count"] += 1
+        c = int(chf.span_x[i]) + int(chf.span_y[i]) * chf.width
+        for j in range(int(chf.cell_start[c]), int(chf.cell_start[c + 1])):
+            if j == i:
+                continue
+            f = reg[j]
+            if f == 0 or f >= nreg:
+                continue
+            if f == r:
+                rg["overlap"] = True
+            if f not in rg["floors"]:
+                rg["floors"].append(f)
+        if rg["cons"]:
+            continue
+        rg["area"] = int(chf.area[i])
+        for d in range(4):
+            if _solid(chf, reg, i, d)[0]:
+                rg["cons"] = _walk_contour(chf, reg, i, d)
+                break
+    for i in range(nreg):
+        rg = R[i]
+        if rg["id"] == 0 or rg["id"] & BORDER_REG or rg["count"] == 0 or rg["visited"]:
+            continue
+        border, count, stack, trace = False, 0, [i], []
+        rg["visited"] = True
+        while stack:
+            ri = stack.pop()
+            count += R[ri]["count"]
+            trace.append(ri)
+            for c in R[ri]["cons"]:
+                if c & BORDER_REG:
+                    border = True
+                    continue
+                nr = R[c]
+                if nr["visited"] or nr["id"] == 0 or nr["id"] & BORDER_REG:
+                    continue
+                stack.append(nr["id"])
+                nr["visited"] = True
+        if count < min_area and not border:
+            for t in trace:
+                R[t]["count"] = 0
+                R[t]["id"] = 0
+
+    def can_merge(a, b):
+        if a["area"] != b["area"]:
+            return False
+        if sum(1 for c in a["cons"] if c == b["id"]) > 1:
+            return False
+        return b["id"] not in a["floors"]
+
+    while True:
+        merges = 0
+        for i in range(nreg):
+            rg = R[i]
+            if rg["id"] == 0 or rg["id"] & BORDER_REG or rg["overlap"] or rg["count"] == 0:
+                continue
+            if rg["count"] > merge_area and 0 in rg["cons"]:
+                continue
+            smallest, mid = 0xFFFFFFF, rg["id"]
+            for c in rg["cons"]:
+                if c & BORDER_REG:
+                    continue
+                m = R[c]
+                if m["id"] == 0 or m["id"] & BORDER_REG or m["overlap"]:
+                    continue
+                if m["count"] < smallest and can_merge(rg, m) and can_merge(m, rg):
+                    smallest, mid = m["count"], m["id"]
+            if mid == rg["id"]:
+                continue
+            old, tg = rg["id"], R[mid]
+            acon, bcon = list(tg["cons"]), rg["cons"]
+            if rg["id"] not in acon or tg["id"] not in bcon:
+                continue
+            ia, ib = acon.index(rg["id"]), bcon.index(tg["id"])
+            tg["cons"] = [acon[(ia + 1 + k) % len(acon)] for k in range(len(acon) - 1)]
+            tg["cons"] += [bcon[(ib + 1 + k) % len(bcon)] for k in range(len(bcon) - 1)]
+            _remove_adjacent(tg["cons"])
+            for f in rg["floors"]:
+                if f not in tg["floors"]:
+                    tg["floors"].append(f)
+            tg["count"] += rg["count"]
+            rg["count"] = 0
+            rg["cons"] = []
+            for o in R:
+                if o["id"] == 0 or o["id"] & BORDER_REG:
+                    continue
+                if o["id"] == old:
+                    o["id"] = mid
+                changed = False
+                for k, c in enumerate(o["cons"]):
+                    if c == old:
+                        o["cons"][k] = mid
+                        changed = True
+                o["floors"] = [mid if f == old else f for f in o["floors"]]
+                if changed:
+                    _remove_adjacent(o["cons"])
+            merges += 1
+        if merges == 0:
+            break
+    return _slow_compress(R, reg)
+
+
+def _slow_compress(R, reg):
+    nreg = len(R)
+    remap = [r["id"] != 0 and not (r["id"] & BORDER_REG) for r in R]
+    gen = 0
+    for i in range(nreg):
+        if not remap[i]:
+            continue
+        old = R[i]["id"]
+        gen += 1
+        for j in range(i, nreg):
+            if R[j]["id"] == old:
+                R[j]["id"] = gen
+                remap[j] = False
+    out = [r if r & BORDER_REG else R[r]["id"] for r in reg]
+    return np.array(out, dtype=np.int64), gen
+
+
+def slow_layers(chf, reg, max_id, min_area):
+    """mergeAndFilterLayerRegions, literally."""
+    nreg = max_id + 1
+    R = [
+        dict(count=0, id=i, area=0, cons=[], floors=[], border=False, ymin=0xFFFF, ymax=0)
+        for i in range(nreg)
+    ]
+    w = chf.width
+    for y in range(chf.height):
+        for x in range(w):
+            c = x + y * w
+            lregs = []
+            for i in range(int(chf.cell_start[c]), int(chf.cell_start[c + 1])):
+                ri = reg[i]
+                if ri == 0 or ri >= nreg:
+                    continue
+                rg = R[ri]
+                rg["count"] += 1
+                rg["area"] = int(chf.area[i])
+                rg["ymin"] = min(rg["ymin"], int(chf.y[i]))
+                rg["ymax"] = max(rg["ymax"], int(chf.y[i]))
+                lregs.append(ri)
+                for d in range(4):
+                    a = _nb(chf, i, d)
+                    if a >= 0:
+                        rai = reg[a]
+                        if 0 < rai < nreg and rai != ri and rai not in rg["cons"]:
+                            rg["cons"].append(rai)
+                        if rai & BORDER_REG:
+                            rg["border"] = True
+            for p in range(len(lregs) - 1):
+                for q in range(p + 1, len(lregs)):
+                    if lregs[p] != lregs[q]:
+                        for u, v in ((lregs[p], lregs[q]), (lregs[q], lregs[p])):
+                            if v not in R[u]["floors"]:
+                                R[u]["floors"].append(v)
+    for rg in R:
+        rg["id"] = 0
+    layer = 1
+    for i in range(1, nreg):
+        root = R[i]
+        if root["id"] != 0:
+            continue
+        root["id"] = layer
+        queue = [i]
+        while queue:
+            rg = R[queue.pop(0)]
+            for nei in rg["cons"]:
+                rn = R[nei]
+                if rn["id"] != 0 or rg["area"] != rn["area"] or nei in root["floors"]:
+                    continue
+                queue.append(nei)
+                rn["id"] = layer
+                for f in rn["floors"]:
+                    if f not in root["floors"]:
+                        root["floors"].append(f)
+                root["count"] += rn["count"]
+                rn["count"] = 0
+                root["border"] = root["border"] or rn["border"]
+        layer += 1
+    for i in range(nreg):
+        if 0 < R[i]["count"] < min_area and not R[i]["border"]:
+            dead = R[i]["id"]
+            for r in R:
+                if r["id"] == dead:
+                    r["id"] = 0
+    return _slow_compress(R, reg)
+
+
+# ------------------------------------------------------------------------------------------
+# Parity with Recast
+
+
+@pytest.mark.parametrize("mesh", MESHES)
+def test_distance_field_matches_recast(mesh):
+    ref = load_reference(mesh)
+    chf = ref_compact(ref, with_regions=False)
+    raw, dist, max_distance = build_distance_field(chf)
+    np.testing.assert_array_equal(raw, ref["chf_dist_raw"])
+    np.testing.assert_array_equal(dist, ref["chf_dist"])
+    assert max_distance == int(ref["chf_max_distance"])
+    assert raw.dtype == np.uint16 and dist.dtype == np.uint16
+
+
+@pytest.mark.parametrize("mesh", MESHES)
+def test_watershed_matches_recast(mesh):
+    ref = load_reference(mesh)
+    chf = ref_compact(ref, with_regions=False)
+    reg, max_regions = build_regions(
+        chf,
+        ref["chf_dist"],
+        int(ref["chf_max_distance"]),
+        int(ref["cfg_minRegionArea"]),
+        int(ref["cfg_mergeRegionArea"]),
+    )
+    assert reg.dtype == np.uint16
+    assert int((reg != ref["chf_reg"]).sum()) == 0
+    assert max_regions == int(ref["chf_max_regions"])
+    assert np.unique(reg[reg > 0]).size == int(ref["count_regions"])
+
+
+# ------------------------------------------------------------------------------------------
+# Slow oracles on random fields
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_distance_field_matches_slow_oracle(seed):
+    chf = random_compact(seed, areas=(0, 5, 63, 63, 63))
+    raw, dist, max_distance = build_distance_field(chf)
+    want_raw, want_dist, want_max = slow_distance_field(chf)
+    np.testing.assert_array_equal(raw, want_raw)
+    np.testing.assert_array_equal(dist, want_dist)
+    assert max_distance == want_max
+
+
+def _random_open_compact(seed, size=24, areas=(63,)):
+    """A random floor plan (blobs of floor on a few heights) big enough for real regions."""
+    rng = np.random.default_rng(seed)
+    cols = {}
+    hole = rng.random((size, size)) < 0.06
+    level = (rng.random((size, size)) < 0.3).astype(int) * 3
+    for y in range(size):
+        for x in range(size):
+            if hole[y, x]:
+                continue
+            spans = [(0, 1 + level[y, x], int(rng.choice(areas)))]
+            if (x + y) % 7 == 0 and x > size // 2:
+                spans.append((14, 15, 63))  # a second floor over part of the map
+            cols[(x, y)] = spans
+    hf = make_heightfield(size, size, cols)
+    return build_compact_heightfield(hf, 10, 4)
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("border_size", [0, 2])
+def test_watershed_matches_slow_oracle(seed, border_size):
+    chf = _random_open_compact(seed, areas=(63, 63, 63, 7) if seed % 2 else (63,))
+    _, dist, max_distance = build_distance_field(chf)
+    reg_raw, rid = slow_watershed(chf, dist, max_distance, border_size)
+    want, want_max = slow_merge_and_filter(chf, reg_raw, rid, 8, 20)
+    got, got_max = build_regions(chf, dist, max_distance, 8, 20, border_size)
+    np.testing.assert_array_equal(got, want)
+    assert got_max == want_max
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("border_size", [0, 2])
+def test_monotone_and_layers_match_slow_oracle(seed, border_size):
+    chf = _random_open_compact(10 + seed, areas=(63, 63, 5) if seed % 2 else (63,))
+    reg_raw, nid = slow_sweep(chf, border_size)
+    want, want_max = slow_merge_and_filter(chf, reg_raw, nid, 8, 20)
+    got, got_max = build_regions_monotone(chf, None, 0, 8, 20, border_size)
+    np.testing.assert_array_equal(got, want)
+    assert got_max == want_max
+    want, want_max = slow_layers(chf, reg_raw, nid, 8)
+    got, got_max = build_regions_layers(chf, None, 0, 8, 20, border_size)
+    np.testing.assert_array_equal(got, want)
+    assert got_max == want_max
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_watershed_small_random_fields_match_slow_oracle(seed):
+    chf = random_compact(seed)
+    _, dist, max_distance = build_distance_field(chf)
+    reg_raw, rid = slow_watershed(chf, dist, max_distance)
+    want, want_max = slow_merge_and_filter(chf, reg_raw, rid, 2, 4)
+    got, got_max = build_regions(chf, dist, max_distance, 2, 4)
+    np.testing.assert_array_equal(got, want)
+    assert got_max == want_max
+
+
+# ------------------------------------------------------------------------------------------
+# Hand-built cases
+
+
+def _regions(chf, **kw):
+    _, dist, max_distance = build_distance_field(chf)
+    return build_regions(chf, dist, max_distance, kw.get("min_area", 0), kw.get("merge", 0))
+
+
+def test_corridor_is_one_region():
+    mask = np.zeros((5, 30), dtype=bool)
+    mask[1:4, :] = True
+    reg, _ = _regions(flat_compact(mask))
+    assert np.unique(reg).tolist() == [1]
+
+
+def test_room_with_pillar_is_covered():
+    mask = np.ones((16, 16), dtype=bool)
+    mask[7:9, 7:9] = False
+    chf = flat_compact(mask)
+    reg, max_regions = _regions(chf, min_area=8, merge=20)
+    assert (reg > 0).all()
+    assert 1 <= np.unique(reg).size <= max_regions
+
+
+def test_small_islands_are_removed():
+    mask = np.zeros((12, 12), dtype=bool)
+    mask[1:9, 1:9] = True
+    mask[10:12, 10:12] = True  # a 4-span island
+    chf = flat_compact(mask)
+    reg, _ = _regions(chf, min_area=8, merge=0)
+    island = (chf.span_x >= 10) & (chf.span_y >= 10)
+    assert (reg[island] == 0).all() and (reg[~island] > 0).all()
+
+
+def test_two_floors_joined_by_ramp():
+    # Lower floor y 0..7, ramp at y 8..11 rising 3 per row, upper floor y 12..19 at height 13,
+    # plus an unconnected slab above the lower floor: the slab must be its own region.
+    cols = {}
+    for x in range(10):
+        for y in range(20):
+            top = 1 if y < 8 else (1 + 3 * (y - 7) if y < 12 else 13)
+            spans = [(0, top, 63)]
+            if y < 6 and x < 6:
+                spans.append((30, 31, 63))
+            cols[(x, y)] = spans
+    chf = build_compact_heightfield(make_heightfield(10, 20, cols), 10, 4)
+    reg, _ = _regions(chf, min_area=0, merge=0)
+    slab = chf.y == 31
+    assert (reg > 0).all()
+    assert set(reg[slab].tolist()).isdisjoint(reg[~slab].tolist())
+
+
+def test_region_inputs_checked():
+    chf = flat_compact(np.ones((4, 4), dtype=bool))
+    with pytest.raises(VoxNavError, match="dist"):
+        build_regions(chf, np.zeros(3, dtype=np.uint16), 0, 8, 20)
+    with pytest.raises(VoxNavError, match="min_region_area"):
+        build_regions(chf, np.zeros(chf.span_count, dtype=np.uint16), 0, -1, 20)
