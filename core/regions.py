@@ -106,6 +106,25 @@ class _Graph:
         self.nsa = np.where(same, nbx, n)
         #: (n+1, 4) Recast's diagonal: same-area neighbour d, then its same-area neighbour d+1.
         self.diag = np.stack([self.nsa[self.nsa[:, d], (d + 1) & 3] for d in range(4)], axis=1)
+        # Reverse same-area links (links need not be symmetric): CSR of the spans linking to t.
+        src = np.repeat(np.arange(n, dtype=np.int64), 4)
+        dst = self.nsa[:n].ravel()
+        keep = dst != n
+        src, dst = src[keep], dst[keep]
+        order = np.argsort(dst, kind="stable")
+        self.rev_src = src[order]
+        self.rev_start = np.zeros(n + 2, dtype=np.int64)
+        np.cumsum(np.bincount(dst, minlength=n + 1), out=self.rev_start[1:])
+
+    def linked_from(self, spans):
+        """int64: every span with a same-area link to one of ``spans`` (with repeats)."""
+        a = self.rev_start[spans]
+        cnt = self.rev_start[spans + 1] - a
+        total = int(cnt.sum())
+        if total == 0:
+            return np.zeros(0, dtype=np.int64)
+        base = np.repeat(a - (np.cumsum(cnt) - cnt), cnt)
+        return self.rev_src[base + np.arange(total, dtype=np.int64)]
 
 
 def _paint_border(chf: CompactHeightfield, reg: np.ndarray, border_size: int, first_id: int):
@@ -141,29 +160,40 @@ def _check_region_params(min_region_area, merge_region_area, border_size):
 
 
 def _expand(g: _Graph, reg, sdist, active, level: int, max_iter: int):
-    """Recast's expandRegions on the ordered stack ``active`` (spans with reg 0 only)."""
+    """Recast's expandRegions on the stack ``active`` (spans with reg 0 only).
+
+    Each pass is Jacobi-style, as in Recast: every free span takes, among its same-area
+    neighbours that have a (non-border) region, the one with the smallest flood distance
+    (+2; the first direction wins ties), all reading the state before the pass. A span that
+    found nothing can only succeed once a neighbour changed, so after the first pass only the
+    spans that link to newly assigned spans are re-examined; the result is the same.
+    """
     nsa = g.nsa
+    in_stack = np.zeros(g.n + 1, dtype=bool)
+    in_stack[active] = True
+    cand_spans = active
     it = 0
-    while active.shape[0]:
-        nb = nsa[active]
+    while cand_spans.shape[0]:
+        nb = nsa[cand_spans]
         rn = reg[nb]
         ok = (rn > 0) & ((rn & BORDER_REG) == 0)
         cand = np.where(ok, sdist[nb] + 2, _BIG)
         best = np.argmin(cand, axis=1)  # first minimum = Recast's strict "<" in dir order
-        rows = np.arange(active.shape[0])
+        rows = np.arange(cand_spans.shape[0])
         d2 = cand[rows, best]
         found = d2 < 0xFFFF
         if not found.any():
             break
-        hit = active[found]
+        hit = cand_spans[found]
         reg[hit] = rn[rows, best][found]
         sdist[hit] = d2[found]
-        active = active[~found]
+        in_stack[hit] = False
         if level > 0:
             it += 1
             if it >= max_iter:
                 break
-    return active
+        nxt = g.linked_from(hit)
+        cand_spans = np.unique(nxt[in_stack[nxt]])
 
 
 def _touching(g: _Graph, reg, spans):
