@@ -26,6 +26,8 @@ port keeps Recast's order exactly while vectorizing each step:
 
 from __future__ import annotations
 
+import logging
+
 import numpy as np
 
 from .area import _check_chf, _neighbors_with_sentinel, chamfer_distance
@@ -38,6 +40,8 @@ _NB_STACKS = 8
 #: Watershed expansion iterations per level. [Recast: expandIters]
 _EXPAND_ITERS = 8
 _BIG = 1 << 30
+
+_log = logging.getLogger(__name__)
 
 
 # --------------------------------------------------------------------------------------------
@@ -242,16 +246,15 @@ def _contour_machine(g: _Graph, reg):
     nbx = g.nbx[:n]
     rn = reg[nbx]  # (n, 4), sentinel -> 0
     solid = rn != reg[:n, None]
-    state = np.arange(4 * n, dtype=np.int64).reshape(n, 4)
     d = np.arange(4)[None, :]
     rotate = 4 * np.arange(n)[:, None] + ((d + 1) & 3)
     move = 4 * nbx + ((d + 3) & 3)
     succ = np.where(solid, rotate, move)
-    del state
     return succ.ravel().tolist(), np.where(solid, rn, -1).ravel().tolist()
 
 
 def _walk_contour(start: int, succ, emit, first_reg: int):
+    """Recast's walkContour from state ``start``: the cyclic list of neighbour regions."""
     cont = [first_reg]
     cur = first_reg
     s = start
@@ -279,6 +282,7 @@ def _walk_contour(start: int, succ, emit, first_reg: int):
 
 
 def _remove_adjacent(cons):
+    """Recast's removeAdjacentNeighbours: drop cyclic repeats, never below one entry."""
     i = 0
     while i < len(cons) and len(cons) > 1:
         ni = (i + 1) % len(cons)
@@ -518,8 +522,8 @@ def build_regions(
     first = _paint_border(chf, reg, border_size, 1)
     rid = _watershed(g, dist, max_distance, reg, first, progress)
     max_regions, overlaps = _merge_and_filter(chf, g, reg, rid, min_area, merge_area)
-    if overlaps and progress is not None:
-        progress(f"regions: {len(overlaps)} overlapping regions", 1.0)
+    if overlaps:
+        _log.warning("watershed: %d overlapping regions", len(overlaps))
     if progress is not None:
         progress("regions: done", 1.0)
     return reg[:n].astype(np.uint16), int(max_regions)
@@ -666,11 +670,11 @@ def build_regions_monotone(
     [Recast: rcBuildRegionsMonotone]
 
     Rule: rows are swept bottom-up; in a row, runs of same-area spans linked leftwards share a
-    row id; a run continues the region below it when every span of the run that has a
-    same-area region below sees the same region, and that region is seen by no other run of
-    the row; otherwise it starts a new region. Small regions are then removed and merged as in
-    :func:`build_regions`. ``dist`` and ``max_distance`` are accepted for a uniform call shape
-    and not used.
+    row id; a run continues the region below it when the spans of the run that have a
+    same-area region below all see the same region (counted up to the first different one)
+    and no other run of the row samples that region; otherwise it starts a new region. Small
+    regions are then removed and merged as in :func:`build_regions`. ``dist`` and
+    ``max_distance`` are accepted for a uniform call shape and not used.
 
     Returns:
         (reg uint16 (n,), max_regions int).
