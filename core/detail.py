@@ -305,42 +305,47 @@ def _spiral(radius: int):
     return off, ring
 
 
-class _Patch:
-    """One polygon's height patch plus what getHeight needs."""
+class _Patches:
+    """All polygons' height patches plus what Recast's getHeight needs."""
 
-    __slots__ = ("data", "xmin", "ymin", "w", "h", "ics", "ch", "spiral", "ring", "nring")
+    def __init__(self, data, off, xmin, ymin, w, h, ics, ch, radius):
+        self.data, self.off = data, np.asarray(off, dtype=np.int64)
+        self.xmin = np.asarray(xmin, dtype=np.int64)
+        self.ymin = np.asarray(ymin, dtype=np.int64)
+        self.w = np.asarray(w, dtype=np.int64)
+        self.h = np.asarray(h, dtype=np.int64)
+        self.ics, self.ch = F32(ics), F32(ch)
+        self.spiral, self.ring = _spiral(radius)
+        self.nring = int(self.ring.max()) if self.ring.size else 0
 
-    def __init__(self, data, xmin, ymin, w, h, ics, ch, spiral, ring):
-        self.data = data
-        self.xmin, self.ymin, self.w, self.h = xmin, ymin, w, h
-        self.ics, self.ch = ics, ch
-        self.spiral, self.ring = spiral, ring
-        self.nring = int(ring.max()) if ring.size else 0
-
-    def height(self, fx, fy, fz):
-        """Recast getHeight for float32 arrays (local coords): uint16 heights (n,)."""
+    def height(self, pid, fx, fy, fz):
+        """Recast getHeight for float32 arrays (n,) of points of polygons ``pid`` (n,), in
+        the mesh's local frame: uint16 heights (n,) [Units: ch], UNSET_HEIGHT if none near."""
+        w, h = self.w[pid], self.h[pid]
         ix = np.floor(fx * self.ics + F32(0.01)).astype(np.int64)
         iz = np.floor(fz * self.ics + F32(0.01)).astype(np.int64)
-        ix = np.clip(ix - self.xmin, 0, self.w - 1)
-        iz = np.clip(iz - self.ymin, 0, self.h - 1)
-        hgt = self.data[ix + iz * self.w].copy()
+        ix = np.minimum(np.maximum(ix - self.xmin[pid], 0), w - 1)
+        iz = np.minimum(np.maximum(iz - self.ymin[pid], 0), h - 1)
+        base = self.off[pid]
+        hgt = self.data[base + ix + iz * w]
         bad = np.flatnonzero(hgt == UNSET_HEIGHT)
         if bad.size and self.nring:
+            # The spiral walk, all cells at once: the best height of the first ring with any.
+            wb, hb = w[bad, None], h[bad, None]
             nx = ix[bad, None] + self.spiral[None, :, 0]
             nz = iz[bad, None] + self.spiral[None, :, 1]
-            inside = (nx >= 0) & (nz >= 0) & (nx < self.w) & (nz < self.h)
+            inside = (nx >= 0) & (nz >= 0) & (nx < wb) & (nz < hb)
             nh = np.full(nx.shape, UNSET_HEIGHT, dtype=np.uint16)
-            nh[inside] = self.data[(nx + nz * self.w)[inside]]
-            valid = nh != UNSET_HEIGHT
+            nh[inside] = self.data[(base[bad, None] + nx + nz * wb)[inside]]
             d = np.abs(nh.astype(F32) * self.ch - fy[bad, None])
-            d = np.where(valid, d, np.inf)
+            d = np.where(nh != UNSET_HEIGHT, d, np.inf)
             result = np.full(bad.size, UNSET_HEIGHT, dtype=np.uint16)
             todo = np.ones(bad.size, dtype=bool)
+            rows = np.arange(bad.size)
             for ring in range(1, self.nring + 1):
                 cols = np.flatnonzero(self.ring == ring)
                 dr = d[:, cols]
                 best = np.argmin(dr, axis=1)
-                rows = np.arange(bad.size)
                 hit = todo & np.isfinite(dr[rows, best])
                 result[hit] = nh[rows[hit], cols[best[hit]]]
                 todo &= ~hit
@@ -390,18 +395,32 @@ def _vdist2(ax, az, bx, bz):
     return np.sqrt(dx * dx + dz * dz)
 
 
-def _poly_min_extent(px, pz, n):
-    """Recast polyMinExtent for one polygon: float32 arrays (n,)."""
-    i = np.arange(n)
-    ni = (i + 1) % n
-    j = np.arange(n)
+def _poly_min_extent(px, pz, npoly):
+    """Recast polyMinExtent of every polygon: px, pz float32 (P, nvp) padded, npoly (P,).
+
+    Returns float32 (P,): the smallest over edges of the largest distance of another vertex
+    from the edge (x/z).
+    """
+    nvp = px.shape[1]
+    k = np.arange(nvp)
+    n = npoly[:, None]
+    nk = (k[None, :] + 1) % n  # (P, nvp) next vertex of edge k
+    rows = np.arange(px.shape[0])[:, None]
+    ax, az = px[rows, np.minimum(k[None, :], n - 1)], pz[rows, np.minimum(k[None, :], n - 1)]
+    bx, bz = px[rows, nk], pz[rows, nk]
     d = _dist_pt_seg2d_sq(
-        px[None, :], pz[None, :], px[i, None], pz[i, None], px[ni, None], pz[ni, None]
-    )
-    mask = (j[None, :] != i[:, None]) & (j[None, :] != ni[:, None])
-    d = np.where(mask, d, F32(0))
-    edge_max = np.maximum(d.max(axis=1), F32(0))
-    return np.sqrt(F32(min(_FLT_MAX, float(edge_max.min()))), dtype=F32)
+        px[:, None, :],
+        pz[:, None, :],
+        ax[:, :, None],
+        az[:, :, None],
+        bx[:, :, None],
+        bz[:, :, None],
+    )  # (P, edge, vertex)
+    valid_v = (k[None, None, :] < n[:, :, None]) & (k[None, None, :] != k[None, :, None])
+    valid_v &= k[None, None, :] != nk[:, :, None]
+    edge_max = np.where(valid_v, d, F32(0)).max(axis=2)
+    edge_max = np.where(k[None, :] < n, edge_max, F32(_FLT_MAX))
+    return np.sqrt(edge_max.min(axis=1)).astype(F32)
 
 
 def _jitter(i, mult):
@@ -414,10 +433,13 @@ def _jitter(i, mult):
 # ----------------------------------------------------------------------------------------------
 
 
-def _sample_edges(ax, ay, az, bx, by, bz, nn, patch, sample_max_error):
-    """Sample and simplify edges a->b (float32 arrays (e,)), ``nn`` segments each.
+def _sample_edges(pid, ax, ay, az, bx, by, bz, nn, patches, sample_max_error):
+    """Sample and simplify edges a->b of polygons ``pid`` (float32 arrays (e,)), ``nn``
+    segments each (Recast's edge tessellation, all edges at once).
 
-    Returns per edge the kept interior samples as (k,3) float32 arrays in a->b order.
+    Returns (pts float32 (m, 3), start int64 (e+1,)): the kept interior samples of edge k are
+    ``pts[start[k]:start[k+1]]`` in a->b order. Douglas-Peucker splitting gives the same kept
+    set whatever order segments are split in, so every round splits all segments at once.
     """
     ne = nn.shape[0]
     counts = nn + 1
@@ -430,16 +452,17 @@ def _sample_edges(ax, ay, az, bx, by, bz, nn, patch, sample_max_error):
     px = ax[eid] + dx[eid] * u
     py = ay[eid] + dy[eid] * u
     pz = az[eid] + dz[eid] * u
-    py = patch.height(px, py, pz).astype(F32) * patch.ch
+    py = patches.height(pid[eid], px, py, pz).astype(F32) * patches.ch
     kept = (k == 0) | (k == nn[eid])
+    ends = kept.copy()
     err2 = F32(sample_max_error) * F32(sample_max_error)
     idx = np.arange(eid.size, dtype=np.int64)
     while True:
-        left = np.maximum.accumulate(np.where(kept, idx, -1))
-        right = np.minimum.accumulate(np.where(kept, idx, eid.size)[::-1])[::-1]
         m = np.flatnonzero(~kept)
         if not m.size:
             break
+        left = np.maximum.accumulate(np.where(kept, idx, -1))
+        right = np.minimum.accumulate(np.where(kept, idx, eid.size)[::-1])[::-1]
         a, b = left[m], right[m]
         dev = _dist_pt_seg_sq(px[m], py[m], pz[m], px[a], py[a], pz[a], px[b], py[b], pz[b])
         segmax = np.zeros(eid.size, dtype=F32)
@@ -450,11 +473,10 @@ def _sample_edges(ax, ay, az, bx, by, bz, nn, patch, sample_max_error):
         first = np.full(eid.size, eid.size, dtype=np.int64)
         np.minimum.at(first, a[split], m[split])
         kept[first[first < eid.size]] = True
-    out = []
-    for e in range(ne):
-        sel = np.flatnonzero(kept[base[e] + 1 : base[e + 1] - 1]) + base[e] + 1
-        out.append(np.stack([px[sel], py[sel], pz[sel]], axis=1))
-    return out
+    inner = np.flatnonzero(kept & ~ends)
+    start = np.zeros(ne + 1, dtype=np.int64)
+    np.cumsum(np.bincount(eid[inner], minlength=ne), out=start[1:])
+    return np.stack([px[inner], py[inner], pz[inner]], axis=1), start
 
 
 def _triangulate_hull(vx, vz, hull, nin):
@@ -714,135 +736,98 @@ def _tri_flags(tris, hull):
     return [[a, b, c, flag(a, b) | (flag(b, c) << 2) | (flag(c, a) << 4)] for a, b, c in tris]
 
 
-def _build_poly_detail(inp, sample_dist, sample_max_error, patch, cs):
-    """Recast buildPolyDetail for one polygon. ``inp`` float32 (nin, 3) as (x, height, row).
+def _build_poly_detail(verts, hull, nin, interior, samples, sample_max_error):
+    """Recast buildPolyDetail after edge sampling, for one polygon.
 
-    Returns (verts float32 (n, 3) in the same local frame, tris list of [a, b, c, flags]).
+    ``verts`` float32 (n, 3) local (x, height, row): the polygon then its kept edge samples;
+    ``hull`` their outline order; ``interior``: whether to add interior samples; ``samples``
+    (jx, jy, jz) float32 jittered interior sample points. Returns (verts, [[a, b, c, flags]]).
     """
-    nin = inp.shape[0]
-    ix, iy, iz = inp[:, 0], inp[:, 1], inp[:, 2]
-    sd = F32(sample_dist)
-    min_extent = _poly_min_extent(ix, iz, nin)
-    extra = []
-    hull: list[int] = []
-    nverts = nin
-    if sample_dist > 0:
-        j = np.roll(np.arange(nin), 1)
-        i = np.arange(nin)
-        same_x = np.abs(ix[j] - ix[i]) < F32(1e-6)
-        swapped = np.where(same_x, iz[j] > iz[i], ix[j] > ix[i])
-        a = np.where(swapped, i, j)
-        b = np.where(swapped, j, i)
-        ax, ay, az = ix[a], iy[a], iz[a]
-        bx, by, bz = ix[b], iy[b], iz[b]
-        dx, dz = bx - ax, bz - az
-        d = np.sqrt(dx * dx + dz * dz)
-        nn = 1 + np.floor(d / sd).astype(np.int64)
-        nn = np.minimum(nn, MAX_VERTS_PER_EDGE - 1)
-        if nin + int(nn.sum()) < MAX_VERTS:
-            groups = [np.arange(nin)]
-        else:  # the vertex cap may bite: edges one by one, as Recast
-            groups = [np.array([e]) for e in range(nin)]
-        for grp in groups:
-            n_g = nn[grp].copy()
-            if grp.size == 1 and nverts + int(n_g[0]) >= MAX_VERTS:
-                n_g[0] = MAX_VERTS - 1 - nverts
-            pts = _sample_edges(
-                ax[grp],
-                ay[grp],
-                az[grp],
-                bx[grp],
-                by[grp],
-                bz[grp],
-                n_g,
-                patch,
-                sample_max_error,
-            )
-            for e, p in zip(grp.tolist(), pts, strict=True):
-                hull.append(int(j[e]))
-                if swapped[e]:
-                    p = p[::-1]
-                for q in p:
-                    extra.append(q)
-                    hull.append(nverts)
-                    nverts += 1
-    else:
-        hull = list(range(nin))
-    if extra:
-        verts = np.concatenate([inp, np.asarray(extra, dtype=F32).reshape(-1, 3)])
-    else:
-        verts = inp.copy()
     vx, vz = verts[:, 0], verts[:, 2]
     tris = _triangulate_hull(vx, vz, hull, nin)
-    if min_extent < sd * F32(2) or not tris or not sample_dist > 0:
+    if not interior or not tris or samples[0].size == 0:
         return verts, _tri_flags(tris, hull)
-
-    # Interior samples on the grid.
-    bmin = inp.min(axis=0)
-    bmax = inp.max(axis=0)
-    x0 = int(np.floor(bmin[0] / sd))
-    x1 = int(np.ceil(bmax[0] / sd))
-    z0 = int(np.floor(bmin[2] / sd))
-    z1 = int(np.ceil(bmax[2] / sd))
-    gz, gx = np.meshgrid(np.arange(z0, z1), np.arange(x0, x1), indexing="ij")
-    gx = gx.ravel()
-    gz = gz.ravel()
-    if gx.size:
-        ptx = gx.astype(F32) * sd
-        ptz = gz.astype(F32) * sd
-        pty = (bmax[1] + bmin[1]) * F32(0.5)
-        keep = _dist_to_poly(ix, iz, ptx, ptz) <= (-sd / F32(2))
-        gx, gz, ptx, ptz = gx[keep], gz[keep], ptx[keep], ptz[keep]
-        gh = patch.height(ptx, np.full(ptx.shape, pty, dtype=F32), ptz)
-    ns = int(gx.size)
-    if ns == 0:
-        return verts, _tri_flags(tris, hull)
-    si = np.arange(ns)
-    jx = F32(gx.astype(F32) * sd) + _jitter(si, 0x8DA6B343) * F32(cs) * F32(0.1)
-    jz = F32(gz.astype(F32) * sd) + _jitter(si, 0xD8163841) * F32(cs) * F32(0.1)
-    jy = gh.astype(F32) * patch.ch
+    jx, jy, jz = samples
+    ns = jx.size
+    nverts = verts.shape[0]
     added = np.zeros(ns, dtype=bool)
     cache: dict = {}
-    vlist = [verts]
     for _ in range(ns):
         if nverts >= MAX_VERTS or not tris:
             break
-        allv = np.concatenate(vlist) if len(vlist) > 1 else vlist[0]
-        vlist = [allv]
-        ta = np.asarray(tris, dtype=np.int64)[:, :3]
-        d = _dist_to_tri_mesh(jx, jy, jz, allv[:, 0], allv[:, 1], allv[:, 2], ta)
+        ta = np.asarray(tris, dtype=np.int64)
+        d = _dist_to_tri_mesh(jx, jy, jz, verts[:, 0], verts[:, 1], verts[:, 2], ta)
         d = np.where(added | (d < 0), F32(0), d)
         best = int(np.argmax(d))
         bestd = d[best]
         if not bestd > 0 or bestd <= F32(sample_max_error):
             break
         added[best] = True
-        vlist.append(np.array([[jx[best], jy[best], jz[best]]], dtype=F32))
+        verts = np.concatenate([verts, np.array([[jx[best], jy[best], jz[best]]], dtype=F32)])
         nverts += 1
-        allv = np.concatenate(vlist)
-        vlist = [allv]
-        tris = _delaunay_hull(allv[:, 0], allv[:, 2], hull, cache)
-    verts = np.concatenate(vlist) if len(vlist) > 1 else vlist[0]
+        tris = _delaunay_hull(verts[:, 0], verts[:, 2], hull, cache)
     if len(tris) > MAX_TRIS:
         tris = tris[:MAX_TRIS]
     return verts, _tri_flags(tris, hull)
 
 
-def _dist_to_poly(vx, vz, px, pz):
-    """Recast distToPoly: signed x/z distance of points (s,) to the polygon (negative inside)."""
-    n = vx.shape[0]
-    i = np.arange(n)
-    j = np.roll(i, 1)
-    vix, viz = vx[i][None], vz[i][None]
-    vjx, vjz = vx[j][None], vz[j][None]
-    pxc, pzc = px[:, None], pz[:, None]
-    straddle = (viz > pzc) != (vjz > pzc)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        xcross = (vjx - vix) * (pzc - viz) / (vjz - viz) + vix
-    crossing = straddle & (pxc < xcross)
-    inside = (np.count_nonzero(crossing, axis=1) & 1).astype(bool)
-    dmin = _dist_pt_seg2d_sq(pxc, pzc, vjx, vjz, vix, viz).min(axis=1)
-    return np.where(inside, -dmin, dmin)
+def _interior_samples(pv, npoly, polys, sample_dist, patches, cs):
+    """Grid samples inside polygons ``polys`` (Recast's interior sampling, all at once).
+
+    ``pv`` float32 (P, nvp, 3) local polygon vertices, padded. Returns (start int64
+    (len(polys)+1,), jx, jy, jz float32): samples of polys[k] are ``start[k]:start[k+1]``,
+    jittered as Recast, heights [wu] from the patches.
+    """
+    sd = F32(sample_dist)
+    sub = pv[polys]
+    n = npoly[polys]
+    valid = np.arange(pv.shape[1])[None, :] < n[:, None]
+    big = F32(np.inf)
+    bmin = np.where(valid[:, :, None], sub, big).min(axis=1)
+    bmax = np.where(valid[:, :, None], sub, -big).max(axis=1)
+    x0 = np.floor(bmin[:, 0] / sd).astype(np.int64)
+    x1 = np.ceil(bmax[:, 0] / sd).astype(np.int64)
+    z0 = np.floor(bmin[:, 2] / sd).astype(np.int64)
+    z1 = np.ceil(bmax[:, 2] / sd).astype(np.int64)
+    wx = np.maximum(x1 - x0, 0)
+    cnt = wx * np.maximum(z1 - z0, 0)
+    gp = np.repeat(np.arange(polys.size), cnt)
+    off = np.zeros(polys.size + 1, dtype=np.int64)
+    np.cumsum(cnt, out=off[1:])
+    local = np.arange(gp.size, dtype=np.int64) - off[gp]
+    wg = np.maximum(wx[gp], 1)
+    gx = x0[gp] + local % wg
+    gz = z0[gp] + local // wg
+    ptx = gx.astype(F32) * sd
+    ptz = gz.astype(F32) * sd
+    pty = ((bmax[:, 1] + bmin[:, 1]) * F32(0.5))[gp]
+    # distToPoly: crossing parity and distance to the nearest edge, edge by edge.
+    inside = np.zeros(gp.size, dtype=bool)
+    dmin = np.full(gp.size, F32(_FLT_MAX), dtype=F32)
+    ng = n[gp]
+    for k in range(pv.shape[1]):
+        on = k < ng
+        j = (k - 1) % np.maximum(ng, 1)
+        vi = sub[gp, np.minimum(k, ng - 1)]
+        vj = sub[gp, j]
+        vix, viz, vjx, vjz = vi[:, 0], vi[:, 2], vj[:, 0], vj[:, 2]
+        straddle = (viz > ptz) != (vjz > ptz)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            xc = (vjx - vix) * (ptz - viz) / (vjz - viz) + vix
+        inside ^= on & straddle & (ptx < xc)
+        dk = _dist_pt_seg2d_sq(ptx, ptz, vjx, vjz, vix, viz)
+        dmin = np.where(on, np.minimum(dmin, dk), dmin)
+    dist = np.where(inside, -dmin, dmin)
+    keep = np.flatnonzero(dist <= -sd / F32(2))
+    gp, gx, gz, ptx, ptz, pty = gp[keep], gx[keep], gz[keep], ptx[keep], ptz[keep], pty[keep]
+    gh = patches.height(polys[gp], ptx, pty, ptz)
+    start = np.zeros(polys.size + 1, dtype=np.int64)
+    np.cumsum(np.bincount(gp, minlength=polys.size), out=start[1:])
+    si = np.arange(gp.size, dtype=np.int64) - start[gp]
+    jx = gx.astype(F32) * sd + _jitter(si, 0x8DA6B343) * F32(cs) * F32(0.1)
+    jz = gz.astype(F32) * sd + _jitter(si, 0xD8163841) * F32(cs) * F32(0.1)
+    jy = gh.astype(F32) * patches.ch
+    return start, jx, jy, jz
 
 
 # ----------------------------------------------------------------------------------------------
@@ -944,12 +929,74 @@ def build_poly_mesh_detail(
     data, off = _height_patches(chf, vi, pidx, npoly, regs.astype(np.int64), xmin, ymin, pw, ph, bs)
     if progress is not None:
         progress(0.2, "detail mesh: height patches")
-    ics = F32(1) / F32(chf.cs)
-    spiral, ring = _spiral(radius)
+    patches = _Patches(data, off, xmin, ymin, pw, ph, F32(1) / F32(chf.cs), chf.ch, radius)
     vf = np.empty((verts_u16.shape[0], 3), dtype=F32)
     vf[:, 0] = verts_u16[:, 0].astype(F32) * cs
     vf[:, 1] = verts_u16[:, 1].astype(F32) * ch
     vf[:, 2] = verts_u16[:, 2].astype(F32) * cs
+    pv = vf[safe]  # (P, nvp, 3) local polygon vertices, padded with vertex 0
+    sd = F32(sample_dist)
+    min_extent = _poly_min_extent(pv[:, :, 0], pv[:, :, 2], npoly)
+
+    # Edge samples of all polygons (Recast: per polygon, edge i from vertex i-1 to i).
+    e_p, e_k = np.nonzero(pcols)
+    edge_base = np.zeros(npolys + 1, dtype=np.int64)
+    np.cumsum(npoly, out=edge_base[1:])
+    kept_by_edge: list = [None] * e_p.size
+    if sample_dist > 0:
+        vi_ = pv[e_p, e_k]
+        vj_ = pv[e_p, (e_k - 1) % npoly[e_p]]
+        same_x = np.abs(vj_[:, 0] - vi_[:, 0]) < F32(1e-6)
+        swapped = np.where(same_x, vj_[:, 2] > vi_[:, 2], vj_[:, 0] > vi_[:, 0])
+        ea = np.where(swapped[:, None], vi_, vj_)
+        eb = np.where(swapped[:, None], vj_, vi_)
+        dx, dz = eb[:, 0] - ea[:, 0], eb[:, 2] - ea[:, 2]
+        d = np.sqrt(dx * dx + dz * dz)
+        nn = np.minimum(1 + np.floor(d / sd).astype(np.int64), MAX_VERTS_PER_EDGE - 1)
+        swapped_l = swapped.tolist()
+
+        def run(sel, nn_sel):
+            pts, start = _sample_edges(
+                e_p[sel],
+                ea[sel, 0],
+                ea[sel, 1],
+                ea[sel, 2],
+                eb[sel, 0],
+                eb[sel, 1],
+                eb[sel, 2],
+                nn_sel,
+                patches,
+                sample_max_error,
+            )
+            for q, e in enumerate(sel.tolist()):
+                seg = pts[start[q] : start[q + 1]]
+                kept_by_edge[e] = seg[::-1] if swapped_l[e] else seg
+
+        # Polygons whose samples could reach MAX_VERTS go edge by edge, as Recast caps them.
+        risky = npoly + np.bincount(e_p, weights=nn, minlength=npolys) >= MAX_VERTS
+        fast = np.flatnonzero(~risky[e_p])
+        if fast.size:
+            run(fast, nn[fast])
+        for p in np.flatnonzero(risky).tolist():
+            nverts = int(npoly[p])
+            for e in range(int(edge_base[p]), int(edge_base[p + 1])):
+                c = int(nn[e])
+                if nverts + c >= MAX_VERTS:
+                    c = max(1, MAX_VERTS - 1 - nverts)
+                run(np.array([e]), np.array([c], dtype=np.int64))
+                nverts += kept_by_edge[e].shape[0]
+    if progress is not None:
+        progress(0.4, "detail mesh: edge samples")
+
+    # Interior samples of the polygons thick enough for them.
+    slot = np.full(npolys, -1, dtype=np.int64)
+    if sample_dist > 0:
+        ipolys = np.flatnonzero(~(min_extent < sd * F32(2)))
+        slot[ipolys] = np.arange(ipolys.size)
+        istart, jx, jy, jz = _interior_samples(pv, npoly, ipolys, sample_dist, patches, cs)
+    if progress is not None:
+        progress(0.5, "detail mesh: interior samples")
+
     out_verts = []
     out_tris = []
     meshes = np.zeros((npolys, 4), dtype=np.uint32)
@@ -957,26 +1004,36 @@ def build_poly_mesh_detail(
     step = max(1, npolys // 10)
     for p in range(npolys):
         n = int(npoly[p])
-        inp = vf[pidx[p, :n]]
-        patch = _Patch(
-            data[off[p] : off[p + 1]],
-            int(xmin[p]),
-            int(ymin[p]),
-            int(pw[p]),
-            int(ph[p]),
-            ics,
-            F32(chf.ch),
-            spiral,
-            ring,
-        )
-        dv, dt = _build_poly_detail(inp, sample_dist, sample_max_error, patch, cs)
+        inp = pv[p, :n]
+        if sample_dist > 0:
+            hull: list[int] = []
+            parts = [inp]
+            nv = n
+            for k in range(n):
+                hull.append((k - 1) % n)
+                seg = kept_by_edge[int(edge_base[p]) + k]
+                m = seg.shape[0]
+                if m:
+                    hull.extend(range(nv, nv + m))
+                    parts.append(seg)
+                    nv += m
+            verts = np.concatenate(parts) if len(parts) > 1 else inp.copy()
+        else:  # Recast leaves the hull empty here (issue #650); use the polygon itself.
+            hull = list(range(n))
+            verts = inp.copy()
+        s = int(slot[p])
+        samples = None
+        if s >= 0:
+            lo, hi = istart[s], istart[s + 1]
+            samples = (jx[lo:hi], jy[lo:hi], jz[lo:hi])
+        dv, dt = _build_poly_detail(verts, hull, n, s >= 0, samples, sample_max_error)
         meshes[p] = (nv_total, dv.shape[0], nt_total, len(dt))
         nv_total += dv.shape[0]
         nt_total += len(dt)
         out_verts.append(dv)
         out_tris.extend(dt)
         if progress is not None and p % step == 0:
-            progress(0.2 + 0.8 * p / npolys, "detail mesh: polygons")
+            progress(0.5 + 0.5 * p / npolys, "detail mesh: polygons")
     local = np.concatenate(out_verts)
     world = np.empty_like(local)
     world[:, 0] = local[:, 0] + orig[0]

@@ -14,8 +14,7 @@ from core.detail import (
     UNSET_HEIGHT,
     PolyMeshDetail,
     _height_patches,
-    _Patch,
-    _spiral,
+    _Patches,
     build_poly_mesh_detail,
 )
 from core.errors import VoxNavError
@@ -429,13 +428,12 @@ def test_get_height_matches_scalar_spiral(radius):
     xmin, ymin = 3, 4
     cs, ch = F32(0.3), F32(0.2)
     ics = F32(1) / cs
-    spiral, ring = _spiral(radius)
-    patch = _Patch(data.ravel(), xmin, ymin, w, h, ics, ch, spiral, ring)
+    patches = _Patches(data.ravel(), [0, w * h], [xmin], [ymin], [w], [h], ics, ch, radius)
     n = 400
     fx = ((xmin + rng.random(n) * (w + 2) - 1) * cs).astype(F32)
     fz = ((ymin + rng.random(n) * (h + 2) - 1) * cs).astype(F32)
     fy = (rng.random(n) * 8).astype(F32)
-    fast = patch.height(fx, fy, fz)
+    fast = patches.height(np.zeros(n, dtype=np.int64), fx, fy, fz)
     slow = [
         slow_get_height(a, b, c, ics, ch, radius, data, xmin, ymin)
         for a, b, c in zip(fx, fy, fz, strict=True)
