@@ -150,9 +150,15 @@ def boundary_flags(chf: CompactHeightfield) -> np.ndarray:
     return flags
 
 
-def _edge_vertices(chf: CompactHeightfield, span: np.ndarray, d: np.ndarray) -> np.ndarray:
-    """int64 (m, 4) raw contour vertex of each boundary edge (span, d): Recast's walkContour
-    vertex (corner x, corner height, corner row, neighbour region | flags), via getCornerHeight.
+def _edge_vertices(
+    chf: CompactHeightfield, span: np.ndarray, d: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Raw contour vertex of each boundary edge (span, d), as Recast's walkContour emits it.
+
+    Returns (int64 (m, 4) rows (corner x, corner height via getCornerHeight, corner row,
+    neighbour region | RC_BORDER_VERTEX), int64 (m,) the neighbour span's area or -1 when not
+    connected). `RC_AREA_BORDER` is added per walk: Recast compares the neighbour's area with
+    the area of the span the walk *started* from.
     """
     nb = np.asarray(chf.neighbor).astype(np.int64)
     y = np.asarray(chf.y).astype(np.int64)
@@ -196,10 +202,9 @@ def _edge_vertices(chf: CompactHeightfield, span: np.ndarray, d: np.ndarray) -> 
     z = np.asarray(chf.span_y).astype(np.int64)[span]
     px = x + ((d == 1) | (d == 2))
     pz = z + ((d == 0) | (d == 1))
-    r = np.where(ha, reg[ac], 0)
-    area_border = ha & (area[ac] != area[span])
-    r = r | np.where(border_vertex, RC_BORDER_VERTEX, 0) | np.where(area_border, RC_AREA_BORDER, 0)
-    return np.stack([px, h, pz, r], axis=1)
+    r = np.where(ha, reg[ac], 0) | np.where(border_vertex, RC_BORDER_VERTEX, 0)
+    nb_area = np.where(ha, area[ac], -1)
+    return np.stack([px, h, pz, r], axis=1), nb_area
 
 
 def _edge_successors(
@@ -552,8 +557,9 @@ def _merge_region_holes(conts: list[list[list[int]]], outline: int, holes: list[
 
     Recast passes ``diags[i].vert`` (i = the hole's index, not the diagonal's) as the outline
     vertex whose edges the intersection test skips; that is kept, with the buffer persisting
-    across the holes of one region. Slots Recast never wrote (uninitialised memory) read as -1
-    here (no edge skipped).
+    across the holes of one region. Slots Recast never wrote (uninitialised memory from
+    rcAlloc) read as 0 here, which is what a fresh heap block holds in a checked build of
+    Recast; it only matters for a region whose hole index exceeds its diagonal count.
     """
     info = []
     for h in holes:
@@ -566,7 +572,7 @@ def _merge_region_holes(conts: list[list[list[int]]], outline: int, holes: list[
         info.append((minx, minz, leftmost, h))
     info.sort(key=lambda t: (t[0], t[1]))  # stable, like glibc's merge-sort qsort
     max_verts = len(conts[outline]) + sum(len(conts[h]) for h in holes)
-    diags_vert = [-1] * max_verts
+    diags_vert = [0] * max_verts
     for i, (_, _, leftmost, h) in enumerate(info):
         hole = conts[h]
         index = -1
@@ -659,7 +665,7 @@ def build_contours(
     espan, edir = np.nonzero((flags[:, None] >> np.arange(4, dtype=np.uint8)) & 1)
     espan = espan.astype(np.int64)
     edir = edir.astype(np.int64)
-    evert = _edge_vertices(chf, espan, edir)
+    evert, enb_area = _edge_vertices(chf, espan, edir)
 
     walks = None
     res = _edge_successors(chf, flags, espan, edir)
@@ -681,6 +687,9 @@ def build_contours(
     careas: list[int] = []
     for k, seq in enumerate(walks):
         points = evert[seq]
+        start_area = int(area[espan[seq[0]]]) if seq.shape[0] else 0
+        nba = enb_area[seq]
+        points[:, 3] |= np.where((nba >= 0) & (nba != start_area), RC_AREA_BORDER, 0)
         simp = _simplify(points, max_error32, max_edge_len, build_flags)
         _remove_degenerate_segments(simp)
         if len(simp) >= 3:
