@@ -21,9 +21,6 @@ from .config import NULL_AREA, SPAN_MAX_HEIGHT, WALKABLE_AREA, walkable_threshol
 from .heightfield import Heightfield
 
 F32 = np.float32
-#: Vertex slots of a clipped polygon. A triangle cut by two pairs of axis lines has at most 7
-#: vertices (Recast's buffers hold 7); one spare slot absorbs duplicated on-line vertices.
-POLY_SLOTS = 9
 
 
 def mark_walkable_triangles(verts, tris, max_slope_degrees: float) -> np.ndarray:
@@ -54,54 +51,90 @@ def mark_walkable_triangles(verts, tris, max_slope_degrees: float) -> np.ndarray
     return areas
 
 
-def _divide(poly, count, offset, axis):
-    """Recast's dividePoly on many polygons at once.
+def _divide(coords, count, offset, axis):
+    """Recast's dividePoly on many convex polygons at once.
 
-    poly float32 (N, K, 3), count int (N,), offset float32 (N,): the cut line ``coord = offset``
-    on ``axis``. Returns (below, nbelow, above, nabove): the part with coord <= offset and the
-    part with coord >= offset, each (N, K, 3) with counts; a vertex on the line goes to both.
+    coords: list of float32 (N, K) arrays, one per coordinate carried along; ``axis`` indexes the
+    one cut by the line ``coord = offset`` (float32 (N,)); count (N,) vertices per polygon.
+    Returns (below, nbelow, above, nabove): the part with coord <= offset and the part with
+    coord >= offset (a vertex on the line goes to both), each a list like ``coords`` with counts.
+    Polygons entirely on one side are passed through untouched (the slow path would reproduce
+    them exactly); only the ones the line really cuts take the full path.
     """
-    n_poly, slots = poly.shape[:2]
-    rows = np.arange(n_poly)[:, None]
+    n_poly, slots = coords[0].shape
+    valid = np.arange(slots)[None, :] < count[:, None]
+    delta = offset[:, None] - coords[axis]
+    all_below = np.all((delta > 0) | ~valid, axis=1)
+    all_above = np.all((delta < 0) | ~valid, axis=1)
+    cut = np.nonzero(~(all_below | all_above))[0]
+    width = slots + 2 if cut.shape[0] else slots
+    below = [np.zeros((n_poly, width), dtype=F32) for _ in coords]
+    above = [np.zeros((n_poly, width), dtype=F32) for _ in coords]
+    for out, side in ((below, all_below), (above, all_above)):
+        for dst, src in zip(out, coords):
+            dst[side, :slots] = src[side]
+    n_below = np.where(all_below, count, 0)
+    n_above = np.where(all_above, count, 0)
+    if cut.shape[0]:
+        parts = _divide_cut([c[cut] for c in coords], count[cut], delta[cut], width)
+        for out, n_out, (part, n_part) in ((below, n_below, parts[0]), (above, n_above, parts[1])):
+            for dst, src in zip(out, part):
+                dst[cut] = src
+            n_out[cut] = n_part
+    used = int(max(n_below.max(initial=0), n_above.max(initial=0), 1))
+    return [b[:, :used] for b in below], n_below, [a[:, :used] for a in above], n_above
+
+
+def _divide_cut(coords, count, delta, width):
+    """The full dividePoly for polygons the line really cuts; outputs ``width`` slots wide."""
+    n_poly, slots = delta.shape
+    rows = np.arange(n_poly)
     slot = np.arange(slots)[None, :]
     valid = slot < count[:, None]
-    delta = offset[:, None] - poly[:, :, axis]
-    prev = slot - 1
-    prev = np.where(prev < 0, count[:, None] - 1, prev)
-    prev = np.maximum(prev, 0)
-    delta_b = delta[rows, prev]
+    last = count - 1
+    delta_b = np.concatenate([delta[rows, last][:, None], delta[:, :-1]], axis=1)
     pos_a = delta >= 0
     cross = (pos_a != (delta_b >= 0)) & valid
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         s = delta_b / (delta_b - delta)
-    vert_b = poly[rows, prev]
-    inter = vert_b + (poly - vert_b) * s[:, :, None]
-    keep_a1 = valid & np.where(cross, delta > 0, pos_a)
-    keep_a2 = valid & np.where(cross, delta < 0, delta <= 0)
-    outs = []
-    for keep_a in (keep_a1, keep_a2):
-        emit = cross.astype(np.int8) + keep_a
+        inters = []
+        for c in coords:
+            c_b = np.concatenate([c[rows, last][:, None], c[:, :-1]], axis=1)
+            inters.append(c_b + (c - c_b) * s)
+    keep_below = valid & np.where(cross, delta > 0, pos_a)
+    keep_above = valid & np.where(cross, delta < 0, delta <= 0)
+    results = []
+    for keep in (keep_below, keep_above):
+        emit = cross.astype(np.int64) + keep
         end = np.cumsum(emit, axis=1)
         start = end - emit
-        n_out = end[:, -1].astype(np.int64)
-        if n_out.size and int(n_out.max()) > slots:
+        n_out = end[:, -1]
+        if n_out.size and int(n_out.max()) > width:
             raise AssertionError("clipped polygon exceeds its vertex slots")
-        out = np.empty_like(poly)
-        r_cross, k_cross = np.nonzero(cross)
-        out[r_cross, start[r_cross, k_cross]] = inter[r_cross, k_cross]
-        r_keep, k_keep = np.nonzero(keep_a)
-        out[r_keep, start[r_keep, k_keep] + cross[r_keep, k_keep]] = poly[r_keep, k_keep]
-        outs.append((out, n_out))
-    return outs[0][0], outs[0][1], outs[1][0], outs[1][1]
+        base = (rows * width)[:, None]
+        at_cross = (base + start)[cross]
+        at_keep = (base + start + cross)[keep]
+        out = []
+        for c, inter in zip(coords, inters):
+            flat = np.zeros(n_poly * width, dtype=F32)
+            flat[at_cross] = inter[cross]
+            flat[at_keep] = c[keep]
+            out.append(flat.reshape(n_poly, width))
+        results.append((out, n_out))
+    return results
 
 
-def rasterize_fragments(verts, tris, areas, bmin, bmax, cs, ch, width, height):
+def rasterize_fragments(
+    verts, tris, areas, bmin, bmax, cs, ch, width, height, by_column: bool = False
+):
     """Every span each triangle adds to each cell, before merging.
 
     verts float32 (n, 3) Z-up [Units: wu]; tris int32 (m, 3); areas uint8 (m,); bmin/bmax
     float32 (3,) [Units: wu]; cs, ch [Units: wu]; width, height [Units: cells].
     Returns int64 tri, int32 ix, int32 iy, uint16 smin, uint16 smax, uint8 area (one entry per
-    fragment), sorted by triangle, then row, then column (Recast's call order).
+    fragment), sorted by triangle, then row, then column (Recast's call order); with
+    ``by_column``, grouped by column (``ix + iy * width``) and in triangle order within one,
+    which is all the span merge needs and costs one sort key instead of three.
     """
     verts = np.asarray(verts, dtype=F32)
     tris = np.asarray(tris, dtype=np.int64)
@@ -125,40 +158,40 @@ def rasterize_fragments(verts, tris, areas, bmin, bmax, cs, ch, width, height):
     row_lo = np.clip(row_lo, -1, height - 1).astype(np.int64)
     row_hi = np.clip(row_hi, 0, height - 1).astype(np.int64)
 
-    poly = np.zeros((tri_ids.shape[0], POLY_SLOTS, 3), dtype=F32)
-    poly[:, :3] = tri_verts[tri_ids]
+    # Recast frame coordinates, one (N, K) array each: x (columns), height, row axis.
+    coords = [tri_verts[tri_ids, :, k].astype(F32) for k in range(3)]
     count = np.full(tri_ids.shape[0], 3, dtype=np.int64)
-    row = row_lo.copy()
-    owner = tri_ids.copy()
+    row = row_lo
+    owner = tri_ids
 
     # Round k clips row row_lo + k off every triangle that still has rows left.
-    row_polys, row_counts, row_owner, row_index = [], [], [], []
+    row_parts: list[tuple] = []
     active = (row <= row_hi) & (count >= 2)
-    poly, count, row, owner, row_hi = (a[active] for a in (poly, count, row, owner, row_hi))
-    while owner.shape[0]:
-        offset = (rc_bmin[2] + row.astype(F32) * cs) + cs
-        below, nbelow, poly, count = _divide(poly, count, offset.astype(F32), 2)
+    while True:
+        coords = [c[active] for c in coords]
+        count, row, owner, row_hi = count[active], row[active], owner[active], row_hi[active]
+        if not owner.shape[0]:
+            break
+        offset = ((rc_bmin[2] + row.astype(F32) * cs) + cs).astype(F32)
+        below, nbelow, coords, count = _divide(coords, count, offset, 2)
         emit = (nbelow >= 3) & (row >= 0)
-        row_polys.append(below[emit])
-        row_counts.append(nbelow[emit])
-        row_owner.append(owner[emit])
-        row_index.append(row[emit])
+        row_parts.append((below[0][emit], below[1][emit], nbelow[emit], owner[emit], row[emit]))
         row = row + 1
         active = (row <= row_hi) & (count >= 2)
-        poly, count, row, owner, row_hi = (a[active] for a in (poly, count, row, owner, row_hi))
 
-    if not row_polys:
+    if not row_parts:
         return _empty_fragments()
-    rpoly = np.concatenate(row_polys)
-    rcount = np.concatenate(row_counts)
-    rowner = np.concatenate(row_owner)
-    rrow = np.concatenate(row_index)
-    rseq = np.arange(rpoly.shape[0], dtype=np.int64)
+    width_k = max(p[0].shape[1] for p in row_parts)
+    rx = np.concatenate([_pad(p[0], width_k) for p in row_parts])
+    ry = np.concatenate([_pad(p[1], width_k) for p in row_parts])
+    rcount = np.concatenate([p[2] for p in row_parts])
+    rowner = np.concatenate([p[3] for p in row_parts])
+    rrow = np.concatenate([p[4] for p in row_parts])
+    rseq = np.arange(rx.shape[0], dtype=np.int64)
 
-    xs = np.where(np.arange(POLY_SLOTS)[None, :] < rcount[:, None], rpoly[:, :, 0], np.inf)
-    min_x = xs.min(axis=1).astype(F32)
-    xs = np.where(np.arange(POLY_SLOTS)[None, :] < rcount[:, None], rpoly[:, :, 0], -np.inf)
-    max_x = xs.max(axis=1).astype(F32)
+    used = np.arange(width_k)[None, :] < rcount[:, None]
+    min_x = np.where(used, rx, np.inf).min(axis=1).astype(F32)
+    max_x = np.where(used, rx, -np.inf).max(axis=1).astype(F32)
     col_lo = np.trunc((min_x - rc_bmin[0]) * ics)
     col_hi = np.trunc((max_x - rc_bmin[0]) * ics)
     inside = ~((col_hi < 0) | (col_lo >= width))
@@ -166,25 +199,24 @@ def rasterize_fragments(verts, tris, areas, bmin, bmax, cs, ch, width, height):
     col_hi = np.clip(col_hi, 0, width - 1).astype(np.int64)
 
     sel = inside & (col_lo <= col_hi)
-    poly, count = rpoly[sel], rcount[sel]
-    col, col_hi, seq = col_lo[sel], col_hi[sel], rseq[sel]
+    coords = [rx[sel], ry[sel]]
+    count, col, col_hi, seq = rcount[sel], col_lo[sel], col_hi[sel], rseq[sel]
     frag_seq, frag_col, frag_min, frag_max = [], [], [], []
     while seq.shape[0]:
-        offset = (rc_bmin[0] + col.astype(F32) * cs) + cs
-        cell, ncell, poly, count = _divide(poly, count, offset.astype(F32), 0)
+        offset = ((rc_bmin[0] + col.astype(F32) * cs) + cs).astype(F32)
+        cell, ncell, coords, count = _divide(coords, count, offset, 0)
         emit = (ncell >= 3) & (col >= 0)
         if emit.any():
-            cell_y = cell[emit, :, 1]
-            used = np.arange(POLY_SLOTS)[None, :] < ncell[emit][:, None]
-            y_min = np.where(used, cell_y, np.inf).min(axis=1).astype(F32)
-            y_max = np.where(used, cell_y, -np.inf).max(axis=1).astype(F32)
+            cell_y = cell[1][emit]
+            in_cell = np.arange(cell_y.shape[1])[None, :] < ncell[emit][:, None]
             frag_seq.append(seq[emit])
             frag_col.append(col[emit])
-            frag_min.append(y_min)
-            frag_max.append(y_max)
+            frag_min.append(np.where(in_cell, cell_y, np.inf).min(axis=1).astype(F32))
+            frag_max.append(np.where(in_cell, cell_y, -np.inf).max(axis=1).astype(F32))
         col = col + 1
         active = (col <= col_hi) & (count >= 2)
-        poly, count, col, col_hi, seq = (a[active] for a in (poly, count, col, col_hi, seq))
+        coords = [c[active] for c in coords]
+        count, col, col_hi, seq = count[active], col[active], col_hi[active], seq[active]
 
     if not frag_seq:
         return _empty_fragments()
@@ -196,12 +228,15 @@ def rasterize_fragments(verts, tris, areas, bmin, bmax, cs, ch, width, height):
     fseq, fcol, span_min, span_max = fseq[keep], fcol[keep], span_min[keep], span_max[keep]
     span_min = np.maximum(span_min, F32(0))
     span_max = np.minimum(span_max, by)
-    smin = np.clip(np.floor(span_min * ich), 0, SPAN_MAX_HEIGHT).astype(np.int64)
-    smax = np.clip(np.ceil(span_max * ich), 0, SPAN_MAX_HEIGHT).astype(np.int64)
+    smin = np.clip(np.floor(span_min * ich), 0, SPAN_MAX_HEIGHT).astype(np.int32)
+    smax = np.clip(np.ceil(span_max * ich), 0, SPAN_MAX_HEIGHT).astype(np.int32)
     smax = np.clip(smax, smin + 1, SPAN_MAX_HEIGHT)
     tri = rowner[fseq]
     frow = rrow[fseq]
-    order = np.lexsort((fcol, frow, tri))
+    if by_column:
+        order = np.argsort((frow * width + fcol) * tris.shape[0] + tri)
+    else:
+        order = np.lexsort((fcol, frow, tri))
     tri, frow, fcol, smin, smax = tri[order], frow[order], fcol[order], smin[order], smax[order]
     return (
         tri,
@@ -211,6 +246,14 @@ def rasterize_fragments(verts, tris, areas, bmin, bmax, cs, ch, width, height):
         smax.astype(np.uint16),
         np.asarray(areas, dtype=np.uint8)[tri],
     )
+
+
+def _pad(array, width):
+    if array.shape[1] == width:
+        return array
+    out = np.zeros((array.shape[0], width), dtype=array.dtype)
+    out[:, : array.shape[1]] = array
+    return out
 
 
 def _empty_fragments():
@@ -225,7 +268,7 @@ def _empty_fragments():
 
 
 def merge_fragments(
-    width: int, height: int, ix, iy, smin, smax, area, merge_threshold: int
+    width: int, height: int, ix, iy, smin, smax, area, merge_threshold: int, grouped=False
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Merge fragments into the solid spans of each column, in the order given (Recast's addSpan).
 
@@ -233,6 +276,7 @@ def merge_fragments(
     touches (closed test); the merged span takes the union. Its area is the fragment's area,
     max'ed with each merged span's area whose top is at most ``merge_threshold`` below the
     fragment's top. [Units: ch] for heights and threshold (walkable_climb).
+    ``grouped``: the fragments are already grouped by column (see `rasterize_fragments`).
     Returns col_start int64 (w*h+1,), smin uint16, smax uint16, area uint8.
     """
     n_cols = width * height
@@ -240,9 +284,11 @@ def merge_fragments(
     f_min = np.asarray(smin, dtype=np.int32)
     f_max = np.asarray(smax, dtype=np.int32)
     f_area = np.asarray(area, dtype=np.uint8)
-    order = np.argsort(col, kind="stable")
+    order = np.arange(col.shape[0]) if grouped else np.argsort(col, kind="stable")
     col_sorted = col[order]
-    used_cols, first, per_col = np.unique(col_sorted, return_index=True, return_counts=True)
+    first = np.flatnonzero(np.diff(col_sorted, prepend=-1))
+    used_cols = col_sorted[first]
+    per_col = np.diff(first, append=col_sorted.shape[0])
     # Columns with the most fragments first: round k then works on a prefix of the state.
     by_count = np.argsort(-per_col, kind="stable")
     used_cols, first, per_col = used_cols[by_count], first[by_count], per_col[by_count]
@@ -317,10 +363,10 @@ def rasterize_triangles(verts, tris, areas, bmin, bmax, cs, ch, width, height, m
     merge_threshold = walkable_climb [Units: ch].
     """
     _, ix, iy, smin, smax, area = rasterize_fragments(
-        verts, tris, areas, bmin, bmax, cs, ch, width, height
+        verts, tris, areas, bmin, bmax, cs, ch, width, height, by_column=True
     )
     col_start, smin, smax, area = merge_fragments(
-        width, height, ix, iy, smin, smax, area, merge_threshold
+        width, height, ix, iy, smin, smax, area, merge_threshold, grouped=True
     )
     return Heightfield(
         int(width),
