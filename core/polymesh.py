@@ -474,8 +474,9 @@ def build_adjacency(polys: np.ndarray, nverts: int, nvp: int) -> None:
     """Fill the neighbour half of ``polys`` (uint16 (npolys, 2*nvp)) in place.
 
     Recast's buildMeshAdjacency: an edge stored as (v0 < v1) by one polygon pairs with the
-    same edge stored reversed by another; with several candidates the k-th reversed edge (in
-    polygon, then edge order) takes the k-th latest forward edge, as Recast's linked lists do.
+    same edge stored reversed by another. The one-to-one case (almost every edge) is matched
+    vectorized; edges shared by more than two polygons, or by a degenerate polygon with itself,
+    follow Recast's linked-list order exactly (per key group, in Python).
     """
     npolys = polys.shape[0]
     if npolys == 0:
@@ -502,19 +503,41 @@ def build_adjacency(polys: np.ndarray, nverts: int, nvp: int) -> None:
     rorder = np.lexsort((ridx, rkey))
     fk = fkey[forder]
     rk = rkey[rorder]
-    rrank = np.arange(rk.shape[0]) - np.searchsorted(rk, rk, side="left")
-    # Position of (key, rank) among the forward edges.
     lo = np.searchsorted(fk, rk, side="left")
     hi = np.searchsorted(fk, rk, side="right")
-    ok = rrank < (hi - lo)
-    fpos = lo[ok] + rrank[ok]
-    fe = fidx[forder[fpos]]
-    re = ridx[rorder[ok]]
-    p0, e0 = pi[fe], pj[fe]
-    p1, e1 = pi[re], pj[re]
-    diff = p0 != p1
-    polys[p0[diff], nvp + e0[diff]] = p1[diff]
-    polys[p1[diff], nvp + e1[diff]] = p0[diff]
+    rlo = np.searchsorted(rk, rk, side="left")
+    rhi = np.searchsorted(rk, rk, side="right")
+    # The usual case: one forward and one reversed edge of two different polygons.
+    fe1 = fidx[forder[np.minimum(lo, max(fk.shape[0] - 1, 0))]] if fk.shape[0] else lo
+    re1 = ridx[rorder]
+    simple = (hi - lo == 1) & (rhi - rlo == 1)
+    if fk.shape[0]:
+        simple &= pi[fe1] != pi[re1]
+    fe = fe1[simple]
+    re = re1[simple]
+    polys[pi[fe], nvp + pj[fe]] = pi[re]
+    polys[pi[re], nvp + pj[re]] = pi[fe]
+    # Shared or degenerate edges: Recast's linked-list walk, one key group at a time. A
+    # reversed edge takes the latest forward edge not yet taken by another polygon (a
+    # polygon's own reversed edge leaves it free for the next one).
+    odd = np.nonzero(~simple & (hi > lo))[0]
+    if odd.size:
+        for g in np.unique(rk[odd]).tolist():
+            f_lo = int(np.searchsorted(fk, g, side="left"))
+            f_hi = int(np.searchsorted(fk, g, side="right"))
+            r_lo = int(np.searchsorted(rk, g, side="left"))
+            r_hi = int(np.searchsorted(rk, g, side="right"))
+            cand = [[int(pi[e]), int(pj[e]), int(pi[e]), 0] for e in fidx[forder[f_lo:f_hi]]]
+            for e in ridx[rorder[r_lo:r_hi]].tolist():
+                for f in cand:
+                    if f[2] == f[0]:
+                        f[2] = int(pi[e])
+                        f[3] = int(pj[e])
+                        break
+            for p0, e0, p1, e1 in cand:
+                if p0 != p1:
+                    polys[p0, nvp + e0] = p1
+                    polys[p1, nvp + e1] = p0
 
 
 def _mark_portal_edges(polys: np.ndarray, verts: np.ndarray, nvp: int, w: int, h: int) -> None:
