@@ -92,36 +92,44 @@ def _divide_cut(coords, count, delta, width):
     slot = np.arange(slots)[None, :]
     valid = slot < count[:, None]
     last = count - 1
-    delta_b = np.concatenate([delta[rows, last][:, None], delta[:, :-1]], axis=1)
+    delta_b = _previous(delta, rows, last)
     pos_a = delta >= 0
     cross = (pos_a != (delta_b >= 0)) & valid
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         s = delta_b / (delta_b - delta)
         inters = []
         for c in coords:
-            c_b = np.concatenate([c[rows, last][:, None], c[:, :-1]], axis=1)
+            c_b = _previous(c, rows, last)
             inters.append(c_b + (c - c_b) * s)
     keep_below = valid & np.where(cross, delta > 0, pos_a)
     keep_above = valid & np.where(cross, delta < 0, delta <= 0)
+    # Candidates interleaved per input vertex: (intersection, vertex). Each emitted candidate
+    # goes to its running position; the rest go to a spare last slot that is cut off.
+    candidates = [np.stack([inter, c], axis=2).reshape(n_poly, 2 * slots) for inter, c in zip(inters, coords)]  # fmt: skip
+    base = (rows * (width + 1))[:, None]
     results = []
     for keep in (keep_below, keep_above):
-        emit = cross.astype(np.int64) + keep
-        end = np.cumsum(emit, axis=1)
-        start = end - emit
-        n_out = end[:, -1]
+        emit = np.stack([cross, keep], axis=2).reshape(n_poly, 2 * slots)
+        position = np.cumsum(emit, axis=1) - 1
+        n_out = position[:, -1] + 1
         if n_out.size and int(n_out.max()) > width:
             raise AssertionError("clipped polygon exceeds its vertex slots")
-        base = (rows * width)[:, None]
-        at_cross = (base + start)[cross]
-        at_keep = (base + start + cross)[keep]
+        target = (base + np.where(emit, position, width)).ravel()
         out = []
-        for c, inter in zip(coords, inters):
-            flat = np.zeros(n_poly * width, dtype=F32)
-            flat[at_cross] = inter[cross]
-            flat[at_keep] = c[keep]
-            out.append(flat.reshape(n_poly, width))
+        for cand in candidates:
+            flat = np.zeros(n_poly * (width + 1), dtype=F32)
+            flat[target] = cand.ravel()
+            out.append(flat.reshape(n_poly, width + 1)[:, :width])
         results.append((out, n_out))
     return results
+
+
+def _previous(values, rows, last):
+    """values[:, i - 1] with wrap-around to each row's own last vertex (Recast's inVertB)."""
+    out = np.empty_like(values)
+    out[:, 1:] = values[:, :-1]
+    out[:, 0] = values[rows, last]
+    return out
 
 
 def rasterize_fragments(
