@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -31,9 +32,9 @@ LIFT_MIN = 0.01
 class BakeOutcome:
     """Everything one bake produced, for reports, the CLI and tests."""
 
-    result: object
+    result: Any
     gathered: gather_mod.Gathered
-    config: object
+    config: Any
     counts: dict = field(default_factory=dict)
     timings: dict = field(default_factory=dict)
     warnings: list = field(default_factory=list)
@@ -65,6 +66,16 @@ def bake_scene(
     config = properties.to_config(settings)
     timings: dict[str, float] = {}
 
+    suspended = writeback.suspend_instancing(scene)
+    try:
+        return _bake(context, stop_after, progress, config, timings)
+    finally:
+        writeback.resume_instancing(suspended)
+
+
+def _bake(context, stop_after, progress, config, timings) -> BakeOutcome:
+    scene = context.scene
+    settings = scene.voxnav
     t0 = time.perf_counter()
     gathered = gather_mod.gather(context, settings.source, settings.source_collection)
     timings["gather"] = time.perf_counter() - t0

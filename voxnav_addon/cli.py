@@ -17,6 +17,7 @@ import os
 import sys
 import time
 from collections.abc import Sequence
+from typing import Any
 
 import bpy
 import numpy as np
@@ -157,7 +158,7 @@ def frame_camera(scene, lo, hi, direction=(-0.55, -0.9, 0.75)) -> bpy.types.Obje
     """A perspective camera looking along -``direction`` that frames the box [lo, hi]."""
     import mathutils
 
-    cam = bpy.data.objects.get(PREVIEW_CAMERA)
+    cam: Any = bpy.data.objects.get(PREVIEW_CAMERA)
     if cam is None or cam.type != "CAMERA":
         cam = bpy.data.objects.new(PREVIEW_CAMERA, bpy.data.cameras.new(PREVIEW_CAMERA))
         cam[writeback.OUTPUT_TAG] = True
@@ -174,7 +175,8 @@ def frame_camera(scene, lo, hi, direction=(-0.55, -0.9, 0.75)) -> bpy.types.Obje
     half = (hi - lo) / 2 * 1.06
     corners = [center + half * (2 * np.array(s) - 1) for s in np.ndindex(2, 2, 2)]
     scene.camera = cam
-    bpy.context.view_layer.update()
+    context: Any = bpy.context
+    context.view_layer.update()
     depsgraph = bpy.context.evaluated_depsgraph_get()
     flat = [float(v) for c in corners for v in c]
     location, _scale = cam.camera_fit_coords(depsgraph, flat)
@@ -238,7 +240,7 @@ def run(args) -> int:
     except ValueError:
         raise VoxNavError(f"--resolution expects WIDTHxHEIGHT, got {args.resolution!r}") from None
     _open(args)
-    context = bpy.context
+    context: Any = bpy.context
     scene = context.scene
     if overrides:
         config = properties.to_config(scene.voxnav).replace(**overrides).validate()

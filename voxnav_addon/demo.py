@@ -15,6 +15,7 @@ A 24 x 16 m ground floor (Z-up, top at z = 0) with every case a navmesh must get
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import bpy
 
@@ -45,7 +46,7 @@ def _box_geometry(lo, hi, offset=0):
     return verts, [tuple(i + offset for i in f) for f in faces]
 
 
-def _mesh(name, boxes=(), extra=None):
+def _mesh(name, boxes=(), extra=None) -> Any:
     """A mesh made of axis-aligned boxes [(lo, hi), ...] plus optional (verts, faces)."""
     verts: list = []
     faces: list = []

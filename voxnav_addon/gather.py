@@ -20,8 +20,8 @@ and everything they instance), objects hidden in the viewport, and non-mesh-like
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
-import bpy
 import numpy as np
 
 #: Custom property set on every object VoxNav writes; such objects are never gathered.
@@ -85,7 +85,7 @@ def _mesh_arrays(obj_eval, cache: dict, temporaries: list) -> tuple[np.ndarray, 
     return arrays
 
 
-def _wanted(inst, source: str, allowed: set | None, view_layer) -> tuple[bool, object]:
+def _wanted(inst, source: str, allowed: set | None, view_layer) -> tuple[bool, Any]:
     """Whether a depsgraph instance is gathered, and the original object it counts as."""
     obj = inst.object
     owner = inst.parent if inst.is_instance and inst.parent is not None else obj
@@ -94,11 +94,8 @@ def _wanted(inst, source: str, allowed: set | None, view_layer) -> tuple[bool, o
         return False, owner_orig
     if obj.type not in MESH_LIKE:
         return False, owner_orig
-    if not inst.is_instance:
-        # A top-level object: it must be visible in this view layer.
-        if not owner_orig.visible_get(view_layer=view_layer):
-            return False, owner_orig
-    elif not owner_orig.visible_get(view_layer=view_layer):
+    # The object (or, for an instance, its instancer) must be visible in this view layer.
+    if not owner_orig.visible_get(view_layer=view_layer):
         return False, owner_orig
     if source == "SELECTED" and not owner_orig.select_get(view_layer=view_layer):
         return False, owner_orig
@@ -176,8 +173,3 @@ def gather_scene(context) -> Gathered:
     """``gather`` with the scene's VoxNav source settings."""
     settings = context.scene.voxnav
     return gather(context, settings.source, settings.source_collection)
-
-
-def evaluated_depsgraph(context) -> bpy.types.Depsgraph:
-    """The evaluated depsgraph of ``context`` (helper for callers and tests)."""
-    return context.evaluated_depsgraph_get()

@@ -109,7 +109,7 @@ class VOXNAV_OT_clear(bpy.types.Operator):
         return {"FINISHED"}
 
 
-class VOXNAV_OT_export_navmesh(bpy.types.Operator, ExportHelper):
+class VOXNAV_OT_export_navmesh(bpy.types.Operator, ExportHelper):  # type: ignore[misc]
     """Export the navigation mesh (polygons and detail mesh) as OBJ or JSON"""
 
     bl_idname = "voxnav.export_navmesh"

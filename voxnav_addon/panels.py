@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import bpy
 
 
 class _VoxNavPanel:
-    bl_space_type = "VIEW_3D"
-    bl_region_type = "UI"
+    bl_space_type: Any = "VIEW_3D"
+    bl_region_type: Any = "UI"
     bl_category = "VoxNav"
 
 

@@ -13,6 +13,7 @@ stored in Blender's natural unit and converted by `to_config` / `set_from_config
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import bpy
 from bpy.props import (
@@ -39,7 +40,7 @@ _UNIT_CONVERSIONS = {
 _DEFAULTS = NavConfig()
 
 
-def _distance(name: str, description: str, minimum: float, soft_max: float, **kw) -> FloatProperty:
+def _distance(name: str, description: str, minimum: float, soft_max: float, **kw) -> Any:
     return FloatProperty(
         name=name,
         description=description,
@@ -288,7 +289,7 @@ class VOXNAV_PG_settings(bpy.types.PropertyGroup):
 
 def to_config(settings) -> NavConfig:
     """A validated ``NavConfig`` from ``Scene.voxnav`` (units converted for the core)."""
-    values = {}
+    values: dict[str, Any] = {}
     for name in NavConfig.field_names():
         if name in ("bounds_min", "bounds_max"):
             values[name] = tuple(getattr(settings, name)) if settings.use_bounds else None

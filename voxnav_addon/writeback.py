@@ -16,6 +16,7 @@ Everything is written with ``foreach_set`` from typed arrays; no Python loop per
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import bpy
 import numpy as np
@@ -100,12 +101,11 @@ def _output_object(scene, name: str):
         bpy.data.objects.remove(obj)
         obj = None
     if obj is None:
-        mesh = bpy.data.meshes.new(name)
-        obj = bpy.data.objects.new(name, mesh)
+        obj = bpy.data.objects.new(name, bpy.data.meshes.new(name))
         obj[OUTPUT_TAG] = True
     if coll.objects.get(obj.name) is None:
         coll.objects.link(obj)
-    mesh = obj.data
+    mesh: Any = obj.data
     if mesh.users > 1:  # never refill a mesh somebody else uses
         obj.data = mesh = bpy.data.meshes.new(name)
     mesh.clear_geometry()
@@ -147,9 +147,9 @@ def use_material_colors(context=None, scene=None) -> None:
 # Voxels
 
 
-def _voxel_node_group() -> bpy.types.NodeTree:
+def _voxel_node_group() -> Any:
     """Geometry Nodes: one box per point, sized by cell size and ``voxnav_height``, coloured."""
-    group = bpy.data.node_groups.get(NODE_GROUP_NAME)
+    group: Any = bpy.data.node_groups.get(NODE_GROUP_NAME)
     if group is not None and group.get("voxnav_version") == 1:
         return group
     if group is None:
@@ -159,12 +159,13 @@ def _voxel_node_group() -> bpy.types.NodeTree:
     group["voxnav_version"] = 1
     group[OUTPUT_TAG] = True
     group.interface.new_socket("Geometry", in_out="INPUT", socket_type="NodeSocketGeometry")
-    size_socket = group.interface.new_socket(
+    size_socket: Any = group.interface.new_socket(
         "Box Width", in_out="INPUT", socket_type="NodeSocketFloat"
     )
     size_socket.default_value = 0.3
     group.interface.new_socket("Geometry", in_out="OUTPUT", socket_type="NodeSocketGeometry")
-    nodes, links = group.nodes, group.links
+    nodes: Any = group.nodes
+    links: Any = group.links
     gin = nodes.new("NodeGroupInput")
     gout = nodes.new("NodeGroupOutput")
     cube = nodes.new("GeometryNodeMeshCube")
@@ -226,7 +227,7 @@ def voxel_points(hf, mode: str = "VOXELS", cap: int = 1_000_000):
     bmin = np.asarray(hf.bmin, dtype=np.float64)
     if mode == "SPANS":
         total = int(smin.shape[0])
-        keep = slice(None)
+        keep: Any = slice(None)
         if total > cap:
             keep = np.unique(np.linspace(0, total - 1, cap).astype(np.int64))
         z = (smin[keep] + smax[keep]) * 0.5
@@ -281,6 +282,8 @@ def write_voxels(scene, hf, mode: str = "VOXELS", cap: int = 1_000_000) -> Voxel
             obj.modifiers.remove(m)
         mod = obj.modifiers.new("VoxNav Boxes", "NODES")
     mod.node_group = _voxel_node_group()
+    mod.show_viewport = True
+    mod.show_render = True
     width_id = mod.node_group.interface.items_tree["Box Width"].identifier
     mod[width_id] = float(hf.cs) * BOX_SHRINK
     obj.display_type = "SOLID"
@@ -306,7 +309,10 @@ def navmesh_faces(result):
         tris = np.asarray(detail.tris, dtype=np.int64)
         poly = np.repeat(np.arange(meshes.shape[0], dtype=np.int64), meshes[:, 3])
         tri_verts = tris[:, :3] + meshes[poly, 0][:, None]
-        verts = np.asarray(detail.verts, dtype=np.float32).reshape(-1, 3)
+        verts = np.array(detail.verts, dtype=np.float32).reshape(-1, 3)
+        # Recast stores detail vertices one cell height above the span top ("is this offset
+        # necessary?" says its source); draw them at the span top, like the polygons.
+        verts[:, 2] -= np.float32(pmesh.ch)
         # Face every triangle up, whatever the source winding.
         a, b, c = (verts[tri_verts[:, i]].astype(np.float64) for i in range(3))
         nz = (b[:, 0] - a[:, 0]) * (c[:, 1] - a[:, 1]) - (b[:, 1] - a[:, 1]) * (c[:, 0] - a[:, 0])
@@ -387,6 +393,29 @@ def apply_visibility(scene) -> None:
         if obj is not None and obj.get(OUTPUT_TAG):
             obj.hide_viewport = not shown
             obj.hide_render = not shown
+
+
+def suspend_instancing(scene) -> list:
+    """Turn off the voxel object's instancing modifier (until the next `write_voxels`).
+
+    Gathering walks every depsgraph instance in Python; a previous result's million voxel boxes
+    would cost more than the bake. Returns the modifiers turned off, for `resume_instancing`.
+    """
+    suspended = []
+    for obj in output_objects(scene):
+        for mod in obj.modifiers:
+            if mod.type == "NODES" and mod.show_viewport:
+                mod.show_viewport = False
+                suspended.append(mod)
+    return suspended
+
+
+def resume_instancing(modifiers: list) -> None:
+    for mod in modifiers:
+        try:
+            mod.show_viewport = True
+        except ReferenceError:  # the object was removed meanwhile
+            pass
 
 
 def output_objects(scene) -> list:

@@ -1,0 +1,85 @@
+"""The ``voxnav`` batch command of the installed extension, and its preview picture."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def _png_pixels(bpy, path):
+    img = bpy.data.images.load(str(path), check_existing=False)
+    try:
+        w, h = img.size
+        px = np.empty(w * h * 4, np.float32)
+        img.pixels.foreach_get(px)
+    finally:
+        bpy.data.images.remove(img)
+    return px.reshape(h, w, 4)[..., :3]
+
+
+def _saturated_fraction(rgb) -> float:
+    """Fraction of clearly coloured pixels (the overlay; geometry and background are grey)."""
+    return float(((rgb.max(axis=2) - rgb.min(axis=2)) > 0.3).mean())
+
+
+def test_cli_bad_path_and_bad_arguments_fail(bpy, ext, tmp_path, capsys):
+    assert ext.cli.main([str(tmp_path / "missing.blend"), "--obj", str(tmp_path / "x.obj")]) != 0
+    assert "no such .blend file" in capsys.readouterr().err
+    assert ext.cli.main(["--demo", "--set", "cell_size=abc"]) != 0
+    assert ext.cli.main(["--demo", "--set", "no_such_setting=1"]) != 0
+    assert ext.cli.main(["--demo", "--set", "cell_size=-1"]) != 0
+    assert ext.cli.main(["--demo", "--obj", str(tmp_path / "no" / "dir" / "x.obj")]) != 0
+    assert ext.cli.main(["--no-such-flag"]) != 0
+    assert not (tmp_path / "x.obj").exists()
+    bpy.ops.wm.read_homefile(use_empty=True)
+    assert ext.cli.main([]) != 0  # an empty scene: nothing to bake
+    assert "nothing to bake" in capsys.readouterr().err
+
+
+def test_cli_writes_every_output_and_a_readable_picture(bpy, ext, tmp_path):
+    out = {
+        "save-blend": tmp_path / "baked.blend",
+        "npz": tmp_path / "voxels.npz",
+        "obj": tmp_path / "navmesh.obj",
+        "png": tmp_path / "preview.png",
+    }
+    argv = ["--demo", "--set", "cell_size=0.25", "--resolution", "480x270"]
+    for flag, path in out.items():
+        argv += [f"--{flag}", str(path)]
+    assert ext.cli.main(argv) == 0
+    for path in out.values():
+        assert path.stat().st_size > 0, path
+    assert bpy.context.scene.voxnav.cell_size == np.float32(0.25)
+
+    data = np.load(out["npz"])
+    assert int(data["count_voxels"]) == int((data["smax"].astype(np.int64) - data["smin"]).sum())
+    assert data["col_start"].shape == (int(data["width"]) * int(data["height"]) + 1,)
+    text = out["obj"].read_text()
+    assert "\nv " in text and "\nf " in text
+
+    rgb = _png_pixels(bpy, out["png"])
+    assert rgb.shape == (270, 480, 3)
+    assert rgb.std() > 0.05  # not blank
+    coloured = _saturated_fraction(rgb)
+    assert coloured > 0.03, coloured
+
+    # The same view without the overlay has (almost) no such colours: they are the navmesh's.
+    bpy.ops.wm.open_mainfile(filepath=str(out["save-blend"]))
+    scene = bpy.context.scene
+    assert ext.writeback.NAVMESH_NAME in bpy.data.objects
+    assert ext.writeback.VOXELS_NAME in bpy.data.objects
+    scene.voxnav.show_navmesh = False
+    scene.voxnav.show_voxels = False
+    hf_lo = np.array([-12.5, -8.5, -0.5])
+    hf_hi = np.array([12.5, 8.5, 3.5])
+    bare = tmp_path / "bare.png"
+    ext.cli.render_preview(scene, str(bare), hf_lo, hf_hi, (480, 270))
+    assert _saturated_fraction(_png_pixels(bpy, bare)) < coloured / 4
+
+
+def test_cli_voxels_only_writes_the_walkable_overlay(bpy, ext, tmp_path):
+    obj = tmp_path / "overlay.obj"
+    assert ext.cli.main(["--demo", "--voxels-only", "--obj", str(obj)]) == 0
+    lines = obj.read_text().splitlines()
+    faces = [ln for ln in lines if ln.startswith("f ")]
+    assert faces and all(len(f.split()) == 5 for f in faces)  # one quad per walkable span top
+    assert bpy.context.scene.voxnav.last_stage == "heightfield"

@@ -1,0 +1,233 @@
+"""The installed extension in headless Blender: manifest, gather, operators, writeback."""
+
+from __future__ import annotations
+
+import zipfile
+
+import numpy as np
+import pytest
+
+from . import harness
+
+
+def box(bpy, name, lo, hi, collection=None, **transform):
+    """An axis-aligned box mesh object, linked to ``collection`` or the scene."""
+    (x0, y0, z0), (x1, y1, z1) = lo, hi
+    verts = [(x0, y0, z0), (x1, y0, z0), (x1, y1, z0), (x0, y1, z0)]
+    verts += [(x0, y0, z1), (x1, y0, z1), (x1, y1, z1), (x0, y1, z1)]
+    faces = [(0, 3, 2, 1), (4, 5, 6, 7), (0, 1, 5, 4), (1, 2, 6, 5), (2, 3, 7, 6), (3, 0, 4, 7)]
+    mesh = bpy.data.meshes.new(name)
+    mesh.from_pydata(verts, [], faces)
+    obj = bpy.data.objects.new(name, mesh)
+    for key, value in transform.items():
+        setattr(obj, key, value)
+    (collection or bpy.context.scene.collection).objects.link(obj)
+    return obj
+
+
+def figures(bpy):
+    settings = bpy.context.scene.voxnav
+    return {item.name: item.count for item in settings.last_counts}
+
+
+# --------------------------------------------------------------------------------- manifest
+
+
+def test_manifest_validates_and_zip_holds_only_the_extension(built_zip):
+    assert "Success" in harness.validate()
+    assert built_zip.name == "voxnav-0.1.0.zip"
+    names = zipfile.ZipFile(built_zip).namelist()
+    assert "blender_manifest.toml" in names and "__init__.py" in names
+    assert "voxnav_addon/operators.py" in names and "core/pipeline.py" in names
+    forbidden = ("tests/", ".venv/", ".git/", "dist/", "demo_out/", "__pycache__", ".ci/")
+    assert not [n for n in names if n.startswith(forbidden) or "__pycache__" in n]
+
+
+def test_installed_not_source(ext):
+    assert ext.root.__name__ == "bl_ext.user_default.voxnav"
+    assert "extensions" in ext.gather.__file__ and "/tests/" not in ext.gather.__file__
+
+
+# --------------------------------------------------------------------------------- gather
+
+
+def test_gather_handles_modifiers_instances_negative_scale_and_hidden(bpy, ext):
+    scene = bpy.context.scene
+    # Array modifier: 3 copies of a 12-triangle box.
+    arr = box(bpy, "Arrayed", (0, 0, 0), (1, 1, 1))
+    mod = arr.modifiers.new("Array", "ARRAY")
+    mod.count = 3
+    # Collection instance of a collection that is not linked to the scene.
+    src = bpy.data.collections.new("Props")
+    box(bpy, "Prop", (0, 0, 0), (1, 1, 0.5), collection=src)
+    for i in range(2):
+        empty = bpy.data.objects.new(f"PropInstance{i}", None)
+        empty.instance_type = "COLLECTION"
+        empty.instance_collection = src
+        empty.location = (5 + 2 * i, 0, 0)
+        scene.collection.objects.link(empty)
+    # A mirrored floor (negative determinant) and a hidden object.
+    box(bpy, "Mirrored", (0, 0, -0.2), (4, 4, 0), location=(-1, 5, 0), scale=(-1, 1, 1))
+    hidden = box(bpy, "Hidden", (0, 0, 0), (1, 1, 1))
+    hidden.hide_set(True)
+
+    g = ext.gather.gather(bpy.context)
+    counts = {name: int((g.tri_source == i).sum()) for i, name in enumerate(g.sources)}
+    assert counts == {"Arrayed": 36, "PropInstance0": 12, "PropInstance1": 12, "Mirrored": 12}
+    assert g.verts.dtype == np.float32 and g.tris.dtype == np.int32
+    # Instances sit where their empties are.
+    inst = g.verts[g.tris[g.tri_source == g.sources.index("PropInstance1")]]
+    assert inst[..., 0].min() == pytest.approx(7.0) and inst[..., 0].max() == pytest.approx(8.0)
+    # The mirrored box keeps outward (here: upward on top) normals, so its top is walkable.
+    t = g.tris[g.tri_source == g.sources.index("Mirrored")]
+    a, b, c = (g.verts[t[:, i]].astype(np.float64) for i in range(3))
+    normals = np.cross(b - a, c - a)
+    centers = (a + b + c) / 3
+    top = np.isclose(centers[:, 2], 0.0)
+    assert top.sum() == 2 and (normals[top, 2] > 0).all()
+    mirrored_x = g.verts[t][..., 0]
+    assert mirrored_x.min() == pytest.approx(-5.0) and mirrored_x.max() == pytest.approx(-1.0)
+    # Selected-only and collection sources.
+    bpy.ops.object.select_all(action="DESELECT")
+    arr.select_set(True)
+    assert ext.gather.gather(bpy.context, "SELECTED").sources == ["Arrayed"]
+    assert ext.gather.gather(bpy.context, "COLLECTION", src).sources == []
+
+
+def test_gather_skips_voxnav_output(bpy, ext):
+    box(bpy, "Floor", (-5, -5, -0.2), (5, 5, 0))
+    before = ext.gather.gather(bpy.context).triangle_count
+    bpy.ops.voxnav.build_navmesh()
+    assert ext.writeback.output_objects(bpy.context.scene)
+    assert ext.gather.gather(bpy.context).triangle_count == before
+
+
+# --------------------------------------------------------------------------------- operators
+
+
+def test_voxel_counts_equal_the_core_on_the_same_triangles(bpy, ext):
+    ext.demo.build_demo(bpy.context.scene)
+    bpy.ops.voxnav.voxelize()
+    got = figures(bpy)
+    g = ext.gather.gather(bpy.context)
+    config = ext.properties.to_config(bpy.context.scene.voxnav)
+    ref = ext.pipeline.bake(g.verts, g.tris, config, stop_after="heightfield")
+    hf = ref.heightfield
+    voxels = int((hf.smax.astype(np.int64) - hf.smin).sum())
+    assert got["triangles"] == g.triangle_count
+    assert got["voxels"] == voxels
+    assert got["spans"] == hf.span_count
+    assert got["walkable_spans"] == int(np.count_nonzero(hf.area))
+    assert bpy.context.scene.voxnav.last_stage == "heightfield"
+    # Every voxel is drawn (under the cap): one point per voxel.
+    vox = bpy.data.objects[ext.writeback.VOXELS_NAME]
+    assert len(vox.data.vertices) == voxels
+
+
+def test_voxel_cap_draws_span_tops_first_and_warns(bpy, ext):
+    box(bpy, "Block", (0, 0, 0), (3, 3, 3))
+    settings = bpy.context.scene.voxnav
+    settings.max_voxels_drawn = 150
+    outcome = ext.bake.bake_scene(bpy.context, "heightfield")
+    vox = bpy.data.objects[ext.writeback.VOXELS_NAME]
+    assert 0 < len(vox.data.vertices) <= 150 < outcome.counts["voxels"]
+    assert outcome.warnings and "drawing" in outcome.warnings[0]
+    settings.voxel_display = "SPANS"
+    outcome = ext.bake.bake_scene(bpy.context, "heightfield")
+    assert len(vox.data.vertices) == min(150, outcome.counts["spans"])
+
+
+def test_overlay_lies_on_the_floors(bpy, ext):
+    box(bpy, "Low Floor", (-6, -6, 1.0), (6, 6, 1.5))
+    box(bpy, "High Floor", (10, -6, 3.5), (20, 6, 4.0))
+    bpy.ops.voxnav.build_navmesh()
+    settings = bpy.context.scene.voxnav
+    nav = bpy.data.objects[ext.writeback.NAVMESH_NAME]
+    co = np.empty(len(nav.data.vertices) * 3, np.float32)
+    nav.data.vertices.foreach_get("co", co)
+    co = co.reshape(-1, 3)
+    assert co.shape[0] > 0 and len(nav.data.polygons) > 0
+    lift = ext.bake.overlay_lift(settings.cell_height)
+    tol = settings.cell_height + lift + 1e-4
+    low = (co[:, 0] < 8) & (co[:, 2] >= 1.5) & (co[:, 2] <= 1.5 + tol)
+    high = (co[:, 0] > 8) & (co[:, 2] >= 4.0) & (co[:, 2] <= 4.0 + tol)
+    assert (low | high).all()
+    assert low.any() and high.any()
+    # Inside the floors, eroded by the agent radius.
+    r = settings.agent_radius - settings.cell_size
+    assert (co[low, 0] >= -6 + r).all() and (co[low, 0] <= 6 - r).all()
+    assert (co[high, 0] >= 10 + r).all() and (co[high, 0] <= 20 - r).all()
+    assert figures(bpy)["polys"] >= 2
+
+
+def test_second_bake_replaces_not_accumulates(bpy, ext):
+    ext.demo.build_demo(bpy.context.scene)
+    bpy.ops.voxnav.build_navmesh()
+
+    def census():
+        return (
+            sorted(o.name for o in bpy.data.objects),
+            len(bpy.data.meshes),
+            len(bpy.data.materials),
+            len(bpy.data.node_groups),
+            len(bpy.data.collections),
+        )
+
+    bpy.ops.voxnav.voxelize()
+    bpy.ops.voxnav.build_navmesh()
+    first = census()
+    for _ in range(2):
+        bpy.ops.voxnav.build_navmesh()
+        bpy.ops.voxnav.voxelize()
+        bpy.ops.voxnav.build_navmesh()
+    assert census() == first
+    ext.demo.build_demo(bpy.context.scene)  # the demo replaces itself too
+    assert census() == first
+    bpy.ops.voxnav.clear()
+    assert not ext.writeback.output_objects(bpy.context.scene)
+    assert ext.writeback.VOXELS_NAME not in bpy.data.meshes
+    assert ext.writeback.NAVMESH_NAME not in bpy.data.meshes
+
+
+def test_empty_scene_reports_error_and_creates_nothing(bpy, ext):
+    objects, meshes, colls = len(bpy.data.objects), len(bpy.data.meshes), len(bpy.data.collections)
+    with pytest.raises(RuntimeError, match="nothing to bake"):
+        bpy.ops.voxnav.build_navmesh()
+    with pytest.raises(RuntimeError, match="nothing to bake"):
+        bpy.ops.voxnav.voxelize()
+    assert (len(bpy.data.objects), len(bpy.data.meshes), len(bpy.data.collections)) == (
+        objects,
+        meshes,
+        colls,
+    )
+    assert ext.writeback.COLLECTION_NAME not in bpy.data.collections
+    assert not bpy.ops.voxnav.clear.poll()
+
+
+def test_bad_settings_are_reported(bpy, ext):
+    box(bpy, "Floor", (-5, -5, -0.2), (5, 5, 0))
+    bpy.context.scene.voxnav.agent_height = 0.1  # under 3 cell heights
+    with pytest.raises(RuntimeError, match="agent_height"):
+        bpy.ops.voxnav.build_navmesh()
+    assert not ext.writeback.output_objects(bpy.context.scene)
+
+
+def test_settings_round_trip_to_core_units(bpy, ext):
+    settings = bpy.context.scene.voxnav
+    config = ext.properties.to_config(settings)
+    assert config == ext.config.NavConfig()  # RecastDemo's defaults, exactly
+    changed = config.replace(cell_size=0.15, agent_max_slope=37.5, partition="monotone")
+    ext.properties.set_from_config(settings, changed)
+    assert ext.properties.to_config(settings) == changed
+    for name in ext.config.NavConfig.field_names():
+        assert hasattr(settings, name), name
+
+
+def test_export_navmesh_operator(bpy, ext, tmp_path):
+    pytest.importorskip(f"{ext.root.__name__}.core.export")
+    box(bpy, "Floor", (-5, -5, -0.2), (5, 5, 0))
+    bpy.ops.voxnav.build_navmesh()
+    for ext_name in ("obj", "json"):
+        path = tmp_path / f"nav.{ext_name}"
+        bpy.ops.voxnav.export_navmesh(filepath=str(path), file_format=ext_name.upper())
+        assert path.stat().st_size > 0
