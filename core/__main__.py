@@ -77,9 +77,7 @@ def dump_arrays(verts, tris, config: NavConfig, result: pipeline.BakeResult) -> 
         value = getattr(config, name)
         if isinstance(value, bool) or value is None or isinstance(value, (str, tuple)):
             continue
-        out[f"param_{name}"] = (
-            np.int64(value) if isinstance(value, int) else np.float32(value)
-        )
+        out[f"param_{name}"] = np.int64(value) if isinstance(value, int) else np.float32(value)
     out.update(
         cfg_width=np.int64(result.width),
         cfg_height=np.int64(result.height),
@@ -134,8 +132,9 @@ def _navmesh_arrays(result: pipeline.BakeResult) -> dict:
     chf = result.compact
     if chf is None:
         return out
-    counts = np.diff(chf.cell_start)
-    cell_index = np.where(counts > 0, chf.cell_start[:-1], 0)
+    from .compact import recast_cells
+
+    cell_index, cell_count = recast_cells(chf, result.heightfield)
     out.update(
         chf_x=chf.span_x.astype(np.int32),
         chf_z=chf.span_y.astype(np.int32),
@@ -143,8 +142,8 @@ def _navmesh_arrays(result: pipeline.BakeResult) -> dict:
         chf_h=chf.h,
         chf_con=chf.con,
         chf_neighbor=chf.neighbor,
-        chf_cell_index=cell_index.reshape(chf.height, chf.width).astype(np.uint32),
-        chf_cell_count=counts.reshape(chf.height, chf.width).astype(np.uint8),
+        chf_cell_index=np.asarray(cell_index).reshape(chf.height, chf.width).astype(np.uint32),
+        chf_cell_count=np.asarray(cell_count).reshape(chf.height, chf.width).astype(np.uint8),
         chf_area_initial=result.area_initial,
         chf_area=chf.area,
         chf_dist_raw=result.dist_raw,
@@ -161,11 +160,42 @@ def _navmesh_arrays(result: pipeline.BakeResult) -> dict:
         count_chf_max_regions=np.int64(chf.max_regions),
         count_regions=np.int64(np.unique(chf.reg[(chf.reg != 0) & (chf.reg < 0x8000)]).shape[0]),
     )
-    if result.contours is not None and hasattr(result.contours, "to_reference_arrays"):
-        out.update(result.contours.to_reference_arrays())
-    if result.polymesh is not None and hasattr(result.polymesh, "to_reference_arrays"):
-        out.update(result.polymesh.to_reference_arrays())
-    if result.detail is not None and hasattr(result.detail, "to_reference_arrays"):
+    cset = result.contours
+    if cset is not None:
+        out.update(
+            cset_nconts=np.int64(cset.nconts),
+            cont_nverts=cset.nverts,
+            cont_nrverts=cset.nrverts,
+            cont_reg=cset.reg.astype(np.uint16),
+            cont_area=cset.area.astype(np.uint8),
+            cont_verts=cset.verts.astype(np.int32),
+            cont_rverts=cset.rverts.astype(np.int32),
+            cont_verts_start=cset.verts_start[:-1].astype(np.int64),
+            cont_rverts_start=cset.rverts_start[:-1].astype(np.int64),
+            count_contours=np.int64(cset.nconts),
+            count_contour_verts=np.int64(cset.verts.shape[0]),
+            count_contour_raw_verts=np.int64(cset.rverts.shape[0]),
+        )
+    pmesh = result.polymesh
+    if pmesh is not None:
+        out.update(
+            pmesh_verts=pmesh.verts.astype(np.uint16),
+            pmesh_polys=pmesh.polys.astype(np.uint16),
+            pmesh_regs=pmesh.regs.astype(np.uint16),
+            pmesh_areas=pmesh.areas.astype(np.uint8),
+            pmesh_flags=pmesh.flags.astype(np.uint16),
+            pmesh_npolys=np.int64(pmesh.npolys),
+            pmesh_nverts=np.int64(pmesh.nverts),
+            pmesh_nvp=np.int64(pmesh.nvp),
+            pmesh_maxpolys=np.int64(pmesh.max_polys),
+            pmesh_bmin=_recast(pmesh.bmin),
+            pmesh_bmax=_recast(pmesh.bmax),
+            pmesh_border_size=np.int64(pmesh.border_size),
+            pmesh_max_edge_error=np.float32(pmesh.max_edge_error),
+            count_polys=np.int64(pmesh.npolys),
+            count_poly_verts=np.int64(pmesh.nverts),
+        )
+    if result.detail is not None:
         out.update(result.detail.to_reference_arrays())
     return out
 
@@ -192,7 +222,10 @@ def cmd_bake(args) -> int:
     verts, tris = read_obj(args.mesh, recast_frame=not args.blender_frame)
     config = config_from_args(args)
     result = pipeline.bake(
-        verts, tris, config, progress=(lambda f, s: print(f"  [{f:4.0%}] {s}")) if args.verbose else None
+        verts,
+        tris,
+        config,
+        progress=(lambda f, s: print(f"  [{f:4.0%}] {s}")) if args.verbose else None,
     )
     if result.polymesh is None:
         raise VoxNavError("the navigation mesh stages did not run")
@@ -217,7 +250,9 @@ def main(argv=None) -> int:
     bake.add_argument("mesh")
     bake.add_argument("--out", required=True, help="navmesh .obj to write")
     bake.add_argument("--json", help="also write the navmesh as JSON for game engines")
-    bake.add_argument("--blender-frame", action="store_true", help="rotate Y-up to Z-up as Blender's importer")
+    bake.add_argument(
+        "--blender-frame", action="store_true", help="rotate Y-up to Z-up as Blender's importer"
+    )
     bake.add_argument("--verbose", action="store_true")
     add_setting_flags(bake)
     bench = sub.add_parser("bench", help="per-stage times and peak memory")

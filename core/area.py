@@ -168,7 +168,7 @@ def erode_walkable_area(chf: CompactHeightfield, radius: int, *, progress=None) 
     Parameters:
         chf: compact heightfield (not modified).
         radius: erosion radius, normally the agent radius. [Units: cells] [Limit: 0..127]
-        progress: optional callable ``progress(message: str, fraction: float)``.
+        progress: optional callable ``progress(fraction: float, message: str)``.
 
     Returns:
         uint8 (n,): the new area array.
@@ -186,12 +186,12 @@ def erode_walkable_area(chf: CompactHeightfield, radius: int, *, progress=None) 
     inner = (area != NULL_AREA) & (area_x[nbx[:n]] != NULL_AREA).all(axis=1)
     init = np.where(inner, 255, 0)
     if progress is not None:
-        progress("erode: boundaries", 0.2)
+        progress(0.2, "erode: boundaries")
     dist = chamfer_distance(chf, init)
     out = area.copy()
     out[dist < 2 * radius] = NULL_AREA
     if progress is not None:
-        progress("erode: done", 1.0)
+        progress(1.0, "erode: done")
     return out
 
 
@@ -223,7 +223,7 @@ def median_filter_walkable_area(chf: CompactHeightfield, *, progress=None) -> np
     med = np.partition(samples, 4, axis=1)[:, 4]
     out = np.where(area == NULL_AREA, area, med).astype(np.uint8)
     if progress is not None:
-        progress("median filter: done", 1.0)
+        progress(1.0, "median filter: done")
     return out
 
 

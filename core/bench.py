@@ -100,8 +100,9 @@ def run_bench(args) -> int:
             target = TARGET_MS.get(name, (None, None))[which]
             ratio = f"{total_ms / recast:5.1f}x Recast ({recast:.0f} ms)" if recast else ""
             goal = f", target <= {target:.0f} ms" if target else ""
-            print(f"\n{name}: {len(tris):,} tris, {result.width}x{result.height} grid, "
-                  f"stages 1-{len(stage_ms)} ({stop}): {total_ms:.1f} ms  {ratio}{goal}")  # fmt: skip
+            grid = f"{result.width}x{result.height} grid"
+            print(f"\n{name}: {len(tris):,} tris, {grid}, stages 1-{len(stage_ms)} ({stop}): "
+                  f"{total_ms:.1f} ms  {ratio}{goal}")  # fmt: skip
             print("  " + "  ".join(f"{k}={v:.1f}" for k, v in stage_ms.items()))
             print(f"  wall incl. validation: {statistics.median(totals) * 1000:.1f} ms; counts: "
                   + " ".join(f"{k}={v}" for k, v in result.counts.items()))  # fmt: skip

@@ -56,7 +56,8 @@ class CompactHeightfield:
     #: int32 (n,) ix and iy of every span.
     span_x: np.ndarray
     span_y: np.ndarray
-    #: uint16 (n,) distance to the nearest border, or None before the distance field. [Units: cells*2]
+    #: uint16 (n,) distance to the nearest border, None before the distance field.
+    #: [Units: half cells, chamfer 2/3]
     dist: np.ndarray | None = None
     #: uint16 (n,) region id (0 = none; BORDER_REG flag), or None before partitioning.
     reg: np.ndarray | None = None
@@ -113,7 +114,7 @@ def build_compact_heightfield(
         walkable_height: minimum floor-to-ceiling clearance. [Units: ch] [Limit: >= 3]
         walkable_climb: maximum ledge height that is still traversable. [Units: ch]
             [Limit: >= 0]
-        progress: optional callable ``progress(message: str, fraction: float)``.
+        progress: optional callable ``progress(fraction: float, message: str)``.
 
     Returns:
         CompactHeightfield with ``cell_start`` (w*h+1,) int64, ``y`` uint16, ``h`` uint8,
@@ -153,7 +154,7 @@ def build_compact_heightfield(
     span_x = col % width
     span_y = col // width
     if progress is not None:
-        progress("compact: spans", 0.5)
+        progress(0.5, "compact: spans")
 
     # Connections: test every span of every neighbour column, keep the lowest that passes.
     con = np.full((n, 4), NOT_CONNECTED, dtype=np.uint8)
@@ -201,7 +202,7 @@ def build_compact_heightfield(
     ch = np.float32(hf.ch)
     bmax[2] = np.float32(bmax[2] + np.float32(walkable_height) * ch)
     if progress is not None:
-        progress("compact: connections", 1.0)
+        progress(1.0, "compact: connections")
     return CompactHeightfield(
         width=width,
         height=height,

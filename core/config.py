@@ -150,7 +150,8 @@ class NavConfig:
                 raise VoxNavError("bounds_min and bounds_max must be finite")
             if not (hi > lo).all():
                 raise VoxNavError(
-                    f"bounds_max {tuple(hi)} must be greater than bounds_min {tuple(lo)} on every axis"
+                    f"bounds_max {tuple(hi)} must be greater than bounds_min {tuple(lo)} "
+                    "on every axis"
                 )
         if not self.memory_limit > 0:
             raise VoxNavError(f"memory_limit must be positive bytes, got {self.memory_limit!r}")

@@ -85,7 +85,9 @@ def filter_ledge_spans(hf: Heightfield, walkable_height: int, walkable_climb: in
         nstart = hf.col_start[ncol]
         ncount = np.where(off_grid, 0, counts[ncol])
         first_bottom = np.where(
-            ncount > 0, hf.smin[np.minimum(nstart, hf.span_count - 1)].astype(np.int32), OPEN_CEILING
+            ncount > 0,
+            hf.smin[np.minimum(nstart, hf.span_count - 1)].astype(np.int32),
+            OPEN_CEILING,
         )
         drop |= ~off_grid & (np.minimum(ceiling, first_bottom) - floor >= walkable_height)
         # every (span, neighbour span) pair

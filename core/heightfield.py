@@ -114,7 +114,9 @@ class VoxelGrid:
         mask = ((one << hi.astype(np.uint64)) - one) & ~((one << lo.astype(np.uint64)) - one)
         # Spans never share a bit, so summing the masks of one word equals OR-ing them.
         flat = col[owner] * words + word
-        total = np.bincount(flat, weights=mask.astype(np.float64), minlength=hf.width * hf.height * words)
+        total = np.bincount(
+            flat, weights=mask.astype(np.float64), minlength=hf.width * hf.height * words
+        )
         bits = total.astype(np.uint32).reshape(hf.height, hf.width, words)
         return cls(hf.width, hf.height, depth, hf.bmin.copy(), hf.cs, hf.ch, bits)
 
@@ -165,7 +167,7 @@ class VoxelGrid:
             & (idx[:, 2] < self.depth)
         )
         out = np.zeros(p.shape[0], dtype=bool)
-        ix, iy, iz = (idx[inside].astype(np.int64).T)
+        ix, iy, iz = idx[inside].astype(np.int64).T
         word = self.bits[iy, ix, iz // WORD_BITS]
         out[inside] = ((word >> (iz % WORD_BITS).astype(np.uint32)) & 1).astype(bool)
         return out

@@ -71,14 +71,14 @@ def _divide(coords, count, offset, axis):
     below = [np.zeros((n_poly, width), dtype=F32) for _ in coords]
     above = [np.zeros((n_poly, width), dtype=F32) for _ in coords]
     for out, side in ((below, all_below), (above, all_above)):
-        for dst, src in zip(out, coords):
+        for dst, src in zip(out, coords, strict=False):
             dst[side, :slots] = src[side]
     n_below = np.where(all_below, count, 0)
     n_above = np.where(all_above, count, 0)
     if cut.shape[0]:
         parts = _divide_cut([c[cut] for c in coords], count[cut], delta[cut], width)
         for out, n_out, (part, n_part) in ((below, n_below, parts[0]), (above, n_above, parts[1])):
-            for dst, src in zip(out, part):
+            for dst, src in zip(out, part, strict=False):
                 dst[cut] = src
             n_out[cut] = n_part
     used = int(max(n_below.max(initial=0), n_above.max(initial=0), 1))
@@ -105,7 +105,10 @@ def _divide_cut(coords, count, delta, width):
     keep_above = valid & np.where(cross, delta < 0, delta <= 0)
     # Candidates interleaved per input vertex: (intersection, vertex). Each emitted candidate
     # goes to its running position; the rest go to a spare last slot that is cut off.
-    candidates = [np.stack([inter, c], axis=2).reshape(n_poly, 2 * slots) for inter, c in zip(inters, coords)]  # fmt: skip
+    candidates = [
+        np.stack([inter, c], axis=2).reshape(n_poly, 2 * slots)
+        for inter, c in zip(inters, coords, strict=True)
+    ]
     base = (rows * (width + 1))[:, None]
     results = []
     for keep in (keep_below, keep_above):

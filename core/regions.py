@@ -74,7 +74,7 @@ def build_distance_field(chf: CompactHeightfield, *, progress=None):
     raw = chamfer_distance(chf, init)
     max_distance = int(raw.max()) if n else 0
     if progress is not None:
-        progress("distance field: chamfer", 0.7)
+        progress(0.7, "distance field: chamfer")
 
     src = np.append(raw, 0)
     total = raw.copy()
@@ -85,7 +85,7 @@ def build_distance_field(chf: CompactHeightfield, *, progress=None):
         total += np.where(connected, src[a] + np.where(b != n, src[b], raw), 2 * raw)
     blurred = np.where(raw <= 2, raw, (total + 5) // 9)
     if progress is not None:
-        progress("distance field: blur", 1.0)
+        progress(1.0, "distance field: blur")
     return raw.astype(np.uint16), blurred.astype(np.uint16), max_distance
 
 
@@ -505,7 +505,7 @@ def build_regions(
         min_region_area: [Units: spans] [Limit: >= 0]
         merge_region_area: [Units: spans] [Limit: >= 0]
         border_size: tile border. [Units: cells] [Limit: >= 0]
-        progress: optional callable ``progress(message: str, fraction: float)``.
+        progress: optional callable ``progress(fraction: float, message: str)``.
 
     Returns:
         (reg uint16 (n,), max_regions int).
@@ -525,7 +525,7 @@ def build_regions(
     if overlaps:
         _log.warning("watershed: %d overlapping regions", len(overlaps))
     if progress is not None:
-        progress("regions: done", 1.0)
+        progress(1.0, "regions: done")
     return reg[:n].astype(np.uint16), int(max_regions)
 
 
@@ -572,7 +572,7 @@ def _watershed(g: _Graph, dist, max_distance: int, reg, first_id: int, progress=
             rid += 1
             pos += j + 1
         if progress is not None:
-            progress("regions: watershed", 0.8 * (1.0 - level / top))
+            progress(0.8 * (1.0 - level / top), "regions: watershed")
     free = np.nonzero(walk & (reg[:n] == 0))[0]
     _expand(g, reg, sdist, free, 0, _EXPAND_ITERS * 8)
     return rid
@@ -688,10 +688,10 @@ def build_regions_monotone(
     first = _paint_border(chf, reg, border_size, 1)
     nid = _sweep(chf, g, reg, border_size, first)
     if progress is not None:
-        progress("regions: sweep", 0.5)
+        progress(0.5, "regions: sweep")
     max_regions, _ = _merge_and_filter(chf, g, reg, nid, min_area, merge_area)
     if progress is not None:
-        progress("regions: done", 1.0)
+        progress(1.0, "regions: done")
     return reg[:n].astype(np.uint16), int(max_regions)
 
 
@@ -809,8 +809,8 @@ def build_regions_layers(
     first = _paint_border(chf, reg, border_size, 1)
     nid = _sweep(chf, g, reg, border_size, first)
     if progress is not None:
-        progress("regions: sweep", 0.5)
+        progress(0.5, "regions: sweep")
     max_regions = _merge_layer_regions(chf, g, reg, nid, min_area)
     if progress is not None:
-        progress("regions: done", 1.0)
+        progress(1.0, "regions: done")
     return reg[:n].astype(np.uint16), int(max_regions)

@@ -18,7 +18,7 @@ from ..conftest import require_shared
 MESHES = ("dungeon", "nav_test")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def load_reference(name: str) -> dict[str, np.ndarray]:
     path = require_shared(f"reference/{name}.npz")
     with np.load(path) as data:

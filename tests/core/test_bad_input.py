@@ -41,9 +41,7 @@ def test_wrong_shapes():
         pipeline.bake(QUAD, np.array([0, 1, 2, 3]).reshape(1, 4))
 
 
-@pytest.mark.parametrize(
-    "setting", ["cell_size", "cell_height", "agent_height"]
-)
+@pytest.mark.parametrize("setting", ["cell_size", "cell_height", "agent_height"])
 @pytest.mark.parametrize("value", [0.0, -1.0])
 def test_non_positive_sizes(setting, value):
     with pytest.raises(VoxNavError, match=f"{setting} must be greater than 0"):
@@ -69,7 +67,9 @@ def test_grid_too_large_is_refused_before_allocating():
     assert "columns" in message and "GiB" in message and "use cell_size >=" in message
     suggested = float(message.split("use cell_size >= ")[1].split(",")[0])
     # The suggested size really fits.
-    columns, _, total = pipeline.estimate_memory(huge, QUAD_TRIS, huge.min(0), huge.max(0), suggested)
+    columns, _, total = pipeline.estimate_memory(
+        huge, QUAD_TRIS, huge.min(0), huge.max(0), suggested
+    )
     assert total <= 2 * 1024**3
 
 

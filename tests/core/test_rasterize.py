@@ -31,7 +31,14 @@ def raster(verts, tris, areas=None, bmin=(0, 0, 0), bmax=(1, 1, 1), cs=1.0, ch=1
 def spans(hf):
     ix, iy = hf.span_cells()
     return sorted(
-        zip(ix.tolist(), iy.tolist(), hf.smin.tolist(), hf.smax.tolist(), hf.area.tolist())
+        zip(
+            ix.tolist(),
+            iy.tolist(),
+            hf.smin.tolist(),
+            hf.smax.tolist(),
+            hf.area.tolist(),
+            strict=True,
+        )  # fmt: skip
     )
 
 
@@ -127,7 +134,7 @@ def test_fast_rasterizer_matches_slow_oracle(seed):
     w, h = grid_size(bmin, bmax, cs)
     columns, frags = oracle.rasterize(verts, tris, areas, bmin, bmax, cs, ch, w, h, climb)
     fast = rasterize_fragments(verts, tris, areas, bmin, bmax, cs, ch, w, h)
-    assert list(zip(*(a.tolist() for a in fast))) == frags
+    assert list(zip(*(a.tolist() for a in fast), strict=False)) == frags
     hf = rasterize_triangles(verts, tris, areas, bmin, bmax, cs, ch, w, h, climb)
     expected = [(i % w, i // w, *s) for i, c in enumerate(columns) for s in c]
     assert spans(hf) == sorted(expected)
@@ -145,6 +152,11 @@ def test_config_derives_recast_integers_in_float32():
     d = NavConfig(cell_height=0.1, agent_max_climb=0.9).derived()
     assert d.walkable_climb == 9  # float64 would give 8
     d = NavConfig().derived()
-    assert (d.walkable_height, d.walkable_climb, d.walkable_radius, d.max_edge_len) == (10, 4, 2, 40)
+    assert (d.walkable_height, d.walkable_climb, d.walkable_radius, d.max_edge_len) == (
+        10,
+        4,
+        2,
+        40,
+    )
     assert (d.min_region_area, d.merge_region_area) == (64, 400)
     assert d.detail_sample_dist == F32(0.3) * F32(6.0)
