@@ -28,10 +28,12 @@ The rule, per polygon (Recast's ``buildPolyDetail``):
    every error is within ``sample_max_error``.
 
 Arithmetic is float32 in Recast's operation order, so the output matches Recast bit for bit.
-Polygons are handled one by one (they are few and independent); the height patches of all
-polygons are filled together in one breadth-first flood; per-sample work is vectorized. The
-Delaunay triangulation and the hull walk are inherently sequential and run on the handful of
-points of one polygon with exact float32 scalar arithmetic.
+Vectorized over all polygons at once: the height patches (one level-by-level breadth-first
+flood for every polygon), edge sampling and simplification, minimum extents and the interior
+sample grids. What stays per polygon, in a Python loop over the (few) polygons: the hull
+ear walk and the greedy insertion of interior samples with its Delaunay re-triangulation,
+which are sequential and order-sensitive by nature; they run on the handful of points of one
+polygon in exact float32 scalar arithmetic, with the sample errors vectorized.
 
 Deviation from Recast: with ``sample_dist == 0`` Recast's hull stays empty and the hull
 triangulation never ends (recastnavigation issue #650); here the hull is then the polygon's own
@@ -232,9 +234,11 @@ def _height_patches(chf, verts, poly_idx, npoly, regions, xmin, ymin, pw, ph, bs
     has = np.flatnonzero(found >= 0)
     span = found[has]
     data[has] = chf.y[span]
-    nb = chf.neighbor[span].astype(np.int64)
-    other = (nb >= 0) & (chf_reg[np.maximum(nb, 0)] != reg_p[has][:, None])
-    seeds = has[other.any(axis=1)]
+    # A span is a seed when a connected neighbour lies in another region (its region is the
+    # polygon's, so this is a property of the span alone).
+    nbr_all = chf.neighbor
+    border = ((nbr_all >= 0) & (chf_reg[np.maximum(nbr_all, 0)] != chf_reg[:, None])).any(axis=1)
+    seeds = has[border[span]]
     f_p = pid[seeds]
     f_x = cx[seeds]
     f_y = cy[seeds]

@@ -439,3 +439,19 @@ def test_get_height_matches_scalar_spiral(radius):
         for a, b, c in zip(fx, fy, fz, strict=True)
     ]
     np.testing.assert_array_equal(fast, slow)
+
+
+def test_vertex_cap_on_rough_ground():
+    """Long edges over rough ground with a tiny error: Recast's 127-vertex cap per polygon."""
+    rng = np.random.default_rng(7)
+    chf = flat_chf(width=40, height=40)
+    chf.y = rng.integers(0, 30, size=chf.y.size).astype(np.uint16)
+    hexagon = ((1, 10), (1, 30), (20, 39), (39, 30), (39, 10), (20, 1))
+    pmesh = square_pmesh(chf, corners=hexagon)
+    dmesh = build_poly_mesh_detail(pmesh, chf, 0.3, 0.0)
+    # Edges alone would give 6 + 6 * 30 vertices; Recast caps the edges (the last two get no
+    # samples) and the interior fills up to 127. (Coverage is not checked: with ~125 nearly
+    # collinear hull points Recast's own Delaunay folds a few triangles; checked identical to
+    # the C++ on this very input: 127 vertices, 128 triangles.)
+    np.testing.assert_array_equal(dmesh.meshes, [[0, 127, 0, 128]])
+    assert dmesh.tris[:, :3].max() < 127
