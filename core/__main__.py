@@ -219,7 +219,7 @@ def cmd_dump(args) -> int:
 def cmd_bake(args) -> int:
     from . import export
 
-    verts, tris = read_obj(args.mesh, recast_frame=not args.blender_frame)
+    verts, tris = read_obj(args.mesh, recast_frame=args.recast_frame)
     config = config_from_args(args)
     result = pipeline.bake(
         verts,
@@ -251,7 +251,10 @@ def main(argv=None) -> int:
     bake.add_argument("--out", required=True, help="navmesh .obj to write")
     bake.add_argument("--json", help="also write the navmesh as JSON for game engines")
     bake.add_argument(
-        "--blender-frame", action="store_true", help="rotate Y-up to Z-up as Blender's importer"
+        "--recast-frame",
+        action="store_true",
+        help="read the OBJ as RecastDemo (mirrored, cell-aligned with Recast); by default it is "
+        "rotated to Z-up as Blender's importer does, so the written navmesh overlays the input",
     )
     bake.add_argument("--verbose", action="store_true")
     add_setting_flags(bake)

@@ -108,3 +108,19 @@ def test_voxel_grid_round_trip_and_queries():
     assert np.array_equal(back.smax, result.heightfield.smax)
     inside = grid.occupied([[0.5, 0.5, 0.1], [0.5, 0.5, 3.0], [-1, 0, 0], [np.nan, 0, 0]])
     assert inside.tolist() == [True, False, False, False]
+
+
+def test_bake_command_writes_navmesh_files(tmp_path):
+    from .refdata import mesh_path
+
+    out, js = tmp_path / "nav.obj", tmp_path / "nav.json"
+    assert main(["bake", str(mesh_path("nav_test")), "--out", str(out), "--json", str(js)]) == 0
+    text = out.read_text()
+    assert text.count("\nf ") >= 155 and js.stat().st_size > 1000
+    # Blender's frame by default: the navmesh's Y-up OBJ overlays the input OBJ (same extent).
+    obj_v = np.array([[float(c) for c in line.split()[1:4]] for line in text.splitlines()
+                      if line.startswith("v ")])  # fmt: skip
+    src, _ = read_obj(mesh_path("nav_test"), recast_frame=True)  # (x, z, y) of the file
+    src_y_up = src[:, [0, 2, 1]]
+    assert np.all(obj_v.min(0) >= src_y_up.min(0) - 0.5)
+    assert np.all(obj_v.max(0) <= src_y_up.max(0) + 2.5)
