@@ -137,13 +137,18 @@ def write_npz(path: str, outcome: bake.BakeOutcome) -> None:
 
 
 def write_overlay_obj(path: str, outcome: bake.BakeOutcome) -> None:
-    """The overlay polygons as OBJ in Blender's world axes (Z-up), one ``g`` per file."""
+    """The overlay polygons (walkable span tops before the navmesh stages) as OBJ, with
+    ``core.export``'s axis convention: Y-up, Blender's OBJ axes, world (x, y, z) -> (x, z, -y)."""
     verts, sizes, face_verts, _region = outcome.result.overlay()
     verts = np.asarray(verts, np.float64).reshape(-1, 3)
     sizes = np.asarray(sizes, np.int64)
     idx = np.asarray(face_verts, np.int64) + 1
-    lines = ["# VoxNav walkable overlay, Blender world axes (Z-up)", "g voxnav_overlay"]
-    lines += [f"v {x:.6f} {y:.6f} {z:.6f}" for x, y, z in verts.tolist()]
+    lines = [
+        "# VoxNav walkable overlay (one quad per walkable span top)",
+        "# Y-up, Blender OBJ convention: Z-up world (x, y, z) written as (x, z, -y)",
+        "o overlay",
+    ]
+    lines += [f"v {x:.6f} {z:.6f} {-y:.6f}" for x, y, z in verts.tolist()]
     starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).tolist()
     flat = idx.tolist()
     lines += [
@@ -154,7 +159,7 @@ def write_overlay_obj(path: str, outcome: bake.BakeOutcome) -> None:
         fh.write("\n".join(lines) + "\n")
 
 
-def frame_camera(scene, lo, hi, direction=(-0.55, -0.9, 0.75)) -> bpy.types.Object:
+def frame_camera(scene, lo, hi, direction=(-0.5, -0.8, 1.0)) -> bpy.types.Object:
     """A perspective camera looking along -``direction`` that frames the box [lo, hi]."""
     import mathutils
 

@@ -101,11 +101,48 @@ def remove_demo() -> None:
             bpy.data.objects.remove(obj)
             if isinstance(data, bpy.types.Mesh) and data.users == 0:
                 bpy.data.meshes.remove(data)
+            elif isinstance(data, bpy.types.Curve) and data.users == 0:
+                bpy.data.curves.remove(data)
         bpy.data.collections.remove(coll)
 
 
-def build_demo(scene) -> bpy.types.Collection:
-    """Build the demo level into ``scene`` (replacing a previous one); return its collection."""
+#: Labels floating over the features: (text, location). Tagged so they are never gathered.
+LABELS = (
+    ("60° ramp: too steep", (-6.9, -6.0, 3.6)),
+    ("20° ramp", (2.8, -5.5, 1.6)),
+    ("low ceiling 1.2 m", (-2.0, -5.0, 1.9)),
+    ("bridge, walkable beneath", (0.0, 4.6, 3.9)),
+    ("mirrored stairs (scale x -1)", (4.6, 0.4, 3.2)),
+    ("crates: collection instances", (3.4, -0.4, 1.9)),
+)
+
+
+def add_labels(coll, facing=(-0.5, -0.8, 1.0)) -> None:
+    """Dark text labels over the demo's features, turned towards ``facing`` (a direction)."""
+    import mathutils
+
+    from .gather import OUTPUT_TAG
+
+    mat = _material("VoxNav Demo Label", (0.02, 0.02, 0.03, 1.0))
+    rotation = mathutils.Vector(facing).normalized().to_track_quat("Z", "Y").to_euler()
+    for text, location in LABELS:
+        curve = bpy.data.curves.new(f"Label {text}", "FONT")
+        curve.body = text
+        curve.align_x = "CENTER"
+        curve.size = 0.6
+        curve.extrude = 0.02
+        curve.materials.append(mat)
+        obj = bpy.data.objects.new(f"Label: {text}", curve)
+        obj.location = location
+        obj.rotation_euler = rotation
+        obj[OUTPUT_TAG] = True  # never gathered as geometry
+        coll.objects.link(obj)
+
+
+def build_demo(scene, labels: bool = True) -> bpy.types.Collection:
+    """Build the demo level into ``scene`` (replacing a previous one); return its collection.
+
+    ``labels``: add dark text labels naming the features (never gathered as geometry)."""
     remove_demo()
     coll = bpy.data.collections.new(DEMO_COLLECTION)
     scene.collection.children.link(coll)
@@ -175,4 +212,6 @@ def build_demo(scene) -> bpy.types.Collection:
         empty.location = (x, y, 0.0)
         empty.rotation_euler[2] = math.radians(17 * i)
         coll.objects.link(empty)
+    if labels:
+        add_labels(coll)
     return coll
