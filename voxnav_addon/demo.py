@@ -126,7 +126,7 @@ def add_labels(coll, facing=(-0.5, -0.8, 1.0)) -> None:
     mat = _material("VoxNav Demo Label", (0.02, 0.02, 0.03, 1.0))
     rotation = mathutils.Vector(facing).normalized().to_track_quat("Z", "Y").to_euler()
     for text, location in LABELS:
-        curve = bpy.data.curves.new(f"Label {text}", "FONT")
+        curve: Any = bpy.data.curves.new(f"Label {text}", "FONT")
         curve.body = text
         curve.align_x = "CENTER"
         curve.size = 0.6
