@@ -455,3 +455,13 @@ def test_vertex_cap_on_rough_ground():
     # the C++ on this very input: 127 vertices, 128 triangles.)
     np.testing.assert_array_equal(dmesh.meshes, [[0, 127, 0, 128]])
     assert dmesh.tris[:, :3].max() < 127
+
+
+def test_progress_is_reported():
+    chf = flat_chf()
+    pmesh = square_pmesh(chf)
+    seen = []
+    build_poly_mesh_detail(pmesh, chf, 1.0, 0.25, progress=lambda f, s: seen.append((f, s)))
+    fractions = [f for f, _ in seen]
+    assert fractions == sorted(fractions) and fractions[-1] == 1.0
+    assert all(isinstance(s, str) and s for _, s in seen)
