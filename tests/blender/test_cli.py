@@ -41,6 +41,7 @@ def test_cli_writes_every_output_and_a_readable_picture(bpy, ext, tmp_path):
         "npz": tmp_path / "voxels.npz",
         "obj": tmp_path / "navmesh.obj",
         "png": tmp_path / "preview.png",
+        "json": tmp_path / "navmesh.json",
     }
     argv = ["--demo", "--set", "cell_size=0.25", "--resolution", "480x270"]
     for flag, path in out.items():
