@@ -97,7 +97,7 @@ def _bake(context, stop_after, progress, config, timings) -> BakeOutcome:
 
     t0 = time.perf_counter()
     outcome = BakeOutcome(result, gathered, config, timings=timings)
-    write_result(scene, outcome)
+    write_result(scene, outcome, context)
     timings["writeback"] = time.perf_counter() - t0
 
     counts = {str(k): int(v) for k, v in result.counts.items()}
@@ -114,7 +114,7 @@ def _bake(context, stop_after, progress, config, timings) -> BakeOutcome:
     return outcome
 
 
-def write_result(scene, outcome: BakeOutcome) -> None:
+def write_result(scene, outcome: BakeOutcome, context=None) -> None:
     """Voxels and overlay into the VoxNav collection (replacing the previous objects)."""
     settings = scene.voxnav
     result = outcome.result
@@ -126,4 +126,4 @@ def write_result(scene, outcome: BakeOutcome) -> None:
     by_region = getattr(result, "polymesh", None) is not None
     writeback.write_overlay(scene, overlay, overlay_lift(hf.ch), by_region)
     writeback.apply_visibility(scene)
-    writeback.use_material_colors(scene=scene)
+    writeback.use_material_colors(context, scene)

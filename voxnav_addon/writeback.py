@@ -130,14 +130,18 @@ def _material(name: str, color) -> bpy.types.Material:
 
 
 def use_material_colors(context=None, scene=None) -> None:
-    """Solid shading colour type Material: in the scene's render settings and every 3D View."""
+    """Solid shading colour type Material: in the scene's render settings and every 3D View
+    of the current screens (so the region and walkable colours show)."""
     scene = scene or (context.scene if context else bpy.context.scene)
     scene.display.shading.color_type = "MATERIAL"
     if bpy.app.background:
         return
-    screen = getattr(context, "screen", None) if context else None
-    for area in screen.areas if screen else ():
-        if area.type == "VIEW_3D":
+    wm = getattr(context, "window_manager", None) or bpy.context.window_manager
+    for window in wm.windows if wm else ():
+        for area in window.screen.areas:
+            if area.type != "VIEW_3D":
+                continue
+            space: Any
             for space in area.spaces:
                 if space.type == "VIEW_3D" and space.shading.type == "SOLID":
                     space.shading.color_type = "MATERIAL"

@@ -70,10 +70,24 @@ def test_gather_handles_modifiers_instances_negative_scale_and_hidden(bpy, ext):
     box(bpy, "Mirrored", (0, 0, -0.2), (4, 4, 0), location=(-1, 5, 0), scale=(-1, 1, 1))
     hidden = box(bpy, "Hidden", (0, 0, 0), (1, 1, 1))
     hidden.hide_set(True)
+    # Geometry Nodes instances: VoxNav's own box-on-points node group on a user object.
+    points = bpy.data.meshes.new("Points")
+    points.vertices.add(5)
+    points.vertices.foreach_set("co", np.array([[i, -5, 0] for i in range(5)], np.float32).ravel())
+    points.attributes.new("voxnav_height", "FLOAT", "POINT").data.foreach_set("value", [1.0] * 5)
+    gn = bpy.data.objects.new("GN Boxes", points)
+    gn.modifiers.new("Boxes", "NODES").node_group = ext.writeback._voxel_node_group()
+    scene.collection.objects.link(gn)
 
     g = ext.gather.gather(bpy.context)
     counts = {name: int((g.tri_source == i).sum()) for i, name in enumerate(g.sources)}
-    assert counts == {"Arrayed": 36, "PropInstance0": 12, "PropInstance1": 12, "Mirrored": 12}
+    assert counts == {
+        "Arrayed": 36,
+        "PropInstance0": 12,
+        "PropInstance1": 12,
+        "Mirrored": 12,
+        "GN Boxes": 5 * 12,
+    }
     assert g.verts.dtype == np.float32 and g.tris.dtype == np.int32
     # Instances sit where their empties are.
     inst = g.verts[g.tris[g.tri_source == g.sources.index("PropInstance1")]]
