@@ -23,12 +23,14 @@ The rule, as Recast, one contour at a time:
 5. Neighbour links: two polygons are neighbours across an edge they share.
 
 Ear clipping and greedy merging are sequential and order-sensitive, so they loop in Python
-per contour over its few vertices and polygons; merge values are cached between rounds and
-only pairs that share an edge are scored. Adjacency is vectorized.
+per contour over its vertices and polygons; only pairs that share an edge are scored, from a
+heap, and long contours test diagonals against all edges at once with NumPy. Adjacency is
+vectorized.
 """
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -102,9 +104,16 @@ class PolyMesh:
 # Ear clipping (Recast's triangulate) on 2D integer points (x, grid row)
 
 
+#: Polygons with more vertices than this test diagonals against all edges with NumPy.
+_NUMPY_TRI_MIN = 48
+
+
 def _triangulate(xs: list[int], zs: list[int]) -> tuple[list[tuple[int, int, int]], bool]:
     """Recast's triangulate() over points i = 0..n-1. Returns (triangles as index triples,
-    ok). When stuck, returns the triangles cut so far and ok = False, as Recast."""
+    ok). When stuck, returns the triangles cut so far and ok = False, as Recast.
+
+    Ear clipping is sequential (each cut changes the next ears); a diagonal test of a long
+    polygon runs over all its edges at once in NumPy, a short one in plain Python."""
     n = len(xs)
     ind = list(range(n))
 
@@ -118,7 +127,48 @@ def _triangulate(xs: list[int], zs: list[int]) -> tuple[list[tuple[int, int, int
             return (xs[a] <= xs[c] <= xs[b]) or (xs[a] >= xs[c] >= xs[b])
         return (zs[a] <= zs[c] <= zs[b]) or (zs[a] >= zs[c] >= zs[b])
 
+    big = n > _NUMPY_TRI_MIN
+    if big:
+        cx = np.asarray(xs, dtype=np.int64)
+        cz = np.asarray(zs, dtype=np.int64)
+        cx1 = np.roll(cx, -1)
+        cz1 = np.roll(cz, -1)
+        kk = np.arange(n)
+
+    def diagonalie_np(i: int, j: int, m: int, loose: bool) -> bool:
+        # diagonalie over all m edges at once: same tests, any() instead of early return.
+        x0, z0 = xs[ind[i]], zs[ind[i]]
+        x1, z1 = xs[ind[j]], zs[ind[j]]
+        k = kk[:m]
+        k1 = np.where(k + 1 < m, k + 1, 0)
+        consider = (k != i) & (k1 != i) & (k != j) & (k1 != j)
+        consider &= ~(
+            ((cx == x0) & (cz == z0))
+            | ((cx == x1) & (cz == z1))
+            | ((cx1 == x0) & (cz1 == z0))
+            | ((cx1 == x1) & (cz1 == z1))
+        )
+        a1 = (x1 - x0) * (cz - z0) - (cx - x0) * (z1 - z0)
+        a2 = (x1 - x0) * (cz1 - z0) - (cx1 - x0) * (z1 - z0)
+        a3 = (cx1 - cx) * (z0 - cz) - (x0 - cx) * (cz1 - cz)
+        a4 = (cx1 - cx) * (z1 - cz) - (x1 - cx) * (cz1 - cz)
+        hit = (a1 != 0) & (a2 != 0) & (a3 != 0) & (a4 != 0)
+        hit &= ((a1 < 0) != (a2 < 0)) & ((a3 < 0) != (a4 < 0))
+        if not loose:
+            c0, c1, lo, hi = (cx, cx1, x0, x1) if x0 != x1 else (cz, cz1, z0, z1)
+            lo, hi = min(lo, hi), max(lo, hi)
+            b12 = ((a1 == 0) & (lo <= c0) & (c0 <= hi)) | ((a2 == 0) & (lo <= c1) & (c1 <= hi))
+            vert = cx == cx1
+            mnx, mxx = np.minimum(cx, cx1), np.maximum(cx, cx1)
+            mnz, mxz = np.minimum(cz, cz1), np.maximum(cz, cz1)
+            b3 = np.where(vert, (mnz <= z0) & (z0 <= mxz), (mnx <= x0) & (x0 <= mxx))
+            b4 = np.where(vert, (mnz <= z1) & (z1 <= mxz), (mnx <= x1) & (x1 <= mxx))
+            hit |= b12 | ((a3 == 0) & b3) | ((a4 == 0) & b4)
+        return not bool((consider & hit).any())
+
     def diagonalie(i: int, j: int, m: int, loose: bool) -> bool:
+        if big:
+            return diagonalie_np(i, j, m, loose)
         d0 = ind[i]
         d1 = ind[j]
         x0, z0, x1, z1 = xs[d0], zs[d0], xs[d1], zs[d1]
@@ -213,6 +263,14 @@ def _triangulate(xs: list[int], zs: list[int]) -> tuple[list[tuple[int, int, int
         n -= 1
         del ind[i1]
         del ear[i1]
+        if big:
+            if n > _NUMPY_TRI_MIN:
+                cx = np.delete(cx, i1)
+                cz = np.delete(cz, i1)
+                cx1 = np.roll(cx, -1)
+                cz1 = np.roll(cz, -1)
+            else:
+                big = False
         if i1 >= n:
             i1 = 0
         i = i1 - 1 if i1 >= 1 else n - 1
@@ -267,6 +325,16 @@ def _merge_value(
     return dx * dx + dz * dz, ea, eb
 
 
+def _poly_edge_keys(p: tuple[int, ...]) -> list[tuple[int, int]]:
+    m = len(p)
+    out = []
+    for k in range(m):
+        a = p[k]
+        b = p[k + 1 if k + 1 < m else 0]
+        out.append((a, b) if a < b else (b, a))
+    return out
+
+
 def _merge_polys(
     polys: list[tuple[int, ...]],
     vx: list[int],
@@ -277,69 +345,93 @@ def _merge_polys(
 ) -> None:
     """Recast's merge loop, in place: join the best pair until none can be joined.
 
-    Only pairs sharing an edge can score above 0; they are found from an edge map, scored
-    once per (polygon, polygon) content pair and cached, and the best is chosen with
-    Recast's tie-break (first j, then first k, in storage order).
+    Recast rescans every pair each round; here only pairs sharing an edge (the only ones that
+    can score above 0) are scored, kept in a heap ordered as Recast's scan picks them (largest
+    value, then first position j, then first k). An entry is stale once either polygon
+    changed or moved (version counters); after a merge only the merged polygon and the one
+    moved into the freed slot are rescored. Same result as the full rescan, O(n log n).
     """
-    if nvp <= 3:
+    if nvp <= 3 or len(polys) < 2:
         return
-    cache: dict[tuple[tuple[int, ...], tuple[int, ...]], tuple[int, int, int]] = {}
+    n = len(polys)
+    content = list(polys)  # by id
+    at = list(range(n))  # position -> id
+    pos = list(range(n))  # id -> position
+    ver = [0] * n
+    alive = [True] * n
+    edge_map: dict[tuple[int, int], set[int]] = {}
+    for pid, p in enumerate(content):
+        for key in _poly_edge_keys(p):
+            edge_map.setdefault(key, set()).add(pid)
+    heap: list[tuple[int, int, int, int, int, int, int, int, int]] = []
+
+    def push_pair(a: int, b: int) -> None:
+        if pos[a] > pos[b]:
+            a, b = b, a
+        v, ea, eb = _merge_value(content[a], content[b], vx, vz, nvp)
+        if v > 0:
+            heapq.heappush(heap, (-v, pos[a], pos[b], a, b, ver[a], ver[b], ea, eb))
+
+    def push_all(pid: int) -> None:
+        others: set[int] = set()
+        for key in _poly_edge_keys(content[pid]):
+            others |= edge_map[key]
+        others.discard(pid)
+        for o in sorted(others):
+            push_pair(pid, o)
+
+    seen: set[tuple[int, int]] = set()
+    for ids in edge_map.values():
+        if len(ids) < 2:
+            continue
+        lst = sorted(ids)
+        for x in range(len(lst)):
+            for y in range(x + 1, len(lst)):
+                if (lst[x], lst[y]) not in seen:
+                    seen.add((lst[x], lst[y]))
+                    push_pair(lst[x], lst[y])
+
     while True:
-        edge_polys: dict[tuple[int, int], list[int]] = {}
-        for pi, p in enumerate(polys):
-            m = len(p)
-            for k in range(m):
-                a = p[k]
-                b = p[k + 1 if k + 1 < m else 0]
-                key = (a, b) if a < b else (b, a)
-                lst = edge_polys.get(key)
-                if lst is None:
-                    edge_polys[key] = [pi]
-                elif lst[-1] != pi:
-                    lst.append(pi)
-        best_val = 0
-        best_j = best_k = best_ea = best_eb = 0
-        seen: set[tuple[int, int]] = set()
-        for lst in edge_polys.values():
-            if len(lst) < 2:
-                continue
-            for x in range(len(lst)):
-                for y in range(x + 1, len(lst)):
-                    j, k = (lst[x], lst[y]) if lst[x] < lst[y] else (lst[y], lst[x])
-                    if (j, k) in seen:
-                        continue
-                    seen.add((j, k))
-                    ck = (polys[j], polys[k])
-                    res = cache.get(ck)
-                    if res is None:
-                        res = _merge_value(polys[j], polys[k], vx, vz, nvp)
-                        cache[ck] = res
-                    v = res[0]
-                    if v > best_val or (
-                        v == best_val and v > 0 and (j < best_j or (j == best_j and k < best_k))
-                    ):
-                        best_val, best_j, best_k, best_ea, best_eb = v, j, k, res[1], res[2]
-        if best_val <= 0:
-            return
-        pa = polys[best_j]
-        pb = polys[best_k]
+        while heap:
+            _, j, k, a, b, va, vb, ea, eb = heapq.heappop(heap)
+            if alive[a] and alive[b] and ver[a] == va and ver[b] == vb:
+                break
+        else:
+            break
+        pa = content[a]
+        pb = content[b]
         na = len(pa)
         nb = len(pb)
-        merged = tuple(pa[(best_ea + 1 + i) % na] for i in range(na - 1)) + tuple(
-            pb[(best_eb + 1 + i) % nb] for i in range(nb - 1)
+        merged = tuple(pa[(ea + 1 + i) % na] for i in range(na - 1)) + tuple(
+            pb[(eb + 1 + i) % nb] for i in range(nb - 1)
         )
-        polys[best_j] = merged
-        if regs is not None and regs[best_j] != regs[best_k]:
-            regs[best_j] = RC_MULTIPLE_REGS
-        last = len(polys) - 1
-        polys[best_k] = polys[last]
-        polys.pop()
+        for key in _poly_edge_keys(pa):
+            edge_map[key].discard(a)
+        for key in _poly_edge_keys(pb):
+            edge_map[key].discard(b)
+        alive[b] = False
+        content[a] = merged
+        ver[a] += 1
+        for key in _poly_edge_keys(merged):
+            edge_map.setdefault(key, set()).add(a)
+        if regs is not None and regs[j] != regs[k]:
+            regs[j] = RC_MULTIPLE_REGS
+        last = len(at) - 1
+        moved = at[last]
+        at[k] = moved
+        pos[moved] = k
+        at.pop()
         if regs is not None:
-            regs[best_k] = regs[last]
+            regs[k] = regs[last]
             regs.pop()
         if areas is not None:
-            areas[best_k] = areas[last]
+            areas[k] = areas[last]
             areas.pop()
+        push_all(a)
+        if moved != b:
+            ver[moved] += 1
+            push_all(moved)
+    polys[:] = [content[pid] for pid in at]
 
 
 # ----------------------------------------------------------------------------------------------

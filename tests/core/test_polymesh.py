@@ -499,3 +499,41 @@ def test_adjacency_shared_and_degenerate_edges_match_recast_order():
     slow_adjacency(slow, 9, nvp)
     np.testing.assert_array_equal(fast, slow)
     assert fast[4, nvp + 0] == 5 and fast[5, nvp + 1] == 4
+
+
+def _triangulate_both(xs, zs, monkeypatch):
+    monkeypatch.setattr(P, "_NUMPY_TRI_MIN", 10**9)
+    py = P._triangulate(xs, zs)
+    monkeypatch.setattr(P, "_NUMPY_TRI_MIN", 3)
+    vec = P._triangulate(xs, zs)
+    return py, vec
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_numpy_diagonal_test_matches_python_on_contours(seed, monkeypatch):
+    rng = np.random.default_rng(seed)
+    reg, heights = random_grid(rng)
+    cset = build_contours(make_chf(reg, heights=heights, climb=1), 0.0, 0)
+    for c in range(cset.nconts):
+        v = cset.contour_verts(c)
+        if v.shape[0] >= 4:
+            py, vec = _triangulate_both(v[:, 0].tolist(), v[:, 2].tolist(), monkeypatch)
+            assert py == vec
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_numpy_diagonal_test_matches_python_on_messy_polygons(seed, monkeypatch):
+    # Star-shaped, collinear-heavy and self-crossing integer polygons (loose and failed paths).
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(5, 60))
+    ang = np.sort(rng.random(n)) * 2 * np.pi
+    rad = rng.integers(2, 12, n)
+    xs = np.round(rad * np.cos(ang)).astype(int)
+    zs = np.round(rad * np.sin(ang)).astype(int)
+    if seed % 3 == 2:
+        swap = rng.integers(0, n, 2)
+        xs[swap] = xs[swap[::-1]]
+    if seed % 2 == 0:  # Recast's winding (clockwise in x-right, z-up axes)
+        xs, zs = xs[::-1], zs[::-1]
+    py, vec = _triangulate_both(xs.tolist(), zs.tolist(), monkeypatch)
+    assert py == vec
