@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import zipfile
 
 import numpy as np
@@ -238,10 +239,64 @@ def test_settings_round_trip_to_core_units(bpy, ext):
 
 
 def test_export_navmesh_operator(bpy, ext, tmp_path):
-    pytest.importorskip(f"{ext.root.__name__}.core.export")
     box(bpy, "Floor", (-5, -5, -0.2), (5, 5, 0))
     bpy.ops.voxnav.build_navmesh()
     for ext_name in ("obj", "json"):
         path = tmp_path / f"nav.{ext_name}"
         bpy.ops.voxnav.export_navmesh(filepath=str(path), file_format=ext_name.upper())
         assert path.stat().st_size > 0
+
+
+class _Layout:
+    """Records what a panel draws; checks every property and operator it names exists."""
+
+    def __init__(self, bpy, seen):
+        self.bpy, self.seen = bpy, seen
+
+    def __getattr__(self, name):
+        def method(*args, **kwargs):
+            if name == "prop":
+                data, prop = args[0], args[1]
+                assert hasattr(data, prop), prop
+                self.seen.add(prop)
+            elif name == "operator":
+                category, op = args[0].split(".")
+                assert hasattr(getattr(self.bpy.ops, category), op), args[0]
+                self.seen.add(args[0])
+            return _Layout(self.bpy, self.seen)
+
+        return method
+
+    def __setattr__(self, name, value):
+        object.__setattr__(self, name, value)
+
+
+def test_panels_draw_every_setting(bpy, ext):
+    import types
+
+    panels = importlib.import_module(f"{ext.root.__name__}.voxnav_addon.panels")
+    bpy.ops.voxnav.voxelize.poll()  # operators registered
+    box(bpy, "Floor", (-5, -5, -0.2), (5, 5, 0))
+    bpy.ops.voxnav.build_navmesh()
+    settings = bpy.context.scene.voxnav
+    settings.use_bounds = True
+    settings.source = "COLLECTION"
+    seen: set = set()
+    context = types.SimpleNamespace(scene=bpy.context.scene)
+    for cls in panels.classes:
+        cls.draw(types.SimpleNamespace(layout=_Layout(bpy, seen)), context)
+    expected = set(ext.config.NavConfig.field_names()) | {
+        "source",
+        "source_collection",
+        "use_bounds",
+        "show_voxels",
+        "show_navmesh",
+        "voxel_display",
+        "max_voxels_drawn",
+        "voxnav.voxelize",
+        "voxnav.build_navmesh",
+        "voxnav.clear",
+        "voxnav.export_navmesh",
+        "voxnav.add_demo_scene",
+    }
+    assert expected <= seen, expected - seen
