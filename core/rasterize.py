@@ -51,40 +51,6 @@ def mark_walkable_triangles(verts, tris, max_slope_degrees: float) -> np.ndarray
     return areas
 
 
-def _divide(coords, count, offset, axis):
-    """Recast's dividePoly on many convex polygons at once.
-
-    coords: list of float32 (N, K) arrays, one per coordinate carried along; ``axis`` indexes the
-    one cut by the line ``coord = offset`` (float32 (N,)); count (N,) vertices per polygon.
-    Returns (below, nbelow, above, nabove): the part with coord <= offset and the part with
-    coord >= offset (a vertex on the line goes to both), each a list like ``coords`` with counts.
-    Polygons entirely on one side are passed through untouched (the slow path would reproduce
-    them exactly); only the ones the line really cuts take the full path.
-    """
-    n_poly, slots = coords[0].shape
-    valid = np.arange(slots)[None, :] < count[:, None]
-    delta = offset[:, None] - coords[axis]
-    all_below = np.all((delta > 0) | ~valid, axis=1)
-    all_above = np.all((delta < 0) | ~valid, axis=1)
-    cut = np.nonzero(~(all_below | all_above))[0]
-    width = slots + 2 if cut.shape[0] else slots
-    below = [np.zeros((n_poly, width), dtype=F32) for _ in coords]
-    above = [np.zeros((n_poly, width), dtype=F32) for _ in coords]
-    for out, side in ((below, all_below), (above, all_above)):
-        for dst, src in zip(out, coords, strict=False):
-            dst[side, :slots] = src[side]
-    n_below = np.where(all_below, count, 0)
-    n_above = np.where(all_above, count, 0)
-    if cut.shape[0]:
-        parts = _divide_cut([c[cut] for c in coords], count[cut], delta[cut], width)
-        for out, n_out, (part, n_part) in ((below, n_below, parts[0]), (above, n_above, parts[1])):
-            for dst, src in zip(out, part, strict=False):
-                dst[cut] = src
-            n_out[cut] = n_part
-    used = int(max(n_below.max(initial=0), n_above.max(initial=0), 1))
-    return [b[:, :used] for b in below], n_below, [a[:, :used] for a in above], n_above
-
-
 def _divide_cut(coords, count, delta, width):
     """The full dividePoly for polygons the line really cuts; outputs ``width`` slots wide."""
     n_poly, slots = delta.shape
@@ -110,10 +76,13 @@ def _divide_cut(coords, count, delta, width):
         for inter, c in zip(inters, coords, strict=True)
     ]
     base = (rows * (width + 1))[:, None]
+    upper = np.triu(np.ones((2 * slots, 2 * slots), dtype=F32))
     results = []
     for keep in (keep_below, keep_above):
         emit = np.stack([cross, keep], axis=2).reshape(n_poly, 2 * slots)
-        position = np.cumsum(emit, axis=1) - 1
+        # Running count of emitted candidates; a tiny matrix product is far faster than cumsum
+        # along rows this short, and exact (small whole numbers in float32).
+        position = (emit.astype(F32) @ upper).astype(np.int64) - 1
         n_out = position[:, -1] + 1
         if n_out.size and int(n_out.max()) > width:
             raise AssertionError("clipped polygon exceeds its vertex slots")
@@ -125,6 +94,86 @@ def _divide_cut(coords, count, delta, width):
             out.append(flat.reshape(n_poly, width + 1)[:, :width])
         results.append((out, n_out))
     return results
+
+
+def _sweep(coords, count, first, last, ids, axis, origin, cs, keep, extent=False):
+    """Cut strips ``first..last`` off every polygon along ``axis``, one strip per round.
+
+    Recast's incremental clipping: the strip [.., origin + (i + 1) * cs] is cut from what was
+    left after strip i - 1 (the line computed as (origin + float(i) * cs) + cs in float32).
+    coords: float32 (N, K) arrays; count, first, last, ids (N,). Pieces with 3 or more vertices
+    and a strip index >= 0 are kept. Returns None when there are none, else (pieces, counts,
+    strip index, owner id), where pieces are the coordinates listed in ``keep`` (N', K'), or
+    with ``extent`` the min and max of the single kept coordinate (float32 (N',) each).
+    Polygons wholly below the line become the piece untouched and polygons wholly above it
+    carry on untouched: only the ones the line really cuts take the full dividePoly path.
+    """
+    out_parts: list[tuple] = []
+    active = (first <= last) & (count >= 2)
+    index, ids = first[active], ids[active]
+    coords, count, last = [c[active] for c in coords], count[active], last[active]
+    while ids.shape[0]:
+        slots = coords[0].shape[1]
+        offset = ((origin + index.astype(F32) * cs) + cs).astype(F32)
+        valid = np.arange(slots)[None, :] < count[:, None]
+        delta = offset[:, None] - coords[axis]
+        whole_below = np.all((delta > 0) | ~valid, axis=1)
+        whole_above = np.all((delta < 0) | ~valid, axis=1)
+        cut = np.nonzero(~(whole_below | whole_above))[0]
+        below = np.nonzero(whole_below)[0]
+        piece_sets = [([coords[k][below] for k in keep], count[below], below)]
+        rest_sets = []
+        above = np.nonzero(whole_above)[0]
+        if above.shape[0]:
+            rest_sets.append(([c[above] for c in coords], count[above], above))
+        if cut.shape[0]:
+            (piece, n_piece), (rest, n_rest) = _divide_cut(
+                [c[cut] for c in coords], count[cut], delta[cut], slots + 2
+            )
+            piece_sets.append(([piece[k] for k in keep], n_piece, cut))
+            rest_sets.append((rest, n_rest, cut))
+        for piece, n_piece, which in piece_sets:
+            emit = (n_piece >= 3) & (index[which] >= 0)
+            if not emit.any():
+                continue
+            n_emit = n_piece[emit]
+            values = [p[emit] for p in piece]
+            if extent:
+                used = np.arange(values[0].shape[1])[None, :] < n_emit[:, None]
+                values = [
+                    np.where(used, values[0], np.inf).min(axis=1).astype(F32),
+                    np.where(used, values[0], -np.inf).max(axis=1).astype(F32),
+                ]
+            out_parts.append((values, n_emit, index[which][emit], ids[which][emit]))
+        # What is left goes on to the next strip.
+        width = max([r[0][0].shape[1] for r in rest_sets], default=slots)
+        n_next = np.concatenate([r[1] for r in rest_sets]) if rest_sets else np.zeros(0, int)
+        which = np.concatenate([r[2] for r in rest_sets]) if rest_sets else np.zeros(0, int)
+        go_on = (index[which] + 1 <= last[which]) & (n_next >= 2)
+        width = int(n_next[go_on].max(initial=1))
+        coords = [
+            np.concatenate([_pad(r[0][k], max(width, r[0][k].shape[1]))[:, :width] for r in rest_sets])[go_on]
+            for k in range(len(coords))
+        ] if rest_sets else []  # fmt: skip
+        which = which[go_on]
+        count, index, ids, last = n_next[go_on], index[which] + 1, ids[which], last[which]
+        if not rest_sets:
+            break
+    if not out_parts:
+        return None
+    if extent:
+        pieces = [np.concatenate([p[0][j] for p in out_parts]) for j in range(2)]
+    else:
+        width = max(p[0][0].shape[1] for p in out_parts)
+        pieces = [
+            np.concatenate([_pad(p[0][j], width) for p in out_parts]) for j in range(len(keep))
+        ]
+    return (
+        pieces,
+        np.concatenate([p[1] for p in out_parts]),
+        np.concatenate([p[2] for p in out_parts]),
+        np.concatenate([p[3] for p in out_parts]),
+    )
 
 
 def _previous(values, rows, last):
@@ -172,33 +221,11 @@ def rasterize_fragments(
     # Recast frame coordinates, one (N, K) array each: x (columns), height, row axis.
     coords = [tri_verts[tri_ids, :, k].astype(F32) for k in range(3)]
     count = np.full(tri_ids.shape[0], 3, dtype=np.int64)
-    row = row_lo
-    owner = tri_ids
-
-    # Round k clips row row_lo + k off every triangle that still has rows left.
-    row_parts: list[tuple] = []
-    active = (row <= row_hi) & (count >= 2)
-    while True:
-        coords = [c[active] for c in coords]
-        count, row, owner, row_hi = count[active], row[active], owner[active], row_hi[active]
-        if not owner.shape[0]:
-            break
-        offset = ((rc_bmin[2] + row.astype(F32) * cs) + cs).astype(F32)
-        below, nbelow, coords, count = _divide(coords, count, offset, 2)
-        emit = (nbelow >= 3) & (row >= 0)
-        row_parts.append((below[0][emit], below[1][emit], nbelow[emit], owner[emit], row[emit]))
-        row = row + 1
-        active = (row <= row_hi) & (count >= 2)
-
-    if not row_parts:
+    rows = _sweep(coords, count, row_lo, row_hi, tri_ids, 2, rc_bmin[2], cs, keep=(0, 1))
+    if rows is None:
         return _empty_fragments()
-    width_k = max(p[0].shape[1] for p in row_parts)
-    rx = np.concatenate([_pad(p[0], width_k) for p in row_parts])
-    ry = np.concatenate([_pad(p[1], width_k) for p in row_parts])
-    rcount = np.concatenate([p[2] for p in row_parts])
-    rowner = np.concatenate([p[3] for p in row_parts])
-    rrow = np.concatenate([p[4] for p in row_parts])
-    rseq = np.arange(rx.shape[0], dtype=np.int64)
+    (rx, ry), rcount, rrow, rowner = rows
+    width_k = rx.shape[1]
 
     used = np.arange(width_k)[None, :] < rcount[:, None]
     min_x = np.where(used, rx, np.inf).min(axis=1).astype(F32)
@@ -209,32 +236,16 @@ def rasterize_fragments(
     col_lo = np.clip(col_lo, -1, width - 1).astype(np.int64)
     col_hi = np.clip(col_hi, 0, width - 1).astype(np.int64)
 
-    sel = inside & (col_lo <= col_hi)
-    coords = [rx[sel], ry[sel]]
-    count, col, col_hi, seq = rcount[sel], col_lo[sel], col_hi[sel], rseq[sel]
-    frag_seq, frag_col, frag_min, frag_max = [], [], [], []
-    while seq.shape[0]:
-        offset = ((rc_bmin[0] + col.astype(F32) * cs) + cs).astype(F32)
-        cell, ncell, coords, count = _divide(coords, count, offset, 0)
-        emit = (ncell >= 3) & (col >= 0)
-        if emit.any():
-            cell_y = cell[1][emit]
-            in_cell = np.arange(cell_y.shape[1])[None, :] < ncell[emit][:, None]
-            frag_seq.append(seq[emit])
-            frag_col.append(col[emit])
-            frag_min.append(np.where(in_cell, cell_y, np.inf).min(axis=1).astype(F32))
-            frag_max.append(np.where(in_cell, cell_y, -np.inf).max(axis=1).astype(F32))
-        col = col + 1
-        active = (col <= col_hi) & (count >= 2)
-        coords = [c[active] for c in coords]
-        count, col, col_hi, seq = count[active], col[active], col_hi[active], seq[active]
-
-    if not frag_seq:
+    sel = np.nonzero(inside & (col_lo <= col_hi))[0]
+    cells = _sweep(
+        [rx[sel], ry[sel]], rcount[sel], col_lo[sel], col_hi[sel], sel, 0, rc_bmin[0], cs,
+        keep=(1,), extent=True,
+    )  # fmt: skip
+    if cells is None:
         return _empty_fragments()
-    fseq = np.concatenate(frag_seq)
-    fcol = np.concatenate(frag_col)
-    span_min = np.concatenate(frag_min) - rc_bmin[1]
-    span_max = np.concatenate(frag_max) - rc_bmin[1]
+    (frag_min, frag_max), _, fcol, fseq = cells
+    span_min = frag_min - rc_bmin[1]
+    span_max = frag_max - rc_bmin[1]
     keep = ~((span_max < 0) | (span_min > by))
     fseq, fcol, span_min, span_max = fseq[keep], fcol[keep], span_min[keep], span_max[keep]
     span_min = np.maximum(span_min, F32(0))
