@@ -20,6 +20,10 @@ from ..core.errors import VoxNavError
 from . import gather as gather_mod
 from . import properties, writeback
 
+#: The last bake of each scene (by ``Scene.session_uid``), in memory only: export without
+#: re-baking, redraw the voxels when a display setting changes. Dropped by voxnav.clear.
+LAST: dict[int, BakeOutcome] = {}
+
 #: Display names of the bake stages.
 STAGES = {"heightfield": "Voxelize", "navmesh": "Build Navmesh"}
 
@@ -111,7 +115,24 @@ def _bake(context, stop_after, progress, config, timings) -> BakeOutcome:
     counts["instances"] = gathered.instances
     outcome.counts = counts
     properties.store_figures(settings, stop_after, counts, timings, "; ".join(outcome.warnings))
+    LAST[scene.session_uid] = outcome
     return outcome
+
+
+def redraw_voxels(scene) -> str:
+    """Redraw the voxels of the scene's last bake with the current display settings.
+
+    Returns the cap warning ("" if none); does nothing without a bake in this session."""
+    outcome = LAST.get(scene.session_uid)
+    if outcome is None or not writeback.output_objects(scene):
+        return ""
+    settings = scene.voxnav
+    vox = writeback.write_voxels(
+        scene, outcome.result.heightfield, settings.voxel_display, int(settings.max_voxels_drawn)
+    )
+    writeback.apply_visibility(scene)
+    settings.last_message = vox.warning
+    return vox.warning
 
 
 def write_result(scene, outcome: BakeOutcome, context=None) -> None:

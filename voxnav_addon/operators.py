@@ -15,9 +15,6 @@ from bpy_extras.io_utils import ExportHelper
 from ..core.errors import VoxNavError
 from . import bake, demo, writeback
 
-#: The last navmesh bake of each scene (by session uid), for export without re-baking.
-_LAST: dict[int, bake.BakeOutcome] = {}
-
 
 def _object_mode_poll(cls, context) -> bool:
     if context.scene is None:
@@ -55,10 +52,6 @@ class _BakeOperator:
             return {"CANCELLED"}
         finally:
             wm.progress_end()
-        if self.stop_after == "navmesh":
-            _LAST[context.scene.session_uid] = outcome
-        else:
-            _LAST.pop(context.scene.session_uid, None)
         for warning in outcome.warnings:
             self.report({"WARNING"}, warning)
         stages = ", ".join(f"{k} {v:.3f}s" for k, v in outcome.timings.items())
@@ -101,7 +94,7 @@ class VOXNAV_OT_clear(bpy.types.Operator):
 
     def execute(self, context):
         removed = writeback.clear(context.scene)
-        _LAST.pop(context.scene.session_uid, None)
+        bake.LAST.pop(context.scene.session_uid, None)
         context.scene.voxnav.last_counts.clear()
         context.scene.voxnav.last_timings.clear()
         context.scene.voxnav.last_stage = ""
@@ -132,24 +125,27 @@ class VOXNAV_OT_export_navmesh(bpy.types.Operator, ExportHelper):  # type: ignor
         return _object_mode_poll(cls, context)
 
     def check(self, context):
+        """Keep the file extension in step with the chosen format."""
         ext = ".json" if self.file_format == "JSON" else ".obj"
-        if self.filename_ext != ext:
-            self.filename_ext = ext
         root, old = os.path.splitext(self.filepath)
-        if old.lower() in (".obj", ".json") and old.lower() != ext:
-            self.filepath = root + ext
+        path = root + ext if old.lower() in (".obj", ".json") else self.filepath + ext
+        if path != self.filepath:
+            self.filepath = path
             return True
-        return super().check(context)
+        return False
 
     def execute(self, context):
         path = bpy.path.abspath(self.filepath)
         if path.lower().endswith(".json"):
             self.file_format = "JSON"
+        elif path.lower().endswith(".obj"):
+            self.file_format = "OBJ"
+        else:
+            path += ".json" if self.file_format == "JSON" else ".obj"
         try:
-            outcome = _LAST.get(context.scene.session_uid)
-            if outcome is None:
+            outcome = bake.LAST.get(context.scene.session_uid)
+            if outcome is None or getattr(outcome.result, "polymesh", None) is None:
                 outcome = bake.bake_scene(context, "navmesh")
-                _LAST[context.scene.session_uid] = outcome
             export_navmesh(outcome, path, self.file_format)
         except VoxNavError as exc:
             self.report({"ERROR"}, str(exc))

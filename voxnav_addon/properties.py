@@ -60,6 +60,12 @@ def _update_visibility(self, context) -> None:
     writeback.apply_visibility(self.id_data)
 
 
+def _update_voxel_display(self, context) -> None:
+    from . import bake
+
+    bake.redraw_voxels(self.id_data)
+
+
 class VOXNAV_PG_figure(bpy.types.PropertyGroup):
     """One figure of the last bake: a count or a stage time."""
 
@@ -271,6 +277,7 @@ class VOXNAV_PG_settings(bpy.types.PropertyGroup):
             ("SPANS", "Spans", "One stretched box per span (far fewer instances)"),
         ],
         default="VOXELS",
+        update=_update_voxel_display,
     )
     max_voxels_drawn: IntProperty(  # type: ignore[valid-type]
         name="Max Drawn",
@@ -278,6 +285,7 @@ class VOXNAV_PG_settings(bpy.types.PropertyGroup):
         default=1_000_000,
         min=1,
         soft_max=10_000_000,
+        update=_update_voxel_display,
     )
     # --- Last bake (written by the operators) -------------------------------------------
     last_stage: StringProperty(name="Last Bake", default="")  # type: ignore[valid-type]

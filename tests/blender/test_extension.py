@@ -147,9 +147,13 @@ def test_voxel_cap_draws_span_tops_first_and_warns(bpy, ext):
     vox = bpy.data.objects[ext.writeback.VOXELS_NAME]
     assert 0 < len(vox.data.vertices) <= 150 < outcome.counts["voxels"]
     assert outcome.warnings and "drawing" in outcome.warnings[0]
-    settings.voxel_display = "SPANS"
-    outcome = ext.bake.bake_scene(bpy.context, "heightfield")
+    settings.voxel_display = "SPANS"  # redraws the last bake at once
     assert len(vox.data.vertices) == min(150, outcome.counts["spans"])
+    settings.max_voxels_drawn = 10**6
+    assert len(vox.data.vertices) == outcome.counts["spans"]
+    settings.voxel_display = "VOXELS"
+    assert len(vox.data.vertices) == outcome.counts["voxels"]
+    assert settings.last_message == ""
 
 
 def test_overlay_lies_on_the_floors(bpy, ext):
@@ -245,6 +249,10 @@ def test_export_navmesh_operator(bpy, ext, tmp_path):
         path = tmp_path / f"nav.{ext_name}"
         bpy.ops.voxnav.export_navmesh(filepath=str(path), file_format=ext_name.upper())
         assert path.stat().st_size > 0
+    bpy.ops.voxnav.export_navmesh(filepath=str(tmp_path / "bare"), file_format="JSON")
+    assert (tmp_path / "bare.json").read_text().lstrip().startswith("{")
+    with pytest.raises(RuntimeError, match="does not exist"):
+        bpy.ops.voxnav.export_navmesh(filepath=str(tmp_path / "no" / "nav.obj"))
 
 
 class _Layout:
