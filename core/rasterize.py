@@ -21,6 +21,8 @@ from .config import NULL_AREA, SPAN_MAX_HEIGHT, WALKABLE_AREA, walkable_threshol
 from .heightfield import Heightfield
 
 F32 = np.float32
+#: Bottom and top of an empty span slot in the merge state (above any real height).
+EMPTY = np.iinfo(np.int32).max
 
 
 def mark_walkable_triangles(verts, tris, max_slope_degrees: float) -> np.ndarray:
@@ -152,7 +154,8 @@ def _sweep(coords, count, first, last, ids, axis, origin, cs, keep, extent=False
         go_on = (index[which] + 1 <= last[which]) & (n_next >= 2)
         width = int(n_next[go_on].max(initial=1))
         coords = [
-            np.concatenate([_pad(r[0][k], max(width, r[0][k].shape[1]))[:, :width] for r in rest_sets])[go_on]
+            np.concatenate([_pad(r[0][k], max(width, r[0][k].shape[1]))[:, :width]
+                            for r in rest_sets])[go_on]
             for k in range(len(coords))
         ] if rest_sets else []  # fmt: skip
         which = which[go_on]
@@ -315,42 +318,58 @@ def merge_fragments(
     by_count = np.argsort(-per_col, kind="stable")
     used_cols, first, per_col = used_cols[by_count], first[by_count], per_col[by_count]
     n_used = used_cols.shape[0]
+    max_rounds = int(per_col[0]) if n_used else 0
+    # active_counts[k]: columns with more than k fragments; round k's fragments are laid out
+    # contiguously (round-major) so each round reads one slice.
+    active_counts = np.searchsorted(-per_col, -np.arange(1, max_rounds + 1), side="right")
+    round_start = np.concatenate([[0], np.cumsum(active_counts)])
+    column_pos = np.repeat(np.arange(n_used), per_col)
+    rank = np.arange(col.shape[0]) - np.repeat(np.cumsum(per_col) - per_col, per_col)
+    round_major = np.empty(col.shape[0], dtype=np.int64)
+    round_major[round_start[rank] + column_pos] = order[first[column_pos] + rank]
+    f_min, f_max, f_area = f_min[round_major], f_max[round_major], f_area[round_major]
+
+    # Empty slots hold EMPTY as both bottom and top: never below a fragment, always above it.
     slots = 4
-    st_min = np.zeros((n_used, slots), dtype=np.int32)
-    st_max = np.zeros((n_used, slots), dtype=np.int32)
+    st_min = np.full((n_used, slots), EMPTY, dtype=np.int32)
+    st_max = np.full((n_used, slots), EMPTY, dtype=np.int32)
     st_area = np.zeros((n_used, slots), dtype=np.uint8)
     st_n = np.zeros(n_used, dtype=np.int64)
-    max_rounds = int(per_col[0]) if n_used else 0
-    # active[k] = number of columns with more than k fragments
-    active_counts = np.searchsorted(-per_col, -np.arange(1, max_rounds + 1), side="right")
     for k in range(max_rounds):
         nk = int(active_counts[k])
-        frag = order[first[:nk] + k]
-        fmin, fmax, farea = f_min[frag], f_max[frag], f_area[frag]
+        here = slice(round_start[k], round_start[k] + nk)
+        fmin, fmax, farea = f_min[here], f_max[here], f_area[here]
         if k == 0:
             st_min[:nk, 0], st_max[:nk, 0], st_area[:nk, 0] = fmin, fmax, farea
             st_n[:nk] = 1
             continue
         if int(st_n[:nk].max()) >= slots:
             slots *= 2
-            st_min = _widen(st_min, slots)
-            st_max = _widen(st_max, slots)
-            st_area = _widen(st_area, slots)
+            st_min = _widen(st_min, slots, EMPTY)
+            st_max = _widen(st_max, slots, EMPTY)
+            st_area = _widen(st_area, slots, 0)
+        ones = np.ones(slots, dtype=F32)
         cur_min, cur_max, cur_area, cur_n = st_min[:nk], st_max[:nk], st_area[:nk], st_n[:nk]
+        # Spans are sorted and apart, so the ones the fragment touches are a contiguous run
+        # [n_below, n_reach). Counting by a small matrix product beats sum() on short rows.
+        n_below = ((cur_max < fmin[:, None]).astype(F32) @ ones).astype(np.int64)
+        n_reach = ((cur_min <= fmax[:, None]).astype(F32) @ ones).astype(np.int64)
+        n_over = n_reach - n_below
+        rows = np.arange(nk)
+        touched = n_over > 0
+        first_over = np.minimum(n_below, slots - 1)
+        last_over = np.maximum(n_reach - 1, 0)
+        new_min = np.where(touched, np.minimum(fmin, cur_min[rows, first_over]), fmin)
+        new_max = np.where(touched, np.maximum(fmax, cur_max[rows, last_over]), fmax)
         slot = np.arange(slots)[None, :]
-        valid = slot < cur_n[:, None]
-        below = valid & (cur_max < fmin[:, None])
-        above = valid & (cur_min > fmax[:, None])
-        over = valid & ~below & ~above
-        n_below = below.sum(axis=1)
-        n_over = over.sum(axis=1)
-        new_min = np.minimum(fmin, np.where(over, cur_min, np.iinfo(np.int32).max).min(axis=1))
-        new_max = np.maximum(fmax, np.where(over, cur_max, -1).max(axis=1))
-        keep_area = over & (fmax[:, None] - cur_max <= merge_threshold)
+        keep_area = (
+            (slot >= n_below[:, None])
+            & (slot < n_reach[:, None])
+            & (fmax[:, None] - cur_max <= merge_threshold)
+        )
         new_area = np.maximum(farea, np.where(keep_area, cur_area, 0).max(axis=1))
         src = np.where(slot < n_below[:, None], slot, slot - 1 + n_over[:, None])
-        src = np.clip(src, 0, slots - 1)
-        rows = np.arange(nk)
+        src = np.minimum(src, slots - 1)
         st_min[:nk] = cur_min[rows[:, None], src]
         st_max[:nk] = cur_max[rows[:, None], src]
         st_area[:nk] = cur_area[rows[:, None], src]
@@ -371,8 +390,8 @@ def merge_fragments(
     return col_start, out_min, out_max, out_area
 
 
-def _widen(array, slots):
-    out = np.zeros((array.shape[0], slots), dtype=array.dtype)
+def _widen(array, slots, fill):
+    out = np.full((array.shape[0], slots), fill, dtype=array.dtype)
     out[:, : array.shape[1]] = array
     return out
 
