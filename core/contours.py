@@ -489,71 +489,74 @@ def _area_sign_negative(v: list[list[int]]) -> bool:
     return area + 1 <= -2
 
 
-def _area2(a, b, c) -> int:
-    return (b[0] - a[0]) * (c[2] - a[2]) - (c[0] - a[0]) * (b[2] - a[2])
+def segment_hits_edges(
+    x0: int,
+    z0: int,
+    x1: int,
+    z1: int,
+    ax: np.ndarray,
+    az: np.ndarray,
+    bx: np.ndarray,
+    bz: np.ndarray,
+    consider: np.ndarray | None = None,
+    loose: bool = False,
+) -> bool:
+    """Does segment (x0, z0)-(x1, z1) cross any edge (ax, az)-(bx, bz)? (Recast's test).
+
+    Integer points on (x, grid row). Edges with an endpoint equal to either end of the segment
+    are ignored, as are edges where ``consider`` is False. A crossing is a proper intersection
+    (no three points collinear, strict sides), or unless ``loose``, an endpoint lying on the
+    other segment (Recast's intersect(); loose is intersectProp() only). Vectorized over edges.
+    """
+    skip = (
+        ((ax == x0) & (az == z0))
+        | ((ax == x1) & (az == z1))
+        | ((bx == x0) & (bz == z0))
+        | ((bx == x1) & (bz == z1))
+    )
+    a1 = (x1 - x0) * (az - z0) - (ax - x0) * (z1 - z0)  # area2(d0, d1, a)
+    a2 = (x1 - x0) * (bz - z0) - (bx - x0) * (z1 - z0)  # area2(d0, d1, b)
+    a3 = (bx - ax) * (z0 - az) - (x0 - ax) * (bz - az)  # area2(a, b, d0)
+    a4 = (bx - ax) * (z1 - az) - (x1 - ax) * (bz - az)  # area2(a, b, d1)
+    hit = (a1 != 0) & (a2 != 0) & (a3 != 0) & (a4 != 0)
+    hit &= ((a1 < 0) != (a2 < 0)) & ((a3 < 0) != (a4 < 0))
+    if not loose:
+        c0, c1, lo, hi = (ax, bx, x0, x1) if x0 != x1 else (az, bz, z0, z1)
+        lo, hi = min(lo, hi), max(lo, hi)
+        hit |= ((a1 == 0) & (lo <= c0) & (c0 <= hi)) | ((a2 == 0) & (lo <= c1) & (c1 <= hi))
+        vert = ax == bx
+        mnx, mxx = np.minimum(ax, bx), np.maximum(ax, bx)
+        mnz, mxz = np.minimum(az, bz), np.maximum(az, bz)
+        b3 = np.where(vert, (mnz <= z0) & (z0 <= mxz), (mnx <= x0) & (x0 <= mxx))
+        b4 = np.where(vert, (mnz <= z1) & (z1 <= mxz), (mnx <= x1) & (x1 <= mxx))
+        hit |= ((a3 == 0) & b3) | ((a4 == 0) & b4)
+    hit &= ~skip
+    if consider is not None:
+        hit &= consider
+    return bool(hit.any())
 
 
-def _left(a, b, c) -> bool:
-    return _area2(a, b, c) < 0
+def _in_cone_all(vx: np.ndarray, vz: np.ndarray, px: int, pz: int) -> np.ndarray:
+    """bool (n,): Recast's inCone(j, outline, p) for every outline vertex j at once."""
+    nx, nz = np.roll(vx, -1), np.roll(vz, -1)  # next
+    qx, qz = np.roll(vx, 1), np.roll(vz, 1)  # previous
 
+    def area2(ax, az, bx, bz, cx, cz):
+        return (bx - ax) * (cz - az) - (cx - ax) * (bz - az)
 
-def _left_on(a, b, c) -> bool:
-    return _area2(a, b, c) <= 0
-
-
-def _intersect_prop(a, b, c, d) -> bool:
-    if _area2(a, b, c) == 0 or _area2(a, b, d) == 0 or _area2(c, d, a) == 0:
-        return False
-    if _area2(c, d, b) == 0:
-        return False
-    return (_left(a, b, c) ^ _left(a, b, d)) and (_left(c, d, a) ^ _left(c, d, b))
-
-
-def _between(a, b, c) -> bool:
-    if _area2(a, b, c) != 0:
-        return False
-    if a[0] != b[0]:
-        return (a[0] <= c[0] <= b[0]) or (a[0] >= c[0] >= b[0])
-    return (a[2] <= c[2] <= b[2]) or (a[2] >= c[2] >= b[2])
-
-
-def _intersect(a, b, c, d) -> bool:
-    if _intersect_prop(a, b, c, d):
-        return True
-    return _between(a, b, c) or _between(a, b, d) or _between(c, d, a) or _between(c, d, b)
-
-
-def _vequal(a, b) -> bool:
-    return a[0] == b[0] and a[2] == b[2]
-
-
-def _intersect_seg_contour(d0, d1, i: int, verts: list[list[int]]) -> bool:
-    n = len(verts)
-    for k in range(n):
-        k1 = k + 1 if k + 1 < n else 0
-        if i == k or i == k1:
-            continue
-        p0 = verts[k]
-        p1 = verts[k1]
-        if _vequal(d0, p0) or _vequal(d1, p0) or _vequal(d0, p1) or _vequal(d1, p1):
-            continue
-        if _intersect(d0, d1, p0, p1):
-            return True
-    return False
-
-
-def _in_cone(i: int, verts: list[list[int]], pj) -> bool:
-    n = len(verts)
-    pi = verts[i]
-    pi1 = verts[i + 1 if i + 1 < n else 0]
-    pin1 = verts[i - 1 if i >= 1 else n - 1]
-    if _left_on(pin1, pi, pi1):
-        return _left(pi, pj, pin1) and _left(pj, pi, pi1)
-    return not (_left_on(pi, pj, pi1) and _left_on(pj, pi, pin1))
+    convex = area2(qx, qz, vx, vz, nx, nz) <= 0
+    in_convex = (area2(vx, vz, px, pz, qx, qz) < 0) & (area2(px, pz, vx, vz, nx, nz) < 0)
+    in_reflex = ~((area2(vx, vz, px, pz, nx, nz) <= 0) & (area2(px, pz, vx, vz, qx, qz) <= 0))
+    return np.where(convex, in_convex, in_reflex)
 
 
 def _merge_region_holes(conts: list[list[list[int]]], outline: int, holes: list[int]) -> None:
     """Recast's mergeRegionHoles: bridge every hole into the outline, in place on ``conts``.
+
+    Holes are taken by their lowest leftmost vertex, left to right; each is joined to the
+    nearest outline vertex in whose cone it lies and whose bridge crosses neither the outline
+    nor a hole not merged yet (trying the hole's next vertices if none is clear). The cone and
+    crossing tests run over all edges at once.
 
     Recast passes ``diags[i].vert`` (i = the hole's index, not the diagonal's) as the outline
     vertex whose edges the intersection test skips; that is kept, with the buffer persisting
@@ -563,51 +566,61 @@ def _merge_region_holes(conts: list[list[list[int]]], outline: int, holes: list[
     """
     info = []
     for h in holes:
-        v = conts[h]
-        minx, minz, leftmost = v[0][0], v[0][2], 0
-        for k in range(1, len(v)):
-            x, z = v[k][0], v[k][2]
-            if x < minx or (x == minx and z < minz):
-                minx, minz, leftmost = x, z, k
-        info.append((minx, minz, leftmost, h))
+        v = np.asarray(conts[h], dtype=np.int64)
+        # First index of the minimum (x, then row), as Recast's strict comparisons.
+        leftmost = int(np.lexsort((np.arange(v.shape[0]), v[:, 2], v[:, 0]))[0])
+        info.append((int(v[leftmost, 0]), int(v[leftmost, 2]), leftmost, h))
     info.sort(key=lambda t: (t[0], t[1]))  # stable, like glibc's merge-sort qsort
     max_verts = len(conts[outline]) + sum(len(conts[h]) for h in holes)
-    diags_vert = [0] * max_verts
+    diags_vert = np.zeros(max_verts, dtype=np.int64)
+    # Edges of the holes in merge order, so "holes not merged yet" is a suffix.
+    hx0, hz0, hx1, hz1, hstart = [], [], [], [], [0]
+    for _, _, _, h in info:
+        v = np.asarray(conts[h], dtype=np.int64).reshape(-1, 4)
+        hx0.append(v[:, 0])
+        hz0.append(v[:, 2])
+        hx1.append(np.roll(v[:, 0], -1))
+        hz1.append(np.roll(v[:, 2], -1))
+        hstart.append(hstart[-1] + v.shape[0])
+    hx0a, hz0a, hx1a, hz1a = (np.concatenate(a) for a in (hx0, hz0, hx1, hz1))
     for i, (_, _, leftmost, h) in enumerate(info):
         hole = conts[h]
+        out = np.asarray(conts[outline], dtype=np.int64).reshape(-1, 4)
+        ox, oz = out[:, 0], out[:, 2]
+        ox1, oz1 = np.roll(ox, -1), np.roll(oz, -1)
+        n_out = out.shape[0]
+        ks = np.arange(n_out)
+        ks1 = np.where(ks + 1 < n_out, ks + 1, 0)
+        rest = slice(hstart[i], hstart[-1])
         index = -1
         best = leftmost
         for _ in range(len(hole)):
-            out = conts[outline]
-            corner = hole[best]
-            cand = []
-            for j in range(len(out)):
-                if _in_cone(j, out, corner):
-                    dx = out[j][0] - corner[0]
-                    dz = out[j][2] - corner[2]
-                    cand.append((dx * dx + dz * dz, j))
-            cand.sort(key=lambda t: t[0])  # stable
-            for k, (_, j) in enumerate(cand):
-                diags_vert[k] = j
+            cx, cz = hole[best][0], hole[best][2]
+            cand = np.nonzero(_in_cone_all(ox, oz, cx, cz))[0]
+            dist = (ox[cand] - cx) ** 2 + (oz[cand] - cz) ** 2
+            cand = cand[np.argsort(dist, kind="stable")]
+            diags_vert[: cand.shape[0]] = cand
+            skip_v = int(diags_vert[i])
+            consider = (ks != skip_v) & (ks1 != skip_v)
             index = -1
-            for _, j in cand:
-                pt = out[j]
-                hit = _intersect_seg_contour(pt, corner, diags_vert[i], out)
-                for k in range(i, len(info)):
-                    if hit:
-                        break
-                    hit = _intersect_seg_contour(pt, corner, -1, conts[info[k][3]])
-                if not hit:
-                    index = j
-                    break
+            for j in cand.tolist():
+                px, pz = int(ox[j]), int(oz[j])
+                if segment_hits_edges(px, pz, cx, cz, ox, oz, ox1, oz1, consider):
+                    continue
+                if segment_hits_edges(
+                    px, pz, cx, cz, hx0a[rest], hz0a[rest], hx1a[rest], hz1a[rest]
+                ):
+                    continue
+                index = j
+                break
             if index != -1:
                 break
             best = (best + 1) % len(hole)
         if index == -1:
             continue  # Recast logs a warning and leaves the hole unmerged.
-        out = conts[outline]
-        na, nb = len(out), len(hole)
-        merged = [list(out[(index + k) % na]) for k in range(na + 1)]
+        ol = conts[outline]
+        na, nb = len(ol), len(hole)
+        merged = [list(ol[(index + k) % na]) for k in range(na + 1)]
         merged += [list(hole[(best + k) % nb]) for k in range(nb + 1)]
         conts[outline] = merged
         conts[h] = []
@@ -765,4 +778,5 @@ __all__ = [
     "ContourSet",
     "boundary_flags",
     "build_contours",
+    "segment_hits_edges",
 ]

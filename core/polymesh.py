@@ -36,7 +36,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .contours import RC_BORDER_VERTEX, ContourSet
+from .contours import RC_BORDER_VERTEX, ContourSet, segment_hits_edges
 from .errors import VoxNavError
 
 #: Null vertex / neighbour id in ``polys``. [Recast: RC_MESH_NULL_IDX]
@@ -142,29 +142,7 @@ def _triangulate(xs: list[int], zs: list[int]) -> tuple[list[tuple[int, int, int
         k = kk[:m]
         k1 = np.where(k + 1 < m, k + 1, 0)
         consider = (k != i) & (k1 != i) & (k != j) & (k1 != j)
-        consider &= ~(
-            ((cx == x0) & (cz == z0))
-            | ((cx == x1) & (cz == z1))
-            | ((cx1 == x0) & (cz1 == z0))
-            | ((cx1 == x1) & (cz1 == z1))
-        )
-        a1 = (x1 - x0) * (cz - z0) - (cx - x0) * (z1 - z0)
-        a2 = (x1 - x0) * (cz1 - z0) - (cx1 - x0) * (z1 - z0)
-        a3 = (cx1 - cx) * (z0 - cz) - (x0 - cx) * (cz1 - cz)
-        a4 = (cx1 - cx) * (z1 - cz) - (x1 - cx) * (cz1 - cz)
-        hit = (a1 != 0) & (a2 != 0) & (a3 != 0) & (a4 != 0)
-        hit &= ((a1 < 0) != (a2 < 0)) & ((a3 < 0) != (a4 < 0))
-        if not loose:
-            c0, c1, lo, hi = (cx, cx1, x0, x1) if x0 != x1 else (cz, cz1, z0, z1)
-            lo, hi = min(lo, hi), max(lo, hi)
-            b12 = ((a1 == 0) & (lo <= c0) & (c0 <= hi)) | ((a2 == 0) & (lo <= c1) & (c1 <= hi))
-            vert = cx == cx1
-            mnx, mxx = np.minimum(cx, cx1), np.maximum(cx, cx1)
-            mnz, mxz = np.minimum(cz, cz1), np.maximum(cz, cz1)
-            b3 = np.where(vert, (mnz <= z0) & (z0 <= mxz), (mnx <= x0) & (x0 <= mxx))
-            b4 = np.where(vert, (mnz <= z1) & (z1 <= mxz), (mnx <= x1) & (x1 <= mxx))
-            hit |= b12 | ((a3 == 0) & b3) | ((a4 == 0) & b4)
-        return not bool((consider & hit).any())
+        return not segment_hits_edges(x0, z0, x1, z1, cx, cz, cx1, cz1, consider, loose)
 
     def diagonalie(i: int, j: int, m: int, loose: bool) -> bool:
         if big:
@@ -679,6 +657,14 @@ def build_poly_mesh(cset: ContourSet, nvp: int, *, progress: ProgressFn | None =
     if isinstance(nvp, bool) or int(nvp) != nvp or nvp < 3:
         raise VoxNavError(f"nvp (verts per polygon) must be a whole number >= 3, got {nvp!r}")
     nvp = int(nvp)
+    cv_shape = np.shape(cset.verts)
+    if len(cv_shape) != 2 or cv_shape[1] != 4:
+        raise VoxNavError(f"cset.verts must be (N, 4) contour vertices, got shape {cv_shape}")
+    if np.shape(cset.verts_start) != (cset.nconts + 1,) or int(cset.verts_start[-1]) != cv_shape[0]:
+        raise VoxNavError(
+            "cset.verts_start must hold nconts + 1 offsets ending at len(cset.verts); "
+            "build the ContourSet with core.contours.build_contours"
+        )
     nverts_c = cset.nverts
     big = nverts_c >= 3
     max_vertices = int(nverts_c[big].sum())

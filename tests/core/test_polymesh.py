@@ -537,3 +537,10 @@ def test_numpy_diagonal_test_matches_python_on_messy_polygons(seed, monkeypatch)
         xs, zs = xs[::-1], zs[::-1]
     py, vec = _triangulate_both(xs.tolist(), zs.tolist(), monkeypatch)
     assert py == vec
+
+
+def test_malformed_contour_set():
+    cset = build_contours(make_chf(np.ones((4, 4), dtype=np.int64)), 1.3, 0)
+    cset.verts_start = cset.verts_start[:-1]
+    with pytest.raises(VoxNavError, match="verts_start"):
+        build_poly_mesh(cset, 6)
