@@ -41,7 +41,13 @@ The rule, as Recast:
 
 The simplification and hole merging are sequential, order-sensitive insertion algorithms
 over one contour at a time (tens of contours, tens of vertices each), so they loop in Python
-per contour; the per-span and per-edge work is vectorized.
+per contour; the per-span and per-edge work is vectorized, and so are the inner scans (the
+farthest raw vertex from a segment, the cone and crossing tests of a hole's bridge).
+
+Checked bit for bit against the reference dumps and against Recast's own source compiled on
+hundreds of random heightfields (holes, tile borders, area borders, one-way links). The one
+thing that cannot be matched in general: with two or more holes in a region, Recast may read
+an unwritten slot of a scratch buffer (see `_merge_region_holes`).
 """
 
 from __future__ import annotations
