@@ -47,6 +47,8 @@ def test_manifest_validates_and_zip_holds_only_the_extension(built_zip):
 def test_installed_not_source(ext):
     assert ext.root.__name__ == "bl_ext.user_default.voxnav"
     assert "extensions" in ext.gather.__file__ and "/tests/" not in ext.gather.__file__
+    addon = importlib.import_module(f"{ext.root.__name__}.voxnav_addon")
+    assert addon._cli_handle is not None  # `blender --command voxnav` is registered
 
 
 # --------------------------------------------------------------------------------- gather
@@ -180,7 +182,7 @@ def test_overlay_lies_on_the_floors(bpy, ext):
 
 
 def test_second_bake_replaces_not_accumulates(bpy, ext):
-    ext.demo.build_demo(bpy.context.scene)
+    bpy.ops.voxnav.add_demo_scene()
     bpy.ops.voxnav.build_navmesh()
 
     def census():
@@ -200,7 +202,7 @@ def test_second_bake_replaces_not_accumulates(bpy, ext):
         bpy.ops.voxnav.voxelize()
         bpy.ops.voxnav.build_navmesh()
     assert census() == first
-    ext.demo.build_demo(bpy.context.scene)  # the demo replaces itself too
+    bpy.ops.voxnav.add_demo_scene()  # the demo replaces itself too
     assert census() == first
     bpy.ops.voxnav.clear()
     assert not ext.writeback.output_objects(bpy.context.scene)
