@@ -23,6 +23,8 @@ from .heightfield import Heightfield
 F32 = np.float32
 #: Bottom and top of an empty span slot in the merge state (above any real height).
 EMPTY = np.iinfo(np.int32).max
+#: Triangles clipped together; bounds the clipping state (about 1 KiB per triangle).
+CHUNK_TRIANGLES = 32768
 
 
 def mark_walkable_triangles(verts, tris, max_slope_degrees: float) -> np.ndarray:
@@ -96,6 +98,48 @@ def _divide_cut(coords, count, delta, width):
             out.append(flat.reshape(n_poly, width + 1)[:, :width])
         results.append((out, n_out))
     return results
+
+
+def _chunks(tri_ids, size: int = CHUNK_TRIANGLES):
+    """(positions, triangle ids) of consecutive chunks of at most ``size`` triangles."""
+    for start in range(0, tri_ids.shape[0], size):
+        sel = slice(start, start + size)
+        yield sel, tri_ids[sel]
+
+
+def _clip_triangles(tri_verts, tri_ids, row_lo, row_hi, rc_bmin, cs, ics, width):
+    """Clip triangles (float32 (N, 3, 3), Recast frame and order) into cell polygons.
+
+    Returns None or (triangle id, row, column, lowest and highest height above bmin) of every
+    cell polygon with 3 or more vertices, heights float32 [Units: wu], not yet clamped.
+    """
+    # Recast frame coordinates, one (N, K) array each: x (columns), height, row axis.
+    coords = [tri_verts[:, :, k].astype(F32) for k in range(3)]
+    count = np.full(tri_ids.shape[0], 3, dtype=np.int64)
+    rows = _sweep(coords, count, row_lo, row_hi, tri_ids, 2, rc_bmin[2], cs, keep=(0, 1))
+    if rows is None:
+        return None
+    (rx, ry), rcount, rrow, rowner = rows
+    width_k = rx.shape[1]
+
+    used = np.arange(width_k)[None, :] < rcount[:, None]
+    min_x = np.where(used, rx, np.inf).min(axis=1).astype(F32)
+    max_x = np.where(used, rx, -np.inf).max(axis=1).astype(F32)
+    col_lo = np.trunc((min_x - rc_bmin[0]) * ics)
+    col_hi = np.trunc((max_x - rc_bmin[0]) * ics)
+    inside = ~((col_hi < 0) | (col_lo >= width))
+    col_lo = np.clip(col_lo, -1, width - 1).astype(np.int64)
+    col_hi = np.clip(col_hi, 0, width - 1).astype(np.int64)
+
+    sel = np.nonzero(inside & (col_lo <= col_hi))[0]
+    cells = _sweep(
+        [rx[sel], ry[sel]], rcount[sel], col_lo[sel], col_hi[sel], sel, 0, rc_bmin[0], cs,
+        keep=(1,), extent=True,
+    )  # fmt: skip
+    if cells is None:
+        return None
+    (frag_min, frag_max), _, fcol, fseq = cells
+    return rowner[fseq], rrow[fseq], fcol, frag_min - rc_bmin[1], frag_max - rc_bmin[1]
 
 
 def _sweep(coords, count, first, last, ids, axis, origin, cs, keep, extent=False):
@@ -221,43 +265,25 @@ def rasterize_fragments(
     row_lo = np.clip(row_lo, -1, height - 1).astype(np.int64)
     row_hi = np.clip(row_hi, 0, height - 1).astype(np.int64)
 
-    # Recast frame coordinates, one (N, K) array each: x (columns), height, row axis.
-    coords = [tri_verts[tri_ids, :, k].astype(F32) for k in range(3)]
-    count = np.full(tri_ids.shape[0], 3, dtype=np.int64)
-    rows = _sweep(coords, count, row_lo, row_hi, tri_ids, 2, rc_bmin[2], cs, keep=(0, 1))
-    if rows is None:
+    # Triangles go through in chunks: the clipping state stays cache-sized and the peak
+    # memory bounded; fragments keep their triangle ids, so chunking changes no result.
+    pieces = [
+        _clip_triangles(tri_verts[chunk], chunk, row_lo[sel], row_hi[sel], rc_bmin, cs, ics, width)
+        for sel, chunk in _chunks(tri_ids)
+    ]
+    pieces = [p for p in pieces if p is not None]
+    if not pieces:
         return _empty_fragments()
-    (rx, ry), rcount, rrow, rowner = rows
-    width_k = rx.shape[1]
-
-    used = np.arange(width_k)[None, :] < rcount[:, None]
-    min_x = np.where(used, rx, np.inf).min(axis=1).astype(F32)
-    max_x = np.where(used, rx, -np.inf).max(axis=1).astype(F32)
-    col_lo = np.trunc((min_x - rc_bmin[0]) * ics)
-    col_hi = np.trunc((max_x - rc_bmin[0]) * ics)
-    inside = ~((col_hi < 0) | (col_lo >= width))
-    col_lo = np.clip(col_lo, -1, width - 1).astype(np.int64)
-    col_hi = np.clip(col_hi, 0, width - 1).astype(np.int64)
-
-    sel = np.nonzero(inside & (col_lo <= col_hi))[0]
-    cells = _sweep(
-        [rx[sel], ry[sel]], rcount[sel], col_lo[sel], col_hi[sel], sel, 0, rc_bmin[0], cs,
-        keep=(1,), extent=True,
-    )  # fmt: skip
-    if cells is None:
-        return _empty_fragments()
-    (frag_min, frag_max), _, fcol, fseq = cells
-    span_min = frag_min - rc_bmin[1]
-    span_max = frag_max - rc_bmin[1]
+    tri, frow, fcol, span_min, span_max = (
+        np.concatenate(parts) for parts in zip(*pieces, strict=True)
+    )
     keep = ~((span_max < 0) | (span_min > by))
-    fseq, fcol, span_min, span_max = fseq[keep], fcol[keep], span_min[keep], span_max[keep]
-    span_min = np.maximum(span_min, F32(0))
-    span_max = np.minimum(span_max, by)
+    tri, frow, fcol = tri[keep], frow[keep], fcol[keep]
+    span_min = np.maximum(span_min[keep], F32(0))
+    span_max = np.minimum(span_max[keep], by)
     smin = np.clip(np.floor(span_min * ich), 0, SPAN_MAX_HEIGHT).astype(np.int32)
     smax = np.clip(np.ceil(span_max * ich), 0, SPAN_MAX_HEIGHT).astype(np.int32)
     smax = np.clip(smax, smin + 1, SPAN_MAX_HEIGHT)
-    tri = rowner[fseq]
-    frow = rrow[fseq]
     if by_column:
         order = np.argsort((frow * width + fcol) * tris.shape[0] + tri)
     else:
