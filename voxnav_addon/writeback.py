@@ -436,10 +436,13 @@ def clear(scene) -> int:
     for obj in list(coll.objects):
         if not obj.get(OUTPUT_TAG):
             continue
-        mesh = obj.data if obj.type == "MESH" else None
+        data = obj.data
         bpy.data.objects.remove(obj)
-        if mesh is not None and mesh.users == 0:
-            bpy.data.meshes.remove(mesh)
+        if data is not None and data.users == 0:
+            if isinstance(data, bpy.types.Mesh):
+                bpy.data.meshes.remove(data)
+            elif isinstance(data, bpy.types.Camera):
+                bpy.data.cameras.remove(data)
         removed += 1
     if len(coll.objects) == 0 and len(coll.children) == 0:
         bpy.data.collections.remove(coll)
