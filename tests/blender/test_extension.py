@@ -84,6 +84,16 @@ def test_gather_handles_modifiers_instances_negative_scale_and_hidden(bpy, ext):
 
     g = ext.gather.gather(bpy.context)
     counts = {name: int((g.tri_source == i).sum()) for i, name in enumerate(g.sources)}
+    # A text object is mesh-like too (evaluated through to_mesh).
+    text = bpy.data.curves.new("Sign", "FONT")
+    text.body = "VoxNav"
+    text.extrude = 0.1
+    sign = bpy.data.objects.new("Sign", text)
+    sign.location = (0, 20, 0)
+    scene.collection.objects.link(sign)
+    with_text = ext.gather.gather(bpy.context)
+    assert "Sign" in with_text.sources
+    assert with_text.triangle_count > g.triangle_count
     assert counts == {
         "Arrayed": 36,
         "PropInstance0": 12,
