@@ -104,33 +104,38 @@ def cli_module(ext):
     return importlib.import_module(f"{ext.__name__}.voxnav_addon.cli")
 
 
-def run_cli(argv: list[str], zip_path: Path | str | None = None) -> int:
-    """Build (unless given a zip), install, and run the ``voxnav`` batch command; exit code."""
-    if zip_path is None:
-        zip_path = build_zip(Path(tempfile.mkdtemp(prefix="voxnav_dist_")))
-    ext = install_extension(zip_path)
+def run_cli(argv: list[str], zip_path: Path | str | None = None, ext=None) -> int:
+    """Run the ``voxnav`` batch command; exit code. Uses the installed extension ``ext`` if
+    given, else installs ``zip_path`` (built first when not given)."""
+    if ext is None:
+        if zip_path is None:
+            zip_path = build_zip(Path(tempfile.mkdtemp(prefix="voxnav_dist_")))
+        ext = install_extension(zip_path)
     return int(cli_module(ext).main(argv))
 
 
-def demo_argv(out_dir: Path | str) -> list[str]:
+def demo_outputs(out_dir: Path | str) -> dict[str, Path]:
     out = Path(out_dir).resolve()
-    return [
-        "--demo",
-        "--save-blend",
-        str(out / "voxnav_demo.blend"),
-        "--obj",
-        str(out / "voxnav_demo_navmesh.obj"),
-        "--npz",
-        str(out / "voxnav_demo_voxels.npz"),
-        "--png",
-        str(out / "voxnav_demo.png"),
-    ]
+    return {
+        "save-blend": out / "voxnav_demo.blend",
+        "obj": out / "voxnav_demo_navmesh.obj",
+        "npz": out / "voxnav_demo_voxels.npz",
+        "png": out / "voxnav_demo.png",
+    }
 
 
-def run_demo(out_dir: Path | str = REPO / "demo_out", zip_path: Path | str | None = None) -> int:
+def run_demo(
+    out_dir: Path | str = REPO / "demo_out",
+    zip_path: Path | str | None = None,
+    ext=None,
+    resolution: str = "1280x720",
+) -> int:
     """Bake the procedural demo level into ``out_dir`` (.blend, navmesh .obj, voxels .npz, PNG)."""
     Path(out_dir).mkdir(parents=True, exist_ok=True)
-    return run_cli(demo_argv(out_dir), zip_path)
+    argv = ["--demo", "--resolution", resolution]
+    for flag, path in demo_outputs(out_dir).items():
+        argv += [f"--{flag}", str(path)]
+    return run_cli(argv, zip_path, ext)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import harness
+
 
 def _png_pixels(bpy, path):
     img = bpy.data.images.load(str(path), check_existing=False)
@@ -84,3 +86,9 @@ def test_cli_voxels_only_writes_the_walkable_overlay(bpy, ext, tmp_path):
     faces = [ln for ln in lines if ln.startswith("f ")]
     assert faces and all(len(f.split()) == 5 for f in faces)  # one quad per walkable span top
     assert bpy.context.scene.voxnav.last_stage == "heightfield"
+
+
+def test_harness_run_demo_writes_the_demo_outputs(bpy, ext, tmp_path):
+    assert harness.run_demo(tmp_path / "demo_out", ext=ext.root, resolution="320x180") == 0
+    for path in harness.demo_outputs(tmp_path / "demo_out").values():
+        assert path.stat().st_size > 0, path
