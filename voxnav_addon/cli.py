@@ -286,7 +286,10 @@ def run(args) -> int:
         print(f"voxnav: preview rendered in {time.perf_counter() - t0:.2f} s")
         written.append(args.png)
     if args.save_blend:
-        bpy.ops.wm.save_as_mainfile(filepath=os.path.abspath(args.save_blend), copy=True)
+        target = os.path.abspath(args.save_blend)
+        if os.path.isfile(target):
+            os.remove(target)  # replace it, without leaving a .blend1 backup beside it
+        bpy.ops.wm.save_as_mainfile(filepath=target, copy=True)
         written.append(args.save_blend)
     for path in written:
         print(f"voxnav: wrote {os.path.abspath(path)}")
