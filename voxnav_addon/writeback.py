@@ -365,7 +365,10 @@ def write_overlay(scene, overlay, lift: float, by_region: bool) -> bpy.types.Obj
     starts = np.zeros(face_sizes.shape[0], dtype=np.int32)
     np.cumsum(face_sizes[:-1], out=starts[1:])
     mesh.polygons.foreach_set("loop_start", starts)
-    mesh.polygons.foreach_set("loop_total", face_sizes)
+    try:  # derived from loop_start in some Blender versions, settable in others
+        mesh.polygons.foreach_set("loop_total", face_sizes)
+    except (AttributeError, TypeError, RuntimeError):
+        pass
     if by_region:
         for mat in _region_palette():
             mesh.materials.append(mat)
