@@ -103,7 +103,7 @@ class VOXNAV_OT_clear(bpy.types.Operator):
 
 
 class VOXNAV_OT_export_navmesh(bpy.types.Operator, ExportHelper):  # type: ignore[misc]
-    """Export the navigation mesh (polygons and detail mesh) as OBJ or JSON"""
+    """Export the last built navigation mesh (polygons and detail mesh) as OBJ or JSON"""
 
     bl_idname = "voxnav.export_navmesh"
     bl_label = "Export Navmesh"
@@ -122,7 +122,16 @@ class VOXNAV_OT_export_navmesh(bpy.types.Operator, ExportHelper):  # type: ignor
 
     @classmethod
     def poll(cls, context):
-        return _object_mode_poll(cls, context)
+        scene = context.scene
+        outcome = bake.LAST.get(scene.session_uid) if scene is not None else None
+        if (
+            outcome is None
+            or scene.voxnav.last_stage != "navmesh"
+            or getattr(outcome.result, "polymesh", None) is None
+        ):
+            cls.poll_message_set("Build the navmesh first (Build Navmesh)")
+            return False
+        return True
 
     def check(self, context):
         """Keep the file extension in step with the chosen format."""
@@ -143,10 +152,7 @@ class VOXNAV_OT_export_navmesh(bpy.types.Operator, ExportHelper):  # type: ignor
         else:
             path += ".json" if self.file_format == "JSON" else ".obj"
         try:
-            outcome = bake.LAST.get(context.scene.session_uid)
-            if outcome is None or getattr(outcome.result, "polymesh", None) is None:
-                outcome = bake.bake_scene(context, "navmesh")
-            export_navmesh(outcome, path, self.file_format)
+            export_navmesh(bake.LAST[context.scene.session_uid], path, self.file_format)
         except VoxNavError as exc:
             self.report({"ERROR"}, str(exc))
             return {"CANCELLED"}

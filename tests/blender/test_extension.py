@@ -256,6 +256,9 @@ def test_settings_round_trip_to_core_units(bpy, ext):
 
 def test_export_navmesh_operator(bpy, ext, tmp_path):
     box(bpy, "Floor", (-5, -5, -0.2), (5, 5, 0))
+    assert not bpy.ops.voxnav.export_navmesh.poll()  # nothing built yet
+    bpy.ops.voxnav.voxelize()
+    assert not bpy.ops.voxnav.export_navmesh.poll()  # voxels only
     bpy.ops.voxnav.build_navmesh()
     for ext_name in ("obj", "json"):
         path = tmp_path / f"nav.{ext_name}"
