@@ -384,7 +384,8 @@ def write_overlay(scene, overlay, lift: float, by_region: bool) -> bpy.types.Obj
     mesh.update()
     mesh.validate()
     obj.display_type = "SOLID"
-    obj.show_wire = True
+    # Polygon outlines help; the detail mesh's many triangle edges would only clutter.
+    obj.show_wire = bool(face_sizes.size) and bool((face_sizes != 3).any())
     return obj
 
 
