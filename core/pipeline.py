@@ -49,11 +49,13 @@ STAGES = (
 )
 HEIGHTFIELD_STAGES = STAGES[:5]
 
-#: Working bytes per grid column, per span fragment and per triangle, an upper estimate of the
-#: rasterizer's and filters' peak (checked against `python -m core bench`'s measured peaks).
-BYTES_PER_COLUMN = 48
-BYTES_PER_FRAGMENT = 96
-BYTES_PER_TRIANGLE = 400
+#: Working bytes per grid column, per span fragment and per triangle: the rasterizer's and
+#: filters' peak (dungeon 10x10 tiling: 1919 MiB measured by tracemalloc, 2200 MiB estimated).
+BYTES_PER_COLUMN = 64
+BYTES_PER_FRAGMENT = 80
+BYTES_PER_TRIANGLE = 200
+#: Share of a triangle's bounding-box cells it really touches (about 0.4 on the shared meshes).
+FRAGMENT_FILL = 0.5
 
 
 @dataclass
@@ -194,7 +196,7 @@ def estimate_memory(verts, tris, bmin, bmax, cs: float) -> tuple[int, int, int]:
     columns = int(np.floor(ext[0] + 0.5)) * int(np.floor(ext[1] + 0.5))
     tv = np.asarray(verts, dtype=np.float64)[np.asarray(tris, dtype=np.int64)]
     span = (tv.max(axis=1) - tv.min(axis=1))[:, :2] / cs
-    fragments = int(np.sum((np.floor(span[:, 0]) + 2) * (np.floor(span[:, 1]) + 2)))
+    fragments = int(FRAGMENT_FILL * np.sum((span[:, 0] + 1) * (span[:, 1] + 1)))
     fragments = min(fragments, columns * 64 + tris.shape[0])
     total = columns * BYTES_PER_COLUMN + fragments * BYTES_PER_FRAGMENT
     total += int(tris.shape[0]) * BYTES_PER_TRIANGLE
