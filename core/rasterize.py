@@ -56,46 +56,46 @@ def mark_walkable_triangles(verts, tris, max_slope_degrees: float) -> np.ndarray
 
 
 def _divide_cut(coords, count, delta, width):
-    """The full dividePoly for polygons the line really cuts; outputs ``width`` slots wide."""
-    n_poly, slots = delta.shape
-    rows = np.arange(n_poly)
-    slot = np.arange(slots)[None, :]
-    valid = slot < count[:, None]
+    """The full dividePoly for polygons the line really cuts.
+
+    Slot-major layout: coords are float32 (K, N) (vertex slot, polygon), delta (K, N) is
+    offset - coordinate, count (N,). Returns ((below coords, counts), (above coords, counts)),
+    each coordinate (width, N).
+    """
+    slots, n_poly = delta.shape
+    cols = np.arange(n_poly)
+    valid = np.arange(slots)[:, None] < count[None, :]
     last = count - 1
-    delta_b = _previous(delta, rows, last)
+    delta_b = _previous(delta, cols, last)
     pos_a = delta >= 0
     cross = (pos_a != (delta_b >= 0)) & valid
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         s = delta_b / (delta_b - delta)
         inters = []
         for c in coords:
-            c_b = _previous(c, rows, last)
+            c_b = _previous(c, cols, last)
             inters.append(c_b + (c - c_b) * s)
     keep_below = valid & np.where(cross, delta > 0, pos_a)
     keep_above = valid & np.where(cross, delta < 0, delta <= 0)
     # Candidates interleaved per input vertex: (intersection, vertex). Each emitted candidate
     # goes to its running position; the rest go to a spare last slot that is cut off.
     candidates = [
-        np.stack([inter, c], axis=2).reshape(n_poly, 2 * slots)
+        np.stack([inter, c], axis=1).reshape(2 * slots, n_poly)
         for inter, c in zip(inters, coords, strict=True)
     ]
-    base = (rows * (width + 1))[:, None]
-    upper = np.triu(np.ones((2 * slots, 2 * slots), dtype=F32))
     results = []
     for keep in (keep_below, keep_above):
-        emit = np.stack([cross, keep], axis=2).reshape(n_poly, 2 * slots)
-        # Running count of emitted candidates; a tiny matrix product is far faster than cumsum
-        # along rows this short, and exact (small whole numbers in float32).
-        position = (emit.astype(F32) @ upper).astype(np.int64) - 1
-        n_out = position[:, -1] + 1
+        emit = np.stack([cross, keep], axis=1).reshape(2 * slots, n_poly)
+        position = np.cumsum(emit, axis=0, dtype=np.int32) - 1
+        n_out = position[-1].astype(np.int64) + 1
         if n_out.size and int(n_out.max()) > width:
             raise AssertionError("clipped polygon exceeds its vertex slots")
-        target = (base + np.where(emit, position, width)).ravel()
+        target = (np.where(emit, position, width) * n_poly + cols).ravel()
         out = []
         for cand in candidates:
-            flat = np.zeros(n_poly * (width + 1), dtype=F32)
+            flat = np.zeros((width + 1) * n_poly, dtype=F32)
             flat[target] = cand.ravel()
-            out.append(flat.reshape(n_poly, width + 1)[:, :width])
+            out.append(flat.reshape(width + 1, n_poly)[:width])
         results.append((out, n_out))
     return results
 
@@ -113,18 +113,14 @@ def _clip_triangles(tri_verts, tri_ids, row_lo, row_hi, rc_bmin, cs, ics, width)
     Returns None or (triangle id, row, column, lowest and highest height above bmin) of every
     cell polygon with 3 or more vertices, heights float32 [Units: wu], not yet clamped.
     """
-    # Recast frame coordinates, one (N, K) array each: x (columns), height, row axis.
-    coords = [tri_verts[:, :, k].astype(F32) for k in range(3)]
+    # Recast frame coordinates, one (K, N) array each: x (columns), height, row axis.
+    coords = [np.ascontiguousarray(tri_verts[:, :, k].T, dtype=F32) for k in range(3)]
     count = np.full(tri_ids.shape[0], 3, dtype=np.int64)
     rows = _sweep(coords, count, row_lo, row_hi, tri_ids, 2, rc_bmin[2], cs, keep=(0, 1))
     if rows is None:
         return None
     (rx, ry), rcount, rrow, rowner = rows
-    width_k = rx.shape[1]
-
-    used = np.arange(width_k)[None, :] < rcount[:, None]
-    min_x = np.where(used, rx, np.inf).min(axis=1).astype(F32)
-    max_x = np.where(used, rx, -np.inf).max(axis=1).astype(F32)
+    min_x, max_x = _extent(rx, rcount)
     col_lo = np.trunc((min_x - rc_bmin[0]) * ics)
     col_hi = np.trunc((max_x - rc_bmin[0]) * ics)
     inside = ~((col_hi < 0) | (col_lo >= width))
@@ -133,7 +129,7 @@ def _clip_triangles(tri_verts, tri_ids, row_lo, row_hi, rc_bmin, cs, ics, width)
 
     sel = np.nonzero(inside & (col_lo <= col_hi))[0]
     cells = _sweep(
-        [rx[sel], ry[sel]], rcount[sel], col_lo[sel], col_hi[sel], sel, 0, rc_bmin[0], cs,
+        [rx[:, sel], ry[:, sel]], rcount[sel], col_lo[sel], col_hi[sel], sel, 0, rc_bmin[0], cs,
         keep=(1,), extent=True,
     )  # fmt: skip
     if cells is None:
@@ -142,39 +138,49 @@ def _clip_triangles(tri_verts, tri_ids, row_lo, row_hi, rc_bmin, cs, ics, width)
     return rowner[fseq], rrow[fseq], fcol, frag_min - rc_bmin[1], frag_max - rc_bmin[1]
 
 
+def _extent(values, count):
+    """float32 (N,) min and max over the first count[i] slots of each column of (K, N)."""
+    used = np.arange(values.shape[0])[:, None] < count[None, :]
+    return (
+        np.where(used, values, np.inf).min(axis=0).astype(F32),
+        np.where(used, values, -np.inf).max(axis=0).astype(F32),
+    )
+
+
 def _sweep(coords, count, first, last, ids, axis, origin, cs, keep, extent=False):
     """Cut strips ``first..last`` off every polygon along ``axis``, one strip per round.
 
     Recast's incremental clipping: the strip [.., origin + (i + 1) * cs] is cut from what was
     left after strip i - 1 (the line computed as (origin + float(i) * cs) + cs in float32).
-    coords: float32 (N, K) arrays; count, first, last, ids (N,). Pieces with 3 or more vertices
-    and a strip index >= 0 are kept. Returns None when there are none, else (pieces, counts,
-    strip index, owner id), where pieces are the coordinates listed in ``keep`` (N', K'), or
-    with ``extent`` the min and max of the single kept coordinate (float32 (N',) each).
-    Polygons wholly below the line become the piece untouched and polygons wholly above it
-    carry on untouched: only the ones the line really cuts take the full dividePoly path.
+    coords: float32 (K, N) arrays, slot-major; count, first, last, ids (N,). Pieces with 3 or
+    more vertices and a strip index >= 0 are kept. Returns None when there are none, else
+    (pieces, counts, strip index, owner id), where pieces are the coordinates listed in
+    ``keep`` (K', N'), or with ``extent`` the min and max of the single kept coordinate
+    (float32 (N',) each). Polygons wholly below the line become the piece untouched and
+    polygons wholly above it carry on untouched: only the ones the line really cuts take the
+    full dividePoly path.
     """
     out_parts: list[tuple] = []
     active = (first <= last) & (count >= 2)
     index, ids = first[active], ids[active]
-    coords, count, last = [c[active] for c in coords], count[active], last[active]
+    coords, count, last = [c[:, active] for c in coords], count[active], last[active]
     while ids.shape[0]:
-        slots = coords[0].shape[1]
+        slots = coords[0].shape[0]
         offset = ((origin + index.astype(F32) * cs) + cs).astype(F32)
-        valid = np.arange(slots)[None, :] < count[:, None]
-        delta = offset[:, None] - coords[axis]
-        whole_below = np.all((delta > 0) | ~valid, axis=1)
-        whole_above = np.all((delta < 0) | ~valid, axis=1)
+        valid = np.arange(slots)[:, None] < count[None, :]
+        delta = offset[None, :] - coords[axis]
+        whole_below = np.all((delta > 0) | ~valid, axis=0)
+        whole_above = np.all((delta < 0) | ~valid, axis=0)
         cut = np.nonzero(~(whole_below | whole_above))[0]
         below = np.nonzero(whole_below)[0]
-        piece_sets = [([coords[k][below] for k in keep], count[below], below)]
+        piece_sets = [([coords[k][:, below] for k in keep], count[below], below)]
         rest_sets = []
         above = np.nonzero(whole_above)[0]
         if above.shape[0]:
-            rest_sets.append(([c[above] for c in coords], count[above], above))
+            rest_sets.append(([c[:, above] for c in coords], count[above], above))
         if cut.shape[0]:
             (piece, n_piece), (rest, n_rest) = _divide_cut(
-                [c[cut] for c in coords], count[cut], delta[cut], slots + 2
+                [c[:, cut] for c in coords], count[cut], delta[:, cut], slots + 2
             )
             piece_sets.append(([piece[k] for k in keep], n_piece, cut))
             rest_sets.append((rest, n_rest, cut))
@@ -183,37 +189,32 @@ def _sweep(coords, count, first, last, ids, axis, origin, cs, keep, extent=False
             if not emit.any():
                 continue
             n_emit = n_piece[emit]
-            values = [p[emit] for p in piece]
+            values = [p[:, emit] for p in piece]
             if extent:
-                used = np.arange(values[0].shape[1])[None, :] < n_emit[:, None]
-                values = [
-                    np.where(used, values[0], np.inf).min(axis=1).astype(F32),
-                    np.where(used, values[0], -np.inf).max(axis=1).astype(F32),
-                ]
+                values = list(_extent(values[0], n_emit))
             out_parts.append((values, n_emit, index[which][emit], ids[which][emit]))
+        if not rest_sets:
+            break
         # What is left goes on to the next strip.
-        width = max([r[0][0].shape[1] for r in rest_sets], default=slots)
-        n_next = np.concatenate([r[1] for r in rest_sets]) if rest_sets else np.zeros(0, int)
-        which = np.concatenate([r[2] for r in rest_sets]) if rest_sets else np.zeros(0, int)
+        n_next = np.concatenate([r[1] for r in rest_sets])
+        which = np.concatenate([r[2] for r in rest_sets])
         go_on = (index[which] + 1 <= last[which]) & (n_next >= 2)
         width = int(n_next[go_on].max(initial=1))
         coords = [
-            np.concatenate([_pad(r[0][k], max(width, r[0][k].shape[1]))[:, :width]
-                            for r in rest_sets])[go_on]
+            np.concatenate([_pad(r[0][k], width)[:width] for r in rest_sets], axis=1)[:, go_on]
             for k in range(len(coords))
-        ] if rest_sets else []  # fmt: skip
+        ]
         which = which[go_on]
         count, index, ids, last = n_next[go_on], index[which] + 1, ids[which], last[which]
-        if not rest_sets:
-            break
     if not out_parts:
         return None
     if extent:
         pieces = [np.concatenate([p[0][j] for p in out_parts]) for j in range(2)]
     else:
-        width = max(p[0][0].shape[1] for p in out_parts)
+        width = max(p[0][0].shape[0] for p in out_parts)
         pieces = [
-            np.concatenate([_pad(p[0][j], width) for p in out_parts]) for j in range(len(keep))
+            np.concatenate([_pad(p[0][j], width) for p in out_parts], axis=1)
+            for j in range(len(keep))
         ]
     return (
         pieces,
@@ -223,11 +224,11 @@ def _sweep(coords, count, first, last, ids, axis, origin, cs, keep, extent=False
     )
 
 
-def _previous(values, rows, last):
-    """values[:, i - 1] with wrap-around to each row's own last vertex (Recast's inVertB)."""
+def _previous(values, cols, last):
+    """values[i - 1] per slot, wrapping to each polygon's own last vertex (Recast's inVertB)."""
     out = np.empty_like(values)
-    out[:, 1:] = values[:, :-1]
-    out[:, 0] = values[rows, last]
+    out[1:] = values[:-1]
+    out[0] = values[last, cols]
     return out
 
 
@@ -299,11 +300,12 @@ def rasterize_fragments(
     )
 
 
-def _pad(array, width):
-    if array.shape[1] == width:
+def _pad(array, slots):
+    """A slot-major (K, N) array with at least ``slots`` rows (zeros added)."""
+    if array.shape[0] >= slots:
         return array
-    out = np.zeros((array.shape[0], width), dtype=array.dtype)
-    out[:, : array.shape[1]] = array
+    out = np.zeros((slots, array.shape[1]), dtype=array.dtype)
+    out[: array.shape[0]] = array
     return out
 
 
