@@ -363,6 +363,7 @@ def merge_fragments(
     st_max = np.full((n_used, slots), EMPTY, dtype=np.int32)
     st_area = np.zeros((n_used, slots), dtype=np.uint8)
     st_n = np.zeros(n_used, dtype=np.int64)
+    finished: list[tuple] = []
     for k in range(max_rounds):
         nk = int(active_counts[k])
         here = slice(round_start[k], round_start[k] + nk)
@@ -372,10 +373,12 @@ def merge_fragments(
             st_n[:nk] = 1
             continue
         if int(st_n[:nk].max()) >= slots:
+            # Only the active prefix grows; rows already finished keep their narrower state.
+            finished.append((nk, st_min.shape[0], st_min[nk:], st_max[nk:], st_area[nk:]))
             slots *= 2
-            st_min = _widen(st_min, slots, EMPTY)
-            st_max = _widen(st_max, slots, EMPTY)
-            st_area = _widen(st_area, slots, 0)
+            st_min = _widen(st_min[:nk], slots, EMPTY)
+            st_max = _widen(st_max[:nk], slots, EMPTY)
+            st_area = _widen(st_area[:nk], slots, 0)
         ones = np.ones(slots, dtype=F32)
         cur_min, cur_max, cur_area, cur_n = st_min[:nk], st_max[:nk], st_area[:nk], st_n[:nk]
         # Spans are sorted and apart, so the ones the fragment touches are a contiguous run
@@ -410,11 +413,20 @@ def merge_fragments(
     counts[used_cols] = st_n
     col_start = np.zeros(n_cols + 1, dtype=np.int64)
     np.cumsum(counts, out=col_start[1:])
-    by_col = np.argsort(used_cols, kind="stable")
-    valid = np.arange(slots)[None, :] < st_n[by_col][:, None]
-    out_min = st_min[by_col][valid].astype(np.uint16)
-    out_max = st_max[by_col][valid].astype(np.uint16)
-    out_area = st_area[by_col][valid]
+    # Spans row by row (columns in fragment-count order), then moved to column order.
+    segments = [(0, st_min.shape[0], st_min, st_max, st_area)] + finished[::-1]
+    parts = []
+    for start, end, seg_min, seg_max, seg_area in segments:
+        valid = np.arange(seg_min.shape[1])[None, :] < st_n[start:end][:, None]
+        parts.append((seg_min[valid], seg_max[valid], seg_area[valid]))
+    row_min, row_max, row_area = (np.concatenate(p) for p in zip(*parts, strict=True))
+    span_row = np.repeat(np.arange(n_used), st_n)
+    row_first = np.cumsum(st_n) - st_n
+    dest = col_start[used_cols][span_row] + (np.arange(span_row.shape[0]) - row_first[span_row])
+    out_min = np.empty(dest.shape[0], dtype=np.uint16)
+    out_max = np.empty(dest.shape[0], dtype=np.uint16)
+    out_area = np.empty(dest.shape[0], dtype=np.uint8)
+    out_min[dest], out_max[dest], out_area[dest] = row_min, row_max, row_area
     return col_start, out_min, out_max, out_area
 
 
