@@ -268,35 +268,40 @@ def rasterize_fragments(
 
     # Triangles go through in chunks: the clipping state stays cache-sized and the peak
     # memory bounded; fragments keep their triangle ids, so chunking changes no result.
-    pieces = [
-        _clip_triangles(tri_verts[chunk], chunk, row_lo[sel], row_hi[sel], rc_bmin, cs, ics, width)
-        for sel, chunk in _chunks(tri_ids)
-    ]
-    pieces = [p for p in pieces if p is not None]
+    pieces = []
+    for sel, chunk in _chunks(tri_ids):
+        cells = _clip_triangles(
+            tri_verts[chunk], chunk, row_lo[sel], row_hi[sel], rc_bmin, cs, ics, width
+        )
+        if cells is not None:
+            pieces.append(_snap_heights(*cells, by, ich))
     if not pieces:
         return _empty_fragments()
-    tri, frow, fcol, span_min, span_max = (
-        np.concatenate(parts) for parts in zip(*pieces, strict=True)
-    )
+    tri, frow, fcol, smin, smax = (np.concatenate(parts) for parts in zip(*pieces, strict=True))
+    if by_column:
+        order = np.argsort((frow.astype(np.int64) * width + fcol) * tris.shape[0] + tri)
+    else:
+        order = np.lexsort((fcol, frow, tri))
+    tri, frow, fcol, smin, smax = tri[order], frow[order], fcol[order], smin[order], smax[order]
+    return tri.astype(np.int64), fcol, frow, smin, smax, np.asarray(areas, dtype=np.uint8)[tri]
+
+
+def _snap_heights(tri, row, col, span_min, span_max, by, ich):
+    """Drop cell polygons wholly below or above the grid; clamp and snap the rest to cell
+    heights as Recast: floor(min * ich) and ceil(max * ich), max at least min + 1, both within
+    [0, 8191]. Returns int32 tri, row, col and uint16 smin, smax."""
     keep = ~((span_max < 0) | (span_min > by))
-    tri, frow, fcol = tri[keep], frow[keep], fcol[keep]
     span_min = np.maximum(span_min[keep], F32(0))
     span_max = np.minimum(span_max[keep], by)
     smin = np.clip(np.floor(span_min * ich), 0, SPAN_MAX_HEIGHT).astype(np.int32)
     smax = np.clip(np.ceil(span_max * ich), 0, SPAN_MAX_HEIGHT).astype(np.int32)
     smax = np.clip(smax, smin + 1, SPAN_MAX_HEIGHT)
-    if by_column:
-        order = np.argsort((frow * width + fcol) * tris.shape[0] + tri)
-    else:
-        order = np.lexsort((fcol, frow, tri))
-    tri, frow, fcol, smin, smax = tri[order], frow[order], fcol[order], smin[order], smax[order]
     return (
-        tri,
-        fcol.astype(np.int32),
-        frow.astype(np.int32),
+        tri[keep].astype(np.int32),
+        row[keep].astype(np.int32),
+        col[keep].astype(np.int32),
         smin.astype(np.uint16),
         smax.astype(np.uint16),
-        np.asarray(areas, dtype=np.uint8)[tri],
     )
 
 
