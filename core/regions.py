@@ -345,6 +345,20 @@ def _replace_neighbour(r: _Region, old: int, new: int):
         _remove_adjacent(cons)
 
 
+def _same_column_pairs(chf: CompactHeightfield):
+    """int64 (p,) a, b: every ordered pair of spans in one column (a == b included), for
+    columns holding more than one span."""
+    start = np.asarray(chf.cell_start, dtype=np.int64)
+    cnt = np.diff(start)
+    col = np.repeat(np.arange(cnt.shape[0]), cnt)
+    ccount = cnt[col]
+    multi = np.nonzero(ccount > 1)[0]
+    rep = ccount[multi]
+    a = np.repeat(multi, rep)
+    offs = np.arange(a.shape[0]) - np.repeat(np.cumsum(rep) - rep, rep)
+    return a, start[col[a]] + offs
+
+
 def _merge_and_filter(chf, g: _Graph, reg, max_region_id: int, min_area: int, merge_area: int):
     """Recast's mergeAndFilterRegions; rewrites ``reg`` in place, returns (max id, overlaps)."""
     n = g.n
@@ -357,16 +371,8 @@ def _merge_and_filter(chf, g: _Graph, reg, max_region_id: int, min_area: int, me
         regs[i].span_count = int(counts[i])
 
     # Floors: other spans of the same column (overlap when it is the same region).
-    start = np.asarray(chf.cell_start, dtype=np.int64)
-    cnt = np.diff(start)
-    col = np.repeat(np.arange(cnt.shape[0]), cnt)
-    ccount = cnt[col]
-    multi = np.nonzero(ccount > 1)[0]
-    if multi.shape[0]:
-        rep = ccount[multi]
-        a = np.repeat(multi, rep)
-        offs = np.arange(a.shape[0]) - np.repeat(np.cumsum(rep) - rep, rep)
-        b = start[col[a]] + offs
+    a, b = _same_column_pairs(chf)
+    if a.shape[0]:
         keep = (a != b) & valid[a] & valid[b]
         pairs = np.unique(np.stack([r_[a[keep]], r_[b[keep]]], axis=1), axis=0)
         for ra, rb in pairs.tolist():
@@ -727,16 +733,8 @@ def _merge_layer_regions(chf, g: _Graph, reg, max_region_id: int, min_area: int)
         for a, b in zip(src[first].tolist(), dst[first].tolist(), strict=True):
             regs[a].connections.append(b)
     # Floors: distinct regions sharing a column.
-    start = np.asarray(chf.cell_start, dtype=np.int64)
-    cnt = np.diff(start)
-    col = np.repeat(np.arange(cnt.shape[0]), cnt)
-    ccount = cnt[col]
-    multi = np.nonzero(ccount > 1)[0]
-    if multi.shape[0]:
-        rep = ccount[multi]
-        a = np.repeat(multi, rep)
-        offs = np.arange(a.shape[0]) - np.repeat(np.cumsum(rep) - rep, rep)
-        b = start[col[a]] + offs
+    a, b = _same_column_pairs(chf)
+    if a.shape[0]:
         keep = valid[a] & valid[b] & (r_[a] != r_[b])
         for ra, rb in np.unique(np.stack([r_[a[keep]], r_[b[keep]]], axis=1), axis=0).tolist():
             regs[ra].floors.add(rb)
