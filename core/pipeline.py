@@ -88,12 +88,16 @@ class BakeResult:
         return VoxelGrid.from_heightfield(self.heightfield, walkable_only)
 
     def overlay(self):
-        """The navigation overlay as a polygon mesh in world units, Z-up.
+        """The navigation overlay as a mesh in world units, Z-up, at the walkable surface.
 
         Returns verts float32 (k, 3), face_sizes int32 (f,), face_verts int32 (sum sizes,),
-        face_region int32 (f,). With a polygon mesh: its polygons, by region. Before that: one
+        face_region int32 (f,), face_poly int32 (f,). With a detail mesh: its triangles, which
+        follow slopes and stairs (a polygon is only flat-ish and can dip under a ramp), each
+        with its polygon's region and id. With polygons only: the polygons. Before that: one
         quad per walkable span top, region 0.
         """
+        if self.detail is not None and self.polymesh is not None and self.detail.ntris > 0:
+            return _detail_overlay(self.detail, self.polymesh)
         if self.polymesh is not None:
             return _polymesh_overlay(self.polymesh)
         return _span_top_overlay(self.heightfield)
@@ -121,6 +125,28 @@ def _span_top_overlay(hf: Heightfield):
         np.full(n, 4, dtype=np.int32),
         np.arange(4 * n, dtype=np.int32),
         np.zeros(n, dtype=np.int32),
+        np.arange(n, dtype=np.int32),
+    )
+
+
+def _detail_overlay(detail, pmesh):
+    meshes = np.asarray(detail.meshes, dtype=np.int64)
+    tris = np.asarray(detail.tris, dtype=np.int64)
+    poly = np.repeat(np.arange(meshes.shape[0], dtype=np.int64), meshes[:, 3])
+    tri_verts = tris[:, :3] + meshes[poly, 0][:, None]
+    verts = np.array(detail.verts, dtype=np.float32).reshape(-1, 3)
+    # Recast stores detail vertices one cell height above the span top ("is this offset
+    # necessary?" says its source); the overlay sits on the span top, like the polygons.
+    verts[:, 2] -= np.float32(pmesh.ch)
+    a, b, c = (verts[tri_verts[:, i]].astype(np.float64) for i in range(3))
+    up = (b[:, 0] - a[:, 0]) * (c[:, 1] - a[:, 1]) - (b[:, 1] - a[:, 1]) * (c[:, 0] - a[:, 0])
+    tri_verts[up < 0] = tri_verts[up < 0][:, ::-1]
+    return (
+        verts,
+        np.full(tri_verts.shape[0], 3, dtype=np.int32),
+        tri_verts.astype(np.int32).ravel(),
+        np.asarray(pmesh.regs, dtype=np.int32)[poly],
+        poly.astype(np.int32),
     )
 
 
@@ -134,6 +160,7 @@ def _polymesh_overlay(pmesh):
         used.sum(axis=1).astype(np.int32),
         ids[used].astype(np.int32),
         pmesh.regs.astype(np.int32),
+        np.arange(ids.shape[0], dtype=np.int32),
     )
 
 

@@ -143,7 +143,7 @@ def write_result(scene, outcome: BakeOutcome, context=None) -> None:
     vox = writeback.write_voxels(scene, hf, settings.voxel_display, int(settings.max_voxels_drawn))
     if vox.warning:
         outcome.warnings.append(vox.warning)
-    overlay = writeback.navmesh_faces(result)
+    overlay = result.overlay()
     by_region = getattr(result, "polymesh", None) is not None
     writeback.write_overlay(scene, overlay, overlay_lift(hf.ch), by_region)
     writeback.apply_visibility(scene)

@@ -139,7 +139,7 @@ def write_npz(path: str, outcome: bake.BakeOutcome) -> None:
 def write_overlay_obj(path: str, outcome: bake.BakeOutcome) -> None:
     """The overlay polygons (walkable span tops before the navmesh stages) as OBJ, with
     ``core.export``'s axis convention: Y-up, Blender's OBJ axes, world (x, y, z) -> (x, z, -y)."""
-    verts, sizes, face_verts, _region = outcome.result.overlay()
+    verts, sizes, face_verts, _region, _poly = outcome.result.overlay()
     verts = np.asarray(verts, np.float64).reshape(-1, 3)
     sizes = np.asarray(sizes, np.int64)
     idx = np.asarray(face_verts, np.int64) + 1

@@ -298,42 +298,6 @@ def write_voxels(scene, hf, mode: str = "VOXELS", cap: int = 1_000_000) -> Voxel
 # Navmesh overlay
 
 
-def navmesh_faces(result):
-    """The overlay to draw: (verts float32 (k,3), face_sizes int32 (f,), face_verts int32,
-    face_region int32 (f,), face_poly int32 (f,)), world Z-up.
-
-    With a detail mesh, its triangles (they follow slopes and stairs; a navmesh polygon is only
-    flat-ish and can dip under a ramp), each tagged with its polygon's region; otherwise
-    ``result.overlay()`` (polygons, or walkable span tops), one polygon id per face.
-    """
-    detail = getattr(result, "detail", None)
-    pmesh = getattr(result, "polymesh", None)
-    if detail is not None and pmesh is not None and detail.ntris > 0:
-        meshes = np.asarray(detail.meshes, dtype=np.int64)
-        tris = np.asarray(detail.tris, dtype=np.int64)
-        poly = np.repeat(np.arange(meshes.shape[0], dtype=np.int64), meshes[:, 3])
-        tri_verts = tris[:, :3] + meshes[poly, 0][:, None]
-        verts = np.array(detail.verts, dtype=np.float32).reshape(-1, 3)
-        # Recast stores detail vertices one cell height above the span top ("is this offset
-        # necessary?" says its source); draw them at the span top, like the polygons.
-        verts[:, 2] -= np.float32(pmesh.ch)
-        # Face every triangle up, whatever the source winding.
-        a, b, c = (verts[tri_verts[:, i]].astype(np.float64) for i in range(3))
-        nz = (b[:, 0] - a[:, 0]) * (c[:, 1] - a[:, 1]) - (b[:, 1] - a[:, 1]) * (c[:, 0] - a[:, 0])
-        tri_verts[nz < 0] = tri_verts[nz < 0][:, ::-1]
-        region = np.asarray(pmesh.regs, dtype=np.int32)[poly]
-        return (
-            verts,
-            np.full(tri_verts.shape[0], 3, dtype=np.int32),
-            tri_verts.astype(np.int32).ravel(),
-            region,
-            poly.astype(np.int32),
-        )
-    verts, sizes, face_verts, region = result.overlay()
-    sizes = np.asarray(sizes, dtype=np.int32)
-    return verts, sizes, face_verts, region, np.arange(sizes.shape[0], dtype=np.int32)
-
-
 def _region_palette() -> list:
     """Materials: 3 shades of each region hue, so neighbouring polygons of a region read apart."""
     mats = []
