@@ -264,6 +264,15 @@ def test_export_navmesh_operator(bpy, ext, tmp_path):
         path = tmp_path / f"nav.{ext_name}"
         bpy.ops.voxnav.export_navmesh(filepath=str(path), file_format=ext_name.upper())
         assert path.stat().st_size > 0
+    # The .obj re-imports cleanly with Blender's own importer, back onto the floor.
+    before = set(bpy.data.objects)
+    bpy.ops.wm.obj_import(filepath=str(tmp_path / "nav.obj"))
+    imported = [o for o in bpy.data.objects if o not in before]
+    navmesh = [o for o in imported if o.name.startswith("navmesh")]
+    assert navmesh and len(navmesh[0].data.polygons) > 0
+    corners = [navmesh[0].matrix_world @ v.co for v in navmesh[0].data.vertices]
+    assert all(-5.01 <= c.x <= 5.01 and -5.01 <= c.y <= 5.01 for c in corners)
+    assert all(abs(c.z) < 0.5 for c in corners)
     bpy.ops.voxnav.export_navmesh(filepath=str(tmp_path / "bare"), file_format="JSON")
     assert (tmp_path / "bare.json").read_text().lstrip().startswith("{")
     with pytest.raises(RuntimeError, match="does not exist"):
