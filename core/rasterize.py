@@ -55,12 +55,14 @@ def mark_walkable_triangles(verts, tris, max_slope_degrees: float) -> np.ndarray
     return areas
 
 
-def _divide_cut(coords, count, delta, width):
+def _divide_cut(coords, count, delta, width, keep=None, extent=False):
     """The full dividePoly for polygons the line really cuts.
 
     Slot-major layout: coords are float32 (K, N) (vertex slot, polygon), delta (K, N) is
-    offset - coordinate, count (N,). Returns ((below coords, counts), (above coords, counts)),
-    each coordinate (width, N).
+    offset - coordinate, count (N,). Returns ((below, counts), (above coords, counts)), each
+    coordinate (width, N). ``below`` holds only the coordinates listed in ``keep`` (default
+    all), or with ``extent`` the min and max of ``keep[0]`` over the part (float32 (N,) each),
+    read straight from the candidates without placing them.
     """
     slots, n_poly = delta.shape
     cols = np.arange(n_poly)
@@ -83,18 +85,26 @@ def _divide_cut(coords, count, delta, width):
         np.stack([inter, c], axis=1).reshape(2 * slots, n_poly)
         for inter, c in zip(inters, coords, strict=True)
     ]
+    keep = range(len(coords)) if keep is None else keep
     results = []
-    for keep in (keep_below, keep_above):
-        emit = np.stack([cross, keep], axis=1).reshape(2 * slots, n_poly)
+    for side, keep_side, wanted in ((0, keep_below, keep), (1, keep_above, range(len(coords)))):
+        emit = np.stack([cross, keep_side], axis=1).reshape(2 * slots, n_poly)
+        if side == 0 and extent:
+            values = candidates[wanted[0]]
+            n_out = emit.sum(axis=0, dtype=np.int64)
+            low = np.where(emit, values, np.inf).min(axis=0).astype(F32)
+            high = np.where(emit, values, -np.inf).max(axis=0).astype(F32)
+            results.append(([low, high], n_out))
+            continue
         position = np.cumsum(emit, axis=0, dtype=np.int32) - 1
         n_out = position[-1].astype(np.int64) + 1
         if n_out.size and int(n_out.max()) > width:
             raise AssertionError("clipped polygon exceeds its vertex slots")
         target = (np.where(emit, position, width) * n_poly + cols).ravel()
         out = []
-        for cand in candidates:
+        for k in wanted:
             flat = np.zeros((width + 1) * n_poly, dtype=F32)
-            flat[target] = cand.ravel()
+            flat[target] = candidates[k].ravel()
             out.append(flat.reshape(width + 1, n_poly)[:width])
         results.append((out, n_out))
     return results
@@ -173,25 +183,28 @@ def _sweep(coords, count, first, last, ids, axis, origin, cs, keep, extent=False
         whole_above = np.all((delta < 0) | ~valid, axis=0)
         cut = np.nonzero(~(whole_below | whole_above))[0]
         below = np.nonzero(whole_below)[0]
-        piece_sets = [([coords[k][:, below] for k in keep], count[below], below)]
+        piece_sets = [([coords[k][:, below] for k in keep], count[below], below, False)]
         rest_sets = []
         above = np.nonzero(whole_above)[0]
         if above.shape[0]:
             rest_sets.append(([c[:, above] for c in coords], count[above], above))
         if cut.shape[0]:
             (piece, n_piece), (rest, n_rest) = _divide_cut(
-                [c[:, cut] for c in coords], count[cut], delta[:, cut], slots + 2
+                [c[:, cut] for c in coords], count[cut], delta[:, cut], slots + 2, keep, extent
             )
-            piece_sets.append(([piece[k] for k in keep], n_piece, cut))
+            piece_sets.append((piece, n_piece, cut, extent))
             rest_sets.append((rest, n_rest, cut))
-        for piece, n_piece, which in piece_sets:
+        for piece, n_piece, which, reduced in piece_sets:
             emit = (n_piece >= 3) & (index[which] >= 0)
             if not emit.any():
                 continue
             n_emit = n_piece[emit]
-            values = [p[:, emit] for p in piece]
-            if extent:
-                values = list(_extent(values[0], n_emit))
+            if reduced:
+                values = [p[emit] for p in piece]
+            else:
+                values = [p[:, emit] for p in piece]
+                if extent:
+                    values = list(_extent(values[0], n_emit))
             out_parts.append((values, n_emit, index[which][emit], ids[which][emit]))
         if not rest_sets:
             break
