@@ -417,11 +417,18 @@ def merge_fragments(
             & (fmax[:, None] - cur_max <= merge_threshold)
         )
         new_area = np.maximum(farea, np.where(keep_area, cur_area, 0).max(axis=1))
-        src = np.where(slot < n_below[:, None], slot, slot - 1 + n_over[:, None])
-        src = np.minimum(src, slots - 1)
-        st_min[:nk] = cur_min[rows[:, None], src]
-        st_max[:nk] = cur_max[rows[:, None], src]
-        st_area[:nk] = cur_area[rows[:, None], src]
+        # A fragment that touches exactly one span replaces it in place; only the others
+        # (an insertion, or several spans joined) shift the slots above.
+        shift = np.nonzero(n_over != 1)[0]
+        if shift.shape[0]:
+            src = np.where(
+                slot < n_below[shift, None], slot, slot - 1 + n_over[shift, None]
+            )
+            src = np.minimum(src, slots - 1)
+            at = shift[:, None]
+            st_min[shift] = cur_min[at, src]
+            st_max[shift] = cur_max[at, src]
+            st_area[shift] = cur_area[at, src]
         st_min[rows, n_below] = new_min
         st_max[rows, n_below] = new_max
         st_area[rows, n_below] = new_area
