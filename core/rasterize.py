@@ -411,19 +411,28 @@ def merge_fragments(
         new_min = np.where(touched, np.minimum(fmin, cur_min[rows, first_over]), fmin)
         new_max = np.where(touched, np.maximum(fmax, cur_max[rows, last_over]), fmax)
         slot = np.arange(slots)[None, :]
-        keep_area = (
-            (slot >= n_below[:, None])
-            & (slot < n_reach[:, None])
-            & (fmax[:, None] - cur_max <= merge_threshold)
+        # Area: the fragment's, max'ed with each touched span's whose top is within the
+        # threshold. Usually one span is touched; several only when the fragment joins spans.
+        first_area = np.where(
+            touched & (fmax - cur_max[rows, first_over] <= merge_threshold),
+            cur_area[rows, first_over],
+            0,
         )
-        new_area = np.maximum(farea, np.where(keep_area, cur_area, 0).max(axis=1))
+        new_area = np.maximum(farea, first_area)
+        joins = np.nonzero(n_over > 1)[0]
+        if joins.shape[0]:
+            keep_area = (
+                (slot > n_below[joins, None])
+                & (slot < n_reach[joins, None])
+                & (fmax[joins, None] - cur_max[joins] <= merge_threshold)
+            )
+            more = np.where(keep_area, cur_area[joins], 0).max(axis=1)
+            new_area[joins] = np.maximum(new_area[joins], more)
         # A fragment that touches exactly one span replaces it in place; only the others
         # (an insertion, or several spans joined) shift the slots above.
         shift = np.nonzero(n_over != 1)[0]
         if shift.shape[0]:
-            src = np.where(
-                slot < n_below[shift, None], slot, slot - 1 + n_over[shift, None]
-            )
+            src = np.where(slot < n_below[shift, None], slot, slot - 1 + n_over[shift, None])
             src = np.minimum(src, slots - 1)
             at = shift[:, None]
             st_min[shift] = cur_min[at, src]
