@@ -146,13 +146,29 @@ def chamfer_distance(chf: CompactHeightfield, init: np.ndarray) -> np.ndarray:
     recurrence is sequential from row to row); everything inside a row is vectorized.
     """
     n = _check_chf(chf)
-    nbx = _neighbors_with_sentinel(chf)
     d = np.empty(n + 1, dtype=np.int64)
     d[:n] = np.asarray(init, dtype=np.int64)
     d[n] = _INF
-    for forward in (True, False):
-        _run_pass(_ChamferPlan(chf, nbx, forward), d)
+    for plan in _chamfer_plans(chf):
+        _run_pass(plan, d)
     return d[:n]
+
+
+#: The last compact heightfield's pass plans: erosion and the distance field run on the same
+#: links, and building the plans is most of a chamfer's cost. Keyed on the identity of the
+#: link and position arrays, which no stage modifies.
+_PLAN_CACHE: list[tuple] = []
+
+
+def _chamfer_plans(chf: CompactHeightfield) -> tuple[_ChamferPlan, _ChamferPlan]:
+    if _PLAN_CACHE:
+        neighbor, span_x, span_y, plans = _PLAN_CACHE[0]
+        if neighbor is chf.neighbor and span_x is chf.span_x and span_y is chf.span_y:
+            return plans
+    nbx = _neighbors_with_sentinel(chf)
+    plans = (_ChamferPlan(chf, nbx, True), _ChamferPlan(chf, nbx, False))
+    _PLAN_CACHE[:] = [(chf.neighbor, chf.span_x, chf.span_y, plans)]
+    return plans
 
 
 def erode_walkable_area(chf: CompactHeightfield, radius: int, *, progress=None) -> np.ndarray:
