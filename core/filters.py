@@ -90,22 +90,25 @@ def filter_ledge_spans(hf: Heightfield, walkable_height: int, walkable_climb: in
             OPEN_CEILING,
         )
         drop |= ~off_grid & (np.minimum(ceiling, first_bottom) - floor >= walkable_height)
-        # every (span, neighbour span) pair
-        pair_span = np.repeat(np.arange(n), ncount)
-        pair_offset = np.arange(pair_span.shape[0]) - np.repeat(np.cumsum(ncount) - ncount, ncount)
-        neighbour = nstart[pair_span] + pair_offset
-        n_floor = hf.smax[neighbour].astype(np.int32)
-        n_ceiling = ceiling_all[neighbour]
-        p_floor = floor[pair_span]
-        clear = (
-            np.minimum(ceiling[pair_span], n_ceiling) - np.maximum(p_floor, n_floor)
-            >= walkable_height
-        )
-        diff = n_floor - p_floor
-        drop[pair_span[clear & (diff < -walkable_climb)]] = True
-        step = clear & (np.abs(diff) <= walkable_climb)
-        np.minimum.at(lowest_ok, pair_span[step], n_floor[step])
-        np.maximum.at(highest_ok, pair_span[step], n_floor[step])
+        # The j-th span of every neighbour column at once; columns hold few spans.
+        live = np.nonzero(ncount > 0)[0]
+        j = 0
+        while live.shape[0]:
+            neighbour = nstart[live] + j
+            n_floor = hf.smax[neighbour].astype(np.int32)
+            p_floor = floor[live]
+            clear = (
+                np.minimum(ceiling[live], ceiling_all[neighbour]) - np.maximum(p_floor, n_floor)
+                >= walkable_height
+            )
+            diff = n_floor - p_floor
+            drop[live[clear & (diff < -walkable_climb)]] = True
+            step = clear & (np.abs(diff) <= walkable_climb)
+            at = live[step]
+            lowest_ok[at] = np.minimum(lowest_ok[at], n_floor[step])
+            highest_ok[at] = np.maximum(highest_ok[at], n_floor[step])
+            j += 1
+            live = live[ncount[live] > j]
     ledge = drop | (highest_ok - lowest_ok > walkable_climb)
     area[candidates[ledge]] = NULL_AREA
     return area
