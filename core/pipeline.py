@@ -32,6 +32,41 @@ from .heightfield import Heightfield, VoxelGrid
 
 Progress = Callable[[float, str], None]
 
+
+@dataclass(frozen=True)
+class AreaVolume:
+    """A volume that paints an area id onto the walkable spans inside it (RecastDemo's convex
+    volumes), applied after erosion. Z-up world units.
+
+    kind "box": ``points`` = (min corner, max corner). kind "convex": ``points`` = the convex
+    polygon's (x, y) outline, ``zmin``/``zmax`` its prism. kind "cylinder": ``points`` =
+    (bottom centre,), with ``radius`` and ``height``. ``area`` [Limit: 0..63]; 0 blocks.
+    """
+
+    kind: str
+    points: tuple
+    area: int
+    zmin: float = 0.0
+    zmax: float = 0.0
+    radius: float = 0.0
+    height: float = 0.0
+
+    def apply(self, chf) -> np.ndarray:
+        from . import area as area_module
+
+        if self.kind == "box":
+            return area_module.mark_box_area(chf, self.points[0], self.points[1], self.area)
+        if self.kind == "convex":
+            return area_module.mark_convex_poly_area(
+                chf, np.asarray(self.points, dtype=np.float32), self.zmin, self.zmax, self.area
+            )
+        if self.kind == "cylinder":
+            return area_module.mark_cylinder_area(
+                chf, self.points[0], self.radius, self.height, self.area
+            )
+        raise VoxNavError(f"area volume kind must be box, convex or cylinder, got {self.kind!r}")
+
+
 #: Stage names in order, as used in timings and `time_<stage>` dump keys.
 STAGES = (
     "mark",
@@ -250,12 +285,13 @@ def bake(
     *,
     stop_after: str = "navmesh",
     progress: Progress | None = None,
+    volumes: tuple[AreaVolume, ...] = (),
 ) -> BakeResult:
     """Run the stages on a triangle soup and return a `BakeResult`.
 
     verts float32 (n, 3) world Z-up [Units: wu]; tris int (m, 3); stop_after "heightfield"
     (stages 1-3) or "navmesh" (every stage). progress(fraction 0..1, stage name) is called
-    before each stage.
+    before each stage. ``volumes``: `AreaVolume` s painted after erosion, in order.
     """
     config = (config or NavConfig()).validate()
     if stop_after not in ("heightfield", "navmesh"):
@@ -323,14 +359,14 @@ def bake(
         timings=timings,
     )
     if stop_after == "navmesh":
-        _navmesh_stages(result, derived, run)
+        _navmesh_stages(result, derived, run, volumes)
     result.counts = _counts(result, tris.shape[0])
     if progress is not None:
         progress(1.0, "done")
     return result
 
 
-def _navmesh_stages(result: BakeResult, derived, run) -> None:
+def _navmesh_stages(result: BakeResult, derived, run, volumes=()) -> None:
     from .area import erode_walkable_area
     from .compact import build_compact_heightfield
     from .contours import build_contours
@@ -348,6 +384,8 @@ def _navmesh_stages(result: BakeResult, derived, run) -> None:
     )
     result.area_initial = chf.area.copy()
     chf.area = run("erode", erode_walkable_area, chf, derived.walkable_radius)
+    for volume in volumes:
+        chf.area = volume.apply(chf)
     dist_raw, dist, max_distance = run("distance", build_distance_field, chf)
     result.dist_raw = dist_raw
     chf.dist, chf.max_distance = dist, max_distance

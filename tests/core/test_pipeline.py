@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from core import pipeline
 from core.config import NavConfig
+from core.errors import VoxNavError
 
 # A 6 x 6 m floor with a 2 x 2 x 3 m block in the middle.
 FLOOR = [[0, 0, 0], [6, 0, 0], [6, 6, 0], [0, 6, 0]]
@@ -53,3 +55,84 @@ def test_overlay_before_the_navmesh_is_span_tops():
     over_verts, sizes, face_verts, region, poly = result.overlay()
     assert np.all(sizes == 4) and sizes.shape[0] == result.counts["walkable_spans"]
     assert np.all(region == 0)
+
+
+def test_area_volumes_paint_and_block():
+    verts, tris = scene()
+    config = NavConfig(cell_size=0.2, cell_height=0.1)
+    plain = pipeline.bake(verts, tris, config)
+    volumes = (
+        pipeline.AreaVolume("box", ((0.0, 0.0, -1.0), (1.5, 6.0, 1.0)), area=5),
+        pipeline.AreaVolume("cylinder", ((9.0, 3.0, -1.0),), area=0, radius=1.0, height=5.0),
+    )
+    painted = pipeline.bake(verts, tris, config, volumes=volumes)
+    assert 5 in painted.polymesh.areas.tolist() and 5 not in plain.polymesh.areas.tolist()
+    assert painted.counts["walkable_after_erode"] < plain.counts["walkable_after_erode"]
+    with pytest.raises(VoxNavError, match="kind"):
+        pipeline.bake(verts, tris, config, volumes=(pipeline.AreaVolume("sphere", (), 1),))
+
+
+def random_scene(rng):
+    """Floors, boxes and ramps at random heights: a small, messy level."""
+    verts, tris = [], []
+
+    def quad(a, b, c, d):
+        base = len(verts)
+        verts.extend([a, b, c, d])
+        tris.extend([[base, base + 1, base + 2], [base, base + 2, base + 3]])
+
+    quad((0, 0, 0), (20, 0, 0), (20, 20, 0), (0, 20, 0))
+    for _ in range(6):
+        x, y = rng.uniform(1, 16, 2)
+        w, d = rng.uniform(1, 4, 2)
+        h = rng.choice([0.3, 0.8, 2.5])
+        quad((x, y, h), (x + w, y, h), (x + w, y + d, h), (x, y + d, h))
+        for (ax, ay), (bx, by) in (((x, y), (x + w, y)), ((x + w, y), (x + w, y + d)),
+                                   ((x + w, y + d), (x, y + d)), ((x, y + d), (x, y))):  # fmt: skip
+            quad((ax, ay, 0), (bx, by, 0), (bx, by, h), (ax, ay, h))
+    x = rng.uniform(2, 14)
+    rise = rng.uniform(0.5, 3)
+    quad((x, 0, 0), (x + 4, 0, 0), (x + 4, 6, rise), (x, 6, rise))
+    return np.array(verts, np.float32), np.array(tris, np.int32)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_navmesh_invariants_on_random_scenes(seed):
+    verts, tris = random_scene(np.random.default_rng(seed))
+    result = pipeline.bake(verts, tris, NavConfig(cell_size=0.25, cell_height=0.1))
+    pmesh, chf = result.polymesh, result.compact
+    nvp = pmesh.nvp
+    ids = pmesh.polys[:, :nvp].astype(np.int64)
+    neighbours = pmesh.polys[:, nvp:].astype(np.int64)
+    counts = (ids != 0xFFFF).sum(axis=1)
+    v = pmesh.verts.astype(np.int64)
+    for p in range(pmesh.npolys):
+        ring = v[ids[p, : counts[p]]][:, [0, 2]]
+        edges = np.roll(ring, -1, axis=0) - ring
+        turn = (
+            edges[:, 0] * np.roll(edges, -1, axis=0)[:, 1]
+            - edges[:, 1] * np.roll(edges, -1, axis=0)[:, 0]
+        )
+        assert np.all(turn <= 0) or np.all(turn >= 0), f"polygon {p} is not convex"
+        for e in range(counts[p]):
+            q = neighbours[p, e]
+            if q != 0xFFFF and not q & 0x8000:
+                assert p in neighbours[q, : counts[q]].tolist(), "neighbour links not symmetric"
+    # Every polygon vertex stands on a walkable span of its column (within climb), and no
+    # polygon vertex is over a column without one.
+    walk = chf.area != 0
+    col = chf.span_x.astype(np.int64) + chf.span_y.astype(np.int64) * chf.width
+    for x, h, y in v:
+        near = []
+        for dx in (-1, 0):
+            for dy in (-1, 0):
+                c = (x + dx) + (y + dy) * chf.width
+                if 0 <= x + dx < chf.width and 0 <= y + dy < chf.height:
+                    near.extend(chf.y[(col == c) & walk].astype(np.int64).tolist())
+        assert near, f"vertex {(x, y)} has no walkable span under it"
+        assert min(abs(f - h) for f in near) <= chf.walkable_climb + 1
+    # No polygon over a column without a walkable span: its centroid's column has one.
+    for p in range(pmesh.npolys):
+        ring = v[ids[p, : counts[p]]]
+        cx, cy = int(ring[:, 0].mean()), int(ring[:, 2].mean())
+        assert np.any(walk & (col == cx + cy * chf.width)), f"polygon {p} over a null column"
