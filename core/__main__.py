@@ -63,7 +63,11 @@ def _recast(vec) -> np.ndarray:
 
 
 def dump_arrays(verts, tris, config: NavConfig, result: pipeline.BakeResult) -> dict:
-    """Every array of the reference format that VoxNav produces, under Recast's names."""
+    """Every array of the reference format that VoxNav produces, under Recast's names.
+
+    The ``frag_*`` arrays (every fragment before merging, in Recast's call order) come from a
+    second, untimed clipping pass: the pipeline itself never keeps them.
+    """
     from .rasterize import rasterize_fragments
 
     d = config.derived()

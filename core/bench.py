@@ -51,12 +51,13 @@ def tile_mesh(verts, tris, n: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _find_meshes(folder: str | None) -> Path:
-    candidates = [folder] if folder else []
-    candidates += [os.environ.get("VOXNAV_SHARED", "") and os.environ["VOXNAV_SHARED"] + "/meshes"]
-    candidates += [str(Path(__file__).resolve().parent.parent.parent / "shared" / "meshes")]
-    for c in candidates:
-        if c and (Path(c) / "dungeon.obj").exists():
-            return Path(c)
+    candidates = [Path(folder)] if folder else []
+    if os.environ.get("VOXNAV_SHARED"):
+        candidates.append(Path(os.environ["VOXNAV_SHARED"]) / "meshes")
+    candidates.append(Path(__file__).resolve().parent.parent.parent / "shared" / "meshes")
+    for candidate in candidates:
+        if (candidate / "dungeon.obj").exists():
+            return candidate
     raise VoxNavError("dungeon.obj not found: pass --meshes FOLDER or set VOXNAV_SHARED")
 
 
