@@ -94,8 +94,17 @@ def _bake(context, stop_after, progress, config, timings) -> BakeOutcome:
             "add or show a mesh, or change the Geometry source in the VoxNav panel"
         )
 
+    volumes = tuple(
+        pipeline.AreaVolume("box", (tuple(lo), tuple(hi)), area=area_id)
+        for lo, hi, area_id in gather_mod.area_volumes(context)
+    )
     result = pipeline.bake(
-        gathered.verts, gathered.tris, config, stop_after=stop_after, progress=progress
+        gathered.verts,
+        gathered.tris,
+        config,
+        stop_after=stop_after,
+        progress=progress,
+        volumes=volumes,
     )
     timings.update({str(k): float(v) for k, v in result.timings.items()})
 

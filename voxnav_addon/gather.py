@@ -14,7 +14,8 @@ many times it is instanced. A matrix with a negative determinant (mirrored objec
 triangles' winding, so the winding is reversed back: a mirrored floor stays walkable.
 
 Excluded: VoxNav's own output objects (anything carrying the ``voxnav_output`` custom property,
-and everything they instance), objects hidden in the viewport, and non-mesh-like objects.
+and everything they instance), objects hidden in the viewport, non-mesh-like objects, and area
+volumes (``Object.voxnav.area_volume``), which ``area_volumes`` returns as boxes instead.
 """
 
 from __future__ import annotations
@@ -85,12 +86,40 @@ def _mesh_arrays(obj_eval, cache: dict, temporaries: list) -> tuple[np.ndarray, 
     return arrays
 
 
+def is_area_volume(obj) -> bool:
+    """True for objects whose bounding box paints an area type instead of being geometry."""
+    settings = getattr(obj, "voxnav", None)
+    return settings is not None and bool(settings.area_volume)
+
+
+def area_volumes(context) -> list[tuple[np.ndarray, np.ndarray, int]]:
+    """(world min corner float64 (3,), max corner, area id) of every visible area volume.
+
+    The box is the evaluated object's bounding box in world space (its 8 corners transformed
+    by the world matrix, then their axis-aligned extent). [Units: wu]
+    """
+    depsgraph = context.evaluated_depsgraph_get()
+    view_layer = context.view_layer
+    boxes = []
+    for obj in context.scene.objects:
+        if not is_area_volume(obj) or not obj.visible_get(view_layer=view_layer):
+            continue
+        evaluated = obj.evaluated_get(depsgraph)
+        corners = np.array([tuple(c) for c in evaluated.bound_box], dtype=np.float64)
+        matrix = np.array(evaluated.matrix_world, dtype=np.float64)
+        world = corners @ matrix[:3, :3].T + matrix[:3, 3]
+        boxes.append((world.min(axis=0), world.max(axis=0), int(obj.voxnav.area_id)))
+    return boxes
+
+
 def _wanted(inst, source: str, allowed: set | None, view_layer) -> tuple[bool, Any]:
     """Whether a depsgraph instance is gathered, and the original object it counts as."""
     obj = inst.object
     owner = inst.parent if inst.is_instance and inst.parent is not None else obj
     owner_orig = owner.original
     if is_output(owner_orig) or is_output(obj.original):
+        return False, owner_orig
+    if is_area_volume(owner_orig) or is_area_volume(obj.original):
         return False, owner_orig
     if obj.type not in MESH_LIKE:
         return False, owner_orig

@@ -162,6 +162,23 @@ class VOXNAV_PT_figures(_VoxNavPanel, bpy.types.Panel):
             grid.label(text=f"{item.seconds * 1000:.1f} ms")
 
 
+@_sub("Area Volumes", 8)
+class VOXNAV_PT_area_volumes(_VoxNavPanel, bpy.types.Panel):
+    def draw(self, context):
+        layout = self.layout
+        obj = context.active_object
+        if obj is None:
+            layout.label(text="Select an object to make it an area volume")
+        else:
+            col = layout.column(align=True)
+            col.prop(obj.voxnav, "area_volume", text=f"{obj.name}: Area Volume")
+            sub = col.row()
+            sub.active = obj.voxnav.area_volume
+            sub.prop(obj.voxnav, "area_id")
+        count = sum(1 for o in context.scene.objects if o.voxnav.area_volume)
+        layout.label(text=f"{count} area volume(s): bounding boxes, applied after erosion")
+
+
 classes = (
     VOXNAV_PT_main,
     VOXNAV_PT_rasterization,
@@ -172,6 +189,7 @@ classes = (
     VOXNAV_PT_filters,
     VOXNAV_PT_display,
     VOXNAV_PT_figures,
+    VOXNAV_PT_area_volumes,
 )
 
 register, unregister = bpy.utils.register_classes_factory(classes)

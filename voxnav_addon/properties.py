@@ -350,16 +350,39 @@ def figure(settings, name: str) -> int | None:
     return None if item is None else int(item.count)
 
 
-classes = (VOXNAV_PG_figure, VOXNAV_PG_settings)
+class VOXNAV_PG_object(bpy.types.PropertyGroup):
+    """Per-object VoxNav settings (Object.voxnav): an object can paint an area type."""
+
+    area_volume: BoolProperty(  # type: ignore[valid-type]
+        name="Area Volume",
+        description=(
+            "Use this object's bounding box to paint an area type onto the navmesh (Recast's "
+            "box volume) instead of baking it as geometry"
+        ),
+        default=False,
+    )
+    area_id: IntProperty(  # type: ignore[valid-type]
+        name="Area",
+        description="Area id painted inside the box: 0 removes the navmesh, 1-62 are your "
+        "area types, 63 is plain walkable",
+        default=0,
+        min=0,
+        max=63,
+    )
+
+
+classes = (VOXNAV_PG_figure, VOXNAV_PG_settings, VOXNAV_PG_object)
 
 
 def register() -> None:
     for cls in classes:
         bpy.utils.register_class(cls)
     bpy.types.Scene.voxnav = PointerProperty(type=VOXNAV_PG_settings)  # type: ignore[attr-defined]
+    bpy.types.Object.voxnav = PointerProperty(type=VOXNAV_PG_object)  # type: ignore[attr-defined]
 
 
 def unregister() -> None:
+    del bpy.types.Object.voxnav  # type: ignore[attr-defined]
     del bpy.types.Scene.voxnav  # type: ignore[attr-defined]
     for cls in reversed(classes):
         bpy.utils.unregister_class(cls)

@@ -308,13 +308,13 @@ def test_panels_draw_every_setting(bpy, ext):
 
     panels = importlib.import_module(f"{ext.root.__name__}.voxnav_addon.panels")
     bpy.ops.voxnav.voxelize.poll()  # operators registered
-    box(bpy, "Floor", (-5, -5, -0.2), (5, 5, 0))
+    floor = box(bpy, "Floor", (-5, -5, -0.2), (5, 5, 0))
     bpy.ops.voxnav.build_navmesh()
     settings = bpy.context.scene.voxnav
     settings.use_bounds = True
     settings.source = "COLLECTION"
     seen: set = set()
-    context = types.SimpleNamespace(scene=bpy.context.scene)
+    context = types.SimpleNamespace(scene=bpy.context.scene, active_object=floor)
     for cls in panels.classes:
         cls.draw(types.SimpleNamespace(layout=_Layout(bpy, seen)), context)
     expected = set(ext.config.NavConfig.field_names()) | {
@@ -330,5 +330,28 @@ def test_panels_draw_every_setting(bpy, ext):
         "voxnav.clear",
         "voxnav.export_navmesh",
         "voxnav.add_demo_scene",
+        "area_volume",
+        "area_id",
     }
     assert expected <= seen, expected - seen
+
+
+def test_area_volumes_paint_area_types_and_are_not_geometry(bpy, ext):
+    box(bpy, "Floor", (-5, -5, -0.2), (5, 5, 0))
+    bpy.ops.voxnav.build_navmesh()
+    plain = ext.bake.LAST[bpy.context.scene.session_uid]
+    triangles = plain.counts["triangles"]
+    walkable = plain.counts["walkable_after_erode"]
+    assert set(plain.result.polymesh.areas.tolist()) == {63}
+
+    painted = box(bpy, "Mud", (0, -5, -1), (5, 5, 1))
+    painted.voxnav.area_volume = True
+    painted.voxnav.area_id = 5
+    hole = box(bpy, "Pit", (-5, -5, -1), (-3, 5, 1))
+    hole.voxnav.area_volume = True
+    hole.voxnav.area_id = 0
+    bpy.ops.voxnav.build_navmesh()
+    outcome = ext.bake.LAST[bpy.context.scene.session_uid]
+    assert outcome.counts["triangles"] == triangles  # the volumes are not baked as geometry
+    assert outcome.counts["walkable_after_erode"] < walkable
+    assert set(outcome.result.polymesh.areas.tolist()) == {5, 63}
