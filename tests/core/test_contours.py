@@ -101,6 +101,19 @@ def random_grid(rng: np.random.Generator, h: int = 28, w: int = 34, nseeds: int 
     return reg, heights
 
 
+def bordered_regions(bs: int = 2) -> np.ndarray:
+    """A 12 x 12 region grid: tile-border strips of width ``bs`` (four BORDER_REG regions)
+    around two plain regions side by side."""
+    reg = np.zeros((12, 12), dtype=np.int64)
+    reg[:, :bs] = 1 | BORDER_REG
+    reg[:, -bs:] = 2 | BORDER_REG
+    reg[:bs, bs:-bs] = 3 | BORDER_REG
+    reg[-bs:, bs:-bs] = 4 | BORDER_REG
+    reg[bs:-bs, bs:6] = 1
+    reg[bs:-bs, 6:-bs] = 2
+    return reg
+
+
 def area2x(v: np.ndarray) -> int:
     """Twice the signed area on (x, row) with Recast's sign (outlines positive)."""
     x = v[:, 0].astype(np.int64)
@@ -269,13 +282,7 @@ def test_area_border_flag():
 
 def test_border_regions_give_border_vertices():
     bs = 2
-    reg = np.zeros((12, 12), dtype=np.int64)
-    reg[:, :bs] = 1 | BORDER_REG
-    reg[:, -bs:] = 2 | BORDER_REG
-    reg[:bs, bs:-bs] = 3 | BORDER_REG
-    reg[-bs:, bs:-bs] = 4 | BORDER_REG
-    reg[bs:-bs, bs:6] = 1
-    reg[bs:-bs, 6:-bs] = 2
+    reg = bordered_regions(bs)
     cset = build_contours(make_chf(reg, border_size=bs), 1.3, 0)
     assert cset.nconts == 2  # border regions have no contours
     assert cset.width == 8 and cset.height == 8 and cset.border_size == bs

@@ -8,13 +8,19 @@ import numpy as np
 import pytest
 
 from core import polymesh as P
-from core.compact import BORDER_REG
 from core.contours import build_contours
 from core.errors import VoxNavError
 from core.polymesh import MESH_NULL_IDX, PolyMesh, build_poly_mesh
 
 from .refdata import MESHES, load_reference
-from .test_contours import area2x, cset_from_ref, make_chf, random_grid, ref_contours
+from .test_contours import (
+    area2x,
+    bordered_regions,
+    cset_from_ref,
+    make_chf,
+    random_grid,
+    ref_contours,
+)
 
 ARRAYS = ("verts", "polys", "regs", "areas", "flags")
 
@@ -204,13 +210,7 @@ def test_nvp_three_gives_triangles():
 
 def test_border_vertices_removed_and_portals_marked():
     bs = 2
-    reg = np.zeros((12, 12), dtype=np.int64)
-    reg[:, :bs] = 1 | BORDER_REG
-    reg[:, -bs:] = 2 | BORDER_REG
-    reg[:bs, bs:-bs] = 3 | BORDER_REG
-    reg[-bs:, bs:-bs] = 4 | BORDER_REG
-    reg[bs:-bs, bs:6] = 1
-    reg[bs:-bs, 6:-bs] = 2
+    reg = bordered_regions(bs)
     cset = build_contours(make_chf(reg, border_size=bs), 1.3, 0)
     pm = build_poly_mesh(cset, 6)
     check_invariants(pm)
@@ -354,13 +354,7 @@ def recast_case(name: str):
         return make_chf(reg, heights=heights), 1.3, 12, 6, 1
     if name == "border":
         bs = 2
-        reg = np.zeros((12, 12), dtype=np.int64)
-        reg[:, :bs] = 1 | BORDER_REG
-        reg[:, -bs:] = 2 | BORDER_REG
-        reg[:bs, bs:-bs] = 3 | BORDER_REG
-        reg[-bs:, bs:-bs] = 4 | BORDER_REG
-        reg[bs:-bs, bs:6] = 1
-        reg[bs:-bs, 6:-bs] = 2
+        reg = bordered_regions(bs)
         return make_chf(reg, border_size=bs), 1.3, 0, 6, 1
     if name == "area_edges":
         reg = np.ones((6, 30), dtype=np.int64)
