@@ -8,9 +8,14 @@ Bit-exact with Recast (RecastRasterization.cpp): every float operation is float3
 order. Recast walks each triangle's outline in its own (Y-up) vertex order; VoxNav's Z-up
 triangles are Recast's mirrored with the winding reversed, so the clipper walks (v0, v2, v1).
 That way every clip interpolates each edge in the same direction Recast does and produces the
-same floats. The work is vectorized over all triangles at once; the only Python loops run over
-"rounds": the k-th row of every triangle, the k-th column of every row polygon, the k-th
-fragment of every column.
+same floats.
+
+Clipping is done edge by edge (`_clip_by_chains`): Recast's incremental cuts make each crossing
+point of an edge depend only on that edge's previous crossing and its far end, so the k-th
+crossing of every edge is one vectorized round. Triangles with a vertex exactly on a cut line
+(and the rare row polygon that rounding leaves not monotone) take the polygon-by-polygon path
+(`_clip_triangles`), which runs Recast's full dividePoly per round. The only Python loops run
+over such rounds and over the k-th fragment of every column in the span merge.
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ F32 = np.float32
 #: Bottom and top of an empty span slot in the merge state (above any real height).
 EMPTY = np.iinfo(np.int32).max
 #: Triangles clipped together; bounds the clipping state (about 1 KiB per triangle).
-CHUNK_TRIANGLES = 32768
+CHUNK_TRIANGLES = 8192
 
 
 def mark_walkable_triangles(verts, tris, max_slope_degrees: float) -> np.ndarray:
@@ -146,6 +151,231 @@ def _clip_triangles(tri_verts, tri_ids, row_lo, row_hi, rc_bmin, cs, ics, width)
         return None
     (frag_min, frag_max), _, fcol, fseq = cells
     return rowner[fseq], rrow[fseq], fcol, frag_min - rc_bmin[1], frag_max - rc_bmin[1]
+
+
+def _cut_lines(origin, cs, n_cells):
+    """float32 (n_cells + 1,): the cut line of cell k, Recast's (origin + float(k) * cs) + cs,
+    for k = -1 .. n_cells - 1 at index k + 1. Increasing, since float rounding is monotone."""
+    k = np.arange(-1, n_cells, dtype=np.int64).astype(F32)
+    return ((F32(origin) + k * F32(cs)) + F32(cs)).astype(F32)
+
+
+def _cell_of(values, lines, first, last, origin, ics):
+    """(cell, on_line) of coordinates against the cut lines of cells first..last.
+
+    cell: the first cut k >= first whose line is >= the value, or last + 1 past the last cut
+    (the part Recast throws away; NaN goes there too); on_line: the value equals one of those
+    lines exactly. The line is guessed from the cell size and checked against the exact
+    float32 lines on both sides, which is cheaper than a binary search; the rare guess that
+    misses (next to a line) is searched.
+    """
+    n_lines = lines.shape[0]
+    bounded = np.concatenate([[-np.inf], lines, [np.inf]]).astype(F32)
+    guess = np.ceil((values - F32(origin)) * F32(ics))
+    found = np.fmax(np.fmin(guess, n_lines), 0).astype(np.int64)
+    above = bounded[found + 1]
+    missed = ~((bounded[found] < values) & (above >= values)) & ~np.isnan(values)
+    if missed.any():
+        found[missed] = np.searchsorted(lines, values[missed], side="left")
+        above = bounded[found + 1]
+    cell = found - 1
+    on_line = (above == values) & (cell >= first) & (cell <= last)
+    return np.clip(cell, first, last + 1), on_line
+
+
+def _descending_order(counts):
+    """A stable order of counts from the largest down; radix sort when they fit 16 bits."""
+    top = int(counts.max(initial=0))
+    if top < 1 << 16:
+        return np.argsort((top - counts).astype(np.uint16), kind="stable")
+    return np.argsort(-counts, kind="stable")
+
+
+def _walk_chains(near, far, forward, first_line, n_cross, dest, lines, outputs):
+    """Every crossing of every edge with the cut lines it spans, as successive dividePoly calls
+    compute them: the j-th crossing interpolates between the (j-1)-th and the far end.
+
+    near/far: lists of float32 (E,) coordinates, the cut axis first; near is the end on the low
+    side of the lines. ``forward``: the edges run from near to far in the polygon's order (else
+    far to near), which fixes Recast's interpolation direction. Crossing j of edge e is on line
+    first_line[e] + j; its coordinates after the axis go to outputs[i][dest[e] + j]. One round
+    per crossing index, over a prefix of the edges sorted by crossing count.
+    """
+    if n_cross.shape[0] == 0:
+        return
+    order = _descending_order(n_cross)
+    n_sorted = n_cross[order]
+    active = np.searchsorted(-n_sorted, -np.arange(int(n_sorted[0])), side="left")
+    walk = [c[order] for c in near]
+    ends = [c[order] for c in far]
+    line_index = first_line[order] + 1
+    dest = dest[order]
+    for j, m in enumerate(active.tolist()):
+        offset = lines[line_index[:m] + j]
+        axis_near, axis_far = walk[0][:m], ends[0][:m]
+        if forward:
+            delta_b, delta_a = offset - axis_near, offset - axis_far
+        else:
+            delta_b, delta_a = offset - axis_far, offset - axis_near
+        s = delta_b / (delta_b - delta_a)
+        at = dest[:m] + j
+        for c, (point, end) in enumerate(zip(walk, ends, strict=True)):
+            point, end = point[:m], end[:m]
+            point[...] = point + (end - point) * s if forward else end + (point - end) * s
+            if c:
+                outputs[c - 1][at] = point
+
+
+def _clip_by_chains(tri_verts, row_lo, row_hi, rc_bmin, cs, ics, width, height):
+    """Cell polygons of triangles in general position, edge by edge instead of polygon by
+    polygon.
+
+    A cut line crosses a clipped triangle's outline exactly once going up the axis and once
+    going down, unless a vertex lies exactly on it; each crossing point depends only on the
+    same edge's previous crossing and its far end. So a row polygon is its triangle's edge
+    pieces plus two connectors along the cut lines, and a cell polygon's heights are the
+    crossings on its two lines plus the row polygon's vertices between them. Triangles with a
+    vertex exactly on a cut line, or whose row polygons come out not monotone by a rounding,
+    are flagged for the polygon-by-polygon path.
+
+    Returns (fallback bool (N,), triangle index into tri_verts, row, column, lowest and highest
+    height float32 [Units: wu] above bmin) in triangle, row, column order.
+    """
+    n_tris = tri_verts.shape[0]
+    row_lines = _cut_lines(rc_bmin[2], cs, height)
+    vert_z = tri_verts[:, :, 2]
+    vert_row, on_line = _cell_of(
+        vert_z, row_lines, row_lo[:, None], row_hi[:, None], rc_bmin[2], ics
+    )
+    fallback = on_line.any(axis=1)
+    n_rows = row_hi - row_lo + 1
+    row_base = np.cumsum(n_rows) - n_rows
+    total_rows = int(n_rows.sum())
+    cross = {side: [np.full(total_rows, np.nan, F32) for _ in range(2)] for side in (True, False)}
+    slots = []
+    for a in range(3):
+        b = (a - 1) % 3  # Recast walks edge (b, a) when it reaches vertex a
+        forward = vert_z[:, b] < vert_z[:, a]
+        low = np.where(forward, vert_row[:, b], vert_row[:, a])
+        high = np.where(forward, vert_row[:, a], vert_row[:, b])
+        slots.append((b, a, forward, low, high))
+    for side in (True, False):
+        parts = []
+        for b, a, forward, low, high in slots:
+            pick = np.nonzero((forward == side) & (high > low) & ~fallback)[0]
+            near, far = (b, a) if side else (a, b)
+            parts.append((pick, near, far, low[pick], high[pick] - low[pick]))
+        near = [np.concatenate([tri_verts[p[0], p[1], k] for p in parts]) for k in (2, 0, 1)]
+        far = [np.concatenate([tri_verts[p[0], p[2], k] for p in parts]) for k in (2, 0, 1)]
+        first = np.concatenate([p[3] for p in parts])
+        owner = np.concatenate([p[0] for p in parts])
+        n_cross = np.concatenate([p[4] for p in parts])
+        dest = row_base[owner] + (first - row_lo[owner])
+        _walk_chains(near, far, side, first, n_cross, dest, row_lines, cross[side])
+
+    # Row polygons as five directed edges: three triangle-edge pieces and two connectors.
+    row_tri = np.repeat(np.arange(n_tris), n_rows)
+    row = row_lo[row_tri] + (np.arange(total_rows) - row_base[row_tri])
+    prev = np.maximum(np.arange(total_rows) - 1, 0)
+    up_x, up_y = cross[True]
+    down_x, down_y = cross[False]
+    ends = np.empty((4, 5, total_rows), dtype=F32)  # bx, by, ax, ay
+    valid = np.empty((5, total_rows), dtype=bool)
+    for i, (b, a, forward, low, high) in enumerate(slots):
+        fwd, low, high = forward[row_tri], low[row_tri], high[row_tri]
+        valid[i] = (low <= row) & (row <= high)
+        b_orig = np.where(fwd, row == low, row == high)
+        a_orig = np.where(fwd, row == high, row == low)
+        for c, k in enumerate((0, 1)):
+            on_up, on_down = (up_x, down_x) if k == 0 else (up_y, down_y)
+            b_cross = np.where(fwd, on_up[prev], on_down)
+            a_cross = np.where(fwd, on_up, on_down[prev])
+            ends[c, i] = np.where(b_orig, tri_verts[row_tri, b, k], b_cross)
+            ends[2 + c, i] = np.where(a_orig, tri_verts[row_tri, a, k], a_cross)
+    ends[:, 3] = up_x, up_y, down_x, down_y
+    valid[3] = ~np.isnan(up_x)
+    ends[:, 4] = down_x[prev], down_y[prev], up_x[prev], up_y[prev]
+    valid[4] = (row > row_lo[row_tri]) & ~np.isnan(down_x[prev])
+    keep = (valid.sum(axis=0) >= 3) & (row >= 0) & ~fallback[row_tri]
+    sel = np.nonzero(keep)[0]
+    ends, valid, row_tri, row = ends[:, :, sel], valid[:, sel], row_tri[sel], row[sel]
+
+    # Columns: the same walk along x over the row polygons' edges.
+    bx, by, ax, ay = ends
+    min_x = np.where(valid, ax, np.inf).min(axis=0).astype(F32)
+    max_x = np.where(valid, ax, -np.inf).max(axis=0).astype(F32)
+    col_lo = np.trunc((min_x - rc_bmin[0]) * ics)
+    col_hi = np.trunc((max_x - rc_bmin[0]) * ics)
+    inside = ~((col_hi < 0) | (col_lo >= width))
+    sel = np.nonzero(inside)[0]
+    col_lo = np.clip(col_lo[sel], -1, width - 1).astype(np.int64)
+    col_hi = np.clip(col_hi[sel], 0, width - 1).astype(np.int64)
+    bx, by, ax, ay, valid = bx[:, sel], by[:, sel], ax[:, sel], ay[:, sel], valid[:, sel]
+    row_tri, row, min_x, max_x = row_tri[sel], row[sel], min_x[sel], max_x[sel]
+    n_polys = sel.shape[0]
+    col_lines = _cut_lines(rc_bmin[0], cs, width)
+    col_a, a_on_line = _cell_of(ax, col_lines, col_lo, col_hi, rc_bmin[0], ics)
+    col_b, _ = _cell_of(bx, col_lines, col_lo, col_hi, rc_bmin[0], ics)
+    forward = bx < ax
+    span = np.where(forward, col_a - col_b, col_b - col_a) * valid
+    expected = (
+        _cell_of(max_x, col_lines, col_lo, col_hi, rc_bmin[0], ics)[0]
+        - _cell_of(min_x, col_lines, col_lo, col_hi, rc_bmin[0], ics)[0]
+    )
+    bad = (
+        (a_on_line & valid).any(axis=0)
+        | ((span * forward).sum(axis=0) != expected)
+        | ((span * ~forward).sum(axis=0) != expected)
+    )
+    fallback[row_tri[bad]] = True
+    good = ~fallback[row_tri]
+
+    n_cells = col_hi - col_lo + 1
+    cell_base = np.cumsum(n_cells) - n_cells
+    total_cells = int(n_cells.sum())
+    cross_y = {side: [np.full(total_cells, np.nan, F32)] for side in (True, False)}
+    for side in (True, False):
+        slot, poly = np.nonzero((forward == side) & (span > 0) & good[None, :])
+        near_x, near_y = (bx, by) if side else (ax, ay)
+        far_x, far_y = (ax, ay) if side else (bx, by)
+        first = (col_b if side else col_a)[slot, poly]
+        dest = cell_base[poly] + (first - col_lo[poly])
+        _walk_chains(
+            [near_x[slot, poly], near_y[slot, poly]],
+            [far_x[slot, poly], far_y[slot, poly]],
+            side, first, span[slot, poly], dest, col_lines, cross_y[side],
+        )  # fmt: skip
+    vert_min = np.full(total_cells, np.nan, F32)
+    vert_max = np.full(total_cells, np.nan, F32)
+    vert_count = np.zeros(total_cells, dtype=np.int64)
+    placed = valid & (col_a <= col_hi) & good
+    for i in range(5):
+        poly = np.nonzero(placed[i])[0]
+        cell = cell_base[poly] + (col_a[i, poly] - col_lo[poly])
+        y = ay[i, poly]
+        vert_min[cell] = np.fmin(vert_min[cell], y)
+        vert_max[cell] = np.fmax(vert_max[cell], y)
+        vert_count[cell] += 1
+
+    cell_poly = np.repeat(np.arange(n_polys), n_cells)
+    col = col_lo[cell_poly] + (np.arange(total_cells) - cell_base[cell_poly])
+    first_cell = col == col_lo[cell_poly]
+    right_up, right_down = cross_y[True][0], cross_y[False][0]
+    left_up = np.where(first_cell, np.nan, np.roll(right_up, 1)).astype(F32)
+    left_down = np.where(first_cell, np.nan, np.roll(right_down, 1)).astype(F32)
+    n_verts = vert_count + 2 * ~np.isnan(right_up) + 2 * ~np.isnan(left_up)
+    low = np.fmin(np.fmin(np.fmin(right_up, right_down), np.fmin(left_up, left_down)), vert_min)
+    high = np.fmax(np.fmax(np.fmax(right_up, right_down), np.fmax(left_up, left_down)), vert_max)
+    emit = np.nonzero((n_verts >= 3) & (col >= 0) & good[cell_poly])[0]
+    owner = cell_poly[emit]
+    return (
+        fallback,
+        row_tri[owner],
+        row[owner],
+        col[emit],
+        low[emit] - rc_bmin[1],
+        high[emit] - rc_bmin[1],
+    )
 
 
 def _extent(values, count):
@@ -283,11 +513,18 @@ def rasterize_fragments(
     # memory bounded; fragments keep their triangle ids, so chunking changes no result.
     pieces = []
     for sel, chunk in _chunks(tri_ids):
-        cells = _clip_triangles(
-            tri_verts[chunk], chunk, row_lo[sel], row_hi[sel], rc_bmin, cs, ics, width
+        fallback, owner, *cells = _clip_by_chains(
+            tri_verts[chunk], row_lo[sel], row_hi[sel], rc_bmin, cs, ics, width, height
         )
-        if cells is not None:
-            pieces.append(_snap_heights(*cells, by, ich))
+        pieces.append(_snap_heights(chunk[owner], *cells, by, ich))
+        if fallback.any():
+            sel = np.arange(sel.start, sel.start + chunk.shape[0])[fallback]
+            cells = _clip_triangles(
+                tri_verts[tri_ids[sel]], tri_ids[sel], row_lo[sel], row_hi[sel], rc_bmin, cs,
+                ics, width,
+            )  # fmt: skip
+            if cells is not None:
+                pieces.append(_snap_heights(*cells, by, ich))
     if not pieces:
         return _empty_fragments()
     tri, frow, fcol, smin, smax = (np.concatenate(parts) for parts in zip(*pieces, strict=True))
@@ -355,25 +592,19 @@ def merge_fragments(
     f_min = np.asarray(smin, dtype=np.int32)
     f_max = np.asarray(smax, dtype=np.int32)
     f_area = np.asarray(area, dtype=np.uint8)
-    order = np.arange(col.shape[0]) if grouped else np.argsort(col, kind="stable")
-    col_sorted = col[order]
-    first = np.flatnonzero(np.diff(col_sorted, prepend=-1))
-    used_cols = col_sorted[first]
-    per_col = np.diff(first, append=col_sorted.shape[0])
-    # Columns with the most fragments first: round k then works on a prefix of the state.
-    by_count = np.argsort(-per_col, kind="stable")
+    if not grouped:
+        order = np.argsort(col, kind="stable")
+        col, f_min, f_max, f_area = col[order], f_min[order], f_max[order], f_area[order]
+    first = np.flatnonzero(np.diff(col, prepend=-1))
+    used_cols = col[first]
+    per_col = np.diff(first, append=col.shape[0])
+    # Columns with the most fragments first: round k then works on a prefix of the state and
+    # reads the k-th fragment of each of those columns at first + k.
+    by_count = _descending_order(per_col)
     used_cols, first, per_col = used_cols[by_count], first[by_count], per_col[by_count]
     n_used = used_cols.shape[0]
     max_rounds = int(per_col[0]) if n_used else 0
-    # active_counts[k]: columns with more than k fragments; round k's fragments are laid out
-    # contiguously (round-major) so each round reads one slice.
     active_counts = np.searchsorted(-per_col, -np.arange(1, max_rounds + 1), side="right")
-    round_start = np.concatenate([[0], np.cumsum(active_counts)])
-    column_pos = np.repeat(np.arange(n_used), per_col)
-    rank = np.arange(col.shape[0]) - np.repeat(np.cumsum(per_col) - per_col, per_col)
-    round_major = np.empty(col.shape[0], dtype=np.int64)
-    round_major[round_start[rank] + column_pos] = order[first[column_pos] + rank]
-    f_min, f_max, f_area = f_min[round_major], f_max[round_major], f_area[round_major]
 
     # Empty slots hold EMPTY as both bottom and top: never below a fragment, always above it.
     slots = 4
@@ -384,7 +615,7 @@ def merge_fragments(
     finished: list[tuple] = []
     for k in range(max_rounds):
         nk = int(active_counts[k])
-        here = slice(round_start[k], round_start[k] + nk)
+        here = first[:nk] + k
         fmin, fmax, farea = f_min[here], f_max[here], f_area[here]
         if k == 0:
             st_min[:nk, 0], st_max[:nk, 0], st_area[:nk, 0] = fmin, fmax, farea

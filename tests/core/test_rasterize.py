@@ -148,6 +148,31 @@ def test_fast_rasterizer_matches_slow_oracle(seed):
     assert lowheight.tolist() == stages["lowheight"]
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_edge_chains_match_slow_oracle_on_long_and_thin_triangles(seed):
+    """Unsnapped soups of large, thin and vertical triangles crossing many rows and columns, so
+    the per-edge crossing chains run for many rounds; bounds cut through the soup."""
+    rng = np.random.default_rng(100 + seed)
+    n_tris = 80
+    centre = rng.uniform(-1.0, 9.0, size=(n_tris, 1, 3))
+    spread = rng.uniform(0.05, 6.0, size=(n_tris, 1, 3)) * rng.uniform(-1, 1, size=(n_tris, 3, 3))
+    verts = (centre + spread).reshape(-1, 3).astype(F32)
+    walls = rng.random(n_tris) < 0.3  # vertical: one horizontal axis constant
+    axis = rng.integers(0, 2, size=n_tris)
+    for t in np.nonzero(walls)[0]:
+        verts[3 * t : 3 * t + 3, axis[t]] = verts[3 * t, axis[t]]
+    tris = np.arange(n_tris * 3, dtype=np.int32).reshape(-1, 3)
+    areas = mark_walkable_triangles(verts, tris, 45.0)
+    bmin = np.array([0.3, 0.1, -2.0], F32)
+    bmax = np.array([8.7, 7.9, 9.0], F32)
+    cs, ch, climb = 0.3, 0.2, 3
+    w, h = grid_size(bmin, bmax, cs)
+    _, frags = oracle.rasterize(verts, tris, areas, bmin, bmax, cs, ch, w, h, climb)
+    fast = rasterize_fragments(verts, tris, areas, bmin, bmax, cs, ch, w, h)
+    assert len(frags) > 1000
+    assert list(zip(*(a.tolist() for a in fast), strict=False)) == frags
+
+
 def test_config_derives_recast_integers_in_float32():
     d = NavConfig(cell_height=0.1, agent_max_climb=0.9).derived()
     assert d.walkable_climb == 9  # float64 would give 8
