@@ -165,10 +165,18 @@ def _cell_of(values, lines, first, last, origin, ics):
 
     cell: the first cut k >= first whose line is >= the value, or last + 1 past the last cut
     (the part Recast throws away; NaN goes there too); on_line: the value equals one of those
-    lines exactly. The line is guessed from the cell size and checked against the exact
-    float32 lines on both sides, which is cheaper than a binary search; the rare guess that
-    misses (next to a line) is searched.
+    lines exactly.
     """
+    found, on_line = _line_index(values, lines, origin, ics)
+    cell = found - 1
+    on_line &= (cell >= first) & (cell <= last)
+    return np.clip(cell, first, last + 1), on_line
+
+
+def _line_index(values, lines, origin, ics):
+    """(index, on_line): how many cut lines lie below each coordinate (NaN: all of them), and
+    whether it equals the line at that index exactly. Guessed from the cell size, checked
+    against the float32 lines on both sides; the rare miss is searched."""
     n_lines = lines.shape[0]
     bounded = np.concatenate([[-np.inf], lines, [np.inf]]).astype(F32)
     guess = np.ceil((values - F32(origin)) * F32(ics))
@@ -178,9 +186,7 @@ def _cell_of(values, lines, first, last, origin, ics):
     if missed.any():
         found[missed] = np.searchsorted(lines, values[missed], side="left")
         above = bounded[found + 1]
-    cell = found - 1
-    on_line = (above == values) & (cell >= first) & (cell <= last)
-    return np.clip(cell, first, last + 1), on_line
+    return found, above == values
 
 
 def _descending_order(counts):
@@ -273,96 +279,157 @@ def _clip_by_chains(tri_verts, row_lo, row_hi, rc_bmin, cs, ics, width, height):
         dest = row_base[owner] + (first - row_lo[owner])
         _walk_chains(near, far, side, first, n_cross, dest, row_lines, cross[side])
 
-    # Row polygons as five directed edges: three triangle-edge pieces and two connectors.
+    # A row polygon's vertices: the two crossings on its top line (``up``: on the edge going
+    # up the rows, ``down``: on the one coming back), the two on its bottom line (the row
+    # below's top ones) and the triangle's vertices inside the row.
     row_tri = np.repeat(np.arange(n_tris), n_rows)
     row = row_lo[row_tri] + (np.arange(total_rows) - row_base[row_tri])
-    prev = np.maximum(np.arange(total_rows) - 1, 0)
     up_x, up_y = cross[True]
     down_x, down_y = cross[False]
-    ends = np.empty((4, 5, total_rows), dtype=F32)  # bx, by, ax, ay
-    valid = np.empty((5, total_rows), dtype=bool)
-    for i, (b, a, forward, low, high) in enumerate(slots):
-        fwd, low, high = forward[row_tri], low[row_tri], high[row_tri]
-        valid[i] = (low <= row) & (row <= high)
-        b_orig = np.where(fwd, row == low, row == high)
-        a_orig = np.where(fwd, row == high, row == low)
-        for c, k in enumerate((0, 1)):
-            on_up, on_down = (up_x, down_x) if k == 0 else (up_y, down_y)
-            b_cross = np.where(fwd, on_up[prev], on_down)
-            a_cross = np.where(fwd, on_up, on_down[prev])
-            ends[c, i] = np.where(b_orig, tri_verts[row_tri, b, k], b_cross)
-            ends[2 + c, i] = np.where(a_orig, tri_verts[row_tri, a, k], a_cross)
-    ends[:, 3] = up_x, up_y, down_x, down_y
-    valid[3] = ~np.isnan(up_x)
-    ends[:, 4] = down_x[prev], down_y[prev], up_x[prev], up_y[prev]
-    valid[4] = (row > row_lo[row_tri]) & ~np.isnan(down_x[prev])
-    keep = (valid.sum(axis=0) >= 3) & (row >= 0) & ~fallback[row_tri]
-    sel = np.nonzero(keep)[0]
-    ends, valid, row_tri, row = ends[:, :, sel], valid[:, sel], row_tri[sel], row[sel]
 
-    # Columns: the same walk along x over the row polygons' edges.
-    bx, by, ax, ay = ends
-    min_x = np.where(valid, ax, np.inf).min(axis=0).astype(F32)
-    max_x = np.where(valid, ax, -np.inf).max(axis=0).astype(F32)
+    def row_below(values):
+        out = np.roll(values, 1)
+        out[row_base] = np.nan if values.dtype == F32 else 0
+        return out
+
+    low_up_x, low_up_y, low_down_x, low_down_y = map(row_below, (up_x, up_y, down_x, down_y))
+    top = ~np.isnan(up_x)
+    bottom = ~np.isnan(low_up_x)
+    vert_in = vert_row <= row_hi[:, None]
+    vert_poly = np.where(vert_in, row_base[:, None] + (vert_row - row_lo[:, None]), 0)
+    n_inside = np.zeros(total_rows, dtype=np.int64)
+    min_x = np.fmin(np.fmin(up_x, down_x), np.fmin(low_up_x, low_down_x))
+    max_x = np.fmax(np.fmax(up_x, down_x), np.fmax(low_up_x, low_down_x))
+    for j in range(3):
+        has = np.nonzero(vert_in[:, j])[0]
+        at, x = vert_poly[has, j], tri_verts[has, j, 0]
+        min_x[at] = np.fmin(min_x[at], x)
+        max_x[at] = np.fmax(max_x[at], x)
+        n_inside[at] += 1
+    keep = (2 * top + 2 * bottom + n_inside >= 3) & (row >= 0) & ~fallback[row_tri]
     col_lo = np.trunc((min_x - rc_bmin[0]) * ics)
     col_hi = np.trunc((max_x - rc_bmin[0]) * ics)
-    inside = ~((col_hi < 0) | (col_lo >= width))
-    sel = np.nonzero(inside)[0]
-    col_lo = np.clip(col_lo[sel], -1, width - 1).astype(np.int64)
-    col_hi = np.clip(col_hi[sel], 0, width - 1).astype(np.int64)
-    bx, by, ax, ay, valid = bx[:, sel], by[:, sel], ax[:, sel], ay[:, sel], valid[:, sel]
-    row_tri, row, min_x, max_x = row_tri[sel], row[sel], min_x[sel], max_x[sel]
-    n_polys = sel.shape[0]
-    col_lines = _cut_lines(rc_bmin[0], cs, width)
-    col_a, a_on_line = _cell_of(ax, col_lines, col_lo, col_hi, rc_bmin[0], ics)
-    col_b, _ = _cell_of(bx, col_lines, col_lo, col_hi, rc_bmin[0], ics)
-    forward = bx < ax
-    span = np.where(forward, col_a - col_b, col_b - col_a) * valid
-    expected = (
-        _cell_of(max_x, col_lines, col_lo, col_hi, rc_bmin[0], ics)[0]
-        - _cell_of(min_x, col_lines, col_lo, col_hi, rc_bmin[0], ics)[0]
-    )
-    bad = (
-        (a_on_line & valid).any(axis=0)
-        | ((span * forward).sum(axis=0) != expected)
-        | ((span * ~forward).sum(axis=0) != expected)
-    )
-    fallback[row_tri[bad]] = True
-    good = ~fallback[row_tri]
+    keep &= ~((col_hi < 0) | (col_lo >= width))
+    col_lo = np.clip(np.where(keep, col_lo, 0), -1, width - 1).astype(np.int64)
+    col_hi = np.clip(np.where(keep, col_hi, 0), 0, width - 1).astype(np.int64)
 
-    n_cells = col_hi - col_lo + 1
+    # Columns: where each vertex falls among the cut lines, then the same walk along x.
+    col_lines = _cut_lines(rc_bmin[0], cs, width)
+    index_up, on_up = _line_index(up_x, col_lines, rc_bmin[0], ics)
+    index_down, on_down = _line_index(down_x, col_lines, rc_bmin[0], ics)
+    index_vert, on_vert = _line_index(tri_verts[:, :, 0], col_lines, rc_bmin[0], ics)
+    index_min, _ = _line_index(min_x, col_lines, rc_bmin[0], ics)
+    index_max, _ = _line_index(max_x, col_lines, rc_bmin[0], ics)
+
+    def cell(index, lo=col_lo, hi=col_hi):
+        return np.clip(index - 1, lo, hi + 1)
+
+    def cut(index, on_line, lo=col_lo, hi=col_hi):
+        return on_line & (index - 1 >= lo) & (index - 1 <= hi)
+
+    c_up, c_down = cell(index_up), cell(index_down)
+    index_low_up, index_low_down = row_below(index_up), row_below(index_down)
+    c_low_up, c_low_down = cell(index_low_up), cell(index_low_down)
+    vert_lo, vert_hi = col_lo[vert_poly], col_hi[vert_poly]
+    c_vert = cell(index_vert, vert_lo, vert_hi)
+    vert_in &= keep[vert_poly]
+    bad = keep & (
+        (top & (cut(index_up, on_up) | cut(index_down, on_down)))
+        | (bottom & (cut(index_low_up, row_below(on_up)) | cut(index_low_down, row_below(on_down))))
+    )
+    bad_vert = vert_in & cut(index_vert, on_vert, vert_lo, vert_hi)
+    fallback[np.nonzero(bad_vert.any(axis=1))[0]] = True
+
+    # The five directed edges of each row polygon (B -> A): two connectors along the cut
+    # lines, then the pieces of the triangle's three edges. Each as (valid, cell of B, cell of
+    # A, a function giving the x and y of B and A for a subset of row polygons).
+    def connector(b_x, b_y, a_x, a_y):
+        return lambda at: (b_x[at], b_y[at], a_x[at], a_y[at])
+
+    edges = [
+        (top, c_up, c_down, connector(up_x, up_y, down_x, down_y)),
+        (bottom, c_low_down, c_low_up, connector(low_down_x, low_down_y, low_up_x, low_up_y)),
+    ]
+    for b, a, forward, low, high in slots:
+        fwd, low, high = forward[row_tri], low[row_tri], high[row_tri]
+        b_orig = np.where(fwd, row == low, row == high)
+        a_orig = np.where(fwd, row == high, row == low)
+        c_b = np.where(b_orig, cell(index_vert[row_tri, b]), np.where(fwd, c_low_up, c_down))
+        c_a = np.where(a_orig, cell(index_vert[row_tri, a]), np.where(fwd, c_up, c_low_down))
+
+        def piece(at, b=b, a=a, fwd=fwd, b_orig=b_orig, a_orig=a_orig):
+            t, f, bo, ao = row_tri[at], fwd[at], b_orig[at], a_orig[at]
+            return (
+                np.where(bo, tri_verts[t, b, 0], np.where(f, low_up_x[at], down_x[at])),
+                np.where(bo, tri_verts[t, b, 1], np.where(f, low_up_y[at], down_y[at])),
+                np.where(ao, tri_verts[t, a, 0], np.where(f, up_x[at], low_down_x[at])),
+                np.where(ao, tri_verts[t, a, 1], np.where(f, up_y[at], low_down_y[at])),
+            )
+
+        edges.append(((low <= row) & (row <= high), c_b, c_a, piece))
+    going_up = np.zeros(total_rows, dtype=np.int64)
+    going_down = np.zeros(total_rows, dtype=np.int64)
+    for valid, c_b, c_a, _ in edges:
+        step = (c_a - c_b) * valid
+        going_up += np.maximum(step, 0)
+        going_down += np.maximum(-step, 0)
+    expected = cell(index_max) - cell(index_min)
+    bad |= keep & ((going_up != expected) | (going_down != expected))
+    fallback[row_tri[bad]] = True
+    good = keep & ~fallback[row_tri]
+
+    n_cells = np.where(good, col_hi - col_lo + 1, 0)
     cell_base = np.cumsum(n_cells) - n_cells
     total_cells = int(n_cells.sum())
     cross_y = {side: [np.full(total_cells, np.nan, F32)] for side in (True, False)}
     for side in (True, False):
-        slot, poly = np.nonzero((forward == side) & (span > 0) & good[None, :])
-        near_x, near_y = (bx, by) if side else (ax, ay)
-        far_x, far_y = (ax, ay) if side else (bx, by)
-        first = (col_b if side else col_a)[slot, poly]
-        dest = cell_base[poly] + (first - col_lo[poly])
-        _walk_chains(
-            [near_x[slot, poly], near_y[slot, poly]],
-            [far_x[slot, poly], far_y[slot, poly]],
-            side, first, span[slot, poly], dest, col_lines, cross_y[side],
-        )  # fmt: skip
+        parts = []
+        for valid, c_b, c_a, ends in edges:
+            at = np.nonzero(valid & good & ((c_a > c_b) if side else (c_b > c_a)))[0]
+            b_x, b_y, a_x, a_y = ends(at)
+            first = (c_b if side else c_a)[at]
+            n_cross = np.abs(c_a[at] - c_b[at])
+            near, far = ((b_x, b_y), (a_x, a_y)) if side else ((a_x, a_y), (b_x, b_y))
+            parts.append((near, far, first, n_cross, cell_base[at] + (first - col_lo[at])))
+        near, far, first, n_cross, dest = (
+            [np.concatenate([p[0][k] for p in parts]) for k in range(2)],
+            [np.concatenate([p[1][k] for p in parts]) for k in range(2)],
+            *(np.concatenate([p[i] for p in parts]) for i in range(2, 5)),
+        )
+        _walk_chains(near, far, side, first, n_cross, dest, col_lines, cross_y[side])
+
+    # Vertices into their cells; one pass per vertex kind, so no cell is hit twice in a pass.
     vert_min = np.full(total_cells, np.nan, F32)
     vert_max = np.full(total_cells, np.nan, F32)
     vert_count = np.zeros(total_cells, dtype=np.int64)
-    placed = valid & (col_a <= col_hi) & good
-    for i in range(5):
-        poly = np.nonzero(placed[i])[0]
-        cell = cell_base[poly] + (col_a[i, poly] - col_lo[poly])
-        y = ay[i, poly]
-        vert_min[cell] = np.fmin(vert_min[cell], y)
-        vert_max[cell] = np.fmax(vert_max[cell], y)
-        vert_count[cell] += 1
+    vert_good = vert_in & good[vert_poly]
+    kinds = [
+        (top & good & (c_up <= col_hi), np.arange(total_rows), c_up, up_y),
+        (top & good & (c_down <= col_hi), np.arange(total_rows), c_down, down_y),
+        (bottom & good & (c_low_up <= col_hi), np.arange(total_rows), c_low_up, low_up_y),
+        (bottom & good & (c_low_down <= col_hi), np.arange(total_rows), c_low_down, low_down_y),
+    ] + [
+        (vert_good[:, j] & (c_vert[:, j] <= vert_hi[:, j]), vert_poly[:, j], c_vert[:, j],
+         tri_verts[:, j, 1])
+        for j in range(3)
+    ]  # fmt: skip
+    for placed, poly, c, y in kinds:
+        which = np.nonzero(placed)[0]
+        at = poly[which]
+        target = cell_base[at] + (c[which] - col_lo[at])
+        y = y[which]
+        vert_min[target] = np.fmin(vert_min[target], y)
+        vert_max[target] = np.fmax(vert_max[target], y)
+        vert_count[target] += 1
 
-    cell_poly = np.repeat(np.arange(n_polys), n_cells)
+    cell_poly = np.repeat(np.arange(total_rows), n_cells)
     col = col_lo[cell_poly] + (np.arange(total_cells) - cell_base[cell_poly])
     first_cell = col == col_lo[cell_poly]
     right_up, right_down = cross_y[True][0], cross_y[False][0]
-    left_up = np.where(first_cell, np.nan, np.roll(right_up, 1)).astype(F32)
-    left_down = np.where(first_cell, np.nan, np.roll(right_down, 1)).astype(F32)
+    left_up = np.roll(right_up, 1)
+    left_down = np.roll(right_down, 1)
+    left_up[first_cell] = np.nan
+    left_down[first_cell] = np.nan
     n_verts = vert_count + 2 * ~np.isnan(right_up) + 2 * ~np.isnan(left_up)
     low = np.fmin(np.fmin(np.fmin(right_up, right_down), np.fmin(left_up, left_down)), vert_min)
     high = np.fmax(np.fmax(np.fmax(right_up, right_down), np.fmax(left_up, left_down)), vert_max)
