@@ -30,6 +30,8 @@ F32 = np.float32
 EMPTY = np.iinfo(np.int32).max
 #: Triangles clipped together; bounds the clipping state (about 1 KiB per triangle).
 CHUNK_TRIANGLES = 8192
+#: Fragments merged together; bounds the merge state (about 40 bytes per fragment).
+CHUNK_FRAGMENTS = 1 << 18
 
 
 def mark_walkable_triangles(verts, tris, max_slope_degrees: float) -> np.ndarray:
@@ -662,6 +664,37 @@ def merge_fragments(
     if not grouped:
         order = np.argsort(col, kind="stable")
         col, f_min, f_max, f_area = col[order], f_min[order], f_max[order], f_area[order]
+    # Column ranges merged separately keep each one's state cache-sized; a range never splits
+    # a column, so the result is the same.
+    counts = np.zeros(n_cols, dtype=np.int64)
+    parts = []
+    start = 0
+    while start < col.shape[0]:
+        end = min(start + CHUNK_FRAGMENTS, col.shape[0])
+        if end < col.shape[0]:
+            end = int(np.searchsorted(col, col[end - 1], side="right"))
+        here = slice(start, end)
+        used_cols, per_used, *spans = _merge_sorted(
+            col[here], f_min[here], f_max[here], f_area[here], merge_threshold
+        )
+        counts[used_cols] = per_used
+        parts.append(spans)
+        start = end
+    col_start = np.zeros(n_cols + 1, dtype=np.int64)
+    np.cumsum(counts, out=col_start[1:])
+    if not parts:
+        empty = np.zeros(0, dtype=np.uint16)
+        return col_start, empty, empty.copy(), np.zeros(0, dtype=np.uint8)
+    out_min, out_max, out_area = (np.concatenate(p) for p in zip(*parts, strict=True))
+    return col_start, out_min, out_max, out_area
+
+
+def _merge_sorted(col, f_min, f_max, f_area, merge_threshold):
+    """`merge_fragments` on fragments sorted by column (triangle order within one).
+
+    Returns the used columns (ascending), their span counts, and smin uint16, smax uint16,
+    area uint8 of their spans in column order, bottom-up.
+    """
     first = np.flatnonzero(np.diff(col, prepend=-1))
     used_cols = col[first]
     per_col = np.diff(first, append=col.shape[0])
@@ -741,10 +774,6 @@ def merge_fragments(
         st_area[rows, n_below] = new_area
         st_n[:nk] = cur_n - n_over + 1
 
-    counts = np.zeros(n_cols, dtype=np.int64)
-    counts[used_cols] = st_n
-    col_start = np.zeros(n_cols + 1, dtype=np.int64)
-    np.cumsum(counts, out=col_start[1:])
     # Spans row by row (columns in fragment-count order), then moved to column order.
     segments = [(0, st_min.shape[0], st_min, st_max, st_area)] + finished[::-1]
     parts = []
@@ -752,14 +781,20 @@ def merge_fragments(
         valid = np.arange(seg_min.shape[1])[None, :] < st_n[start:end][:, None]
         parts.append((seg_min[valid], seg_max[valid], seg_area[valid]))
     row_min, row_max, row_area = (np.concatenate(p) for p in zip(*parts, strict=True))
+    in_column_order = np.empty(n_used, dtype=np.int64)
+    in_column_order[by_count] = np.arange(n_used)
+    per_used = st_n[in_column_order]
+    start_by_column = np.cumsum(per_used) - per_used
     span_row = np.repeat(np.arange(n_used), st_n)
     row_first = np.cumsum(st_n) - st_n
-    dest = col_start[used_cols][span_row] + (np.arange(span_row.shape[0]) - row_first[span_row])
+    dest = start_by_column[by_count][span_row] + (
+        np.arange(span_row.shape[0]) - row_first[span_row]
+    )
     out_min = np.empty(dest.shape[0], dtype=np.uint16)
     out_max = np.empty(dest.shape[0], dtype=np.uint16)
     out_area = np.empty(dest.shape[0], dtype=np.uint8)
     out_min[dest], out_max[dest], out_area[dest] = row_min, row_max, row_area
-    return col_start, out_min, out_max, out_area
+    return used_cols[in_column_order], per_used, out_min, out_max, out_area
 
 
 def _widen(array, slots, fill):
