@@ -250,11 +250,14 @@ def _contour_machine(g: _Graph, reg):
     rotate = 4 * np.arange(n)[:, None] + ((d + 1) & 3)
     move = 4 * nbx + ((d + 3) & 3)
     succ = np.where(solid, rotate, move)
-    return succ.ravel().tolist(), np.where(solid, rn, -1).ravel().tolist()
+    # Walked with .item(): cheaper than turning every state into a list when, on a large
+    # grid, only the states along region borders are visited.
+    return succ.ravel(), np.where(solid, rn, -1).ravel()
 
 
 def _walk_contour(start: int, succ, emit, first_reg: int):
     """Recast's walkContour from state ``start``: the cyclic list of neighbour regions."""
+    succ, emit = succ.item, emit.item
     cont = [first_reg]
     cur = first_reg
     s = start
@@ -263,11 +266,11 @@ def _walk_contour(start: int, succ, emit, first_reg: int):
         it += 1
         if it >= 40000:
             break
-        e = emit[s]
+        e = emit(s)
         if e >= 0 and e != cur:
             cur = e
             cont.append(e)
-        s = succ[s]
+        s = succ(s)
         if s == start:
             break
     if len(cont) > 1:
