@@ -20,6 +20,9 @@ over such rounds and over the k-th fragment of every column in the span merge.
 
 from __future__ import annotations
 
+import os
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 
 from .config import NULL_AREA, SPAN_MAX_HEIGHT, WALKABLE_AREA, walkable_threshold
@@ -30,6 +33,11 @@ F32 = np.float32
 EMPTY = np.iinfo(np.int32).max
 #: Triangles clipped together; bounds the clipping state (about 1 KiB per triangle).
 CHUNK_TRIANGLES = 8192
+#: Triangles per chunk when chunks are clipped on several threads (larger, so the work inside
+#: NumPy outweighs the interpreter's share, which holds the GIL).
+PARALLEL_CHUNK_TRIANGLES = 16384
+#: Threads clipping chunks at once (NumPy releases the GIL in its loops).
+WORKERS = min(2, os.cpu_count() or 1)
 #: Fragments merged together; bounds the merge state (about 40 bytes per fragment).
 CHUNK_FRAGMENTS = 1 << 18
 
@@ -580,12 +588,13 @@ def rasterize_fragments(
 
     # Triangles go through in chunks: the clipping state stays cache-sized and the peak
     # memory bounded; fragments keep their triangle ids, so chunking changes no result.
-    pieces = []
-    for sel, chunk in _chunks(tri_ids):
+    # NumPy releases the GIL inside its loops, so two threads keep both cores busy.
+    def clip_chunk(part):
+        sel, chunk = part
         fallback, owner, *cells = _clip_by_chains(
             tri_verts[chunk], row_lo[sel], row_hi[sel], rc_bmin, cs, ics, width, height
         )
-        pieces.append(_snap_heights(chunk[owner], *cells, by, ich))
+        out = [_snap_heights(chunk[owner], *cells, by, ich)]
         if fallback.any():
             sel = np.arange(sel.start, sel.start + chunk.shape[0])[fallback]
             cells = _clip_triangles(
@@ -593,7 +602,15 @@ def rasterize_fragments(
                 ics, width,
             )  # fmt: skip
             if cells is not None:
-                pieces.append(_snap_heights(*cells, by, ich))
+                out.append(_snap_heights(*cells, by, ich))
+        return out
+
+    if WORKERS > 1 and tri_ids.shape[0] > 2 * PARALLEL_CHUNK_TRIANGLES:
+        with ThreadPoolExecutor(WORKERS) as pool:
+            done = pool.map(clip_chunk, _chunks(tri_ids, PARALLEL_CHUNK_TRIANGLES))
+            pieces = [p for out in done for p in out]
+    else:
+        pieces = [p for part in _chunks(tri_ids) for p in clip_chunk(part)]
     if not pieces:
         return _empty_fragments()
     tri, frow, fcol, smin, smax = (np.concatenate(parts) for parts in zip(*pieces, strict=True))
@@ -666,20 +683,28 @@ def merge_fragments(
         col, f_min, f_max, f_area = col[order], f_min[order], f_max[order], f_area[order]
     # Column ranges merged separately keep each one's state cache-sized; a range never splits
     # a column, so the result is the same.
-    counts = np.zeros(n_cols, dtype=np.int64)
-    parts = []
+    ranges = []
     start = 0
     while start < col.shape[0]:
         end = min(start + CHUNK_FRAGMENTS, col.shape[0])
         if end < col.shape[0]:
             end = int(np.searchsorted(col, col[end - 1], side="right"))
-        here = slice(start, end)
-        used_cols, per_used, *spans = _merge_sorted(
-            col[here], f_min[here], f_max[here], f_area[here], merge_threshold
-        )
+        ranges.append(slice(start, end))
+        start = end
+
+    def merge_range(here):
+        return _merge_sorted(col[here], f_min[here], f_max[here], f_area[here], merge_threshold)
+
+    if WORKERS > 1 and len(ranges) > 2:
+        with ThreadPoolExecutor(WORKERS) as pool:
+            merged = list(pool.map(merge_range, ranges))
+    else:
+        merged = [merge_range(here) for here in ranges]
+    counts = np.zeros(n_cols, dtype=np.int64)
+    parts = []
+    for used_cols, per_used, *spans in merged:
         counts[used_cols] = per_used
         parts.append(spans)
-        start = end
     col_start = np.zeros(n_cols + 1, dtype=np.int64)
     np.cumsum(counts, out=col_start[1:])
     if not parts:

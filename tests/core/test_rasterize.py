@@ -185,3 +185,27 @@ def test_config_derives_recast_integers_in_float32():
     )
     assert (d.min_region_area, d.merge_region_area) == (64, 400)
     assert d.detail_sample_dist == F32(0.3) * F32(6.0)
+
+
+def test_chunked_and_threaded_paths_give_the_same_spans(monkeypatch):
+    """Tiny chunks force the threaded clipping and the threaded, range-by-range span merge
+    that large scenes take; they must give exactly the oracle's fragments and columns."""
+    from core import rasterize
+
+    rng = np.random.default_rng(7)
+    verts, tris = random_soup(rng, 60)
+    areas = mark_walkable_triangles(verts, tris, 45.0)
+    bmin = np.array([0.5, 0.25, 0.0], F32)
+    bmax = np.array([5.5, 5.0, 4.0], F32)
+    cs, ch, climb = 0.5, 0.25, 2
+    w, h = grid_size(bmin, bmax, cs)
+    columns, frags = oracle.rasterize(verts, tris, areas, bmin, bmax, cs, ch, w, h, climb)
+    monkeypatch.setattr(rasterize, "WORKERS", 2)
+    monkeypatch.setattr(rasterize, "CHUNK_TRIANGLES", 5)
+    monkeypatch.setattr(rasterize, "PARALLEL_CHUNK_TRIANGLES", 7)
+    monkeypatch.setattr(rasterize, "CHUNK_FRAGMENTS", 16)
+    fast = rasterize_fragments(verts, tris, areas, bmin, bmax, cs, ch, w, h)
+    assert list(zip(*(a.tolist() for a in fast), strict=False)) == frags
+    hf = rasterize_triangles(verts, tris, areas, bmin, bmax, cs, ch, w, h, climb)
+    expected = [(i % w, i // w, *s) for i, c in enumerate(columns) for s in c]
+    assert spans(hf) == sorted(expected)
