@@ -7,13 +7,18 @@ open ceiling of 0xFFFF.
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 
 from .config import NULL_AREA
 from .heightfield import Heightfield
+from .rasterize import WORKERS
 
 #: Ceiling of the open sky above a column's top span. [Units: ch]
 OPEN_CEILING = 0xFFFF
+#: Walkable spans from which the ledge filter splits its work over two threads.
+PARALLEL_SPANS = 200_000
 
 
 def _ceilings(hf: Heightfield) -> np.ndarray:
@@ -63,12 +68,30 @@ def filter_ledge_spans(hf: Heightfield, walkable_height: int, walkable_climb: in
     walkable_height, walkable_climb [Units: ch]. Returns uint8 (n,).
     """
     area = hf.area.copy()
-    width, height = hf.width, hf.height
     candidates = np.nonzero(hf.area != NULL_AREA)[0]
     if candidates.shape[0] == 0:
         return area
     ceiling_all = _ceilings(hf)
-    col = hf.span_columns()[candidates]
+    columns = hf.span_columns()
+
+    def ledges(subset):
+        return _ledges(hf, subset, columns, ceiling_all, walkable_height, walkable_climb)
+
+    if WORKERS > 1 and candidates.shape[0] >= PARALLEL_SPANS:
+        # NumPy releases the GIL in its loops: the two halves run on two cores.
+        halves = np.array_split(candidates, WORKERS)
+        with ThreadPoolExecutor(WORKERS) as pool:
+            ledge = np.concatenate(list(pool.map(ledges, halves)))
+    else:
+        ledge = ledges(candidates)
+    area[candidates[ledge]] = NULL_AREA
+    return area
+
+
+def _ledges(hf, candidates, columns, ceiling_all, walkable_height, walkable_climb):
+    """bool per candidate span: is it a ledge (see `filter_ledge_spans`)."""
+    width, height = hf.width, hf.height
+    col = columns[candidates]
     cx, cy = col % width, col // width
     floor = hf.smax[candidates].astype(np.int32)
     ceiling = ceiling_all[candidates]
@@ -109,9 +132,7 @@ def filter_ledge_spans(hf: Heightfield, walkable_height: int, walkable_climb: in
             highest_ok[at] = np.maximum(highest_ok[at], n_floor[step])
             j += 1
             live = live[ncount[live] > j]
-    ledge = drop | (highest_ok - lowest_ok > walkable_climb)
-    area[candidates[ledge]] = NULL_AREA
-    return area
+    return drop | (highest_ok - lowest_ok > walkable_climb)
 
 
 def filter_walkable_low_height_spans(hf: Heightfield, walkable_height: int) -> np.ndarray:

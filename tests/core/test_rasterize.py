@@ -188,8 +188,8 @@ def test_config_derives_recast_integers_in_float32():
 
 
 def test_chunked_and_threaded_paths_give_the_same_spans(monkeypatch):
-    """Tiny chunks force the threaded clipping and the threaded, range-by-range span merge
-    that large scenes take; they must give exactly the oracle's fragments and columns."""
+    """Tiny chunks force the threaded clipping, the threaded range-by-range span merge and the
+    split ledge filter that large scenes take; they must give exactly the oracle's results."""
     from core import rasterize
 
     rng = np.random.default_rng(7)
@@ -209,3 +209,9 @@ def test_chunked_and_threaded_paths_give_the_same_spans(monkeypatch):
     hf = rasterize_triangles(verts, tris, areas, bmin, bmax, cs, ch, w, h, climb)
     expected = [(i % w, i // w, *s) for i, c in enumerate(columns) for s in c]
     assert spans(hf) == sorted(expected)
+    monkeypatch.setattr(filters, "WORKERS", 2)
+    monkeypatch.setattr(filters, "PARALLEL_SPANS", 1)
+    stages = oracle.filters(columns, w, h, walkable_height=4, climb=climb)
+    lowhang = filters.filter_low_hanging_obstacles(hf, climb)
+    ledge = filters.filter_ledge_spans(hf.copy(area=lowhang), 4, climb)
+    assert ledge.tolist() == stages["ledge"]
