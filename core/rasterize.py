@@ -589,12 +589,21 @@ def rasterize_fragments(
     # Triangles go through in chunks: the clipping state stays cache-sized and the peak
     # memory bounded; fragments keep their triangle ids, so chunking changes no result.
     # NumPy releases the GIL inside its loops, so two threads keep both cores busy.
+    # The edge walk relies on a crossing lying well short of the next cut line; with cells
+    # smaller than about 2**14 float32 steps of the coordinates that may fail, and every
+    # triangle takes the polygon-by-polygon path, which is Recast's own arithmetic.
+    magnitude = float(np.abs(tri_verts[tri_ids]).max()) if tri_ids.shape[0] else 0.0
+    by_edges = float(cs) > magnitude * 2.0**-14
+
     def clip_chunk(part):
         sel, chunk = part
-        fallback, owner, *cells = _clip_by_chains(
-            tri_verts[chunk], row_lo[sel], row_hi[sel], rc_bmin, cs, ics, width, height
-        )
-        out = [_snap_heights(chunk[owner], *cells, by, ich)]
+        if by_edges:
+            fallback, owner, *cells = _clip_by_chains(
+                tri_verts[chunk], row_lo[sel], row_hi[sel], rc_bmin, cs, ics, width, height
+            )
+            out = [_snap_heights(chunk[owner], *cells, by, ich)]
+        else:
+            fallback, out = np.ones(chunk.shape[0], dtype=bool), []
         if fallback.any():
             sel = np.arange(sel.start, sel.start + chunk.shape[0])[fallback]
             cells = _clip_triangles(
