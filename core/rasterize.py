@@ -125,8 +125,10 @@ def _divide_cut(coords, count, delta, width, keep=None, extent=False):
     return results
 
 
-def _chunks(tri_ids, size: int = CHUNK_TRIANGLES):
-    """(positions, triangle ids) of consecutive chunks of at most ``size`` triangles."""
+def _chunks(tri_ids, size: int | None = None):
+    """(positions, triangle ids) of consecutive chunks of at most ``size`` triangles (default
+    `CHUNK_TRIANGLES`, read at call time)."""
+    size = CHUNK_TRIANGLES if size is None else size
     for start in range(0, tri_ids.shape[0], size):
         sel = slice(start, start + size)
         yield sel, tri_ids[sel]
@@ -178,9 +180,17 @@ def _cell_of(values, lines, first, last, origin, ics):
     lines exactly.
     """
     found, on_line = _line_index(values, lines, origin, ics)
-    cell = found - 1
-    on_line &= (cell >= first) & (cell <= last)
-    return np.clip(cell, first, last + 1), on_line
+    return _clip_cell(found, first, last), _on_cut(found, on_line, first, last)
+
+
+def _clip_cell(index, first, last):
+    """The cell of a `_line_index` among the cuts of cells first..last (see `_cell_of`)."""
+    return np.clip(index - 1, first, last + 1)
+
+
+def _on_cut(index, on_line, first, last):
+    """A value at `_line_index` ``index`` lies exactly on one of the cuts first..last."""
+    return on_line & (index - 1 >= first) & (index - 1 <= last)
 
 
 def _line_index(values, lines, origin, ics):
@@ -332,10 +342,10 @@ def _clip_by_chains(tri_verts, row_lo, row_hi, rc_bmin, cs, ics, width, height):
     index_max, _ = _line_index(max_x, col_lines, rc_bmin[0], ics)
 
     def cell(index, lo=col_lo, hi=col_hi):
-        return np.clip(index - 1, lo, hi + 1)
+        return _clip_cell(index, lo, hi)
 
     def cut(index, on_line, lo=col_lo, hi=col_hi):
-        return on_line & (index - 1 >= lo) & (index - 1 <= hi)
+        return _on_cut(index, on_line, lo, hi)
 
     c_up, c_down = cell(index_up), cell(index_down)
     index_low_up, index_low_down = row_below(index_up), row_below(index_down)
@@ -592,7 +602,9 @@ def rasterize_fragments(
     # The edge walk relies on a crossing lying well short of the next cut line; with cells
     # smaller than about 2**14 float32 steps of the coordinates that may fail, and every
     # triangle takes the polygon-by-polygon path, which is Recast's own arithmetic.
-    magnitude = float(np.abs(tri_verts[tri_ids]).max()) if tri_ids.shape[0] else 0.0
+    magnitude = max(
+        float(np.abs(tmin[tri_ids]).max(initial=0)), float(np.abs(tmax[tri_ids]).max(initial=0))
+    )
     by_edges = float(cs) > magnitude * 2.0**-14
 
     def clip_chunk(part):
