@@ -735,6 +735,21 @@ def merge_fragments(
     return col_start, out_min, out_max, out_area
 
 
+def _count_per_row(mask):
+    """True entries per row of a C-contiguous bool (n, slots) array, slots 4 or a multiple of 8.
+
+    Adds the row's bytes by one multiplication of the row read as an integer: sum() over short
+    rows is slow, and a matrix product would go through BLAS, whose spinning worker threads
+    cost more system time than the product itself.
+    """
+    if mask.shape[1] == 4:
+        return ((mask.view(np.uint32)[:, 0] * np.uint32(0x01010101)) >> np.uint32(24)).astype(
+            np.int64
+        )
+    words = mask.view(np.uint64) * np.uint64(0x0101010101010101) >> np.uint64(56)
+    return (words[:, 0] if words.shape[1] == 1 else words.sum(axis=1)).astype(np.int64)
+
+
 def _merge_sorted(col, f_min, f_max, f_area, merge_threshold):
     """`merge_fragments` on fragments sorted by column (triangle order within one).
 
@@ -774,12 +789,11 @@ def _merge_sorted(col, f_min, f_max, f_area, merge_threshold):
             st_min = _widen(st_min[:nk], slots, EMPTY)
             st_max = _widen(st_max[:nk], slots, EMPTY)
             st_area = _widen(st_area[:nk], slots, 0)
-        ones = np.ones(slots, dtype=F32)
         cur_min, cur_max, cur_area, cur_n = st_min[:nk], st_max[:nk], st_area[:nk], st_n[:nk]
         # Spans are sorted and apart, so the ones the fragment touches are a contiguous run
-        # [n_below, n_reach). Counting by a small matrix product beats sum() on short rows.
-        n_below = ((cur_max < fmin[:, None]).astype(F32) @ ones).astype(np.int64)
-        n_reach = ((cur_min <= fmax[:, None]).astype(F32) @ ones).astype(np.int64)
+        # [n_below, n_reach).
+        n_below = _count_per_row(cur_max < fmin[:, None])
+        n_reach = _count_per_row(cur_min <= fmax[:, None])
         n_over = n_reach - n_below
         rows = np.arange(nk)
         touched = n_over > 0
