@@ -690,7 +690,7 @@ def merge_fragments(
     Fragments must be in triangle order. A fragment merges with every span it overlaps or
     touches (closed test); the merged span takes the union. Its area is the fragment's area,
     max'ed with each merged span's area whose top is at most ``merge_threshold`` below the
-    fragment's top. [Units: ch] for heights and threshold (walkable_climb).
+    fragment's top. [Units: ch] for heights and threshold (walkable_climb) [Limit: >= 0].
     ``grouped``: the fragments are already grouped by column (see `rasterize_fragments`).
     Returns col_start int64 (w*h+1,), smin uint16, smax uint16, area uint8.
     """
@@ -750,12 +750,30 @@ def _count_per_row(mask):
     return (words[:, 0] if words.shape[1] == 1 else words.sum(axis=1)).astype(np.int64)
 
 
+def _fold_contained(col, f_min, f_max, f_area):
+    """Fold each fragment lying within the previous one of its column into that one's area.
+
+    After the previous fragment is added, its span covers the contained one, which then merges
+    with that span alone, at the same top, so it only raises the span's area (the threshold is
+    never negative): adding the previous fragment with the max of both areas is the same. By
+    induction a whole run of fragments each inside the one before folds into the run's first.
+    Cuts the merge's rounds (dungeon: 149 to 55 fragments in the fullest column).
+    """
+    contained = (col[1:] == col[:-1]) & (f_min[1:] >= f_min[:-1]) & (f_max[1:] <= f_max[:-1])
+    if not contained.any():
+        return col, f_min, f_max, f_area
+    starts = np.flatnonzero(~np.concatenate(([False], contained)))
+    return col[starts], f_min[starts], f_max[starts], np.maximum.reduceat(f_area, starts)
+
+
 def _merge_sorted(col, f_min, f_max, f_area, merge_threshold):
     """`merge_fragments` on fragments sorted by column (triangle order within one).
 
     Returns the used columns (ascending), their span counts, and smin uint16, smax uint16,
     area uint8 of their spans in column order, bottom-up.
     """
+    if col.shape[0] > 1:
+        col, f_min, f_max, f_area = _fold_contained(col, f_min, f_max, f_area)
     first = np.flatnonzero(np.diff(col, prepend=-1))
     used_cols = col[first]
     per_col = np.diff(first, append=col.shape[0])

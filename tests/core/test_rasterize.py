@@ -107,6 +107,40 @@ def test_area_merge_depends_on_order_as_in_recast():
     assert a2.tolist() == [0]
 
 
+@pytest.mark.parametrize("seed", range(6))
+def test_span_merge_matches_recasts_add_span_on_dense_columns(seed):
+    """Many fragments per column, often inside or just past the column's previous one, several
+    area ids: the vectorized merge (contained fragments folded, rounds, slot widening) against
+    addSpan one by one."""
+    rng = np.random.default_rng(seed)
+    width, height, n = 6, 5, 600
+    ix = rng.integers(0, width, n)
+    iy = rng.integers(0, height, n)
+    smin = rng.integers(0, 400, n)
+    smax = smin + rng.integers(1, 12, n)
+    previous: dict[int, int] = {}
+    for i, c in enumerate((ix + iy * width).tolist()):
+        # Often inside (or equal to) the column's previous fragment: the folded case.
+        if c in previous and rng.random() < 0.4:
+            j = previous[c]
+            smin[i] = smin[j] + rng.integers(-1, 2)
+            smax[i] = max(smin[i] + 1, smax[j] + rng.integers(-1, 2))
+        previous[c] = i
+    area = rng.choice(np.array([0, 1, 5, 63], np.uint8), n)
+    for climb in (0, 1, 4):
+        col_start, out_min, out_max, out_area = merge_fragments(
+            width, height, ix, iy, smin, smax, area, merge_threshold=climb
+        )
+        columns: list[list] = [[] for _ in range(width * height)]
+        for c, a, b, ar in zip((ix + iy * width).tolist(), smin.tolist(), smax.tolist(),
+                               area.tolist(), strict=True):  # fmt: skip
+            oracle.add_span(columns[c], a, b, ar, climb)
+        expected = [tuple(s) for column in columns for s in column]
+        got = list(zip(out_min.tolist(), out_max.tolist(), out_area.tolist(), strict=True))
+        assert got == expected
+        assert np.diff(col_start).tolist() == [len(column) for column in columns]
+
+
 def test_heights_are_clamped_to_the_bounds():
     tri = np.array([[0, 0, -5], [1, 0, -5], [1, 1, 20]], F32)
     hf = raster(tri, [[0, 1, 2]], bmax=(1, 1, 4))
