@@ -256,8 +256,10 @@ def estimate_memory(verts, tris, bmin, bmax, cs: float) -> tuple[int, int, int]:
     cs = float(cs)
     ext = (np.asarray(bmax, dtype=np.float64) - np.asarray(bmin, dtype=np.float64)) / cs
     columns = int(np.floor(ext[0] + 0.5)) * int(np.floor(ext[1] + 0.5))
-    tv = np.asarray(verts, dtype=np.float64)[np.asarray(tris, dtype=np.int64)]
-    span = (tv.max(axis=1) - tv.min(axis=1))[:, :2] / cs
+    xy = np.asarray(verts, dtype=np.float64)[:, :2]
+    tris = np.asarray(tris, dtype=np.int64)
+    a, b, c = xy[tris[:, 0]], xy[tris[:, 1]], xy[tris[:, 2]]
+    span = (np.maximum(np.maximum(a, b), c) - np.minimum(np.minimum(a, b), c)) / cs
     fragments = int(FRAGMENT_FILL * np.sum((span[:, 0] + 1) * (span[:, 1] + 1)))
     fragments = min(fragments, columns * 64 + tris.shape[0])
     total = columns * BYTES_PER_COLUMN + fragments * BYTES_PER_FRAGMENT
