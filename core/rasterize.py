@@ -562,10 +562,11 @@ def _previous(values, cols, last):
     return out
 
 
-def _clip_pieces(verts, tris, bmin, bmax, cs, ch, width, height):
+def _clip_pieces(verts, tris, bmin, bmax, cs, ch, width, height, finish=None):
     """Clip every triangle into cell fragments: a list of (int32 tri, row, col, uint16 smin,
     smax) pieces, each in triangle, row, column order and the pieces in triangle order.
-    Arguments as `rasterize_fragments`."""
+    Arguments as `rasterize_fragments`; ``finish``, if given, maps each piece to what the list
+    holds instead, on the clipping thread."""
     verts = np.asarray(verts, dtype=F32)
     tris = np.asarray(tris, dtype=np.int64)
     bmin = np.asarray(bmin, dtype=F32)
@@ -617,12 +618,12 @@ def _clip_pieces(verts, tris, bmin, bmax, cs, ch, width, height):
             )  # fmt: skip
             if cells is not None:
                 out.append(_snap_heights(*cells, by, ich))
-        if len(out) < 2:
-            return out
-        # Both parts are in triangle order; a stable sort on the triangle interleaves them.
-        joined = [np.concatenate(parts) for parts in zip(*out, strict=True)]
-        order = np.argsort(joined[0], kind="stable")
-        return [tuple(values[order] for values in joined)]
+        if len(out) == 2:
+            # Both parts are in triangle order; a stable sort on the triangle interleaves them.
+            joined = [np.concatenate(parts) for parts in zip(*out, strict=True)]
+            order = np.argsort(joined[0], kind="stable")
+            out = [tuple(values[order] for values in joined)]
+        return out if finish is None else [finish(*piece) for piece in out]
 
     if WORKERS > 1 and tri_ids.shape[0] > 2 * PARALLEL_CHUNK_TRIANGLES:
         with ThreadPoolExecutor(WORKERS) as pool:
@@ -648,25 +649,43 @@ def rasterize_fragments(verts, tris, areas, bmin, bmax, cs, ch, width, height):
     return tri.astype(np.int64), fcol, frow, smin, smax, np.asarray(areas, dtype=np.uint8)[tri]
 
 
-def _fragments_by_column(pieces, areas, width, height):
-    """Fragments of `_clip_pieces` grouped by column, in triangle order within one: int64
-    column (``ix + iy * width``, ascending), uint16 smin, smax, uint8 area.
+def _column_and_payload(areas, width):
+    """A `_clip_pieces` finish: int64 column (``ix + iy * width``) and int64 payload
+    (smin | smax << 16 | area << 32) of each fragment, so the sort by column moves one array."""
+    areas = np.asarray(areas, dtype=np.int64)
+
+    def finish(tri, row, col, smin, smax):
+        payload = smin.astype(np.int64) | (smax.astype(np.int64) << 16) | (areas[tri] << 32)
+        return row.astype(np.int64) * width + col, payload
+
+    return finish
+
+
+def _unpack_payload(payload):
+    """int32 smin, int32 smax, uint8 area of `_column_and_payload` payloads."""
+    return (
+        (payload & 0xFFFF).astype(np.int32),
+        ((payload >> 16) & 0xFFFF).astype(np.int32),
+        (payload >> 32).astype(np.uint8),
+    )
+
+
+def _fragments_by_column(pieces):
+    """`_column_and_payload` pieces grouped by column (ascending), in triangle order within one:
+    int64 column and payload.
 
     One sort of int64 values packing the column above the fragment's position (which follows
     the triangle order) is about half the time of an argsort of a column-and-triangle key and
     the gathers after it."""
-    tri, frow, fcol, smin, smax = (np.concatenate(parts) for parts in zip(*pieces, strict=True))
-    n = tri.shape[0]
+    col, payload = (np.concatenate(parts) for parts in zip(*pieces, strict=True))
+    n = col.shape[0]
     shift = max(n - 1, 1).bit_length()
-    if (width * height) << shift >= 1 << 63:
-        order = np.argsort((frow.astype(np.int64) * width + fcol) * n + np.arange(n))
-        col = frow[order].astype(np.int64) * width + fcol[order]
-    else:
-        packed = ((frow.astype(np.int64) * width + fcol) << shift) | np.arange(n, dtype=np.int64)
-        packed.sort()
-        order = packed & ((1 << shift) - 1)
-        col = packed >> shift
-    return col, smin[order], smax[order], np.asarray(areas, dtype=np.uint8)[tri[order]]
+    if int(col.max()) << shift >= 1 << 63:
+        order = np.argsort(col, kind="stable")
+        return col[order], payload[order]
+    packed = (col << shift) | np.arange(n, dtype=np.int64)
+    packed.sort()
+    return packed >> shift, payload[packed & ((1 << shift) - 1)]
 
 
 def _snap_heights(tri, row, col, span_min, span_max, by, ich):
@@ -721,19 +740,17 @@ def merge_fragments(
     """
     col = np.asarray(ix, dtype=np.int64) + np.asarray(iy, dtype=np.int64) * width
     order = np.argsort(col, kind="stable")
-    return _merge_grouped(
-        width * height,
-        col[order],
-        np.asarray(smin, dtype=np.uint16)[order],
-        np.asarray(smax, dtype=np.uint16)[order],
-        np.asarray(area, dtype=np.uint8)[order],
-        merge_threshold,
+    payload = (
+        np.asarray(smin, dtype=np.int64)
+        | (np.asarray(smax, dtype=np.int64) << 16)
+        | (np.asarray(area, dtype=np.int64) << 32)
     )
+    return _merge_grouped(width * height, col[order], payload[order], merge_threshold)
 
 
-def _merge_grouped(n_cols, col, f_min, f_max, f_area, merge_threshold):
+def _merge_grouped(n_cols, col, payload, merge_threshold):
     """`merge_fragments` on fragments grouped by column (ascending), in triangle order within
-    one: col int64, f_min/f_max uint16, f_area uint8."""
+    one: col int64 and `_column_and_payload` payloads."""
     # Column ranges merged separately keep each one's state cache-sized; a range never splits
     # a column, so the result is the same.
     ranges = []
@@ -746,13 +763,7 @@ def _merge_grouped(n_cols, col, f_min, f_max, f_area, merge_threshold):
         start = end
 
     def merge_range(here):
-        return _merge_sorted(
-            col[here],
-            f_min[here].astype(np.int32),
-            f_max[here].astype(np.int32),
-            f_area[here],
-            merge_threshold,
-        )
+        return _merge_sorted(col[here], *_unpack_payload(payload[here]), merge_threshold)
 
     if WORKERS > 1 and len(ranges) > 2:
         with ThreadPoolExecutor(WORKERS) as pool:
@@ -926,14 +937,13 @@ def rasterize_triangles(verts, tris, areas, bmin, bmax, cs, ch, width, height, m
     grid corners [Units: wu]; cs, ch [Units: wu] [Limit: > 0]; width, height [Units: cells];
     merge_threshold = walkable_climb [Units: ch].
     """
-    pieces = _clip_pieces(verts, tris, bmin, bmax, cs, ch, width, height)
+    finish = _column_and_payload(areas, width)
+    pieces = _clip_pieces(verts, tris, bmin, bmax, cs, ch, width, height, finish)
     if pieces:
-        col, smin, smax, area = _fragments_by_column(pieces, areas, width, height)
+        col, payload = _fragments_by_column(pieces)
     else:
-        col, smin, smax, area = np.zeros(0, dtype=np.int64), *_empty_fragments()[3:]
-    col_start, smin, smax, area = _merge_grouped(
-        width * height, col, smin, smax, area, merge_threshold
-    )
+        col, payload = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    col_start, smin, smax, area = _merge_grouped(width * height, col, payload, merge_threshold)
     return Heightfield(
         int(width),
         int(height),
