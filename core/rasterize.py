@@ -649,43 +649,61 @@ def rasterize_fragments(verts, tris, areas, bmin, bmax, cs, ch, width, height):
     return tri.astype(np.int64), fcol, frow, smin, smax, np.asarray(areas, dtype=np.uint8)[tri]
 
 
-def _column_and_payload(areas, width):
-    """A `_clip_pieces` finish: int64 column (``ix + iy * width``) and int64 payload
-    (smin | smax << 16 | area << 32) of each fragment, so the sort by column moves one array."""
-    areas = np.asarray(areas, dtype=np.int64)
-
-    def finish(tri, row, col, smin, smax):
-        payload = smin.astype(np.int64) | (smax.astype(np.int64) << 16) | (areas[tri] << 32)
-        return row.astype(np.int64) * width + col, payload
-
-    return finish
+def _pack_payload(smin, smax, area):
+    """A fragment's heights and area in one integer: smin | smax << 13 | area << 26 (heights
+    reach SPAN_MAX_HEIGHT = 8191, 13 bits); uint32 when every area fits Recast's 6 bits."""
+    dtype = np.uint32 if int(np.max(area, initial=0)) < 64 else np.uint64
+    payload = np.asarray(smin).astype(dtype)
+    payload |= np.asarray(smax).astype(dtype) << dtype(13)
+    payload |= np.asarray(area).astype(dtype) << dtype(26)
+    return payload
 
 
 def _unpack_payload(payload):
-    """int32 smin, int32 smax, uint8 area of `_column_and_payload` payloads."""
+    """int32 smin, int32 smax, uint8 area of `_pack_payload` payloads."""
     return (
-        (payload & 0xFFFF).astype(np.int32),
-        ((payload >> 16) & 0xFFFF).astype(np.int32),
-        (payload >> 32).astype(np.uint8),
+        (payload & 0x1FFF).astype(np.int32),
+        ((payload >> 13) & 0x1FFF).astype(np.int32),
+        (payload >> 26).astype(np.uint8),
     )
 
 
-def _fragments_by_column(pieces):
-    """`_column_and_payload` pieces grouped by column (ascending), in triangle order within one:
-    int64 column and payload.
+def _sort_key_and_payload(areas, width, height):
+    """A `_clip_pieces` finish giving, per fragment, an int64 sort key (column ``ix + iy *
+    width`` in the high bits, the position in its piece in the low ``shift`` bits) and its
+    `_pack_payload`. Returns (finish, shift)."""
+    areas = np.asarray(areas, dtype=np.uint8)
+    shift = 63 - max(width * height - 1, 1).bit_length()
 
-    One sort of int64 values packing the column above the fragment's position (which follows
-    the triangle order) is about half the time of an argsort of a column-and-triangle key and
-    the gathers after it."""
-    col, payload = (np.concatenate(parts) for parts in zip(*pieces, strict=True))
-    n = col.shape[0]
-    shift = max(n - 1, 1).bit_length()
-    if int(col.max()) << shift >= 1 << 63:
-        order = np.argsort(col, kind="stable")
-        return col[order], payload[order]
-    packed = (col << shift) | np.arange(n, dtype=np.int64)
-    packed.sort()
-    return packed >> shift, payload[packed & ((1 << shift) - 1)]
+    def finish(tri, row, col, smin, smax):
+        key = row.astype(np.int64) * width + col
+        key <<= shift
+        key |= np.arange(key.shape[0], dtype=np.int64)
+        return key, _pack_payload(smin, smax, areas[tri])
+
+    return finish, shift
+
+
+def _fragments_by_column(pieces, shift):
+    """`_sort_key_and_payload` pieces grouped by column (ascending), in triangle order within
+    one: int64 column and payload.
+
+    Sorting the keys themselves (the positions made global first) moves one array and needs no
+    argsort; the payload follows by one gather. Every step but that gather is in place: on
+    large scenes first touching fresh memory costs as much as the arithmetic."""
+    keys, payload = (np.concatenate(parts) for parts in zip(*pieces, strict=True))
+    n = keys.shape[0]
+    if n >= 1 << shift:
+        raise MemoryError(f"{n:,} fragments exceed the sort key's {shift} position bits")
+    start = 0
+    for piece_keys, _ in pieces:
+        end = start + piece_keys.shape[0]
+        keys[start:end] += start
+        start = end
+    keys.sort()
+    order = keys & ((1 << shift) - 1)
+    keys >>= shift
+    return keys, payload[order]
 
 
 def _snap_heights(tri, row, col, span_min, span_max, by, ich):
@@ -740,17 +758,13 @@ def merge_fragments(
     """
     col = np.asarray(ix, dtype=np.int64) + np.asarray(iy, dtype=np.int64) * width
     order = np.argsort(col, kind="stable")
-    payload = (
-        np.asarray(smin, dtype=np.int64)
-        | (np.asarray(smax, dtype=np.int64) << 16)
-        | (np.asarray(area, dtype=np.int64) << 32)
-    )
+    payload = _pack_payload(smin, smax, area)
     return _merge_grouped(width * height, col[order], payload[order], merge_threshold)
 
 
 def _merge_grouped(n_cols, col, payload, merge_threshold):
     """`merge_fragments` on fragments grouped by column (ascending), in triangle order within
-    one: col int64 and `_column_and_payload` payloads."""
+    one: col int64 and `_pack_payload` payloads."""
     # Column ranges merged separately keep each one's state cache-sized; a range never splits
     # a column, so the result is the same.
     ranges = []
@@ -937,12 +951,12 @@ def rasterize_triangles(verts, tris, areas, bmin, bmax, cs, ch, width, height, m
     grid corners [Units: wu]; cs, ch [Units: wu] [Limit: > 0]; width, height [Units: cells];
     merge_threshold = walkable_climb [Units: ch].
     """
-    finish = _column_and_payload(areas, width)
+    finish, shift = _sort_key_and_payload(areas, width, height)
     pieces = _clip_pieces(verts, tris, bmin, bmax, cs, ch, width, height, finish)
     if pieces:
-        col, payload = _fragments_by_column(pieces)
+        col, payload = _fragments_by_column(pieces, shift)
     else:
-        col, payload = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+        col, payload = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.uint32)
     col_start, smin, smax, area = _merge_grouped(width * height, col, payload, merge_threshold)
     return Heightfield(
         int(width),

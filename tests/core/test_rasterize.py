@@ -126,7 +126,8 @@ def test_span_merge_matches_recasts_add_span_on_dense_columns(seed):
             smin[i] = smin[j] + rng.integers(-1, 2)
             smax[i] = max(smin[i] + 1, smax[j] + rng.integers(-1, 2))
         previous[c] = i
-    area = rng.choice(np.array([0, 1, 5, 63], np.uint8), n)
+    # Odd seeds add an area id past Recast's 6 bits, which takes the wide payload.
+    area = rng.choice(np.array([0, 1, 5, 63, 200][: 4 + seed % 2], np.uint8), n)
     for climb in (0, 1, 4):
         col_start, out_min, out_max, out_area = merge_fragments(
             width, height, ix, iy, smin, smax, area, merge_threshold=climb
