@@ -668,12 +668,17 @@ def _unpack_payload(payload):
     )
 
 
+def _position_bits(width, height):
+    """Low bits of an int64 sort key left for a fragment's position, below its column."""
+    return 63 - max(width * height - 1, 1).bit_length()
+
+
 def _sort_key_and_payload(areas, width, height):
     """A `_clip_pieces` finish giving, per fragment, an int64 sort key (column ``ix + iy *
     width`` in the high bits, the position in its piece in the low ``shift`` bits) and its
     `_pack_payload`. Returns (finish, shift)."""
     areas = np.asarray(areas, dtype=np.uint8)
-    shift = 63 - max(width * height - 1, 1).bit_length()
+    shift = _position_bits(width, height)
 
     def finish(tri, row, col, smin, smax):
         key = row.astype(np.int64) * width + col
@@ -685,12 +690,12 @@ def _sort_key_and_payload(areas, width, height):
 
 
 def _fragments_by_column(pieces, shift):
-    """`_sort_key_and_payload` pieces grouped by column (ascending), in triangle order within
-    one: int64 column and payload.
+    """The sorted keys of `_sort_key_and_payload` pieces, positions made global (grouped by
+    column, in triangle order within one), and the payloads they point at.
 
-    Sorting the keys themselves (the positions made global first) moves one array and needs no
-    argsort; the payload follows by one gather. Every step but that gather is in place: on
-    large scenes first touching fresh memory costs as much as the arithmetic."""
+    Sorting the keys themselves moves one array and needs no argsort; columns and payloads
+    are read off them later, range by range. Every step is in place: on large scenes first
+    touching fresh memory costs as much as the arithmetic."""
     keys, payload = (np.concatenate(parts) for parts in zip(*pieces, strict=True))
     n = keys.shape[0]
     if n >= 1 << shift:
@@ -701,9 +706,7 @@ def _fragments_by_column(pieces, shift):
         keys[start:end] += start
         start = end
     keys.sort()
-    order = keys & ((1 << shift) - 1)
-    keys >>= shift
-    return keys, payload[order]
+    return keys, payload
 
 
 def _snap_heights(tri, row, col, span_min, span_max, by, ich):
@@ -757,40 +760,48 @@ def merge_fragments(
     Returns col_start int64 (w*h+1,), smin uint16, smax uint16, area uint8.
     """
     col = np.asarray(ix, dtype=np.int64) + np.asarray(iy, dtype=np.int64) * width
-    order = np.argsort(col, kind="stable")
+    n = col.shape[0]
+    shift = _position_bits(width, height)
+    keys = (col << shift) | np.arange(n, dtype=np.int64)
+    keys.sort()
     payload = _pack_payload(smin, smax, area)
-    return _merge_grouped(width * height, col[order], payload[order], merge_threshold)
+    return _merge_grouped(width * height, keys, shift, payload, merge_threshold)
 
 
-def _merge_grouped(n_cols, col, payload, merge_threshold):
-    """`merge_fragments` on fragments grouped by column (ascending), in triangle order within
-    one: col int64 and `_pack_payload` payloads."""
+def _merge_grouped(n_cols, keys, shift, payload, merge_threshold):
+    """`merge_fragments` on sorted keys (column << shift | position: grouped by column, in
+    triangle order within one) and the `_pack_payload` payloads the positions point at."""
     # Column ranges merged separately keep each one's state cache-sized; a range never splits
-    # a column, so the result is the same.
+    # a column, so the result is the same. Columns and payloads are unpacked range by range,
+    # on the merging threads, into memory the allocator reuses.
     ranges = []
     start = 0
-    while start < col.shape[0]:
-        end = min(start + CHUNK_FRAGMENTS, col.shape[0])
-        if end < col.shape[0]:
-            end = int(np.searchsorted(col, col[end - 1], side="right"))
+    while start < keys.shape[0]:
+        end = min(start + CHUNK_FRAGMENTS, keys.shape[0])
+        if end < keys.shape[0]:
+            next_column = ((int(keys[end - 1]) >> shift) + 1) << shift
+            end = int(np.searchsorted(keys, next_column, side="left"))
         ranges.append(slice(start, end))
         start = end
+    position_mask = (1 << shift) - 1
 
     def merge_range(here):
-        return _merge_sorted(col[here], *_unpack_payload(payload[here]), merge_threshold)
+        part = keys[here]
+        spans = _unpack_payload(payload[part & position_mask])
+        return _merge_sorted(part >> shift, *spans, merge_threshold)
 
     if WORKERS > 1 and len(ranges) > 2:
         with ThreadPoolExecutor(WORKERS) as pool:
             merged = list(pool.map(merge_range, ranges))
     else:
         merged = [merge_range(here) for here in ranges]
-    counts = np.zeros(n_cols, dtype=np.int64)
+    # Span counts at column + 1, summed in place: col_start without a dense count array.
+    col_start = np.zeros(n_cols + 1, dtype=np.int64)
     parts = []
     for used_cols, per_used, *spans in merged:
-        counts[used_cols] = per_used
+        col_start[used_cols + 1] = per_used
         parts.append(spans)
-    col_start = np.zeros(n_cols + 1, dtype=np.int64)
-    np.cumsum(counts, out=col_start[1:])
+    np.cumsum(col_start, out=col_start)
     if not parts:
         empty = np.zeros(0, dtype=np.uint16)
         return col_start, empty, empty.copy(), np.zeros(0, dtype=np.uint8)
@@ -954,10 +965,12 @@ def rasterize_triangles(verts, tris, areas, bmin, bmax, cs, ch, width, height, m
     finish, shift = _sort_key_and_payload(areas, width, height)
     pieces = _clip_pieces(verts, tris, bmin, bmax, cs, ch, width, height, finish)
     if pieces:
-        col, payload = _fragments_by_column(pieces, shift)
+        keys, payload = _fragments_by_column(pieces, shift)
     else:
-        col, payload = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.uint32)
-    col_start, smin, smax, area = _merge_grouped(width * height, col, payload, merge_threshold)
+        keys, payload = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.uint32)
+    col_start, smin, smax, area = _merge_grouped(
+        width * height, keys, shift, payload, merge_threshold
+    )
     return Heightfield(
         int(width),
         int(height),
