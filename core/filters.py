@@ -19,6 +19,8 @@ from .rasterize import WORKERS
 OPEN_CEILING = 0xFFFF
 #: Walkable spans from which the ledge filter splits its work over two threads.
 PARALLEL_SPANS = 200_000
+#: Walkable spans the ledge filter checks together.
+LEDGE_BLOCK = 1 << 16
 
 
 def _ceilings(hf: Heightfield) -> np.ndarray:
@@ -73,22 +75,24 @@ def filter_ledge_spans(hf: Heightfield, walkable_height: int, walkable_climb: in
         return area
     ceiling_all = _ceilings(hf)
     columns = hf.span_columns()
+    counts = np.diff(hf.col_start)
 
     def ledges(subset):
-        return _ledges(hf, subset, columns, ceiling_all, walkable_height, walkable_climb)
+        return _ledges(hf, subset, columns, counts, ceiling_all, walkable_height, walkable_climb)
 
+    # Blocks keep the temporaries cache-sized; NumPy releases the GIL in its loops, so large
+    # heightfields run their blocks on two cores.
+    blocks = [candidates[i : i + LEDGE_BLOCK] for i in range(0, candidates.shape[0], LEDGE_BLOCK)]
     if WORKERS > 1 and candidates.shape[0] >= PARALLEL_SPANS:
-        # NumPy releases the GIL in its loops: the two halves run on two cores.
-        halves = np.array_split(candidates, WORKERS)
         with ThreadPoolExecutor(WORKERS) as pool:
-            ledge = np.concatenate(list(pool.map(ledges, halves)))
+            ledge = np.concatenate(list(pool.map(ledges, blocks)))
     else:
-        ledge = ledges(candidates)
+        ledge = np.concatenate([ledges(block) for block in blocks])
     area[candidates[ledge]] = NULL_AREA
     return area
 
 
-def _ledges(hf, candidates, columns, ceiling_all, walkable_height, walkable_climb):
+def _ledges(hf, candidates, columns, counts, ceiling_all, walkable_height, walkable_climb):
     """bool per candidate span: is it a ledge (see `filter_ledge_spans`)."""
     width, height = hf.width, hf.height
     col = columns[candidates]
@@ -99,7 +103,6 @@ def _ledges(hf, candidates, columns, ceiling_all, walkable_height, walkable_clim
     drop = np.zeros(n, dtype=bool)
     lowest_ok = floor.copy()
     highest_ok = floor.copy()
-    counts = np.diff(hf.col_start)
     for dx, dy in ((-1, 0), (0, 1), (1, 0), (0, -1)):
         nx, ny = cx + dx, cy + dy
         off_grid = (nx < 0) | (ny < 0) | (nx >= width) | (ny >= height)
@@ -131,7 +134,9 @@ def _ledges(hf, candidates, columns, ceiling_all, walkable_height, walkable_clim
             lowest_ok[at] = np.minimum(lowest_ok[at], n_floor[step])
             highest_ok[at] = np.maximum(highest_ok[at], n_floor[step])
             j += 1
-            live = live[ncount[live] > j]
+            # Floors rise up a column: once one is within walkable_height of this span's
+            # ceiling, no span further up can count.
+            live = live[(ncount[live] > j) & (n_floor < ceiling[live] - walkable_height)]
     return drop | (highest_ok - lowest_ok > walkable_climb)
 
 

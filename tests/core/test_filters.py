@@ -61,6 +61,20 @@ def test_ledge_next_to_a_drop():
     assert filter_ledge_spans(make_hf(3, 3, cols), 2, 3).reshape(3, 3)[1, 1] == 63
 
 
+def test_ledge_sees_a_drop_past_an_uncounted_neighbour_span():
+    """The neighbour's first span (floor 7) is too close under the next one to count; its
+    second (floor 9, open above) counts and is a drop from floor 10 with climb 0. The filter
+    stops walking a neighbour column only when a floor reaches this span's ceiling minus the
+    agent height (10 here), not earlier."""
+    cols = {(x, y): [(0, 10, 63), (14, 16, 0)] for x in range(3) for y in range(3)}
+    cols[(2, 1)] = [(0, 7, 63), (8, 9, 63)]
+    area = filter_ledge_spans(make_hf(3, 3, cols), 4, 0)
+    assert area[2 * (1 * 3 + 1)] == 0  # the centre column's floor span
+    cols[(2, 1)] = [(0, 7, 63), (8, 10, 63)]  # level with it instead: no drop
+    area = filter_ledge_spans(make_hf(3, 3, cols), 4, 0)
+    assert area[2 * (1 * 3 + 1)] == 63
+
+
 def test_low_height_span_under_a_ceiling():
     hf = make_hf(1, 1, {(0, 0): [(0, 1, 63), (3, 4, 63)]})
     assert filter_walkable_low_height_spans(hf, 3).tolist() == [0, 63]

@@ -246,6 +246,7 @@ def test_chunked_and_threaded_paths_give_the_same_spans(monkeypatch):
     assert spans(hf) == sorted(expected)
     monkeypatch.setattr(filters, "WORKERS", 2)
     monkeypatch.setattr(filters, "PARALLEL_SPANS", 1)
+    monkeypatch.setattr(filters, "LEDGE_BLOCK", 3)
     stages = oracle.filters(columns, w, h, walkable_height=4, climb=climb)
     lowhang = filters.filter_low_hanging_obstacles(hf, climb)
     ledge = filters.filter_ledge_spans(hf.copy(area=lowhang), 4, climb)
