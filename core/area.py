@@ -68,9 +68,8 @@ class _ChamferPlan:
         n = int(chf.y.shape[0])
         same, first, second, diag_a, diag_b = (0, 3, 2, 3, 2) if forward else (2, 1, 0, 1, 0)
         # Previous-row sources: straight (cost 2) and the two L-shaped diagonals (cost 3).
-        self.prev = np.stack(
-            [nbx[:n, first], nbx[nbx[:n, same], diag_a], nbx[nbx[:n, first], diag_b]], axis=1
-        )
+        # One contiguous array per source: a min over a short middle axis is slow.
+        self.prev = (nbx[:n, first], nbx[nbx[:n, same], diag_a], nbx[nbx[:n, first], diag_b])
         x2 = 2 * np.asarray(chf.span_x, dtype=np.int64)
         self.x2 = x2 if forward else -x2
         parent = nbx[:, same].copy()  # sentinel n maps to n
@@ -119,15 +118,17 @@ class _ChamferPlan:
 
 
 def _run_pass(plan: _ChamferPlan, d: np.ndarray) -> None:
-    cost = np.array([2, 3, 3], dtype=np.int64)
-    prev, x2 = plan.prev, plan.x2
+    (straight, diag_a, diag_b), x2 = plan.prev, plan.x2
     seq, seq_local, seg_off, seq_x2 = plan.seq, plan.seq_local, plan.seg_off, plan.seq_x2
     row_span, row_seq = plan.row_span, plan.row_seq
     for r in plan.row_order:
         a, b = row_span[r], row_span[r + 1]
         if a == b:
             continue
-        c = np.minimum(d[a:b], (d[prev[a:b]] + cost).min(axis=1))
+        c = np.minimum(d[diag_a[a:b]], d[diag_b[a:b]])
+        c += 3
+        np.minimum(c, d[straight[a:b]] + 2, out=c)
+        np.minimum(c, d[a:b], out=c)
         c -= x2[a:b]
         p, q = row_seq[r], row_seq[r + 1]
         s = c[seq_local[p:q]] - seg_off[p:q]

@@ -183,8 +183,11 @@ def build_compact_heightfield(
             max_layer = max(max_layer, int(offsets[too_deep].max()))
             ok &= ~too_deep
         hit = np.nonzero(ok)[0]
-        # Pairs are grouped by span and ordered bottom-up: the first hit per span wins.
-        hit_src, first_hit = np.unique(pair_src[hit], return_index=True)
+        # Pairs are grouped by span (ascending) and ordered bottom-up: the first hit per span
+        # wins, found where the span changes (no sort needed).
+        hit_pairs = pair_src[hit]
+        first_hit = np.flatnonzero(np.diff(hit_pairs, prepend=-1))
+        hit_src = hit_pairs[first_hit]
         layer = offsets[hit[first_hit]]
         con[hit_src, d] = layer.astype(np.uint8)
         neighbor[hit_src, d] = (k[hit[first_hit]]).astype(np.int32)
