@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .compact import CompactHeightfield
+from .compact import CompactHeightfield, all_of_4
 from .errors import VoxNavError
 
 NULL_AREA = 0
@@ -200,7 +200,7 @@ def erode_walkable_area(chf: CompactHeightfield, radius: int, *, progress=None) 
     area = np.asarray(chf.area, dtype=np.uint8)
     nbx = _neighbors_with_sentinel(chf)
     area_x = np.append(area, np.uint8(NULL_AREA))  # the sentinel counts as null
-    inner = (area != NULL_AREA) & (area_x[nbx[:n]] != NULL_AREA).all(axis=1)
+    inner = (area != NULL_AREA) & all_of_4(area_x[nbx[:n]] != NULL_AREA)
     init = np.where(inner, 255, 0)
     if progress is not None:
         progress(0.2, "erode: boundaries")

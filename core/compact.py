@@ -24,6 +24,17 @@ DIR_OFFSET_X = np.array([-1, 0, 1, 0], dtype=np.int64)
 DIR_OFFSET_Y = np.array([0, 1, 0, -1], dtype=np.int64)
 
 
+def any_of_4(mask: np.ndarray) -> np.ndarray:
+    """bool (k,): any of the 4 directions of a bool (k, 4) mask. Reads each row as one uint32:
+    a reduction over a short last axis is several times slower."""
+    return np.ascontiguousarray(mask).view(np.uint32)[:, 0] != 0
+
+
+def all_of_4(mask: np.ndarray) -> np.ndarray:
+    """bool (k,): all 4 directions of a bool (k, 4) mask (see `any_of_4`)."""
+    return np.ascontiguousarray(mask).view(np.uint32)[:, 0] == 0x01010101
+
+
 @dataclass
 class CompactHeightfield:
     """Open spans in CSR layout (spans of column c: cell_start[c]:cell_start[c+1], bottom-up)."""

@@ -49,7 +49,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .compact import DIR_OFFSET_X, DIR_OFFSET_Y
+from .compact import DIR_OFFSET_X, DIR_OFFSET_Y, any_of_4
 from .errors import VoxNavError
 
 F32 = np.float32
@@ -237,7 +237,7 @@ def _height_patches(chf, verts, poly_idx, npoly, regions, xmin, ymin, pw, ph, bs
     # A span is a seed when a connected neighbour lies in another region (its region is the
     # polygon's, so this is a property of the span alone).
     nbr_all = chf.neighbor
-    border = ((nbr_all >= 0) & (chf_reg[np.maximum(nbr_all, 0)] != chf_reg[:, None])).any(axis=1)
+    border = any_of_4((nbr_all >= 0) & (chf_reg[np.maximum(nbr_all, 0)] != chf_reg[:, None]))
     seeds = has[border[span]]
     f_p = pid[seeds]
     f_x = cx[seeds]

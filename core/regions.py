@@ -31,7 +31,7 @@ import logging
 import numpy as np
 
 from .area import _check_chf, _neighbors_with_sentinel, chamfer_distance
-from .compact import BORDER_REG, CompactHeightfield
+from .compact import BORDER_REG, CompactHeightfield, all_of_4, any_of_4
 from .errors import VoxNavError
 
 NULL_AREA = 0
@@ -69,7 +69,7 @@ def build_distance_field(chf: CompactHeightfield, *, progress=None):
     nbx = _neighbors_with_sentinel(chf)
     area_x = np.append(area, np.uint8(255)).astype(np.int16)
     area_x[n] = -1  # the sentinel never matches an area
-    same = (area_x[nbx[:n]] == area[:, None]).all(axis=1)
+    same = all_of_4(area_x[nbx[:n]] == area[:, None])
     init = np.where(same, 0xFFFF, 0)
     raw = chamfer_distance(chf, init)
     max_distance = int(raw.max()) if n else 0
@@ -119,6 +119,10 @@ class _Graph:
         self.rev_src = src[order]
         self.rev_start = np.zeros(n + 2, dtype=np.int64)
         np.cumsum(np.bincount(dst, minlength=n + 1), out=self.rev_start[1:])
+        #: Scratch of `_flood`: per-span stamp of the last flood that saw it, and a slot table.
+        self.flood_stamp = 0
+        self.flood_seen = np.zeros(n + 1, dtype=np.int64)
+        self.flood_slot = np.empty(n + 1, dtype=np.int64)
 
     def linked_from(self, spans):
         """int64: every span with a same-area link to one of ``spans`` (with repeats)."""
@@ -206,25 +210,32 @@ def _touching(g: _Graph, reg, spans):
     rn = reg[nb]
     rd = reg[g.diag[spans]]
     hit = (nb != g.n) & ((rn & BORDER_REG) == 0) & ((rn != 0) | (rd != 0))
-    return hit.any(axis=1)
+    return any_of_4(hit)
 
 
 def _flood(g: _Graph, reg, sdist, dist_x, seed: int, lev: int, rid: int):
     """Recast's floodRegion for a seed known to be free and not touching another region."""
     n = g.n
     nsa = g.nsa
-    seen = np.zeros(n + 1, dtype=bool)
-    seen[n] = True
-    seen[seed] = True
+    # Visited marks live across floods: a span is seen in this flood when it carries this
+    # flood's stamp, so no array of n is cleared per seed.
+    g.flood_stamp += 1
+    stamp = g.flood_stamp
+    seen = g.flood_seen
+    seen[n] = stamp
+    seen[seed] = stamp
     members = [np.array([seed], dtype=np.int64)]
     frontier = members[0]
     while frontier.shape[0]:
         cand = nsa[frontier].ravel()
-        cand = cand[~seen[cand]]
+        cand = cand[seen[cand] != stamp]
         if cand.shape[0] == 0:
             break
-        cand = np.unique(cand)
-        seen[cand] = True
+        # Drop repeats without sorting: of equal entries only the last write survives.
+        slot = np.arange(cand.shape[0], dtype=np.int64)
+        g.flood_slot[cand] = slot
+        cand = cand[g.flood_slot[cand] == slot]
+        seen[cand] = stamp
         cand = cand[(reg[cand] == 0) & (dist_x[cand] >= lev)]
         if cand.shape[0] == 0:
             break
