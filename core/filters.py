@@ -74,11 +74,9 @@ def filter_ledge_spans(hf: Heightfield, walkable_height: int, walkable_climb: in
     if candidates.shape[0] == 0:
         return area
     ceiling_all = _ceilings(hf)
-    columns = hf.span_columns()
-    counts = np.diff(hf.col_start)
 
     def ledges(subset):
-        return _ledges(hf, subset, columns, counts, ceiling_all, walkable_height, walkable_climb)
+        return _ledges(hf, subset, ceiling_all, walkable_height, walkable_climb)
 
     # Blocks keep the temporaries cache-sized; NumPy releases the GIL in its loops, so large
     # heightfields run their blocks on two cores.
@@ -92,10 +90,17 @@ def filter_ledge_spans(hf: Heightfield, walkable_height: int, walkable_climb: in
     return area
 
 
-def _ledges(hf, candidates, columns, counts, ceiling_all, walkable_height, walkable_climb):
-    """bool per candidate span: is it a ledge (see `filter_ledge_spans`)."""
+def _ledges(hf, candidates, ceiling_all, walkable_height, walkable_climb):
+    """bool per candidate span (ascending): is it a ledge (see `filter_ledge_spans`)."""
     width, height = hf.width, hf.height
-    col = columns[candidates]
+    # Columns of the block's own span range only: no per-span or per-column array of the
+    # whole heightfield is made (on large grids that memory costs more to touch than to use).
+    first, last = int(candidates[0]), int(candidates[-1])
+    c0 = int(np.searchsorted(hf.col_start, first, side="right")) - 1
+    c1 = int(np.searchsorted(hf.col_start, last, side="right")) - 1
+    bounds = np.clip(hf.col_start[c0 : c1 + 2], first, last + 1)
+    local = np.repeat(np.arange(c0, c1 + 1, dtype=np.int64), np.diff(bounds))
+    col = local[candidates - first]
     cx, cy = col % width, col // width
     floor = hf.smax[candidates].astype(np.int32)
     ceiling = ceiling_all[candidates]
@@ -109,7 +114,7 @@ def _ledges(hf, candidates, columns, counts, ceiling_all, walkable_height, walka
         drop |= off_grid
         ncol = np.where(off_grid, 0, nx + ny * width)
         nstart = hf.col_start[ncol]
-        ncount = np.where(off_grid, 0, counts[ncol])
+        ncount = np.where(off_grid, 0, hf.col_start[ncol + 1] - nstart)
         first_bottom = np.where(
             ncount > 0,
             hf.smin[np.minimum(nstart, hf.span_count - 1)].astype(np.int32),
