@@ -581,7 +581,9 @@ def _clip_pieces(verts, tris, bmin, bmax, cs, ch, width, height, finish=None):
     # Pairwise over the three corners: a reduction over the middle axis is several times slower.
     tmin = np.minimum(np.minimum(tri_verts[:, 0], tri_verts[:, 1]), tri_verts[:, 2])
     tmax = np.maximum(np.maximum(tri_verts[:, 0], tri_verts[:, 1]), tri_verts[:, 2])
-    overlaps = np.all((tmin <= rc_bmax) & (tmax >= rc_bmin), axis=1)
+    overlaps = (tmin[:, 0] <= rc_bmax[0]) & (tmax[:, 0] >= rc_bmin[0])
+    for axis in (1, 2):
+        overlaps &= (tmin[:, axis] <= rc_bmax[axis]) & (tmax[:, axis] >= rc_bmin[axis])
     tri_ids = np.nonzero(overlaps)[0]
     by = F32(rc_bmax[1] - rc_bmin[1])
 
@@ -596,8 +598,11 @@ def _clip_pieces(verts, tris, bmin, bmax, cs, ch, width, height, finish=None):
     # The edge walk relies on a crossing lying well short of the next cut line; with cells
     # smaller than about 2**14 float32 steps of the coordinates that may fail, and every
     # triangle takes the polygon-by-polygon path, which is Recast's own arithmetic.
+    kept_min, kept_max = (tmin, tmax) if tri_ids.shape[0] == tmin.shape[0] else (
+        tmin[tri_ids], tmax[tri_ids]
+    )  # fmt: skip
     magnitude = max(
-        float(np.abs(tmin[tri_ids]).max(initial=0)), float(np.abs(tmax[tri_ids]).max(initial=0))
+        (abs(float(f(v, initial=0))) for v in (kept_min, kept_max) for f in (np.min, np.max)),
     )
     by_edges = float(cs) > magnitude * 2.0**-14
 
