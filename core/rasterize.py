@@ -601,9 +601,8 @@ def _clip_pieces(verts, tris, bmin, bmax, cs, ch, width, height, finish=None):
     kept_min, kept_max = (tmin, tmax) if tri_ids.shape[0] == tmin.shape[0] else (
         tmin[tri_ids], tmax[tri_ids]
     )  # fmt: skip
-    magnitude = max(
-        (abs(float(f(v, initial=0))) for v in (kept_min, kept_max) for f in (np.min, np.max)),
-    )
+    # Every coordinate lies between the lowest minimum and the highest maximum.
+    magnitude = max(abs(float(kept_min.min(initial=0))), abs(float(kept_max.max(initial=0))))
     by_edges = float(cs) > magnitude * 2.0**-14
 
     def clip_chunk(part):
@@ -764,12 +763,11 @@ def merge_fragments(
     fragment's top. [Units: ch] for heights and threshold (walkable_climb) [Limit: >= 0].
     Returns col_start int64 (w*h+1,), smin uint16, smax uint16, area uint8.
     """
-    col = np.asarray(ix, dtype=np.int64) + np.asarray(iy, dtype=np.int64) * width
-    n = col.shape[0]
     shift = _position_bits(width, height)
-    keys = (col << shift) | np.arange(n, dtype=np.int64)
-    keys.sort()
-    payload = _pack_payload(smin, smax, area)
+    keys = np.asarray(ix, dtype=np.int64) + np.asarray(iy, dtype=np.int64) * width
+    keys <<= shift
+    keys |= np.arange(keys.shape[0], dtype=np.int64)
+    keys, payload = _fragments_by_column([(keys, _pack_payload(smin, smax, area))], shift)
     return _merge_grouped(width * height, keys, shift, payload, merge_threshold)
 
 
@@ -851,8 +849,7 @@ def _merge_sorted(col, f_min, f_max, f_area, merge_threshold):
     Returns the used columns (ascending), their span counts, and smin uint16, smax uint16,
     area uint8 of their spans in column order, bottom-up.
     """
-    if col.shape[0] > 1:
-        col, f_min, f_max, f_area = _fold_contained(col, f_min, f_max, f_area)
+    col, f_min, f_max, f_area = _fold_contained(col, f_min, f_max, f_area)
     first = np.flatnonzero(np.diff(col, prepend=-1))
     used_cols = col[first]
     per_col = np.diff(first, append=col.shape[0])
