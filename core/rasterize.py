@@ -224,8 +224,9 @@ def _walk_chains(near, far, forward, first_line, n_cross, dest, lines, outputs):
     near/far: lists of float32 (E,) coordinates, the cut axis first; near is the end on the low
     side of the lines. ``forward``: the edges run from near to far in the polygon's order (else
     far to near), which fixes Recast's interpolation direction. Crossing j of edge e is on line
-    first_line[e] + j; its coordinates after the axis go to outputs[i][dest[e] + j]. One round
-    per crossing index, over a prefix of the edges sorted by crossing count.
+    first_line[e] + j; its coordinates after the axis go to outputs[:, dest[e] + j] (float32
+    (K - 1, n)). One round per crossing index, over a prefix of the edges sorted by crossing
+    count, in place: the rounds are many, and the interpreter's share of each holds the GIL.
     """
     if n_cross.shape[0] == 0:
         return
@@ -238,16 +239,25 @@ def _walk_chains(near, far, forward, first_line, n_cross, dest, lines, outputs):
     dest = dest[order]
     for j, m in enumerate(active.tolist()):
         offset = lines[line_index[:m] + j]
-        axis_near, axis_far = walk[0][:m], ends[0][:m]
+        point, end = walk[0][:m], ends[0][:m]
+        # Recast's dividePoly: s from the edge's first vertex B, then B + (A - B) * s.
         if forward:
-            delta_b, delta_a = offset - axis_near, offset - axis_far
+            delta_b = offset - point
+            s = delta_b / (delta_b - (offset - end))
         else:
-            delta_b, delta_a = offset - axis_far, offset - axis_near
-        s = delta_b / (delta_b - delta_a)
+            delta_b = offset - end
+            s = delta_b / (delta_b - (offset - point))
         at = dest[:m] + j
-        for c, (point, end) in enumerate(zip(walk, ends, strict=True)):
-            point, end = point[:m], end[:m]
-            point[...] = point + (end - point) * s if forward else end + (point - end) * s
+        for c in range(len(walk)):
+            point, end = walk[c][:m], ends[c][:m]
+            if forward:
+                step = end - point
+                step *= s
+                point += step
+            else:
+                step = point - end
+                step *= s
+                np.add(end, step, out=point)
             if c:
                 outputs[c - 1][at] = point
 
@@ -277,7 +287,7 @@ def _clip_by_chains(tri_verts, row_lo, row_hi, rc_bmin, cs, ics, width, height):
     n_rows = row_hi - row_lo + 1
     row_base = np.cumsum(n_rows) - n_rows
     total_rows = int(n_rows.sum())
-    cross = {side: [np.full(total_rows, np.nan, F32) for _ in range(2)] for side in (True, False)}
+    cross = {side: np.full((2, total_rows), np.nan, F32) for side in (True, False)}
     slots = []
     for a in range(3):
         b = (a - 1) % 3  # Recast walks edge (b, a) when it reaches vertex a
@@ -363,30 +373,40 @@ def _clip_by_chains(tri_verts, row_lo, row_hi, rc_bmin, cs, ics, width, height):
     # The five directed edges of each row polygon (B -> A): two connectors along the cut
     # lines, then the pieces of the triangle's three edges. Each as (valid, cell of B, cell of
     # A, a function giving the x and y of B and A for a subset of row polygons).
-    def connector(b_x, b_y, a_x, a_y):
+    def piece(b_x, b_y, a_x, a_y):
         return lambda at: (b_x[at], b_y[at], a_x[at], a_y[at])
 
     edges = [
-        (top, c_up, c_down, connector(up_x, up_y, down_x, down_y)),
-        (bottom, c_low_down, c_low_up, connector(low_down_x, low_down_y, low_up_x, low_up_y)),
+        (top, c_up, c_down, piece(up_x, up_y, down_x, down_y)),
+        (bottom, c_low_down, c_low_up, piece(low_down_x, low_down_y, low_up_x, low_up_y)),
     ]
     for b, a, forward, low, high in slots:
-        fwd, low, high = forward[row_tri], low[row_tri], high[row_tri]
-        b_orig = np.where(fwd, row == low, row == high)
-        a_orig = np.where(fwd, row == high, row == low)
-        c_b = np.where(b_orig, cell(index_vert[row_tri, b]), np.where(fwd, c_low_up, c_down))
-        c_a = np.where(a_orig, cell(index_vert[row_tri, a]), np.where(fwd, c_up, c_low_down))
-
-        def piece(at, b=b, a=a, fwd=fwd, b_orig=b_orig, a_orig=a_orig):
-            t, f, bo, ao = row_tri[at], fwd[at], b_orig[at], a_orig[at]
-            return (
-                np.where(bo, tri_verts[t, b, 0], np.where(f, low_up_x[at], down_x[at])),
-                np.where(bo, tri_verts[t, b, 1], np.where(f, low_up_y[at], down_y[at])),
-                np.where(ao, tri_verts[t, a, 0], np.where(f, up_x[at], low_down_x[at])),
-                np.where(ao, tri_verts[t, a, 1], np.where(f, up_y[at], low_down_y[at])),
+        fwd = forward[row_tri]
+        # Between its end rows an edge starts from the crossing on the row's bottom line
+        # (going up) or its top line (coming back) and ends on the other; in the rows holding
+        # its own vertices it starts or ends there instead.
+        ends = [
+            np.where(fwd, c_low_up, c_down),
+            np.where(fwd, low_up_x, down_x),
+            np.where(fwd, low_up_y, down_y),
+            np.where(fwd, c_up, c_low_down),
+            np.where(fwd, up_x, low_down_x),
+            np.where(fwd, up_y, low_down_y),
+        ]
+        for vertex, (c_end, x_end, y_end) in ((b, ends[:3]), (a, ends[3:])):
+            has = np.nonzero(vert_in[:, vertex])[0]
+            at = vert_poly[has, vertex]
+            c_end[at] = c_vert[has, vertex]
+            x_end[at] = tri_verts[has, vertex, 0]
+            y_end[at] = tri_verts[has, vertex, 1]
+        edges.append(
+            (
+                (low[row_tri] <= row) & (row <= high[row_tri]),
+                ends[0],
+                ends[3],
+                piece(*ends[1:3], *ends[4:]),
             )
-
-        edges.append(((low <= row) & (row <= high), c_b, c_a, piece))
+        )
     going_up = np.zeros(total_rows, dtype=np.int64)
     going_down = np.zeros(total_rows, dtype=np.int64)
     for valid, c_b, c_a, _ in edges:
@@ -401,7 +421,7 @@ def _clip_by_chains(tri_verts, row_lo, row_hi, rc_bmin, cs, ics, width, height):
     n_cells = np.where(good, col_hi - col_lo + 1, 0)
     cell_base = np.cumsum(n_cells) - n_cells
     total_cells = int(n_cells.sum())
-    cross_y = {side: [np.full(total_cells, np.nan, F32)] for side in (True, False)}
+    cross_y = {side: np.full((1, total_cells), np.nan, F32) for side in (True, False)}
     for side in (True, False):
         parts = []
         for valid, c_b, c_a, ends in edges:
@@ -419,15 +439,17 @@ def _clip_by_chains(tri_verts, row_lo, row_hi, rc_bmin, cs, ics, width, height):
         _walk_chains(near, far, side, first, n_cross, dest, col_lines, cross_y[side])
 
     # Vertices into their cells; one pass per vertex kind, so no cell is hit twice in a pass.
+    # A cell of row polygon r and column c is at cell_index[r] + c.
+    cell_index = cell_base - col_lo
     vert_min = np.full(total_cells, np.nan, F32)
     vert_max = np.full(total_cells, np.nan, F32)
-    vert_count = np.zeros(total_cells, dtype=np.int64)
+    vert_count = np.zeros(total_cells, dtype=np.uint8)
     vert_good = vert_in & good[vert_poly]
     kinds = [
-        (top & good & (c_up <= col_hi), np.arange(total_rows), c_up, up_y),
-        (top & good & (c_down <= col_hi), np.arange(total_rows), c_down, down_y),
-        (bottom & good & (c_low_up <= col_hi), np.arange(total_rows), c_low_up, low_up_y),
-        (bottom & good & (c_low_down <= col_hi), np.arange(total_rows), c_low_down, low_down_y),
+        (top & good & (c_up <= col_hi), None, c_up, up_y),
+        (top & good & (c_down <= col_hi), None, c_down, down_y),
+        (bottom & good & (c_low_up <= col_hi), None, c_low_up, low_up_y),
+        (bottom & good & (c_low_down <= col_hi), None, c_low_down, low_down_y),
     ] + [
         (vert_good[:, j] & (c_vert[:, j] <= vert_hi[:, j]), vert_poly[:, j], c_vert[:, j],
          tri_verts[:, j, 1])
@@ -435,31 +457,35 @@ def _clip_by_chains(tri_verts, row_lo, row_hi, rc_bmin, cs, ics, width, height):
     ]  # fmt: skip
     for placed, poly, c, y in kinds:
         which = np.nonzero(placed)[0]
-        at = poly[which]
-        target = cell_base[at] + (c[which] - col_lo[at])
+        target = cell_index[which if poly is None else poly[which]] + c[which]
         y = y[which]
         vert_min[target] = np.fmin(vert_min[target], y)
         vert_max[target] = np.fmax(vert_max[target], y)
         vert_count[target] += 1
 
-    cell_poly = np.repeat(np.arange(total_rows), n_cells)
-    col = col_lo[cell_poly] + (np.arange(total_cells) - cell_base[cell_poly])
-    first_cell = col == col_lo[cell_poly]
     right_up, right_down = cross_y[True][0], cross_y[False][0]
     left_up = np.roll(right_up, 1)
     left_down = np.roll(right_down, 1)
-    left_up[first_cell] = np.nan
-    left_down[first_cell] = np.nan
-    n_verts = vert_count + 2 * ~np.isnan(right_up) + 2 * ~np.isnan(left_up)
+    # A row polygon's first cell has no line on its left.
+    filled = np.nonzero(n_cells)[0]
+    left_up[cell_base[filled]] = np.nan
+    left_down[cell_base[filled]] = np.nan
+    # Crossings come in pairs on a line, so the up ones count two vertices each.
+    lines_crossed = (~np.isnan(right_up)).view(np.uint8) + (~np.isnan(left_up)).view(np.uint8)
+    n_verts = vert_count + lines_crossed * np.uint8(2)
     low = np.fmin(np.fmin(np.fmin(right_up, right_down), np.fmin(left_up, left_down)), vert_min)
     high = np.fmax(np.fmax(np.fmax(right_up, right_down), np.fmax(left_up, left_down)), vert_max)
-    emit = np.nonzero((n_verts >= 3) & (col >= 0) & good[cell_poly])[0]
-    owner = cell_poly[emit]
+    emitted = n_verts >= 3
+    # Column -1 (the part left of the grid) is only ever a row polygon's first cell.
+    emitted[cell_base[filled[col_lo[filled] < 0]]] = False
+    emit = np.nonzero(emitted)[0]
+    owner = np.repeat(np.arange(total_rows), n_cells)[emit]
+    col = emit - cell_index[owner]
     return (
         fallback,
         row_tri[owner],
         row[owner],
-        col[emit],
+        col,
         low[emit] - rc_bmin[1],
         high[emit] - rc_bmin[1],
     )
@@ -889,19 +915,23 @@ def _merge_sorted(col, f_min, f_max, f_area, merge_threshold):
         n_below = _count_per_row(cur_max < fmin[:, None])
         n_reach = _count_per_row(cur_min <= fmax[:, None])
         n_over = n_reach - n_below
-        rows = np.arange(nk)
         touched = n_over > 0
-        first_over = np.minimum(n_below, slots - 1)
-        last_over = np.maximum(n_reach - 1, 0)
-        new_min = np.where(touched, np.minimum(fmin, cur_min[rows, first_over]), fmin)
-        new_max = np.where(touched, np.maximum(fmax, cur_max[rows, last_over]), fmax)
+        # Slots read and written through flat indices: 1-D takes and puts are several times
+        # faster than 2-D fancy indexing. The state has room to spare (st_n < slots), so
+        # n_below is a real slot: the first touched span's, or where the fragment goes.
+        flat_min, flat_max, flat_area = st_min.reshape(-1), st_max.reshape(-1), st_area.reshape(-1)
+        row_slot = np.arange(0, nk * slots, slots)
+        at_first = row_slot + n_below
+        first_min = flat_min.take(at_first)
+        first_max = flat_max.take(at_first)
+        last_max = flat_max.take(row_slot + np.maximum(n_reach - 1, 0))
+        new_min = np.where(touched, np.minimum(fmin, first_min), fmin)
+        new_max = np.where(touched, np.maximum(fmax, last_max), fmax)
         slot = np.arange(slots)[None, :]
         # Area: the fragment's, max'ed with each touched span's whose top is within the
         # threshold. Usually one span is touched; several only when the fragment joins spans.
         first_area = np.where(
-            touched & (fmax - cur_max[rows, first_over] <= merge_threshold),
-            cur_area[rows, first_over],
-            0,
+            touched & (fmax - first_max <= merge_threshold), flat_area.take(at_first), 0
         )
         new_area = np.maximum(farea, first_area)
         joins = np.nonzero(n_over > 1)[0]
@@ -919,13 +949,13 @@ def _merge_sorted(col, f_min, f_max, f_area, merge_threshold):
         if shift.shape[0]:
             src = np.where(slot < n_below[shift, None], slot, slot - 1 + n_over[shift, None])
             src = np.minimum(src, slots - 1)
-            at = shift[:, None]
-            st_min[shift] = cur_min[at, src]
-            st_max[shift] = cur_max[at, src]
-            st_area[shift] = cur_area[at, src]
-        st_min[rows, n_below] = new_min
-        st_max[rows, n_below] = new_max
-        st_area[rows, n_below] = new_area
+            src += row_slot[shift, None]
+            st_min[shift] = flat_min.take(src)
+            st_max[shift] = flat_max.take(src)
+            st_area[shift] = flat_area.take(src)
+        flat_min[at_first] = new_min
+        flat_max[at_first] = new_max
+        flat_area[at_first] = new_area
         st_n[:nk] = cur_n - n_over + 1
 
     # Spans row by row (columns in fragment-count order), then moved to column order.
