@@ -589,7 +589,7 @@ def _previous(values, cols, last):
 
 
 def _clip_pieces(verts, tris, bmin, bmax, cs, ch, width, height, finish=None):
-    """Clip every triangle into cell fragments: a list of (int32 tri, row, col, uint16 smin,
+    """Clip every triangle into cell fragments: a list of (int64 tri, row, col, uint16 smin,
     smax) pieces, each in triangle, row, column order and the pieces in triangle order.
     Arguments as `rasterize_fragments`; ``finish``, if given, maps each piece to what the list
     holds instead, on the clipping thread."""
@@ -676,7 +676,14 @@ def rasterize_fragments(verts, tris, areas, bmin, bmax, cs, ch, width, height):
     tri, frow, fcol, smin, smax = (np.concatenate(parts) for parts in zip(*pieces, strict=True))
     order = np.lexsort((fcol, frow, tri))
     tri, frow, fcol, smin, smax = tri[order], frow[order], fcol[order], smin[order], smax[order]
-    return tri.astype(np.int64), fcol, frow, smin, smax, np.asarray(areas, dtype=np.uint8)[tri]
+    return (
+        tri.astype(np.int64),
+        fcol.astype(np.int32),
+        frow.astype(np.int32),
+        smin,
+        smax,
+        np.asarray(areas, dtype=np.uint8)[tri],
+    )
 
 
 def _pack_payload(smin, smax, area):
@@ -711,7 +718,8 @@ def _sort_key_and_payload(areas, width, height):
     shift = _position_bits(width, height)
 
     def finish(tri, row, col, smin, smax):
-        key = row.astype(np.int64) * width + col
+        key = row * width
+        key += col
         key <<= shift
         key |= np.arange(key.shape[0], dtype=np.int64)
         return key, _pack_payload(smin, smax, areas[tri])
@@ -742,20 +750,16 @@ def _fragments_by_column(pieces, shift):
 def _snap_heights(tri, row, col, span_min, span_max, by, ich):
     """Drop cell polygons wholly below or above the grid; clamp and snap the rest to cell
     heights as Recast: floor(min * ich) and ceil(max * ich), max at least min + 1, both within
-    [0, 8191]. Returns int32 tri, row, col and uint16 smin, smax."""
+    [0, 8191]. Returns tri, row, col as given (the kept ones) and uint16 smin, smax."""
     keep = ~((span_max < 0) | (span_min > by))
-    span_min = np.maximum(span_min[keep], F32(0))
-    span_max = np.minimum(span_max[keep], by)
-    smin = np.clip(np.floor(span_min * ich), 0, SPAN_MAX_HEIGHT).astype(np.int32)
-    smax = np.clip(np.ceil(span_max * ich), 0, SPAN_MAX_HEIGHT).astype(np.int32)
-    smax = np.clip(smax, smin + 1, SPAN_MAX_HEIGHT)
-    return (
-        tri[keep].astype(np.int32),
-        row[keep].astype(np.int32),
-        col[keep].astype(np.int32),
-        smin.astype(np.uint16),
-        smax.astype(np.uint16),
-    )
+    if not keep.all():
+        tri, row, col, span_min, span_max = (a[keep] for a in (tri, row, col, span_min, span_max))
+    # Both are at least 0 once clamped, so only the upper bound needs clipping.
+    smin = np.minimum(np.floor(np.maximum(span_min, F32(0)) * ich), F32(SPAN_MAX_HEIGHT))
+    smax = np.minimum(np.ceil(np.minimum(span_max, by) * ich), F32(SPAN_MAX_HEIGHT))
+    smin = smin.astype(np.uint16)
+    smax = np.minimum(np.maximum(smax.astype(np.uint16), smin + np.uint16(1)), SPAN_MAX_HEIGHT)
+    return tri, row, col, smin, smax.astype(np.uint16, copy=False)
 
 
 def _pad(array, slots):
