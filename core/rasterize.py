@@ -200,7 +200,7 @@ def _line_index(values, lines, origin, ics):
     n_lines = lines.shape[0]
     bounded = np.concatenate([[-np.inf], lines, [np.inf]]).astype(F32)
     guess = np.ceil((values - F32(origin)) * F32(ics))
-    found = np.fmax(np.fmin(guess, n_lines), 0).astype(np.int64)
+    found = np.fmax(np.fmin(guess, n_lines), 0).astype(np.int32)
     above = bounded[found + 1]
     missed = ~((bounded[found] < values) & (above >= values)) & ~np.isnan(values)
     if missed.any():
@@ -340,8 +340,8 @@ def _clip_by_chains(tri_verts, row_lo, row_hi, rc_bmin, cs, ics, width, height):
     col_lo = np.trunc((min_x - rc_bmin[0]) * ics)
     col_hi = np.trunc((max_x - rc_bmin[0]) * ics)
     keep &= ~((col_hi < 0) | (col_lo >= width))
-    col_lo = np.clip(np.where(keep, col_lo, 0), -1, width - 1).astype(np.int64)
-    col_hi = np.clip(np.where(keep, col_hi, 0), 0, width - 1).astype(np.int64)
+    col_lo = np.clip(np.where(keep, col_lo, 0), -1, width - 1).astype(np.int32)
+    col_hi = np.clip(np.where(keep, col_hi, 0), 0, width - 1).astype(np.int32)
 
     # Columns: where each vertex falls among the cut lines, then the same walk along x.
     col_lines = _cut_lines(rc_bmin[0], cs, width)
