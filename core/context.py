@@ -1,0 +1,61 @@
+"""The build context, as Recast's ``rcContext``: progress, per-stage timers, collected warnings.
+
+One `BuildContext` is passed to every pipeline stage. Stages call ``ctx.warn(...)`` instead of
+logging, so what they notice reaches the user: the Blender operator reports each warning and
+lists it in the Last Bake panel, both command lines print it on stderr. ``ctx.stage(name)``
+times a stage and reports progress before it starts.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+#: progress(fraction in [0, 1], message).
+ProgressFn = Callable[[float, str], None]
+
+
+@dataclass
+class BuildContext:
+    """Progress, timers and warnings of one bake. Not shared between bakes or threads.
+
+    ``stages`` (optional) lists the stage names in run order so that progress fractions can be
+    derived from a stage's position; a stage not in it reports the last fraction again.
+    """
+
+    progress_fn: ProgressFn | None = None
+    stages: tuple[str, ...] = ()
+    #: Wall seconds per stage, in the order the stages ran. [Units: s]
+    timings: dict[str, float] = field(default_factory=dict)
+    #: Warnings in the order they were raised; each a full sentence a user can act on.
+    warnings: list[str] = field(default_factory=list)
+    _fraction: float = 0.0
+
+    def warn(self, message: str) -> None:
+        """Record a warning (duplicates of an earlier warning are dropped)."""
+        if message not in self.warnings:
+            self.warnings.append(message)
+
+    def progress(self, fraction: float, message: str) -> None:
+        """Report progress; fraction is clamped to [0, 1]."""
+        self._fraction = min(max(float(fraction), 0.0), 1.0)
+        if self.progress_fn is not None:
+            self.progress_fn(self._fraction, message)
+
+    @contextmanager
+    def stage(self, name: str) -> Iterator[None]:
+        """Time the enclosed block as stage ``name`` (added to an earlier time of that name)."""
+        if name in self.stages:
+            self.progress(self.stages.index(name) / len(self.stages), name)
+        else:
+            self.progress(self._fraction, name)
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.timings[name] = self.timings.get(name, 0.0) + time.perf_counter() - start
+
+    def done(self) -> None:
+        self.progress(1.0, "done")
