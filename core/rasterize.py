@@ -590,9 +590,9 @@ def _previous(values, cols, last):
 
 def _clip_pieces(verts, tris, bmin, bmax, cs, ch, width, height, finish=None):
     """Clip every triangle into cell fragments: a list of (int64 tri, row, col, uint16 smin,
-    smax) pieces, each in triangle, row, column order and the pieces in triangle order.
-    Arguments as `rasterize_fragments`; ``finish``, if given, maps each piece to what the list
-    holds instead, on the clipping thread."""
+    smax) pieces, each in triangle order (a triangle adds one fragment per cell at most), the
+    pieces in triangle order. Arguments as `rasterize_fragments`; ``finish``, if given, maps
+    each piece to what the list holds instead, on the clipping thread."""
     verts = np.asarray(verts, dtype=F32)
     tris = np.asarray(tris, dtype=np.int64)
     bmin = np.asarray(bmin, dtype=F32)
@@ -648,8 +648,11 @@ def _clip_pieces(verts, tris, bmin, bmax, cs, ch, width, height, finish=None):
             )  # fmt: skip
             if cells is not None:
                 out.append(_snap_heights(*cells, by, ich))
-        if len(out) == 2:
-            # Both parts are in triangle order; a stable sort on the triangle interleaves them.
+        if out and fallback.any():
+            # The polygon path emits its cells strip by strip, not in triangle order (and the
+            # edge path's part must be interleaved with it): a stable sort on the triangle
+            # restores the call order the span merge depends on. A triangle adds at most one
+            # fragment per cell, so the order among one triangle's fragments is free.
             joined = [np.concatenate(parts) for parts in zip(*out, strict=True)]
             order = np.argsort(joined[0], kind="stable")
             out = [tuple(values[order] for values in joined)]

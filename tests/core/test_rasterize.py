@@ -266,3 +266,97 @@ def test_small_cells_far_from_the_origin_use_recasts_own_arithmetic():
     fast = rasterize_fragments(verts, tris, areas, bmin, bmax, cs, ch, w, h)
     assert len(frags) > 1000
     assert list(zip(*(a.tolist() for a in fast), strict=False)) == frags
+
+
+def literal_spans(verts, tris, areas, bmin, bmax, cs, ch, w, h, climb):
+    """The literal path: every fragment in call order, merged one by one as addSpan does."""
+    fragments = rasterize_fragments(verts, tris, areas, bmin, bmax, cs, ch, w, h)
+    return merge_fragments(w, h, *fragments[1:], merge_threshold=climb)
+
+
+def assert_fast_equals_literal(verts, tris, areas, bmin, bmax, cs, ch, climb):
+    w, h = grid_size(bmin, bmax, cs)
+    hf = rasterize_triangles(verts, tris, areas, bmin, bmax, cs, ch, w, h, climb)
+    col_start, smin, smax, area = literal_spans(verts, tris, areas, bmin, bmax, cs, ch, w, h, climb)
+    assert np.array_equal(hf.col_start, col_start)
+    assert np.array_equal(hf.smin, smin)
+    assert np.array_equal(hf.smax, smax)
+    assert np.array_equal(hf.area, area)
+    return hf
+
+
+@pytest.mark.parametrize("name", ["bridge", "dungeon", "house", "nav_test", "undulating"])
+@pytest.mark.parametrize("recast_frame", [True, False])
+def test_fast_rasterizer_equals_literal_merge_on_every_shared_mesh(name, recast_frame):
+    """Undulating lies near 5000 wu, where the cells are too small for the edge walk and every
+    triangle takes the polygon path; its cells must still reach the merge in triangle order."""
+    from core.objio import read_obj
+    from core.pipeline import grid_bounds
+
+    from .refdata import mesh_path
+
+    verts, tris = read_obj(mesh_path(name), recast_frame=recast_frame)
+    config = NavConfig()
+    derived = config.derived()
+    bmin, bmax = grid_bounds(verts, config)
+    areas = mark_walkable_triangles(verts, tris, config.agent_max_slope)
+    hf = assert_fast_equals_literal(
+        verts, tris, areas, bmin, bmax, derived.cs, derived.ch, derived.walkable_climb
+    )
+    assert hf.span_count > 1000
+
+
+def offset_soup(rng, offset, cs, n_tris=90):
+    """A soup around (offset, offset, offset / 10): dense overlapping floors and walls in a few
+    cells (so the merge's order matters), long and thin triangles, vertical ones, unsnapped
+    vertices and vertices exactly on cut lines (computed as Recast computes the lines)."""
+    base = np.array([offset, offset, offset / 10], np.float64)
+    kind = rng.integers(0, 3, size=n_tris)
+    centre = rng.uniform(0, 3.0, size=(n_tris, 1, 3))
+    spread = np.where(
+        (kind == 0)[:, None, None],
+        rng.uniform(-0.4, 0.4, size=(n_tris, 3, 3)),  # small, piled in a few cells
+        rng.uniform(-3.0, 3.0, size=(n_tris, 3, 3)) * rng.uniform(0.02, 1, size=(n_tris, 3, 1)),
+    )
+    local = centre + spread
+    # The piled ones span a few cells around (1, 1), whatever the cell size.
+    local[kind == 0, :, :2] = spread[kind == 0, :, :2] * (5 * cs) + 1.0
+    walls = kind == 1
+    axis = rng.integers(0, 2, size=n_tris)
+    for t in np.nonzero(walls)[0]:
+        local[t, :, axis[t]] = local[t, 0, axis[t]]
+    verts = (local.reshape(-1, 3) + base).astype(F32)
+    bmin = (base + np.array([0.2, 0.1, -1.0])).astype(F32)
+    bmax = (base + np.array([3.3, 3.4, 4.0])).astype(F32)
+    # Some coordinates exactly on a cut line: Recast's (bmin + float(k) * cs) + cs in float32.
+    on_line = rng.random(verts.shape[:1]) < 0.15
+    for j in (0, 1):
+        k = rng.integers(-1, 10, size=verts.shape[0]).astype(F32)
+        lines = (bmin[j] + k * F32(cs)) + F32(cs)
+        pick = on_line & (rng.random(verts.shape[0]) < 0.6)
+        verts[pick, j] = lines[pick]
+    tris = np.arange(n_tris * 3, dtype=np.int32).reshape(-1, 3)
+    areas = mark_walkable_triangles(verts, tris, 45.0)
+    areas[rng.random(n_tris) < 0.25] = rng.choice(np.array([1, 7, 40], np.uint8))
+    return verts, tris, areas, bmin, bmax
+
+
+@pytest.mark.parametrize("offset", [1e3, 1e4, 1e5])
+@pytest.mark.parametrize("cs", [0.3, 0.05])
+@pytest.mark.parametrize("seed", range(3))
+def test_fast_rasterizer_equals_literal_far_from_the_origin(offset, cs, seed):
+    """Random soups offset by 1e3-1e5 wu, on cells large enough for the edge walk and on cells
+    small enough that every triangle takes the polygon path: fragments as the one-triangle-at-
+    a-time oracle gives them, spans and areas as the literal merge gives them."""
+    rng = np.random.default_rng(1000 + seed)
+    verts, tris, areas, bmin, bmax = offset_soup(rng, offset, cs)
+    ch, climb = 0.2, 2
+    w, h = grid_size(bmin, bmax, cs)
+    columns, frags = oracle.rasterize(verts, tris, areas, bmin, bmax, cs, ch, w, h, climb)
+    fast = rasterize_fragments(verts, tris, areas, bmin, bmax, cs, ch, w, h)
+    assert list(zip(*(a.tolist() for a in fast), strict=False)) == frags
+    hf = assert_fast_equals_literal(verts, tris, areas, bmin, bmax, cs, ch, climb)
+    expected = [(i % w, i // w, *s) for i, c in enumerate(columns) for s in c]
+    assert spans(hf) == sorted(expected)
+    # Dense: some column holds many fragments, so their order decides areas.
+    assert np.bincount(fast[1] + fast[2] * w).max() >= 10
