@@ -940,19 +940,18 @@ _LOG2[1:] = [n.bit_length() - 1 for n in range(1, SPAN_MAX_HEIGHT + 1)]
 _POW2 = np.int64(1) << np.arange(16, dtype=np.int64)
 
 
-def _split_dense(col, f_min, f_max, f_area):
+def _split_dense(col, f_min, f_max, f_area, first, per_col):
     """Columns with many fragments, split into the fragments that change the column's shape
     and the rest, which only raise the area of the span holding them.
 
-    Returns None when no column has `DENSE_COLUMN_FRAGMENTS` fragments; else the shaping
-    fragments' col, min, max, area; the others before their column's last shaping one: col,
-    min, area and how many shaping fragments of their column come before them; the others
-    after it: col, min, area. Only columns whose height range [Units: ch] is at most
+    ``first`` and ``per_col``: each column's first fragment and fragment count. Returns None
+    when no column is split (none has `DENSE_COLUMN_FRAGMENTS` fragments in a height range
+    small enough); else the shaping fragments' col, min, max, area; the others before their
+    column's last shaping one: col, min, area and how many shaping fragments of their column
+    come before them; the others after it: col, min, area. Only columns whose height range [Units: ch] is at most
     `DENSE_UNITS_PER_FRAGMENT` times their fragment count are split, which bounds
     `_first_coverers`' table at 4 bytes x 14 rows per height unit.
     """
-    first = np.flatnonzero(np.diff(col, prepend=-1))
-    per_col = np.diff(first, append=col.shape[0])
     dense = per_col >= DENSE_COLUMN_FRAGMENTS
     if not dense.any():
         return None
@@ -1004,12 +1003,16 @@ def _merge_sorted(col, f_min, f_max, f_area, merge_threshold):
     however many fragments lie on top of each other).
     """
     col, f_min, f_max, f_area = _fold_contained(col, f_min, f_max, f_area)
-    split = _split_dense(col, f_min, f_max, f_area)
+    first = np.flatnonzero(np.diff(col, prepend=-1))
+    per_col = np.diff(first, append=col.shape[0])
+    split = None
+    if int(per_col.max(initial=0)) >= DENSE_COLUMN_FRAGMENTS:
+        split = _split_dense(col, f_min, f_max, f_area, first, per_col)
     if split is not None:
         col, f_min, f_max, f_area, in_col, in_min, in_area, in_after, *tail = split
-    first = np.flatnonzero(np.diff(col, prepend=-1))
+        first = np.flatnonzero(np.diff(col, prepend=-1))
+        per_col = np.diff(first, append=col.shape[0])
     used_cols = col[first]
-    per_col = np.diff(first, append=col.shape[0])
     # Columns with the most fragments first: round k then works on a prefix of the state and
     # reads the k-th fragment of each of those columns at first + k.
     by_count = _descending_order(per_col)

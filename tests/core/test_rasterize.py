@@ -416,8 +416,11 @@ def test_span_merge_on_heaped_columns_matches_add_span(seed):
     order = rng.permutation(ix.shape[0])
     ix, iy, smin, smax, area = ix[order], iy[order], smin[order], smax[order], area[order]
     by_column = np.argsort(ix + iy * width, kind="stable")
+    col = (ix + iy * width)[by_column]
+    first = np.flatnonzero(np.diff(col, prepend=-1))
+    per_col = np.diff(first, append=col.shape[0])
     split = rasterize._split_dense(
-        (ix + iy * width)[by_column], smin[by_column], smax[by_column], area[by_column]
+        col, smin[by_column], smax[by_column], area[by_column], first, per_col
     )
     assert split is not None and split[0].shape[0] < ix.shape[0] // 4  # the split is taken
     for climb in (0, 2, 8):
