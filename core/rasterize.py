@@ -948,9 +948,9 @@ def _split_dense(col, f_min, f_max, f_area, first, per_col):
     when no column is split (none has `DENSE_COLUMN_FRAGMENTS` fragments in a height range
     small enough); else the shaping fragments' col, min, max, area; the others before their
     column's last shaping one: col, min, area and how many shaping fragments of their column
-    come before them; the others after it: col, min, area. Only columns whose height range [Units: ch] is at most
-    `DENSE_UNITS_PER_FRAGMENT` times their fragment count are split, which bounds
-    `_first_coverers`' table at 4 bytes x 14 rows per height unit.
+    come before them; the others after it: col, min, area. Only columns whose height range
+    [Units: ch] is at most `DENSE_UNITS_PER_FRAGMENT` times their fragment count are split,
+    which bounds `_first_coverers`' table at 4 bytes x 14 rows per height unit.
     """
     dense = per_col >= DENSE_COLUMN_FRAGMENTS
     if not dense.any():
