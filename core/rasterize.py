@@ -961,6 +961,9 @@ def _split_dense(col, f_min, f_max, f_area, first, per_col):
     d_first = np.cumsum(dense_per) - dense_per
     height_range = np.maximum.reduceat(d_max, d_first) - np.minimum.reduceat(d_min, d_first)
     small = height_range <= dense_per * DENSE_UNITS_PER_FRAGMENT
+    # A fragment without height (smax <= smin, never from the rasterizer) covers no unit but
+    # may still add a span: such columns are not split.
+    small &= ~np.logical_or.reduceat(d_max <= d_min, d_first)
     if not small.all():
         if not small.any():
             return None

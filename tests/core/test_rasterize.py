@@ -462,3 +462,21 @@ def test_dense_overlap_rasterizes_as_add_span_one_by_one(seed):
         assert hf.smax.tolist() == [s[1] for c in columns for s in c]
         assert hf.area.tolist() == [s[2] for c in columns for s in c]
         assert np.diff(hf.col_start).tolist() == [len(c) for c in columns]
+
+
+def test_heaped_column_with_flat_fragments_matches_add_span():
+    """Fragments without height (smax == smin, which only merge_fragments' callers can pass)
+    in a heaped column: they cover no unit of height yet may add or join spans."""
+    rng = np.random.default_rng(77)
+    n = 400
+    smin = rng.integers(0, 60, n)
+    smax = smin + rng.integers(0, 6, n)
+    area = rng.choice(np.array([0, 63], np.uint8), n)
+    ix, iy = np.zeros(n, np.int64), np.zeros(n, np.int64)
+    for climb in (0, 2):
+        col_start, out_min, out_max, out_area = merge_fragments(
+            1, 1, ix, iy, smin, smax, area, merge_threshold=climb
+        )
+        (column,) = add_spans_one_by_one(1, 1, ix, iy, smin, smax, area, climb)
+        got = list(zip(out_min.tolist(), out_max.tolist(), out_area.tolist(), strict=True))
+        assert got == [tuple(s) for s in column]
