@@ -1003,7 +1003,9 @@ def _merge_sorted(col, f_min, f_max, f_area, merge_threshold):
     fragments before it, and is folded into that span's area right after the round that adds
     the last of them (after the column's last shaping fragment: into its final spans). So the
     rounds number the shaping fragments of the fullest column (for random overlap, tens
-    however many fragments lie on top of each other).
+    however many fragments lie on top of each other), and never more than SPAN_MAX_HEIGHT:
+    a shaping fragment is the first to cover one of the column's height units, and a column
+    is split unless it has fewer fragments than its height range has units.
     """
     col, f_min, f_max, f_area = _fold_contained(col, f_min, f_max, f_area)
     first = np.flatnonzero(np.diff(col, prepend=-1))
