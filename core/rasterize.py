@@ -833,9 +833,11 @@ def _merge_grouped(n_cols, keys, shift, payload, merge_threshold):
     position_mask = (1 << shift) - 1
 
     def merge_range(here):
-        part = keys[here]
+        part = keys[here]  # a view: not modified
+        col = part >> shift
         spans = _unpack_payload(payload[part & position_mask])
-        return _merge_sorted(part >> shift, *spans, merge_threshold)
+        del part
+        return _merge_sorted(col, *spans, merge_threshold)
 
     if WORKERS > 1 and len(ranges) > 2:
         with ThreadPoolExecutor(WORKERS) as pool:
@@ -906,17 +908,19 @@ def _first_coverers(first, per_col, f_min, f_max):
     highest = np.maximum.reduceat(f_max, first)
     n_units = (highest - lowest).astype(np.int64)
     unit_base = np.cumsum(n_units) - n_units
-    owner = np.repeat(np.arange(n_cols), per_col)
-    position = np.arange(f_min.shape[0], dtype=np.int32)
-    position -= first.astype(np.int32)[owner]
-    length = (f_max - f_min).astype(np.int64)
+    length = (f_max - f_min).astype(np.int32)
     level = _LOG2[length]
     n_levels = int(level.max()) + 1
     stride = int(n_units.sum()) + (1 << (n_levels - 1))
+    # int32 indices (half the memory traffic) unless the table is too large for them.
+    index = np.int32 if n_levels * stride < 1 << 31 else np.int64
+    owner = np.repeat(np.arange(n_cols, dtype=index), per_col)
+    position = np.arange(f_min.shape[0], dtype=np.int32)
+    position -= first.astype(np.int32)[owner]
     table = np.full(n_levels * stride, np.iinfo(np.int32).max, dtype=np.int32)
-    start = (unit_base - lowest)[owner]
+    start = (unit_base - lowest).astype(index)[owner]
     start += f_min
-    start += level * stride
+    start += level.astype(index, copy=False) * index(stride)
     np.minimum.at(table, start, position)
     start += length
     start -= _POW2[level]
@@ -935,9 +939,9 @@ def _first_coverers(first, per_col, f_min, f_max):
 
 
 #: floor(log2(n)) and 2**floor(log2(n)) for span lengths n in 1..SPAN_MAX_HEIGHT.
-_LOG2 = np.zeros(SPAN_MAX_HEIGHT + 1, dtype=np.int64)
+_LOG2 = np.zeros(SPAN_MAX_HEIGHT + 1, dtype=np.int32)
 _LOG2[1:] = [n.bit_length() - 1 for n in range(1, SPAN_MAX_HEIGHT + 1)]
-_POW2 = np.int64(1) << np.arange(16, dtype=np.int64)
+_POW2 = np.int32(1) << np.arange(16, dtype=np.int32)
 
 
 def _split_dense(col, f_min, f_max, f_area, first, per_col):
@@ -975,7 +979,7 @@ def _split_dense(col, f_min, f_max, f_area, first, per_col):
     shaping = np.ones(col.shape[0], dtype=bool)
     shaping[in_dense] = _first_coverers(d_first, dense_per, d_min, d_max)
     # Shaping fragments up to and including each one, per column.
-    before = np.cumsum(shaping, dtype=np.int64)
+    before = np.cumsum(shaping, dtype=np.int32 if col.shape[0] < 1 << 31 else np.int64)
     before -= np.repeat(before[first] - 1, per_col)
     n_shaping = np.repeat(before[first + per_col - 1], per_col)
     # The rest: those after the column's last shaping fragment (most of them) go into the
