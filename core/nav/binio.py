@@ -23,7 +23,7 @@ leaves a half-written or emptied file.
 from __future__ import annotations
 
 import os
-import tempfile
+import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -285,13 +285,14 @@ def navmesh_set_bytes(tiles: Sequence[NavMeshData], params: NavMeshParams | None
 def write_atomic(path, data: bytes) -> None:
     """Write ``data`` to ``path`` all or nothing: temp file in the same folder, fsync, rename.
 
-    Raises VoxNavError (naming the path) when the folder is missing or not writable; the old
-    file, if any, is then left as it was.
+    The temp file is created like any new file (mode 0o666 less the umask). Raises VoxNavError
+    (naming the path) when the folder is missing or not writable or the disk is full; the old
+    file, if any, is then left as it was and no temp file remains.
     """
     target = Path(path)
-    folder = target.parent if str(target.parent) else Path(".")
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=folder)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
     except OSError as exc:
         raise VoxNavError(f"cannot write {target}: {exc.strerror or exc}") from None
     try:
@@ -301,10 +302,10 @@ def write_atomic(path, data: bytes) -> None:
             os.fsync(fh.fileno())
         os.replace(tmp, target)
     except OSError as exc:
-        Path(tmp).unlink(missing_ok=True)
+        tmp.unlink(missing_ok=True)
         raise VoxNavError(f"cannot write {target}: {exc.strerror or exc}") from None
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        tmp.unlink(missing_ok=True)
         raise
 
 
