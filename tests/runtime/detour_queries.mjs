@@ -50,17 +50,19 @@ async function main() {
   const paths = spec.pairs.map(([a, b]) => {
     const na = near[a];
     const nb = near[b];
-    if (!na.ref || !nb.ref) return { status: null };
-    const fp = query.findPath(na.ref, nb.ref, xyz(na.pt), xyz(nb.pt), { maxPathPolys: 256 });
+    // A point without a polygon keeps its query position: Detour then answers "invalid param".
+    const pa = na.pt ?? spec.points[a];
+    const pb = nb.pt ?? spec.points[b];
+    const fp = query.findPath(na.ref, nb.ref, xyz(pa), xyz(pb), { maxPathPolys: 256 });
     const refs = Array.from(fp.polys.getHeapView());
     fp.polys.destroy();
     const out = { status: u32(fp.status), polys: refs.map(polyOf) };
     if (refs.length === 0) return out;
-    let end = xyz(nb.pt);
+    let end = xyz(pb);
     if (fp.status & PARTIAL_RESULT) {
       end = query.closestPointOnPoly(refs[refs.length - 1], end).closestPoint;
     }
-    const sp = query.findStraightPath(xyz(na.pt), end, refs, { maxStraightPathPoints: 256 });
+    const sp = query.findStraightPath(xyz(pa), end, refs, { maxStraightPathPoints: 256 });
     const n = sp.straightPathCount;
     const pts = Array.from(sp.straightPath.getHeapView()).slice(0, 3 * n);
     out.straight_status = u32(sp.status);
