@@ -1,7 +1,7 @@
 """``python -m core``: bake an OBJ, dump every stage in Recast's reference format, benchmark.
 
     python -m core dump MESH.obj --recast-frame --out OUT.npz [--cell-size 0.3 ...]
-    python -m core bake MESH.obj --out navmesh.obj [--json navmesh.json] [settings]
+    python -m core bake MESH.obj --out navmesh.obj|.json|.bin [--json navmesh.json] [settings]
     python -m core bench [--runs 5] [--quick]
 
 Settings: one flag per NavConfig field, dashes for underscores (``--cell-size 0.15``,
@@ -233,7 +233,9 @@ def cmd_bake(args) -> int:
     )
     if result.polymesh is None:
         raise VoxNavError("the navigation mesh stages did not run")
-    export.write_obj(args.out, result.polymesh, result.detail)
+    export.write_navmesh(
+        args.out, result.polymesh, result.detail, config=config, recast_frame=args.recast_frame
+    )
     if args.json:
         export.write_json(args.json, result.polymesh, result.detail)
     print(" ".join(f"{k}={v}" for k, v in result.counts.items()))
@@ -250,9 +252,11 @@ def main(argv=None) -> int:
     dump.add_argument("--recast-frame", action="store_true", help="read the OBJ as RecastDemo")
     dump.add_argument("--heightfield-only", action="store_true", help="stop after the filters")
     add_setting_flags(dump)
-    bake = sub.add_parser("bake", help="bake an OBJ into a navigation mesh (.obj, .json)")
+    bake = sub.add_parser("bake", help="bake an OBJ into a navigation mesh (.obj, .json, .bin)")
     bake.add_argument("mesh")
-    bake.add_argument("--out", required=True, help="navmesh .obj to write")
+    bake.add_argument(
+        "--out", required=True, help="navmesh to write: .obj, .json or .bin (Detour's MSET)"
+    )
     bake.add_argument("--json", help="also write the navmesh as JSON for game engines")
     bake.add_argument(
         "--recast-frame",
