@@ -157,3 +157,9 @@ def write_result(scene, outcome: BakeOutcome, context=None) -> None:
     writeback.write_overlay(scene, overlay, overlay_lift(hf.ch), by_region)
     writeback.apply_visibility(scene)
     writeback.use_material_colors(context, scene)
+    pmesh = getattr(result, "polymesh", None)
+    if pmesh is not None and pmesh.npolys > 0:
+        from . import live
+
+        live.store_navmesh(scene, result)
+        live.update_path(scene)

@@ -13,7 +13,7 @@ from bpy.props import EnumProperty, StringProperty
 from bpy_extras.io_utils import ExportHelper
 
 from ..core.errors import VoxNavError
-from . import bake, demo, writeback
+from . import bake, demo, live, writeback
 
 
 def _object_mode_poll(cls, context) -> bool:
@@ -95,6 +95,7 @@ class VOXNAV_OT_clear(bpy.types.Operator):
     def execute(self, context):
         removed = writeback.clear(context.scene)
         bake.LAST.pop(context.scene.session_uid, None)
+        live.forget_navmesh(context.scene)
         context.scene.voxnav.last_counts.clear()
         context.scene.voxnav.last_timings.clear()
         context.scene.voxnav.last_stage = ""
@@ -206,12 +207,87 @@ class VOXNAV_OT_add_demo_scene(bpy.types.Operator):
         return {"FINISHED"}
 
 
+class VOXNAV_OT_add_path_test(bpy.types.Operator):
+    """Add a Start and a Goal empty and a path that follows them on the navmesh as they move"""
+
+    bl_idname = "voxnav.add_path_test"
+    bl_label = "Add Path Test"
+    bl_options = {"REGISTER", "UNDO"}
+
+    @classmethod
+    def poll(cls, context):
+        if not live.has_navmesh(context.scene):
+            cls.poll_message_set("Build the navmesh first")
+            return False
+        return _object_mode_poll(cls, context)
+
+    def execute(self, context):
+        try:
+            report = live.add_path_test(context.scene)
+        except VoxNavError as exc:
+            self.report({"ERROR"}, str(exc))
+            return {"CANCELLED"}
+        self.report({"INFO"}, f"VoxNav: path {report.status}, {report.length:.2f} m")
+        return {"FINISHED"}
+
+
+class _PathToolOperator:
+    @classmethod
+    def poll(cls, context):
+        start, goal, _ = live.path_test_objects(context.scene)
+        if start is None or goal is None:
+            cls.poll_message_set("Add a path test first")  # type: ignore[attr-defined]
+            return False
+        return True
+
+
+class VOXNAV_OT_sample_heights(_PathToolOperator, bpy.types.Operator):
+    """Drop points of the line from Start to Goal onto the highest surface of the scene's own
+    geometry (height sampling with a spatial index)"""
+
+    bl_idname = "voxnav.sample_heights"
+    bl_label = "Sample Heights"
+    bl_options = {"REGISTER", "UNDO"}
+
+    def execute(self, context):
+        try:
+            hits = live.sample_heights(context)
+        except VoxNavError as exc:
+            self.report({"ERROR"}, str(exc))
+            return {"CANCELLED"}
+        self.report({"INFO"}, f"VoxNav: {hits} of {live.HEIGHT_SAMPLES} samples hit ground")
+        return {"FINISHED"}
+
+
+class VOXNAV_OT_voxel_path(_PathToolOperator, bpy.types.Operator):
+    """Find the shortest voxel path from Start to Goal that walks on floors and climbs walls"""
+
+    bl_idname = "voxnav.voxel_path"
+    bl_label = "Voxel Path"
+    bl_options = {"REGISTER", "UNDO"}
+
+    def execute(self, context):
+        try:
+            found = live.voxel_path(context)
+        except VoxNavError as exc:
+            self.report({"ERROR"}, str(exc))
+            return {"CANCELLED"}
+        if not found.found:
+            self.report({"WARNING"}, f"VoxNav: voxel path: {found.status}")
+        else:
+            self.report({"INFO"}, f"VoxNav: voxel path of {found.steps} steps")
+        return {"FINISHED"}
+
+
 classes = (
     VOXNAV_OT_voxelize,
     VOXNAV_OT_build_navmesh,
     VOXNAV_OT_clear,
     VOXNAV_OT_export_navmesh,
     VOXNAV_OT_add_demo_scene,
+    VOXNAV_OT_add_path_test,
+    VOXNAV_OT_sample_heights,
+    VOXNAV_OT_voxel_path,
 )
 
 register, unregister = bpy.utils.register_classes_factory(classes)

@@ -179,6 +179,28 @@ class VOXNAV_PT_area_volumes(_VoxNavPanel, bpy.types.Panel):
         layout.label(text=f"{count} area volume(s): bounding boxes, applied after erosion")
 
 
+@_sub("Path Test", 9, closed=False)
+class VOXNAV_PT_path_test(_VoxNavPanel, bpy.types.Panel):
+    def draw(self, context):
+        from . import live
+
+        layout = self.layout
+        settings = context.scene.voxnav
+        start, goal, _ = live.path_test_objects(context.scene)
+        layout.operator("voxnav.add_path_test", icon="CURVE_PATH")
+        if start is None or goal is None:
+            layout.label(text="Move Start or Goal: the path follows on the navmesh")
+            return
+        col = layout.column(align=True)
+        icon = "CHECKMARK" if settings.path_status == live.STATUS_REACHED else "INFO"
+        col.label(text=f"Status: {settings.path_status or '-'}", icon=icon)
+        col.label(text=f"Length: {settings.path_length:.2f} m")
+        col.label(text=f"Polygons: {settings.path_polys}")
+        row = layout.row(align=True)
+        row.operator("voxnav.sample_heights", icon="SNAP_FACE")
+        row.operator("voxnav.voxel_path", icon="MESH_CUBE")
+
+
 classes = (
     VOXNAV_PT_main,
     VOXNAV_PT_rasterization,
@@ -190,6 +212,7 @@ classes = (
     VOXNAV_PT_display,
     VOXNAV_PT_figures,
     VOXNAV_PT_area_volumes,
+    VOXNAV_PT_path_test,
 )
 
 register, unregister = bpy.utils.register_classes_factory(classes)

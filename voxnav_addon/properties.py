@@ -290,6 +290,18 @@ class VOXNAV_PG_settings(bpy.types.PropertyGroup):
     # --- Last bake (written by the operators) -------------------------------------------
     last_stage: StringProperty(name="Last Bake", default="")  # type: ignore[valid-type]
     last_message: StringProperty(name="Last Message", default="")  # type: ignore[valid-type]
+    path_status: StringProperty(  # type: ignore[valid-type]
+        name="Path", description="Result of the last path query between Start and Goal", default=""
+    )
+    path_length: FloatProperty(  # type: ignore[valid-type]
+        name="Path Length",
+        description="Length of the straight path from Start to Goal",
+        default=0.0,
+        unit="LENGTH",
+    )
+    path_polys: IntProperty(  # type: ignore[valid-type]
+        name="Path Polygons", description="Navmesh polygons the path crosses", default=0
+    )
     last_seconds: FloatProperty(name="Total Seconds", default=0.0)  # type: ignore[valid-type]
     last_counts: CollectionProperty(type=VOXNAV_PG_figure)  # type: ignore[valid-type]
     last_timings: CollectionProperty(type=VOXNAV_PG_figure)  # type: ignore[valid-type]
