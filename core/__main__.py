@@ -62,7 +62,9 @@ def _recast(vec) -> np.ndarray:
     return np.asarray(vec, dtype=np.float32)[..., [0, 2, 1]].copy()
 
 
-def dump_arrays(verts, tris, config: NavConfig, result: pipeline.BakeResult) -> dict:
+def dump_arrays(
+    verts, tris, config: NavConfig, result: pipeline.BakeResult
+) -> dict[str, np.ndarray | np.generic]:
     """Every array of the reference format that VoxNav produces, under Recast's names.
 
     The ``frag_*`` arrays (every fragment before merging, in Recast's call order) come from a
@@ -72,7 +74,7 @@ def dump_arrays(verts, tris, config: NavConfig, result: pipeline.BakeResult) -> 
 
     d = config.derived()
     hf = result.heightfield
-    out: dict[str, np.ndarray] = {
+    out: dict[str, np.ndarray | np.generic] = {
         "mesh_verts": _recast(verts),
         "mesh_tris": np.asarray(tris, dtype=np.int32)[:, [0, 2, 1]],
         "tri_areas": result.tri_areas,
@@ -131,10 +133,13 @@ def dump_arrays(verts, tris, config: NavConfig, result: pipeline.BakeResult) -> 
     return out
 
 
-def _navmesh_arrays(result: pipeline.BakeResult) -> dict:
-    out: dict[str, np.ndarray] = {}
+def _navmesh_arrays(result: pipeline.BakeResult) -> dict[str, np.ndarray | np.generic]:
+    out: dict[str, np.ndarray | np.generic] = {}
     chf = result.compact
-    if chf is None:
+    area_initial, dist_raw = result.area_initial, result.dist_raw
+    if chf is None or chf.reg is None or chf.dist is None or area_initial is None:
+        return out
+    if dist_raw is None:
         return out
     from .compact import recast_cells
 
@@ -148,9 +153,9 @@ def _navmesh_arrays(result: pipeline.BakeResult) -> dict:
         chf_neighbor=chf.neighbor,
         chf_cell_index=np.asarray(cell_index).reshape(chf.height, chf.width).astype(np.uint32),
         chf_cell_count=np.asarray(cell_count).reshape(chf.height, chf.width).astype(np.uint8),
-        chf_area_initial=result.area_initial,
+        chf_area_initial=area_initial,
         chf_area=chf.area,
-        chf_dist_raw=result.dist_raw,
+        chf_dist_raw=dist_raw,
         chf_dist=chf.dist,
         chf_reg=chf.reg,
         chf_max_distance=np.int64(chf.max_distance),

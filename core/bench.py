@@ -113,9 +113,9 @@ def run_bench(args) -> int:
         tracemalloc.stop()
         hf = result.heightfield
         span_bytes = hf.col_start.nbytes + hf.smin.nbytes + hf.smax.nbytes + hf.area.nbytes
-        grid = VoxelGrid.from_heightfield(hf)
+        voxels = VoxelGrid.from_heightfield(hf)
         estimate = pipeline.estimate_memory(verts, tris, result.bmin, result.bmax, 0.3)[2]
         print(f"  memory: peak {peak / 2**20:.0f} MiB (estimate {estimate / 2**20:.0f} MiB); "
-              f"spans {span_bytes / 2**20:.2f} MiB vs dense bit grid {grid.nbytes / 2**20:.2f} "
-              f"MiB ({grid.depth} voxels deep, {grid.voxel_count():,} voxels set)")  # fmt: skip
+              f"spans {span_bytes / 2**20:.2f} MiB vs dense bit grid {voxels.nbytes / 2**20:.2f} "
+              f"MiB ({voxels.depth} voxels deep, {voxels.voxel_count():,} voxels set)")  # fmt: skip
     return 0
