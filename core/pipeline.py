@@ -545,7 +545,7 @@ def count_down_facing(verts: np.ndarray, tris: np.ndarray) -> int:
 
 
 def _xyz(values) -> str:
-    return "(" + ", ".join(f"{float(v):g}" for v in values) + ")"
+    return "(" + ", ".join(f"{float(v) + 0.0:g}" for v in values) + ")"
 
 
 def _counts(result: BakeResult, n_tris: int) -> dict[str, int]:
