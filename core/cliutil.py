@@ -77,7 +77,8 @@ def setting_help(name: str, unit_note: str = "") -> str:
         shown = "on" if default else "off"
     else:
         shown = str(default)
-    parts = [f"unit: {unit_note or doc.unit}"] if (unit_note or doc.unit) else []
+    unit = unit_note or doc.unit_shown()
+    parts = [f"unit: {unit}"] if unit else []
     parts.append(f"default: {shown}")
     if doc.limits():
         parts.append(f"limits: {doc.limits()}")

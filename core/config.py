@@ -117,6 +117,11 @@ class SettingDoc:
     recast: str = ""
     #: Free-text limits for settings that are not a number range.
     limits_text: str = ""
+    #: How the unit is shown in the docs when it needs more words than ``unit``.
+    unit_text: str = ""
+
+    def unit_shown(self) -> str:
+        return self.unit_text or self.unit
 
     def limits(self) -> str:
         """The working range as text, e.g. ``0.001 to 1000`` or ``0 to 90 (90 excluded)``."""
@@ -226,35 +231,41 @@ class NavConfig:
         meaning="Largest height error of the detail mesh",
     )  # fmt: skip
     partition: str = _setting(
-        "watershed", label="Partitioning", limits_text=" | ".join(PARTITIONS),
+        "watershed", label="Partitioning", recast="partitionType",
+        limits_text=" | ".join(PARTITIONS),
         meaning="Region partitioning: watershed (best regions, RecastDemo's default), monotone "
         "(fastest, long thin polygons) or layers (non-overlapping, for tiles)",
     )  # fmt: skip
     filter_low_hanging_obstacles: bool = _setting(
-        True, label="Low Hanging Obstacles", limits_text="on | off",
+        True, label="Low Hanging Obstacles", recast="filterLowHangingObstacles",
+        limits_text="on | off",
         meaning="A blocked span just above a walkable one (within climb) becomes walkable: "
         "curbs, steps",
     )  # fmt: skip
     filter_ledge_spans: bool = _setting(
-        True, label="Ledge Spans", limits_text="on | off",
+        True, label="Ledge Spans", recast="filterLedgeSpans", limits_text="on | off",
         meaning="Spans next to a drop higher than the climb are not walkable",
     )  # fmt: skip
     filter_walkable_low_height_spans: bool = _setting(
-        True, label="Walkable Low Height Spans", limits_text="on | off",
+        True, label="Walkable Low Height Spans", recast="filterWalkableLowHeightSpans",
+        limits_text="on | off",
         meaning="Spans with less than agent height of free space above are not walkable",
     )  # fmt: skip
     bounds_min: tuple[float, float, float] | None = _setting(
-        None, label="Bounds Min", unit="wu", limits_text="x, y, z; both bounds or neither",
+        None, label="Bounds Min", recast="bmin", unit="wu",
+        limits_text="x, y, z; both bounds or neither",
         meaning="Build volume's lower corner (Z-up); unset = the geometry's bounds",
     )  # fmt: skip
     bounds_max: tuple[float, float, float] | None = _setting(
-        None, label="Bounds Max", unit="wu", limits_text="x, y, z; greater than bounds_min",
+        None, label="Bounds Max", recast="bmax", unit="wu",
+        limits_text="x, y, z; greater than bounds_min",
         meaning="Build volume's upper corner (Z-up); unset = the geometry's bounds",
     )  # fmt: skip
     memory_limit: int = _setting(
         DEFAULT_MEMORY_LIMIT, label="Memory Limit", unit="bytes", lo=MIB, hi=1024**5,
-        meaning="Refuse a grid whose estimated working memory exceeds this; sizes such as "
-        "4GB, 512MiB or 4G (powers of 1024) are accepted",
+        unit_text="bytes, or a size: 4GB, 512MiB, 4G (powers of 1024)",
+        meaning="Refuse a grid whose estimated working memory exceeds this (checked before "
+        "anything large is allocated)",
     )  # fmt: skip
 
     def __post_init__(self) -> None:
