@@ -107,9 +107,9 @@ class AreaVolume:
             "convex": points.ndim == 2 and points.shape[0] >= 3,
             "cylinder": points.ndim == 2 and points.shape[0] == 1,
         }[self.kind]
-        shape_ok = count_ok and points.shape[1] >= width and np.isfinite(points).all()
+        shape_ok = bool(count_ok and points.shape[1] >= width and np.isfinite(points).all())
         if self.kind == "cylinder":
-            shape_ok = shape_ok and self.radius > 0 and self.height > 0
+            shape_ok = shape_ok and float(self.radius) > 0 and float(self.height) > 0
         if not shape_ok:
             got = points.shape[0] if points.ndim == 2 else np.size(points)
             raise VoxNavError(
