@@ -51,7 +51,9 @@ def _setting_type(name: str) -> Callable[[str], object]:
 
 def add_setting_flags(parser: argparse.ArgumentParser) -> None:
     """One flag per NavConfig setting, its help from the setting's documentation."""
-    group = parser.add_argument_group("settings (NavConfig; RecastDemo's defaults)")
+    group = parser.add_argument_group(
+        "settings (NavConfig; RecastDemo's defaults; wu = world units, metres in Blender)"
+    )
     for f in dataclasses.fields(NavConfig):
         flag = "--" + f.name.replace("_", "-")
         help_text = setting_help(f.name)

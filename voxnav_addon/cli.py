@@ -42,7 +42,10 @@ PREVIEW_CAMERA = "VoxNav Preview Camera"
 
 def settings_epilog() -> str:
     """The ``--set`` settings with meaning, unit, default and limits (core units)."""
-    lines = ["settings for --set NAME=VALUE (NavConfig names and core units):"]
+    lines = [
+        "settings for --set NAME=VALUE (NavConfig names and core units; wu = world units, "
+        "metres in Blender):"
+    ]
     for name in NavConfig.field_names():
         lines.append(f"  {name}")
         lines.append(f"      {setting_help(name).replace('%%', '%')}")

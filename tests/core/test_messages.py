@@ -276,3 +276,12 @@ def test_every_setting_is_documented_with_a_range_or_limits():
         default = NavConfig.default(name)
         if doc.lo is not None:  # the default itself is inside the working range
             NavConfig(**{name: default}).validate()
+
+
+def test_an_unwritable_output_is_one_error_line_and_exit_1(floor_obj, tmp_path, capsys):
+    (tmp_path / "taken.npz").mkdir()  # a folder where the file should go
+    code, _, err = run(capsys, "dump", floor_obj, "--out", tmp_path / "taken.npz")
+    assert code == 1
+    assert error_lines(err) == [f"voxnav: error: cannot access {tmp_path / 'taken.npz'}: "
+                                "Is a directory"]  # fmt: skip
+    assert "Traceback" not in err
