@@ -189,6 +189,11 @@ def test_engine_frame_file_gives_the_mirrored_answers(dungeon_bake, reference, t
         corridor = [poly_index(e) for e in p["polys"]]
         same += corridor == q["path_poly"][start : start + count].tolist()
         assert p["status"] == int(q["path_status"][j])
+        if count:
+            s, n = int(q["straight_start"][j]), int(q["straight_count"][j])
+            assert p["straight_flags"] == q["straight_flags"][s : s + n].tolist()
+            mirrored = np.array(p["straight_pts"], dtype=np.float64).reshape(-1, 3) * flip
+            np.testing.assert_allclose(mirrored, q["straight_pts"][s : s + n], rtol=0, atol=1e-4)
     assert same == len(got["paths"])
 
 
