@@ -289,12 +289,13 @@ def cmd_bake(args) -> int:
     from . import export
 
     config = config_from_args(args)
+    try:
+        export.navmesh_format(args.out)
+    except VoxNavError as exc:
+        raise UsageError(f"--out: {exc}") from None
     outputs = [(Path(args.out), "--out")] + ([(Path(args.json), "--json")] if args.json else [])
     for path, flag in outputs:
         _check_folder(path, flag)
-    if Path(args.out).suffix.lower() not in export.NAVMESH_FORMATS:
-        known = ", ".join(f"{ext} ({name})" for ext, name in export.NAVMESH_FORMATS.items())
-        raise UsageError(f"--out {args.out}: cannot tell the navmesh format; use {known}")
     verts, tris = read_obj(args.mesh, recast_frame=args.recast_frame)
     result = pipeline.bake(verts, tris, config, progress=_bake_progress(args))
     print_warnings(result.warnings)

@@ -349,6 +349,16 @@ def write_detour_bin(
 NAVMESH_FORMATS = {".obj": "Wavefront OBJ", ".json": "VoxNav JSON", ".bin": "Detour .bin"}
 
 
+def navmesh_format(path) -> str:
+    """The navmesh format ``path``'s extension names: ".obj", ".json" or ".bin" (any case);
+    VoxNavError naming the known extensions otherwise."""
+    suffix = Path(path).suffix.lower()
+    if suffix not in NAVMESH_FORMATS:
+        known = ", ".join(f"{ext} ({name})" for ext, name in NAVMESH_FORMATS.items())
+        raise VoxNavError(f"cannot tell the navmesh format of {path}: use {known}")
+    return suffix
+
+
 def write_navmesh(path, pmesh, dmesh=None, *, config=None, recast_frame: bool = False) -> None:
     """Write the navmesh in the format its extension names (.obj, .json or .bin).
 
@@ -356,12 +366,12 @@ def write_navmesh(path, pmesh, dmesh=None, *, config=None, recast_frame: bool = 
     settings if None). ``recast_frame``: the bake read its OBJ as RecastDemo does, so a .bin
     is written in that same frame (else in the engine frame, see `write_detour_bin`).
     """
-    suffix = Path(path).suffix.lower()
+    suffix = navmesh_format(path)
     if suffix == ".obj":
         write_obj(path, pmesh, dmesh)
     elif suffix == ".json":
         write_json(path, pmesh, dmesh)
-    elif suffix == ".bin":
+    else:
         from .config import NavConfig
 
         cfg = config if config is not None else NavConfig()
@@ -374,6 +384,3 @@ def write_navmesh(path, pmesh, dmesh=None, *, config=None, recast_frame: bool = 
             agent_max_climb=cfg.agent_max_climb,
             frame="recast" if recast_frame else "engine",
         )
-    else:
-        known = ", ".join(f"{ext} ({name})" for ext, name in NAVMESH_FORMATS.items())
-        raise VoxNavError(f"cannot tell the navmesh format of {path}: use {known}")

@@ -110,20 +110,25 @@ class VOXNAV_OT_clear(bpy.types.Operator):
         return {"FINISHED"}
 
 
+#: Export formats and their file extensions.
+FORMAT_EXTENSIONS = {"OBJ": ".obj", "JSON": ".json", "BIN": ".bin"}
+
+
 class VOXNAV_OT_export_navmesh(bpy.types.Operator, ExportHelper):  # type: ignore[misc]
-    """Export the last built navigation mesh (polygons and detail mesh) as OBJ or JSON"""
+    """Export the last built navigation mesh as OBJ, JSON or Detour's binary navmesh (.bin)"""
 
     bl_idname = "voxnav.export_navmesh"
     bl_label = "Export Navmesh"
     bl_options = {"REGISTER"}
 
     filename_ext = ".obj"
-    filter_glob: StringProperty(default="*.obj;*.json", options={"HIDDEN"})  # type: ignore[valid-type]
+    filter_glob: StringProperty(default="*.obj;*.json;*.bin", options={"HIDDEN"})  # type: ignore[valid-type]
     file_format: EnumProperty(  # type: ignore[valid-type]
         name="Format",
         items=[
             ("OBJ", "OBJ", "Wavefront OBJ: the detail mesh if any, else the polygons"),
             ("JSON", "JSON", "Polygons, adjacency, regions and detail mesh as JSON"),
+            ("BIN", "Detour .bin", "RecastDemo's navmesh set (MSET) for Detour runtimes, Y-up"),
         ],
         default="OBJ",
     )
@@ -143,9 +148,10 @@ class VOXNAV_OT_export_navmesh(bpy.types.Operator, ExportHelper):  # type: ignor
 
     def check(self, context):
         """Keep the file extension in step with the chosen format."""
-        ext = ".json" if self.file_format == "JSON" else ".obj"
+        ext = FORMAT_EXTENSIONS[self.file_format]
         root, old = os.path.splitext(self.filepath)
-        path = root + ext if old.lower() in (".obj", ".json") else self.filepath + ext
+        known = old.lower() in FORMAT_EXTENSIONS.values()
+        path = root + ext if known else self.filepath + ext
         if path != self.filepath:
             self.filepath = path
             return True
@@ -153,12 +159,12 @@ class VOXNAV_OT_export_navmesh(bpy.types.Operator, ExportHelper):  # type: ignor
 
     def execute(self, context):
         path = bpy.path.abspath(self.filepath)
-        if path.lower().endswith(".json"):
-            self.file_format = "JSON"
-        elif path.lower().endswith(".obj"):
-            self.file_format = "OBJ"
+        by_extension = {ext: name for name, ext in FORMAT_EXTENSIONS.items()}
+        suffix = os.path.splitext(path)[1].lower()
+        if suffix in by_extension:
+            self.file_format = by_extension[suffix]
         else:
-            path += ".json" if self.file_format == "JSON" else ".obj"
+            path += FORMAT_EXTENSIONS[self.file_format]
         try:
             export_navmesh(bake.LAST[context.scene.session_uid], path, self.file_format)
         except VoxNavError as exc:
@@ -192,6 +198,18 @@ def export_navmesh(outcome: bake.BakeOutcome, path: str, file_format: str = "OBJ
         raise VoxNavError(f"cannot write {path}: folder {directory} does not exist")
     if file_format == "JSON":
         export.write_json(path, pmesh, dmesh)
+    elif file_format == "BIN":
+        # Blender's Z-up scene in a Y-up engine's frame (x, z, -y), as glTF exports it.
+        cfg = result.config
+        export.write_detour_bin(
+            path,
+            pmesh,
+            dmesh,
+            agent_height=cfg.agent_height,
+            agent_radius=cfg.agent_radius,
+            agent_max_climb=cfg.agent_max_climb,
+            frame="engine",
+        )
     else:
         export.write_obj(path, pmesh, dmesh)
 

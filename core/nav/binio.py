@@ -14,6 +14,11 @@ The file RecastDemo's ``Sample::saveAll`` writes and ``loadAll``, recast-navigat
   ``dtPolyDetail`` (12 bytes), detail vertices, detail triangles (4 bytes), ``dtBVNode``
   (16 bytes), ``dtOffMeshConnection`` (36 bytes).
 
+RecastDemo saves tiles after loading them, so its files also carry the links Detour built in
+memory (``dtPoly.firstLink`` and the link section); Detour rebuilds those on load, and this
+module writes them as ``dtCreateNavMeshData`` leaves them (zero). Every other byte equals
+RecastDemo's file.
+
 Coordinates are Detour's Y-up frame (VoxNav's Z-up (x, y, z) is stored as (x, z, y)).
 Tiles come from `core.nav.navdata.create_nav_mesh_data`. Writes are atomic: a temporary file
 in the target folder, flushed to disk, then renamed over the target, so a failed write never
