@@ -35,6 +35,10 @@ version 1. Keys:
   "triangles": [[a, b, c, edge_flags], ...]}``; triangle indices are local to the polygon's
   list; its first vertices are the polygon's own; edge_flags bits 0, 2, 4 are set when edge
   ab, bc, ca lies on the polygon outline.
+- ``paths`` (only when test paths were asked for, e.g. the Blender command's ``--path``): a
+  list of ``{"start": [x, y, z], "goal": [x, y, z], "status": text, "length": wu,
+  "polygons": count, "points": [[x, y, z], ...]}``, each the straight path on the navmesh from
+  start to goal (the corners where it turns, start and end included).
 
 Float values are float32 written with enough digits to read back bit-exact.
 """
@@ -179,8 +183,10 @@ def write_obj(path, pmesh, dmesh=None) -> None:
         raise VoxNavError(f"cannot write {out}: {exc.strerror or exc}") from None
 
 
-def navmesh_to_dict(pmesh, dmesh=None) -> dict:
-    """The JSON document (see the module docstring) as plain Python lists and numbers."""
+def navmesh_to_dict(pmesh, dmesh=None, paths=None) -> dict:
+    """The JSON document (see the module docstring) as plain Python lists and numbers.
+
+    paths: optional list of dicts already in the ``paths`` entry's form (plain numbers)."""
     verts, polys, nvp, counts = _poly_arrays(pmesh)
     detail = _detail_arrays(dmesh, polys.shape[0])
     world = _world(pmesh, verts)
@@ -220,12 +226,14 @@ def navmesh_to_dict(pmesh, dmesh=None) -> dict:
             }
             for vb, vc, tb, tc in meshes.tolist()
         ]
+    if paths:
+        doc["paths"] = list(paths)
     return doc
 
 
-def write_json(path, pmesh, dmesh=None) -> None:
+def write_json(path, pmesh, dmesh=None, paths=None) -> None:
     """Write `navmesh_to_dict` as JSON to ``path`` (its folder must exist)."""
-    doc = navmesh_to_dict(pmesh, dmesh)
+    doc = navmesh_to_dict(pmesh, dmesh, paths)
     out = _check_folder(path)
     try:
         with out.open("w", encoding="utf-8") as fh:

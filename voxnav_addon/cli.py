@@ -35,7 +35,7 @@ from ..core.cliutil import (
 )
 from ..core.config import NavConfig
 from ..core.errors import UsageError, VoxNavError
-from . import bake, demo, properties, writeback
+from . import bake, demo, live, properties, writeback
 
 PREVIEW_CAMERA = "VoxNav Preview Camera"
 
@@ -85,6 +85,16 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--json", metavar="PATH", help="write the navmesh as .json")
     p.add_argument("--png", metavar="PATH", help="render a Workbench preview picture")
+    p.add_argument(
+        "--path",
+        dest="test_paths",
+        action="append",
+        default=[],
+        metavar="X,Y,Z:X,Y,Z",
+        help="add a test path from START to GOAL (world units, Z-up) on the baked navmesh: "
+        'drawn in the --png picture and the saved .blend, listed under "paths" in the '
+        "--json; repeatable (the last one stays live in the .blend)",
+    )
     p.add_argument(
         "--resolution", default="1280x720", metavar="WxH", help="preview size (1280x720)"
     )
@@ -265,6 +275,12 @@ def run(args) -> int:
             raise UsageError(f"--set: {exc}") from None
         properties.set_from_config(scene.voxnav, config)
     stop_after = "heightfield" if args.voxels_only else "navmesh"
+    try:
+        test_paths = [live.parse_path_option(text) for text in args.test_paths]
+    except VoxNavError as exc:
+        raise UsageError(str(exc)) from None
+    if test_paths and args.voxels_only:
+        raise UsageError("--path needs a navmesh: drop --voxels-only")
     outcome = bake.bake_scene(context, stop_after, _progress_printer())
     print_warnings(outcome.warnings)
     if outcome.empty:
@@ -277,6 +293,14 @@ def run(args) -> int:
     print(f"voxnav: {outcome.summary()}")
     for name, seconds in outcome.timings.items():
         print(f"voxnav:   {name:<24s} {seconds * 1000:9.1f} ms")
+    path_docs = []
+    for start, goal in test_paths:
+        report = live.add_path_test(scene, start, goal)
+        print(
+            f"voxnav: path {start} -> {goal}: {report.status}, {report.length:.2f} wu, "
+            f"{report.polys} polygons, {report.points.shape[0]} corners"
+        )
+        path_docs.append(report.as_json(start, goal))
     written = []
     if args.npz:
         write_npz(args.npz, outcome)
@@ -293,7 +317,7 @@ def run(args) -> int:
     if args.json:
         from . import operators
 
-        operators.export_navmesh(outcome, args.json, "JSON")
+        operators.export_navmesh(outcome, args.json, "JSON", paths=path_docs)
         written.append(args.json)
     if args.png:
         hf = outcome.result.heightfield

@@ -177,8 +177,12 @@ class VOXNAV_OT_export_navmesh(bpy.types.Operator, ExportHelper):  # type: ignor
         return {"FINISHED"}
 
 
-def export_navmesh(outcome: bake.BakeOutcome, path: str, file_format: str = "OBJ") -> None:
-    """Write the navmesh of ``outcome`` with ``core.export``; VoxNavError if there is none."""
+def export_navmesh(
+    outcome: bake.BakeOutcome, path: str, file_format: str = "OBJ", paths=None
+) -> None:
+    """Write the navmesh of ``outcome`` with ``core.export``; VoxNavError if there is none.
+
+    paths: test paths for the JSON's ``paths`` entry (`live.PathReport.as_json` dicts)."""
     try:
         from ..core import export
     except ImportError as exc:  # pragma: no cover - the exporter lands separately
@@ -197,7 +201,7 @@ def export_navmesh(outcome: bake.BakeOutcome, path: str, file_format: str = "OBJ
     if not os.path.isdir(directory):
         raise VoxNavError(f"cannot write {path}: folder {directory} does not exist")
     if file_format == "JSON":
-        export.write_json(path, pmesh, dmesh)
+        export.write_json(path, pmesh, dmesh, paths=paths)
     elif file_format == "BIN":
         # Blender's Z-up scene in a Y-up engine's frame (x, z, -y), as glTF exports it.
         cfg = result.config
