@@ -3,6 +3,9 @@
     python -m core dump MESH.obj --recast-frame --out OUT.npz [--cell-size 0.3 ...]
     python -m core bake MESH.obj --out navmesh.obj [--json navmesh.json] [settings]
     python -m core bench [--runs 5] [--quick]
+    python -m core query MESH.obj --recast-frame --queries Q.npz --out OUT.npz [settings]
+    python -m core path MESH.obj --from X Y Z --to X Y Z [settings]
+    python -m core bench-queries [--meshes DIR]
 
 Settings: one flag per NavConfig field, dashes for underscores (``--cell-size 0.15``,
 ``--filter-ledge-spans off``, ``--bounds-min X Y Z``). Errors print one line and exit 2.
@@ -266,8 +269,13 @@ def main(argv=None) -> int:
     bench.add_argument("--runs", type=int, default=5)
     bench.add_argument("--quick", action="store_true", help="skip the 10x10 tiling")
     bench.add_argument("--meshes", default=None, help="folder with dungeon.obj and nav_test.obj")
+    from .nav import cli as nav_cli
+
+    nav_cli.add_parsers(sub, add_setting_flags)
     args = parser.parse_args(argv)
     try:
+        if args.command in ("query", "path", "bench-queries"):
+            return nav_cli.run(args, config_from_args)
         if args.command == "dump":
             return cmd_dump(args)
         if args.command == "bake":

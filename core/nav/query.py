@@ -1215,6 +1215,152 @@ class NavMeshQuery:
         closest, _ = self._closest_point_on_poly_yup(chosen, pt)
         return SUCCESS, chosen, closest
 
+    # ------------------------------------------------------------------------ batch forms
+    def _pass_flags(self, flt: QueryFilter | None) -> np.ndarray:
+        return np.asarray(self._filter(flt).pass_filter(self.nav.poly_flags), dtype=bool)
+
+    def _refs(self, refs, n: int, name: str) -> np.ndarray:
+        r = np.asarray(refs, dtype=np.int64).reshape(-1)
+        if r.shape[0] != n:
+            raise VoxNavError(f"{name} needs {n} refs (one per query), got {r.shape[0]}")
+        return r
+
+    def _valid_refs(self, refs: np.ndarray) -> np.ndarray:
+        return (refs >= 0) & (refs < self.nav.poly_count)
+
+    def find_nearest_poly_batch(
+        self, points, half_extents=(2.0, 2.0, 4.0), flt: QueryFilter | None = None
+    ) -> NearestPolyBatch:
+        """Batch `find_nearest_poly`: points float32 (n, 3) Z-up [Units: wu], one box half
+        size (3,) or one per point (n, 3). Vectorized across points."""
+        from . import batch
+
+        p = _points(points, "points")
+        n = p.shape[0]
+        c = _zup(p)
+        h = np.broadcast_to(_zup(np.asarray(half_extents, dtype=F32)), (n, 3)).astype(F32)
+        finite = np.all(np.isfinite(c), axis=1) & np.all(np.isfinite(h), axis=1)
+        ref = np.full(n, NO_POLY, dtype=np.int64)
+        point = np.full((n, 3), np.nan, dtype=F32)
+        over = np.zeros(n, dtype=bool)
+        idx = np.nonzero(finite)[0]
+        r, pt, ov = batch.find_nearest_poly(self.nav, c[idx], h[idx], self._pass_flags(flt))
+        ref[idx], point[idx], over[idx] = r, pt, ov
+        status = np.where(finite, SUCCESS, FAILURE | INVALID_PARAM).astype(np.uint32)
+        return NearestPolyBatch(status, ref, _zup(point), over)
+
+    def get_poly_height_batch(self, refs, points) -> PolyHeightBatch:
+        """Batch `get_poly_height`: refs (n,), points float32 (n, 3) Z-up. Height NaN and
+        FAILURE | INVALID_PARAM where the ref is invalid or the point is not over it."""
+        from . import batch
+
+        p = _zup(_points(points, "points"))
+        n = p.shape[0]
+        r = self._refs(refs, n, "get_poly_height_batch")
+        ok = self._valid_refs(r) & np.isfinite(p[:, 0]) & np.isfinite(p[:, 2])
+        idx = np.nonzero(ok)[0]
+        inside, h = batch.poly_height(self.nav, r[idx], p[idx])
+        height = np.full(n, np.nan, dtype=F32)
+        height[idx[inside]] = h[inside]
+        ok[idx[~inside]] = False
+        status = np.where(ok, SUCCESS, FAILURE | INVALID_PARAM).astype(np.uint32)
+        return PolyHeightBatch(status, height)
+
+    def find_distance_to_wall_batch(
+        self, refs, centers, max_radius: float, flt: QueryFilter | None = None
+    ) -> WallHitBatch:
+        """Batch `find_distance_to_wall` (n queries). A per-query loop over the literal port:
+        Detour's Dijkstra search with its heap order (the remaining hot-path loop)."""
+        c = _points(centers, "centers")
+        n = c.shape[0]
+        r = self._refs(refs, n, "find_distance_to_wall_batch")
+        out = WallHitBatch(
+            np.zeros(n, np.uint32), np.full(n, np.nan, F32), np.full((n, 3), np.nan, F32),
+            np.full((n, 3), np.nan, F32),
+        )  # fmt: skip
+        for i in range(n):
+            w = self.find_distance_to_wall(int(r[i]), c[i], max_radius, flt)
+            out.status[i], out.distance[i] = w.status, w.distance
+            out.position[i], out.normal[i] = w.position, w.normal
+        return out
+
+    def raycast_batch(
+        self, start_refs, starts, ends, flt: QueryFilter | None = None, max_path: int = 256
+    ) -> RaycastBatch:
+        """Batch `raycast`: rays walk polygon by polygon in lockstep (vectorized across rays).
+        Ray j's visited refs are ``polys[start[j] : start[j] + count[j]]``."""
+        from . import batch
+
+        s = _zup(_points(starts, "starts"))
+        e = _zup(_points(ends, "ends"))
+        n = s.shape[0]
+        if e.shape[0] != n:
+            raise VoxNavError(f"raycast_batch: {n} starts but {e.shape[0]} ends")
+        r = self._refs(start_refs, n, "raycast_batch")
+        ok = self._valid_refs(r) & np.all(np.isfinite(s), axis=1) & np.all(np.isfinite(e), axis=1)
+        run = np.where(ok, r, NO_POLY)
+        extra, t, normal, q, polys = batch.raycast(
+            self.nav, run, s, e, self._pass_flags(flt), int(max_path)
+        )
+        status = np.where(ok, SUCCESS | extra, FAILURE | INVALID_PARAM).astype(np.uint32)
+        t = np.where(ok, t, _ZERO).astype(F32)
+        count = np.bincount(q, minlength=n).astype(np.int32)
+        start = (np.cumsum(count, dtype=np.int64) - count).astype(np.int64)
+        return RaycastBatch(status, t, _zup(normal), count, start, polys)
+
+    def find_path_batch(
+        self, start_refs, end_refs, starts, ends, flt: QueryFilter | None = None,
+        max_path: int = 256,
+    ) -> CorridorBatch:  # fmt: skip
+        """Batch `find_path`. A per-query loop over the literal A* port (Detour's node pool
+        and heap order): the remaining hot-path loop."""
+        s = _points(starts, "starts")
+        e = _points(ends, "ends")
+        n = s.shape[0]
+        a = self._refs(start_refs, n, "find_path_batch")
+        b = self._refs(end_refs, n, "find_path_batch")
+        flt = self._filter(flt)
+        status = np.zeros(n, dtype=np.uint32)
+        lists = []
+        for i in range(n):
+            st, polys = self._find_path_yup(
+                int(a[i]), int(b[i]), _yup(s[i]), _yup(e[i]), flt, int(max_path)
+            )
+            status[i] = st
+            lists.append(polys)
+        count, start, flat = _ragged(lists)
+        return CorridorBatch(status, count, start, flat)
+
+    def find_straight_path_batch(
+        self, starts, ends, corridors: CorridorBatch, max_straight_path: int = 256,
+        options: int = 0,
+    ) -> StraightPathBatch:  # fmt: skip
+        """Batch `find_straight_path` over the corridors of a CorridorBatch (queries with an
+        empty corridor get FAILURE | INVALID_PARAM and no points). Per-query loop."""
+        s = _points(starts, "starts")
+        e = _points(ends, "ends")
+        n = s.shape[0]
+        status = np.zeros(n, dtype=np.uint32)
+        pts, flags, refs = [], [], []
+        for i in range(n):
+            c0, c = int(corridors.start[i]), int(corridors.count[i])
+            path = [int(x) for x in corridors.polys[c0 : c0 + c]]
+            st, p, f, r = self._straight_yup(
+                _yup(s[i]), _yup(e[i]), path, int(max_straight_path), int(options)
+            )
+            status[i] = st
+            pts.append(np.asarray(p, dtype=F32).reshape(-1, 3))
+            flags.append(f)
+            refs.append(r)
+        count, start, flat_refs = _ragged(refs)
+        points = np.concatenate(pts) if pts else np.zeros((0, 3), F32)
+        flat_flags = (
+            np.concatenate([np.asarray(f, dtype=np.uint8) for f in flags])
+            if flags
+            else np.zeros(0, np.uint8)
+        )
+        return StraightPathBatch(status, count, start, _zup(points), flat_flags, flat_refs)
+
 
 def _random_point_in_convex_poly(pts, s, t) -> np.ndarray:
     npts = pts.shape[0]
@@ -1319,3 +1465,79 @@ class _NodeQueue:
             if self.heap[i] == node:
                 self._bubble_up(i, node)
                 return
+
+
+# ------------------------------------------------------------------------------ batch forms
+@dataclass
+class NearestPolyBatch:
+    """Per query: status uint32, ref int64 (-1 none), point float32 (n, 3) Z-up (NaN when
+    none), over_poly bool."""
+
+    status: np.ndarray
+    ref: np.ndarray
+    point: np.ndarray
+    over_poly: np.ndarray
+
+
+@dataclass
+class PolyHeightBatch:
+    status: np.ndarray
+    height: np.ndarray
+
+
+@dataclass
+class WallHitBatch:
+    status: np.ndarray
+    distance: np.ndarray
+    position: np.ndarray
+    normal: np.ndarray
+
+
+@dataclass
+class CorridorBatch:
+    """Ragged polygon lists: query j's refs are ``polys[start[j] : start[j] + count[j]]``."""
+
+    status: np.ndarray
+    count: np.ndarray
+    start: np.ndarray
+    polys: np.ndarray
+
+
+@dataclass
+class RaycastBatch:
+    status: np.ndarray
+    t: np.ndarray
+    normal: np.ndarray
+    count: np.ndarray
+    start: np.ndarray
+    polys: np.ndarray
+
+
+@dataclass
+class StraightPathBatch:
+    """Ragged corner lists: query j's points are ``points[start[j] : start[j] + count[j]]``."""
+
+    status: np.ndarray
+    count: np.ndarray
+    start: np.ndarray
+    points: np.ndarray
+    flags: np.ndarray
+    refs: np.ndarray
+
+
+def _ragged(lists) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    count = np.array([len(x) for x in lists], dtype=np.int32)
+    start = (np.cumsum(count, dtype=np.int64) - count).astype(np.int64)
+    flat = (
+        np.concatenate([np.asarray(x, dtype=np.int64) for x in lists])
+        if len(lists) and count.sum()
+        else np.zeros(0, dtype=np.int64)
+    )
+    return count, start, flat
+
+
+def _points(points, name: str) -> np.ndarray:
+    p = np.asarray(points, dtype=F32)
+    if p.ndim != 2 or p.shape[1] != 3:
+        raise VoxNavError(f"{name} must be an (n, 3) array of positions, got shape {p.shape}")
+    return p
