@@ -257,8 +257,9 @@ def _intersect_seg_seg_2d(ap, aq, bp, bq):
 
 def _normalize(v) -> np.ndarray:
     v = np.asarray(v, dtype=F32)
-    d = _ONE / np.sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2])
-    return np.array([v[0] * d, v[1] * d, v[2] * d], dtype=F32)
+    with np.errstate(divide="ignore", invalid="ignore"):  # a zero vector gives NaN, as in C
+        d = _ONE / np.sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2])
+        return np.array([v[0] * d, v[1] * d, v[2] * d], dtype=F32)
 
 
 # ------------------------------------------------------------------------- typed results
