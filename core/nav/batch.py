@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .navdata import POLYTYPE_OFFMESH_CONNECTION
+from .navdata import POLYTYPE_OFFMESH_CONNECTION, _ranges
 from .navmesh import SIDE_INTERNAL, NavMesh
 
 F32 = np.float32
@@ -24,7 +24,7 @@ FLT_MAX = F32(3.4028234663852886e38)
 _EPS_HEIGHT = F32(1e-6)
 _EPS_SEG = F32(0.000001)
 #: Query/candidate pairs handled per chunk (bounds the temporary arrays).
-CHUNK = 1 << 16
+CHUNK = 1 << 21
 
 
 def point_in_polygon(nav: NavMesh, refs: np.ndarray, pos: np.ndarray) -> np.ndarray:
@@ -115,41 +115,74 @@ def lerp(a, b, t):
     return a + (b - a) * t[..., None]
 
 
+def _detail_edges(nav: NavMesh, only_boundary: bool):
+    """Per polygon, the detail edges closestPointOnDetailEdges scans, in Detour's order
+    (triangle by triangle, edges (2,0), (0,1), (1,2)): (edge_start (npolys+1,), a, b (E, 3)).
+    Cached on the navmesh."""
+    key = "_detail_edges_cache_" + ("b" if only_boundary else "a")
+    cached = getattr(nav, key, None)
+    if cached is not None and cached[0] is nav.detail_tri_pos:
+        return cached[1]
+    nt = nav.detail_tris.shape[0]
+    ids = nav.detail_tris.astype(np.int64)
+    flags = ids[:, 3]
+    keep = []
+    for j, k in ((2, 0), (0, 1), (1, 2)):
+        boundary = ((flags >> (j * 2)) & 0x3) & 1
+        if only_boundary:
+            keep.append(boundary != 0)
+        else:
+            keep.append((boundary != 0) | (ids[:, j] >= ids[:, k]))
+    keep_arr = np.stack(keep, axis=1).reshape(-1)  # (nt * 3,) triangle-major
+    tri_of = np.repeat(np.arange(nt), 3)[keep_arr]
+    jj = np.tile(np.array([2, 0, 1]), nt)[keep_arr]
+    kk = np.tile(np.array([0, 1, 2]), nt)[keep_arr]
+    a = nav.detail_tri_pos[tri_of, jj]
+    b = nav.detail_tri_pos[tri_of, kk]
+    # Edges per polygon: the kept edges of its triangle range [tri_base, tri_base + count).
+    per_tri = np.zeros(nt + 1, dtype=np.int64)
+    np.cumsum(keep_arr.reshape(nt, 3).sum(axis=1), out=per_tri[1:])
+    lo = per_tri[nav.detail_tri_base]
+    hi = per_tri[nav.detail_tri_base + nav.detail_tri_count]
+    result = (lo, hi - lo, a.astype(F32), b.astype(F32))
+    setattr(nav, key, (nav.detail_tri_pos, result))
+    return result
+
+
+def first_min_per_group(values: np.ndarray, counts: np.ndarray):
+    """For consecutive groups of `counts` values: index (into values) of each group's first
+    minimum (Detour's ``if (d < best)`` scan), -1 for an empty group."""
+    m = counts.shape[0]
+    out = np.full(m, -1, dtype=np.int64)
+    nonempty = counts > 0
+    if not np.any(nonempty):
+        return out
+    starts = np.cumsum(counts) - counts
+    s = starts[nonempty]
+    mins = np.minimum.reduceat(values, s)
+    group = np.repeat(np.arange(m), counts)
+    full_min = np.full(m, np.inf, dtype=values.dtype)
+    full_min[nonempty] = mins
+    hits = np.nonzero(values == full_min[group])[0][::-1]
+    out[group[hits]] = hits
+    return out
+
+
 def closest_on_detail_edges(nav: NavMesh, refs, pos, only_boundary: bool) -> np.ndarray:
     """closestPointOnDetailEdges for each (ref, pos) -> float32 (m, 3)."""
     m = refs.shape[0]
     if m == 0:
         return np.zeros((0, 3), dtype=F32)
-    rows, valid = _detail_tri_slots(nav, refs)
-    tri = nav.detail_tri_pos[rows]  # (m, T, 3, 3)
-    ids = nav.detail_tris[rows]  # (m, T, 4)
-    flags = ids[..., 3].astype(np.int64)
-    d_all = []
-    t_all = []
-    a_all = []
-    b_all = []
-    p = pos[:, None, :]
-    for j, k in ((2, 0), (0, 1), (1, 2)):
-        boundary = ((flags >> (j * 2)) & 0x3) & 1
-        if only_boundary:
-            skip = boundary == 0
-        else:
-            skip = (boundary == 0) & (ids[..., j] < ids[..., k])
-        d, t = dist_pt_seg_sqr_2d(p, tri[:, :, j], tri[:, :, k])
-        d_all.append(np.where(valid & ~skip, d, np.inf))
-        t_all.append(t)
-        a_all.append(tri[:, :, j])
-        b_all.append(tri[:, :, k])
-    # Detour's order: triangle by triangle, edges (2,0), (0,1), (1,2) inside each.
-    d = np.stack(d_all, axis=2).reshape(m, -1)
-    t = np.stack(t_all, axis=2).reshape(m, -1)
-    a = np.stack(a_all, axis=2).reshape(m, -1, 3)
-    b = np.stack(b_all, axis=2).reshape(m, -1, 3)
-    best = np.argmin(d, axis=1)
-    r = np.arange(m)
-    out = lerp(a[r, best], b[r, best], t[r, best]).astype(F32)
-    none = ~np.isfinite(d[r, best])
-    out[none] = pos[none]
+    lo, count, ea, eb = _detail_edges(nav, only_boundary)
+    counts = count[refs]
+    rows = _ranges(lo[refs], counts)
+    rep = np.repeat(np.arange(m), counts)
+    d, t = dist_pt_seg_sqr_2d(pos[rep], ea[rows], eb[rows])
+    best = first_min_per_group(d, counts)
+    out = pos.astype(F32, copy=True)
+    ok = best >= 0
+    b = best[ok]
+    out[ok] = lerp(ea[rows[b]], eb[rows[b]], t[b]).astype(F32)
     return out
 
 
@@ -219,19 +252,27 @@ def query_polygon_pairs(nav: NavMesh, centers, halves, pass_flags):
         leaf_ref, lmin, lmax = leaf_ref[keep], lmin[keep], lmax[keep]
         order = np.arange(leaf_ref.shape[0])
         step = max(1, CHUNK // max(1, leaf_ref.shape[0]))
+        dt = F32 if use_float else np.int32
+        lmin_t, lmax_t = lmin.astype(dt).T.copy(), lmax.astype(dt).T.copy()
+        bmin_t, bmax_t = bmin.astype(dt), bmax.astype(dt)
         for s in range(0, hit.shape[0], step):
             a = slice(s, s + step)
-            bn, bx = bmin[a][:, None, :], bmax[a][:, None, :]
-            overlap = ~np.any((bn > lmax[None]) | (bx < lmin[None]), axis=2)
+            overlap = np.ones((bmin_t[a].shape[0], leaf_ref.shape[0]), dtype=bool)
+            for axis in range(3):
+                overlap &= bmin_t[a, axis, None] <= lmax_t[axis][None, :]
+                overlap &= bmax_t[a, axis, None] >= lmin_t[axis][None, :]
             qi, li = np.nonzero(overlap)
             q_out.append(hit[a][qi])
             r_out.append(leaf_ref[li])
-            key_out.append(np.stack([np.full(qi.shape, ty), np.full(qi.shape, tx),
-                                     np.full(qi.shape, rank), order[li]], axis=1))  # fmt: skip
+            if nav.tile_count > 1:
+                key_out.append(np.stack([np.full(qi.shape, ty), np.full(qi.shape, tx),
+                                         np.full(qi.shape, rank), order[li]], axis=1))  # fmt: skip
     if not q_out:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
     q = np.concatenate(q_out)
     r = np.concatenate(r_out)
+    if nav.tile_count == 1:  # one tile: nonzero() already lists pairs query by query in order
+        return q, r
     key = np.concatenate(key_out)
     sort = np.lexsort((key[:, 3], key[:, 2], key[:, 1], key[:, 0], q))
     return q[sort], r[sort]

@@ -154,8 +154,8 @@ def test_dungeon_queries_equal_detour(tmp_path):
 
 @pytest.fixture(scope="module")
 def dungeon_query():
-    from core.nav.cli import build_navmesh
     from core.config import NavConfig
+    from core.nav.cli import build_navmesh
 
     nav = build_navmesh(mesh_path("dungeon"), True, NavConfig())
     return NavMeshQuery(nav)
