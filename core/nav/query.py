@@ -701,13 +701,49 @@ class NavMeshQuery:
         open list. When end_ref is not reached: the path to the node closest to the end, status
         | PARTIAL_RESULT (| OUT_OF_NODES when the pool ran out). At most max_path polygons
         (| BUFFER_TOO_SMALL). Invalid refs or non-finite positions: FAILURE | INVALID_PARAM."""
-        status, polys = self._find_path_yup(
+        status, polys = self._find_path_fast(
             int(start_ref), int(end_ref), _yup(start_pos), _yup(end_pos), self._filter(flt),
             int(max_path),
         )  # fmt: skip
         return PathResult(int(status), np.asarray(polys, dtype=np.int64))
 
-    def _find_path_yup(self, start_ref, end_ref, start_pos, end_pos, flt, max_path):
+    def _search_tables(self):
+        from .search import SearchTables
+
+        tables = getattr(self, "_tables", None)
+        if tables is None or tables.nav is not self.nav:
+            tables = self._tables = SearchTables(self.nav)
+        return tables
+
+    def _find_path_fast(self, start_ref, end_ref, start_pos, end_pos, flt, max_path):
+        """findPath on precomputed tables (`core.nav.search`); same answers as the literal
+        port `_find_path_literal`."""
+        from . import search
+
+        nav = self.nav
+        if (
+            not nav.is_valid_ref(start_ref)
+            or not nav.is_valid_ref(end_ref)
+            or not _finite(start_pos)
+            or not _finite(end_pos)
+            or max_path <= 0
+        ):
+            return FAILURE | INVALID_PARAM, []
+        pass_ok = self._pass_list(flt)
+        return search.find_path(
+            self._search_tables(), start_ref, end_ref, start_pos, end_pos, pass_ok,
+            flt.area_cost, self.max_nodes, max_path,
+        )  # fmt: skip
+
+    def _pass_list(self, flt: QueryFilter) -> list:
+        key = (flt.include_flags, flt.exclude_flags, id(self.nav.poly_flags))
+        cache = getattr(self, "_pass_cache", None)
+        if cache is None or cache[0] != key:
+            cache = (key, np.asarray(flt.pass_filter(self.nav.poly_flags), bool).tolist())
+            self._pass_cache = cache
+        return cache[1]
+
+    def _find_path_literal(self, start_ref, end_ref, start_pos, end_pos, flt, max_path):
         nav = self.nav
         if (
             not nav.is_valid_ref(start_ref)
@@ -1324,7 +1360,7 @@ class NavMeshQuery:
         status = np.zeros(n, dtype=np.uint32)
         lists = []
         for i in range(n):
-            st, polys = self._find_path_yup(
+            st, polys = self._find_path_fast(
                 int(a[i]), int(b[i]), _yup(s[i]), _yup(e[i]), flt, int(max_path)
             )
             status[i] = st

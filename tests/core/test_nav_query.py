@@ -399,3 +399,21 @@ def test_path_cli_prints_the_path(capsys):
     assert main([*argv, "--from", *map(str, a), "--to", *map(str, b)]) == 0
     text = capsys.readouterr().out
     assert "reached" in text and f"{int(ref['straight_count'][1])} points" in text
+
+
+def test_fast_path_search_matches_literal_port(dungeon_query):
+    q = dungeon_query
+    pts = _random_points(q, 400, 21)
+    near = q.find_nearest_poly_batch(pts, np.array([2.0, 2.0, 4.0], F32))
+    ok = np.nonzero(near.ref >= 0)[0]
+    rng = np.random.default_rng(5)
+    flt = QueryFilter()
+    for pool in (2048, 12):
+        small = NavMeshQuery(q.nav, max_nodes=pool)
+        for _ in range(150):
+            a, b = ok[rng.integers(0, ok.shape[0], 2)]
+            args = (int(near.ref[a]), int(near.ref[b]), near.point[a], near.point[b])
+            fast = small.find_path(*args)
+            yup = [Q._yup(args[2]), Q._yup(args[3])]
+            st, lit = small._find_path_literal(args[0], args[1], *yup, flt, 256)
+            assert fast.status == st and fast.polys.tolist() == lit, (pool, a, b)
