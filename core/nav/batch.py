@@ -462,3 +462,208 @@ def raycast(nav: NavMesh, start_refs, starts, ends, pass_flags, max_path: int):
     s = np.concatenate(rec_s) if rec_s else np.zeros(0, np.int64)
     order = np.lexsort((s, q))
     return extra, t_hit, normal, q[order], r[order]
+
+
+def boundary_point(nav: NavMesh, refs: np.ndarray, pos: np.ndarray) -> np.ndarray:
+    """closestPointOnPolyBoundary for each (ref, pos): pos when inside (2D), else the nearest
+    point of the polygon's edges (first nearest edge, as Detour's scan) -> float32 (m, 3)."""
+    m = refs.shape[0]
+    if m == 0:
+        return np.zeros((0, 3), dtype=F32)
+    inside = point_in_polygon(nav, refs, pos)
+    verts = nav.poly_pos[refs]
+    nv = nav.poly_vert_count[refs].astype(np.int64)
+    rows = np.arange(m)
+    best_d = np.full(m, np.inf, dtype=F32)
+    best_a = verts[:, 0].copy()
+    best_b = verts[:, 0].copy()
+    best_t = np.zeros(m, dtype=F32)
+    for j in range(6):
+        nxt = np.where(j + 1 < nv, j + 1, 0)
+        a = verts[:, j]
+        b = verts[rows, nxt]
+        d, t = dist_pt_seg_sqr_2d(pos, a, b)
+        better = (j < nv) & (d < best_d) if j else (j < nv)
+        best_d = np.where(better, d, best_d)
+        best_a = np.where(better[:, None], a, best_a)
+        best_b = np.where(better[:, None], b, best_b)
+        best_t = np.where(better, t, best_t)
+    out = lerp(best_a, best_b, best_t).astype(F32)
+    out[inside] = pos[inside]
+    return out
+
+
+def _portal_lookup(nav: NavMesh):
+    """Sorted (owner * npolys + target) keys and the first link row of each (cached)."""
+    cached = getattr(nav, "_portal_lookup_cache", None)
+    if cached is not None and cached[0] is nav.link_start:
+        return cached[1]
+    key = nav.link_owner * max(1, nav.poly_count) + nav.link_ref
+    order = np.lexsort((np.arange(key.shape[0]), key))
+    sk = key[order]
+    first = np.r_[True, sk[1:] != sk[:-1]] if sk.shape[0] else np.zeros(0, bool)
+    result = (sk[first], order[first])
+    nav._portal_lookup_cache = (nav.link_start, result)  # type: ignore[attr-defined]
+    return result
+
+
+def portal_links(nav: NavMesh, frm: np.ndarray, to: np.ndarray) -> np.ndarray:
+    """Link row getPortalPoints uses for each (from, to) pair, -1 when they are not linked."""
+    keys, rows = _portal_lookup(nav)
+    k = frm.astype(np.int64) * max(1, nav.poly_count) + to.astype(np.int64)
+    if keys.shape[0] == 0:
+        return np.full(k.shape, -1, dtype=np.int64)
+    pos = np.minimum(np.searchsorted(keys, k), keys.shape[0] - 1)
+    return np.where(keys[pos] == k, rows[pos], -1)
+
+
+_EQUAL_THR = F32(1.0 / 16384.0) * F32(1.0 / 16384.0)
+_PORTAL_EPS = F32(0.001) * F32(0.001)
+
+
+def _vequal(a, b):
+    d = b - a
+    return (d[:, 0] * d[:, 0] + d[:, 1] * d[:, 1] + d[:, 2] * d[:, 2]) < _EQUAL_THR
+
+
+def _tri_area(a, b, c):
+    abx = b[:, 0] - a[:, 0]
+    abz = b[:, 2] - a[:, 2]
+    acx = c[:, 0] - a[:, 0]
+    acz = c[:, 2] - a[:, 2]
+    return acx * abz - abx * acz
+
+
+def straight_paths(nav: NavMesh, count, start, polys, starts, ends, max_straight: int):
+    """findStraightPath (options 0) for corridors whose every consecutive pair is linked and
+    max_straight >= 2, string-pulled in lockstep (one portal step of every query at a time).
+
+    count, start, polys: the corridors (ragged, count >= 1); starts, ends: float32 (n, 3).
+    Returns (status, out_count, points (n, W, 3), flags (n, W), refs (n, W)).
+    """
+    n = count.shape[0]
+    count = count.astype(np.int64)
+    start = start.astype(np.int64)
+    first = polys[start]
+    last = polys[start + count - 1]
+    start_c = boundary_point(nav, first, starts)
+    end_c = boundary_point(nav, last, ends)
+    width = int(min(max_straight, int(count.max()) + 2)) if n else 1
+    pts = np.zeros((n, width, 3), dtype=F32)
+    flags = np.zeros((n, width), dtype=np.uint8)
+    refs = np.full((n, width), -1, dtype=np.int64)
+    out_n = np.ones(n, dtype=np.int64)
+    status = np.full(n, SUCCESS_BITS, dtype=np.int64)
+    pts[:, 0] = start_c
+    flags[:, 0] = 1
+    refs[:, 0] = first
+    # Portals of every corridor step (flat index start + i); the last step is the end point.
+    total = int(count.sum())
+    flat_q = np.repeat(np.arange(n), count)
+    flat_i = np.arange(total) - np.repeat(np.cumsum(count) - count, count)
+    flat_pos = start[flat_q] + flat_i
+    has_next = flat_i + 1 < count[flat_q]
+    nxt = np.where(has_next, polys[np.where(has_next, flat_pos + 1, flat_pos)], -1)
+    link = portal_links(nav, polys[flat_pos], np.maximum(nxt, 0))
+    p_left = np.where(has_next[:, None], nav.link_left[np.maximum(link, 0)], end_c[flat_q])
+    p_right = np.where(has_next[:, None], nav.link_right[np.maximum(link, 0)], end_c[flat_q])
+    cstart = np.cumsum(count) - count  # row of query q's step 0 in the flat arrays
+
+    apex = start_c.copy()
+    left = apex.copy()
+    right = apex.copy()
+    apex_i = np.zeros(n, dtype=np.int64)
+    left_i = np.zeros(n, dtype=np.int64)
+    right_i = np.zeros(n, dtype=np.int64)
+    left_ref = first.astype(np.int64).copy()
+    right_ref = first.astype(np.int64).copy()
+    i = np.zeros(n, dtype=np.int64)
+    done = np.zeros(n, dtype=bool)
+    finished_loop = count <= 1
+    active = np.nonzero(~finished_loop)[0]
+
+    def append(q, pos, flag, ref):
+        """appendVertex for queries q; returns the queries that must stop now."""
+        last_pt = pts[q, out_n[q] - 1]
+        same = _vequal(last_pt, pos)
+        qs = q[same]
+        flags[qs, out_n[qs] - 1] = flag[same]
+        refs[qs, out_n[qs] - 1] = ref[same]
+        qn = q[~same]
+        slot = out_n[qn]
+        pts[qn, slot] = pos[~same]
+        flags[qn, slot] = flag[~same]
+        refs[qn, slot] = ref[~same]
+        out_n[qn] += 1
+        full = out_n[qn] >= max_straight
+        status[qn[full]] |= 0x10
+        stop = qn[full | (flag[~same] == 2)]
+        return stop
+
+    while active.shape[0]:
+        q = active
+        row = cstart[q] + i[q]
+        lft, rgt = p_left[row], p_right[row]
+        nref = nxt[row]
+        a_ = apex[q]
+        # First portal right at the start point: skip it.
+        skip = (i[q] == 0) & has_next[row]
+        if np.any(skip):
+            d, _t = dist_pt_seg_sqr_2d(a_[skip], lft[skip], rgt[skip])
+            skip[skip] = d < _PORTAL_EPS
+        # Right side.
+        restart = np.zeros(q.shape[0], dtype=bool)
+        r_test = ~skip & (_tri_area(a_, right[q], rgt) <= _ZERO)
+        tighten = r_test & (_vequal(a_, right[q]) | (_tri_area(a_, left[q], rgt) > _ZERO))
+        t = q[tighten]
+        right[t] = rgt[tighten]
+        right_ref[t] = nref[tighten]
+        right_i[t] = i[t]
+        jump = r_test & ~tighten
+        if np.any(jump):
+            qj = q[jump]
+            apex[qj] = left[qj]
+            apex_i[qj] = left_i[qj]
+            fl = np.where(left_ref[qj] < 0, 2, 0).astype(np.uint8)
+            stop = append(qj, apex[qj], fl, left_ref[qj])
+            done[stop] = True
+            left[qj] = apex[qj]
+            right[qj] = apex[qj]
+            left_i[qj] = apex_i[qj]
+            right_i[qj] = apex_i[qj]
+            i[qj] = apex_i[qj]
+            restart |= jump
+        # Left side (queries that did not restart).
+        a_ = apex[q]
+        l_test = ~skip & ~restart & (_tri_area(a_, left[q], lft) >= _ZERO)
+        tighten = l_test & (_vequal(a_, left[q]) | (_tri_area(a_, right[q], lft) < _ZERO))
+        t = q[tighten]
+        left[t] = lft[tighten]
+        left_ref[t] = nref[tighten]
+        left_i[t] = i[t]
+        jump = l_test & ~tighten
+        if np.any(jump):
+            qj = q[jump]
+            apex[qj] = right[qj]
+            apex_i[qj] = right_i[qj]
+            fl = np.where(right_ref[qj] < 0, 2, 0).astype(np.uint8)
+            stop = append(qj, apex[qj], fl, right_ref[qj])
+            done[stop] = True
+            left[qj] = apex[qj]
+            right[qj] = apex[qj]
+            left_i[qj] = apex_i[qj]
+            right_i[qj] = apex_i[qj]
+            i[qj] = apex_i[qj]
+        i[q] += 1
+        finished_loop[q] = i[q] >= count[q]
+        active = q[~done[q] & ~finished_loop[q]]
+    # The end point for every query that ran through its corridor.
+    fin = np.nonzero(~done)[0]
+    if fin.shape[0]:
+        append(fin, end_c[fin], np.full(fin.shape[0], 2, np.uint8), np.full(fin.shape[0], -1))
+        full = out_n[fin] >= max_straight
+        status[fin[full]] |= 0x10
+    return status, out_n, pts, flags, refs
+
+
+SUCCESS_BITS = 0x40000000

@@ -1373,29 +1373,68 @@ class NavMeshQuery:
         options: int = 0,
     ) -> StraightPathBatch:  # fmt: skip
         """Batch `find_straight_path` over the corridors of a CorridorBatch (queries with an
-        empty corridor get FAILURE | INVALID_PARAM and no points). Per-query loop."""
-        s = _points(starts, "starts")
-        e = _points(ends, "ends")
+        empty corridor get FAILURE | INVALID_PARAM and no points). String pulling runs in
+        lockstep across queries (options 0); other options use the literal port per query."""
+        from . import batch
+
+        s = _zup(_points(starts, "starts"))
+        e = _zup(_points(ends, "ends"))
         n = s.shape[0]
+        nav = self.nav
+        ccount = np.asarray(corridors.count, dtype=np.int64)
+        cstart = np.asarray(corridors.start, dtype=np.int64)
+        cpolys = np.asarray(corridors.polys, dtype=np.int64)
+        # Lockstep for the common case; the literal port for the rest (options, tiny buffers,
+        # invalid input, corridors with unlinked steps: Detour's partial branch).
+        fast = (ccount >= 1) & (int(options) == 0) & (int(max_straight_path) >= 2)
+        fast &= np.all(np.isfinite(s), axis=1) & np.all(np.isfinite(e), axis=1)
+        if cpolys.shape[0]:
+            valid = (cpolys >= 0) & (cpolys < nav.poly_count)
+            owner = np.repeat(np.arange(n), ccount)
+            bad = np.zeros(n, dtype=bool)
+            np.logical_or.at(bad, owner[~valid], True)
+            step_q = owner[:-1][owner[:-1] == owner[1:]]
+            frm = cpolys[:-1][owner[:-1] == owner[1:]]
+            to = cpolys[1:][owner[:-1] == owner[1:]]
+            ok_pair = valid[:-1][owner[:-1] == owner[1:]] & valid[1:][owner[:-1] == owner[1:]]
+            link = np.where(ok_pair, batch.portal_links(nav, np.maximum(frm, 0),
+                                                        np.maximum(to, 0)), -1)  # fmt: skip
+            np.logical_or.at(bad, step_q[link < 0], True)
+            fast &= ~bad
+        fq = np.nonzero(fast)[0]
         status = np.zeros(n, dtype=np.uint32)
-        pts, flags, refs = [], [], []
-        for i in range(n):
-            c0, c = int(corridors.start[i]), int(corridors.count[i])
-            path = [int(x) for x in corridors.polys[c0 : c0 + c]]
+        count = np.zeros(n, dtype=np.int32)
+        slow = {}
+        for qi in np.nonzero(~fast)[0]:
+            c0, c = int(cstart[qi]), int(ccount[qi])
+            path = [int(x) for x in cpolys[c0 : c0 + c]]
             st, p, f, r = self._straight_yup(
-                _yup(s[i]), _yup(e[i]), path, int(max_straight_path), int(options)
+                s[qi], e[qi], path, int(max_straight_path), int(options)
             )
-            status[i] = st
-            pts.append(np.asarray(p, dtype=F32).reshape(-1, 3))
-            flags.append(f)
-            refs.append(r)
-        count, start, flat_refs = _ragged(refs)
-        points = np.concatenate(pts) if pts else np.zeros((0, 3), F32)
-        flat_flags = (
-            np.concatenate([np.asarray(f, dtype=np.uint8) for f in flags])
-            if flags
-            else np.zeros(0, np.uint8)
-        )
+            status[qi] = st
+            count[qi] = len(r)
+            slow[int(qi)] = (np.asarray(p, F32).reshape(-1, 3), f, r)
+        if fq.shape[0]:
+            sub_count = ccount[fq]
+            sub_polys = cpolys[batch._ranges(cstart[fq], sub_count)]
+            sub_start = np.cumsum(sub_count) - sub_count
+            st, cnt, pts_w, fl_w, rf_w = batch.straight_paths(
+                nav, sub_count, sub_start, sub_polys, s[fq], e[fq], int(max_straight_path)
+            )
+            status[fq] = st
+            count[fq] = cnt
+        start = (np.cumsum(count, dtype=np.int64) - count).astype(np.int64)
+        total = int(count.sum())
+        points = np.zeros((total, 3), dtype=F32)
+        flat_flags = np.zeros(total, dtype=np.uint8)
+        flat_refs = np.full(total, NO_POLY, dtype=np.int64)
+        if fq.shape[0]:
+            used = np.arange(pts_w.shape[1])[None, :] < cnt[:, None]
+            rows = batch._ranges(start[fq], cnt)
+            points[rows], flat_flags[rows], flat_refs[rows] = pts_w[used], fl_w[used], rf_w[used]
+        for qi, (p, f, r) in slow.items():
+            a, b = int(start[qi]), int(start[qi]) + len(r)
+            points[a:b], flat_flags[a:b], flat_refs[a:b] = p, f, r
         return StraightPathBatch(status, count, start, _zup(points), flat_flags, flat_refs)
 
 

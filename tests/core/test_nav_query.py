@@ -417,3 +417,30 @@ def test_fast_path_search_matches_literal_port(dungeon_query):
             yup = [Q._yup(args[2]), Q._yup(args[3])]
             st, lit = small._find_path_literal(args[0], args[1], *yup, flt, 256)
             assert fast.status == st and fast.polys.tolist() == lit, (pool, a, b)
+
+
+def test_batch_paths_and_straight_paths_match_single_ports(dungeon_query):
+    q = dungeon_query
+    pts = _random_points(q, 500, 33)
+    near = q.find_nearest_poly_batch(pts, np.array([2.0, 2.0, 4.0], F32))
+    ok = np.nonzero(near.ref >= 0)[0]
+    rng = np.random.default_rng(8)
+    a, b = ok[rng.integers(0, ok.shape[0], 300)], ok[rng.integers(0, ok.shape[0], 300)]
+    b[:5] = 0  # some with no polygon at the end (invalid param)
+    corr = q.find_path_batch(near.ref[a], near.ref[b], near.point[a], near.point[b], max_path=20)
+    ends = near.point[b].copy()
+    ends[10] = np.nan
+    for options, limit in ((0, 256), (0, 4), (Q.STRAIGHTPATH_ALL_CROSSINGS, 256)):
+        sb = q.find_straight_path_batch(near.point[a], ends, corr, limit, options)
+        for j in range(300):
+            c0, c = corr.start[j], corr.count[j]
+            one_path = q.find_path(near.ref[a[j]], near.ref[b[j]], near.point[a[j]],
+                                   near.point[b[j]], max_path=20)  # fmt: skip
+            assert corr.status[j] == one_path.status, j
+            assert corr.polys[c0 : c0 + c].tolist() == one_path.polys.tolist(), j
+            one = q.find_straight_path(near.point[a[j]], ends[j], one_path.polys, limit, options)
+            s0, sc = sb.start[j], sb.count[j]
+            assert sb.status[j] == one.status, (options, limit, j)
+            np.testing.assert_array_equal(sb.points[s0 : s0 + sc], one.points)
+            assert sb.flags[s0 : s0 + sc].tolist() == one.flags.tolist()
+            assert sb.refs[s0 : s0 + sc].tolist() == one.refs.tolist()
