@@ -1349,23 +1349,38 @@ class NavMeshQuery:
         self, start_refs, end_refs, starts, ends, flt: QueryFilter | None = None,
         max_path: int = 256,
     ) -> CorridorBatch:  # fmt: skip
-        """Batch `find_path`. A per-query loop over the literal A* port (Detour's node pool
-        and heap order): the remaining hot-path loop."""
+        """Batch `find_path`: Detour's A* for every query in lockstep (`core.nav.lockstep`:
+        per-query node pools and heaps as array rows, one pop per query per iteration)."""
         s = _points(starts, "starts")
         e = _points(ends, "ends")
         n = s.shape[0]
         a = self._refs(start_refs, n, "find_path_batch")
         b = self._refs(end_refs, n, "find_path_batch")
+        from . import lockstep
+
         flt = self._filter(flt)
-        status = np.zeros(n, dtype=np.uint32)
-        lists = []
-        for i in range(n):
-            st, polys = self._find_path_fast(
-                int(a[i]), int(b[i]), _yup(s[i]), _yup(e[i]), flt, int(max_path)
-            )
-            status[i] = st
-            lists.append(polys)
-        count, start, flat = _ragged(lists)
+        sy, ey = _zup(s), _zup(e)
+        ok = self._valid_refs(a) & self._valid_refs(b) & (int(max_path) > 0)
+        ok &= np.all(np.isfinite(sy), axis=1) & np.all(np.isfinite(ey), axis=1)
+        status = np.where(ok, SUCCESS, FAILURE | INVALID_PARAM).astype(np.int64)
+        count = np.where(ok & (a == b), 1, 0).astype(np.int64)
+        run = np.nonzero(ok & (a != b))[0]
+        flat_run = np.zeros(0, np.int64)
+        if run.shape[0]:
+            st, cnt, flat_run = lockstep.find_paths(
+                self.nav, a[run], b[run], sy[run], ey[run], self._pass_flags(flt),
+                flt.area_cost, self.max_nodes, int(max_path),
+            )  # fmt: skip
+            status[run] = st
+            count[run] = cnt
+        start = (np.cumsum(count) - count).astype(np.int64)
+        flat = np.zeros(int(count.sum()), dtype=np.int64)
+        same = np.nonzero(ok & (a == b))[0]
+        flat[start[same]] = a[same]
+        if run.shape[0]:
+            flat[batch_ranges(start[run], count[run])] = flat_run
+        status = status.astype(np.uint32)
+        count = count.astype(np.int32)
         return CorridorBatch(status, count, start, flat)
 
     def find_straight_path_batch(
@@ -1599,6 +1614,12 @@ class StraightPathBatch:
     points: np.ndarray
     flags: np.ndarray
     refs: np.ndarray
+
+
+def batch_ranges(starts, counts) -> np.ndarray:
+    from .navdata import _ranges
+
+    return _ranges(np.asarray(starts), np.asarray(counts))
 
 
 def _ragged(lists) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
