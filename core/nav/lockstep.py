@@ -294,3 +294,164 @@ def _find_paths_chunk(
     status[P.ref[rows_all, last_best] != end_ref] |= PARTIAL_RESULT
     status[out_of_nodes] |= OUT_OF_NODES
     return status, count, flat
+
+
+def solid_edges(nav: NavMesh, pass_ok: np.ndarray) -> np.ndarray:
+    """bool (npolys, 6): edge j (vertex j -> j+1) is a wall for findDistanceToWall under the
+    filter: no neighbour, a filtered-out neighbour, or a tile-border edge whose first link on
+    that edge leads to a filtered-out polygon (or has no link)."""
+    n = nav.poly_count
+    nei = nav.poly_neis.astype(np.int64)
+    solid = np.ones((n, 6), dtype=bool)
+    internal = (nei != 0) & ((nei & EXT_LINK) == 0)
+    tile_base = nav.tile_poly_base[nav.poly_tile.astype(np.int64)]
+    target = np.where(internal, tile_base[:, None] + nei - 1, 0)
+    solid[internal] = ~pass_ok[target[internal]]
+    if nav.link_ref.shape[0]:
+        key = nav.link_owner * 6 + nav.link_edge
+        _, first = np.unique(key, return_index=True)
+        k = first
+        ext_ok = np.zeros(n * 6, dtype=bool)
+        ext_ok[key[k]] = pass_ok[nav.link_ref[k]]
+        ext = (nei & EXT_LINK) != 0
+        solid[ext] = ~ext_ok.reshape(n, 6)[ext]
+    return solid
+
+
+def find_distance_to_wall(
+    nav: NavMesh,
+    start_ref: np.ndarray,
+    centers: np.ndarray,
+    max_radius: np.float32,
+    pass_ok: np.ndarray,
+    max_nodes: int,
+):
+    """findDistanceToWall for many queries (refs valid, centers finite, radius >= 0) ->
+    (status int64, distance float32, hit position (n, 3) NaN when no wall, normal (n, 3))."""
+    n = start_ref.shape[0]
+    status = np.zeros(n, dtype=np.int64)
+    dist = np.zeros(n, dtype=F32)
+    pos = np.full((n, 3), np.nan, dtype=F32)
+    normal = np.full((n, 3), np.nan, dtype=F32)
+    keys = nav.poly_count
+    cap = int(min(max_nodes, keys))
+    solid = solid_edges(nav, pass_ok)
+    for chunk in _chunks(n, keys):
+        s, d, p, nm = _wall_chunk(
+            nav, start_ref[chunk], centers[chunk], max_radius, pass_ok, solid, max_nodes, cap
+        )
+        status[chunk], dist[chunk], pos[chunk], normal[chunk] = s, d, p, nm
+    return status, dist, pos, normal
+
+
+def _wall_chunk(nav, start_ref, centers, max_radius, pass_ok, solid, max_nodes, cap):
+    from .batch import dist_pt_seg_sqr_2d
+
+    nq = start_ref.shape[0]
+    P = _Pools(nq, nav.poly_count, cap)
+    mid = _mid_first(nav)
+    link_start, link_ref, link_edge = nav.link_start, nav.link_ref, nav.link_edge
+    deg_all = np.diff(link_start)
+    max_deg = int(deg_all.max()) if deg_all.shape[0] else 0
+    rows_all = np.arange(nq)
+    start_ref = start_ref.astype(np.int64)
+    P.node_of[rows_all, start_ref] = 0
+    P.ref[:, 0] = start_ref
+    P.flags[:, 0] = 1
+    P.count[:] = 1
+    P.size[:] = 1
+    radius_sqr = np.full(nq, F32(max_radius) * F32(max_radius), dtype=F32)
+    hit = np.full((nq, 3), np.nan, dtype=F32)
+    status = np.full(nq, SUCCESS, dtype=np.int64)
+    offmesh = nav.poly_type == POLYTYPE_OFFMESH_CONNECTION
+    active = rows_all.copy()
+    while active.shape[0]:
+        r = active
+        best = P.pop(r)
+        P.flags[r, best] = (P.flags[r, best] & ~1) | 2
+        bref = P.ref[r, best]
+        pidx = P.pidx[r, best]
+        parent_ref = np.where(pidx > 0, P.ref[r, np.maximum(pidx - 1, 0)], -1)
+        came = P.came[r, best]
+        c = centers[r]
+        bpos = np.where((came >= 0)[:, None], mid[np.maximum(came, 0)], c)
+        btotal = P.total[r, best]
+        nv = nav.poly_vert_count[bref].astype(np.int64)
+        verts = nav.poly_pos[bref]
+        rows = np.arange(r.shape[0])
+        # Walls, edges in Detour's order: (nv-1 -> 0), (0 -> 1), ...
+        for i in range(6):
+            j = np.where(i == 0, nv - 1, i - 1)
+            vi = verts[:, i]
+            vj = verts[rows, j]
+            d, t = dist_pt_seg_sqr_2d(c, vj, vi)
+            rs = radius_sqr[r]
+            take = (i < nv) & solid[bref, j] & ~(d > rs)
+            if take.any():
+                radius_sqr[r[take]] = d[take]
+                tt = t[take][:, None]
+                a, b = vj[take], vi[take]
+                hit[r[take]] = a + (b - a) * tt
+        lo = link_start[bref]
+        deg = link_start[bref + 1] - lo
+        for slot in range(max_deg):
+            m = slot < deg
+            k = np.where(m, lo + slot, 0)
+            nref = link_ref[k]
+            m &= (nref != parent_ref) & ~offmesh[nref]
+            if not m.any():
+                continue
+            e = link_edge[k]
+            va = verts[rows, e]
+            vb = verts[rows, (e + 1) % np.maximum(nv, 1)]
+            d, _t = dist_pt_seg_sqr_2d(c, va, vb)
+            m &= ~(d > radius_sqr[r]) & pass_ok[nref]
+            if not m.any():
+                continue
+            sel = np.nonzero(m)[0]
+            rs, ks, nr = r[sel], k[sel], nref[sel]
+            nb = P.node_of[rs, nr].astype(np.int64)
+            new = nb < 0
+            full = new & (P.count[rs] >= max_nodes)
+            status[rs[full]] |= OUT_OF_NODES
+            keep = ~full
+            sel, rs, ks, nr, nb, new = sel[keep], rs[keep], ks[keep], nr[keep], nb[keep], new[keep]
+            if new.any():
+                rn = rs[new]
+                ids = P.count[rn]
+                P.count[rn] += 1
+                nb[new] = ids
+                P.node_of[rn, nr[new]] = ids
+                P.ref[rn, ids] = nr[new]
+                P.pidx[rn, ids] = 0
+                P.total[rn, ids] = 0
+                P.flags[rn, ids] = 0
+                P.came[rn, ids] = ks[new]
+            fl = P.flags[rs, nb]
+            go = (fl & 2) == 0
+            npos = mid[P.came[rs, nb]]
+            total = btotal[sel] + _dist(bpos[sel], npos)
+            go &= ~(((fl & 1) != 0) & (total >= P.total[rs, nb]))
+            if not go.any():
+                continue
+            rs, nb, fl, total = rs[go], nb[go], fl[go], total[go]
+            P.pidx[rs, nb] = (best[sel[go]] + 1).astype(np.int32)
+            P.total[rs, nb] = total
+            was_open = (fl & 1) != 0
+            P.flags[rs, nb] = (fl & ~2) | 1
+            where = np.empty(rs.shape[0], dtype=np.int64)
+            if was_open.any():
+                where[was_open] = P.find_in_heap(rs[was_open], nb[was_open])
+            pushed = ~was_open
+            if pushed.any():
+                where[pushed] = P.size[rs[pushed]]
+                P.size[rs[pushed]] += 1
+            P.bubble_up(rs, where, nb)
+        active = active[P.size[active] > 0]
+    diff = (centers - hit).astype(F32)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        inv = _ONE / np.sqrt(
+            diff[:, 0] * diff[:, 0] + diff[:, 1] * diff[:, 1] + diff[:, 2] * diff[:, 2]
+        )
+        normal = diff * inv[:, None]
+    return status, np.sqrt(radius_sqr), hit, normal.astype(F32)

@@ -1306,19 +1306,29 @@ class NavMeshQuery:
     def find_distance_to_wall_batch(
         self, refs, centers, max_radius: float, flt: QueryFilter | None = None
     ) -> WallHitBatch:
-        """Batch `find_distance_to_wall` (n queries). A per-query loop over the literal port:
-        Detour's Dijkstra search with its heap order (the remaining hot-path loop)."""
-        c = _points(centers, "centers")
+        """Batch `find_distance_to_wall`: Detour's Dijkstra search for every query in
+        lockstep (`core.nav.lockstep`), its heap order and node limit kept per query."""
+        from . import lockstep
+
+        c = _zup(_points(centers, "centers"))
         n = c.shape[0]
         r = self._refs(refs, n, "find_distance_to_wall_batch")
+        radius = F32(max_radius)
+        ok = self._valid_refs(r) & np.all(np.isfinite(c), axis=1)
+        ok &= bool(radius >= _ZERO and np.isfinite(radius))
         out = WallHitBatch(
-            np.zeros(n, np.uint32), np.full(n, np.nan, F32), np.full((n, 3), np.nan, F32),
-            np.full((n, 3), np.nan, F32),
+            np.where(ok, SUCCESS, FAILURE | INVALID_PARAM).astype(np.uint32),
+            np.full(n, np.nan, F32), np.full((n, 3), np.nan, F32), np.full((n, 3), np.nan, F32),
         )  # fmt: skip
-        for i in range(n):
-            w = self.find_distance_to_wall(int(r[i]), c[i], max_radius, flt)
-            out.status[i], out.distance[i] = w.status, w.distance
-            out.position[i], out.normal[i] = w.position, w.normal
+        idx = np.nonzero(ok)[0]
+        if idx.shape[0]:
+            st, d, p, nm = lockstep.find_distance_to_wall(
+                self.nav, r[idx], c[idx], radius, self._pass_flags(flt), self.max_nodes
+            )
+            out.status[idx] = st
+            out.distance[idx] = d
+            out.position[idx] = _zup(p)
+            out.normal[idx] = _zup(nm)
         return out
 
     def raycast_batch(

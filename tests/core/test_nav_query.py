@@ -444,3 +444,22 @@ def test_batch_paths_and_straight_paths_match_single_ports(dungeon_query):
             np.testing.assert_array_equal(sb.points[s0 : s0 + sc], one.points)
             assert sb.flags[s0 : s0 + sc].tolist() == one.flags.tolist()
             assert sb.refs[s0 : s0 + sc].tolist() == one.refs.tolist()
+
+
+def test_batch_wall_distance_matches_single_port(dungeon_query):
+    q = dungeon_query
+    pts = _random_points(q, 300, 44)
+    near = q.find_nearest_poly_batch(pts, np.array([2.0, 2.0, 4.0], F32))
+    refs = near.ref.copy()
+    at = np.where(np.isnan(near.point), pts, near.point)
+    for radius, pool in ((5.0, 2048), (12.0, 2048), (12.0, 6)):
+        small = NavMeshQuery(q.nav, max_nodes=pool)
+        wb = small.find_distance_to_wall_batch(refs, at, radius)
+        for i in range(len(pts)):
+            one = small.find_distance_to_wall(int(refs[i]), at[i], radius)
+            assert wb.status[i] == one.status, (radius, pool, i)
+            np.testing.assert_array_equal(wb.distance[i], F32(one.distance))
+            np.testing.assert_array_equal(wb.position[i], one.position)
+            np.testing.assert_array_equal(wb.normal[i], one.normal)
+        if pool == 6:
+            assert np.any(wb.status & Q.OUT_OF_NODES)
