@@ -103,8 +103,8 @@ def run_query_bench(meshes=None, n: int = 10000) -> int:
         t0 = time.perf_counter()
         rs, rg = q.find_nearest_poly(s, half), q.find_nearest_poly(g, half)
         if rs.ref >= 0 and rg.ref >= 0:
-            path = q.find_path(rs.ref, rg.ref, rs.point, rg.point)
-            q.find_straight_path(rs.point, rg.point, path.polys)
+            corridor = q.find_path(rs.ref, rg.ref, rs.point, rg.point)
+            q.find_straight_path(rs.point, rg.point, corridor.polys)
         times.append(time.perf_counter() - t0)
     print(f"one interactive path (2 nearest + path + straight), median of 50: "
           f"{np.median(times) * 1000:.2f} ms (target <= 2 ms)")  # fmt: skip

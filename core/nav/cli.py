@@ -16,6 +16,7 @@ import os
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -95,10 +96,10 @@ def read_queries(path) -> dict[str, np.ndarray]:
 
 def run_queries(
     query: NavMeshQuery, arrays: dict[str, np.ndarray], recast_frame: bool
-) -> dict[str, np.ndarray]:
+) -> dict[str, Any]:
     """Run the reference's query protocol; returns the answer arrays (reference names)."""
     nav = query.nav
-    out: dict[str, np.ndarray] = {}
+    out: dict[str, Any] = {}
     pts = _frame(arrays["q_points"], recast_frame)
     half = _frame(np.asarray(arrays["q_half_extents"]).reshape(3), recast_frame)
     pairs = np.asarray(arrays["q_pairs"], dtype=np.int64)
@@ -197,7 +198,7 @@ def run_queries(
     return out
 
 
-def write_npz_atomic(path, arrays: dict[str, np.ndarray]) -> None:
+def write_npz_atomic(path, arrays: dict[str, Any]) -> None:
     """Write an .npz through a temporary file in the target folder, then os.replace."""
     path = Path(path)
     if not path.parent.exists():
