@@ -463,3 +463,61 @@ def test_batch_wall_distance_matches_single_port(dungeon_query):
             np.testing.assert_array_equal(wb.normal[i], one.normal)
         if pool == 6:
             assert np.any(wb.status & Q.OUT_OF_NODES)
+
+
+def _tiled_navmesh_from_reference(ref) -> NavMesh:
+    """RecastDemo's tiled dungeon navmesh from the reference's per-tile Recast meshes, tiles
+    added in build order (row by row) as Sample_TileMesh does."""
+    cs, ch = F32(ref["cfg_cs"]), F32(ref["cfg_ch"])
+    size = float(F32(int(ref["tiled_tile_size"])) * cs)
+    params = NavMeshParams(
+        ref["cfg_bmin"].astype(F32), size, size, int(ref["tiled_max_tiles"]),
+        int(ref["tiled_max_polys"]),
+    )  # fmt: skip
+    nav = NavMesh(params)
+
+    def part(name, i, n):
+        s = int(ref[name + "_start"][i])
+        return slice(s, s + int(n))
+
+    for i in range(int(ref["count_tiles"])):
+        npolys = ref["tile_pmesh_npolys"][i]
+        verts = ref["tile_pmesh_verts"][part("tile_pmesh_verts", i, ref["tile_pmesh_nverts"][i])]
+        ps = part("tile_pmesh_polys", i, npolys)
+        pm = SimpleNamespace(
+            verts=verts, polys=ref["tile_pmesh_polys"][ps], regs=ref["tile_pmesh_regs"][ps],
+            flags=np.zeros(int(npolys), np.uint16), areas=ref["tile_pmesh_areas"][ps], nvp=6,
+            bmin=ref["tile_pmesh_bmin"][i][[0, 2, 1]], bmax=ref["tile_pmesh_bmax"][i][[0, 2, 1]],
+            cs=cs, ch=ch, border_size=int(ref["tiled_border_size"]), max_edge_error=F32(1.3),
+            max_polys=int(npolys),
+        )  # fmt: skip
+        dm = SimpleNamespace(
+            meshes=ref["tile_dmesh_meshes"][part("tile_dmesh_meshes", i, npolys)],
+            verts=ref["tile_dmesh_verts"][part("tile_dmesh_verts", i, ref["tile_dmesh_nverts"][i])][
+                :, [0, 2, 1]
+            ],
+            tris=ref["tile_dmesh_tris"][part("tile_dmesh_tris", i, ref["tile_dmesh_ntris"][i])],
+        )
+        data = create_nav_mesh_data(
+            pm, dm, walkable_height=2.0, walkable_radius=0.6, walkable_climb=0.9,
+            tile_x=int(ref["tile_x"][i]), tile_y=int(ref["tile_y"][i]),
+        )  # fmt: skip
+        nav.add_tile(data)
+    return nav
+
+
+def test_tiled_dungeon_queries_equal_detour():
+    """The same queries on RecastDemo's 41-tile navmesh: links across tile borders, tiles
+    in the query box, crossed-side node states."""
+    from core.nav.cli import run_queries
+
+    ref = load_reference("dungeon_tiled")
+    nav = _tiled_navmesh_from_reference(ref)
+    assert (nav.tile_count, nav.poly_count) == (41, 143)
+    assert np.count_nonzero(nav.link_side != 0xFF) > 0
+    ours = run_queries(NavMeshQuery(nav), ref, recast_frame=True)
+    kinds = ("near_", "height", "wall_", "path_", "straight_", "ray_")
+    answers = {k: v for k, v in ref.items() if k.startswith(kinds)}
+    assert len(answers) == 31
+    problems = _diff_report(ours, answers)
+    assert not problems, "tiled queries differing from Detour:\n" + "\n".join(problems)
