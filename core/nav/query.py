@@ -469,29 +469,23 @@ class NavMeshQuery:
                 hi = min(max(qmax[a], tbmin[a]), tbmax[a]) - tbmin[a]
                 bmin.append(int(qfac * lo) & 0xFFFE)
                 bmax.append(int(qfac * hi + _ONE) | 1)
-            nb_min, nb_max, nb_i = data.bv_bmin, data.bv_bmax, data.bv_i
+            nodes = self._bv_lists(tile)
+            passes = self._pass_list(flt)
             node = 0
-            end = nb_i.shape[0]
+            end = len(nodes)
+            b0, b1, b2 = bmin
+            x0, x1, x2 = bmax
             while node < end:
-                nmin, nmax = nb_min[node], nb_max[node]
-                overlap = not (
-                    bmin[0] > nmax[0]
-                    or bmax[0] < nmin[0]
-                    or bmin[1] > nmax[1]
-                    or bmax[1] < nmin[1]
-                    or bmin[2] > nmax[2]
-                    or bmax[2] < nmin[2]
-                )
-                i = int(nb_i[node])
-                leaf = i >= 0
-                if leaf and overlap:
-                    ref = base + i
-                    if flt.pass_filter(nav.poly_flags[ref]):
-                        out.append(ref)
-                if overlap or leaf:
+                n0, n1, n2, m0, m1, m2, i = nodes[node]
+                overlap = not (b0 > m0 or x0 < n0 or b1 > m1 or x1 < n1 or b2 > m2 or x2 < n2)
+                if i >= 0:
+                    if overlap and passes[base + i]:
+                        out.append(base + i)
+                    node += 1
+                elif overlap:
                     node += 1
                 else:
-                    node += -i
+                    node -= i
             return out
         for i in range(data.npolys):
             ref = base + i
@@ -511,6 +505,23 @@ class NavMeshQuery:
             ):
                 out.append(ref)
         return out
+
+    def _bv_lists(self, tile: int) -> list:
+        """The tile's BV nodes as Python tuples (bmin xyz, bmax xyz, i) for the scalar walk."""
+        cache = getattr(self, "_bv_cache", None)
+        if cache is None or cache[0] is not self.nav.tiles:
+            cache = (self.nav.tiles, {})
+            self._bv_cache = cache
+        nodes = cache[1].get(tile)
+        if nodes is None:
+            data = self.nav.tiles[tile]
+            table = np.concatenate(
+                [data.bv_bmin.astype(np.int64), data.bv_bmax.astype(np.int64),
+                 data.bv_i.astype(np.int64)[:, None]], axis=1,
+            )  # fmt: skip
+            nodes = [tuple(row) for row in table.tolist()]
+            cache[1][tile] = nodes
+        return nodes
 
     def _nearest_yup(self, center, half, flt: QueryFilter):
         """findNearestPoly core -> (status, ref, point Y-up or None, over)."""
