@@ -125,14 +125,9 @@ def _chunks(n: int, keys: int):
 
 
 def _mid_first(nav: NavMesh) -> np.ndarray:
-    from .search import SearchTables
+    from .search import first_link_mids
 
-    cached = getattr(nav, "_mid_first_cache", None)
-    if cached is not None and cached[0] is nav.link_start:
-        return cached[1]
-    mid = SearchTables(nav).mid
-    nav._mid_first_cache = (nav.link_start, mid)  # type: ignore[attr-defined]
-    return mid
+    return first_link_mids(nav)
 
 
 def find_paths(
