@@ -165,11 +165,11 @@ def run_queries(
     run = corr.count > 0
     last = np.where(run, corr.polys[np.minimum(corr.start + corr.count - 1, len(corr.polys) - 1)]
                     if len(corr.polys) else -1, -1)  # fmt: skip
-    for j in np.nonzero(run)[0]:
-        if last[j] == near.ref[b[j]]:
-            end_pos[j] = near.point[b[j]]
-        else:
-            end_pos[j] = query.closest_point_on_poly(int(last[j]), near.point[b[j]])[1]
+    reached = run & (last == near.ref[b])
+    end_pos[reached] = near.point[b[reached]]
+    cut = np.nonzero(run & ~reached)[0]
+    if cut.shape[0]:
+        end_pos[cut] = query.closest_point_on_poly_batch(last[cut], near.point[b[cut]])[1]
     straight = query.find_straight_path_batch(near.point[a], end_pos, corr, MAX_PATH, 0)
     out["time_query_straight"] = np.float64(time.perf_counter() - t0)
     out.update(
@@ -258,7 +258,7 @@ def cmd_path(args, config) -> int:
             )
     path = query.find_path(s.ref, g.ref, s.point, g.point)
     end = g.point
-    if path.status & PARTIAL_RESULT and len(path.polys):
+    if len(path.polys) and int(path.polys[-1]) != g.ref:
         end = query.closest_point_on_poly(int(path.polys[-1]), g.point)[1]
     straight = query.find_straight_path(s.point, end, path.polys)
     pts = _frame(straight.points, args.recast_frame)
