@@ -351,6 +351,7 @@ class NavMeshQuery:
         self.nav = navmesh
         self.max_nodes = int(max_nodes)
         self.default_filter = QueryFilter()
+        self._bv_cache: dict[int, tuple[object, list]] = {}
 
     # ----------------------------------------------------------------- polygon geometry
     def _poly_verts(self, ref: int) -> np.ndarray:
@@ -510,19 +511,16 @@ class NavMeshQuery:
 
     def _bv_lists(self, tile: int) -> list:
         """The tile's BV nodes as Python tuples (bmin xyz, bmax xyz, i) for the scalar walk."""
-        cache = getattr(self, "_bv_cache", None)
-        if cache is None or cache[0] is not self.nav.tiles:
-            cache = (self.nav.tiles, {})
-            self._bv_cache = cache
-        nodes = cache[1].get(tile)
+        data = self.nav.tiles[tile]
+        hit = self._bv_cache.get(tile)
+        nodes = hit[1] if hit is not None and hit[0] is data else None
         if nodes is None:
-            data = self.nav.tiles[tile]
             table = np.concatenate(
                 [data.bv_bmin.astype(np.int64), data.bv_bmax.astype(np.int64),
                  data.bv_i.astype(np.int64)[:, None]], axis=1,
             )  # fmt: skip
             nodes = [tuple(row) for row in table.tolist()]
-            cache[1][tile] = nodes
+            self._bv_cache[tile] = (data, nodes)
         return nodes
 
     def _nearest_yup(self, center, half, flt: QueryFilter):
