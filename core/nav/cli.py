@@ -273,16 +273,18 @@ def cmd_path(args, config) -> int:
     return 0
 
 
-def add_parsers(sub, add_setting_flags) -> None:
-    """Register ``query`` and ``path`` on an argparse subparsers object."""
+def add_parsers(sub, add_setting_flags, config_from_args, common=None) -> None:
+    """Register ``query``, ``path`` and ``bench-queries`` on an argparse subparsers object;
+    each sets ``func`` (args -> exit code; VoxNavError is left to the caller)."""
     q = sub.add_parser("query", help="run Detour's queries from Q.npz, write the answers (.npz)")
-    q.add_argument("mesh")
+    q.add_argument("mesh", help="Wavefront OBJ to bake")
     q.add_argument("--queries", required=True, help=".npz with q_points, q_pairs, q_ray_*")
-    q.add_argument("--out", required=True)
+    q.add_argument("--out", required=True, help=".npz to write (atomically)")
     q.add_argument("--recast-frame", action="store_true", help="read the OBJ as RecastDemo")
     add_setting_flags(q)
+    q.set_defaults(func=lambda args: cmd_query(args, config_from_args(args)))
     p = sub.add_parser("path", help="print the straight path between two points")
-    p.add_argument("mesh")
+    p.add_argument("mesh", help="Wavefront OBJ to bake")
     p.add_argument("--from", dest="start", type=float, nargs=3, required=True, metavar="X")
     p.add_argument("--to", dest="goal", type=float, nargs=3, required=True, metavar="X")
     p.add_argument(
@@ -292,18 +294,17 @@ def add_parsers(sub, add_setting_flags) -> None:
     )  # fmt: skip
     p.add_argument("--recast-frame", action="store_true", help="read the OBJ as RecastDemo")
     add_setting_flags(p)
+    p.set_defaults(func=lambda args: cmd_path(args, config_from_args(args)))
     b = sub.add_parser("bench-queries", help="query rates on dungeon next to Detour's")
     b.add_argument("--meshes", default=None, help="folder with dungeon.obj")
     b.add_argument("--pairs", type=int, default=10000, help="batch size [Limit: >= 1]")
+    b.set_defaults(func=lambda args: _bench(args))
+    if common is not None:
+        for parser in (q, p, b):
+            common(parser)
 
 
-def run(args, config_from_args) -> int:
-    """Dispatch ``query``, ``path`` and ``bench-queries`` (VoxNavError goes to the caller)."""
-    if args.command == "bench-queries":
-        from .bench import run_query_bench
+def _bench(args) -> int:
+    from .bench import run_query_bench
 
-        return run_query_bench(args.meshes, args.pairs)
-    config = config_from_args(args)
-    if args.command == "query":
-        return cmd_query(args, config)
-    return cmd_path(args, config)
+    return run_query_bench(args.meshes, args.pairs)

@@ -19,10 +19,15 @@ polygon (Recast never makes one) gets flag 0, so no default query filter accepts
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..errors import VoxNavError
+
+if TYPE_CHECKING:
+    from ..detail import PolyMeshDetail
+    from ..polymesh import PolyMesh
 
 F32 = np.float32
 
@@ -94,7 +99,9 @@ class NavMeshData:
     detail_tris: np.ndarray
     #: uint16 (nb, 3) BV node bounds, quantized: (world - bmin) * bv_quant_factor on every
     #: axis. nb = 2 * npolys (Detour's bvNodeCount) or 0 without a tree; the tree uses the
-    #: first 2 * npolys - 1 nodes in depth-first order, the last node stays zero as in Detour.
+    #: first 2 * npolys - 1 nodes in depth-first order, the last node stays zero as in Detour
+    #: (whose queryPolygons walks all nb nodes, so it meets that node as a leaf of polygon 0
+    #: with the box (0,0,0)-(0,0,0) and can report polygon 0 twice near bmin).
     bv_bmin: np.ndarray
     bv_bmax: np.ndarray
     #: int32 (nb,) leaf: polygon index (>= 0); inner node: -(nodes in its subtree).
@@ -246,8 +253,8 @@ def _y_up(vec) -> np.ndarray:
 
 
 def create_nav_mesh_data(
-    pmesh,
-    dmesh=None,
+    pmesh: PolyMesh,
+    dmesh: PolyMeshDetail | None = None,
     *,
     walkable_height: float,
     walkable_radius: float,
@@ -395,6 +402,106 @@ def create_nav_mesh_data(
         detail_meshes=detail_meshes,
         detail_verts=np.ascontiguousarray(detail_verts, dtype=F32),
         detail_tris=detail_tris,
+        bv_bmin=bv_bmin,
+        bv_bmax=bv_bmax,
+        bv_i=bv_i,
+    )
+
+
+def _mirror_side(side: np.ndarray) -> np.ndarray:
+    """Detour portal side (0 x+, 2 z+, 4 x-, 6 z-, odd = diagonals) after z -> -z."""
+    return ((8 - side.astype(np.int64)) % 8).astype(side.dtype)
+
+
+def mirror_z(tile: NavMeshData) -> NavMeshData:
+    """The same tile mirrored in Detour's z (z -> -z), still a valid Detour tile.
+
+    Used to write a navmesh in a game engine's Y-up frame (x, z, -y) of VoxNav's Z-up world
+    (glTF's and Blender's OBJ convention) instead of the parity frame (x, z, y). A mirror
+    reverses winding, so each polygon's vertices are reversed (edge k of the result is edge
+    n-2-k of the input, its neighbour moves with it), portal sides swap z+ and z-, detail
+    triangles are re-wound and re-indexed, and the BV tree is rebuilt: node x and y bounds
+    are the input leaves' (unchanged by the mirror), z bounds come from the mirrored polygon
+    and detail vertices, quantized as Detour does. Polygon indices do not change.
+    tile_x/tile_y are kept: a tiled navmesh must renumber its tile rows itself.
+    """
+    npolys = tile.npolys
+    n = tile.poly_vert_count.astype(np.int64)[:, None]
+    k = np.arange(VERTS_PER_POLYGON)[None, :]
+    used = k < n
+    rows = np.arange(npolys)[:, None]
+    src_vert = np.where(used, n - 1 - k, 0)
+    src_edge = np.where(used, (n - 2 - k) % np.maximum(n, 1), 0)
+    poly_verts = np.where(used, tile.poly_verts[rows, src_vert], 0).astype(np.uint16)
+    neis = tile.poly_neis[rows, src_edge]
+    portal = (neis & EXT_LINK) != 0
+    neis = np.where(portal, EXT_LINK | _mirror_side(neis & 0xFF), neis)
+    poly_neis = np.where(used, neis, 0).astype(np.uint16)
+
+    flip = np.array([1, 1, -1], dtype=F32)
+    verts = (tile.verts * flip).astype(F32)
+    detail_verts = (tile.detail_verts * flip).astype(F32)
+    bmin = np.array([tile.bmin[0], tile.bmin[1], -tile.bmax[2]], dtype=F32)
+    bmax = np.array([tile.bmax[0], tile.bmax[1], -tile.bmin[2]], dtype=F32)
+
+    # Detail triangles: polygon-vertex ids follow the reversal, then (a, b, c) -> (a, c, b)
+    # with the edge flags of ab, bc, ca moving to ca, bc, ab.
+    tri_poly = np.repeat(np.arange(npolys), tile.detail_meshes[:, 3].astype(np.int64))
+    tri_rows = _ranges(tile.detail_meshes[:, 1].astype(np.int64), tile.detail_meshes[:, 3])
+    tris = tile.detail_tris.copy()
+    ids = tris[tri_rows, :3].astype(np.int64)
+    nv = n[tri_poly, 0][:, None]
+    ids = np.where(ids < nv, nv - 1 - ids, ids)
+    flags = tris[tri_rows, 3].astype(np.int64)
+    tris[tri_rows, 0] = ids[:, 0]
+    tris[tri_rows, 1] = ids[:, 2]
+    tris[tri_rows, 2] = ids[:, 1]
+    tris[tri_rows, 3] = ((flags >> 4) & 3) | (flags & 0xC) | ((flags & 3) << 4)
+
+    bv_bmin, bv_bmax, bv_i = tile.bv_bmin, tile.bv_bmax, tile.bv_i
+    if bv_i.size:
+        leaves = np.nonzero(bv_i >= 0)[0]
+        leaves = leaves[:npolys]  # Detour's unused last node is a zero "leaf"; skip it
+        item_min = np.zeros((npolys, 3), dtype=np.uint16)
+        item_max = np.zeros((npolys, 3), dtype=np.uint16)
+        item_min[bv_i[leaves]] = tile.bv_bmin[leaves]
+        item_max[bv_i[leaves]] = tile.bv_bmax[leaves]
+        # z bounds of each polygon's vertices and detail-only vertices, mirrored.
+        pz = np.where(used, verts[:, 2][poly_verts], np.inf)
+        zmin, zmax = pz.min(axis=1), np.where(used, verts[:, 2][poly_verts], -np.inf).max(axis=1)
+        dcount = tile.detail_meshes[:, 2].astype(np.int64)
+        if dcount.sum():
+            dz = detail_verts[_ranges(tile.detail_meshes[:, 0].astype(np.int64), dcount), 2]
+            owner = np.repeat(np.arange(npolys), dcount)
+            np.minimum.at(zmin, owner, dz)
+            np.maximum.at(zmax, owner, dz)
+        quant = F32(tile.bv_quant_factor)
+        item_min[:, 2] = _quantize(zmin.astype(F32), bmin[2:3], quant)
+        item_max[:, 2] = _quantize(zmax.astype(F32), bmin[2:3], quant)
+        bv_bmin, bv_bmax, bv_i = bv_tree(item_min, item_max)
+
+    return NavMeshData(
+        tile_x=tile.tile_x,
+        tile_y=tile.tile_y,
+        layer=tile.layer,
+        user_id=tile.user_id,
+        bmin=bmin,
+        bmax=bmax,
+        walkable_height=tile.walkable_height,
+        walkable_radius=tile.walkable_radius,
+        walkable_climb=tile.walkable_climb,
+        bv_quant_factor=tile.bv_quant_factor,
+        max_link_count=tile.max_link_count,
+        verts=verts,
+        poly_verts=poly_verts,
+        poly_neis=poly_neis,
+        poly_flags=tile.poly_flags.copy(),
+        poly_vert_count=tile.poly_vert_count.copy(),
+        poly_area=tile.poly_area.copy(),
+        poly_type=tile.poly_type.copy(),
+        detail_meshes=tile.detail_meshes.copy(),
+        detail_verts=detail_verts,
+        detail_tris=tris,
         bv_bmin=bv_bmin,
         bv_bmax=bv_bmax,
         bv_i=bv_i,

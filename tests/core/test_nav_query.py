@@ -366,7 +366,7 @@ def test_query_cli_reports_missing_arrays(tmp_path, capsys):
     np.savez(qfile, q_points=np.zeros((2, 3), F32))
     out = tmp_path / "o.npz"
     argv = ["query", str(mesh_path("dungeon")), "--queries", str(qfile), "--out", str(out)]
-    assert main(argv) == 2
+    assert main(argv) == 1  # a bad input file: core.cliutil.EXIT_FAILED
     err = capsys.readouterr().err
     assert "q_pairs" in err and "q_ray_end" in err and not out.exists()
 
