@@ -174,7 +174,7 @@ class _Reader:
                     original = int(numbers[j])
                     count = int(before[j])
                     if original == 0:
-                        why = "face index 0 is invalid (OBJ indices start at 1; -1 is the last vertex)"
+                        why = "face index 0 is invalid (OBJ indices start at 1; -1 is the last)"
                     elif original > 0:
                         why = (
                             f"face refers to vertex {original} but only {count} vertices are "
