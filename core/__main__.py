@@ -5,7 +5,8 @@
     python -m core bench [--runs 5] [--quick]
 
 Settings: one flag per NavConfig field, dashes for underscores (``--cell-size 0.15``,
-``--filter-ledge-spans off``, ``--bounds-min X Y Z``). Errors print one line and exit 2.
+``--filter-ledge-spans off``, ``--bounds-min X Y Z``). Errors print one line and exit 2 (1 when
+an output was refused or not written; outputs replace old files only when all are complete).
 """
 
 from __future__ import annotations
@@ -13,13 +14,12 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import sys
-from pathlib import Path
 
 import numpy as np
 
-from . import pipeline
+from . import atomic, pipeline
 from .config import NavConfig
-from .errors import VoxNavError
+from .errors import OutputError, VoxNavError
 from .objio import read_obj
 
 
@@ -205,15 +205,17 @@ def _navmesh_arrays(result: pipeline.BakeResult) -> dict:
 
 
 def cmd_dump(args) -> int:
-    verts, tris = read_obj(args.mesh, recast_frame=args.recast_frame)
-    config = config_from_args(args)
-    stop = "heightfield" if args.heightfield_only else "navmesh"
-    result = pipeline.bake(verts, tris, config, stop_after=stop)
-    arrays = dump_arrays(verts, tris, config, result)
-    out = Path(args.out)
-    if not out.parent.exists():
-        raise VoxNavError(f"output folder {out.parent} does not exist")
-    np.savez_compressed(out, **arrays)
+    out = atomic.ensure_suffix(args.out, ".npz")  # the name np.savez gives it
+    with atomic.Batch(inputs=[args.mesh]) as batch:
+        out = batch.add(out, "--out")  # refused here, before baking, if it cannot be written
+        verts, tris = read_obj(args.mesh, recast_frame=args.recast_frame)
+        config = config_from_args(args)
+        stop = "heightfield" if args.heightfield_only else "navmesh"
+        result = pipeline.bake(verts, tris, config, stop_after=stop)
+        arrays = dump_arrays(verts, tris, config, result)
+        with atomic.replacing(out, batch=batch) as temp:
+            np.savez_compressed(temp, **arrays)
+        batch.commit()
     print(f"wrote {len(arrays)} arrays to {out}")
     for stage, seconds in result.timings.items():
         print(f"  {stage:<20} {seconds * 1000:8.2f} ms")
@@ -223,21 +225,28 @@ def cmd_dump(args) -> int:
 def cmd_bake(args) -> int:
     from . import export
 
-    verts, tris = read_obj(args.mesh, recast_frame=args.recast_frame)
-    config = config_from_args(args)
-    result = pipeline.bake(
-        verts,
-        tris,
-        config,
-        progress=(lambda f, s: print(f"  [{f:4.0%}] {s}")) if args.verbose else None,
-    )
-    if result.polymesh is None:
-        raise VoxNavError("the navigation mesh stages did not run")
-    export.write_obj(args.out, result.polymesh, result.detail)
-    if args.json:
-        export.write_json(args.json, result.polymesh, result.detail)
+    with atomic.Batch(inputs=[args.mesh]) as batch:  # outputs checked before baking
+        batch.add(args.out, "--out")
+        if args.json:
+            batch.add(args.json, "--json")
+        verts, tris = read_obj(args.mesh, recast_frame=args.recast_frame)
+        config = config_from_args(args)
+        result = pipeline.bake(
+            verts,
+            tris,
+            config,
+            progress=(lambda f, s: print(f"  [{f:4.0%}] {s}")) if args.verbose else None,
+        )
+        if result.polymesh is None:
+            raise VoxNavError("the navigation mesh stages did not run")
+        export.write_obj(args.out, result.polymesh, result.detail, batch=batch)
+        if args.json:
+            export.write_json(args.json, result.polymesh, result.detail, batch=batch)
+        written = batch.commit()  # every output replaced only now, all together
     print(" ".join(f"{k}={v}" for k, v in result.counts.items()))
     print("time " + " ".join(f"{k}={v * 1000:.1f}ms" for k, v in result.timings.items()))
+    for path in written:
+        print(f"wrote {path}")
     return 0
 
 
@@ -277,7 +286,7 @@ def main(argv=None) -> int:
         return run_bench(args)
     except VoxNavError as exc:
         print(f"voxnav: error: {exc}", file=sys.stderr)
-        return 2
+        return 1 if isinstance(exc, OutputError) else 2  # 1: an output was not written
 
 
 if __name__ == "__main__":

@@ -47,6 +47,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
+from . import atomic
 from .detail import PolyMeshDetail
 from .errors import VoxNavError
 
@@ -129,29 +130,21 @@ def _world(pmesh, verts):
     return out
 
 
-def _check_folder(path) -> Path:
-    path = Path(path)
-    if not path.parent.exists():
-        raise VoxNavError(f"cannot write {path}: folder {path.parent} does not exist")
-    if path.is_dir():
-        raise VoxNavError(f"cannot write {path}: it is a folder, give a file name")
-    return path
-
-
 def _f(x) -> str:
     """Shortest text that reads back as the same float32."""
     return np.format_float_positional(F32(x), unique=True, trim="-")
 
 
-def write_obj(path, pmesh, dmesh=None) -> None:
+def write_obj(path, pmesh, dmesh=None, *, batch: atomic.Batch | None = None) -> None:
     """Write the navmesh polygons (and optionally the detail triangles) as a Y-up OBJ.
 
-    ``path``: file to write (its folder must exist). Axis convention: Blender's OBJ (x, z, -y);
-    object ``navmesh`` = polygons as n-gons, object ``detail`` = detail triangles.
+    ``path``: file to write (its folder must exist); it is replaced only when complete (see
+    `core.atomic`; with ``batch``, when the batch commits). Axis convention: Blender's OBJ
+    (x, z, -y); object ``navmesh`` = polygons as n-gons, object ``detail`` = detail triangles.
     """
     verts, polys, nvp, counts = _poly_arrays(pmesh)
     detail = _detail_arrays(dmesh, polys.shape[0])
-    out = _check_folder(path)
+    atomic.check_target(path)
     world = _world(pmesh, verts)
     lines = [
         "# VoxNav navigation mesh",
@@ -173,10 +166,8 @@ def write_obj(path, pmesh, dmesh=None) -> None:
         for vb, _vc, tb, tc in meshes.tolist():
             for a, b, c, _flags in dtris[tb : tb + tc].tolist():
                 lines.append(f"f {base + vb + c + 1} {base + vb + b + 1} {base + vb + a + 1}")
-    try:
-        out.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    except OSError as exc:
-        raise VoxNavError(f"cannot write {out}: {exc.strerror or exc}") from None
+    with atomic.open_replacing(path, "w", batch=batch) as fh:
+        fh.write("\n".join(lines) + "\n")
 
 
 def navmesh_to_dict(pmesh, dmesh=None) -> dict:
@@ -223,15 +214,13 @@ def navmesh_to_dict(pmesh, dmesh=None) -> dict:
     return doc
 
 
-def write_json(path, pmesh, dmesh=None) -> None:
-    """Write `navmesh_to_dict` as JSON to ``path`` (its folder must exist)."""
+def write_json(path, pmesh, dmesh=None, *, batch: atomic.Batch | None = None) -> None:
+    """Write `navmesh_to_dict` as JSON to ``path`` (its folder must exist); replaced only when
+    complete (see `core.atomic`; with ``batch``, when the batch commits)."""
     doc = navmesh_to_dict(pmesh, dmesh)
-    out = _check_folder(path)
-    try:
-        with out.open("w", encoding="utf-8") as fh:
-            json.dump(doc, fh, separators=(",", ":"))
-    except OSError as exc:
-        raise VoxNavError(f"cannot write {out}: {exc.strerror or exc}") from None
+    atomic.check_target(path)
+    with atomic.open_replacing(path, "w", batch=batch) as fh:
+        json.dump(doc, fh, separators=(",", ":"))
 
 
 def read_navmesh_json(path):
