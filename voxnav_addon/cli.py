@@ -7,7 +7,9 @@ With a real Blender (the add-on registers the command)::
 
 With the bpy wheel, call `main(argv)` after enabling the extension (tests/blender/harness.py
 ``cli`` does this). `main` returns the exit code: 0 on success, 1 when the bake or an output
-fails, 2 for bad arguments; the reason is printed to stderr.
+fails, 2 for bad arguments; the reason is printed to stderr. Outputs are checked before the
+bake (an output equal to the input .blend, a folder or a device is refused) and replace the old
+files only when all of them are complete (`core.atomic`): on any failure no old file changes.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from typing import Any
 import bpy
 import numpy as np
 
+from ..core import atomic
 from ..core.config import NavConfig
 from ..core.errors import VoxNavError
 from . import bake, demo, properties, writeback
@@ -220,30 +223,63 @@ def _has_exporter() -> bool:
 
 def _open(args) -> None:
     if args.blend:
-        path = os.path.abspath(args.blend)
-        if not os.path.isfile(path):
-            raise VoxNavError(f"no such .blend file: {path}")
-        bpy.ops.wm.open_mainfile(filepath=path)
+        bpy.ops.wm.open_mainfile(filepath=os.path.abspath(args.blend))
     if args.demo:
         demo.build_demo(bpy.context.scene)
 
 
-def _check_dirs(args) -> None:
-    for attr in ("save_blend", "npz", "obj", "json", "png"):
+# Output flags in the order they are written; the names NumPy and Blender's renderer give them.
+OUTPUTS = (("npz", ".npz"), ("obj", ""), ("json", ""), ("png", ".png"), ("save_blend", ""))
+
+
+def _targets(args) -> list[tuple[str, str]]:
+    """(flag, path as it will be written) of every requested output."""
+    out = []
+    for attr, suffix in OUTPUTS:
         path = getattr(args, attr)
         if path:
-            folder = os.path.dirname(os.path.abspath(path))
-            if not os.path.isdir(folder):
-                raise VoxNavError(f"--{attr.replace('_', '-')}: folder {folder} does not exist")
+            written = atomic.ensure_suffix(path, suffix) if suffix else path
+            out.append(("--" + attr.replace("_", "-"), os.fspath(written)))
+    return out
+
+
+def _check_complete(path, kind: str) -> None:
+    """Blender reports success even when a full disk cut the file short: check its end."""
+    with open(path, "rb") as fh:
+        head = fh.read(8)
+        fh.seek(max(0, os.path.getsize(path) - 32))
+        tail = fh.read()
+    if kind == "png":
+        ok = head.startswith(b"\x89PNG") and tail.endswith(b"IEND\xaeB`\x82")
+    else:  # .blend: plain (ends with the ENDB block) or zstd (seekable-format footer magic)
+        ok = (head.startswith(b"BLENDER") and b"ENDB" in tail) or (
+            head.startswith(b"\x28\xb5\x2f\xfd") and tail.endswith(b"\xb1\xea\x92\x8f")
+        )
+    if not ok:
+        raise OSError(f"Blender wrote an incomplete {kind} file (is the disk full?)")
 
 
 def run(args) -> int:
-    _check_dirs(args)
     overrides = parse_overrides(args.overrides)
     try:
         width, height = (int(v) for v in args.resolution.lower().split("x"))
     except ValueError:
         raise VoxNavError(f"--resolution expects WIDTHxHEIGHT, got {args.resolution!r}") from None
+    if args.blend and not os.path.isfile(os.path.abspath(args.blend)):
+        raise VoxNavError(f"no such .blend file: {os.path.abspath(args.blend)}")
+    targets = dict(_targets(args))
+    # Every output is checked (and reserved) before the bake and replaced only after all of
+    # them are complete; none may be the input .blend (or the file open in this session).
+    with atomic.Batch(inputs=[args.blend, bpy.data.filepath]) as batch:
+        for flag, path in targets.items():
+            batch.add(path, flag)
+        written = _bake_and_write(args, targets, batch, (width, height), overrides)
+    for path in written:
+        print(f"voxnav: wrote {path}")
+    return 0
+
+
+def _bake_and_write(args, targets: dict, batch: atomic.Batch, resolution, overrides) -> list:
     _open(args)
     context: Any = bpy.context
     scene = context.scene
@@ -257,43 +293,40 @@ def run(args) -> int:
     print(f"voxnav: {outcome.summary()}")
     for name, seconds in outcome.timings.items():
         print(f"voxnav:   {name:<24s} {seconds * 1000:9.1f} ms")
-    written = []
-    if args.npz:
-        write_npz(args.npz, outcome)
-        written.append(args.npz)
+    if "--npz" in targets:
+        with atomic.replacing(targets["--npz"], batch=batch) as temp:
+            write_npz(os.fspath(temp), outcome)
     pmesh = getattr(outcome.result, "polymesh", None)
-    if args.obj:
+    if "--obj" in targets:
         if pmesh is not None and _has_exporter():
             from . import operators
 
-            operators.export_navmesh(outcome, args.obj, "OBJ")
+            operators.export_navmesh(outcome, targets["--obj"], "OBJ", batch=batch)
         else:
-            write_overlay_obj(args.obj, outcome)
-        written.append(args.obj)
-    if args.json:
+            with atomic.replacing(targets["--obj"], batch=batch) as temp:
+                write_overlay_obj(os.fspath(temp), outcome)
+    if "--json" in targets:
         from . import operators
 
-        operators.export_navmesh(outcome, args.json, "JSON")
-        written.append(args.json)
-    if args.png:
+        operators.export_navmesh(outcome, targets["--json"], "JSON", batch=batch)
+    if "--png" in targets:
         hf = outcome.result.heightfield
         shown = scene.voxnav.show_voxels
         if not args.png_voxels:
             scene.voxnav.show_voxels = False
         t0 = time.perf_counter()
-        render_preview(scene, args.png, hf.bmin, hf.bmax, (width, height))
+        with atomic.replacing(targets["--png"], batch=batch) as temp:
+            render_preview(scene, os.fspath(temp), hf.bmin, hf.bmax, resolution)
+            _check_complete(temp, "png")
+        scene.render.filepath = os.path.abspath(targets["--png"])  # not the temp's name
         scene.voxnav.show_voxels = shown
         print(f"voxnav: preview rendered in {time.perf_counter() - t0:.2f} s")
-        written.append(args.png)
-    if args.save_blend:
-        target = os.path.abspath(args.save_blend)
-        if os.path.isfile(target):
-            os.remove(target)  # replace it, without leaving a .blend1 backup beside it
-        bpy.ops.wm.save_as_mainfile(filepath=target, copy=True)
-        written.append(args.save_blend)
-    for path in written:
-        print(f"voxnav: wrote {os.path.abspath(path)}")
-    return 0
+    if "--save-blend" in targets:
+        # A copy saved to a new temp name (no .blend1 backup), then renamed over the old file.
+        with atomic.replacing(targets["--save-blend"], batch=batch, fresh=True) as temp:
+            bpy.ops.wm.save_as_mainfile(filepath=os.fspath(temp), copy=True)
+            _check_complete(temp, "blend")
+    return batch.commit()
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -163,10 +163,16 @@ class VOXNAV_OT_export_navmesh(bpy.types.Operator, ExportHelper):  # type: ignor
         return {"FINISHED"}
 
 
-def export_navmesh(outcome: bake.BakeOutcome, path: str, file_format: str = "OBJ") -> None:
-    """Write the navmesh of ``outcome`` with ``core.export``; VoxNavError if there is none."""
+def export_navmesh(
+    outcome: bake.BakeOutcome, path: str, file_format: str = "OBJ", batch=None
+) -> None:
+    """Write the navmesh of ``outcome`` with ``core.export``; VoxNavError if there is none.
+
+    The file replaces ``path`` only when complete (``core.atomic``; with ``batch``, when the
+    batch commits); the .blend open in this session is never overwritten.
+    """
     try:
-        from ..core import export
+        from ..core import atomic, export
     except ImportError as exc:  # pragma: no cover - the exporter lands separately
         message = f"this VoxNav build has no navmesh exporter (core.export): {exc}"
         raise VoxNavError(message) from exc
@@ -182,10 +188,11 @@ def export_navmesh(outcome: bake.BakeOutcome, path: str, file_format: str = "OBJ
     directory = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(directory):
         raise VoxNavError(f"cannot write {path}: folder {directory} does not exist")
+    atomic.check_target(path, inputs=[bpy.data.filepath])
     if file_format == "JSON":
-        export.write_json(path, pmesh, dmesh)
+        export.write_json(path, pmesh, dmesh, batch=batch)
     else:
-        export.write_obj(path, pmesh, dmesh)
+        export.write_obj(path, pmesh, dmesh, batch=batch)
 
 
 class VOXNAV_OT_add_demo_scene(bpy.types.Operator):
