@@ -15,6 +15,7 @@ files only when all of them are complete (`core.atomic`): on any failure no old 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 import time
@@ -243,6 +244,16 @@ def _targets(args) -> list[tuple[str, str]]:
     return out
 
 
+@contextlib.contextmanager
+def _blender_write_errors():
+    """Blender's operators report a failed write as RuntimeError: make it an OSError, which
+    `core.atomic.replacing` turns into "cannot write PATH: ...; the previous file is unchanged"."""
+    try:
+        yield
+    except RuntimeError as exc:
+        raise OSError(str(exc).strip().removeprefix("Error: ").strip()) from None
+
+
 def _check_complete(path, kind: str) -> None:
     """Blender reports success even when a full disk cut the file short: check its end."""
     with open(path, "rb") as fh:
@@ -316,7 +327,8 @@ def _bake_and_write(args, targets: dict, batch: atomic.Batch, resolution, overri
             scene.voxnav.show_voxels = False
         t0 = time.perf_counter()
         with atomic.replacing(targets["--png"], batch=batch) as temp:
-            render_preview(scene, os.fspath(temp), hf.bmin, hf.bmax, resolution)
+            with _blender_write_errors():
+                render_preview(scene, os.fspath(temp), hf.bmin, hf.bmax, resolution)
             _check_complete(temp, "png")
         scene.render.filepath = os.path.abspath(targets["--png"])  # not the temp's name
         scene.voxnav.show_voxels = shown
@@ -324,7 +336,8 @@ def _bake_and_write(args, targets: dict, batch: atomic.Batch, resolution, overri
     if "--save-blend" in targets:
         # A copy saved to a new temp name (no .blend1 backup), then renamed over the old file.
         with atomic.replacing(targets["--save-blend"], batch=batch, fresh=True) as temp:
-            bpy.ops.wm.save_as_mainfile(filepath=os.fspath(temp), copy=True)
+            with _blender_write_errors():
+                bpy.ops.wm.save_as_mainfile(filepath=os.fspath(temp), copy=True)
             _check_complete(temp, "blend")
     return batch.commit()
 
