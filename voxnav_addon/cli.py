@@ -258,7 +258,7 @@ def _check_complete(path, kind: str) -> None:
     """Blender reports success even when a full disk cut the file short: check its end."""
     with open(path, "rb") as fh:
         head = fh.read(8)
-        fh.seek(max(0, os.path.getsize(path) - 32))
+        fh.seek(max(0, os.path.getsize(path) - 64))
         tail = fh.read()
     if kind == "png":
         ok = head.startswith(b"\x89PNG") and tail.endswith(b"IEND\xaeB`\x82")

@@ -144,7 +144,7 @@ def test_cli_full_disk_keeps_the_old_blend_and_picture(built_zip, tmp_path):
     line = [ln for ln in proc.stdout.splitlines() if ln.startswith("CODES ")]
     assert line, proc.stdout[-2000:] + proc.stderr[-2000:]
     assert json.loads(line[0][6:]) == {"--save-blend": 1, "--png": 1}
-    assert "incomplete blend file" in proc.stderr and "incomplete png file" in proc.stderr
+    assert "cannot write --save-blend" in proc.stderr and "cannot write --png" in proc.stderr
 
 
 def test_cli_refuses_an_output_equal_to_the_input_blend_before_baking(

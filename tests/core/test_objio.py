@@ -230,3 +230,23 @@ def test_memory_is_a_small_multiple_of_the_arrays(tmp_path, monkeypatch):
     assert tris.shape == (2 * (n - 1) ** 2, 3)
     # The parsed arrays twice (blocks, then joined) plus one block's working arrays.
     assert peak < 3 * parsed + 40 * block, (peak, parsed, path.stat().st_size)
+
+
+@pytest.mark.parametrize(
+    "data, words",
+    [
+        (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR", "is not a Wavefront OBJ: it is a PNG image"),
+        (b"", "is not a Wavefront OBJ: the file is empty"),
+        (b"v 0 0 0\nv 1 0 0\nv 1 0 1\n", "has vertices but no faces (f lines)"),
+        (b"v 0 0 0\nv 1 0 0\nv nan 0 1\nf 1 2 3\n", "input.obj:3: 'v nan 0 1'"),
+        (b"v 0 0 0\nv 1 0 0\nv 1 0 1\nf 1 2 -4\n", "input.obj:4: 'f 1 2 -4': face index -4"),
+    ],
+)
+def test_cli_names_the_input_problem(tmp_path, capsys, data, words):
+    from core.__main__ import main
+
+    path = _write(tmp_path / "input.obj", data)
+    assert main(["bake", str(path), "--out", str(tmp_path / "nav.obj")]) != 0
+    err = capsys.readouterr().err
+    assert words in err and "add or select mesh objects" not in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["input.obj"]
