@@ -216,8 +216,9 @@ def _to_numbers(a: np.ndarray, starts: np.ndarray, ends: np.ndarray, dtype):
     depth[starts] = 1
     depth[ends] = -1
     inside = np.cumsum(depth[:-1], dtype=np.int8).view(bool)
-    blob = np.where(inside, a, np.uint8(32))
-    blob[ends] = 44  # ','
+    text = np.where(inside, a, np.uint8(44))  # ',' after each range (and elsewhere) ...
+    inside[ends] = True  # ... of which only the one right after each range is kept
+    blob = text[inside]
     parse_as = np.float64 if dtype == np.float32 else np.int64
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
