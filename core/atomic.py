@@ -79,7 +79,7 @@ def check_target(path: PathLike, inputs: Iterable[PathLike] = (), flag: str = ""
     real = Path(os.path.realpath(path))
     folder = real.parent
     if not folder.is_dir():
-        raise OutputError(f"cannot write {label}: folder {folder} does not exist")
+        raise OutputError(f"cannot write {label}: output folder {folder} does not exist")
     try:
         mode = os.stat(real).st_mode
     except FileNotFoundError:

@@ -8,3 +8,7 @@ class VoxNavError(ValueError):
 class OutputError(VoxNavError):
     """An output file was refused or could not be written (see `core.atomic`); no old file
     was replaced. The CLIs exit with 1 for it."""
+
+
+class UsageError(VoxNavError):
+    """A bad command-line flag or setting value: the command lines exit with code 2 for it."""
