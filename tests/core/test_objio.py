@@ -246,7 +246,7 @@ def test_cli_names_the_input_problem(tmp_path, capsys, data, words):
     from core.__main__ import main
 
     path = _write(tmp_path / "input.obj", data)
-    assert main(["bake", str(path), "--out", str(tmp_path / "nav.obj")]) != 0
+    assert main(["bake", str(path), "--out", str(tmp_path / "nav.obj")]) == 1
     err = capsys.readouterr().err
     assert words in err and "add or select mesh objects" not in err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["input.obj"]
