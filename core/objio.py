@@ -126,26 +126,27 @@ class _Reader:
         if short.shape[0]:
             errors.append((int(short[0]), "a vertex needs three coordinates x y z"))
         v_lines = np.flatnonzero(v_line)
+        # Only the vertex lines before the first short one are read (a bad line before it wins).
+        usable = v_lines if not short.shape[0] else v_lines[v_lines < short[0]]
         coords = np.zeros((0, 3), dtype=np.float32)
-        if v_lines.shape[0] and not short.shape[0]:
+        if usable.shape[0]:
             v_idx = np.flatnonzero(v_tok)
-            first_coord = np.searchsorted(v_idx, np.flatnonzero(is_vkey) + 1)
+            keys = np.flatnonzero(is_vkey)[: usable.shape[0]]
+            first_coord = np.searchsorted(v_idx, keys + 1)
             pick = v_idx[(first_coord[:, None] + np.arange(3)).reshape(-1)]
             values, bad = _to_numbers(a, tok_start[pick], tok_end[pick], np.float32)
             if bad is not None:
                 errors.append((int(tok_line[pick[bad]]), "a vertex coordinate is not a number"))
-            else:
-                coords = values.reshape(-1, 3)
-                finite = np.isfinite(coords).all(axis=1)
-                if not finite.all():
-                    row = int(np.argmin(finite))
-                    errors.append(
-                        (
-                            int(v_lines[row]),
-                            "a vertex coordinate is not a finite float32 number (NaN, "
-                            "infinite, or beyond +-3.4e38); fix or remove that vertex",
-                        )
+            coords = values[: values.shape[0] // 3 * 3].reshape(-1, 3)
+            finite = np.isfinite(coords).all(axis=1)
+            if not finite.all():
+                errors.append(
+                    (
+                        int(usable[int(np.argmin(finite))]),
+                        "a vertex coordinate is not a finite float32 number (NaN, infinite, "
+                        "or beyond +-3.4e38); fix or remove that vertex",
                     )
+                )
 
         # Faces: the vertex index before any '/' of each entry after "f".
         f_tok = f_line[tok_line] & ~first_of_line
@@ -163,31 +164,30 @@ class _Reader:
             numbers, bad = _to_numbers(a, starts, head_end, np.int64)
             if bad is not None:
                 errors.append((int(tok_line[f_idx[bad]]), "a face index is not a whole number"))
-            else:
-                lines = tok_line[f_idx]
-                defined = self.verts_before + np.cumsum(v_line) - v_line  # vertices before
-                before = defined[lines]
-                index = np.where(numbers > 0, numbers - 1, numbers + before)
-                invalid = (numbers == 0) | (index < 0) | (index >= before)
-                if invalid.any():
-                    j = int(np.argmax(invalid))
-                    original = int(numbers[j])
-                    count = int(before[j])
-                    if original == 0:
-                        why = "face index 0 is invalid (OBJ indices start at 1; -1 is the last)"
-                    elif original > 0:
-                        why = (
-                            f"face refers to vertex {original} but only {count} vertices are "
-                            "defined before it"
-                        )
-                    else:
-                        why = (
-                            f"face index {original} counts back past the first vertex: only "
-                            f"{count} vertices are defined before it"
-                        )
-                    errors.append((int(lines[j]), why))
+            lines = tok_line[f_idx[: numbers.shape[0]]]
+            defined = self.verts_before + np.cumsum(v_line) - v_line  # vertices before
+            before = defined[lines]
+            index = np.where(numbers > 0, numbers - 1, numbers + before)
+            invalid = (numbers == 0) | (index < 0) | (index >= before)
+            if invalid.any():
+                j = int(np.argmax(invalid))
+                original = int(numbers[j])
+                count = int(before[j])
+                if original == 0:
+                    why = "face index 0 is invalid (OBJ indices start at 1; -1 is the last)"
+                elif original > 0:
+                    why = (
+                        f"face refers to vertex {original} but only {count} vertices are "
+                        "defined before it"
+                    )
                 else:
-                    tris = _fan_triangles(index, lines)
+                    why = (
+                        f"face index {original} counts back past the first vertex: only "
+                        f"{count} vertices are defined before it"
+                    )
+                errors.append((int(lines[j]), why))
+            if not errors:
+                tris = _fan_triangles(index, lines)
         if errors:
             line, message = min(errors)
             self._fail(buf, line_starts, line, message)
@@ -204,7 +204,8 @@ def _to_numbers(a: np.ndarray, starts: np.ndarray, ends: np.ndarray, dtype):
     """Convert the byte ranges ``a[starts:ends]`` (disjoint, ascending, each followed by a byte
     outside every range) to float32 or int64, exactly as Python's float/int read them.
 
-    Returns (values, None), or (None, position of the first range that is not a number).
+    Returns (values, None), or (the values before it, position of the first range that is not
+    a number).
     The fast path lets NumPy parse all ranges at once (its text parser uses Python's own
     correctly rounded string-to-double, so float32 values equal ``float32(float(text))``); each
     range must then be exactly one number followed by the ',' put after it, and a final
@@ -236,7 +237,7 @@ def _to_numbers(a: np.ndarray, starts: np.ndarray, ends: np.ndarray, dtype):
             with np.errstate(over="ignore"):
                 out[i] = convert(a[s:e].tobytes())
         except (ValueError, OverflowError):
-            return None, i
+            return out[:i], i
     return out, None
 
 

@@ -155,6 +155,15 @@ def test_first_bad_line_wins_and_line_numbers_span_blocks(tmp_path, monkeypatch)
     text = "v 0 0 0\n" * 50 + "f 1 2 3\n" * 20 + "f 1 2 99\n" + "v nan 0 0\n"
     with pytest.raises(VoxNavError, match=r"bad.obj:71: 'f 1 2 99'"):
         read_obj(_write(tmp_path / "bad.obj", text))
+    monkeypatch.setattr(objio, "BLOCK_BYTES", 1 << 16)
+    for text, line in [
+        ("v 0 0 0\nv nan 0 0\nv 1 zero 0\n", "2: 'v nan 0 0'"),  # NaN before a non-number
+        ("v 0 0 0\nv inf 0 0\nv 1 0\n", "2: 'v inf 0 0'"),  # NaN before a short vertex
+        ("v 0 0 0\nv 1 0 0\nv 1 1 0\nf 1 2 9\nf 1 2 x\n", "4: 'f 1 2 9'"),  # range, then text
+        ("v 0 0 0\nf 1 2 x\nv 1 0\n", "2: 'f 1 2 x'"),  # a face before a short vertex
+    ]:
+        with pytest.raises(VoxNavError, match=f"bad.obj:{line}"):
+            read_obj(_write(tmp_path / "bad.obj", text))
 
 
 @pytest.mark.parametrize(
