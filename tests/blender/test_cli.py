@@ -103,47 +103,67 @@ from tests.blender import harness
 import bpy
 
 cli = harness.cli_module(harness.install_extension(sys.argv[2]))
-signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails with EFBIG
-hard = resource.getrlimit(resource.RLIMIT_FSIZE)[1]
-codes = {}
-for flag, path in json.loads(sys.argv[3]).items():
+runs, probe = json.loads(sys.argv[3]), sys.argv[4]
+base = ["--demo", "--set", "cell_size=0.5", "--resolution", "320x180"]
+
+
+def bake(outputs, limit=None):
     bpy.ops.wm.read_homefile(use_empty=True)
-    argv = ["--demo", "--set", "cell_size=0.5", "--resolution", "320x180", flag, path]
-    resource.setrlimit(resource.RLIMIT_FSIZE, (2048, hard))
+    argv = base + [item for flag_path in outputs.items() for item in flag_path]
+    hard = resource.getrlimit(resource.RLIMIT_FSIZE)[1]
+    if limit is not None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, hard))
     try:
-        codes[flag] = cli.main(argv)
+        return cli.main(argv)
     finally:
         resource.setrlimit(resource.RLIMIT_FSIZE, (hard, hard))
+
+
+# The sizes of a good run's OBJ and .blend, for a limit between them (only the .blend fails).
+sizes = {"--obj": os.path.join(probe, "n.obj"), "--save-blend": os.path.join(probe, "b.blend")}
+assert bake(sizes) == 0
+obj_size, blend_size = (os.path.getsize(p) for p in sizes.values())
+assert obj_size < blend_size, (obj_size, blend_size)
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails with EFBIG
+codes = {}
+for name, outputs in runs.items():
+    codes[name] = bake(outputs, 2048 if len(outputs) == 1 else (obj_size + blend_size) // 2)
 print("CODES " + json.dumps(codes))
 """
 
 
-def test_cli_full_disk_keeps_the_old_blend_and_picture(built_zip, tmp_path):
+def test_cli_full_disk_keeps_every_old_file(built_zip, tmp_path):
     """Blender reports success on a truncated .blend or PNG: the CLI must not replace the old
-    files with them, and must exit 1."""
+    files with them, and must exit 1. With several outputs, the OBJ written before the failing
+    .blend must not replace its old file either."""
     import json
     import os
     import subprocess
     import sys
 
     out = tmp_path / "out"
+    probe = tmp_path / "probe"
     out.mkdir()
-    targets = {"--save-blend": out / "baked.blend", "--png": out / "preview.png"}
-    for path in targets.values():
-        path.write_bytes(OLD)
+    probe.mkdir()
+    runs = {
+        "blend": {"--save-blend": str(out / "baked.blend")},
+        "png": {"--png": str(out / "preview.png")},
+        "obj+blend": {"--obj": str(out / "nav.obj"), "--save-blend": str(out / "baked.blend")},
+    }
+    for name in ("baked.blend", "preview.png", "nav.obj"):
+        (out / name).write_bytes(OLD)
     env = dict(os.environ, BLENDER_USER_RESOURCES=str(tmp_path / "user"))
     proc = subprocess.run(
-        [sys.executable, "-c", _FULL_DISK, str(harness.REPO), str(built_zip),
-         json.dumps({k: str(v) for k, v in targets.items()})],
-        capture_output=True, text=True, env=env, timeout=600,
+        [sys.executable, "-c", _FULL_DISK, str(harness.REPO), str(built_zip), json.dumps(runs),
+         str(probe)],
+        capture_output=True, text=True, env=env, timeout=900,
     )  # fmt: skip
-    assert {p.name: p.read_bytes() for p in out.iterdir()} == {
-        "baked.blend": OLD,
-        "preview.png": OLD,
-    }, proc.stderr[-2000:]
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == dict.fromkeys(
+        ("baked.blend", "preview.png", "nav.obj"), OLD
+    ), proc.stderr[-2000:]
     line = [ln for ln in proc.stdout.splitlines() if ln.startswith("CODES ")]
     assert line, proc.stdout[-2000:] + proc.stderr[-2000:]
-    assert json.loads(line[0][6:]) == {"--save-blend": 1, "--png": 1}
+    assert json.loads(line[0][6:]) == {"blend": 1, "png": 1, "obj+blend": 1}
     assert "cannot write --save-blend" in proc.stderr and "cannot write --png" in proc.stderr
 
 
