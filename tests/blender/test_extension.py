@@ -283,6 +283,10 @@ def test_export_navmesh_operator(bpy, ext, tmp_path):
     assert (tmp_path / "bare.json").read_text().lstrip().startswith("{")
     with pytest.raises(RuntimeError, match="does not exist"):
         bpy.ops.voxnav.export_navmesh(filepath=str(tmp_path / "no" / "nav.obj"))
+    (tmp_path / "folder.obj").mkdir()
+    with pytest.raises(RuntimeError, match="it is a folder"):
+        bpy.ops.voxnav.export_navmesh(filepath=str(tmp_path / "folder.obj"))
+    assert not [p.name for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temp left
 
 
 class _Layout:
