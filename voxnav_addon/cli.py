@@ -6,13 +6,19 @@ With a real Blender (the add-on registers the command)::
         --obj navmesh.obj --png preview.png --save-blend baked.blend
 
 With the bpy wheel, call `main(argv)` after enabling the extension (tests/blender/harness.py
-``cli`` does this). `main` returns the exit code: 0 on success, 1 when the bake or an output
-fails, 2 for bad arguments; the reason is printed to stderr.
+``cli`` does this). `main` returns the exit code, the same table as ``python -m core``
+(core.cliutil): 0 success, 1 the bake or an input/output failed (an empty navmesh included),
+2 bad flags or settings. The reason is one ``voxnav: error:`` line on stderr; warnings print as
+``voxnav: warning:``; an unexpected exception adds a hint to rerun with ``--verbose``.
+Outputs are checked before the bake (an output equal to the input .blend, a folder or a device
+is refused) and replace the old files only when all of them are complete (`core.atomic`): on
+any failure no old file changes.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 import time
@@ -22,17 +28,42 @@ from typing import Any
 import bpy
 import numpy as np
 
+from ..core import atomic
+from ..core.cliutil import (
+    EXIT_CODES_TEXT,
+    EXIT_FAILED,
+    EXIT_OK,
+    SuggestingParser,
+    print_warnings,
+    run_guarded,
+    setting_help,
+)
 from ..core.config import NavConfig
-from ..core.errors import VoxNavError
-from . import bake, demo, properties, writeback
+from ..core.errors import UsageError, VoxNavError
+from . import bake, demo, live, properties, writeback
 
 PREVIEW_CAMERA = "VoxNav Preview Camera"
 
 
+def settings_epilog() -> str:
+    """The ``--set`` settings with meaning, unit, default and limits (core units)."""
+    lines = [
+        "settings for --set NAME=VALUE (NavConfig names and core units; wu = world units, "
+        "metres in Blender):"
+    ]
+    for name in NavConfig.field_names():
+        lines.append(f"  {name}")
+        lines.append(f"      {setting_help(name).replace('%%', '%')}")
+    lines += ["", EXIT_CODES_TEXT]
+    return "\n".join(lines)
+
+
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = SuggestingParser(
         prog="voxnav",
         description="Bake VoxNav voxels and a navigation mesh headlessly and write the results.",
+        epilog=settings_epilog().replace("%", "%%"),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("blend", nargs="?", help=".blend file to open (default: the current scene)")
     p.add_argument("--demo", action="store_true", help="build the VoxNav demo level first")
@@ -43,7 +74,11 @@ def _parser() -> argparse.ArgumentParser:
         default=[],
         metavar="NAME=VALUE",
         help="override a setting (NavConfig name and units, e.g. cell_size=0.2, "
-        "agent_max_slope=45, partition=monotone, bounds_min=-5,-5,-1); repeatable",
+        "agent_max_slope=45, partition=monotone, memory_limit=8GB, bounds_min=-5,-5,-1); "
+        "repeatable; the settings are listed below",
+    )
+    p.add_argument(
+        "--verbose", action="store_true", help="print the traceback of an unexpected error"
     )
     p.add_argument(
         "--voxels-only", action="store_true", help="stop after the heightfield (voxelize)"
@@ -56,6 +91,16 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--json", metavar="PATH", help="write the navmesh as .json")
     p.add_argument("--png", metavar="PATH", help="render a Workbench preview picture")
     p.add_argument(
+        "--path",
+        dest="test_paths",
+        action="append",
+        default=[],
+        metavar="X,Y,Z:X,Y,Z",
+        help="add a test path from START to GOAL (world units, Z-up) on the baked navmesh: "
+        'drawn in the --png picture and the saved .blend, listed under "paths" in the '
+        "--json; repeatable (the last one stays live in the .blend)",
+    )
+    p.add_argument(
         "--resolution", default="1280x720", metavar="WxH", help="preview size (1280x720)"
     )
     p.add_argument(
@@ -67,39 +112,20 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def parse_overrides(items: Sequence[str]) -> dict:
-    """``["cell_size=0.2", ...]`` -> {name: value} typed as NavConfig's fields (core units)."""
-    defaults = NavConfig()
+    """``["cell_size=0.2", ...]`` -> {name: value} typed as NavConfig's fields (core units).
+
+    Raises `UsageError` (exit code 2) naming the setting, with a close match for a misspelt
+    name."""
     out: dict = {}
     for item in items:
         name, sep, text = item.partition("=")
         name = name.strip().replace("-", "_")
         if not sep:
-            raise VoxNavError(f"--set expects NAME=VALUE, got {item!r}")
-        if name not in NavConfig.field_names():
-            raise VoxNavError(
-                f"unknown setting {name!r}; known: {', '.join(NavConfig.field_names())}"
-            )
-        current = getattr(defaults, name)
-        text = text.strip()
+            raise UsageError(f"--set expects NAME=VALUE, got {item!r}")
         try:
-            if name in ("bounds_min", "bounds_max"):
-                value: object = None
-                if text.lower() not in ("", "none"):
-                    value = tuple(float(v) for v in text.split(","))
-            elif isinstance(current, bool):
-                if text.lower() not in ("1", "0", "true", "false", "yes", "no", "on", "off"):
-                    raise ValueError(text)
-                value = text.lower() in ("1", "true", "yes", "on")
-            elif isinstance(current, int):
-                value = int(text)
-            elif isinstance(current, float):
-                value = float(text)
-            else:
-                value = text
-        except ValueError:
-            kind = type(current).__name__
-            raise VoxNavError(f"--set {name}: cannot read {text!r} as {kind}") from None
-        out[name] = value
+            out[name] = NavConfig.parse(name, text)
+        except VoxNavError as exc:
+            raise UsageError(f"--set {item}: {exc}") from None
     return out
 
 
@@ -220,80 +246,153 @@ def _has_exporter() -> bool:
 
 def _open(args) -> None:
     if args.blend:
-        path = os.path.abspath(args.blend)
-        if not os.path.isfile(path):
-            raise VoxNavError(f"no such .blend file: {path}")
-        bpy.ops.wm.open_mainfile(filepath=path)
+        bpy.ops.wm.open_mainfile(filepath=os.path.abspath(args.blend))
     if args.demo:
         demo.build_demo(bpy.context.scene)
 
 
-def _check_dirs(args) -> None:
-    for attr in ("save_blend", "npz", "obj", "json", "png"):
+def _targets(args) -> dict[str, str]:
+    """{flag: path as it will be written} of every requested output, in the order written."""
+    out = {}
+    for attr in ("npz", "obj", "json", "png", "save_blend"):
         path = getattr(args, attr)
         if path:
-            folder = os.path.dirname(os.path.abspath(path))
-            if not os.path.isdir(folder):
-                raise VoxNavError(f"--{attr.replace('_', '-')}: folder {folder} does not exist")
+            if attr == "npz":
+                path = os.fspath(atomic.ensure_suffix(path, ".npz"))  # np.savez's name
+            elif attr == "png":
+                path = png_path(path)
+            out["--" + attr.replace("_", "-")] = path
+    return out
+
+
+@contextlib.contextmanager
+def _blender_write_errors():
+    """Blender's operators report a failed write as RuntimeError: make it an OSError, which
+    `core.atomic.replacing` turns into "cannot write PATH: ...; the previous file is unchanged"."""
+    try:
+        yield
+    except RuntimeError as exc:
+        raise OSError(str(exc).strip().removeprefix("Error: ").strip()) from None
+
+
+def _check_complete(path, kind: str) -> None:
+    """Blender reports success even when a full disk cut the file short: check its end."""
+    with open(path, "rb") as fh:
+        head = fh.read(8)
+        fh.seek(max(0, os.path.getsize(path) - 64))
+        tail = fh.read()
+    if kind == "png":
+        ok = head.startswith(b"\x89PNG") and tail.endswith(b"IEND\xaeB`\x82")
+    else:  # .blend: plain (ends with the ENDB block) or zstd (seekable-format footer magic)
+        ok = (head.startswith(b"BLENDER") and b"ENDB" in tail) or (
+            head.startswith(b"\x28\xb5\x2f\xfd") and tail.endswith(b"\xb1\xea\x92\x8f")
+        )
+    if not ok:
+        raise OSError(f"Blender wrote an incomplete {kind} file (is the disk full?)")
 
 
 def run(args) -> int:
-    _check_dirs(args)
     overrides = parse_overrides(args.overrides)
     try:
         width, height = (int(v) for v in args.resolution.lower().split("x"))
     except ValueError:
-        raise VoxNavError(f"--resolution expects WIDTHxHEIGHT, got {args.resolution!r}") from None
+        raise UsageError(f"--resolution expects WIDTHxHEIGHT, got {args.resolution!r}") from None
+    try:
+        test_paths = [live.parse_path_option(text) for text in args.test_paths]
+    except VoxNavError as exc:
+        raise UsageError(str(exc)) from None
+    if test_paths and args.voxels_only:
+        raise UsageError("--path needs a navmesh: drop --voxels-only")
+    if args.blend and not os.path.isfile(os.path.abspath(args.blend)):
+        raise VoxNavError(f"no such .blend file: {os.path.abspath(args.blend)}")
+    targets = _targets(args)
+    # Every output is checked (and reserved) before the bake and replaced only after all of
+    # them are complete; none may be the input .blend (or the file open in this session).
+    with atomic.Batch(inputs=[args.blend, bpy.data.filepath]) as batch:
+        for flag, path in targets.items():
+            batch.add(path, flag)
+        written = _bake_and_write(args, targets, batch, (width, height), overrides, test_paths)
+    if written is None:
+        return EXIT_FAILED
+    for path in written:
+        print(f"voxnav: wrote {path}")
+    return EXIT_OK
+
+
+def _bake_and_write(args, targets, batch, resolution, overrides, test_paths) -> list | None:
+    """Open or build the scene, bake, write every output into ``batch`` and commit it; the
+    paths written, or None for an empty navmesh (nothing written)."""
     _open(args)
     context: Any = bpy.context
     scene = context.scene
     if overrides:
-        config = properties.to_config(scene.voxnav).replace(**overrides).validate()
+        try:
+            config = properties.to_config(scene.voxnav).replace(**overrides).validate()
+        except VoxNavError as exc:
+            raise UsageError(f"--set: {exc}") from None
         properties.set_from_config(scene.voxnav, config)
     stop_after = "heightfield" if args.voxels_only else "navmesh"
     outcome = bake.bake_scene(context, stop_after, _progress_printer())
-    for warning in outcome.warnings:
-        print(f"voxnav: warning: {warning}", file=sys.stderr)
+    print_warnings(outcome.warnings)
+    if outcome.empty:
+        print(
+            f"voxnav: error: the navigation mesh is empty: nothing written "
+            f"({scene.voxnav.last_message}; see the warning above for the likely cause)",
+            file=sys.stderr,
+        )
+        return None
     print(f"voxnav: {outcome.summary()}")
     for name, seconds in outcome.timings.items():
         print(f"voxnav:   {name:<24s} {seconds * 1000:9.1f} ms")
-    written = []
-    if args.npz:
-        write_npz(args.npz, outcome)
-        written.append(args.npz)
-    pmesh = getattr(outcome.result, "polymesh", None)
-    if args.obj:
+    path_docs = []
+    for start, goal in test_paths:
+        report = live.add_path_test(scene, start, goal)
+        print(
+            f"voxnav: path {start} -> {goal}: {report.status}, {report.length:.2f} wu, "
+            f"{report.polys} polygons, {report.points.shape[0]} corners"
+        )
+        path_docs.append(report.as_json(start, goal))
+    if "--npz" in targets:
+        with atomic.replacing(targets["--npz"], batch=batch) as temp:
+            write_npz(os.fspath(temp), outcome)
+    pmesh = outcome.result.polymesh
+    if "--obj" in targets:
         if pmesh is not None and _has_exporter():
             from . import operators
 
-            operators.export_navmesh(outcome, args.obj, "OBJ")
+            operators.export_navmesh(outcome, targets["--obj"], "OBJ", batch=batch)
         else:
-            write_overlay_obj(args.obj, outcome)
-        written.append(args.obj)
-    if args.json:
+            with atomic.replacing(targets["--obj"], batch=batch) as temp:
+                write_overlay_obj(os.fspath(temp), outcome)
+    if "--json" in targets:
         from . import operators
 
-        operators.export_navmesh(outcome, args.json, "JSON")
-        written.append(args.json)
-    if args.png:
+        operators.export_navmesh(outcome, targets["--json"], "JSON", paths=path_docs, batch=batch)
+    if "--png" in targets:
         hf = outcome.result.heightfield
         shown = scene.voxnav.show_voxels
         if not args.png_voxels:
             scene.voxnav.show_voxels = False
         t0 = time.perf_counter()
-        render_preview(scene, args.png, hf.bmin, hf.bmax, (width, height))
+        with atomic.replacing(targets["--png"], batch=batch) as temp:
+            with _blender_write_errors():
+                render_preview(scene, os.fspath(temp), hf.bmin, hf.bmax, resolution)
+            _check_complete(temp, "png")
+        scene.render.filepath = os.path.abspath(targets["--png"])  # not the temp's name
         scene.voxnav.show_voxels = shown
         print(f"voxnav: preview rendered in {time.perf_counter() - t0:.2f} s")
-        written.append(args.png)
-    if args.save_blend:
-        target = os.path.abspath(args.save_blend)
-        if os.path.isfile(target):
-            os.remove(target)  # replace it, without leaving a .blend1 backup beside it
-        bpy.ops.wm.save_as_mainfile(filepath=target, copy=True)
-        written.append(args.save_blend)
-    for path in written:
-        print(f"voxnav: wrote {os.path.abspath(path)}")
-    return 0
+    if "--save-blend" in targets:
+        # A copy saved to a new temp name (no .blend1 backup), then renamed over the old file.
+        with atomic.replacing(targets["--save-blend"], batch=batch, fresh=True) as temp:
+            with _blender_write_errors():
+                bpy.ops.wm.save_as_mainfile(filepath=os.fspath(temp), copy=True)
+            _check_complete(temp, "blend")
+    return batch.commit()
+
+
+def png_path(path: str) -> str:
+    """The file the render really writes: Blender appends ``.png`` when it is missing."""
+    return path if path.lower().endswith(".png") else path + ".png"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -303,14 +402,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(list(argv) if argv is not None else sys.argv[1:])
     except SystemExit as exc:  # argparse: --help (0) or bad arguments (2)
         return int(exc.code or 0)
-    try:
-        return run(args)
-    except VoxNavError as exc:
-        print(f"voxnav: error: {exc}", file=sys.stderr)
-        return 1
-    except (OSError, RuntimeError, MemoryError) as exc:
-        print(f"voxnav: error: {type(exc).__name__}: {exc}", file=sys.stderr)
-        return 1
+    return run_guarded(lambda: run(args), verbose=args.verbose)
 
 
 def cli_command(argv: list[str]) -> int:

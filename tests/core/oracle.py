@@ -145,3 +145,119 @@ def filters(columns, width, height, walkable_height, climb):
                 span[2] = 0
     stages["lowheight"] = [s[2] for c in columns for s in c]
     return stages
+
+
+def read_obj_lines(path):
+    """The OBJ reader one line at a time (the oracle for ``core.objio.read_obj``).
+
+    Returns the file's own coordinates (Y-up, not rotated) as float32 (n, 3) and the fan
+    triangles (f0, f[i-1], f[i]) as int32 (m, 3), 0-based. A UTF-8 BOM is dropped; lines are
+    split on ASCII blanks; a token starting with '#' ends the line; negative indices count back
+    from the last vertex defined so far. Only for valid files (no error checks).
+    """
+    data = open(path, "rb").read()
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    verts: list[list] = []
+    tris: list[tuple[int, int, int]] = []
+    for raw in data.split(b"\n"):
+        tokens = raw.split()
+        for i, token in enumerate(tokens):
+            if token.startswith(b"#"):
+                tokens = tokens[:i]
+                break
+        if not tokens:
+            continue
+        if tokens[0] == b"v":
+            verts.append([np.float32(float(t)) for t in tokens[1:4]])
+        elif tokens[0] == b"f":
+            face = []
+            for token in tokens[1:]:
+                index = int(token.split(b"/")[0])
+                face.append(index - 1 if index > 0 else index + len(verts))
+            for i in range(2, len(face)):
+                tris.append((face[0], face[i - 1], face[i]))
+    return np.array(verts, np.float32).reshape(-1, 3), np.array(tris, np.int32).reshape(-1, 3)
+
+
+# ----------------------------------------------------------------------------------------------
+# Voxel path finding (core/nav/voxel_path.py): the seed's rule voxel by voxel, and a queue BFS
+
+
+def stayable_voxels(occupied, clearance=1):
+    """The seed's rule on a dense bool grid [iy, ix, iz], padded by one free voxel around and
+    ``clearance`` on top, one voxel at a time. Returns a dict {(ix, iy, iz): True} of
+    stayable voxels (ix, iy in -1 .. size, iz in 0 .. depth)."""
+    h, w, d = occupied.shape
+
+    def solid(x, y, z):
+        return 0 <= x < w and 0 <= y < h and 0 <= z < d and bool(occupied[y, x, z])
+
+    out = {}
+    for y in range(-1, h + 1):
+        for x in range(-1, w + 1):
+            for z in range(0, d + 1):  # nothing above z = d has anything to hold on to
+                if any(solid(x, y, z + k) for k in range(clearance)):
+                    continue
+                sides = ((x - 1, y), (x + 1, y), (x, y - 1), (x, y + 1))
+                if (
+                    solid(x, y, z - 1)
+                    or any(solid(a, b, z) for a, b in sides)
+                    or any(solid(a, b, z - 1) for a, b in sides)
+                ):
+                    out[(x, y, z)] = True
+    return out
+
+
+def queue_bfs(stayable, start, goal):
+    """Steps of a shortest 6-neighbour path between two stayable voxels (None: unreachable)."""
+    from collections import deque
+
+    dist = {start: 0}
+    queue = deque([start])
+    while queue:
+        v = queue.popleft()
+        if v == goal:
+            return dist[v]
+        x, y, z = v
+        for n in ((x - 1, y, z), (x + 1, y, z), (x, y - 1, z), (x, y + 1, z), (x, y, z - 1),
+                  (x, y, z + 1)):  # fmt: skip
+            if n in stayable and n not in dist:
+                dist[n] = dist[v] + 1
+                queue.append(n)
+    return None
+
+
+def detour_bv_tree(item_bmin, item_bmax):
+    """Detour's createBVTree/subdivide, recursive and item by item (sort: glibc's stable
+    merge-sort qsort). item_bmin/item_bmax: uint16 (n, 3). Returns (bmin list, bmax list,
+    i list) of the 2n - 1 nodes in depth-first order."""
+    items = [
+        (tuple(int(v) for v in lo), tuple(int(v) for v in hi), i)
+        for i, (lo, hi) in enumerate(zip(item_bmin, item_bmax, strict=True))
+    ]
+    nodes: list = []
+
+    def subdivide(imin, imax):
+        index = len(nodes)
+        nodes.append(None)
+        if imax - imin == 1:
+            lo, hi, i = items[imin]
+            nodes[index] = (lo, hi, i)
+            return
+        lo = [min(items[k][0][a] for k in range(imin, imax)) for a in range(3)]
+        hi = [max(items[k][1][a] for k in range(imin, imax)) for a in range(3)]
+        x, y, z = hi[0] - lo[0], hi[1] - lo[1], hi[2] - lo[2]
+        axis, best = 0, x
+        if y > best:
+            axis, best = 1, y
+        if z > best:
+            axis = 2
+        items[imin:imax] = sorted(items[imin:imax], key=lambda it: it[0][axis])
+        split = imin + (imax - imin) // 2
+        subdivide(imin, split)
+        subdivide(split, imax)
+        nodes[index] = (tuple(lo), tuple(hi), -(len(nodes) - index))
+
+    subdivide(0, len(items))
+    return [n[0] for n in nodes], [n[1] for n in nodes], [n[2] for n in nodes]
