@@ -205,6 +205,33 @@ def _voxel_node_group() -> Any:
     return group
 
 
+def _rna_input(mod, identifier: str) -> Any:
+    """The RNA struct holding a Geometry Nodes modifier input's value, or None.
+
+    Since Blender 5.2 the inputs are RNA properties (``mod.properties.inputs.<identifier>.value``)
+    and the modifier has no ID properties; before, they were ID properties (``mod[identifier]``).
+    Detected by what the modifier has, not by the version number.
+    """
+    inputs = getattr(getattr(mod, "properties", None), "inputs", None)
+    socket = getattr(inputs, identifier, None) if inputs is not None else None
+    return socket if socket is not None and hasattr(socket, "value") else None
+
+
+def set_modifier_input(mod, identifier: str, value) -> None:
+    """Set the Geometry Nodes modifier input ``identifier`` (e.g. "Socket_1") to ``value``."""
+    socket = _rna_input(mod, identifier)
+    if socket is not None:
+        socket.value = value
+    else:
+        mod[identifier] = value
+
+
+def modifier_input(mod, identifier: str) -> Any:
+    """The value of the Geometry Nodes modifier input ``identifier``."""
+    socket = _rna_input(mod, identifier)
+    return socket.value if socket is not None else mod[identifier]
+
+
 def _depth_limit(counts: np.ndarray, cap: int) -> int:
     """Largest D with sum(min(counts, D)) <= cap (voxels drawn from each span's top down)."""
     lo, hi = 0, int(counts.max(initial=0))
@@ -289,7 +316,7 @@ def write_voxels(scene, hf, mode: str = "VOXELS", cap: int = 1_000_000) -> Voxel
     mod.show_viewport = True
     mod.show_render = True
     width_id = mod.node_group.interface.items_tree["Box Width"].identifier
-    mod[width_id] = float(hf.cs) * BOX_SHRINK
+    set_modifier_input(mod, width_id, float(hf.cs) * BOX_SHRINK)
     obj.display_type = "SOLID"
     return VoxelWrite(n, total, capped, mode)
 

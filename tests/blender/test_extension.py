@@ -168,6 +168,42 @@ def test_voxel_cap_draws_span_tops_first_and_warns(bpy, ext):
     assert settings.last_message == ""
 
 
+def _instance_extents(bpy, obj):
+    """World-space (x, y, z) extent float64 (k, 3) of every evaluated instance ``obj`` makes."""
+    depsgraph = bpy.context.evaluated_depsgraph_get()
+    extents = []
+    for inst in depsgraph.object_instances:
+        if not inst.is_instance or inst.parent is None or inst.parent.original != obj:
+            continue
+        mesh = inst.object.data
+        co = np.empty(len(mesh.vertices) * 3, np.float32)
+        mesh.vertices.foreach_get("co", co)
+        matrix = np.array(inst.matrix_world, dtype=np.float64)
+        world = co.reshape(-1, 3).astype(np.float64) @ matrix[:3, :3].T + matrix[:3, 3]
+        extents.append(world.max(axis=0) - world.min(axis=0))
+    return np.array(extents).reshape(-1, 3)
+
+
+@pytest.mark.parametrize("cell_size", [0.2, 0.35])
+def test_voxel_box_width_reaches_the_modifier(bpy, ext, cell_size):
+    box(bpy, "Block", (0, 0, 0), (2, 2, 1))
+    settings = bpy.context.scene.voxnav
+    settings.cell_size = cell_size
+    bpy.ops.voxnav.voxelize()
+    vox = bpy.data.objects[ext.writeback.VOXELS_NAME]
+    mod = vox.modifiers["VoxNav Boxes"]
+    width_id = mod.node_group.interface.items_tree["Box Width"].identifier
+    width = settings.cell_size * ext.writeback.BOX_SHRINK
+    assert ext.writeback.modifier_input(mod, width_id) == pytest.approx(width)
+    # What Blender evaluates: one box per voxel, that wide and 0.9 cell heights tall.
+    extents = _instance_extents(bpy, vox)
+    assert extents.shape[0] == len(vox.data.vertices) == figures(bpy)["voxels"]
+    np.testing.assert_allclose(extents[:, 0], width, rtol=1e-5)
+    np.testing.assert_allclose(extents[:, 1], width, rtol=1e-5)
+    height = settings.cell_height * ext.writeback.BOX_SHRINK
+    np.testing.assert_allclose(extents[:, 2], height, rtol=1e-5)
+
+
 def test_overlay_lies_on_the_floors(bpy, ext):
     box(bpy, "Low Floor", (-6, -6, 1.0), (6, 6, 1.5))
     box(bpy, "High Floor", (10, -6, 3.5), (20, 6, 4.0))
