@@ -84,16 +84,6 @@ def test_gather_handles_modifiers_instances_negative_scale_and_hidden(bpy, ext):
 
     g = ext.gather.gather(bpy.context)
     counts = {name: int((g.tri_source == i).sum()) for i, name in enumerate(g.sources)}
-    # A text object is mesh-like too (evaluated through to_mesh).
-    text = bpy.data.curves.new("Sign", "FONT")
-    text.body = "VoxNav"
-    text.extrude = 0.1
-    sign = bpy.data.objects.new("Sign", text)
-    sign.location = (0, 20, 0)
-    scene.collection.objects.link(sign)
-    with_text = ext.gather.gather(bpy.context)
-    assert "Sign" in with_text.sources
-    assert with_text.triangle_count > g.triangle_count
     assert counts == {
         "Arrayed": 36,
         "PropInstance0": 12,
@@ -119,6 +109,86 @@ def test_gather_handles_modifiers_instances_negative_scale_and_hidden(bpy, ext):
     arr.select_set(True)
     assert ext.gather.gather(bpy.context, "SELECTED").sources == ["Arrayed"]
     assert ext.gather.gather(bpy.context, "COLLECTION", src).sources == []
+
+
+def _link(bpy, name, data, location=(0, 0, 0), collection=None):
+    obj = bpy.data.objects.new(name, data)
+    obj.location = location
+    (collection or bpy.context.scene.collection).objects.link(obj)
+    return obj
+
+
+def _own_triangles(bpy, obj) -> np.ndarray:
+    """World corners float64 (m, 3, 3) of the triangles of ``obj``'s evaluated mesh, as Blender
+    itself evaluates it (``to_mesh``), sorted by centroid."""
+    evaluated = obj.evaluated_get(bpy.context.evaluated_depsgraph_get())
+    mesh = evaluated.to_mesh()
+    try:
+        mesh.calc_loop_triangles()
+        co = np.empty(len(mesh.vertices) * 3, np.float32)
+        mesh.vertices.foreach_get("co", co)
+        tri = np.empty(len(mesh.loop_triangles) * 3, np.int32)
+        mesh.loop_triangles.foreach_get("vertices", tri)
+    finally:
+        evaluated.to_mesh_clear()
+    matrix = np.array(evaluated.matrix_world, dtype=np.float64)
+    world = co.reshape(-1, 3).astype(np.float64) @ matrix[:3, :3].T + matrix[:3, 3]
+    return _by_centroid(world[tri.reshape(-1, 3)])
+
+
+def _by_centroid(corners: np.ndarray) -> np.ndarray:
+    centroid = corners.mean(axis=1).round(4)
+    return corners[np.lexsort(centroid.T[::-1])]
+
+
+def test_gather_counts_curve_text_surface_and_metaball_triangles_once(bpy, ext):
+    """Each evaluated geometry once: the depsgraph yields a curve-type object *and* its mesh."""
+    scene = bpy.context.scene
+    curve = bpy.data.curves.new("Rail", "CURVE")
+    curve.dimensions = "3D"
+    spline = curve.splines.new("BEZIER")
+    spline.bezier_points.add(1)
+    spline.bezier_points[0].co = (0, 0, 0)
+    spline.bezier_points[1].co = (3, 1, 0)
+    curve.bevel_depth = 0.2
+    curve.extrude = 0.1
+    rail = _link(bpy, "Rail", curve)
+    arrayed = _link(bpy, "Arrayed Rail", curve.copy(), location=(0, 4, 0))
+    arrayed.modifiers.new("Array", "ARRAY").count = 3
+    text = bpy.data.curves.new("Sign", "FONT")
+    text.body = "VoxNav"
+    text.extrude = 0.1
+    sign = _link(bpy, "Sign", text, location=(0, 10, 0))
+    ball = bpy.data.metaballs.new("Blob")
+    ball.elements.new().radius = 1.0
+    blob = _link(bpy, "Blob", ball, location=(0, -5, 0))
+    bpy.ops.surface.primitive_nurbs_surface_sphere_add(location=(8, 0, 0))
+    sphere = bpy.context.active_object
+    # A text instanced twice from a collection outside the scene.
+    props = bpy.data.collections.new("Signs")
+    plaque = _link(bpy, "Plaque", text.copy(), collection=props)
+    for i in range(2):
+        empty = _link(bpy, f"Plaque Instance {i}", None, location=(0, 20 + 3 * i, 0))
+        empty.instance_type = "COLLECTION"
+        empty.instance_collection = props
+
+    g = ext.gather.gather(bpy.context)
+    counts = {name: int((g.tri_source == i).sum()) for i, name in enumerate(g.sources)}
+    own = {obj.name: _own_triangles(bpy, obj) for obj in (rail, arrayed, sign, blob, sphere)}
+    plaque_count = len(_own_triangles(bpy, plaque))
+    assert all(len(t) > 0 for t in own.values()) and plaque_count > 0
+    assert len(own["Arrayed Rail"]) == 3 * len(own["Rail"])
+    assert counts == {
+        **{name: len(t) for name, t in own.items()},
+        "Plaque Instance 0": plaque_count,
+        "Plaque Instance 1": plaque_count,
+    }
+    # And they are the same triangles, where Blender puts them.
+    for name, expected in own.items():
+        tri = g.tris[g.tri_source == g.sources.index(name)]
+        got = _by_centroid(g.verts[tri].astype(np.float64))
+        np.testing.assert_allclose(got, expected, atol=1e-4, err_msg=name)
+    assert scene.objects.get("Plaque") is None
 
 
 def test_gather_skips_voxnav_output(bpy, ext):
