@@ -15,8 +15,10 @@ many times it is instanced.
 Only the depsgraph's *mesh* instances carry triangles. A curve, text, NURBS surface or metaball
 object evaluates to a geometry set whose mesh the depsgraph yields as a separate mesh instance
 (its parent is the object itself) next to the object; reading the object too (``to_mesh``) would
-count its triangles twice (checked on bpy 4.2.23, 5.0.1 and 5.2.3). A matrix with a negative determinant (mirrored object) flips the
-triangles' winding, so the winding is reversed back: a mirrored floor stays walkable.
+count its triangles twice (checked on bpy 4.2.23, 5.0.1 and 5.2.3).
+
+A matrix with a negative determinant (mirrored object) flips the triangles' winding, so the
+winding is reversed back: a mirrored floor stays walkable.
 
 Excluded: VoxNav's own output objects (anything carrying the ``voxnav_output`` custom property,
 and everything they instance), objects hidden in the viewport, non-mesh-like objects, and area
