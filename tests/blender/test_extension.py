@@ -326,6 +326,44 @@ def test_second_bake_replaces_not_accumulates(bpy, ext):
     assert ext.writeback.NAVMESH_NAME not in bpy.data.meshes
 
 
+def _datablocks(bpy) -> dict:
+    kinds = ("objects", "meshes", "materials", "node_groups", "collections", "cameras")
+    return {kind: sorted(d.name for d in getattr(bpy.data, kind)) for kind in kinds}
+
+
+def test_clear_removes_what_voxnav_made_and_nothing_else(bpy, ext):
+    # A user's own datablocks named like VoxNav's, unused (the easiest to mistake for orphans).
+    user_mat = bpy.data.materials.new("VoxNav Walkable")
+    user_mat.diffuse_color = (1.0, 0.0, 1.0, 1.0)
+    bpy.data.materials.new("VoxNav Region 00a.001")
+    user_group = bpy.data.node_groups.new(ext.writeback.NODE_GROUP_NAME, "GeometryNodeTree")
+    user_coll = bpy.data.collections.new("VoxNav.001")
+    box(bpy, "Floor", (-5, -5, -0.2), (5, 5, 0), collection=user_coll)
+    bpy.context.scene.collection.children.link(user_coll)
+    before = _datablocks(bpy)
+
+    bpy.ops.voxnav.voxelize()
+    bpy.ops.voxnav.build_navmesh()
+    made = [m for m in bpy.data.materials if m.get(ext.gather.OUTPUT_TAG)]
+    wb = ext.writeback
+    # Walkable and blocked voxels, the voxelize overlay, a few shades of each region hue.
+    assert len(made) == 3 + len(wb.REGION_COLORS) * len(wb.REGION_SHADES)
+    assert user_mat not in made and tuple(user_mat.diffuse_color) == (1.0, 0.0, 1.0, 1.0)
+    vox = bpy.data.objects[ext.writeback.VOXELS_NAME]
+    assert vox.modifiers["VoxNav Boxes"].node_group != user_group
+    assert len(user_group.nodes) == 0  # not taken over and refilled
+
+    bpy.ops.voxnav.clear()
+    assert _datablocks(bpy) == before
+    # Clearing a scene whose materials a user object still uses keeps those materials.
+    bpy.ops.voxnav.build_navmesh()
+    bpy.data.objects["Floor"].data.materials.append(
+        made_now := bpy.data.materials["VoxNav Blocked"]
+    )
+    bpy.ops.voxnav.clear()
+    assert made_now.name in bpy.data.materials and made_now.users == 1
+
+
 def test_empty_scene_reports_error_and_creates_nothing(bpy, ext):
     objects, meshes, colls = len(bpy.data.objects), len(bpy.data.meshes), len(bpy.data.collections)
     with pytest.raises(RuntimeError, match="nothing to bake"):
