@@ -158,25 +158,29 @@ class VoxelNavigator:
         return out
 
     def _settle(self, cell: np.ndarray | None) -> int:
-        """The flat index of the first stayable voxel at or below ``cell`` in its column (an
-        agent placed in the air drops to the ground), or -1."""
+        """The flat index of the stayable voxel of ``cell``'s column nearest to it (itself if
+        stayable; on a tie the lower one: an agent placed in the air drops to the ground, one
+        placed exactly on a floor, which can round into the floor's top voxel, stands on it),
+        or -1 when the column has none."""
         if cell is None:
             return -1
         _, pw, pd = self.shape
-        top = int(self._flat(cell[None])[0])
-        column_base = top - int(cell[2] + 1)
-        below = self.stayable[column_base : top + 1]
-        hits = np.nonzero(below)[0]
-        return column_base + int(hits[-1]) if hits.shape[0] else -1
+        here = int(self._flat(cell[None])[0])
+        column_base = here - int(cell[2] + 1)
+        hits = np.nonzero(self.stayable[column_base : column_base + pd])[0]
+        if not hits.shape[0]:
+            return -1
+        # argmin takes the first of equal distances, i.e. the lower voxel.
+        return column_base + int(hits[np.argmin(np.abs(hits - (here - column_base)))])
 
     # -- searches ---------------------------------------------------------------------------
 
     def find_path(self, start, goal, method: str = "bfs") -> VoxelPath:
         """The shortest voxel path between two Z-up world points.
 
-        Each point is placed in its voxel and drops down its column to the first stayable
-        voxel. method: "bfs" (breadth-first, one distance layer per round) or "astar" (A*
-        with the Manhattan distance, one f-value bucket per round); both give a shortest path.
+        Each point is placed on the stayable voxel of its column nearest to it. method: "bfs"
+        (breadth-first, one distance layer per round) or "astar" (A* with the Manhattan
+        distance, one f-value bucket per round); both give a shortest path.
         """
         s = self._settle(self.cell_of(start))
         t = self._settle(self.cell_of(goal))

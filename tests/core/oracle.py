@@ -193,3 +193,38 @@ def queue_bfs(stayable, start, goal):
                 dist[n] = dist[v] + 1
                 queue.append(n)
     return None
+
+
+def detour_bv_tree(item_bmin, item_bmax):
+    """Detour's createBVTree/subdivide, recursive and item by item (sort: glibc's stable
+    merge-sort qsort). item_bmin/item_bmax: uint16 (n, 3). Returns (bmin list, bmax list,
+    i list) of the 2n - 1 nodes in depth-first order."""
+    items = [
+        (tuple(int(v) for v in lo), tuple(int(v) for v in hi), i)
+        for i, (lo, hi) in enumerate(zip(item_bmin, item_bmax, strict=True))
+    ]
+    nodes: list = []
+
+    def subdivide(imin, imax):
+        index = len(nodes)
+        nodes.append(None)
+        if imax - imin == 1:
+            lo, hi, i = items[imin]
+            nodes[index] = (lo, hi, i)
+            return
+        lo = [min(items[k][0][a] for k in range(imin, imax)) for a in range(3)]
+        hi = [max(items[k][1][a] for k in range(imin, imax)) for a in range(3)]
+        x, y, z = hi[0] - lo[0], hi[1] - lo[1], hi[2] - lo[2]
+        axis, best = 0, x
+        if y > best:
+            axis, best = 1, y
+        if z > best:
+            axis = 2
+        items[imin:imax] = sorted(items[imin:imax], key=lambda it: it[0][axis])
+        split = imin + (imax - imin) // 2
+        subdivide(imin, split)
+        subdivide(split, imax)
+        nodes[index] = (tuple(lo), tuple(hi), -(len(nodes) - index))
+
+    subdivide(0, len(items))
+    return [n[0] for n in nodes], [n[1] for n in nodes], [n[2] for n in nodes]
