@@ -445,10 +445,25 @@ def output_objects(scene) -> list:
     return [] if coll is None else [o for o in coll.objects if o.get(OUTPUT_TAG)]
 
 
+def _remove_if_unused(datablock) -> None:
+    """Remove an object's former data (mesh, curve, camera) once nothing uses it."""
+    if datablock is None or datablock.users != 0:
+        return
+    for kind, datablocks in (
+        (bpy.types.Mesh, bpy.data.meshes),
+        (bpy.types.Curve, bpy.data.curves),
+        (bpy.types.Camera, bpy.data.cameras),
+    ):
+        if isinstance(datablock, kind):
+            datablocks.remove(datablock)
+            return
+
+
 def clear(scene) -> int:
     """Remove what VoxNav made for ``scene``: its output objects and their data, the collection
-    once empty, then every VoxNav material and node group nothing uses any more. A user's own
-    datablocks (without VoxNav's tag) are never touched. Returns the number of objects removed."""
+    once empty, then every VoxNav mesh, curve, node group and material nothing uses any more. A
+    user's own datablocks (without VoxNav's tag) are never touched. Returns the number of objects
+    removed."""
     removed = 0
     coll = output_collection(scene, create=False)
     if coll is not None:
@@ -457,17 +472,13 @@ def clear(scene) -> int:
                 continue
             data = obj.data
             bpy.data.objects.remove(obj)
-            if data is not None and data.users == 0:
-                if isinstance(data, bpy.types.Mesh):
-                    bpy.data.meshes.remove(data)
-                elif isinstance(data, bpy.types.Camera):
-                    bpy.data.cameras.remove(data)
+            _remove_if_unused(data)
             removed += 1
         if len(coll.objects) == 0 and len(coll.children) == 0:
             bpy.data.collections.remove(coll)
     # The node group before the materials: it is what still uses the voxel materials.
     datablocks: Any
-    for datablocks in (bpy.data.meshes, bpy.data.node_groups, bpy.data.materials):
+    for datablocks in (bpy.data.meshes, bpy.data.curves, bpy.data.node_groups, bpy.data.materials):
         for item in [d for d in datablocks if d.get(OUTPUT_TAG) and d.users == 0]:
             datablocks.remove(item)
     return removed

@@ -327,7 +327,7 @@ def test_second_bake_replaces_not_accumulates(bpy, ext):
 
 
 def _datablocks(bpy) -> dict:
-    kinds = ("objects", "meshes", "materials", "node_groups", "collections", "cameras")
+    kinds = ("objects", "meshes", "curves", "materials", "node_groups", "collections", "cameras")
     return {kind: sorted(d.name for d in getattr(bpy.data, kind)) for kind in kinds}
 
 
@@ -344,10 +344,13 @@ def test_clear_removes_what_voxnav_made_and_nothing_else(bpy, ext):
 
     bpy.ops.voxnav.voxelize()
     bpy.ops.voxnav.build_navmesh()
+    region_materials = [m for m in bpy.data.materials if m.get(ext.gather.OUTPUT_TAG)]
+    assert bpy.ops.voxnav.add_path_test() == {"FINISHED"}  # empties, path tubes, their materials
     made = [m for m in bpy.data.materials if m.get(ext.gather.OUTPUT_TAG)]
+    assert len(made) > len(region_materials)
     wb = ext.writeback
     # Walkable and blocked voxels, the voxelize overlay, a few shades of each region hue.
-    assert len(made) == 3 + len(wb.REGION_COLORS) * len(wb.REGION_SHADES)
+    assert len(region_materials) == 3 + len(wb.REGION_COLORS) * len(wb.REGION_SHADES)
     assert user_mat not in made and tuple(user_mat.diffuse_color) == (1.0, 0.0, 1.0, 1.0)
     vox = bpy.data.objects[ext.writeback.VOXELS_NAME]
     assert vox.modifiers["VoxNav Boxes"].node_group != user_group
