@@ -449,6 +449,7 @@ def _remove_if_unused(datablock) -> None:
     """Remove an object's former data (mesh, curve, camera) once nothing uses it."""
     if datablock is None or datablock.users != 0:
         return
+    datablocks: Any
     for kind, datablocks in (
         (bpy.types.Mesh, bpy.data.meshes),
         (bpy.types.Curve, bpy.data.curves),
