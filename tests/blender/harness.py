@@ -166,11 +166,17 @@ def filtered_stderr(noise=STDERR_NOISE) -> Iterator[list[int]]:
         os.close(original)
 
 
+#: The demo's test path (voxnav_addon/demo.py PATH_START -> PATH_GOAL): from the ground floor
+#: up the west stairs onto the west platform.
+DEMO_PATH = "1,-2,0:-10,4,3"
+
+
 def demo_outputs(out_dir: Path | str) -> dict[str, Path]:
     out = Path(out_dir).resolve()
     return {
         "save-blend": out / "voxnav_demo.blend",
         "obj": out / "voxnav_demo_navmesh.obj",
+        "json": out / "voxnav_demo_navmesh.json",
         "npz": out / "voxnav_demo_voxels.npz",
         "png": out / "voxnav_demo.png",
     }
@@ -184,7 +190,7 @@ def run_demo(
 ) -> int:
     """Bake the procedural demo level into ``out_dir`` (.blend, navmesh .obj, voxels .npz, PNG)."""
     Path(out_dir).mkdir(parents=True, exist_ok=True)
-    argv = ["--demo", "--resolution", resolution]
+    argv = ["--demo", "--resolution", resolution, "--path", DEMO_PATH]
     for flag, path in demo_outputs(out_dir).items():
         argv += [f"--{flag}", str(path)]
     return run_cli(argv, zip_path, ext)

@@ -407,10 +407,16 @@ def test_export_navmesh_operator(bpy, ext, tmp_path):
     bpy.ops.voxnav.voxelize()
     assert not bpy.ops.voxnav.export_navmesh.poll()  # voxels only
     bpy.ops.voxnav.build_navmesh()
-    for ext_name in ("obj", "json"):
+    for ext_name in ("obj", "json", "bin"):
         path = tmp_path / f"nav.{ext_name}"
         bpy.ops.voxnav.export_navmesh(filepath=str(path), file_format=ext_name.upper())
         assert path.stat().st_size > 0
+    # Detour's .bin is Y-up in the engine frame (x, z, -y): the floor at height ~0.
+    from core.nav.binio import read_navmesh_set
+
+    tile = read_navmesh_set(tmp_path / "nav.bin").tiles[0]
+    assert tile.npolys > 0 and (abs(tile.verts[:, 1]) < 0.5).all()
+    assert (abs(tile.verts[:, [0, 2]]) <= 5.01).all()
     # The .obj re-imports cleanly with Blender's own importer, back onto the floor.
     before = set(bpy.data.objects)
     bpy.ops.wm.obj_import(filepath=str(tmp_path / "nav.obj"))
@@ -424,6 +430,10 @@ def test_export_navmesh_operator(bpy, ext, tmp_path):
     assert (tmp_path / "bare.json").read_text().lstrip().startswith("{")
     with pytest.raises(RuntimeError, match="does not exist"):
         bpy.ops.voxnav.export_navmesh(filepath=str(tmp_path / "no" / "nav.obj"))
+    (tmp_path / "folder.obj").mkdir()
+    with pytest.raises(RuntimeError, match="it is a folder"):
+        bpy.ops.voxnav.export_navmesh(filepath=str(tmp_path / "folder.obj"))
+    assert not [p.name for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temp left
 
 
 class _Layout:
