@@ -49,7 +49,7 @@ def bpy_scripts_dir() -> Path:
     if spec is None or not spec.submodule_search_locations:
         raise HarnessError(
             "the bpy wheel is not installed in this Python "
-            f"({sys.executable}); run `bash .ci/run` or pip install bpy==5.0.1 (Python 3.11)"
+            f"({sys.executable}); run `bash .ci/run`, or use one of the .venvs/bpy-* it makes"
         )
     root = Path(next(iter(spec.submodule_search_locations)))
     found = sorted(root.glob("*/scripts/addons_core/bl_pkg/cli/blender_ext.py"))
