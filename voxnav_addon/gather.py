@@ -21,8 +21,9 @@ A matrix with a negative determinant (mirrored object) flips the triangles' wind
 winding is reversed back: a mirrored floor stays walkable.
 
 Excluded: VoxNav's own output objects (anything carrying the ``voxnav_output`` custom property,
-and everything they instance), objects hidden in the viewport, non-mesh-like objects, and area
-volumes (``Object.voxnav.area_volume``), which ``area_volumes`` returns as boxes instead.
+and everything they instance), objects hidden in the viewport, geometry that evaluates to no
+mesh (empties, lights, a curve without bevel or extrusion), and area volumes
+(``Object.voxnav.area_volume``), which ``area_volumes`` returns as boxes instead.
 """
 
 from __future__ import annotations
