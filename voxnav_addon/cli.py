@@ -143,7 +143,8 @@ def _progress_printer():
 def write_npz(path: str, outcome: bake.BakeOutcome) -> None:
     """The solid heightfield (CSR arrays), per-triangle areas and counts."""
     hf = outcome.result.heightfield
-    counts = {f"count_{k}": np.int64(v) for k, v in outcome.counts.items()}
+    # Any: numpy 2's stubs would match these keywords against savez's allow_pickle: bool.
+    counts: dict[str, Any] = {f"count_{k}": np.int64(v) for k, v in outcome.counts.items()}
     np.savez_compressed(
         path,
         width=np.int64(hf.width),
