@@ -374,7 +374,12 @@ def _navmesh_stages(result: BakeResult, derived, run, volumes=()) -> None:
     from .contours import build_contours
     from .detail import build_poly_mesh_detail
     from .polymesh import build_poly_mesh
-    from .regions import build_distance_field, build_regions
+    from .regions import (
+        build_distance_field,
+        build_regions,
+        build_regions_layers,
+        build_regions_monotone,
+    )
 
     config = result.config
     chf = run(
@@ -391,23 +396,21 @@ def _navmesh_stages(result: BakeResult, derived, run, volumes=()) -> None:
     dist_raw, dist, max_distance = run("distance", build_distance_field, chf)
     result.dist_raw = dist_raw
     chf.dist, chf.max_distance = dist, max_distance
-    if config.partition == "watershed":
-        reg, max_regions = run(
-            "regions",
-            build_regions,
-            chf,
-            dist,
-            max_distance,
-            derived.min_region_area,
-            derived.merge_region_area,
-        )
+    if config.partition == "monotone":
+        partition = build_regions_monotone
+    elif config.partition == "layers":
+        partition = build_regions_layers
     else:
-        from . import regions as regions_module
-
-        partition = getattr(regions_module, f"build_regions_{config.partition}")
-        reg, max_regions = run(
-            "regions", partition, chf, derived.min_region_area, derived.merge_region_area
-        )
+        partition = build_regions
+    reg, max_regions = run(
+        "regions",
+        partition,
+        chf,
+        dist,
+        max_distance,
+        derived.min_region_area,
+        derived.merge_region_area,
+    )
     chf.reg, chf.max_regions = reg, max_regions
     result.compact = chf
     result.contours = run(
