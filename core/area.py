@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from .compact import CompactHeightfield, all_of_4
+from .context import BuildContext
 from .errors import VoxNavError
 
 NULL_AREA = 0
@@ -172,7 +173,9 @@ def _chamfer_plans(chf: CompactHeightfield) -> tuple[_ChamferPlan, _ChamferPlan]
     return plans
 
 
-def erode_walkable_area(chf: CompactHeightfield, radius: int, *, progress=None) -> np.ndarray:
+def erode_walkable_area(
+    chf: CompactHeightfield, radius: int, *, progress=None, ctx: BuildContext | None = None
+) -> np.ndarray:
     """Null every walkable span closer than ``radius`` cells to an unwalkable boundary.
 
     [Recast: rcErodeWalkableArea]

@@ -7,11 +7,11 @@ clearance up to the next solid span (capped at 255). Direction d: 0 = (x-1), 1 =
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass
 
 import numpy as np
 
+from .context import BuildContext
 from .errors import VoxNavError
 from .heightfield import Heightfield
 
@@ -85,8 +85,6 @@ MAX_LAYERS = NOT_CONNECTED - 1
 #: Ceiling of the topmost span of a column. [Recast: MAX_HEIGHT in rcBuildCompactHeightfield]
 MAX_HEIGHT = 0xFFFF
 
-_log = logging.getLogger(__name__)
-
 
 def _check_heightfield(hf: Heightfield) -> None:
     ncols = int(hf.width) * int(hf.height)
@@ -105,7 +103,12 @@ def _check_heightfield(hf: Heightfield) -> None:
 
 
 def build_compact_heightfield(
-    hf: Heightfield, walkable_height: int, walkable_climb: int, *, progress=None
+    hf: Heightfield,
+    walkable_height: int,
+    walkable_climb: int,
+    *,
+    progress=None,
+    ctx: BuildContext | None = None,
 ) -> CompactHeightfield:
     """The open space above every walkable solid span, linked to its 4 neighbours.
 
@@ -117,7 +120,7 @@ def build_compact_heightfield(
     of span ``s`` connects to the lowest span ``k`` of the neighbour column with
     ``min(s.y + s.h, k.y + k.h) - max(s.y, k.y) >= walkable_height`` and
     ``|k.y - s.y| <= walkable_climb``. A qualifying span whose layer index within its column
-    exceeds 62 cannot be stored: it is skipped and a warning logged, as Recast does
+    exceeds 62 cannot be stored: it is skipped and a warning given (``ctx``), as Recast does
     ("too many layers"). ``bmax[2]`` is raised by ``walkable_height * ch``.
 
     Parameters:
@@ -203,13 +206,12 @@ def build_compact_heightfield(
         con[hit_src, d] = layer.astype(np.uint8)
         neighbor[hit_src, d] = (k[hit[first_hit]]).astype(np.int32)
     if max_layer > MAX_LAYERS:
-        _log.warning(
-            "compact heightfield: too many layers %d (max: %d); spans above layer %d of a "
-            "column get no connections",
-            max_layer,
-            MAX_LAYERS,
-            MAX_LAYERS,
+        message = (
+            f"compact heightfield: too many layers {max_layer} (max: {MAX_LAYERS}); spans above "
+            f"layer {MAX_LAYERS} of a column get no connections to their neighbours"
         )
+        if ctx is not None:
+            ctx.warn(message)
 
     bmin = np.asarray(hf.bmin, dtype=np.float32).copy()
     bmax = np.asarray(hf.bmax, dtype=np.float32).copy()

@@ -59,6 +59,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .compact import BORDER_REG, CompactHeightfield
+from .context import BuildContext
 from .errors import VoxNavError
 
 #: Flag in a contour vertex's column 3: on a tile border, removed by the polygon mesh.
@@ -639,6 +640,7 @@ def build_contours(
     build_flags: int = RC_CONTOUR_TESS_WALL_EDGES,
     *,
     progress: ProgressFn | None = None,
+    ctx: BuildContext | None = None,
 ) -> ContourSet:
     """Trace and simplify the outline of every region (Recast's rcBuildContours).
 

@@ -50,6 +50,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .compact import DIR_OFFSET_X, DIR_OFFSET_Y, any_of_4
+from .context import BuildContext
 from .errors import VoxNavError
 
 F32 = np.float32
@@ -108,7 +109,7 @@ class PolyMeshDetail:
     def ntris(self) -> int:
         return int(self.tris.shape[0])
 
-    def to_reference_arrays(self) -> dict[str, np.ndarray]:
+    def to_reference_arrays(self) -> dict[str, np.ndarray | np.generic]:
         """The ``dmesh_*`` and ``count_detail_*`` arrays of the parity dump (Recast's Y-up
         frame: VoxNav (x, y, z) -> Recast (x, z, y))."""
         return {
@@ -861,7 +862,13 @@ def _check(pmesh, chf):
 
 
 def build_poly_mesh_detail(
-    pmesh, chf, sample_dist: float, sample_max_error: float, *, progress=None
+    pmesh,
+    chf,
+    sample_dist: float,
+    sample_max_error: float,
+    *,
+    progress=None,
+    ctx: BuildContext | None = None,
 ) -> PolyMeshDetail:
     """Recast's rcBuildPolyMeshDetail: a detail triangle mesh per polygon of ``pmesh``.
 

@@ -301,3 +301,79 @@ def read_navmesh_json(path):
         raise VoxNavError(f"{path}: malformed navmesh JSON ({exc!r})") from None
     _poly_arrays(pmesh)
     return pmesh, dmesh
+
+
+#: Axis conventions a Detour .bin can be written in (see `write_detour_bin`).
+DETOUR_FRAMES = ("engine", "recast")
+
+
+def write_detour_bin(
+    path,
+    pmesh,
+    dmesh=None,
+    *,
+    agent_height: float,
+    agent_radius: float,
+    agent_max_climb: float,
+    frame: str = "engine",
+) -> None:
+    """Write the navmesh as Detour's binary navmesh (RecastDemo's "MSET" .bin, one tile).
+
+    The file Detour runtimes load (RecastDemo, recast-navigation-js ``importNavMesh``,
+    DotRecast); layout in `core.nav.binio`. ``agent_*`` are stored in the tile header
+    [Units: wu]. ``frame``: "engine" writes Y-up as game engines, glTF and this module's OBJ
+    do, Z-up (x, y, z) -> (x, z, -y) (the polygons are mirrored into Detour's winding);
+    "recast" writes Recast's parity frame (x, z, y), the frame of an OBJ read with
+    ``--recast-frame``. Areas and flags: RecastDemo's rule (walkable 63 -> area 0 "ground",
+    flag 1 "walk"). Written atomically: a failed write leaves any old file as it was.
+    """
+    from .nav import binio, navdata
+
+    if frame not in DETOUR_FRAMES:
+        raise VoxNavError(f"unknown Detour frame {frame!r}: use one of {DETOUR_FRAMES}")
+    _poly_arrays(pmesh)
+    out = _check_folder(path)
+    tile = navdata.create_nav_mesh_data(
+        pmesh,
+        dmesh,
+        walkable_height=agent_height,
+        walkable_radius=agent_radius,
+        walkable_climb=agent_max_climb,
+    )
+    if frame == "engine":
+        tile = navdata.mirror_z(tile)
+    binio.write_navmesh_set(out, [tile])
+
+
+#: File extensions `write_navmesh` knows, and what each writes.
+NAVMESH_FORMATS = {".obj": "Wavefront OBJ", ".json": "VoxNav JSON", ".bin": "Detour .bin"}
+
+
+def write_navmesh(path, pmesh, dmesh=None, *, config=None, recast_frame: bool = False) -> None:
+    """Write the navmesh in the format its extension names (.obj, .json or .bin).
+
+    ``config``: the bake's `core.config.NavConfig` (the .bin stores its agent size; default
+    settings if None). ``recast_frame``: the bake read its OBJ as RecastDemo does, so a .bin
+    is written in that same frame (else in the engine frame, see `write_detour_bin`).
+    """
+    suffix = Path(path).suffix.lower()
+    if suffix == ".obj":
+        write_obj(path, pmesh, dmesh)
+    elif suffix == ".json":
+        write_json(path, pmesh, dmesh)
+    elif suffix == ".bin":
+        from .config import NavConfig
+
+        cfg = config if config is not None else NavConfig()
+        write_detour_bin(
+            path,
+            pmesh,
+            dmesh,
+            agent_height=cfg.agent_height,
+            agent_radius=cfg.agent_radius,
+            agent_max_climb=cfg.agent_max_climb,
+            frame="recast" if recast_frame else "engine",
+        )
+    else:
+        known = ", ".join(f"{ext} ({name})" for ext, name in NAVMESH_FORMATS.items())
+        raise VoxNavError(f"cannot tell the navmesh format of {path}: use {known}")

@@ -12,6 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from .config import NULL_AREA
+from .context import BuildContext
 from .heightfield import Heightfield
 from .rasterize import WORKERS
 
@@ -34,7 +35,9 @@ def _ceilings(hf: Heightfield) -> np.ndarray:
     return ceiling
 
 
-def filter_low_hanging_obstacles(hf: Heightfield, walkable_climb: int) -> np.ndarray:
+def filter_low_hanging_obstacles(
+    hf: Heightfield, walkable_climb: int, *, ctx: BuildContext | None = None
+) -> np.ndarray:
     """Let a blocked span become walkable when the span right below it was walkable.
 
     Rule: a span with area 0 whose lower neighbour in the column had a non-null area in the
@@ -59,7 +62,13 @@ def filter_low_hanging_obstacles(hf: Heightfield, walkable_climb: int) -> np.nda
     return area
 
 
-def filter_ledge_spans(hf: Heightfield, walkable_height: int, walkable_climb: int) -> np.ndarray:
+def filter_ledge_spans(
+    hf: Heightfield,
+    walkable_height: int,
+    walkable_climb: int,
+    *,
+    ctx: BuildContext | None = None,
+) -> np.ndarray:
     """Mark walkable spans next to a drop deeper than ``walkable_climb`` as blocked.
 
     For each non-null span and each of the 4 neighbour columns, neighbour spans (whatever their
@@ -145,7 +154,9 @@ def _ledges(hf, candidates, ceiling_all, walkable_height, walkable_climb):
     return drop | (highest_ok - lowest_ok > walkable_climb)
 
 
-def filter_walkable_low_height_spans(hf: Heightfield, walkable_height: int) -> np.ndarray:
+def filter_walkable_low_height_spans(
+    hf: Heightfield, walkable_height: int, *, ctx: BuildContext | None = None
+) -> np.ndarray:
     """Mark spans with less than ``walkable_height`` of open space above them as blocked.
 
     Rule: ceiling - floor < walkable_height, with the top span's ceiling 0xFFFF.

@@ -18,19 +18,54 @@ anything large is allocated.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Protocol
 
 import numpy as np
 
 from . import filters, rasterize
-from .config import NULL_AREA, NavConfig, grid_size
+from .area import erode_walkable_area
+from .compact import CompactHeightfield, build_compact_heightfield
+from .config import NULL_AREA, DerivedConfig, NavConfig, grid_size
+from .context import BuildContext
+from .contours import ContourSet, build_contours
+from .detail import PolyMeshDetail, build_poly_mesh_detail
 from .errors import VoxNavError
 from .heightfield import Heightfield, VoxelGrid
+from .polymesh import PolyMesh, build_poly_mesh
+from .regions import (
+    build_distance_field,
+    build_regions,
+    build_regions_layers,
+    build_regions_monotone,
+)
 
 Progress = Callable[[float, str], None]
+
+
+class PartitionBuilder(Protocol):
+    """The shared call shape of the three region partitionings (see core.regions)."""
+
+    def __call__(
+        self,
+        chf: CompactHeightfield,
+        dist: np.ndarray,
+        max_distance: int,
+        min_region_area: int,
+        merge_region_area: int,
+        border_size: int = 0,
+        *,
+        ctx: BuildContext | None = None,
+    ) -> tuple[np.ndarray, int]: ...
+
+
+#: NavConfig.partition -> the region builder that implements it.
+PARTITION_BUILDERS: dict[str, PartitionBuilder] = {
+    "watershed": build_regions,
+    "monotone": build_regions_monotone,
+    "layers": build_regions_layers,
+}
 
 
 @dataclass(frozen=True)
@@ -51,7 +86,41 @@ class AreaVolume:
     radius: float = 0.0
     height: float = 0.0
 
-    def apply(self, chf) -> np.ndarray:
+    def validate(self) -> AreaVolume:
+        """Check the volume's shape; `VoxNavError` says what a volume of this kind needs."""
+        needs = {
+            "box": "two points (min corner, max corner), each x, y, z",
+            "convex": "at least three (x, y) outline points",
+            "cylinder": "one (x, y, z) bottom centre point, radius > 0 and height > 0",
+        }
+        if self.kind not in needs:
+            raise VoxNavError(
+                f"area volume kind must be box, convex or cylinder, got {self.kind!r}"
+            )
+        try:
+            points = np.asarray(self.points, dtype=np.float64)
+        except (TypeError, ValueError):
+            points = np.zeros((0, 0))
+        width = {"box": 3, "convex": 2, "cylinder": 3}[self.kind]
+        count_ok = {
+            "box": points.ndim == 2 and points.shape[0] == 2,
+            "convex": points.ndim == 2 and points.shape[0] >= 3,
+            "cylinder": points.ndim == 2 and points.shape[0] == 1,
+        }[self.kind]
+        shape_ok = bool(count_ok and points.shape[1] >= width and np.isfinite(points).all())
+        if self.kind == "cylinder":
+            shape_ok = shape_ok and float(self.radius) > 0 and float(self.height) > 0
+        if not shape_ok:
+            got = points.shape[0] if points.ndim == 2 else np.size(points)
+            raise VoxNavError(
+                f"a {self.kind} area volume needs {needs[self.kind]}; got {got} point(s) "
+                f"{self.points!r}"
+            )
+        if not 0 <= int(self.area) <= 63:
+            raise VoxNavError(f"area volume area id must be 0..63, got {self.area}")
+        return self
+
+    def apply(self, chf: CompactHeightfield) -> np.ndarray:
         from . import area as area_module
 
         if self.kind == "box":
@@ -109,15 +178,23 @@ class BakeResult:
     heightfield: Heightfield
     #: Area arrays of the solid heightfield after each heightfield stage (raster, lowhang, ...).
     stage_areas: dict[str, np.ndarray] = field(default_factory=dict)
-    compact: Any = None
+    #: The navmesh stages' results; None after a heightfield-only bake.
+    compact: CompactHeightfield | None = None
+    #: uint8 (n,) compact span areas before erosion.
     area_initial: np.ndarray | None = None
+    #: uint16 (n,) distance field before blurring.
     dist_raw: np.ndarray | None = None
-    contours: Any = None
-    polymesh: Any = None
-    detail: Any = None
-    #: Wall seconds per stage, in order.
+    contours: ContourSet | None = None
+    polymesh: PolyMesh | None = None
+    detail: PolyMeshDetail | None = None
+    #: Wall seconds per stage, in order (the build context's). [Units: s]
     timings: dict[str, float] = field(default_factory=dict)
     counts: dict[str, int] = field(default_factory=dict)
+    #: Warnings of the build context, in order: full sentences for the user.
+    warnings: list[str] = field(default_factory=list)
+    #: True when the bake produced nothing usable: a navmesh bake with 0 polygons, or a
+    #: heightfield bake with no walkable span. A warning then says the likely cause.
+    empty: bool = False
 
     def voxel_grid(self, walkable_only: bool = False) -> VoxelGrid:
         return VoxelGrid.from_heightfield(self.heightfield, walkable_only)
@@ -288,16 +365,30 @@ def bake(
     stop_after: str = "navmesh",
     progress: Progress | None = None,
     volumes: tuple[AreaVolume, ...] = (),
+    ctx: BuildContext | None = None,
 ) -> BakeResult:
     """Run the stages on a triangle soup and return a `BakeResult`.
 
     verts float32 (n, 3) world Z-up [Units: wu]; tris int (m, 3); stop_after "heightfield"
-    (stages 1-3) or "navmesh" (every stage). progress(fraction 0..1, stage name) is called
-    before each stage. ``volumes``: `AreaVolume` s painted after erosion, in order.
+    (stages 1-3) or "navmesh" (every stage). ``volumes``: `AreaVolume` s painted after
+    erosion, in order. ``ctx``: the build context that collects warnings and stage timings (a
+    new one when None; ``progress(fraction 0..1, stage name)`` becomes its progress callback).
+    The result's ``warnings`` and ``timings`` are the context's. An empty navigation mesh is
+    not an error: ``result.empty`` is set and a warning names the likely cause.
     """
     config = (config or NavConfig()).validate()
     if stop_after not in ("heightfield", "navmesh"):
         raise VoxNavError(f"stop_after must be 'heightfield' or 'navmesh', got {stop_after!r}")
+    stages = HEIGHTFIELD_STAGES if stop_after == "heightfield" else STAGES
+    if ctx is None:
+        ctx = BuildContext(progress_fn=progress, stages=stages)
+    else:
+        if progress is not None and ctx.progress_fn is None:
+            ctx.progress_fn = progress
+        if not ctx.stages:
+            ctx.stages = stages
+    for volume in volumes:
+        volume.validate()
     verts, tris = check_input(verts, tris)
     derived = config.derived()
     bmin, bmax = grid_bounds(verts, config)
@@ -310,46 +401,55 @@ def bake(
             f"the geometry is smaller than one cell ({width} x {height} columns at cell_size "
             f"{config.cell_size:g}): lower cell_size"
         )
-    timings: dict[str, float] = {}
-    stages = HEIGHTFIELD_STAGES if stop_after == "heightfield" else STAGES
+    result = _heightfield_stages(verts, tris, config, derived, bmin, bmax, width, height, ctx)
+    if stop_after == "navmesh":
+        _navmesh_stages(result, derived, volumes, ctx)
+    result.counts = _counts(result, tris.shape[0])
+    _warn_if_empty(result, verts, tris, ctx)
+    ctx.done()
+    result.timings = ctx.timings
+    result.warnings = ctx.warnings
+    return result
 
-    def run(name: str, fn, *args, **kwargs):
-        if progress is not None:
-            progress(stages.index(name) / len(stages), name)
-        start = time.perf_counter()
-        out = fn(*args, **kwargs)
-        timings[name] = time.perf_counter() - start
-        return out
 
-    tri_areas = run("mark", rasterize.mark_walkable_triangles, verts, tris, config.agent_max_slope)
-    hf = run(
-        "rasterize",
-        rasterize.rasterize_triangles,
-        verts,
-        tris,
-        tri_areas,
-        bmin,
-        bmax,
-        derived.cs,
-        derived.ch,
-        width,
-        height,
-        derived.walkable_climb,
-    )
+def _heightfield_stages(
+    verts: np.ndarray,
+    tris: np.ndarray,
+    config: NavConfig,
+    derived: DerivedConfig,
+    bmin: np.ndarray,
+    bmax: np.ndarray,
+    width: int,
+    height: int,
+    ctx: BuildContext,
+) -> BakeResult:
+    """Stages 1-3: walkable marking, rasterization and the enabled filters."""
+    with ctx.stage("mark"):
+        tri_areas = rasterize.mark_walkable_triangles(verts, tris, config.agent_max_slope, ctx=ctx)
+    with ctx.stage("rasterize"):
+        hf = rasterize.rasterize_triangles(
+            verts, tris, tri_areas, bmin, bmax, derived.cs, derived.ch, width, height,
+            derived.walkable_climb, ctx=ctx,
+        )  # fmt: skip
     stage_areas = {"raster": hf.area}
-    steps = (
-        ("filter_low_hanging", "lowhang", config.filter_low_hanging_obstacles,
-         lambda h: filters.filter_low_hanging_obstacles(h, derived.walkable_climb)),
-        ("filter_ledge", "ledge", config.filter_ledge_spans,
-         lambda h: filters.filter_ledge_spans(h, derived.walkable_height, derived.walkable_climb)),
-        ("filter_low_height", "lowheight", config.filter_walkable_low_height_spans,
-         lambda h: filters.filter_walkable_low_height_spans(h, derived.walkable_height)),
-    )  # fmt: skip
-    for name, key, enabled, fn in steps:
-        if enabled:
-            hf = hf.copy(area=run(name, fn, hf))
-        stage_areas[key] = hf.area
-    result = BakeResult(
+    if config.filter_low_hanging_obstacles:
+        with ctx.stage("filter_low_hanging"):
+            area = filters.filter_low_hanging_obstacles(hf, derived.walkable_climb, ctx=ctx)
+        hf = hf.copy(area=area)
+    stage_areas["lowhang"] = hf.area
+    if config.filter_ledge_spans:
+        with ctx.stage("filter_ledge"):
+            area = filters.filter_ledge_spans(
+                hf, derived.walkable_height, derived.walkable_climb, ctx=ctx
+            )
+        hf = hf.copy(area=area)
+    stage_areas["ledge"] = hf.area
+    if config.filter_walkable_low_height_spans:
+        with ctx.stage("filter_low_height"):
+            area = filters.filter_walkable_low_height_spans(hf, derived.walkable_height, ctx=ctx)
+        hf = hf.copy(area=area)
+    stage_areas["lowheight"] = hf.area
+    return BakeResult(
         config=config,
         bmin=np.asarray(bmin, dtype=np.float32),
         bmax=np.asarray(bmax, dtype=np.float32),
@@ -358,77 +458,130 @@ def bake(
         tri_areas=tri_areas,
         heightfield=hf,
         stage_areas=stage_areas,
-        timings=timings,
-    )
-    if stop_after == "navmesh":
-        _navmesh_stages(result, derived, run, volumes)
-    result.counts = _counts(result, tris.shape[0])
-    if progress is not None:
-        progress(1.0, "done")
-    return result
-
-
-def _navmesh_stages(result: BakeResult, derived, run, volumes=()) -> None:
-    from .area import erode_walkable_area
-    from .compact import build_compact_heightfield
-    from .contours import build_contours
-    from .detail import build_poly_mesh_detail
-    from .polymesh import build_poly_mesh
-    from .regions import (
-        build_distance_field,
-        build_regions,
-        build_regions_layers,
-        build_regions_monotone,
     )
 
+
+def _navmesh_stages(
+    result: BakeResult,
+    derived: DerivedConfig,
+    volumes: tuple[AreaVolume, ...],
+    ctx: BuildContext,
+) -> None:
+    """Stages 4-10: compact heightfield, erosion, volumes, regions, contours, polygons, detail."""
     config = result.config
-    chf = run(
-        "compact",
-        build_compact_heightfield,
-        result.heightfield,
-        derived.walkable_height,
-        derived.walkable_climb,
-    )
+    with ctx.stage("compact"):
+        chf = build_compact_heightfield(
+            result.heightfield, derived.walkable_height, derived.walkable_climb, ctx=ctx
+        )
     result.area_initial = chf.area.copy()
-    chf.area = run("erode", erode_walkable_area, chf, derived.walkable_radius)
+    with ctx.stage("erode"):
+        chf.area = erode_walkable_area(chf, derived.walkable_radius, ctx=ctx)
     for volume in volumes:
         chf.area = volume.apply(chf)
-    dist_raw, dist, max_distance = run("distance", build_distance_field, chf)
+    with ctx.stage("distance"):
+        dist_raw, dist, max_distance = build_distance_field(chf, ctx=ctx)
     result.dist_raw = dist_raw
     chf.dist, chf.max_distance = dist, max_distance
-    if config.partition == "monotone":
-        partition = build_regions_monotone
-    elif config.partition == "layers":
-        partition = build_regions_layers
-    else:
-        partition = build_regions
-    reg, max_regions = run(
-        "regions",
-        partition,
-        chf,
-        dist,
-        max_distance,
-        derived.min_region_area,
-        derived.merge_region_area,
-    )
+    with ctx.stage("regions"):
+        partition = PARTITION_BUILDERS[config.partition]
+        reg, max_regions = partition(
+            chf, dist, max_distance, derived.min_region_area, derived.merge_region_area, ctx=ctx
+        )
     chf.reg, chf.max_regions = reg, max_regions
     result.compact = chf
-    result.contours = run(
-        "contours",
-        build_contours,
-        chf,
-        float(derived.max_simplification_error),
-        derived.max_edge_len,
-    )
-    result.polymesh = run("polymesh", build_poly_mesh, result.contours, derived.max_verts_per_poly)
-    result.detail = run(
-        "detail",
-        build_poly_mesh_detail,
-        result.polymesh,
-        chf,
-        float(derived.detail_sample_dist),
-        float(derived.detail_sample_max_error),
-    )
+    with ctx.stage("contours"):
+        result.contours = build_contours(
+            chf, float(derived.max_simplification_error), derived.max_edge_len, ctx=ctx
+        )
+    with ctx.stage("polymesh"):
+        result.polymesh = build_poly_mesh(result.contours, derived.max_verts_per_poly, ctx=ctx)
+    with ctx.stage("detail"):
+        result.detail = build_poly_mesh_detail(
+            result.polymesh,
+            chf,
+            float(derived.detail_sample_dist),
+            float(derived.detail_sample_max_error),
+            ctx=ctx,
+        )
+
+
+def _warn_if_empty(result: BakeResult, verts: np.ndarray, tris: np.ndarray, ctx: BuildContext):
+    """Mark an empty result and warn with its likely cause (see `explain_empty`)."""
+    if result.polymesh is not None:
+        result.empty = result.polymesh.npolys == 0
+        what = "the navigation mesh is empty (0 polygons)"
+    else:
+        result.empty = result.counts.get("walkable_spans", 0) == 0
+        what = "no span is walkable"
+    if result.empty:
+        ctx.warn(f"{what}: {explain_empty(result, verts, tris)}")
+
+
+def explain_empty(result: BakeResult, verts: np.ndarray, tris: np.ndarray) -> str:
+    """The likely cause of an empty bake, as a sentence a user can act on.
+
+    Checked in pipeline order: bounds that miss the geometry, triangles facing down, slopes
+    steeper than the limit, no clearance, the agent radius eroding everything, regions too small.
+    """
+    config = result.config
+    counts = result.counts
+    n_tris = int(tris.shape[0])
+    if counts.get("spans", 0) == 0:
+        if config.bounds_min is not None:
+            lo, hi = verts.min(axis=0), verts.max(axis=0)
+            return (
+                f"the bounds {_xyz(config.bounds_min)}..{_xyz(config.bounds_max)} miss the "
+                f"geometry, which spans {_xyz(lo)}..{_xyz(hi)}: move or widen the bounds"
+            )
+        return "no triangle was rasterized: check the geometry"
+    down = count_down_facing(verts, tris)
+    if counts.get("walkable_triangles", 0) == 0:
+        if down > 0:
+            return (
+                f"{down} of {n_tris} triangles face down; only up-facing surfaces are walkable: "
+                "flip the normals of the floors (Blender: Mesh > Normals > Recalculate Outside)"
+            )
+        return (
+            f"no triangle is flatter than agent_max_slope ({config.agent_max_slope:g} degrees): "
+            "raise agent_max_slope or check the geometry's orientation (Z is up)"
+        )
+    hint = ""
+    if down * 2 > n_tris:
+        hint = (
+            f" ({down} of {n_tris} triangles face down; only up-facing surfaces are walkable: "
+            "flip normals/recalculate outside)"
+        )
+    if counts.get("walkable_spans", 0) == 0:
+        return (
+            f"no walkable surface has agent_height ({config.agent_height:g}) of clearance and "
+            f"stays within agent_max_climb ({config.agent_max_climb:g}) of its neighbours: lower "
+            f"agent_height or check the floors{hint}"
+        )
+    if "walkable_after_erode" in counts and counts["walkable_after_erode"] == 0:
+        return (
+            f"the agent is wider than every passage: agent_radius {config.agent_radius:g} "
+            f"erodes all {counts['walkable_spans']:,} walkable spans (passages narrower than "
+            f"{2 * config.agent_radius:g} are closed): lower agent_radius{hint}"
+        )
+    if counts.get("regions", 1) == 0:
+        return (
+            f"every walkable region is smaller than region_min_size ({config.region_min_size:g}"
+            f" cells squared): lower region_min_size{hint}"
+        )
+    return f"no polygon could be built from the walkable regions: check the settings{hint}"
+
+
+def count_down_facing(verts: np.ndarray, tris: np.ndarray) -> int:
+    """Triangles whose normal (counter-clockwise winding, Z-up) points down."""
+    v = np.asarray(verts, dtype=np.float64)
+    t = np.asarray(tris, dtype=np.int64)
+    a, b, c = v[t[:, 0]], v[t[:, 1]], v[t[:, 2]]
+    nz = (b[:, 0] - a[:, 0]) * (c[:, 1] - a[:, 1]) - (b[:, 1] - a[:, 1]) * (c[:, 0] - a[:, 0])
+    return int(np.count_nonzero(nz < 0))
+
+
+def _xyz(values) -> str:
+    return "(" + ", ".join(f"{float(v) + 0.0:g}" for v in values) + ")"
 
 
 def _counts(result: BakeResult, n_tris: int) -> dict[str, int]:
@@ -446,7 +599,8 @@ def _counts(result: BakeResult, n_tris: int) -> dict[str, int]:
         chf = result.compact
         counts["compact_spans"] = chf.span_count
         counts["walkable_after_erode"] = int(np.count_nonzero(chf.area))
-        counts["regions"] = int(np.unique(chf.reg[chf.reg != 0]).shape[0])
+        reg = chf.reg if chf.reg is not None else np.zeros(0, dtype=np.uint16)
+        counts["regions"] = int(np.unique(reg[reg != 0]).shape[0])
     if result.polymesh is not None:
         counts["polys"] = int(result.polymesh.polys.shape[0])
         counts["poly_verts"] = int(result.polymesh.verts.shape[0])

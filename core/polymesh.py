@@ -36,6 +36,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .context import BuildContext
 from .contours import RC_BORDER_VERTEX, ContourSet, segment_hits_edges
 from .errors import VoxNavError
 
@@ -637,7 +638,13 @@ def _mark_portal_edges(polys: np.ndarray, verts: np.ndarray, nvp: int, w: int, h
 # ----------------------------------------------------------------------------------------------
 
 
-def build_poly_mesh(cset: ContourSet, nvp: int, *, progress: ProgressFn | None = None) -> PolyMesh:
+def build_poly_mesh(
+    cset: ContourSet,
+    nvp: int,
+    *,
+    progress: ProgressFn | None = None,
+    ctx: BuildContext | None = None,
+) -> PolyMesh:
     """Triangulate every contour and merge the triangles into convex polygons (rcBuildPolyMesh).
 
     Parameters
@@ -718,7 +725,7 @@ def build_poly_mesh(cset: ContourSet, nvp: int, *, progress: ProgressFn | None =
             index.append(found)
             if fl[j] & RC_BORDER_VERTEX:
                 vflags[found] = 1
-        cpolys = [
+        cpolys: list[tuple[int, ...]] = [
             (index[t[0]], index[t[1]], index[t[2]])
             for t in tris
             if t[0] != t[1] and t[0] != t[2] and t[1] != t[2]

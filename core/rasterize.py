@@ -26,6 +26,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from .config import NULL_AREA, SPAN_MAX_HEIGHT, WALKABLE_AREA, walkable_threshold
+from .context import BuildContext
 from .heightfield import Heightfield
 
 F32 = np.float32
@@ -42,7 +43,9 @@ WORKERS = min(2, os.cpu_count() or 1)
 CHUNK_FRAGMENTS = 1 << 18
 
 
-def mark_walkable_triangles(verts, tris, max_slope_degrees: float) -> np.ndarray:
+def mark_walkable_triangles(
+    verts, tris, max_slope_degrees: float, *, ctx: BuildContext | None = None
+) -> np.ndarray:
     """Area per triangle: 63 (walkable) where the unit normal's up component > cos(max slope).
 
     verts float32 (n, 3) Z-up [Units: wu]; tris int32 (m, 3); max_slope_degrees [Limit: 0..90).
@@ -431,11 +434,9 @@ def _clip_by_chains(tri_verts, row_lo, row_hi, rc_bmin, cs, ics, width, height):
             n_cross = np.abs(c_a[at] - c_b[at])
             near, far = ((b_x, b_y), (a_x, a_y)) if side else ((a_x, a_y), (b_x, b_y))
             parts.append((near, far, first, n_cross, cell_base[at] + (first - col_lo[at])))
-        near, far, first, n_cross, dest = (
-            [np.concatenate([p[0][k] for p in parts]) for k in range(2)],
-            [np.concatenate([p[1][k] for p in parts]) for k in range(2)],
-            *(np.concatenate([p[i] for p in parts]) for i in range(2, 5)),
-        )
+        near = [np.concatenate([p[0][k] for p in parts]) for k in range(2)]
+        far = [np.concatenate([p[1][k] for p in parts]) for k in range(2)]
+        first, n_cross, dest = (np.concatenate([p[i] for p in parts]) for i in range(2, 5))
         _walk_chains(near, far, side, first, n_cross, dest, col_lines, cross_y[side])
 
     # Vertices into their cells; one pass per vertex kind, so no cell is hit twice in a pass.
@@ -991,7 +992,20 @@ def _widen(array, slots, fill):
     return out
 
 
-def rasterize_triangles(verts, tris, areas, bmin, bmax, cs, ch, width, height, merge_threshold):
+def rasterize_triangles(
+    verts,
+    tris,
+    areas,
+    bmin,
+    bmax,
+    cs,
+    ch,
+    width,
+    height,
+    merge_threshold,
+    *,
+    ctx: BuildContext | None = None,
+) -> Heightfield:
     """Rasterize triangles into a new solid `Heightfield` (Recast's rcRasterizeTriangles).
 
     verts float32 (n, 3) Z-up [Units: wu]; tris int32 (m, 3); areas uint8 (m,); bmin/bmax the

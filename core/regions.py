@@ -26,12 +26,11 @@ port keeps Recast's order exactly while vectorizing each step:
 
 from __future__ import annotations
 
-import logging
-
 import numpy as np
 
 from .area import _check_chf, _neighbors_with_sentinel, chamfer_distance
 from .compact import BORDER_REG, CompactHeightfield, all_of_4, any_of_4
+from .context import BuildContext
 from .errors import VoxNavError
 
 NULL_AREA = 0
@@ -41,14 +40,14 @@ _NB_STACKS = 8
 _EXPAND_ITERS = 8
 _BIG = 1 << 30
 
-_log = logging.getLogger(__name__)
-
 
 # --------------------------------------------------------------------------------------------
 # Distance field
 
 
-def build_distance_field(chf: CompactHeightfield, *, progress=None):
+def build_distance_field(
+    chf: CompactHeightfield, *, progress=None, ctx: BuildContext | None = None
+) -> tuple[np.ndarray, np.ndarray, int]:
     """Distance of every span to the nearest area border, raw and box-blurred.
 
     [Recast: rcBuildDistanceField (calculateDistanceField + boxBlur)]
@@ -503,7 +502,8 @@ def build_regions(
     border_size: int = 0,
     *,
     progress=None,
-):
+    ctx: BuildContext | None = None,
+) -> tuple[np.ndarray, int]:
     """Watershed partitioning of the walkable spans into regions. [Recast: rcBuildRegions]
 
     Rule (Recast's, order included): paint the tile border strips as border regions; then from
@@ -542,8 +542,11 @@ def build_regions(
     first = _paint_border(chf, reg, border_size, 1)
     rid = _watershed(g, dist, max_distance, reg, first, progress)
     max_regions, overlaps = _merge_and_filter(chf, g, reg, rid, min_area, merge_area)
-    if overlaps:
-        _log.warning("watershed: %d overlapping regions", len(overlaps))
+    if overlaps and ctx is not None:
+        ctx.warn(
+            f"watershed regions: {len(overlaps)} regions overlap another region in the same "
+            "column; their polygons may overlap (try the monotone or layers partitioning)"
+        )
     if progress is not None:
         progress(1.0, "regions: done")
     return reg[:n].astype(np.uint16), int(max_regions)
@@ -684,7 +687,8 @@ def build_regions_monotone(
     border_size: int = 0,
     *,
     progress=None,
-):
+    ctx: BuildContext | None = None,
+) -> tuple[np.ndarray, int]:
     """Monotone partitioning: row sweeps, then Recast's merge and filter.
 
     [Recast: rcBuildRegionsMonotone]
@@ -799,7 +803,8 @@ def build_regions_layers(
     border_size: int = 0,
     *,
     progress=None,
-):
+    ctx: BuildContext | None = None,
+) -> tuple[np.ndarray, int]:
     """Layer partitioning: monotone row sweeps merged into non-overlapping 2D layers.
 
     [Recast: rcBuildLayerRegions]

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import bpy
 
-from . import operators, panels, properties
+from . import live, operators, panels, properties
 
-_modules = (properties, operators, panels)
+_modules = (properties, operators, panels, live)
 _cli_handle = None
 
 

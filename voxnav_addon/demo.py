@@ -26,6 +26,10 @@ FLOOR_COLOR = (0.62, 0.62, 0.60, 1.0)
 WALL_COLOR = (0.48, 0.47, 0.45, 1.0)
 CRATE_COLOR = (0.55, 0.40, 0.25, 1.0)
 
+#: The demo's path test: from the ground floor up the west stairs onto the west platform.
+PATH_START = (1.0, -2.0, 0.0)
+PATH_GOAL = (-10.0, 4.0, 3.0)
+
 #: Stairs: 15 steps of 0.2 m rise and 0.4 m run climb 3 m over 6 m.
 STEPS, RISE, RUN = 15, 0.2, 0.4
 

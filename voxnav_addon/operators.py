@@ -1,7 +1,9 @@
 """VoxNav operators: voxelize, build navmesh, clear, export, add demo scene.
 
 Errors from the core (``VoxNavError``) become ``self.report({'ERROR'}, msg)`` and
-``{'CANCELLED'}``; nothing is written then. Operators that change data have UNDO.
+``{'CANCELLED'}``; nothing is written then. Each warning of a bake (the core's build context,
+the voxel cap) becomes a WARNING report and a line in the Last Bake panel. A navmesh bake with 0
+polygons keeps the previous result and reports why. Operators that change data have UNDO.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from bpy.props import EnumProperty, StringProperty
 from bpy_extras.io_utils import ExportHelper
 
 from ..core.errors import VoxNavError
-from . import bake, demo, writeback
+from . import bake, demo, live, writeback
 
 
 def _object_mode_poll(cls, context) -> bool:
@@ -54,6 +56,9 @@ class _BakeOperator:
             wm.progress_end()
         for warning in outcome.warnings:
             self.report({"WARNING"}, warning)
+        if outcome.empty:
+            self.report({"WARNING"}, f"VoxNav: {context.scene.voxnav.last_message}")
+            return {"FINISHED"}
         stages = ", ".join(f"{k} {v:.3f}s" for k, v in outcome.timings.items())
         self.report({"INFO"}, f"VoxNav {bake.STAGES[self.stop_after]}: {outcome.summary()}")
         print(f"VoxNav {bake.STAGES[self.stop_after]}: {outcome.summary()} [{stages}]")
@@ -95,8 +100,11 @@ class VOXNAV_OT_clear(bpy.types.Operator):
     def execute(self, context):
         removed = writeback.clear(context.scene)
         bake.LAST.pop(context.scene.session_uid, None)
+        live.forget_navmesh(context.scene)
         context.scene.voxnav.last_counts.clear()
         context.scene.voxnav.last_timings.clear()
+        context.scene.voxnav.last_warnings.clear()
+        context.scene.voxnav.last_message = ""
         context.scene.voxnav.last_stage = ""
         self.report({"INFO"}, f"VoxNav: removed {removed} object(s)")
         return {"FINISHED"}
@@ -127,7 +135,7 @@ class VOXNAV_OT_export_navmesh(bpy.types.Operator, ExportHelper):  # type: ignor
         if (
             outcome is None
             or scene.voxnav.last_stage != "navmesh"
-            or getattr(outcome.result, "polymesh", None) is None
+            or outcome.result.polymesh is None
         ):
             cls.poll_message_set("Build the navmesh first (Build Navmesh)")
             return False
@@ -172,13 +180,13 @@ def export_navmesh(outcome: bake.BakeOutcome, path: str, file_format: str = "OBJ
         raise VoxNavError(message) from exc
 
     result = outcome.result
-    pmesh = getattr(result, "polymesh", None)
+    pmesh = result.polymesh
     if pmesh is None:
         raise VoxNavError(
             "no navigation polygons to export: build the navmesh first (this core stops before "
             "the polygon mesh)"
         )
-    dmesh = getattr(result, "detail", None)
+    dmesh = result.detail
     directory = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(directory):
         raise VoxNavError(f"cannot write {path}: folder {directory} does not exist")
@@ -206,12 +214,87 @@ class VOXNAV_OT_add_demo_scene(bpy.types.Operator):
         return {"FINISHED"}
 
 
+class VOXNAV_OT_add_path_test(bpy.types.Operator):
+    """Add a Start and a Goal empty and a path that follows them on the navmesh as they move"""
+
+    bl_idname = "voxnav.add_path_test"
+    bl_label = "Add Path Test"
+    bl_options = {"REGISTER", "UNDO"}
+
+    @classmethod
+    def poll(cls, context):
+        if not live.has_navmesh(context.scene):
+            cls.poll_message_set("Build the navmesh first")
+            return False
+        return _object_mode_poll(cls, context)
+
+    def execute(self, context):
+        try:
+            report = live.add_path_test(context.scene)
+        except VoxNavError as exc:
+            self.report({"ERROR"}, str(exc))
+            return {"CANCELLED"}
+        self.report({"INFO"}, f"VoxNav: path {report.status}, {report.length:.2f} m")
+        return {"FINISHED"}
+
+
+class _PathToolOperator:
+    @classmethod
+    def poll(cls, context):
+        start, goal, _ = live.path_test_objects(context.scene)
+        if start is None or goal is None:
+            cls.poll_message_set("Add a path test first")  # type: ignore[attr-defined]
+            return False
+        return True
+
+
+class VOXNAV_OT_sample_heights(_PathToolOperator, bpy.types.Operator):
+    """Drop points of the line from Start to Goal onto the highest surface of the scene's own
+    geometry (height sampling with a spatial index)"""
+
+    bl_idname = "voxnav.sample_heights"
+    bl_label = "Sample Heights"
+    bl_options = {"REGISTER", "UNDO"}
+
+    def execute(self, context):
+        try:
+            hits = live.sample_heights(context)
+        except VoxNavError as exc:
+            self.report({"ERROR"}, str(exc))
+            return {"CANCELLED"}
+        self.report({"INFO"}, f"VoxNav: {hits} of {live.HEIGHT_SAMPLES} samples hit ground")
+        return {"FINISHED"}
+
+
+class VOXNAV_OT_voxel_path(_PathToolOperator, bpy.types.Operator):
+    """Find the shortest voxel path from Start to Goal that walks on floors and climbs walls"""
+
+    bl_idname = "voxnav.voxel_path"
+    bl_label = "Voxel Path"
+    bl_options = {"REGISTER", "UNDO"}
+
+    def execute(self, context):
+        try:
+            found = live.voxel_path(context)
+        except VoxNavError as exc:
+            self.report({"ERROR"}, str(exc))
+            return {"CANCELLED"}
+        if not found.found:
+            self.report({"WARNING"}, f"VoxNav: voxel path: {found.status}")
+        else:
+            self.report({"INFO"}, f"VoxNav: voxel path of {found.steps} steps")
+        return {"FINISHED"}
+
+
 classes = (
     VOXNAV_OT_voxelize,
     VOXNAV_OT_build_navmesh,
     VOXNAV_OT_clear,
     VOXNAV_OT_export_navmesh,
     VOXNAV_OT_add_demo_scene,
+    VOXNAV_OT_add_path_test,
+    VOXNAV_OT_sample_heights,
+    VOXNAV_OT_voxel_path,
 )
 
 register, unregister = bpy.utils.register_classes_factory(classes)

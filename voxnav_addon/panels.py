@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import textwrap
 from typing import Any
 
 import bpy
+
+#: Characters per warning line in the Last Bake panel (the sidebar is narrow).
+WARNING_WRAP = 48
 
 
 class _VoxNavPanel:
@@ -136,18 +140,38 @@ FIGURES = (
 )
 
 
+def warning_lines(settings, width: int = WARNING_WRAP) -> list[str]:
+    """The last bake's warnings wrapped into panel lines (a warning's first line starts with
+    "! ")."""
+    lines: list[str] = []
+    for item in settings.last_warnings:
+        wrapped = textwrap.wrap(item.text, width) or [""]
+        lines.append("! " + wrapped[0])
+        lines += ["  " + line for line in wrapped[1:]]
+    return lines
+
+
+def draw_warnings(layout, settings) -> None:
+    if not len(settings.last_warnings):
+        return
+    col = layout.box().column(align=True)
+    for line in warning_lines(settings):
+        col.label(text=line, icon="ERROR" if line.startswith("! ") else "BLANK1")
+
+
 @_sub("Last Bake", 8, closed=False)
 class VOXNAV_PT_figures(_VoxNavPanel, bpy.types.Panel):
     def draw(self, context):
         settings = context.scene.voxnav
         layout = self.layout
+        if settings.last_message:
+            layout.label(text=settings.last_message, icon="ERROR")
+        draw_warnings(layout, settings)
         if not settings.last_stage:
             layout.label(text="Not baked yet", icon="INFO")
             return
         stage = "Navmesh" if settings.last_stage == "navmesh" else "Voxels"
         layout.label(text=f"{stage} in {settings.last_seconds:.3f} s")
-        if settings.last_message:
-            layout.label(text=settings.last_message, icon="ERROR")
         grid = layout.grid_flow(row_major=True, columns=2, even_columns=True, align=True)
         for key, label in FIGURES:
             item = settings.last_counts.get(key)
@@ -179,6 +203,28 @@ class VOXNAV_PT_area_volumes(_VoxNavPanel, bpy.types.Panel):
         layout.label(text=f"{count} area volume(s): bounding boxes, applied after erosion")
 
 
+@_sub("Path Test", 9, closed=False)
+class VOXNAV_PT_path_test(_VoxNavPanel, bpy.types.Panel):
+    def draw(self, context):
+        from . import live
+
+        layout = self.layout
+        settings = context.scene.voxnav
+        start, goal, _ = live.path_test_objects(context.scene)
+        layout.operator("voxnav.add_path_test", icon="CURVE_PATH")
+        if start is None or goal is None:
+            layout.label(text="Move Start or Goal: the path follows on the navmesh")
+            return
+        col = layout.column(align=True)
+        icon = "CHECKMARK" if settings.path_status == live.STATUS_REACHED else "INFO"
+        col.label(text=f"Status: {settings.path_status or '-'}", icon=icon)
+        col.label(text=f"Length: {settings.path_length:.2f} m")
+        col.label(text=f"Polygons: {settings.path_polys}")
+        row = layout.row(align=True)
+        row.operator("voxnav.sample_heights", icon="SNAP_FACE")
+        row.operator("voxnav.voxel_path", icon="MESH_CUBE")
+
+
 classes = (
     VOXNAV_PT_main,
     VOXNAV_PT_rasterization,
@@ -190,6 +236,7 @@ classes = (
     VOXNAV_PT_display,
     VOXNAV_PT_figures,
     VOXNAV_PT_area_volumes,
+    VOXNAV_PT_path_test,
 )
 
 register, unregister = bpy.utils.register_classes_factory(classes)

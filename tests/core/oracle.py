@@ -606,3 +606,86 @@ def build_layer_regions(chf, border_size, min_region_area):
     reg, rid_next = _sweep_regions(chf, border_size)
     max_regions = merge_and_filter_layer_regions(min_region_area, rid_next, chf, reg)
     return reg, max_regions
+
+
+# ----------------------------------------------------------------------------------------------
+# Voxel path finding (core/nav/voxel_path.py): the seed's rule voxel by voxel, and a queue BFS
+
+
+def stayable_voxels(occupied, clearance=1):
+    """The seed's rule on a dense bool grid [iy, ix, iz], padded by one free voxel around and
+    ``clearance`` on top, one voxel at a time. Returns a dict {(ix, iy, iz): True} of
+    stayable voxels (ix, iy in -1 .. size, iz in 0 .. depth)."""
+    h, w, d = occupied.shape
+
+    def solid(x, y, z):
+        return 0 <= x < w and 0 <= y < h and 0 <= z < d and bool(occupied[y, x, z])
+
+    out = {}
+    for y in range(-1, h + 1):
+        for x in range(-1, w + 1):
+            for z in range(0, d + 1):  # nothing above z = d has anything to hold on to
+                if any(solid(x, y, z + k) for k in range(clearance)):
+                    continue
+                sides = ((x - 1, y), (x + 1, y), (x, y - 1), (x, y + 1))
+                if (
+                    solid(x, y, z - 1)
+                    or any(solid(a, b, z) for a, b in sides)
+                    or any(solid(a, b, z - 1) for a, b in sides)
+                ):
+                    out[(x, y, z)] = True
+    return out
+
+
+def queue_bfs(stayable, start, goal):
+    """Steps of a shortest 6-neighbour path between two stayable voxels (None: unreachable)."""
+    from collections import deque
+
+    dist = {start: 0}
+    queue = deque([start])
+    while queue:
+        v = queue.popleft()
+        if v == goal:
+            return dist[v]
+        x, y, z = v
+        for n in ((x - 1, y, z), (x + 1, y, z), (x, y - 1, z), (x, y + 1, z), (x, y, z - 1),
+                  (x, y, z + 1)):  # fmt: skip
+            if n in stayable and n not in dist:
+                dist[n] = dist[v] + 1
+                queue.append(n)
+    return None
+
+
+def detour_bv_tree(item_bmin, item_bmax):
+    """Detour's createBVTree/subdivide, recursive and item by item (sort: glibc's stable
+    merge-sort qsort). item_bmin/item_bmax: uint16 (n, 3). Returns (bmin list, bmax list,
+    i list) of the 2n - 1 nodes in depth-first order."""
+    items = [
+        (tuple(int(v) for v in lo), tuple(int(v) for v in hi), i)
+        for i, (lo, hi) in enumerate(zip(item_bmin, item_bmax, strict=True))
+    ]
+    nodes: list = []
+
+    def subdivide(imin, imax):
+        index = len(nodes)
+        nodes.append(None)
+        if imax - imin == 1:
+            lo, hi, i = items[imin]
+            nodes[index] = (lo, hi, i)
+            return
+        lo = [min(items[k][0][a] for k in range(imin, imax)) for a in range(3)]
+        hi = [max(items[k][1][a] for k in range(imin, imax)) for a in range(3)]
+        x, y, z = hi[0] - lo[0], hi[1] - lo[1], hi[2] - lo[2]
+        axis, best = 0, x
+        if y > best:
+            axis, best = 1, y
+        if z > best:
+            axis = 2
+        items[imin:imax] = sorted(items[imin:imax], key=lambda it: it[0][axis])
+        split = imin + (imax - imin) // 2
+        subdivide(imin, split)
+        subdivide(split, imax)
+        nodes[index] = (tuple(lo), tuple(hi), -(len(nodes) - index))
+
+    subdivide(0, len(items))
+    return [n[0] for n in nodes], [n[1] for n in nodes], [n[2] for n in nodes]

@@ -89,3 +89,30 @@ def ref_compact(ref: dict, with_regions: bool = True) -> CompactHeightfield:
         max_distance=int(ref["chf_max_distance"]) if with_regions else 0,
         max_regions=int(ref["chf_max_regions"]) if with_regions else 0,
     )
+
+
+def ref_navmesh_inputs(ref: dict):
+    """The reference's rcPolyMesh and rcPolyMeshDetail as VoxNav's PolyMesh / PolyMeshDetail."""
+    from core.detail import PolyMeshDetail
+    from core.polymesh import PolyMesh
+
+    pmesh = PolyMesh(
+        verts=ref["pmesh_verts"].astype(np.uint16),
+        polys=ref["pmesh_polys"].astype(np.uint16),
+        regs=ref["pmesh_regs"].astype(np.uint16),
+        flags=ref["pmesh_flags"].astype(np.uint16),
+        areas=ref["pmesh_areas"].astype(np.uint8),
+        nvp=int(ref["pmesh_nvp"]),
+        bmin=zup(ref["pmesh_bmin"]),
+        bmax=zup(ref["pmesh_bmax"]),
+        cs=np.float32(ref["cfg_cs"]),
+        ch=np.float32(ref["cfg_ch"]),
+        border_size=int(ref["pmesh_border_size"]),
+        max_edge_error=np.float32(ref["pmesh_max_edge_error"]),
+    )
+    dmesh = PolyMeshDetail(
+        meshes=ref["dmesh_meshes"].astype(np.uint32),
+        verts=zup(ref["dmesh_verts"]),
+        tris=ref["dmesh_tris"].astype(np.uint8),
+    )
+    return pmesh, dmesh

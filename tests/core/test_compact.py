@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import logging
-
 import numpy as np
 import pytest
 
@@ -14,6 +12,7 @@ from core.compact import (
     build_compact_heightfield,
     recast_cells,
 )
+from core.context import BuildContext
 from core.errors import VoxNavError
 from core.heightfield import Heightfield
 
@@ -207,13 +206,13 @@ def test_connects_to_lowest_qualifying_layer():
     assert chf.con[0, 2] == 0 and chf.neighbor[0, 2] == 1
 
 
-def test_too_many_layers_warns_and_skips(caplog):
+def test_too_many_layers_warns_and_skips():
     # 70 stacked floors in both columns, 2 apart; connection only to the same height.
     spans = [(2 * k, 2 * k + 1, 63) for k in range(70)]
     hf = make_heightfield(2, 1, {(0, 0): spans, (1, 0): spans})
-    with caplog.at_level(logging.WARNING, logger="core.compact"):
-        chf = build_compact_heightfield(hf, 1, 0)
-    assert "too many layers" in caplog.text
+    ctx = BuildContext()
+    chf = build_compact_heightfield(hf, 1, 0, ctx=ctx)
+    assert len(ctx.warnings) == 1 and "too many layers 69 (max: 62)" in ctx.warnings[0]
     con = chf.con[:70, 2].astype(int)
     np.testing.assert_array_equal(con[:63], np.arange(63))
     assert (con[63:] == NOT_CONNECTED).all()

@@ -1,0 +1,114 @@
+"""The live path tool: Start and Goal empties, a path that follows them without a rebake."""
+
+from __future__ import annotations
+
+import importlib
+
+import numpy as np
+
+
+def _live(ext):
+    return importlib.import_module(f"{ext.root.__name__}.voxnav_addon.live")
+
+
+def _path_points(obj) -> np.ndarray:
+    if not obj.data.splines:
+        return np.zeros((0, 3))
+    spline = obj.data.splines[0]
+    co = np.zeros(len(spline.points) * 4, dtype=np.float32)
+    spline.points.foreach_get("co", co)
+    return co.reshape(-1, 4)[:, :3]
+
+
+def _bake_demo(bpy, ext):
+    ext.demo.build_demo(bpy.context.scene, labels=False)
+    assert bpy.ops.voxnav.build_navmesh() == {"FINISHED"}
+
+
+def test_path_follows_goal_without_rebake(bpy, ext, monkeypatch):
+    live = _live(ext)
+    _bake_demo(bpy, ext)
+    scene = bpy.context.scene
+    assert live.has_navmesh(scene)
+    assert bpy.ops.voxnav.add_path_test() == {"FINISHED"}
+    start, goal, path_obj = live.path_test_objects(scene)
+    start.location = ext.demo.PATH_START
+    goal.location = ext.demo.PATH_GOAL
+    bakes = []
+    monkeypatch.setattr(ext.pipeline, "bake", lambda *a, **k: bakes.append(1))
+    bpy.context.view_layer.update()
+    first = _path_points(path_obj)
+    settings = scene.voxnav
+    assert settings.path_status == live.STATUS_REACHED
+    assert first.shape[0] >= 3 and settings.path_polys >= 3
+    # The path climbs the west stairs to the 3 m platform.
+    assert first[0, 2] < 0.8 and first[-1, 2] > 2.9
+    assert first[:, 0].min() < -6.9 and settings.path_length > 10
+
+    goal.location = (5.5, 3.0, 0.0)  # somewhere else on the ground floor
+    bpy.context.view_layer.update()
+    moved = _path_points(path_obj)
+    assert settings.path_status == live.STATUS_REACHED
+    assert not np.array_equal(first, moved)
+    assert abs(moved[-1, 0] - 5.5) < 0.5 and abs(moved[-1, 1] - 3.0) < 0.5
+    assert bakes == []  # the handler ran the query only
+
+    goal.location = (100.0, 100.0, 0.0)  # off the navmesh
+    bpy.context.view_layer.update()
+    assert settings.path_status == live.STATUS_NO_GOAL
+    assert _path_points(path_obj).shape[0] == 0
+
+
+def test_path_keeps_working_after_reload(bpy, ext, tmp_path):
+    live = _live(ext)
+    _bake_demo(bpy, ext)
+    bpy.ops.voxnav.add_path_test()
+    start, goal, _ = live.path_test_objects(bpy.context.scene)
+    start.location = ext.demo.PATH_START
+    goal.location = ext.demo.PATH_GOAL
+    bpy.context.view_layer.update()
+    blend = tmp_path / "path.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(blend))
+    bpy.ops.wm.read_homefile(use_empty=True)
+    bpy.ops.wm.open_mainfile(filepath=str(blend))
+    scene = bpy.context.scene
+    start, goal, path_obj = live.path_test_objects(scene)
+    assert live.has_navmesh(scene)
+    goal.location = (5.5, 3.0, 0.0)
+    bpy.context.view_layer.update()
+    assert scene.voxnav.path_status == live.STATUS_REACHED
+    end = _path_points(path_obj)[-1]
+    assert abs(end[0] - 5.5) < 0.5
+
+
+def test_height_samples_and_voxel_path(bpy, ext):
+    live = _live(ext)
+    _bake_demo(bpy, ext)
+    bpy.ops.voxnav.add_path_test()
+    scene = bpy.context.scene
+    start, goal, _ = live.path_test_objects(scene)
+    start.location = ext.demo.PATH_START
+    goal.location = ext.demo.PATH_GOAL
+    assert bpy.ops.voxnav.sample_heights() == {"FINISHED"}
+    heights = _path_points(bpy.data.objects[live.HEIGHTS_NAME])
+    assert heights.shape[0] == live.HEIGHT_SAMPLES  # the line lies over the level everywhere
+    assert heights[0, 2] < 0.5 and heights[-1, 2] > 3.0
+    assert bpy.ops.voxnav.voxel_path() == {"FINISHED"}
+    voxels = _path_points(bpy.data.objects[live.VOXEL_PATH_NAME])
+    assert voxels.shape[0] > 10 and voxels[-1, 2] > 3.0
+
+
+def test_add_path_test_needs_a_navmesh(bpy, ext):
+    assert not bpy.ops.voxnav.add_path_test.poll()
+
+
+def test_clear_removes_the_path_test_and_stored_navmesh(bpy, ext):
+    live = _live(ext)
+    _bake_demo(bpy, ext)
+    bpy.ops.voxnav.add_path_test()
+    assert bpy.ops.voxnav.clear() == {"FINISHED"}
+    scene = bpy.context.scene
+    assert not live.has_navmesh(scene)
+    assert live.path_test_objects(scene) == (None, None, None)
+    # Rebaking does not gather the (removed) path tube, and the counts are unchanged.
+    assert bpy.ops.voxnav.build_navmesh() == {"FINISHED"}

@@ -1,0 +1,192 @@
+"""VoxNav's Detour .bin loaded by the real Detour: npm ``recast-navigation`` (a WebAssembly build
+of recastnavigation) run by node (``detour_queries.mjs``).
+
+The dungeon is baked in Recast's frame, written as a navmesh set, loaded with ``importNavMesh``,
+and queried exactly as ``../shared/reference/dungeon_queries.npz`` was made with native Detour
+(findNearestPoly, getPolyHeight, findPath, findStraightPath, raycast): every status, polygon,
+corridor, flag and position must equal the reference. The same navmesh written in the engine
+frame (x, z, -y), queried with mirrored points, must give the same polygons and mirrored points.
+
+Needs node and ``npm ci --prefix tests/runtime`` (``.ci/run`` does it); skips without them on a
+developer machine, fails under CI.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from core import pipeline
+from core.config import NavConfig
+from core.export import write_detour_bin
+from core.objio import read_obj
+
+from ..conftest import require_shared
+
+RUNTIME = Path(__file__).resolve().parent
+SCRIPT = RUNTIME / "detour_queries.mjs"
+F32 = np.float32
+SUCCESS = 0x40000000
+BUFFER_TOO_SMALL = 0x10
+
+
+def require_node() -> str:
+    """The node executable with recast-navigation installed; skip (fail under CI) if not."""
+    node = shutil.which("node")
+    if node is None:
+        problem = "node is not installed (the real-Detour test runs recast-navigation in node)"
+    elif not (RUNTIME / "node_modules" / "recast-navigation" / "package.json").exists():
+        problem = f"recast-navigation is not installed: run npm ci --prefix {RUNTIME}"
+    else:
+        return node
+    if os.environ.get("CI"):
+        pytest.fail(problem)
+    pytest.skip(problem)
+
+
+def run_detour(bin_path: Path, points, pairs, rays, half_extents, tmp_path: Path) -> dict:
+    node = require_node()
+    spec = {
+        "bin": str(bin_path),
+        "half_extents": [float(v) for v in half_extents],
+        "points": np.asarray(points, dtype=np.float64).tolist(),
+        "pairs": np.asarray(pairs, dtype=np.int64).tolist(),
+        "rays": [[int(s), [float(v) for v in end]] for s, end in rays],
+        "max_nodes": 2048,
+    }
+    spec_path = tmp_path / "queries.json"
+    spec_path.write_text(json.dumps(spec))
+    proc = subprocess.run(
+        [node, str(SCRIPT), str(spec_path)], cwd=RUNTIME, capture_output=True, text=True,
+        timeout=300,
+    )  # fmt: skip
+    if proc.returncode != 0:
+        pytest.fail(f"node {SCRIPT.name} failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
+    return json.loads(proc.stdout)
+
+
+@pytest.fixture(scope="module")
+def reference():
+    with np.load(require_shared("reference/dungeon_queries.npz")) as data:
+        return {k: data[k] for k in data.files}
+
+
+@pytest.fixture(scope="module")
+def dungeon_bake():
+    verts, tris = read_obj(require_shared("meshes/dungeon.obj"), recast_frame=True)
+    result = pipeline.bake(verts, tris, NavConfig())
+    assert result.polymesh is not None and result.detail is not None
+    return result
+
+
+def write_bin(result, path: Path, frame: str) -> Path:
+    cfg = result.config
+    write_detour_bin(
+        path, result.polymesh, result.detail, agent_height=cfg.agent_height,
+        agent_radius=cfg.agent_radius, agent_max_climb=cfg.agent_max_climb, frame=frame,
+    )  # fmt: skip
+    return path
+
+
+def reference_queries(q):
+    rays = list(zip(q["q_ray_start"].tolist(), q["q_ray_end"], strict=True))
+    return q["q_points"], q["q_pairs"], rays, q["q_half_extents"]
+
+
+@pytest.fixture(scope="module")
+def detour_answers(dungeon_bake, reference, tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("detour")
+    path = write_bin(dungeon_bake, tmp / "dungeon.bin", "recast")
+    return run_detour(path, *reference_queries(reference), tmp)
+
+
+def poly_index(entry) -> int:
+    return int(entry[1])
+
+
+def test_loads_one_tile(detour_answers, dungeon_bake):
+    assert detour_answers["tiles"] == [
+        {"index": 0, "x": 0, "y": 0, "polys": int(dungeon_bake.polymesh.npolys)}
+    ]
+
+
+def test_nearest_poly_and_height_equal_native_detour(detour_answers, reference):
+    q = reference
+    near = detour_answers["near"]
+    assert [n["status"] for n in near] == q["near_status"].tolist()
+    assert [poly_index(n["poly"]) for n in near] == q["near_poly"].tolist()
+    found = q["near_poly"] >= 0
+    assert found.sum() > 300
+    pts = np.array([n["pt"] for n, f in zip(near, found, strict=True) if f], dtype=np.float64)
+    np.testing.assert_array_equal(pts.astype(F32), q["near_pt"][found])
+    over = [n["over"] for n, f in zip(near, found, strict=True) if f]
+    assert over == q["near_over_poly"][found].tolist()
+    heights = [n["height"] for n, f in zip(near, found, strict=True) if f]
+    statuses = [n["height_status"] for n, f in zip(near, found, strict=True) if f]
+    assert statuses == q["height_status"][found].tolist()
+    np.testing.assert_array_equal(np.array(heights, dtype=F32), q["height"][found])
+
+
+def test_paths_equal_native_detour(detour_answers, reference):
+    q = reference
+    paths = detour_answers["paths"]
+    assert [p["status"] for p in paths] == q["path_status"].tolist()
+    for j, p in enumerate(paths):
+        start, count = int(q["path_start"][j]), int(q["path_count"][j])
+        assert [poly_index(e) for e in p["polys"]] == q["path_poly"][start : start + count].tolist()
+        if count == 0:
+            assert "straight_status" not in p
+            continue
+        assert p["straight_status"] == int(q["straight_status"][j])
+        np.testing.assert_array_equal(F32(p["straight_end"]), q["straight_end_pos"][j])
+        s, n = int(q["straight_start"][j]), int(q["straight_count"][j])
+        assert len(p["straight_pts"]) == n, f"pair {j}"
+        np.testing.assert_array_equal(
+            np.array(p["straight_pts"], dtype=np.float64).reshape(-1, 3).astype(F32),
+            q["straight_pts"][s : s + n],
+        )
+        assert p["straight_flags"] == q["straight_flags"][s : s + n].tolist()
+        refs = [poly_index(e) if e[0] >= 0 else -1 for e in p["straight_polys"]]
+        assert refs == q["straight_poly"][s : s + n].tolist()
+    assert sum(1 for p in paths if p["status"] == SUCCESS) > 200
+
+
+def test_raycasts_equal_native_detour(detour_answers, reference):
+    q = reference
+    rays = detour_answers["rays"]
+    # recast-navigation's raycast gives Detour no buffer for the visited polygons, so Detour
+    # adds DT_BUFFER_TOO_SMALL (0x10) to the status; t and the normal are unaffected.
+    assert all(r["status"] & BUFFER_TOO_SMALL for r in rays)
+    assert [r["status"] & ~BUFFER_TOO_SMALL for r in rays] == q["ray_status"].tolist()
+    np.testing.assert_array_equal(np.array([r["t"] for r in rays], dtype=F32), q["ray_t"])
+    normals = np.array([r["normal"] for r in rays], dtype=np.float64).astype(F32)
+    np.testing.assert_array_equal(normals, q["ray_normal"])
+
+
+def test_engine_frame_file_gives_the_mirrored_answers(dungeon_bake, reference, tmp_path):
+    """The engine-frame .bin (x, z, -y) is the same navmesh mirrored: mirrored queries find the
+    same polygons and corridors, and mirrored points."""
+    q = reference
+    path = write_bin(dungeon_bake, tmp_path / "engine.bin", "engine")
+    flip = np.array([1, 1, -1], dtype=F32)
+    points, pairs, rays, half = reference_queries(q)
+    rays = [(s, end * flip) for s, end in rays]
+    got = run_detour(path, points * flip, pairs, rays, half, tmp_path)
+    near = got["near"]
+    assert [poly_index(n["poly"]) for n in near] == q["near_poly"].tolist()
+    found = q["near_poly"] >= 0
+    pts = np.array([n["pt"] for n, f in zip(near, found, strict=True) if f]) * flip
+    np.testing.assert_allclose(pts, q["near_pt"][found], rtol=0, atol=1e-4)
+    same = 0
+    for j, p in enumerate(got["paths"]):
+        start, count = int(q["path_start"][j]), int(q["path_count"][j])
+        corridor = [poly_index(e) for e in p["polys"]]
+        same += corridor == q["path_poly"][start : start + count].tolist()
+        assert p["status"] == int(q["path_status"][j])
+    assert same == len(got["paths"])

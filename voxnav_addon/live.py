@@ -1,0 +1,382 @@
+"""Live test paths: a Start and a Goal empty, and the path between them on the navmesh.
+
+"Add Path Test" creates the two empties and a path curve. A depsgraph handler re-runs only the
+Detour query (never the bake) whenever either empty moves, and rewrites the curve. The navmesh
+it queries is the last navmesh bake, kept in the .blend as Detour's navmesh-set bytes
+(``Scene["voxnav_navmesh"]``), so paths keep following after the file is saved and reopened.
+"Sample Heights" and "Voxel Path" draw the seed articles' two other queries between the same
+empties: the ground under the straight line (on the scene's own triangles) and the voxel path
+that climbs.
+"""
+
+from __future__ import annotations
+
+import base64
+from dataclasses import dataclass
+from typing import Any
+
+import bpy
+import numpy as np
+
+from ..core.errors import VoxNavError
+from .gather import OUTPUT_TAG
+
+START_NAME = "VoxNav Start"
+GOAL_NAME = "VoxNav Goal"
+PATH_NAME = "VoxNav Path"
+HEIGHTS_NAME = "VoxNav Height Samples"
+VOXEL_PATH_NAME = "VoxNav Voxel Path"
+#: Scene custom property holding the last navmesh (Detour navmesh-set bytes, base64 text).
+NAVMESH_KEY = "voxnav_navmesh"
+#: Marks the path-test objects (so the handler and Clear find them by tag, not by name).
+PATH_TAG = "voxnav_path_test"
+PATH_COLOR = (1.0, 0.35, 0.05, 1.0)
+HEIGHTS_COLOR = (0.95, 0.9, 0.1, 1.0)
+VOXEL_PATH_COLOR = (0.85, 0.15, 0.85, 1.0)
+#: Box around each empty searched for its polygon: Recast Demo's pick extents, Z-up. [Units: wu]
+HALF_EXTENTS = (2.0, 2.0, 4.0)
+#: Height samples drawn along the line from Start to Goal.
+HEIGHT_SAMPLES = 200
+
+#: Status texts shown in the panel.
+STATUS_REACHED = "reached"
+STATUS_PARTIAL = "partial: Goal not reachable, path to the nearest point"
+STATUS_NO_START = "no navmesh polygon under Start"
+STATUS_NO_GOAL = "no navmesh polygon under Goal"
+STATUS_NO_NAVMESH = "no navmesh: build one first"
+
+
+@dataclass
+class PathReport:
+    """One path query: status text, straight-path corners (k, 3) Z-up world, corridor size."""
+
+    status: str
+    points: np.ndarray
+    polys: int
+    length: float
+
+
+# -------------------------------------------------------------------------------------------
+# The navmesh, stored in the scene and rebuilt for queries on demand
+
+#: Query objects by scene, with the stored text they were built from (rebuilt when it changes).
+_QUERIES: dict[int, tuple[str, Any]] = {}
+
+
+def store_navmesh(scene, result) -> None:
+    """Keep the bake's navmesh in the scene (Detour's navmesh-set bytes) for path queries."""
+    from ..core.nav import binio, navdata
+
+    config = result.config
+    tile = navdata.create_nav_mesh_data(
+        result.polymesh,
+        result.detail,
+        walkable_height=config.agent_height,
+        walkable_radius=config.agent_radius,
+        walkable_climb=config.agent_max_climb,
+    )
+    scene[NAVMESH_KEY] = base64.b64encode(binio.navmesh_set_bytes([tile])).decode("ascii")
+    _QUERIES.pop(scene.session_uid, None)
+
+
+def forget_navmesh(scene) -> None:
+    """Drop the stored navmesh (Clear)."""
+    if NAVMESH_KEY in scene:
+        del scene[NAVMESH_KEY]
+    _QUERIES.pop(scene.session_uid, None)
+
+
+def has_navmesh(scene) -> bool:
+    return isinstance(scene.get(NAVMESH_KEY), str)
+
+
+def navmesh_query(scene) -> Any:
+    """A `core.nav.query.NavMeshQuery` on the scene's stored navmesh, or None."""
+    from ..core.nav import binio
+    from ..core.nav.navmesh import NavMesh
+    from ..core.nav.query import NavMeshQuery
+
+    text = scene.get(NAVMESH_KEY)
+    if not isinstance(text, str):
+        return None
+    cached = _QUERIES.get(scene.session_uid)
+    if cached is not None and cached[0] == text:
+        return cached[1]
+    nav_set = binio.navmesh_set_from_bytes(base64.b64decode(text), "the scene's stored navmesh")
+    query = NavMeshQuery(NavMesh.from_data(nav_set.tiles[0]))
+    _QUERIES[scene.session_uid] = (text, query)
+    return query
+
+
+def compute_path(query, start, goal) -> PathReport:
+    """The straight path from start to goal (Z-up world points) on ``query``'s navmesh."""
+    from ..core.nav.query import PARTIAL_RESULT, status_failed
+
+    empty = np.zeros((0, 3), dtype=np.float32)
+    if query is None:
+        return PathReport(STATUS_NO_NAVMESH, empty, 0, 0.0)
+    a = query.find_nearest_poly(start, HALF_EXTENTS)
+    if status_failed(a.status) or a.ref < 0:
+        return PathReport(STATUS_NO_START, empty, 0, 0.0)
+    b = query.find_nearest_poly(goal, HALF_EXTENTS)
+    if status_failed(b.status) or b.ref < 0:
+        return PathReport(STATUS_NO_GOAL, empty, 0, 0.0)
+    corridor = query.find_path(a.ref, b.ref, a.point, b.point)
+    if status_failed(corridor.status) or corridor.polys.shape[0] == 0:
+        return PathReport(STATUS_NO_GOAL, empty, 0, 0.0)
+    end = b.point
+    partial = bool(corridor.status & PARTIAL_RESULT)
+    if partial:
+        # Detour's rule: a partial path ends at the closest point of its last polygon.
+        _, end, _ = query.closest_point_on_poly(int(corridor.polys[-1]), b.point)
+    straight = query.find_straight_path(a.point, end, corridor.polys)
+    points = np.asarray(straight.points, dtype=np.float32).reshape(-1, 3)
+    length = float(np.linalg.norm(np.diff(points.astype(np.float64), axis=0), axis=1).sum())
+    status = STATUS_PARTIAL if partial else STATUS_REACHED
+    return PathReport(status, points, int(corridor.polys.shape[0]), length)
+
+
+# -------------------------------------------------------------------------------------------
+# Objects
+
+
+def _tagged(name: str, kind: str = "") -> Any:
+    obj = bpy.data.objects.get(name)
+    if obj is not None and obj.get(PATH_TAG) and (not kind or obj.type == kind):
+        return obj
+    for candidate in bpy.data.objects:
+        if candidate.get(PATH_TAG) == name and (not kind or candidate.type == kind):
+            return candidate
+    return None
+
+
+def _link(scene, obj) -> None:
+    from . import writeback
+
+    coll = writeback.output_collection(scene)
+    if obj.name not in coll.objects:
+        coll.objects.link(obj)
+
+
+def _path_material(name: str, color) -> Any:
+    mat = bpy.data.materials.get(name)
+    if mat is None or not mat.get(PATH_TAG):
+        mat = bpy.data.materials.new(name)
+        mat[PATH_TAG] = name
+        mat[OUTPUT_TAG] = True
+    mat.diffuse_color = color
+    return mat
+
+
+def _curve_object(scene, name: str, color, radius: float) -> Any:
+    """A poly-line curve object (a tube of ``radius`` that renders) tagged as VoxNav's."""
+    obj = _tagged(name, "CURVE")
+    if obj is None:
+        curve: Any = bpy.data.curves.new(name, "CURVE")
+        curve.dimensions = "3D"
+        curve[PATH_TAG] = name
+        curve[OUTPUT_TAG] = True
+        obj = bpy.data.objects.new(name, curve)
+        obj[PATH_TAG] = name
+        obj[OUTPUT_TAG] = True  # VoxNav's own: never gathered as geometry, removed by Clear
+        _link(scene, obj)
+    curve = obj.data
+    curve.bevel_depth = radius
+    curve.bevel_resolution = 2
+    if not curve.materials:
+        curve.materials.append(_path_material(name, color))
+    return obj
+
+
+def _set_polyline(obj, points: np.ndarray) -> None:
+    """Replace the curve's splines by one poly-line through points (k, 3); none if k < 2."""
+    curve = obj.data
+    curve.splines.clear()
+    if points.shape[0] < 2:
+        return
+    spline = curve.splines.new("POLY")
+    spline.points.add(points.shape[0] - 1)
+    co = np.ones((points.shape[0], 4), dtype=np.float32)
+    co[:, :3] = points
+    spline.points.foreach_set("co", co.ravel())
+
+
+def _empty(scene, name: str, location, color) -> Any:
+    obj = _tagged(name, "EMPTY")
+    if obj is None:
+        obj = bpy.data.objects.new(name, None)
+        obj[PATH_TAG] = name
+        obj[OUTPUT_TAG] = True
+        obj.empty_display_type = "SINGLE_ARROW"
+        obj.empty_display_size = 1.5
+        _link(scene, obj)
+    obj.color = color
+    obj.location = location
+    return obj
+
+
+def path_test_objects(scene) -> tuple[Any, Any, Any]:
+    """(Start, Goal, path curve) of the scene's path test, any of them None when missing."""
+    return _tagged(START_NAME, "EMPTY"), _tagged(GOAL_NAME, "EMPTY"), _tagged(PATH_NAME, "CURVE")
+
+
+def _location(obj) -> tuple[float, float, float]:
+    x, y, z = obj.matrix_world.translation
+    return (float(x), float(y), float(z))
+
+
+def _lift(scene) -> float:
+    from .bake import overlay_lift
+
+    return overlay_lift(scene.voxnav.cell_height) * 2.0
+
+
+def _radius(scene) -> float:
+    return max(float(scene.voxnav.cell_size) * 0.4, 0.03)
+
+
+def add_path_test(scene, start=None, goal=None) -> PathReport:
+    """Create (or move) the Start and Goal empties and the path; return the first path.
+
+    Default places: the two walkable navmesh points farthest apart along X of the stored
+    navmesh's bounds, snapped to the navmesh."""
+    query = navmesh_query(scene)
+    if query is None:
+        raise VoxNavError("no navmesh to test paths on: build the navmesh first")
+    if start is None or goal is None:
+        verts = np.asarray(query.nav.verts)[:, [0, 2, 1]]
+        finite = verts[np.isfinite(verts).all(axis=1)]
+        lo, hi = finite.min(axis=0), finite.max(axis=0)
+        mid = (lo + hi) / 2
+        start = (lo[0] + 0.1 * (hi[0] - lo[0]), mid[1], mid[2]) if start is None else start
+        goal = (hi[0] - 0.1 * (hi[0] - lo[0]), mid[1], mid[2]) if goal is None else goal
+    _empty(scene, START_NAME, tuple(start), (0.1, 0.9, 0.2, 1.0))
+    _empty(scene, GOAL_NAME, tuple(goal), (0.95, 0.15, 0.1, 1.0))
+    _curve_object(scene, PATH_NAME, PATH_COLOR, _radius(scene))
+    return update_path(scene)
+
+
+def update_path(scene) -> PathReport:
+    """Re-run the path query between the empties and rewrite the curve and the panel figures."""
+    start, goal, path_obj = path_test_objects(scene)
+    settings = scene.voxnav
+    if start is None or goal is None or path_obj is None:
+        return PathReport("no path test: add one", np.zeros((0, 3), np.float32), 0, 0.0)
+    try:
+        ends = _location(start), _location(goal)
+        report = compute_path(navmesh_query(scene), *ends)
+    except VoxNavError as exc:
+        report = PathReport(str(exc), np.zeros((0, 3), np.float32), 0, 0.0)
+    lifted = report.points.copy()
+    if lifted.shape[0]:
+        lifted[:, 2] += _lift(scene)
+    _set_polyline(path_obj, lifted)
+    settings.path_status = report.status
+    settings.path_length = report.length
+    settings.path_polys = report.polys
+    return report
+
+
+def sample_heights(context) -> int:
+    """Drop HEIGHT_SAMPLES points of the Start-Goal line onto the scene's triangles (the
+    highest surface under each); draw them as a poly-line. Returns how many hit ground."""
+    from ..core.nav.heights import HeightIndex
+    from . import gather as gather_mod
+
+    scene = context.scene
+    start, goal, _ = path_test_objects(scene)
+    if start is None or goal is None:
+        raise VoxNavError("no path test: use Add Path Test first")
+    settings = scene.voxnav
+    gathered = gather_mod.gather(context, settings.source, settings.source_collection)
+    index = HeightIndex(gathered.verts, gathered.tris)
+    a = np.asarray(_location(start), dtype=np.float64)
+    b = np.asarray(_location(goal), dtype=np.float64)
+    t = np.linspace(0.0, 1.0, HEIGHT_SAMPLES)[:, None]
+    line = a + (b - a) * t
+    hits = index.heights(line[:, :2])
+    ground = np.isfinite(hits.height)
+    points = line[ground].copy()
+    points[:, 2] = hits.height[ground] + _lift(scene)
+    obj = _curve_object(scene, HEIGHTS_NAME, HEIGHTS_COLOR, _radius(scene) * 0.6)
+    _set_polyline(obj, points.astype(np.float32))
+    return int(ground.sum())
+
+
+def voxel_path(context) -> Any:
+    """The seed's voxel path (BFS with climbing) between the empties on the last bake's voxels;
+    drawn as a poly-line. Returns the `core.nav.voxel_path.VoxelPath`."""
+    from ..core.nav.voxel_path import VoxelNavigator
+    from . import bake
+
+    scene = context.scene
+    start, goal, _ = path_test_objects(scene)
+    if start is None or goal is None:
+        raise VoxNavError("no path test: use Add Path Test first")
+    outcome = bake.LAST.get(scene.session_uid)
+    if outcome is None:
+        raise VoxNavError("no voxels in this session: Voxelize or Build Navmesh first")
+    nav = VoxelNavigator(outcome.result.voxel_grid())
+    found = nav.find_path(_location(start), _location(goal))
+    obj = _curve_object(scene, VOXEL_PATH_NAME, VOXEL_PATH_COLOR, _radius(scene) * 0.6)
+    _set_polyline(obj, found.points.astype(np.float32))
+    return found
+
+
+# -------------------------------------------------------------------------------------------
+# The handler
+
+_updating = False
+
+
+@bpy.app.handlers.persistent
+def _on_depsgraph_update(scene, depsgraph) -> None:
+    """Follow the empties: re-query only when Start or Goal moved (not on our own edits)."""
+    global _updating
+    if _updating:
+        return
+    start, goal, path_obj = path_test_objects(scene)
+    if start is None or goal is None or path_obj is None:
+        return
+    watched = {start.name_full, goal.name_full}
+    moved = any(
+        getattr(update.id, "name_full", None) in watched and update.is_updated_transform
+        for update in depsgraph.updates
+    )
+    if not moved:
+        return
+    _updating = True
+    try:
+        update_path(scene)
+    finally:
+        _updating = False
+
+
+@bpy.app.handlers.persistent
+def _on_load_post(*_args) -> None:
+    _QUERIES.clear()
+
+
+def _install(handlers, fn) -> None:
+    for existing in list(handlers):
+        if (
+            getattr(existing, "__name__", None) == fn.__name__
+            and getattr(existing, "__module__", None) == fn.__module__
+        ):
+            handlers.remove(existing)
+    handlers.append(fn)
+
+
+def register() -> None:
+    _install(bpy.app.handlers.depsgraph_update_post, _on_depsgraph_update)
+    _install(bpy.app.handlers.load_post, _on_load_post)
+
+
+def unregister() -> None:
+    for handlers, fn in (
+        (bpy.app.handlers.depsgraph_update_post, _on_depsgraph_update),
+        (bpy.app.handlers.load_post, _on_load_post),
+    ):
+        if fn in handlers:
+            handlers.remove(fn)
+    _QUERIES.clear()
