@@ -674,8 +674,31 @@ def _sweep(chf: CompactHeightfield, g: _Graph, reg, border_size: int, first_id: 
         new = ~keep
         ids = np.where(keep, f, nid + np.cumsum(new) - 1)
         nid += int(new.sum())
+        if nid > 0xFFFF:
+            # Recast's unsigned short id would wrap to 0 and mix unrelated regions.
+            raise VoxNavError(
+                f"region partitioning ran out of region ids (65535) at grid row {y} of "
+                f"{h}: raise cell_size or bake in tiles"
+            )
         reg[spans] = ids[chain]
     return nid
+
+
+def _warn_flagged_sweep_ids(name: str, reg, painted, nid: int, ctx) -> None:
+    """Warn when the sweep numbered regions into the tile-border flag range (id >= 0x8000).
+
+    Recast's ids are 16 bits with the top bit meaning "tile border": such regions are never
+    merged or filtered, keep their flagged id and get no contour, so their spans have no
+    polygons. This port keeps that behaviour (exact parity) and says so.
+    """
+    if ctx is None or nid <= BORDER_REG:
+        return
+    lost = int(np.count_nonzero((reg >= BORDER_REG) & ~painted))
+    ctx.warn(
+        f"{name} partitioning: the row sweep needed {nid - 1} region ids, more than 32767; "
+        f"as in Recast, the {lost} spans of the regions numbered above 32767 are treated as "
+        "tile border and get no navmesh polygons. Raise cell_size or bake in tiles."
+    )
 
 
 def build_regions_monotone(
@@ -697,11 +720,25 @@ def build_regions_monotone(
     row id; a run continues the region below it when the spans of the run that have a
     same-area region below all see the same region (counted up to the first different one)
     and no other run of the row samples that region; otherwise it starts a new region. Small
-    regions are then removed and merged as in :func:`build_regions`. ``dist`` and
-    ``max_distance`` are accepted for a uniform call shape and not used.
+    regions are then removed and merged as in :func:`build_regions`. Monotone regions never
+    cover one column twice, so Recast reports no overlaps here.
+
+    Parameters:
+        chf: compact heightfield (not modified).
+        dist, max_distance: accepted for the call shape shared with :func:`build_regions`;
+            not used (Recast's monotone partitioning needs no distance field).
+        min_region_area: [Units: spans] [Limit: >= 0]
+        merge_region_area: [Units: spans] [Limit: >= 0]
+        border_size: tile border. [Units: cells] [Limit: >= 0]
+        progress: optional callable ``progress(fraction: float, message: str)``.
+        ctx: optional build context; receives a warning when the sweep numbers regions past
+            32767 (Recast then treats them as tile border: no polygons).
 
     Returns:
         (reg uint16 (n,), max_regions int).
+
+    Raises:
+        VoxNavError: the sweep needs more than 65535 region ids (Recast's 16-bit ids wrap).
     """
     min_area, merge_area, border_size = _check_region_params(
         min_region_area, merge_region_area, border_size
@@ -710,7 +747,9 @@ def build_regions_monotone(
     n = g.n
     reg = np.zeros(n + 1, dtype=np.int64)
     first = _paint_border(chf, reg, border_size, 1)
+    painted = reg[:n] != 0
     nid = _sweep(chf, g, reg, border_size, first)
+    _warn_flagged_sweep_ids("monotone", reg[:n], painted, nid, ctx)
     if progress is not None:
         progress(0.5, "regions: sweep")
     max_regions, _ = _merge_and_filter(chf, g, reg, nid, min_area, merge_area)
@@ -734,7 +773,9 @@ def _merge_layer_regions(chf, g: _Graph, reg, max_region_id: int, min_area: int)
     np.minimum.at(ymin, r_[idx], y[idx])
     np.maximum.at(ymax, r_[idx], y[idx])
     last_area = np.zeros(nreg, dtype=np.int64)
-    last_area[r_[idx]] = g.area[idx]  # later spans overwrite: the last span's area wins
+    # Recast keeps the area of the region's last span; a sweep region has one area (runs link
+    # same-area spans only), so any span's area is that one.
+    last_area[r_[idx]] = g.area[idx]
     # Connections in discovery order (span order, then direction), any area.
     nb = g.nbx[idx]
     rn = reg[nb]
@@ -813,18 +854,34 @@ def build_regions_layers(
     breadth-first from the lowest id: a neighbour region of the same area joins the group
     unless it shares a column with a region already in it. Groups smaller than
     ``min_region_area`` spans that do not touch the tile border are removed; ids are
-    renumbered. ``dist``, ``max_distance`` and ``merge_region_area`` are accepted for a
-    uniform call shape and not used (Recast's layer partitioning has no merge step).
+    renumbered 1..max_regions in group order. As in Recast, each of the 4 tile border strips
+    (``border_size > 0``) also takes one of those ids, which no span carries.
+
+    Parameters:
+        chf: compact heightfield (not modified).
+        dist, max_distance, merge_region_area: accepted for the call shape shared with
+            :func:`build_regions`; not used (Recast's layer partitioning needs no distance
+            field and has no merge step).
+        min_region_area: [Units: spans] [Limit: >= 0]
+        border_size: tile border. [Units: cells] [Limit: >= 0]
+        progress: optional callable ``progress(fraction: float, message: str)``.
+        ctx: optional build context; receives a warning when the sweep numbers regions past
+            32767 (Recast then treats them as tile border: no polygons).
 
     Returns:
         (reg uint16 (n,), max_regions int).
+
+    Raises:
+        VoxNavError: the sweep needs more than 65535 region ids (Recast's 16-bit ids wrap).
     """
     min_area, _, border_size = _check_region_params(min_region_area, merge_region_area, border_size)
     g = _Graph(chf)
     n = g.n
     reg = np.zeros(n + 1, dtype=np.int64)
     first = _paint_border(chf, reg, border_size, 1)
+    painted = reg[:n] != 0
     nid = _sweep(chf, g, reg, border_size, first)
+    _warn_flagged_sweep_ids("layers", reg[:n], painted, nid, ctx)
     if progress is not None:
         progress(0.5, "regions: sweep")
     max_regions = _merge_layer_regions(chf, g, reg, nid, min_area)

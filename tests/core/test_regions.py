@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pytest
 
@@ -14,6 +16,7 @@ from core.regions import (
     build_regions_monotone,
 )
 
+from . import oracle
 from .refdata import MESHES, load_reference, ref_compact
 from .test_area import _nb, _raster, flat_compact, random_compact, slow_chamfer
 from .test_compact import make_heightfield
@@ -174,56 +177,6 @@ def slow_watershed(chf, dist, max_distance, border_size=0):
                 rid += 1
     expand([i for i in order if area[i] != 0 and reg[i] == 0], 0, 64)
     return reg, rid
-
-
-def slow_sweep(chf, border_size=0):
-    """The row sweep of rcBuildRegionsMonotone / rcBuildLayerRegions, literally."""
-    n = chf.span_count
-    w, h = chf.width, chf.height
-    area = chf.area
-    reg = [0] * n
-    nid = _paint(chf, reg, border_size, 1)
-    for y in range(border_size, h - border_size):
-        prev = [0] * (nid + 1)
-        sweeps = {}
-        rid = 1
-        for x in range(border_size, w - border_size):
-            c = x + y * w
-            for i in range(int(chf.cell_start[c]), int(chf.cell_start[c + 1])):
-                if area[i] == 0:
-                    continue
-                previd = 0
-                a = _nb(chf, i, 0)
-                if a >= 0 and (reg[a] & BORDER_REG) == 0 and area[a] == area[i]:
-                    previd = reg[a]
-                if not previd:
-                    previd = rid
-                    rid += 1
-                    sweeps[previd] = [0, 0, 0]  # id, ns, nei
-                a = _nb(chf, i, 3)
-                if a >= 0 and reg[a] and (reg[a] & BORDER_REG) == 0 and area[a] == area[i]:
-                    nr = reg[a]
-                    sw = sweeps[previd]
-                    if not sw[2] or sw[2] == nr:
-                        sw[2] = nr
-                        sw[1] += 1
-                        prev[nr] += 1
-                    else:
-                        sw[2] = 0xFFFF
-                reg[i] = previd
-        for i in range(1, rid):
-            sw = sweeps[i]
-            if sw[2] != 0xFFFF and sw[2] != 0 and prev[sw[2]] == sw[1]:
-                sw[0] = sw[2]
-            else:
-                sw[0] = nid
-                nid += 1
-        for x in range(border_size, w - border_size):
-            c = x + y * w
-            for i in range(int(chf.cell_start[c]), int(chf.cell_start[c + 1])):
-                if 0 < reg[i] < rid:
-                    reg[i] = sweeps[reg[i]][0]
-    return reg, nid
 
 
 def _remove_adjacent(cons):
@@ -404,75 +357,6 @@ def _slow_compress(R, reg):
     return np.array(out, dtype=np.int64), gen
 
 
-def slow_layers(chf, reg, max_id, min_area):
-    """mergeAndFilterLayerRegions, literally."""
-    nreg = max_id + 1
-    R = [
-        dict(count=0, id=i, area=0, cons=[], floors=[], border=False, ymin=0xFFFF, ymax=0)
-        for i in range(nreg)
-    ]
-    w = chf.width
-    for y in range(chf.height):
-        for x in range(w):
-            c = x + y * w
-            lregs = []
-            for i in range(int(chf.cell_start[c]), int(chf.cell_start[c + 1])):
-                ri = reg[i]
-                if ri == 0 or ri >= nreg:
-                    continue
-                rg = R[ri]
-                rg["count"] += 1
-                rg["area"] = int(chf.area[i])
-                rg["ymin"] = min(rg["ymin"], int(chf.y[i]))
-                rg["ymax"] = max(rg["ymax"], int(chf.y[i]))
-                lregs.append(ri)
-                for d in range(4):
-                    a = _nb(chf, i, d)
-                    if a >= 0:
-                        rai = reg[a]
-                        if 0 < rai < nreg and rai != ri and rai not in rg["cons"]:
-                            rg["cons"].append(rai)
-                        if rai & BORDER_REG:
-                            rg["border"] = True
-            for p in range(len(lregs) - 1):
-                for q in range(p + 1, len(lregs)):
-                    if lregs[p] != lregs[q]:
-                        for u, v in ((lregs[p], lregs[q]), (lregs[q], lregs[p])):
-                            if v not in R[u]["floors"]:
-                                R[u]["floors"].append(v)
-    for rg in R:
-        rg["id"] = 0
-    layer = 1
-    for i in range(1, nreg):
-        root = R[i]
-        if root["id"] != 0:
-            continue
-        root["id"] = layer
-        queue = [i]
-        while queue:
-            rg = R[queue.pop(0)]
-            for nei in rg["cons"]:
-                rn = R[nei]
-                if rn["id"] != 0 or rg["area"] != rn["area"] or nei in root["floors"]:
-                    continue
-                queue.append(nei)
-                rn["id"] = layer
-                for f in rn["floors"]:
-                    if f not in root["floors"]:
-                        root["floors"].append(f)
-                root["count"] += rn["count"]
-                rn["count"] = 0
-                root["border"] = root["border"] or rn["border"]
-        layer += 1
-    for i in range(nreg):
-        if 0 < R[i]["count"] < min_area and not R[i]["border"]:
-            dead = R[i]["id"]
-            for r in R:
-                if r["id"] == dead:
-                    r["id"] = 0
-    return _slow_compress(R, reg)
-
-
 # ------------------------------------------------------------------------------------------
 # Parity with Recast
 
@@ -549,19 +433,77 @@ def test_watershed_matches_slow_oracle(seed, border_size):
     assert got_max == want_max
 
 
-@pytest.mark.parametrize("seed", range(6))
-@pytest.mark.parametrize("border_size", [0, 2])
-def test_monotone_and_layers_match_slow_oracle(seed, border_size):
+def _random_layered(seed):
+    """A random heightfield with stepped floors, holes, up to a few stacked layers and mixed
+    areas, plus random settings: (chf, min_region_area, merge_region_area, border_size)."""
+    rng = np.random.default_rng(seed)
+    w, h = int(rng.integers(4, 40)), int(rng.integers(4, 40))
+    base = rng.integers(0, 3, size=(h, w)).cumsum(axis=1) % 7  # gentle steps along x
+    areas = [0, 63, 63, 63, 5] if seed % 3 else [63]
+    cols = {}
+    for y in range(h):
+        for x in range(w):
+            if rng.random() < 0.08:
+                continue
+            top = int(base[y, x]) + 1
+            spans = [(0, top, int(rng.choice(areas)))]
+            lo = top + int(rng.integers(3, 8))
+            while rng.random() < 0.35 and lo < 60:
+                hi = lo + int(rng.integers(1, 3))
+                spans.append((lo, hi, int(rng.choice(areas))))
+                lo = hi + int(rng.integers(3, 8))
+            cols[(x, y)] = spans
+    walkable_height, walkable_climb = int(rng.integers(2, 5)), int(rng.integers(1, 4))
+    chf = build_compact_heightfield(make_heightfield(w, h, cols), walkable_height, walkable_climb)
+    min_area, merge_area = int(rng.integers(0, 30)), int(rng.integers(0, 60))
+    border_size = int(rng.integers(0, 4)) if seed % 2 else 0
+    return chf, min_area, merge_area, border_size
+
+
+#: Random cases for the sweep partitionings: 24 layered fields, 6 open floor plans.
+RANDOM_FIELDS = list(range(30))
+
+
+@functools.cache
+def _random_field(k):
+    """(chf, min_area, merge_area, border_size) of random case ``k``."""
+    if k < 24:
+        return _random_layered(k)
+    seed = k - 24
     chf = _random_open_compact(10 + seed, areas=(63, 63, 5) if seed % 2 else (63,))
-    reg_raw, nid = slow_sweep(chf, border_size)
-    want, want_max = slow_merge_and_filter(chf, reg_raw, nid, 8, 20)
-    got, got_max = build_regions_monotone(chf, None, 0, 8, 20, border_size)
-    np.testing.assert_array_equal(got, want)
+    return chf, 8, 20, 2 * (seed % 2)
+
+
+@pytest.mark.parametrize("k", RANDOM_FIELDS)
+def test_monotone_matches_literal_oracle(k):
+    chf, min_area, merge_area, border_size = _random_field(k)
+    want, want_max, _ = oracle.build_regions_monotone(chf, border_size, min_area, merge_area)
+    got, got_max = build_regions_monotone(chf, None, 0, min_area, merge_area, border_size)
+    np.testing.assert_array_equal(got, np.array(want, dtype=np.uint16))
     assert got_max == want_max
-    want, want_max = slow_layers(chf, reg_raw, nid, 8)
-    got, got_max = build_regions_layers(chf, None, 0, 8, 20, border_size)
-    np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("k", RANDOM_FIELDS)
+def test_layers_match_literal_oracle(k):
+    chf, min_area, merge_area, border_size = _random_field(k)
+    want, want_max = oracle.build_layer_regions(chf, border_size, min_area)
+    got, got_max = build_regions_layers(chf, None, 0, min_area, merge_area, border_size)
+    np.testing.assert_array_equal(got, np.array(want, dtype=np.uint16))
     assert got_max == want_max
+
+
+@pytest.mark.parametrize("k", RANDOM_FIELDS)
+def test_sweep_regions_never_cover_a_column_twice(k):
+    # Recast's promise for both sweep partitionings: no region holds two spans of one column
+    # (layers merge regions only when none of them shares a column). The tile border strips
+    # are painted on every span of their columns and are not regions.
+    chf, min_area, merge_area, border_size = _random_field(k)
+    col = np.asarray(chf.span_x, np.int64) + np.asarray(chf.span_y, np.int64) * chf.width
+    for build in (build_regions_monotone, build_regions_layers):
+        reg, _ = build(chf, None, 0, min_area, merge_area, border_size)
+        keep = (reg != 0) & ((reg & BORDER_REG) == 0)
+        pairs = np.stack([col[keep], reg[keep].astype(np.int64)], axis=1)
+        assert np.unique(pairs, axis=0).shape[0] == pairs.shape[0], build.__name__
 
 
 @pytest.mark.parametrize("seed", range(8))
