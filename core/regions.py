@@ -473,23 +473,27 @@ def _merge_and_filter(chf, g: _Graph, reg, max_region_id: int, min_area: int, me
 
 
 def _compress(regs, reg, n):
-    """Renumber surviving region ids 1..k in order of first appearance; remap ``reg``."""
-    nreg = len(regs)
-    remap = [r.id != 0 and not (r.id & BORDER_REG) for r in regs]
-    gen = 0
-    for i in range(nreg):
-        if not remap[i]:
-            continue
-        old = regs[i].id
-        gen += 1
-        for j in range(i, nreg):
-            if regs[j].id == old:
-                regs[j].id = gen
-                remap[j] = False
-    table = np.array([r.id for r in regs], dtype=np.int64)
+    """Recast's "compress region ids": surviving ids become 1..k; remaps ``reg``, returns k.
+
+    Recast rescans every later region for each id it renumbers (quadratic in the number of
+    regions: minutes for tens of thousands). Its result is each distinct surviving id, in the
+    order of the first region holding it, numbered 1, 2, ...: when number g is handed out, no
+    region still waits with old id g (after merging an id in use is the index of a live root
+    region, so g's holders come no later; layer ids grow with their root's index, so g was
+    renumbered first). The literal scan is the test oracle (tests/core/oracle.py).
+    """
+    ids = np.fromiter((r.id for r in regs), dtype=np.int64, count=len(regs))
+    live = np.nonzero((ids != 0) & ((ids & BORDER_REG) == 0))[0]
+    uniq, first = np.unique(ids[live], return_index=True)
+    gen = int(uniq.shape[0])
+    new_of_old = np.zeros(int(uniq[-1]) + 1 if gen else 1, dtype=np.int64)
+    new_of_old[uniq[np.argsort(first)]] = np.arange(1, gen + 1)
+    ids[live] = new_of_old[ids[live]]
+    for r, v in zip(regs, ids.tolist(), strict=True):
+        r.id = v
     r_ = reg[:n]
     plain = (r_ & BORDER_REG) == 0
-    r_[plain] = table[r_[plain]]
+    r_[plain] = ids[r_[plain]]
     return gen
 
 
@@ -826,10 +830,10 @@ def _merge_layer_regions(chf, g: _Graph, reg, max_region_id: int, min_area: int)
                 span_count[nei] = 0
                 border_l[i] = border_l[i] or border_l[nei]
         layer += 1
-    for i in range(nreg):
-        if 0 < span_count[i] < min_area and not border_l[i]:
-            dead = ids[i]
-            ids = [0 if v == dead else v for v in ids]
+    # Recast zeroes, for each small root in turn, every region holding the root's layer id;
+    # ids only ever become 0 there, so that is one pass over the set of those layer ids.
+    dead = {ids[i] for i in range(nreg) if 0 < span_count[i] < min_area and not border_l[i]}
+    ids = [0 if v in dead else v for v in ids]
     for i, v in enumerate(ids):
         regs[i].id = v
     return _compress(regs, reg, n)
