@@ -435,7 +435,16 @@ def _merge_and_filter(chf, g: _Graph, reg, max_region_id: int, min_area: int, me
                 regs[t].span_count = 0
                 regs[t].id = 0
 
-    # Merge too small regions into their smallest mergeable neighbour.
+    # Merge too small regions into their smallest mergeable neighbour. After each merge Recast
+    # visits every region to rename the merged id; only the regions holding that id (as their
+    # own id, a connection or a floor) can change, so they are indexed (supersets suffice: a
+    # region not holding the id is left as it is).
+    holders: dict[int, set[int]] = {}
+    members: dict[int, set[int]] = {}
+    for i, r in enumerate(regs):
+        members.setdefault(r.id, set()).add(i)
+        for v in (*r.connections, *r.floors):
+            holders.setdefault(v, set()).add(i)
     while True:
         merge_count = 0
         for i in range(nreg):
@@ -459,12 +468,19 @@ def _merge_and_filter(chf, g: _Graph, reg, max_region_id: int, min_area: int, me
                 old = rg.id
                 target = regs[merge_id]
                 if _merge_regions(target, rg):
-                    for other in regs:
+                    for v in (*target.connections, *target.floors):
+                        holders.setdefault(v, set()).add(merge_id)
+                    for j in members.pop(old, ()):
+                        if regs[j].id == old:
+                            regs[j].id = merge_id
+                            members.setdefault(merge_id, set()).add(j)
+                    renamed = holders.setdefault(merge_id, set())
+                    for j in holders.pop(old, ()):
+                        other = regs[j]
                         if other.id == 0 or (other.id & BORDER_REG):
                             continue
-                        if other.id == old:
-                            other.id = merge_id
                         _replace_neighbour(other, old, merge_id)
+                        renamed.add(j)
                     merge_count += 1
         if merge_count == 0:
             break
