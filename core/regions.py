@@ -721,6 +721,30 @@ def _warn_flagged_sweep_ids(name: str, reg, painted, nid: int, ctx) -> None:
     )
 
 
+def _warn_column_overlaps(name: str, chf: CompactHeightfield, reg, ctx) -> None:
+    """Warn when a region holds two spans of one column.
+
+    Recast's row sweep joins every span whose left neighbour is in a run, and two spans of a
+    column can share a left neighbour (a ramp ending beside the floor under it links down to
+    that floor), so monotone and layer regions can cover a column twice. Recast keeps them
+    silently; the contour of such a region is unreliable there, so the user is told.
+    """
+    if ctx is None:
+        return
+    a, b = _same_column_pairs(chf)
+    r = reg[: chf.span_count]
+    twice = (a != b) & (r[a] == r[b]) & (r[a] != 0) & ((r[a] & BORDER_REG) == 0)
+    if not twice.any():
+        return
+    count = int(np.unique(r[a[twice]]).shape[0])
+    ctx.warn(
+        f"{name} partitioning: {count} region(s) hold two spans of one grid column, where a "
+        "ramp or step ends beside the floor under it (Recast builds the same); the navmesh "
+        "may have holes or overlaps there. Check those spots, or try the watershed "
+        "partitioning."
+    )
+
+
 def build_regions_monotone(
     chf: CompactHeightfield,
     dist,
@@ -740,8 +764,9 @@ def build_regions_monotone(
     row id; a run continues the region below it when the spans of the run that have a
     same-area region below all see the same region (counted up to the first different one)
     and no other run of the row samples that region; otherwise it starts a new region. Small
-    regions are then removed and merged as in :func:`build_regions`. Monotone regions never
-    cover one column twice, so Recast reports no overlaps here.
+    regions are then removed and merged as in :func:`build_regions`. Two spans of one column
+    that link left to the same span (a ramp ending beside the floor under it) join one run,
+    so a region can cover a column twice; Recast keeps that silently, this port warns.
 
     Parameters:
         chf: compact heightfield (not modified).
@@ -752,7 +777,8 @@ def build_regions_monotone(
         border_size: tile border. [Units: cells] [Limit: >= 0]
         progress: optional callable ``progress(fraction: float, message: str)``.
         ctx: optional build context; receives a warning when the sweep numbers regions past
-            32767 (Recast then treats them as tile border: no polygons).
+            32767 (Recast then treats them as tile border: no polygons) and when a region
+            covers a column twice.
 
     Returns:
         (reg uint16 (n,), max_regions int).
@@ -773,6 +799,7 @@ def build_regions_monotone(
     if progress is not None:
         progress(0.5, "regions: sweep")
     max_regions, _ = _merge_and_filter(chf, g, reg, nid, min_area, merge_area)
+    _warn_column_overlaps("monotone", chf, reg, ctx)
     if progress is not None:
         progress(1.0, "regions: done")
     return reg[:n].astype(np.uint16), int(max_regions)
@@ -886,7 +913,8 @@ def build_regions_layers(
         border_size: tile border. [Units: cells] [Limit: >= 0]
         progress: optional callable ``progress(fraction: float, message: str)``.
         ctx: optional build context; receives a warning when the sweep numbers regions past
-            32767 (Recast then treats them as tile border: no polygons).
+            32767 (Recast then treats them as tile border: no polygons) and when a region
+            covers a column twice.
 
     Returns:
         (reg uint16 (n,), max_regions int).
@@ -905,6 +933,7 @@ def build_regions_layers(
     if progress is not None:
         progress(0.5, "regions: sweep")
     max_regions = _merge_layer_regions(chf, g, reg, nid, min_area)
+    _warn_column_overlaps("layers", chf, reg, ctx)
     if progress is not None:
         progress(1.0, "regions: done")
     return reg[:n].astype(np.uint16), int(max_regions)

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from core.compact import BORDER_REG, build_compact_heightfield
+from core.context import BuildContext
 from core.errors import VoxNavError
 from core.regions import (
     build_distance_field,
@@ -492,20 +493,6 @@ def test_layers_match_literal_oracle(k):
     assert got_max == want_max
 
 
-@pytest.mark.parametrize("k", RANDOM_FIELDS)
-def test_sweep_regions_never_cover_a_column_twice(k):
-    # Recast's promise for both sweep partitionings: no region holds two spans of one column
-    # (layers merge regions only when none of them shares a column). The tile border strips
-    # are painted on every span of their columns and are not regions.
-    chf, min_area, merge_area, border_size = _random_field(k)
-    col = np.asarray(chf.span_x, np.int64) + np.asarray(chf.span_y, np.int64) * chf.width
-    for build in (build_regions_monotone, build_regions_layers):
-        reg, _ = build(chf, None, 0, min_area, merge_area, border_size)
-        keep = (reg != 0) & ((reg & BORDER_REG) == 0)
-        pairs = np.stack([col[keep], reg[keep].astype(np.int64)], axis=1)
-        assert np.unique(pairs, axis=0).shape[0] == pairs.shape[0], build.__name__
-
-
 @pytest.mark.parametrize("seed", range(8))
 def test_watershed_small_random_fields_match_slow_oracle(seed):
     chf = random_compact(seed)
@@ -576,3 +563,132 @@ def test_region_inputs_checked():
         build_regions(chf, np.zeros(3, dtype=np.uint16), 0, 8, 20)
     with pytest.raises(VoxNavError, match="min_region_area"):
         build_regions(chf, np.zeros(chf.span_count, dtype=np.uint16), 0, -1, 20)
+
+
+# ------------------------------------------------------------------------------------------
+# Monotone and layers: hand-built cases
+
+
+def _room_with_hole():
+    """A 10 x 10 floor with a 2 x 2 hole at x, y = 4..5."""
+    mask = np.ones((10, 10), dtype=bool)
+    mask[4:6, 4:6] = False
+    return flat_compact(mask)
+
+
+def test_monotone_splits_around_a_hole_by_the_sweep_rule():
+    # Rows 0-3 sweep as one region; in rows 4-5 two runs both sample region 1 below, so each
+    # sees fewer samples than the row gives region 1 and both start new regions (2 left,
+    # 3 right); row 6 samples 2 then 3 and starts region 4. Every region touches the outer
+    # edge and is larger than merge_region_area 0, so none merges. Recast's max_regions
+    # counts one more: mergeAndFilterRegions gets the next free sweep id (5) as the largest
+    # id, and that spanless region keeps a number.
+    chf = _room_with_hole()
+    reg, max_regions = build_regions_monotone(chf, None, 0, 0, 0)
+    x, y = np.asarray(chf.span_x), np.asarray(chf.span_y)
+    want = np.where(y < 4, 1, np.where(y > 5, 4, np.where(x < 4, 2, 3)))
+    np.testing.assert_array_equal(reg, want)
+    assert max_regions == 5
+
+
+def test_layers_join_the_monotone_pieces_when_nothing_overlaps():
+    chf = _room_with_hole()
+    reg, max_regions = build_regions_layers(chf, None, 0, 0, 0)
+    assert (reg == 1).all()
+    assert max_regions == 2  # + the spanless next free sweep id, as in Recast
+
+
+def _ramp_over_floor():
+    """A floor (top 1) over x 0..15, a slab (top 13) over it at x 0..5 and a ramp down from
+    the slab in steps of 2 at x 6..10, ending at top 3 beside the floor (top 1) at x 11."""
+    cols = {}
+    for y in range(6):
+        for x in range(16):
+            spans = [(0, 1, 63)]
+            if x < 6:
+                spans.append((12, 13, 63))
+            elif x <= 10:
+                top = 13 - 2 * (x - 5)
+                spans.append((top - 1, top, 63))
+            cols[(x, y)] = spans
+    return build_compact_heightfield(make_heightfield(16, 6, cols), 1, 2)
+
+
+def test_layers_keep_the_slab_apart_from_the_floor_under_it():
+    chf = _ramp_over_floor()
+    reg, max_regions = build_regions_layers(chf, None, 0, 0, 0)
+    want, want_max = oracle.build_layer_regions(chf, 0, 0)
+    np.testing.assert_array_equal(reg, np.array(want, dtype=np.uint16))
+    assert max_regions == want_max
+    slab = (np.asarray(chf.y) == 13) & (np.asarray(chf.span_x) < 6)
+    under = (np.asarray(chf.y) == 1) & (np.asarray(chf.span_x) < 6)
+    assert (reg > 0).all()
+    assert set(reg[slab].tolist()).isdisjoint(reg[under].tolist())
+
+
+@pytest.mark.parametrize("build", [build_regions_monotone, build_regions_layers])
+def test_a_region_covering_a_column_twice_is_kept_as_recast_does_and_warned(build):
+    # At x 10 the ramp span (top 3) and the floor span (top 1) both link left to the floor at
+    # x 9 (the ramp is within climb of it), so Recast's sweep puts both in one run: one
+    # region holds two spans of those columns.
+    chf = _ramp_over_floor()
+    ctx = BuildContext()
+    reg, _ = build(chf, None, 0, 0, 0, ctx=ctx)
+    if build is build_regions_monotone:
+        want = oracle.build_regions_monotone(chf, 0, 0, 0)[0]
+    else:
+        want = oracle.build_layer_regions(chf, 0, 0)[0]
+    np.testing.assert_array_equal(reg, np.array(want, dtype=np.uint16))
+    at10 = np.asarray(chf.span_x) == 10
+    assert np.unique(reg[at10 & (np.asarray(chf.span_y) == 0)]).size == 1
+    assert len(ctx.warnings) == 1
+    assert "1 region(s) hold two spans of one grid column" in ctx.warnings[0]
+    # A plain floor says nothing.
+    ctx = BuildContext()
+    build(_room_with_hole(), None, 0, 0, 0, ctx=ctx)
+    assert ctx.warnings == []
+
+
+@pytest.mark.parametrize("build", [build_regions_monotone, build_regions_layers])
+def test_small_islands_go_unless_they_touch_the_tile_border(build):
+    mask = np.zeros((12, 12), dtype=bool)
+    mask[1:9, 1:9] = True
+    mask[10:12, 10:12] = True  # a 4-span island in the corner
+    chf = flat_compact(mask)
+    island = (np.asarray(chf.span_x) >= 10) & (np.asarray(chf.span_y) >= 10)
+    reg, _ = build(chf, None, 0, 8, 0)
+    assert (reg[island] == 0).all() and (reg[~island] > 0).all()
+    # With a 1-cell tile border the island's inner span neighbours the border strip: kept.
+    reg, _ = build(chf, None, 0, 8, 0, 1)
+    inner = island & (np.asarray(chf.span_x) == 10) & (np.asarray(chf.span_y) == 10)
+    assert (reg[inner] != 0).all() and (reg[inner] & BORDER_REG == 0).all()
+
+
+def _checkerboard(n):
+    """n x n cells, every other one walkable: each span is its own sweep region."""
+    return flat_compact(np.add.outer(np.arange(n), np.arange(n)) % 2 == 0)
+
+
+@pytest.mark.parametrize("build", [build_regions_monotone, build_regions_layers])
+def test_sweep_past_32767_regions_warns_as_recast_drops_them(build):
+    # 258 x 258 checkerboard: 33282 isolated spans, one sweep region each. Recast's ids past
+    # 0x7FFF carry the tile-border flag: never filtered, no polygons. Kept for parity; said.
+    chf = _checkerboard(258)
+    ctx = BuildContext()
+    reg, max_regions = build(chf, None, 0, 0, 0, ctx=ctx)
+    flagged = (reg & BORDER_REG) != 0
+    assert int(flagged.sum()) == chf.span_count - 0x7FFF
+    assert max_regions == 0x7FFF and int(reg[~flagged].max()) == 0x7FFF
+    assert len(ctx.warnings) == 1
+    assert "more than 32767" in ctx.warnings[0] and f"{int(flagged.sum())} spans" in ctx.warnings[0]
+    assert "Raise cell_size or bake in tiles" in ctx.warnings[0]
+    # A smaller field says nothing.
+    ctx = BuildContext()
+    build(_checkerboard(40), None, 0, 0, 0, ctx=ctx)
+    assert ctx.warnings == []
+
+
+@pytest.mark.parametrize("build", [build_regions_monotone, build_regions_layers])
+def test_sweep_past_65535_regions_is_an_error_not_a_wrapped_id(build):
+    with pytest.raises(VoxNavError, match=r"ran out of region ids \(65535\).*raise cell_size"):
+        build(_checkerboard(363), None, 0, 0, 0)
