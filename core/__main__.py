@@ -3,6 +3,9 @@
     python -m core dump MESH.obj --recast-frame --out OUT.npz [--cell-size 0.3 ...]
     python -m core bake MESH.obj --out navmesh.obj|.json|.bin [--json navmesh.json] [settings]
     python -m core bench [--runs 5] [--quick]
+    python -m core query MESH.obj --recast-frame --queries Q.npz --out OUT.npz [settings]
+    python -m core path MESH.obj --from X Y Z --to X Y Z [settings]
+    python -m core bench-queries [--meshes DIR]
 
 Settings: one flag per NavConfig field, dashes for underscores (``--cell-size 0.15``,
 ``--filter-ledge-spans off``, ``--memory-limit 8GB``, ``--bounds-min X Y Z``); ``--help`` of a
@@ -11,6 +14,8 @@ command lists each with its meaning, unit, default and limits. Exit codes (see c
 
 A new command is one ``_add_NAME(sub)`` function that adds its subparser and sets
 ``func=cmd_NAME``; `build_parser` calls each function in `COMMANDS`.
+Outputs are checked before the bake and replace the old files only when all are complete
+(core.atomic): a refused or failed output exits 1 and leaves every old file as it was.
 """
 
 from __future__ import annotations
@@ -19,11 +24,10 @@ import argparse
 import dataclasses
 import sys
 from collections.abc import Callable
-from pathlib import Path
 
 import numpy as np
 
-from . import pipeline
+from . import atomic, pipeline
 from .cliutil import (
     EXIT_CODES_TEXT,
     EXIT_FAILED,
@@ -252,17 +256,6 @@ def _navmesh_arrays(result: pipeline.BakeResult) -> dict[str, np.ndarray | np.ge
     return out
 
 
-def _npz_path(out: str) -> Path:
-    """The file numpy really writes: ``name`` -> ``name.npz`` (savez appends the suffix)."""
-    path = Path(out)
-    return path if path.name.endswith(".npz") else path.with_name(path.name + ".npz")
-
-
-def _check_folder(path: Path, flag: str) -> None:
-    if not path.parent.is_dir():
-        raise VoxNavError(f"{flag}: output folder {path.parent} does not exist")
-
-
 def _bake_progress(args) -> pipeline.Progress | None:
     if not args.verbose:
         return None
@@ -271,14 +264,16 @@ def _bake_progress(args) -> pipeline.Progress | None:
 
 def cmd_dump(args) -> int:
     config = config_from_args(args)
-    out = _npz_path(args.out)
-    _check_folder(out, "--out")
-    verts, tris = read_obj(args.mesh, recast_frame=args.recast_frame)
-    stop = "heightfield" if args.heightfield_only else "navmesh"
-    result = pipeline.bake(verts, tris, config, stop_after=stop, progress=_bake_progress(args))
-    print_warnings(result.warnings)
-    arrays = dump_arrays(verts, tris, config, result)
-    np.savez_compressed(out, **arrays)  # type: ignore[arg-type]
+    with atomic.Batch(inputs=[args.mesh]) as batch:  # the output is checked before baking
+        out = batch.add(atomic.ensure_suffix(args.out, ".npz"), "--out")  # savez's name
+        verts, tris = read_obj(args.mesh, recast_frame=args.recast_frame)
+        stop = "heightfield" if args.heightfield_only else "navmesh"
+        result = pipeline.bake(verts, tris, config, stop_after=stop, progress=_bake_progress(args))
+        print_warnings(result.warnings)
+        arrays = dump_arrays(verts, tris, config, result)
+        with atomic.replacing(out, batch=batch) as temp:
+            np.savez_compressed(temp, **arrays)  # type: ignore[arg-type]
+        batch.commit()
     print(f"wrote {len(arrays)} arrays to {out}")
     for stage, seconds in result.timings.items():
         print(f"  {stage:<20} {seconds * 1000:8.2f} ms")
@@ -289,31 +284,39 @@ def cmd_bake(args) -> int:
     from . import export
 
     config = config_from_args(args)
-    outputs = [(Path(args.out), "--out")] + ([(Path(args.json), "--json")] if args.json else [])
-    for path, flag in outputs:
-        _check_folder(path, flag)
-    if Path(args.out).suffix.lower() not in export.NAVMESH_FORMATS:
-        known = ", ".join(f"{ext} ({name})" for ext, name in export.NAVMESH_FORMATS.items())
-        raise UsageError(f"--out {args.out}: cannot tell the navmesh format; use {known}")
-    verts, tris = read_obj(args.mesh, recast_frame=args.recast_frame)
-    result = pipeline.bake(verts, tris, config, progress=_bake_progress(args))
-    print_warnings(result.warnings)
-    print(" ".join(f"{k}={v}" for k, v in result.counts.items()))
-    print("time " + " ".join(f"{k}={v * 1000:.1f}ms" for k, v in result.timings.items()))
-    if result.empty or result.polymesh is None:
-        print(
-            "voxnav: error: the navigation mesh is empty: nothing written (see the warning "
-            "above for the likely cause)",
-            file=sys.stderr,
+    try:
+        export.navmesh_format(args.out)
+    except VoxNavError as exc:
+        raise UsageError(f"--out: {exc}") from None
+    with atomic.Batch(inputs=[args.mesh]) as batch:  # every output checked before baking
+        batch.add(args.out, "--out")
+        if args.json:
+            batch.add(args.json, "--json")
+        verts, tris = read_obj(args.mesh, recast_frame=args.recast_frame)
+        result = pipeline.bake(verts, tris, config, progress=_bake_progress(args))
+        print_warnings(result.warnings)
+        print(" ".join(f"{k}={v}" for k, v in result.counts.items()))
+        print("time " + " ".join(f"{k}={v * 1000:.1f}ms" for k, v in result.timings.items()))
+        if result.empty or result.polymesh is None:
+            print(
+                "voxnav: error: the navigation mesh is empty: nothing written (see the warning "
+                "above for the likely cause)",
+                file=sys.stderr,
+            )
+            return EXIT_FAILED
+        export.write_navmesh(
+            args.out,
+            result.polymesh,
+            result.detail,
+            config=config,
+            recast_frame=args.recast_frame,
+            batch=batch,
         )
-        return EXIT_FAILED
-    export.write_navmesh(
-        args.out, result.polymesh, result.detail, config=config, recast_frame=args.recast_frame
-    )
-    print(f"wrote {Path(args.out)}")
-    if args.json:
-        export.write_json(args.json, result.polymesh, result.detail)
-        print(f"wrote {Path(args.json)}")
+        if args.json:
+            export.write_json(args.json, result.polymesh, result.detail, batch=batch)
+        written = batch.commit()  # every output replaced only now, all together
+    for path in written:
+        print(f"wrote {path}")
     return EXIT_OK
 
 
@@ -387,8 +390,17 @@ def _add_bench(sub) -> None:
     bench.set_defaults(func=cmd_bench)
 
 
+def _add_nav(sub) -> None:
+    """``query``, ``path`` and ``bench-queries`` (Detour's queries; code in core.nav.cli)."""
+    from .nav import cli as nav_cli
+
+    nav_cli.add_parsers(sub, add_setting_flags, config_from_args, _common)
+
+
 #: Subcommand builders, in the order ``--help`` lists them.
-COMMANDS: list[Callable[[argparse._SubParsersAction], None]] = [_add_dump, _add_bake, _add_bench]
+COMMANDS: list[Callable[[argparse._SubParsersAction], None]] = [
+    _add_dump, _add_bake, _add_bench, _add_nav,
+]  # fmt: skip
 
 
 def build_parser() -> SuggestingParser:

@@ -35,6 +35,10 @@ version 1. Keys:
   "triangles": [[a, b, c, edge_flags], ...]}``; triangle indices are local to the polygon's
   list; its first vertices are the polygon's own; edge_flags bits 0, 2, 4 are set when edge
   ab, bc, ca lies on the polygon outline.
+- ``paths`` (only when test paths were asked for, e.g. the Blender command's ``--path``): a
+  list of ``{"start": [x, y, z], "goal": [x, y, z], "status": text, "length": wu,
+  "polygons": count, "points": [[x, y, z], ...]}``, each the straight path on the navmesh from
+  start to goal (the corners where it turns, start and end included).
 
 Float values are float32 written with enough digits to read back bit-exact.
 """
@@ -47,6 +51,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
+from . import atomic
 from .detail import PolyMeshDetail
 from .errors import VoxNavError
 
@@ -129,29 +134,21 @@ def _world(pmesh, verts):
     return out
 
 
-def _check_folder(path) -> Path:
-    path = Path(path)
-    if not path.parent.exists():
-        raise VoxNavError(f"cannot write {path}: folder {path.parent} does not exist")
-    if path.is_dir():
-        raise VoxNavError(f"cannot write {path}: it is a folder, give a file name")
-    return path
-
-
 def _f(x) -> str:
     """Shortest text that reads back as the same float32."""
     return np.format_float_positional(F32(x), unique=True, trim="-")
 
 
-def write_obj(path, pmesh, dmesh=None) -> None:
+def write_obj(path, pmesh, dmesh=None, *, batch: atomic.Batch | None = None) -> None:
     """Write the navmesh polygons (and optionally the detail triangles) as a Y-up OBJ.
 
-    ``path``: file to write (its folder must exist). Axis convention: Blender's OBJ (x, z, -y);
-    object ``navmesh`` = polygons as n-gons, object ``detail`` = detail triangles.
+    ``path``: file to write (its folder must exist); it is replaced only when complete (see
+    `core.atomic`; with ``batch``, when the batch commits). Axis convention: Blender's OBJ
+    (x, z, -y); object ``navmesh`` = polygons as n-gons, object ``detail`` = detail triangles.
     """
     verts, polys, nvp, counts = _poly_arrays(pmesh)
     detail = _detail_arrays(dmesh, polys.shape[0])
-    out = _check_folder(path)
+    atomic.check_target(path)
     world = _world(pmesh, verts)
     lines = [
         "# VoxNav navigation mesh",
@@ -173,14 +170,14 @@ def write_obj(path, pmesh, dmesh=None) -> None:
         for vb, _vc, tb, tc in meshes.tolist():
             for a, b, c, _flags in dtris[tb : tb + tc].tolist():
                 lines.append(f"f {base + vb + c + 1} {base + vb + b + 1} {base + vb + a + 1}")
-    try:
-        out.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    except OSError as exc:
-        raise VoxNavError(f"cannot write {out}: {exc.strerror or exc}") from None
+    with atomic.open_replacing(path, "w", batch=batch) as fh:
+        fh.write("\n".join(lines) + "\n")
 
 
-def navmesh_to_dict(pmesh, dmesh=None) -> dict:
-    """The JSON document (see the module docstring) as plain Python lists and numbers."""
+def navmesh_to_dict(pmesh, dmesh=None, paths=None) -> dict:
+    """The JSON document (see the module docstring) as plain Python lists and numbers.
+
+    paths: optional list of dicts already in the ``paths`` entry's form (plain numbers)."""
     verts, polys, nvp, counts = _poly_arrays(pmesh)
     detail = _detail_arrays(dmesh, polys.shape[0])
     world = _world(pmesh, verts)
@@ -220,18 +217,18 @@ def navmesh_to_dict(pmesh, dmesh=None) -> dict:
             }
             for vb, vc, tb, tc in meshes.tolist()
         ]
+    if paths:
+        doc["paths"] = list(paths)
     return doc
 
 
-def write_json(path, pmesh, dmesh=None) -> None:
-    """Write `navmesh_to_dict` as JSON to ``path`` (its folder must exist)."""
-    doc = navmesh_to_dict(pmesh, dmesh)
-    out = _check_folder(path)
-    try:
-        with out.open("w", encoding="utf-8") as fh:
-            json.dump(doc, fh, separators=(",", ":"))
-    except OSError as exc:
-        raise VoxNavError(f"cannot write {out}: {exc.strerror or exc}") from None
+def write_json(path, pmesh, dmesh=None, paths=None, *, batch: atomic.Batch | None = None) -> None:
+    """Write `navmesh_to_dict` as JSON to ``path`` (its folder must exist); replaced only when
+    complete (see `core.atomic`; with ``batch``, when the batch commits)."""
+    doc = navmesh_to_dict(pmesh, dmesh, paths)
+    atomic.check_target(path)
+    with atomic.open_replacing(path, "w", batch=batch) as fh:
+        json.dump(doc, fh, separators=(",", ":"))
 
 
 def read_navmesh_json(path):
@@ -316,6 +313,7 @@ def write_detour_bin(
     agent_radius: float,
     agent_max_climb: float,
     frame: str = "engine",
+    batch: atomic.Batch | None = None,
 ) -> None:
     """Write the navmesh as Detour's binary navmesh (RecastDemo's "MSET" .bin, one tile).
 
@@ -325,14 +323,15 @@ def write_detour_bin(
     do, Z-up (x, y, z) -> (x, z, -y) (the polygons are mirrored into Detour's winding);
     "recast" writes Recast's parity frame (x, z, y), the frame of an OBJ read with
     ``--recast-frame``. Areas and flags: RecastDemo's rule (walkable 63 -> area 0 "ground",
-    flag 1 "walk"). Written atomically: a failed write leaves any old file as it was.
+    flag 1 "walk"). Written atomically (`core.atomic`; with ``batch``, replaced when the batch
+    commits): a failed write leaves any old file as it was.
     """
     from .nav import binio, navdata
 
     if frame not in DETOUR_FRAMES:
         raise VoxNavError(f"unknown Detour frame {frame!r}: use one of {DETOUR_FRAMES}")
     _poly_arrays(pmesh)
-    out = _check_folder(path)
+    atomic.check_target(path)
     tile = navdata.create_nav_mesh_data(
         pmesh,
         dmesh,
@@ -342,26 +341,46 @@ def write_detour_bin(
     )
     if frame == "engine":
         tile = navdata.mirror_z(tile)
-    binio.write_navmesh_set(out, [tile])
+    with atomic.open_replacing(path, "wb", batch=batch) as fh:
+        fh.write(binio.navmesh_set_bytes([tile]))
 
 
 #: File extensions `write_navmesh` knows, and what each writes.
 NAVMESH_FORMATS = {".obj": "Wavefront OBJ", ".json": "VoxNav JSON", ".bin": "Detour .bin"}
 
 
-def write_navmesh(path, pmesh, dmesh=None, *, config=None, recast_frame: bool = False) -> None:
+def navmesh_format(path) -> str:
+    """The navmesh format ``path``'s extension names: ".obj", ".json" or ".bin" (any case);
+    VoxNavError naming the known extensions otherwise."""
+    suffix = Path(path).suffix.lower()
+    if suffix not in NAVMESH_FORMATS:
+        known = ", ".join(f"{ext} ({name})" for ext, name in NAVMESH_FORMATS.items())
+        raise VoxNavError(f"cannot tell the navmesh format of {path}: use {known}")
+    return suffix
+
+
+def write_navmesh(
+    path,
+    pmesh,
+    dmesh=None,
+    *,
+    config=None,
+    recast_frame: bool = False,
+    batch: atomic.Batch | None = None,
+) -> None:
     """Write the navmesh in the format its extension names (.obj, .json or .bin).
 
     ``config``: the bake's `core.config.NavConfig` (the .bin stores its agent size; default
     settings if None). ``recast_frame``: the bake read its OBJ as RecastDemo does, so a .bin
     is written in that same frame (else in the engine frame, see `write_detour_bin`).
+    ``batch``: an `core.atomic.Batch` that replaces the file when it commits.
     """
-    suffix = Path(path).suffix.lower()
+    suffix = navmesh_format(path)
     if suffix == ".obj":
-        write_obj(path, pmesh, dmesh)
+        write_obj(path, pmesh, dmesh, batch=batch)
     elif suffix == ".json":
-        write_json(path, pmesh, dmesh)
-    elif suffix == ".bin":
+        write_json(path, pmesh, dmesh, batch=batch)
+    else:
         from .config import NavConfig
 
         cfg = config if config is not None else NavConfig()
@@ -373,7 +392,5 @@ def write_navmesh(path, pmesh, dmesh=None, *, config=None, recast_frame: bool = 
             agent_radius=cfg.agent_radius,
             agent_max_climb=cfg.agent_max_climb,
             frame="recast" if recast_frame else "engine",
+            batch=batch,
         )
-    else:
-        known = ", ".join(f"{ext} ({name})" for ext, name in NAVMESH_FORMATS.items())
-        raise VoxNavError(f"cannot tell the navmesh format of {path}: use {known}")

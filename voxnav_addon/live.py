@@ -12,6 +12,7 @@ that climbs.
 from __future__ import annotations
 
 import base64
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -54,6 +55,17 @@ class PathReport:
     points: np.ndarray
     polys: int
     length: float
+
+    def as_json(self, start, goal) -> dict:
+        """The JSON export's ``paths`` entry for this path (plain numbers, Z-up world)."""
+        return {
+            "start": [float(v) for v in start],
+            "goal": [float(v) for v in goal],
+            "status": self.status,
+            "length": float(self.length),
+            "polygons": int(self.polys),
+            "points": np.asarray(self.points, dtype=np.float64).round(6).tolist(),
+        }
 
 
 # -------------------------------------------------------------------------------------------
@@ -215,6 +227,24 @@ def _empty(scene, name: str, location, color) -> Any:
     return obj
 
 
+def parse_path_option(text: str) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    """``"X,Y,Z:X,Y,Z"`` (Z-up world units) -> (start, goal); VoxNavError naming the problem."""
+    parts = text.split(":")
+    try:
+        if len(parts) != 2:
+            raise ValueError
+        start, goal = (tuple(float(v) for v in part.split(",")) for part in parts)
+        if len(start) != 3 or len(goal) != 3:
+            raise ValueError
+    except ValueError:
+        raise VoxNavError(
+            f"--path expects START:GOAL as X,Y,Z:X,Y,Z in world units, got {text!r}"
+        ) from None
+    if not all(math.isfinite(v) for v in start + goal):
+        raise VoxNavError(f"--path needs finite coordinates, got {text!r}")
+    return start, goal
+
+
 def path_test_objects(scene) -> tuple[Any, Any, Any]:
     """(Start, Goal, path curve) of the scene's path test, any of them None when missing."""
     return _tagged(START_NAME, "EMPTY"), _tagged(GOAL_NAME, "EMPTY"), _tagged(PATH_NAME, "CURVE")
@@ -253,17 +283,20 @@ def add_path_test(scene, start=None, goal=None) -> PathReport:
     _empty(scene, START_NAME, tuple(start), (0.1, 0.9, 0.2, 1.0))
     _empty(scene, GOAL_NAME, tuple(goal), (0.95, 0.15, 0.1, 1.0))
     _curve_object(scene, PATH_NAME, PATH_COLOR, _radius(scene))
-    return update_path(scene)
+    # The empties' world matrices are only refreshed by the next depsgraph evaluation.
+    return update_path(scene, (tuple(start), tuple(goal)))
 
 
-def update_path(scene) -> PathReport:
-    """Re-run the path query between the empties and rewrite the curve and the panel figures."""
+def update_path(scene, ends=None) -> PathReport:
+    """Re-run the path query between the empties (or ``ends``: (start, goal) Z-up points) and
+    rewrite the curve and the panel figures."""
     start, goal, path_obj = path_test_objects(scene)
     settings = scene.voxnav
     if start is None or goal is None or path_obj is None:
         return PathReport("no path test: add one", np.zeros((0, 3), np.float32), 0, 0.0)
     try:
-        ends = _location(start), _location(goal)
+        if ends is None:
+            ends = _location(start), _location(goal)
         report = compute_path(navmesh_query(scene), *ends)
     except VoxNavError as exc:
         report = PathReport(str(exc), np.zeros((0, 3), np.float32), 0, 0.0)

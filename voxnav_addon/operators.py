@@ -110,20 +110,25 @@ class VOXNAV_OT_clear(bpy.types.Operator):
         return {"FINISHED"}
 
 
+#: Export formats and their file extensions.
+FORMAT_EXTENSIONS = {"OBJ": ".obj", "JSON": ".json", "BIN": ".bin"}
+
+
 class VOXNAV_OT_export_navmesh(bpy.types.Operator, ExportHelper):  # type: ignore[misc]
-    """Export the last built navigation mesh (polygons and detail mesh) as OBJ or JSON"""
+    """Export the last built navigation mesh as OBJ, JSON or Detour's binary navmesh (.bin)"""
 
     bl_idname = "voxnav.export_navmesh"
     bl_label = "Export Navmesh"
     bl_options = {"REGISTER"}
 
     filename_ext = ".obj"
-    filter_glob: StringProperty(default="*.obj;*.json", options={"HIDDEN"})  # type: ignore[valid-type]
+    filter_glob: StringProperty(default="*.obj;*.json;*.bin", options={"HIDDEN"})  # type: ignore[valid-type]
     file_format: EnumProperty(  # type: ignore[valid-type]
         name="Format",
         items=[
             ("OBJ", "OBJ", "Wavefront OBJ: the detail mesh if any, else the polygons"),
             ("JSON", "JSON", "Polygons, adjacency, regions and detail mesh as JSON"),
+            ("BIN", "Detour .bin", "RecastDemo's navmesh set (MSET) for Detour runtimes, Y-up"),
         ],
         default="OBJ",
     )
@@ -143,9 +148,10 @@ class VOXNAV_OT_export_navmesh(bpy.types.Operator, ExportHelper):  # type: ignor
 
     def check(self, context):
         """Keep the file extension in step with the chosen format."""
-        ext = ".json" if self.file_format == "JSON" else ".obj"
+        ext = FORMAT_EXTENSIONS[self.file_format]
         root, old = os.path.splitext(self.filepath)
-        path = root + ext if old.lower() in (".obj", ".json") else self.filepath + ext
+        known = old.lower() in FORMAT_EXTENSIONS.values()
+        path = root + ext if known else self.filepath + ext
         if path != self.filepath:
             self.filepath = path
             return True
@@ -153,12 +159,12 @@ class VOXNAV_OT_export_navmesh(bpy.types.Operator, ExportHelper):  # type: ignor
 
     def execute(self, context):
         path = bpy.path.abspath(self.filepath)
-        if path.lower().endswith(".json"):
-            self.file_format = "JSON"
-        elif path.lower().endswith(".obj"):
-            self.file_format = "OBJ"
+        by_extension = {ext: name for name, ext in FORMAT_EXTENSIONS.items()}
+        suffix = os.path.splitext(path)[1].lower()
+        if suffix in by_extension:
+            self.file_format = by_extension[suffix]
         else:
-            path += ".json" if self.file_format == "JSON" else ".obj"
+            path += FORMAT_EXTENSIONS[self.file_format]
         try:
             export_navmesh(bake.LAST[context.scene.session_uid], path, self.file_format)
         except VoxNavError as exc:
@@ -171,10 +177,21 @@ class VOXNAV_OT_export_navmesh(bpy.types.Operator, ExportHelper):  # type: ignor
         return {"FINISHED"}
 
 
-def export_navmesh(outcome: bake.BakeOutcome, path: str, file_format: str = "OBJ") -> None:
-    """Write the navmesh of ``outcome`` with ``core.export``; VoxNavError if there is none."""
+def export_navmesh(
+    outcome: bake.BakeOutcome,
+    path: str,
+    file_format: str = "OBJ",
+    paths=None,
+    batch=None,
+) -> None:
+    """Write the navmesh of ``outcome`` with ``core.export``; VoxNavError if there is none.
+
+    paths: test paths for the JSON's ``paths`` entry (`live.PathReport.as_json` dicts).
+    The file replaces ``path`` only when complete (``core.atomic``; with ``batch``, when the
+    batch commits); the .blend open in this session is never overwritten.
+    """
     try:
-        from ..core import export
+        from ..core import atomic, export
     except ImportError as exc:  # pragma: no cover - the exporter lands separately
         message = f"this VoxNav build has no navmesh exporter (core.export): {exc}"
         raise VoxNavError(message) from exc
@@ -190,10 +207,24 @@ def export_navmesh(outcome: bake.BakeOutcome, path: str, file_format: str = "OBJ
     directory = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(directory):
         raise VoxNavError(f"cannot write {path}: folder {directory} does not exist")
+    atomic.check_target(path, inputs=[bpy.data.filepath])
     if file_format == "JSON":
-        export.write_json(path, pmesh, dmesh)
+        export.write_json(path, pmesh, dmesh, paths=paths, batch=batch)
+    elif file_format == "BIN":
+        # Blender's Z-up scene in a Y-up engine's frame (x, z, -y), as glTF exports it.
+        cfg = result.config
+        export.write_detour_bin(
+            path,
+            pmesh,
+            dmesh,
+            agent_height=cfg.agent_height,
+            agent_radius=cfg.agent_radius,
+            agent_max_climb=cfg.agent_max_climb,
+            frame="engine",
+            batch=batch,
+        )
     else:
-        export.write_obj(path, pmesh, dmesh)
+        export.write_obj(path, pmesh, dmesh, batch=batch)
 
 
 class VOXNAV_OT_add_demo_scene(bpy.types.Operator):

@@ -19,10 +19,15 @@ polygon (Recast never makes one) gets flag 0, so no default query filter accepts
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..errors import VoxNavError
+
+if TYPE_CHECKING:
+    from ..detail import PolyMeshDetail
+    from ..polymesh import PolyMesh
 
 F32 = np.float32
 
@@ -94,7 +99,9 @@ class NavMeshData:
     detail_tris: np.ndarray
     #: uint16 (nb, 3) BV node bounds, quantized: (world - bmin) * bv_quant_factor on every
     #: axis. nb = 2 * npolys (Detour's bvNodeCount) or 0 without a tree; the tree uses the
-    #: first 2 * npolys - 1 nodes in depth-first order, the last node stays zero as in Detour.
+    #: first 2 * npolys - 1 nodes in depth-first order, the last node stays zero as in Detour
+    #: (whose queryPolygons walks all nb nodes, so it meets that node as a leaf of polygon 0
+    #: with the box (0,0,0)-(0,0,0) and can report polygon 0 twice near bmin).
     bv_bmin: np.ndarray
     bv_bmax: np.ndarray
     #: int32 (nb,) leaf: polygon index (>= 0); inner node: -(nodes in its subtree).
@@ -246,8 +253,8 @@ def _y_up(vec) -> np.ndarray:
 
 
 def create_nav_mesh_data(
-    pmesh,
-    dmesh=None,
+    pmesh: PolyMesh,
+    dmesh: PolyMeshDetail | None = None,
     *,
     walkable_height: float,
     walkable_radius: float,

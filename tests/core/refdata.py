@@ -116,3 +116,57 @@ def ref_navmesh_inputs(ref: dict):
         tris=ref["dmesh_tris"].astype(np.uint8),
     )
     return pmesh, dmesh
+
+
+def ref_tiled_tiles():
+    """The tiled reference's tiles (``dungeon_tiled.npz``: per-tile polygon and detail meshes,
+    portal edges) through dtCreateNavMeshData, and RecastDemo's tile-mesh params for them.
+
+    Returns (tiles: list of NavMeshData in build order, params: binio.NavMeshParams).
+    """
+    from types import SimpleNamespace
+
+    from core.nav.binio import NavMeshParams
+    from core.nav.navdata import create_nav_mesh_data
+
+    ref = load_reference("dungeon_tiled")
+
+    def part(name, i):
+        start = ref[f"{name}_start"]
+        end = start[i + 1] if i + 1 < len(start) else len(ref[name])
+        return ref[name][start[i] : end]
+
+    cs, ch = np.float32(ref["cfg_cs"]), np.float32(ref["cfg_ch"])
+    tiles = []
+    for i in range(len(ref["tile_x"])):
+        polys = part("tile_pmesh_polys", i)
+        start = ref["tile_pmesh_polys_start"][i]
+        pmesh = SimpleNamespace(
+            verts=part("tile_pmesh_verts", i), polys=polys, nvp=polys.shape[1] // 2,
+            areas=ref["tile_pmesh_areas"][start : start + len(polys)],
+            bmin=zup(ref["tile_pmesh_bmin"][i]), bmax=zup(ref["tile_pmesh_bmax"][i]), cs=cs, ch=ch,
+        )  # fmt: skip
+        dmesh = SimpleNamespace(
+            meshes=part("tile_dmesh_meshes", i), verts=zup(part("tile_dmesh_verts", i)),
+            tris=part("tile_dmesh_tris", i),
+        )  # fmt: skip
+        tiles.append(
+            create_nav_mesh_data(
+                pmesh,
+                dmesh,
+                walkable_height=float(ref["param_agent_height"]),
+                walkable_radius=float(ref["param_agent_radius"]),
+                walkable_climb=float(ref["param_agent_max_climb"]),
+                tile_x=int(ref["tile_x"][i]),
+                tile_y=int(ref["tile_y"][i]),
+            )  # fmt: skip
+        )
+    tile_size = np.float32(int(ref["tiled_tile_size"]) * cs)
+    params = NavMeshParams(
+        orig=np.asarray(ref["cfg_bmin"], dtype=np.float32),
+        tile_width=float(tile_size),
+        tile_height=float(tile_size),
+        max_tiles=int(ref["tiled_max_tiles"]),
+        max_polys=int(ref["tiled_max_polys"]),
+    )
+    return tiles, params

@@ -15,7 +15,7 @@ from core.export import write_detour_bin, write_navmesh
 from core.nav import binio
 from core.nav.navdata import NavMeshData, create_nav_mesh_data, mirror_z
 
-from .refdata import MESHES, load_reference, mesh_path, ref_navmesh_inputs, zup
+from .refdata import MESHES, load_reference, mesh_path, ref_navmesh_inputs, ref_tiled_tiles
 
 AGENT = dict(walkable_height=2.0, walkable_radius=0.6, walkable_climb=0.9)
 
@@ -34,45 +34,6 @@ def assert_tiles_equal(a: NavMeshData, b: NavMeshData):
             np.testing.assert_array_equal(va, vb, err_msg=f.name)
         else:
             assert va == vb, f.name
-
-
-def tiled_tiles():
-    """The tiled reference's 41 tiles (portal edges, tile coordinates) as NavMeshData."""
-    from types import SimpleNamespace
-
-    ref = load_reference("dungeon_tiled")
-    tiles = []
-
-    def part(name, i):
-        start = ref[f"{name}_start"]
-        end = start[i + 1] if i + 1 < len(start) else len(ref[name])
-        return ref[name][start[i] : end]
-
-    for i in range(len(ref["tile_x"])):
-        polys = part("tile_pmesh_polys", i)
-        pmesh = SimpleNamespace(
-            verts=part("tile_pmesh_verts", i), polys=polys, nvp=polys.shape[1] // 2,
-            areas=ref["tile_pmesh_areas"][ref["tile_pmesh_polys_start"][i]:][: len(polys)],
-            bmin=zup(ref["tile_pmesh_bmin"][i]), bmax=zup(ref["tile_pmesh_bmax"][i]),
-            cs=np.float32(0.3), ch=np.float32(0.2),
-        )  # fmt: skip
-        dmesh = SimpleNamespace(
-            meshes=part("tile_dmesh_meshes", i), verts=zup(part("tile_dmesh_verts", i)),
-            tris=part("tile_dmesh_tris", i),
-        )  # fmt: skip
-        tiles.append(
-            create_nav_mesh_data(
-                pmesh, dmesh, **AGENT, tile_x=int(ref["tile_x"][i]), tile_y=int(ref["tile_y"][i])
-            )
-        )
-    params = binio.NavMeshParams(
-        orig=np.asarray(ref["cfg_bmin"], dtype=np.float32),
-        tile_width=float(np.float32(32 * 0.3)),
-        tile_height=float(np.float32(32 * 0.3)),
-        max_tiles=int(ref["tiled_max_tiles"]),
-        max_polys=int(ref["tiled_max_polys"]),
-    )
-    return tiles, params
 
 
 def test_layout(ref_tile, tmp_path):
@@ -123,7 +84,7 @@ def test_round_trip_without_bv_tree(tmp_path):
 
 
 def test_many_tiles_round_trip(tmp_path):
-    tiles, params = tiled_tiles()
+    tiles, params = ref_tiled_tiles()
     assert sum(int(((t.poly_neis & 0x8000) != 0).sum()) for t in tiles) > 0
     path = tmp_path / "tiled.bin"
     binio.write_navmesh_set(path, tiles, params)
@@ -193,7 +154,7 @@ def test_failed_write_keeps_old_file(good_file, tmp_path, monkeypatch):
     def broken_fsync(fd):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(binio.os, "fsync", broken_fsync)
+    monkeypatch.setattr(os, "fsync", broken_fsync)  # core.atomic fsyncs before the rename
     tile = binio.navmesh_set_from_bytes(good_file).tiles[0]
     with pytest.raises(VoxNavError, match="No space left"):
         binio.write_navmesh_set(path, [tile])

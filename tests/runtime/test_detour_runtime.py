@@ -189,4 +189,54 @@ def test_engine_frame_file_gives_the_mirrored_answers(dungeon_bake, reference, t
         corridor = [poly_index(e) for e in p["polys"]]
         same += corridor == q["path_poly"][start : start + count].tolist()
         assert p["status"] == int(q["path_status"][j])
+        if count:
+            s, n = int(q["straight_start"][j]), int(q["straight_count"][j])
+            assert p["straight_flags"] == q["straight_flags"][s : s + n].tolist()
+            mirrored = np.array(p["straight_pts"], dtype=np.float64).reshape(-1, 3) * flip
+            np.testing.assert_allclose(mirrored, q["straight_pts"][s : s + n], rtol=0, atol=1e-4)
     assert same == len(got["paths"])
+
+
+def tile_poly(entry, tiles) -> list[int]:
+    """(tile x, tile y, polygon index) of a node answer's (tile slot, polygon index)."""
+    if entry[0] < 0:
+        return [-1, -1, -1]
+    tile = tiles[entry[0]]
+    return [tile["x"], tile["y"], int(entry[1])]
+
+
+def test_tiled_navmesh_equals_native_detour(tmp_path):
+    """The tiled reference's 41 tiles (portal edges between tiles) written as one navmesh set
+    with RecastDemo's tile-mesh params: Detour links the tiles on load and answers the tiled
+    reference's queries exactly as native Detour did."""
+    from core.nav import binio
+
+    from ..core.refdata import load_reference, ref_tiled_tiles
+
+    q = load_reference("dungeon_tiled")
+    tiles, params = ref_tiled_tiles()
+    path = tmp_path / "tiled.bin"
+    binio.write_navmesh_set(path, tiles, params)
+    got = run_detour(path, *reference_queries(q), tmp_path)
+    slots = {t["index"]: t for t in got["tiles"]}
+    assert len(slots) == len(tiles)
+    near = got["near"]
+    assert [n["status"] for n in near] == q["near_status"].tolist()
+    assert [tile_poly(n["poly"], slots) for n in near] == q["near_tile_poly"].tolist()
+    found = q["near_poly"] >= 0
+    pts = np.array([n["pt"] for n, f in zip(near, found, strict=True) if f], dtype=np.float64)
+    np.testing.assert_array_equal(pts.astype(F32), q["near_pt"][found])
+    paths = got["paths"]
+    assert [p["status"] for p in paths] == q["path_status"].tolist()
+    crossing = 0
+    for j, p in enumerate(paths):
+        start, count = int(q["path_start"][j]), int(q["path_count"][j])
+        corridor = [tile_poly(e, slots) for e in p["polys"]]
+        assert corridor == q["path_tile_poly"][start : start + count].tolist(), f"pair {j}"
+        crossing += len({tuple(c[:2]) for c in corridor}) > 1
+        if count:
+            s, n = int(q["straight_start"][j]), int(q["straight_count"][j])
+            got_pts = np.array(p["straight_pts"], dtype=np.float64).reshape(-1, 3).astype(F32)
+            np.testing.assert_array_equal(got_pts, q["straight_pts"][s : s + n])
+            assert p["straight_flags"] == q["straight_flags"][s : s + n].tolist()
+    assert crossing > 50  # many corridors cross tile borders

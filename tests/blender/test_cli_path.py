@@ -1,0 +1,36 @@
+"""The batch command's --path: the straight path in the JSON, the picture and the .blend."""
+
+from __future__ import annotations
+
+import json
+
+from . import harness
+
+
+def test_demo_path_in_json_png_and_blend(bpy, ext, tmp_path, capsys):
+    out = tmp_path / "out.json"
+    png = tmp_path / "out.png"
+    blend = tmp_path / "out.blend"
+    demo = ext.demo
+    spec = ",".join(map(str, demo.PATH_START)) + ":" + ",".join(map(str, demo.PATH_GOAL))
+    assert spec.replace(".0", "") == harness.DEMO_PATH
+    argv = ["--demo", "--path", spec, "--json", str(out), "--png", str(png)]
+    argv += ["--save-blend", str(blend), "--resolution", "320x180"]
+    assert ext.cli.main(argv) == 0
+    doc = json.loads(out.read_text())
+    (path,) = doc["paths"]
+    assert path["status"] == "reached"
+    assert path["start"] == list(demo.PATH_START) and path["goal"] == list(demo.PATH_GOAL)
+    assert len(path["points"]) >= 3 and path["points"][-1][2] > 2.9  # up on the platform
+    assert path["length"] > 10 and path["polygons"] >= 3
+    assert png.stat().st_size > 0
+    assert "path (1.0, -2.0, 0.0) -> (-10.0, 4.0, 3.0): reached" in capsys.readouterr().out
+    bpy.ops.wm.open_mainfile(filepath=str(blend))
+    assert bpy.data.objects.get("VoxNav Path") is not None
+
+
+def test_bad_path_option_is_a_usage_error(ext, capsys):
+    assert ext.cli.main(["--demo", "--path", "1,2:3,4,5"]) == 2
+    assert "--path expects START:GOAL" in capsys.readouterr().err
+    assert ext.cli.main(["--demo", "--voxels-only", "--path", "0,0,0:1,1,0"]) == 2
+    assert "needs a navmesh" in capsys.readouterr().err
