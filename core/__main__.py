@@ -5,6 +5,9 @@
     python -m core bake MESH.obj --out navmesh.obj|.json|.bin [--json navmesh.json] [settings]
     python -m core bake MESH.obj --out navmesh.bin --tile-size 32 [--workers N]
     python -m core bench [--runs 5] [--quick]
+    python -m core query MESH.obj --recast-frame --queries Q.npz --out OUT.npz [settings]
+    python -m core path MESH.obj --from X Y Z --to X Y Z [settings]
+    python -m core bench-queries [--meshes DIR]
 
 Settings: one flag per NavConfig field, dashes for underscores (``--cell-size 0.15``,
 ``--filter-ledge-spans off``, ``--memory-limit 8GB``, ``--bounds-min X Y Z``); ``--help`` of a
@@ -494,8 +497,24 @@ def _add_bench(sub) -> None:
     bench.set_defaults(func=cmd_bench)
 
 
+def _add_nav(sub) -> None:
+    """Detour's commands of core.nav.cli: query, path, bench-queries."""
+    from .nav import cli as nav_cli
+
+    nav_cli.add_parsers(sub, add_setting_flags)
+    add_tile_flags(sub.choices["query"])
+    add_tile_flags(sub.choices["path"])
+    for name in ("query", "path", "bench-queries"):
+        sub.choices[name].set_defaults(func=lambda args: nav_cli.run(args, config_from_args))
+
+
 #: Subcommand builders, in the order ``--help`` lists them.
-COMMANDS: list[Callable[[argparse._SubParsersAction], None]] = [_add_dump, _add_bake, _add_bench]
+COMMANDS: list[Callable[[argparse._SubParsersAction], None]] = [
+    _add_dump,
+    _add_bake,
+    _add_bench,
+    _add_nav,
+]
 
 
 def build_parser() -> SuggestingParser:
