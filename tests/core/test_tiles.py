@@ -168,3 +168,68 @@ def test_rebuild_from_cached_compact_equals_tile():
     for name in ("verts", "polys", "regs", "areas"):
         assert np.array_equal(getattr(again.polymesh, name), getattr(first.polymesh, name))
     assert np.array_equal(again.detail.verts, first.detail.verts)
+
+
+QUERY_PREFIXES = ("near_", "height", "wall_", "path_", "straight_", "ray_")
+
+
+def test_tiled_queries_equal_detour(tmp_path):
+    ref = load_reference("dungeon_tiled")
+    queries = tmp_path / "q.npz"
+    np.savez(queries, **{k: v for k, v in ref.items() if k.startswith("q_")})
+    out = tmp_path / "answers.npz"
+    args = ["query", str(mesh_path("dungeon")), "--recast-frame", "--tile-size", "32"]
+    assert main([*args, "--workers", "1", "--queries", str(queries), "--out", str(out)]) == 0
+    with np.load(out) as got:
+        names = [k for k in ref if k.startswith(QUERY_PREFIXES)]
+        assert len(names) == 31
+        for name in names:
+            assert got[name].shape == ref[name].shape, name
+            assert np.array_equal(got[name], ref[name], equal_nan=got[name].dtype.kind == "f"), name
+
+
+def test_tiled_navmesh_links_across_tiles():
+    bake = dungeon_tiled()
+    nav = bake.navmesh()
+    params = bake.navmesh_params()
+    assert (params.max_tiles, params.max_polys) == (128, 32768)
+    # Every portal edge (0x8000 | side) of a tile with a neighbour tile on that side is used by
+    # an external link, and the links go both ways.
+    refs = np.arange(nav.poly_tile.shape[0])
+    ext = [(r, nav.link_ref[i]) for r in refs for i in range(nav.link_start[r], nav.link_start[r + 1])
+           if nav.poly_tile[nav.link_ref[i]] != nav.poly_tile[r]]  # fmt: skip
+    assert ext
+    assert {(b, a) for a, b in ext} == set(ext)
+
+
+def test_tiled_bin_round_trip(tmp_path):
+    from core.export import write_tiled_detour_bin
+    from core.nav import binio
+    from core.nav.navmesh import NavMesh, NavMeshParams
+
+    bake = dungeon_tiled()
+    for frame in ("recast", "engine"):
+        path = tmp_path / f"{frame}.bin"
+        write_tiled_detour_bin(path, bake, frame=frame)
+        mset = binio.read_navmesh_set(path)
+        assert len(mset.tiles) == len(bake.tiles) == 41
+        assert mset.params.max_tiles == 128 and mset.params.max_polys == 32768
+        assert np.isclose(mset.params.tile_width, 32 * 0.3)
+        xs = sorted((t.tile_x, t.tile_y) for t in mset.tiles)
+        if frame == "recast":
+            assert xs == sorted((t.tx, t.ty) for t in bake.tiles)
+            for a, b in zip(mset.tiles, bake.navdata(), strict=True):
+                assert np.array_equal(a.poly_neis, b.poly_neis)
+                assert np.array_equal(a.verts, b.verts)
+        else:
+            assert xs == sorted((t.tx, 10 - t.ty) for t in bake.tiles)
+        # Loaded back, the tiles link across their borders as many times as the bake's own.
+        nav = NavMesh(NavMeshParams(**vars(mset.params)))
+        for tile in mset.tiles:
+            nav.add_tile(tile)
+        assert _external_links(nav) == _external_links(bake.navmesh())
+
+
+def _external_links(nav) -> int:
+    owner = np.repeat(nav.poly_tile, np.diff(nav.link_start))
+    return int(np.count_nonzero(nav.poly_tile[nav.link_ref] != owner))
