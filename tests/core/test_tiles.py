@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import functools
+import os
 
 import numpy as np
 import pytest
@@ -232,3 +233,35 @@ def test_tiled_bin_round_trip(tmp_path):
 def _external_links(nav) -> int:
     owner = np.repeat(nav.poly_tile, np.diff(nav.link_start))
     return int(np.count_nonzero(nav.poly_tile[nav.link_ref] != owner))
+
+
+def _require_distributed():
+    try:
+        import distributed
+    except ImportError:
+        message = "dask distributed is not installed (pip install -e .[dev])"
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+    return distributed
+
+
+def test_dask_local_cluster_bakes_the_4x4_tiling_like_a_local_bake():
+    distributed = _require_distributed()
+    from core.bench import tile_mesh
+
+    verts, tris = read_obj(mesh_path("dungeon"))
+    verts, tris = tile_mesh(verts, tris, 4)
+    plan = tiles.plan_tiles(verts, tris, NavConfig(), 256)
+    local = tiles.bake_plan(plan, workers=1)
+    with (
+        distributed.LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+        ) as cluster,
+        distributed.Client(cluster) as client,
+    ):
+        remote = tiles.bake_plan(plan, executor=client.get_executor())
+    assert len(local.tiles) == len(remote.tiles) > 10
+    a, b = tiles.tiled_dump_arrays(local), tiles.tiled_dump_arrays(remote)
+    for name in a:
+        assert np.array_equal(a[name], b[name]), name
