@@ -51,11 +51,54 @@ def _literal_msort(keys, items):
 
 def test_msort_matches_literal_glibc_order():
     rng = np.random.default_rng(3)
-    for n in (1, 2, 7, 64, 301):
-        # Keys clustered within a unit, so the comparator's ties and non-transitivity matter.
-        keys = (rng.integers(0, 5, n) + rng.random(n) * 1.5).astype(np.float32)
-        got = chunky._glibc_msort_order(keys.astype(np.float64).tolist(), list(range(n)))
-        assert got == _literal_msort(keys, range(n))
+    for trial in range(12):
+        sizes = rng.integers(1, 300, rng.integers(1, 6))
+        # Keys clustered within a unit, so the comparator's ties and non-transitivity matter
+        # (and the vectorized merge's first guess is often wrong).
+        keys = (rng.integers(0, 4, sizes.sum()) + rng.random(sizes.sum()) * 1.6).astype(np.float32)
+        if trial % 3 == 0:
+            keys = np.round(keys * 4) / 4  # exact differences of 1.0 and below
+        order = rng.permutation(keys.shape[0]).astype(np.int64)
+        lo = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+        expect = np.concatenate(
+            [
+                _literal_msort(keys, order[a : a + n].tolist())
+                for a, n in zip(lo, sizes, strict=True)
+            ]
+        )
+        okey, tkey = chunky._f32_order_keys(keys), chunky._take_right_bound(keys)
+        chunky._msort_segments(order, okey, tkey, lo, sizes)
+        assert order.tolist() == expect.tolist()
+
+
+def _literal_partition(verts, tris, per_chunk=chunky.TRIS_PER_CHUNK):
+    """RecastDemo's PartitionMesh recursion, literally; returns (tri order, leaf sizes)."""
+    xy = verts[:, :2][tris]
+    tmin, tmax = xy.min(axis=1), xy.max(axis=1)
+    order, leaves = [], []
+
+    def subdivide(ids):
+        bmin, bmax = tmin[ids].min(axis=0), tmax[ids].max(axis=0)
+        if len(ids) <= per_chunk:
+            order.extend(ids)
+            leaves.append(len(ids))
+            return
+        axis = 0 if (bmax[0] - bmin[0]) >= (bmax[1] - bmin[1]) else 1
+        ids = _literal_msort(tmin[:, axis], ids)
+        subdivide(ids[: len(ids) // 2])
+        subdivide(ids[len(ids) // 2 :])
+
+    subdivide(list(range(tris.shape[0])))
+    return np.array(order), np.array(leaves)
+
+
+def test_partition_matches_literal_recursion():
+    verts, tris = dungeon()
+    tris = tris[:3000]
+    pm = chunky.partition_mesh(verts, tris, 64)
+    order, leaves = _literal_partition(verts, tris, 64)
+    assert np.array_equal(pm.tri_order, order)
+    assert np.array_equal(pm.node_num_tris[pm.leaves()], leaves)
 
 
 def _escape_traversal(pm: chunky.PartitionedMesh, lo, hi) -> list[int]:
