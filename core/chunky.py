@@ -17,9 +17,8 @@ holds exactly when the real a - b >= 1 - 2**-25, i.e. when ``a`` is at or above 
 bound computed per ``b`` (`_take_right_bound`); keys are compared as ordered integers.
 
 Vectorized: each merge round of every node of a tree depth runs at once. A right item's place
-in a merge is the running maximum of "the first left item at or above its bound"; where the
-left run is not monotone that guess can be early, which a check finds and a short scan fixes
-(so the merge is the sequential one, item for item).
+in a merge is the running maximum of "the first left item at or above its bound", which equals
+the sequential merge's even for runs that are not monotone (proof in `_msort_level`).
 """
 
 from __future__ import annotations
@@ -62,8 +61,8 @@ _SEG = np.int64(1) << np.int64(33)
 
 
 def _msort_level(order, okey, tkey, lo, n1, n2):
-    """One round of glibc's merges: for each entry, merge the sorted runs
-    order[lo : lo+n1] and order[lo+n1 : lo+n1+n2] (n1, n2 >= 1), all entries at once.
+    """One round of glibc's merges: for each entry, merge the runs order[lo : lo+n1] and
+    order[lo+n1 : lo+n1+n2] (n1, n2 >= 1; sorted or not), all entries at once.
 
     okey/tkey: int64 order key of each item and of its take-right bound (both per item id).
     The merge takes the right item before left item L exactly when okey[L] >= tkey[R].
@@ -85,66 +84,20 @@ def _msort_level(order, okey, tkey, lo, n1, n2):
     # f: the first left item >= the bound (from the prefix maximum, segment by segment).
     pm = np.maximum.accumulate(lk + e_l * _SEG)
     f = np.searchsorted(pm, rt + e_r * _SEG, side="left") - l_start[e_r]
-    # Candidate stop of each right item: the running max of f (the merge never goes back).
+    # The stop of each right item (left items output before it) is the running max of f.
+    # Sequentially the stop s_j is the first i >= s_{j-1} with L[i] >= bound_j. If f_j >= the
+    # previous stop that is f_j. Else the previous stop is some f_k (k < j) > f_j; were
+    # L[f_k] < bound_j, then bound_k <= L[f_k] < bound_j <= L[f_j] with f_j < f_k, so f_k
+    # would not be the first item at or above bound_k: hence L[f_k] >= bound_j, s_j = f_k.
     c = np.maximum.accumulate(f + e_r * _SEG) - e_r * _SEG
-    nr = c.shape[0]
-    first = j_local == 0
-    n1r = n1[e_r]
-
-    def ok_at(js: np.ndarray) -> np.ndarray:
-        cj = c[js]
-        prev = np.where(first[js], -1, c[np.maximum(js - 1, 0)])
-        full = cj >= n1r[js]
-        at = l_start[e_r[js]] + np.minimum(cj, n1r[js] - 1)
-        return (cj > prev) | full | (lk[at] >= rt[js])
-
-    # Where the stop moved on (or ran out of left items) it is f, the first left item at or
-    # above the bound: right. Elsewhere the left item at the stop must be at or above it.
-    prev_c = np.empty_like(c)
-    prev_c[0] = -1
-    prev_c[1:] = c[:-1]
-    prev_c[first] = -1
-    check = np.flatnonzero((c <= prev_c) & (c < n1r))
-    bad = check[lk[l_start[e_r[check]] + c[check]] < rt[check]]
-    if bad.shape[0]:
-        import heapq
-
-        heap = bad.tolist()
-        heapq.heapify(heap)
-        r_end = r_start + n2
-        while heap:
-            j = heapq.heappop(heap)
-            if ok_at(np.array([j]))[0]:
-                continue
-            e = int(e_r[j])
-            ls, nl = int(l_start[e]), int(n1[e])
-            cj = int(c[j])
-            # The true stop: the first left item after c[j] at or above the bound.
-            new = nl
-            step = 64
-            pos = cj + 1
-            while pos < nl:
-                window = lk[ls + pos : ls + min(nl, pos + step)] >= rt[j]
-                if window.any():
-                    new = pos + int(np.argmax(window))
-                    break
-                pos += step
-                step *= 4
-            end = int(r_end[e])
-            k = j + 1 + int(np.searchsorted(c[j + 1 : end], new, side="left"))
-            c[j:k] = new
-            recheck = np.arange(j + 1, min(k + 1, end))
-            if recheck.shape[0]:
-                for jj in recheck[~ok_at(recheck)].tolist():
-                    heapq.heappush(heap, jj)
     # Output places: right item j after c[j] left items; left item i after the right items
     # whose stop is <= i, so the left items fill the remaining places in their order.
     dest_r = lo[e_r] + c + j_local
     taken = np.zeros(order.shape[0], dtype=bool)
     taken[dest_r] = True
     span = np.zeros(order.shape[0] + 1, dtype=np.int64)
-    np.add.at(span, lo, 1)
-    np.add.at(span, lo + n1 + n2, -1)
+    span[lo] += 1  # starts are distinct, and so are ends
+    span[lo + n1 + n2] -= 1
     inside = np.cumsum(span[:-1]) > 0
     dest_l = np.flatnonzero(inside & ~taken)
     order[dest_r] = right
