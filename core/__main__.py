@@ -507,8 +507,17 @@ def _add_nav(sub) -> None:
     nav_cli.add_parsers(sub, add_setting_flags)
     add_tile_flags(sub.choices["query"])
     add_tile_flags(sub.choices["path"])
+
+    def run(args) -> int:
+        if args.command == "query":
+            try:  # a queries file without the query arrays is a usage error (exit 2)
+                nav_cli.read_queries(args.queries)
+            except VoxNavError as exc:
+                raise UsageError(str(exc)) from None
+        return nav_cli.run(args, config_from_args)
+
     for name in ("query", "path", "bench-queries"):
-        sub.choices[name].set_defaults(func=lambda args: nav_cli.run(args, config_from_args))
+        sub.choices[name].set_defaults(func=run)
 
 
 #: Subcommand builders, in the order ``--help`` lists them.
