@@ -92,14 +92,14 @@ def _msort_level(order, okey, tkey, lo, n1, n2):
     c = np.maximum.accumulate(f + e_r * _SEG) - e_r * _SEG
     # Output places: right item j after c[j] left items; left item i after the right items
     # whose stop is <= i, so the left items fill the remaining places in their order.
-    dest_r = lo[e_r] + c + j_local
-    taken = np.zeros(order.shape[0], dtype=bool)
-    taken[dest_r] = True
-    span = np.zeros(order.shape[0] + 1, dtype=np.int64)
-    span[lo] += 1  # starts are distinct, and so are ends
-    span[lo + n1 + n2] -= 1
-    inside = np.cumsum(span[:-1]) > 0
-    dest_l = np.flatnonzero(inside & ~taken)
+    size = n1 + n2
+    out_start = np.zeros(ne, dtype=np.int64)
+    np.cumsum(size[:-1], out=out_start[1:])
+    slots = np.repeat(lo - out_start, size) + np.arange(int(size.sum()), dtype=np.int64)
+    from_left = np.ones(slots.shape[0], dtype=bool)
+    from_left[out_start[e_r] + c + j_local] = False
+    dest_r = slots[~from_left]
+    dest_l = slots[from_left]
     order[dest_r] = right
     order[dest_l] = left
 
@@ -116,10 +116,8 @@ def _msort_segments(order: np.ndarray, okey, tkey, seg_lo, seg_n) -> None:
             break
         n1 = n // 2
         levels.append((lo, n1, n - n1))
-        lo = np.concatenate([lo, lo + n1])
-        n = np.concatenate([n1, n - n1])
-        sort = np.argsort(lo, kind="stable")
-        lo, n = lo[sort], n[sort]
+        lo = np.stack([lo, lo + n1], axis=1).ravel()  # children stay in position order
+        n = np.stack([n1, n - n1], axis=1).ravel()
     for lo, n1, n2 in reversed(levels):
         _msort_level(order, okey, tkey, lo, n1, n2)
 
