@@ -16,6 +16,8 @@ command lists each with its meaning, unit, default and limits. Exit codes (see c
 
 A new command is one ``_add_NAME(sub)`` function that adds its subparser and sets
 ``func=cmd_NAME``; `build_parser` calls each function in `COMMANDS`.
+Outputs are checked before the bake and replace the old files only when all are complete
+(core.atomic): a refused or failed output exits 1 and leaves every old file as it was.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import pipeline
+from . import atomic, pipeline
 from .cliutil import (
     EXIT_CODES_TEXT,
     EXIT_FAILED,
@@ -257,17 +259,6 @@ def _navmesh_arrays(result: pipeline.BakeResult) -> dict[str, np.ndarray | np.ge
     return out
 
 
-def _npz_path(out: str) -> Path:
-    """The file numpy really writes: ``name`` -> ``name.npz`` (savez appends the suffix)."""
-    path = Path(out)
-    return path if path.name.endswith(".npz") else path.with_name(path.name + ".npz")
-
-
-def _check_folder(path: Path, flag: str) -> None:
-    if not path.parent.is_dir():
-        raise VoxNavError(f"{flag}: output folder {path.parent} does not exist")
-
-
 def _bake_progress(args) -> pipeline.Progress | None:
     if not args.verbose:
         return None
@@ -276,18 +267,20 @@ def _bake_progress(args) -> pipeline.Progress | None:
 
 def cmd_dump(args) -> int:
     config = config_from_args(args)
-    out = _npz_path(args.out)
-    _check_folder(out, "--out")
-    verts, tris = read_obj(args.mesh, recast_frame=args.recast_frame)
-    if args.tile_size:
-        if args.heightfield_only:
-            raise UsageError("--heightfield-only: not available with --tile-size")
-        return _dump_tiled(args, verts, tris, config, out)
-    stop = "heightfield" if args.heightfield_only else "navmesh"
-    result = pipeline.bake(verts, tris, config, stop_after=stop, progress=_bake_progress(args))
-    print_warnings(result.warnings)
-    arrays = dump_arrays(verts, tris, config, result)
-    np.savez_compressed(out, **arrays)  # type: ignore[arg-type]
+    if args.tile_size and args.heightfield_only:
+        raise UsageError("--heightfield-only: not available with --tile-size")
+    with atomic.Batch(inputs=[args.mesh]) as batch:  # the output is checked before baking
+        out = batch.add(atomic.ensure_suffix(args.out, ".npz"), "--out")  # savez's name
+        verts, tris = read_obj(args.mesh, recast_frame=args.recast_frame)
+        if args.tile_size:
+            return _dump_tiled(args, verts, tris, config, out, batch)
+        stop = "heightfield" if args.heightfield_only else "navmesh"
+        result = pipeline.bake(verts, tris, config, stop_after=stop, progress=_bake_progress(args))
+        print_warnings(result.warnings)
+        arrays = dump_arrays(verts, tris, config, result)
+        with atomic.replacing(out, batch=batch) as temp:
+            np.savez_compressed(temp, **arrays)  # type: ignore[arg-type]
+        batch.commit()
     print(f"wrote {len(arrays)} arrays to {out}")
     for stage, seconds in result.timings.items():
         print(f"  {stage:<20} {seconds * 1000:8.2f} ms")
@@ -310,7 +303,7 @@ def _tiled_bake(args, verts, tris, config: NavConfig):
     return result
 
 
-def _dump_tiled(args, verts, tris, config: NavConfig, out: Path) -> int:
+def _dump_tiled(args, verts, tris, config: NavConfig, out: Path, batch: atomic.Batch) -> int:
     from . import tiles
 
     result = _tiled_bake(args, verts, tris, config)
@@ -321,12 +314,34 @@ def _dump_tiled(args, verts, tris, config: NavConfig, out: Path) -> int:
     arrays.update(tiles.tiled_dump_arrays(result))
     for stage, seconds in result.timings.items():
         arrays[f"time_{stage}"] = np.float64(seconds)
-    np.savez_compressed(out, **arrays)  # type: ignore[arg-type]
+    with atomic.replacing(out, batch=batch) as temp:
+        np.savez_compressed(temp, **arrays)  # type: ignore[arg-type]
+    batch.commit()
     g = result.grid
     print(
         f"wrote {len(arrays)} arrays to {out} ({g.tiles_w} x {g.tiles_h} tiles, "
         f"{len(result.tiles)} with polygons, {result.npolys} polygons)"
     )
+    return EXIT_OK
+
+
+def _bake_tiled_out(args, verts, tris, config: NavConfig, batch: atomic.Batch) -> int:
+    from . import export
+
+    result = _tiled_bake(args, verts, tris, config)
+    g = result.grid
+    print(
+        f"tiles={g.tiles_w}x{g.tiles_h} tiles_with_polys={len(result.tiles)} polys={result.npolys}"
+    )
+    print("time " + " ".join(f"{k}={v * 1000:.1f}ms" for k, v in result.timings.items()))
+    if result.empty:
+        print("voxnav: error: the navigation mesh is empty: nothing written", file=sys.stderr)
+        return EXIT_FAILED
+    export.write_tiled_detour_bin(
+        args.out, result, frame="recast" if args.recast_frame else "engine", batch=batch
+    )
+    for path in batch.commit():
+        print(f"wrote {path} ({len(result.tiles)} tiles)")
     return EXIT_OK
 
 
@@ -338,54 +353,42 @@ def cmd_bake(args) -> int:
         export.navmesh_format(args.out)
     except VoxNavError as exc:
         raise UsageError(f"--out: {exc}") from None
-    outputs = [(Path(args.out), "--out")] + ([(Path(args.json), "--json")] if args.json else [])
-    for path, flag in outputs:
-        _check_folder(path, flag)
-    verts, tris = read_obj(args.mesh, recast_frame=args.recast_frame)
-    if args.tile_size:
-        return _bake_tiled_out(args, verts, tris, config)
-    result = pipeline.bake(verts, tris, config, progress=_bake_progress(args))
-    print_warnings(result.warnings)
-    print(" ".join(f"{k}={v}" for k, v in result.counts.items()))
-    print("time " + " ".join(f"{k}={v * 1000:.1f}ms" for k, v in result.timings.items()))
-    if result.empty or result.polymesh is None:
-        print(
-            "voxnav: error: the navigation mesh is empty: nothing written (see the warning "
-            "above for the likely cause)",
-            file=sys.stderr,
-        )
-        return EXIT_FAILED
-    export.write_navmesh(
-        args.out, result.polymesh, result.detail, config=config, recast_frame=args.recast_frame
-    )
-    print(f"wrote {Path(args.out)}")
-    if args.json:
-        export.write_json(args.json, result.polymesh, result.detail)
-        print(f"wrote {Path(args.json)}")
-    return EXIT_OK
-
-
-def _bake_tiled_out(args, verts, tris, config: NavConfig) -> int:
-    from . import export
-
-    if export.navmesh_format(args.out) != ".bin" or args.json:
+    if args.tile_size and (export.navmesh_format(args.out) != ".bin" or args.json):
         raise UsageError(
             "--tile-size: a tiled navmesh is written as Detour's .bin (one tile per tile); "
             "use --out NAME.bin without --json, or bake without --tile-size"
         )
-    result = _tiled_bake(args, verts, tris, config)
-    g = result.grid
-    print(
-        f"tiles={g.tiles_w}x{g.tiles_h} tiles_with_polys={len(result.tiles)} polys={result.npolys}"
-    )
-    print("time " + " ".join(f"{k}={v * 1000:.1f}ms" for k, v in result.timings.items()))
-    if result.empty:
-        print("voxnav: error: the navigation mesh is empty: nothing written", file=sys.stderr)
-        return EXIT_FAILED
-    export.write_tiled_detour_bin(
-        args.out, result, frame="recast" if args.recast_frame else "engine"
-    )
-    print(f"wrote {Path(args.out)} ({len(result.tiles)} tiles)")
+    with atomic.Batch(inputs=[args.mesh]) as batch:  # every output checked before baking
+        batch.add(args.out, "--out")
+        if args.json:
+            batch.add(args.json, "--json")
+        verts, tris = read_obj(args.mesh, recast_frame=args.recast_frame)
+        if args.tile_size:
+            return _bake_tiled_out(args, verts, tris, config, batch)
+        result = pipeline.bake(verts, tris, config, progress=_bake_progress(args))
+        print_warnings(result.warnings)
+        print(" ".join(f"{k}={v}" for k, v in result.counts.items()))
+        print("time " + " ".join(f"{k}={v * 1000:.1f}ms" for k, v in result.timings.items()))
+        if result.empty or result.polymesh is None:
+            print(
+                "voxnav: error: the navigation mesh is empty: nothing written (see the warning "
+                "above for the likely cause)",
+                file=sys.stderr,
+            )
+            return EXIT_FAILED
+        export.write_navmesh(
+            args.out,
+            result.polymesh,
+            result.detail,
+            config=config,
+            recast_frame=args.recast_frame,
+            batch=batch,
+        )
+        if args.json:
+            export.write_json(args.json, result.polymesh, result.detail, batch=batch)
+        written = batch.commit()  # every output replaced only now, all together
+    for path in written:
+        print(f"wrote {path}")
     return EXIT_OK
 
 
@@ -501,32 +504,18 @@ def _add_bench(sub) -> None:
 
 
 def _add_nav(sub) -> None:
-    """Detour's commands of core.nav.cli: query, path, bench-queries."""
+    """``query``, ``path`` and ``bench-queries`` (Detour's queries; code in core.nav.cli)."""
     from .nav import cli as nav_cli
 
-    nav_cli.add_parsers(sub, add_setting_flags)
+    nav_cli.add_parsers(sub, add_setting_flags, config_from_args, _common)
     add_tile_flags(sub.choices["query"])
     add_tile_flags(sub.choices["path"])
-
-    def run(args) -> int:
-        if args.command == "query":
-            try:  # a queries file without the query arrays is a usage error (exit 2)
-                nav_cli.read_queries(args.queries)
-            except VoxNavError as exc:
-                raise UsageError(str(exc)) from None
-        return nav_cli.run(args, config_from_args)
-
-    for name in ("query", "path", "bench-queries"):
-        sub.choices[name].set_defaults(func=run)
 
 
 #: Subcommand builders, in the order ``--help`` lists them.
 COMMANDS: list[Callable[[argparse._SubParsersAction], None]] = [
-    _add_dump,
-    _add_bake,
-    _add_bench,
-    _add_nav,
-]
+    _add_dump, _add_bake, _add_bench, _add_nav,
+]  # fmt: skip
 
 
 def build_parser() -> SuggestingParser:

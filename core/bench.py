@@ -136,6 +136,37 @@ def run_bench(args) -> int:
     return 0
 
 
+def overlap_scene(n_tris: int, size: float = 10.0, seed: int = 0):
+    """Dense overlapping geometry: n_tris triangles with every vertex uniform in a cube of
+    ``size`` wu [Units: wu]. At the default cell size each column holds about 12 fragments per
+    100 triangles (1e6 triangles: about 1.2e8 fragments, 3e5 in the fullest column)."""
+    rng = np.random.default_rng(seed)
+    verts = rng.uniform(0.0, size, size=(n_tris * 3, 3)).astype(np.float32)
+    return verts, np.arange(n_tris * 3, dtype=np.int32).reshape(-1, 3)
+
+
+def run_dense_bench(counts, memory: bool = False) -> int:
+    """Whole bakes of `overlap_scene` for each triangle count: wall and CPU seconds, per-stage
+    seconds, and with ``memory`` the traced peak (a second bake; tracing slows it down)."""
+    config = NavConfig(memory_limit=64 * 1024**3)
+    print(f"VoxNav dense-overlap benchmark (10 m box): numpy {np.__version__}")
+    for n in counts:
+        verts, tris = overlap_scene(int(n))
+        wall, cpu = time.perf_counter(), time.process_time()
+        result = pipeline.bake(verts, tris, config)
+        wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+        stages = "  ".join(f"{k}={v:.2f}" for k, v in result.timings.items() if v >= 0.01)
+        print(f"{int(n):>9,} tris: bake {wall:.2f} s wall, {cpu:.2f} s CPU, "
+              f"{result.heightfield.span_count:,} spans; {stages}")  # fmt: skip
+        if memory:
+            tracemalloc.start()
+            pipeline.bake(verts, tris, config)
+            _, peak = tracemalloc.get_traced_memory()
+            tracemalloc.stop()
+            print(f"           traced peak {peak / 2**20:.0f} MiB")
+    return 0
+
+
 def run_tiled_bench(args) -> int:
     """The 10x10 tiling (4x4 with --quick) baked in tiles on ``--workers`` processes: wall
     time next to Recast's single-threaded solo pipeline, and peak memory (resident set of this
@@ -183,3 +214,15 @@ def run_tiled_bench(args) -> int:
     worker = kids.ru_maxrss / 1024
     print(f"  peak resident memory: this process {own:.0f} MiB, largest worker {worker:.0f} MiB")
     return 0
+
+
+if __name__ == "__main__":
+    import argparse
+
+    parser = argparse.ArgumentParser(
+        prog="python -m core.bench", description="dense-overlap benchmark (see run_dense_bench)"
+    )
+    parser.add_argument("counts", nargs="*", type=float, default=[1e4, 3e4, 1e5, 1e6])
+    parser.add_argument("--memory", action="store_true", help="also trace the peak memory")
+    cli = parser.parse_args()
+    raise SystemExit(run_dense_bench(cli.counts, cli.memory))

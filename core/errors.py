@@ -5,5 +5,10 @@ class VoxNavError(ValueError):
     """Bad input or settings; the message says what is wrong, where, and what to change."""
 
 
+class OutputError(VoxNavError):
+    """An output file was refused or could not be written (see `core.atomic`); no old file
+    was replaced. The CLIs exit with 1 for it."""
+
+
 class UsageError(VoxNavError):
     """A bad command-line flag or setting value: the command lines exit with code 2 for it."""

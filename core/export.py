@@ -51,6 +51,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
+from . import atomic
 from .detail import PolyMeshDetail
 from .errors import VoxNavError
 
@@ -133,29 +134,21 @@ def _world(pmesh, verts):
     return out
 
 
-def _check_folder(path) -> Path:
-    path = Path(path)
-    if not path.parent.exists():
-        raise VoxNavError(f"cannot write {path}: folder {path.parent} does not exist")
-    if path.is_dir():
-        raise VoxNavError(f"cannot write {path}: it is a folder, give a file name")
-    return path
-
-
 def _f(x) -> str:
     """Shortest text that reads back as the same float32."""
     return np.format_float_positional(F32(x), unique=True, trim="-")
 
 
-def write_obj(path, pmesh, dmesh=None) -> None:
+def write_obj(path, pmesh, dmesh=None, *, batch: atomic.Batch | None = None) -> None:
     """Write the navmesh polygons (and optionally the detail triangles) as a Y-up OBJ.
 
-    ``path``: file to write (its folder must exist). Axis convention: Blender's OBJ (x, z, -y);
-    object ``navmesh`` = polygons as n-gons, object ``detail`` = detail triangles.
+    ``path``: file to write (its folder must exist); it is replaced only when complete (see
+    `core.atomic`; with ``batch``, when the batch commits). Axis convention: Blender's OBJ
+    (x, z, -y); object ``navmesh`` = polygons as n-gons, object ``detail`` = detail triangles.
     """
     verts, polys, nvp, counts = _poly_arrays(pmesh)
     detail = _detail_arrays(dmesh, polys.shape[0])
-    out = _check_folder(path)
+    atomic.check_target(path)
     world = _world(pmesh, verts)
     lines = [
         "# VoxNav navigation mesh",
@@ -177,10 +170,8 @@ def write_obj(path, pmesh, dmesh=None) -> None:
         for vb, _vc, tb, tc in meshes.tolist():
             for a, b, c, _flags in dtris[tb : tb + tc].tolist():
                 lines.append(f"f {base + vb + c + 1} {base + vb + b + 1} {base + vb + a + 1}")
-    try:
-        out.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    except OSError as exc:
-        raise VoxNavError(f"cannot write {out}: {exc.strerror or exc}") from None
+    with atomic.open_replacing(path, "w", batch=batch) as fh:
+        fh.write("\n".join(lines) + "\n")
 
 
 def navmesh_to_dict(pmesh, dmesh=None, paths=None) -> dict:
@@ -231,15 +222,13 @@ def navmesh_to_dict(pmesh, dmesh=None, paths=None) -> dict:
     return doc
 
 
-def write_json(path, pmesh, dmesh=None, paths=None) -> None:
-    """Write `navmesh_to_dict` as JSON to ``path`` (its folder must exist)."""
+def write_json(path, pmesh, dmesh=None, paths=None, *, batch: atomic.Batch | None = None) -> None:
+    """Write `navmesh_to_dict` as JSON to ``path`` (its folder must exist); replaced only when
+    complete (see `core.atomic`; with ``batch``, when the batch commits)."""
     doc = navmesh_to_dict(pmesh, dmesh, paths)
-    out = _check_folder(path)
-    try:
-        with out.open("w", encoding="utf-8") as fh:
-            json.dump(doc, fh, separators=(",", ":"))
-    except OSError as exc:
-        raise VoxNavError(f"cannot write {out}: {exc.strerror or exc}") from None
+    atomic.check_target(path)
+    with atomic.open_replacing(path, "w", batch=batch) as fh:
+        json.dump(doc, fh, separators=(",", ":"))
 
 
 def read_navmesh_json(path):
@@ -324,6 +313,7 @@ def write_detour_bin(
     agent_radius: float,
     agent_max_climb: float,
     frame: str = "engine",
+    batch: atomic.Batch | None = None,
 ) -> None:
     """Write the navmesh as Detour's binary navmesh (RecastDemo's "MSET" .bin, one tile).
 
@@ -333,14 +323,15 @@ def write_detour_bin(
     do, Z-up (x, y, z) -> (x, z, -y) (the polygons are mirrored into Detour's winding);
     "recast" writes Recast's parity frame (x, z, y), the frame of an OBJ read with
     ``--recast-frame``. Areas and flags: RecastDemo's rule (walkable 63 -> area 0 "ground",
-    flag 1 "walk"). Written atomically: a failed write leaves any old file as it was.
+    flag 1 "walk"). Written atomically (`core.atomic`; with ``batch``, replaced when the batch
+    commits): a failed write leaves any old file as it was.
     """
     from .nav import binio, navdata
 
     if frame not in DETOUR_FRAMES:
         raise VoxNavError(f"unknown Detour frame {frame!r}: use one of {DETOUR_FRAMES}")
     _poly_arrays(pmesh)
-    out = _check_folder(path)
+    atomic.check_target(path)
     tile = navdata.create_nav_mesh_data(
         pmesh,
         dmesh,
@@ -350,13 +341,17 @@ def write_detour_bin(
     )
     if frame == "engine":
         tile = navdata.mirror_z(tile)
-    binio.write_navmesh_set(out, [tile])
+    with atomic.open_replacing(path, "wb", batch=batch) as fh:
+        fh.write(binio.navmesh_set_bytes([tile]))
 
 
-def write_tiled_detour_bin(path, bake, *, frame: str = "engine") -> None:
+def write_tiled_detour_bin(
+    path, bake, *, frame: str = "engine", batch: atomic.Batch | None = None
+) -> None:
     """Write a tiled bake (`core.tiles.TiledBake`) as Detour's navmesh set, one tile per tile,
     with RecastDemo's dtNavMeshParams (orig = the world's bmin, tile size = tile_size * cs,
-    max tiles and polygons per tile as RecastDemo computes them). Written atomically.
+    max tiles and polygons per tile as RecastDemo computes them). Written atomically
+    (`core.atomic`; with ``batch``, replaced when the batch commits).
 
     ``frame`` as `write_detour_bin`. In the "engine" frame (z -> -z) the tile rows are
     renumbered from the other side (tile_y -> tiles_h - 1 - tile_y) and the grid's origin
@@ -366,7 +361,7 @@ def write_tiled_detour_bin(path, bake, *, frame: str = "engine") -> None:
 
     if frame not in DETOUR_FRAMES:
         raise VoxNavError(f"unknown Detour frame {frame!r}: use one of {DETOUR_FRAMES}")
-    out = _check_folder(path)
+    atomic.check_target(path)
     tiles = bake.navdata()
     if not tiles:
         raise VoxNavError(
@@ -390,7 +385,8 @@ def write_tiled_detour_bin(path, bake, *, frame: str = "engine") -> None:
             m.tile_y = rows - 1 - int(tile.tile_y)
             mirrored.append(m)
         tiles = mirrored
-    binio.write_navmesh_set(out, tiles, params)
+    with atomic.open_replacing(path, "wb", batch=batch) as fh:
+        fh.write(binio.navmesh_set_bytes(tiles, params))
 
 
 #: File extensions `write_navmesh` knows, and what each writes.
@@ -407,18 +403,27 @@ def navmesh_format(path) -> str:
     return suffix
 
 
-def write_navmesh(path, pmesh, dmesh=None, *, config=None, recast_frame: bool = False) -> None:
+def write_navmesh(
+    path,
+    pmesh,
+    dmesh=None,
+    *,
+    config=None,
+    recast_frame: bool = False,
+    batch: atomic.Batch | None = None,
+) -> None:
     """Write the navmesh in the format its extension names (.obj, .json or .bin).
 
     ``config``: the bake's `core.config.NavConfig` (the .bin stores its agent size; default
     settings if None). ``recast_frame``: the bake read its OBJ as RecastDemo does, so a .bin
     is written in that same frame (else in the engine frame, see `write_detour_bin`).
+    ``batch``: an `core.atomic.Batch` that replaces the file when it commits.
     """
     suffix = navmesh_format(path)
     if suffix == ".obj":
-        write_obj(path, pmesh, dmesh)
+        write_obj(path, pmesh, dmesh, batch=batch)
     elif suffix == ".json":
-        write_json(path, pmesh, dmesh)
+        write_json(path, pmesh, dmesh, batch=batch)
     else:
         from .config import NavConfig
 
@@ -431,4 +436,5 @@ def write_navmesh(path, pmesh, dmesh=None, *, config=None, recast_frame: bool = 
             agent_radius=cfg.agent_radius,
             agent_max_climb=cfg.agent_max_climb,
             frame="recast" if recast_frame else "engine",
+            batch=batch,
         )

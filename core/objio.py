@@ -1,8 +1,17 @@
-"""Wavefront OBJ reading, the way RecastDemo reads it.
+"""Wavefront OBJ reading, the way RecastDemo reads it, streamed in blocks.
 
 Only ``v`` and ``f`` records are used; ``f`` entries may be ``v``, ``v/vt``, ``v//vn`` or
-``v/vt/vn`` and negative (relative) indices; polygons are fan-triangulated as
-(f0, f[i-1], f[i]). Returns vertices float32 (n, 3) and triangles int32 (m, 3).
+``v/vt/vn`` and negative (relative: -1 is the last vertex defined so far) indices; polygons are
+fan-triangulated as (f0, f[i-1], f[i]). Returns vertices float32 (n, 3) and triangles int32
+(m, 3). As in RecastDemo and Blender's importer, leading blanks before a record are skipped,
+``\\r`` counts as a blank, ``#`` starts a comment, and a UTF-8 byte-order mark is ignored.
+
+The file is read in blocks of `BLOCK_BYTES` and each block is parsed with array operations, so
+memory stays a small multiple of the parsed arrays (not of the text), and a bad line is reported
+(path and line number) as soon as its block is read: NaN or infinite coordinates (quoted as
+written), face indices that are 0, beyond the vertices defined so far, or negative past the
+first vertex (quoted as written). Files that are not OBJ text (binary data, an image, an empty
+file) and OBJ files without faces are refused with the path.
 
 Frames: OBJ files are Y-up. ``recast_frame=True`` maps (x, y, z) -> (x, z, y) and reverses
 each triangle's winding (a mirror: VoxNav cell (ix, iy) is then exactly Recast cell (x, z)).
@@ -12,58 +21,312 @@ user expects but is not cell-aligned with Recast.
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 import numpy as np
 
 from .errors import VoxNavError
 
+BLOCK_BYTES = 1 << 19
+"""Bytes read and parsed at a time. [Units: bytes] [Limit: >= 1]"""
+MAX_LINE_BYTES = 1 << 24
+"""A line longer than this means the file is not OBJ text. [Units: bytes]"""
+
+_BOM = b"\xef\xbb\xbf"
+_BLANK = np.zeros(256, dtype=bool)
+_BLANK[[9, 10, 11, 12, 13, 32]] = True  # tab, newline, vertical tab, form feed, CR, space
+_SIGNATURES = (
+    (b"\x89PNG", "a PNG image"),
+    (b"\xff\xd8\xff", "a JPEG image"),
+    (b"BLENDER", "a Blender .blend file (export the scene as OBJ, or use the Blender CLI)"),
+    (b"PK\x03\x04", "a ZIP archive"),
+    (b"glTF", "a binary glTF (.glb) file"),
+    (b"Kaydara FBX Binary", "a binary FBX file"),
+    (b"\xff\xfe", "UTF-16 text (save it as UTF-8 or ASCII)"),
+    (b"\xfe\xff", "UTF-16 text (save it as UTF-8 or ASCII)"),
+)
+
+
+def _not_obj(path: Path, what: str) -> VoxNavError:
+    return VoxNavError(f"{path} is not a Wavefront OBJ: {what}")
+
+
+def _check_text(path: Path, head: bytes) -> None:
+    """Refuse binary files by their first bytes (a known signature or any NUL byte)."""
+    for magic, what in _SIGNATURES:
+        if head.startswith(magic):
+            raise _not_obj(path, f"it is {what}")
+    if b"\x00" in head:
+        raise _not_obj(path, "it contains binary data (NUL bytes), not text")
+
+
+class _Reader:
+    """Parses one block of whole lines at a time; keeps the running vertex and line counts."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.lines_before = 0
+        self.verts_before = 0
+        self.vert_blocks: list[np.ndarray] = []
+        self.tri_blocks: list[np.ndarray] = []
+        self.face_lines = 0
+
+    def _fail(self, buf: bytes, line_starts: np.ndarray, line: int, message: str):
+        """Raise ``PATH:LINE: message`` for block line ``line``, quoting the line as written."""
+        start = int(line_starts[line])
+        end = buf.find(b"\n", start)
+        text = buf[start:end].decode("utf-8", errors="replace").strip()
+        number = self.lines_before + line + 1
+        raise VoxNavError(f"{self.path}:{number}: {text!r}: {message}")
+
+    def parse(self, buf: bytes) -> None:
+        """Parse ``buf``: whole lines, each ending with ``\\n``."""
+        a = np.frombuffer(buf, dtype=np.uint8)
+        newline_at = np.flatnonzero(a == 10)
+        n_lines = newline_at.shape[0]
+        line_starts = np.concatenate([[0], newline_at[:-1] + 1])
+        blank = _BLANK[a]
+        prev_blank = np.empty_like(blank)
+        prev_blank[0] = True
+        prev_blank[1:] = blank[:-1]
+        tok_start = np.flatnonzero(~blank & prev_blank)
+        next_blank = np.empty_like(blank)
+        next_blank[-1] = True
+        next_blank[:-1] = blank[1:]
+        tok_end = np.flatnonzero(~blank & next_blank) + 1
+        tok_line = np.searchsorted(newline_at, tok_start)
+        # '#' starts a comment: drop every token from the first '#'-token to the line's end.
+        first_of_line = np.ones(tok_start.shape[0], dtype=bool)
+        first_of_line[1:] = tok_line[1:] != tok_line[:-1]
+        hashes = a[tok_start] == 35
+        if hashes.any():
+            seen = np.cumsum(hashes)
+            line_first = np.maximum.accumulate(
+                np.where(first_of_line, np.arange(tok_start.shape[0]), 0)
+            )
+            keep = seen - seen[line_first] + hashes[line_first] == 0
+            tok_start, tok_end, tok_line = tok_start[keep], tok_end[keep], tok_line[keep]
+            first_of_line = first_of_line[keep]
+        tok_len = tok_end - tok_start
+        head = a[tok_start]
+        is_vkey = first_of_line & (tok_len == 1) & (head == 118)  # "v"
+        is_fkey = first_of_line & (tok_len == 1) & (head == 102)  # "f"
+        v_line = np.zeros(n_lines, dtype=bool)
+        v_line[tok_line[is_vkey]] = True
+        f_line = np.zeros(n_lines, dtype=bool)
+        f_line[tok_line[is_fkey]] = True
+        # Errors are collected per kind; the one on the earliest line is raised.
+        errors: list[tuple[int, str]] = []
+
+        # Vertices: the first three numbers after "v" (more, e.g. colours, are ignored).
+        v_tok = v_line[tok_line] & ~first_of_line
+        per_line = np.bincount(tok_line[v_tok], minlength=n_lines)
+        short = np.flatnonzero(v_line & (per_line < 3))
+        if short.shape[0]:
+            errors.append((int(short[0]), "a vertex needs three coordinates x y z"))
+        v_lines = np.flatnonzero(v_line)
+        # Only the vertex lines before the first short one are read (a bad line before it wins).
+        usable = v_lines if not short.shape[0] else v_lines[v_lines < short[0]]
+        coords = np.zeros((0, 3), dtype=np.float32)
+        if usable.shape[0]:
+            v_idx = np.flatnonzero(v_tok)
+            keys = np.flatnonzero(is_vkey)[: usable.shape[0]]
+            first_coord = np.searchsorted(v_idx, keys + 1)
+            pick = v_idx[(first_coord[:, None] + np.arange(3)).reshape(-1)]
+            values, bad = _to_numbers(a, tok_start[pick], tok_end[pick], np.float32)
+            if bad is not None:
+                errors.append((int(tok_line[pick[bad]]), "a vertex coordinate is not a number"))
+            coords = values[: values.shape[0] // 3 * 3].reshape(-1, 3)
+            finite = np.isfinite(coords).all(axis=1)
+            if not finite.all():
+                errors.append(
+                    (
+                        int(usable[int(np.argmin(finite))]),
+                        "a vertex coordinate is not a finite float32 number (NaN, infinite, "
+                        "or beyond +-3.4e38); fix or remove that vertex",
+                    )
+                )
+
+        # Faces: the vertex index before any '/' of each entry after "f".
+        f_tok = f_line[tok_line] & ~first_of_line
+        f_idx = np.flatnonzero(f_tok)
+        tris = np.zeros((0, 3), dtype=np.int32)
+        if f_idx.shape[0]:
+            starts = tok_start[f_idx]
+            ends = tok_end[f_idx]
+            slash_at = np.flatnonzero(a == 47)
+            head_end = ends
+            if slash_at.shape[0]:
+                k = np.searchsorted(slash_at, starts)
+                slash = slash_at[np.minimum(k, slash_at.shape[0] - 1)]
+                head_end = np.where((k < slash_at.shape[0]) & (slash < ends), slash, ends)
+            numbers, bad = _to_numbers(a, starts, head_end, np.int64)
+            if bad is not None:
+                errors.append((int(tok_line[f_idx[bad]]), "a face index is not a whole number"))
+            lines = tok_line[f_idx[: numbers.shape[0]]]
+            defined = self.verts_before + np.cumsum(v_line) - v_line  # vertices before
+            before = defined[lines]
+            index = np.where(numbers > 0, numbers - 1, numbers + before)
+            invalid = (numbers == 0) | (index < 0) | (index >= before)
+            if invalid.any():
+                j = int(np.argmax(invalid))
+                original = int(numbers[j])
+                count = int(before[j])
+                if original == 0:
+                    why = "face index 0 is invalid (OBJ indices start at 1; -1 is the last)"
+                elif original > 0:
+                    why = (
+                        f"face refers to vertex {original} but only {count} vertices are "
+                        "defined before it"
+                    )
+                else:
+                    why = (
+                        f"face index {original} counts back past the first vertex: only "
+                        f"{count} vertices are defined before it"
+                    )
+                errors.append((int(lines[j]), why))
+            if not errors:
+                tris = _fan_triangles(index, lines)
+        if errors:
+            line, message = min(errors)
+            self._fail(buf, line_starts, line, message)
+        self.face_lines += int(np.count_nonzero(f_line))
+        if coords.shape[0]:
+            self.vert_blocks.append(coords)
+        if tris.shape[0]:
+            self.tri_blocks.append(tris)
+        self.verts_before += int(v_lines.shape[0])
+        self.lines_before += n_lines
+
+
+def _to_numbers(a: np.ndarray, starts: np.ndarray, ends: np.ndarray, dtype):
+    """Convert the byte ranges ``a[starts:ends]`` (disjoint, ascending, each followed by a byte
+    outside every range) to float32 or int64, exactly as Python's float/int read them.
+
+    Returns (values, None), or (the values before it, position of the first range that is not
+    a number).
+    The fast path lets NumPy parse all ranges at once (its text parser uses Python's own
+    correctly rounded string-to-double, so float32 values equal ``float32(float(text))``); each
+    range must then be exactly one number followed by the ',' put after it, and a final
+    sentinel proves that the last one was read to its end. Anything else takes the slow path,
+    one Python conversion per range, which also finds the bad range.
+    """
+    count = starts.shape[0]
+    depth = np.zeros(a.shape[0] + 1, dtype=np.int8)
+    depth[starts] = 1
+    depth[ends] = -1
+    inside = np.cumsum(depth[:-1], dtype=np.int8).view(bool)
+    text = np.where(inside, a, np.uint8(44))  # ',' after each range (and elsewhere) ...
+    inside[ends] = True  # ... of which only the one right after each range is kept
+    blob = text[inside]
+    parse_as = np.float64 if dtype == np.float32 else np.int64
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            values = np.fromstring(blob.tobytes() + b"0,", dtype=parse_as, sep=",")
+        except ValueError:
+            values = np.zeros(0, dtype=parse_as)
+    if values.shape[0] == count + 1:
+        with np.errstate(over="ignore"):
+            return values[:count].astype(dtype), None
+    convert = float if dtype == np.float32 else int
+    out = np.empty(count, dtype=dtype)
+    for i, (s, e) in enumerate(zip(starts.tolist(), ends.tolist(), strict=True)):
+        try:
+            with np.errstate(over="ignore"):
+                out[i] = convert(a[s:e].tobytes())
+        except (ValueError, OverflowError):
+            return out[:i], i
+    return out, None
+
+
+def _fan_triangles(index: np.ndarray, lines: np.ndarray) -> np.ndarray:
+    """RecastDemo's fan (f0, f[i-1], f[i]) of each face; ``index`` are the 0-based vertex
+    indices of all face entries in file order and ``lines`` the face line of each."""
+    starts = np.flatnonzero(np.concatenate([[True], lines[1:] != lines[:-1]]))
+    counts = np.diff(np.concatenate([starts, [lines.shape[0]]]))
+    n_tris = np.maximum(counts - 2, 0)
+    total = int(n_tris.sum())
+    face = np.repeat(np.arange(starts.shape[0]), n_tris)
+    step = np.arange(total) - np.repeat(np.cumsum(n_tris) - n_tris, n_tris)
+    first = starts[face]
+    tris = np.empty((total, 3), dtype=np.int32)
+    tris[:, 0] = index[first]
+    tris[:, 1] = index[first + step + 1]
+    tris[:, 2] = index[first + step + 2]
+    return tris
+
 
 def read_obj(path, recast_frame: bool = True) -> tuple[np.ndarray, np.ndarray]:
-    """Read an OBJ file into Z-up float32 vertices (n, 3) and int32 triangles (m, 3)."""
+    """Read an OBJ file into Z-up float32 vertices (n, 3) and int32 triangles (m, 3).
+
+    ``path``: the .obj file. ``recast_frame``: mirror as RecastDemo (see the module docstring)
+    instead of Blender's rotation. Raises `VoxNavError` naming the path (and the line) when the
+    file cannot be read, is not an OBJ, has no faces, or has a bad vertex or face.
+    """
     path = Path(path)
+    reader = _Reader(path)
+    if path.is_dir():
+        raise _not_obj(path, "it is a folder")
     try:
-        text = path.read_text(encoding="utf-8", errors="replace")
+        with open(path, "rb", buffering=0) as fh:  # unbuffered: a pipe yields what it has
+            pending = b""
+            first = True
+            cr_only = False
+            while True:
+                chunk = fh.read(BLOCK_BYTES)
+                if first:
+                    first = False
+                    _check_text(path, chunk)
+                    if chunk.startswith(_BOM):
+                        chunk = chunk[len(_BOM) :]
+                    cr_only = b"\n" not in chunk and b"\r" in chunk
+                elif b"\x00" in chunk:
+                    _check_text(path, chunk)
+                if cr_only:
+                    chunk = chunk.replace(b"\r", b"\n")
+                if not chunk:
+                    if pending:
+                        reader.parse(pending + b"\n")
+                    break
+                data = pending + chunk if pending else chunk
+                cut = data.rfind(b"\n") + 1
+                if cut == 0:
+                    pending = data
+                    if len(pending) > MAX_LINE_BYTES:
+                        raise _not_obj(
+                            path, f"line {reader.lines_before + 1} is over {MAX_LINE_BYTES} bytes"
+                        )
+                    continue
+                pending = data[cut:]
+                reader.parse(data[:cut])
     except OSError as exc:
         raise VoxNavError(f"cannot read OBJ file {path}: {exc.strerror or exc}") from exc
-    coords: list[str] = []
-    tris: list[tuple[int, int, int]] = []
-    n_verts = 0
-    for line_no, line in enumerate(text.splitlines(), 1):
-        if line.startswith("v") and line[1:2] in (" ", "\t"):
-            parts = line[1:].split()
-            if len(parts) < 3:
-                raise VoxNavError(f"{path}:{line_no}: a vertex needs x y z, got {line.strip()!r}")
-            coords.extend(parts[:3])
-            n_verts += 1
-        elif line.startswith("f") and line[1:2] in (" ", "\t"):
-            face = []
-            for token in line[1:].split():
-                head = token.split("/", 1)[0]
-                try:
-                    index = int(head)
-                except ValueError:
-                    raise VoxNavError(
-                        f"{path}:{line_no}: face index {token!r} is not a number"
-                    ) from None
-                face.append(index + n_verts if index < 0 else index - 1)
-            for i in range(2, len(face)):
-                tri = (face[0], face[i - 1], face[i])
-                if min(tri) < 0 or max(tri) >= n_verts:
-                    raise VoxNavError(
-                        f"{path}:{line_no}: face refers to vertex {max(tri) + 1} but only "
-                        f"{n_verts} vertices are defined before it"
-                    )
-                tris.append(tri)
-    try:
-        verts = np.array(coords, dtype=np.float32).reshape(-1, 3)
-    except ValueError as exc:
-        raise VoxNavError(f"{path}: a vertex coordinate is not a number ({exc})") from exc
-    faces = np.array(tris, dtype=np.int32).reshape(-1, 3)
+    if reader.verts_before == 0:
+        if reader.lines_before == 0:
+            raise _not_obj(path, "the file is empty")
+        raise _not_obj(path, "it has no vertex (v) lines")
+    if reader.face_lines == 0:
+        raise VoxNavError(
+            f"{path} has vertices but no faces (f lines): VoxNav needs polygons; export the "
+            "mesh with its faces (not only points or lines)"
+        )
+    verts = _concat(reader.vert_blocks, np.float32)
+    faces = _concat(reader.tri_blocks, np.int32)
     if recast_frame:
-        return verts[:, [0, 2, 1]].copy(), faces[:, [0, 2, 1]].copy()
-    out = np.empty_like(verts)
-    out[:, 0] = verts[:, 0]
-    out[:, 1] = -verts[:, 2]
-    out[:, 2] = verts[:, 1]
-    return out, faces
+        verts[:, [1, 2]] = verts[:, [2, 1]]
+        faces[:, [1, 2]] = faces[:, [2, 1]]
+        return verts, faces
+    up = verts[:, 1].copy()
+    np.negative(verts[:, 2], out=verts[:, 1])
+    verts[:, 2] = up
+    return verts, faces
+
+
+def _concat(blocks: list[np.ndarray], dtype) -> np.ndarray:
+    if len(blocks) == 1:
+        return blocks[0]
+    if not blocks:
+        return np.zeros((0, 3), dtype=dtype)
+    return np.concatenate(blocks)

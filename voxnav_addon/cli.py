@@ -10,11 +10,15 @@ With the bpy wheel, call `main(argv)` after enabling the extension (tests/blende
 (core.cliutil): 0 success, 1 the bake or an input/output failed (an empty navmesh included),
 2 bad flags or settings. The reason is one ``voxnav: error:`` line on stderr; warnings print as
 ``voxnav: warning:``; an unexpected exception adds a hint to rerun with ``--verbose``.
+Outputs are checked before the bake (an output equal to the input .blend, a folder or a device
+is refused) and replace the old files only when all of them are complete (`core.atomic`): on
+any failure no old file changes.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 import time
@@ -24,6 +28,7 @@ from typing import Any
 import bpy
 import numpy as np
 
+from ..core import atomic
 from ..core.cliutil import (
     EXIT_CODES_TEXT,
     EXIT_FAILED,
@@ -138,7 +143,8 @@ def _progress_printer():
 def write_npz(path: str, outcome: bake.BakeOutcome) -> None:
     """The solid heightfield (CSR arrays), per-triangle areas and counts."""
     hf = outcome.result.heightfield
-    counts = {f"count_{k}": np.int64(v) for k, v in outcome.counts.items()}
+    # Any: numpy 2's stubs would match these keywords against savez's allow_pickle: bool.
+    counts: dict[str, Any] = {f"count_{k}": np.int64(v) for k, v in outcome.counts.items()}
     np.savez_compressed(
         path,
         width=np.int64(hf.width),
@@ -241,30 +247,82 @@ def _has_exporter() -> bool:
 
 def _open(args) -> None:
     if args.blend:
-        path = os.path.abspath(args.blend)
-        if not os.path.isfile(path):
-            raise VoxNavError(f"no such .blend file: {path}")
-        bpy.ops.wm.open_mainfile(filepath=path)
+        bpy.ops.wm.open_mainfile(filepath=os.path.abspath(args.blend))
     if args.demo:
         demo.build_demo(bpy.context.scene)
 
 
-def _check_dirs(args) -> None:
-    for attr in ("save_blend", "npz", "obj", "json", "png"):
+def _targets(args) -> dict[str, str]:
+    """{flag: path as it will be written} of every requested output, in the order written."""
+    out = {}
+    for attr in ("npz", "obj", "json", "png", "save_blend"):
         path = getattr(args, attr)
         if path:
-            folder = os.path.dirname(os.path.abspath(path))
-            if not os.path.isdir(folder):
-                raise VoxNavError(f"--{attr.replace('_', '-')}: folder {folder} does not exist")
+            if attr == "npz":
+                path = os.fspath(atomic.ensure_suffix(path, ".npz"))  # np.savez's name
+            elif attr == "png":
+                path = png_path(path)
+            out["--" + attr.replace("_", "-")] = path
+    return out
+
+
+@contextlib.contextmanager
+def _blender_write_errors():
+    """Blender's operators report a failed write as RuntimeError: make it an OSError, which
+    `core.atomic.replacing` turns into "cannot write PATH: ...; the previous file is unchanged"."""
+    try:
+        yield
+    except RuntimeError as exc:
+        raise OSError(str(exc).strip().removeprefix("Error: ").strip()) from None
+
+
+def _check_complete(path, kind: str) -> None:
+    """Blender reports success even when a full disk cut the file short: check its end."""
+    with open(path, "rb") as fh:
+        head = fh.read(8)
+        fh.seek(max(0, os.path.getsize(path) - 64))
+        tail = fh.read()
+    if kind == "png":
+        ok = head.startswith(b"\x89PNG") and tail.endswith(b"IEND\xaeB`\x82")
+    else:  # .blend: plain (ends with the ENDB block) or zstd (seekable-format footer magic)
+        ok = (head.startswith(b"BLENDER") and b"ENDB" in tail) or (
+            head.startswith(b"\x28\xb5\x2f\xfd") and tail.endswith(b"\xb1\xea\x92\x8f")
+        )
+    if not ok:
+        raise OSError(f"Blender wrote an incomplete {kind} file (is the disk full?)")
 
 
 def run(args) -> int:
-    _check_dirs(args)
     overrides = parse_overrides(args.overrides)
     try:
         width, height = (int(v) for v in args.resolution.lower().split("x"))
     except ValueError:
         raise UsageError(f"--resolution expects WIDTHxHEIGHT, got {args.resolution!r}") from None
+    try:
+        test_paths = [live.parse_path_option(text) for text in args.test_paths]
+    except VoxNavError as exc:
+        raise UsageError(str(exc)) from None
+    if test_paths and args.voxels_only:
+        raise UsageError("--path needs a navmesh: drop --voxels-only")
+    if args.blend and not os.path.isfile(os.path.abspath(args.blend)):
+        raise VoxNavError(f"no such .blend file: {os.path.abspath(args.blend)}")
+    targets = _targets(args)
+    # Every output is checked (and reserved) before the bake and replaced only after all of
+    # them are complete; none may be the input .blend (or the file open in this session).
+    with atomic.Batch(inputs=[args.blend, bpy.data.filepath]) as batch:
+        for flag, path in targets.items():
+            batch.add(path, flag)
+        written = _bake_and_write(args, targets, batch, (width, height), overrides, test_paths)
+    if written is None:
+        return EXIT_FAILED
+    for path in written:
+        print(f"voxnav: wrote {path}")
+    return EXIT_OK
+
+
+def _bake_and_write(args, targets, batch, resolution, overrides, test_paths) -> list | None:
+    """Open or build the scene, bake, write every output into ``batch`` and commit it; the
+    paths written, or None for an empty navmesh (nothing written)."""
     _open(args)
     context: Any = bpy.context
     scene = context.scene
@@ -275,12 +333,6 @@ def run(args) -> int:
             raise UsageError(f"--set: {exc}") from None
         properties.set_from_config(scene.voxnav, config)
     stop_after = "heightfield" if args.voxels_only else "navmesh"
-    try:
-        test_paths = [live.parse_path_option(text) for text in args.test_paths]
-    except VoxNavError as exc:
-        raise UsageError(str(exc)) from None
-    if test_paths and args.voxels_only:
-        raise UsageError("--path needs a navmesh: drop --voxels-only")
     outcome = bake.bake_scene(context, stop_after, _progress_printer())
     print_warnings(outcome.warnings)
     if outcome.empty:
@@ -289,7 +341,7 @@ def run(args) -> int:
             f"({scene.voxnav.last_message}; see the warning above for the likely cause)",
             file=sys.stderr,
         )
-        return EXIT_FAILED
+        return None
     print(f"voxnav: {outcome.summary()}")
     for name, seconds in outcome.timings.items():
         print(f"voxnav:   {name:<24s} {seconds * 1000:9.1f} ms")
@@ -301,44 +353,42 @@ def run(args) -> int:
             f"{report.polys} polygons, {report.points.shape[0]} corners"
         )
         path_docs.append(report.as_json(start, goal))
-    written = []
-    if args.npz:
-        write_npz(args.npz, outcome)
-        written.append(args.npz)
+    if "--npz" in targets:
+        with atomic.replacing(targets["--npz"], batch=batch) as temp:
+            write_npz(os.fspath(temp), outcome)
     pmesh = outcome.result.polymesh
-    if args.obj:
+    if "--obj" in targets:
         if pmesh is not None and _has_exporter():
             from . import operators
 
-            operators.export_navmesh(outcome, args.obj, "OBJ")
+            operators.export_navmesh(outcome, targets["--obj"], "OBJ", batch=batch)
         else:
-            write_overlay_obj(args.obj, outcome)
-        written.append(args.obj)
-    if args.json:
+            with atomic.replacing(targets["--obj"], batch=batch) as temp:
+                write_overlay_obj(os.fspath(temp), outcome)
+    if "--json" in targets:
         from . import operators
 
-        operators.export_navmesh(outcome, args.json, "JSON", paths=path_docs)
-        written.append(args.json)
-    if args.png:
+        operators.export_navmesh(outcome, targets["--json"], "JSON", paths=path_docs, batch=batch)
+    if "--png" in targets:
         hf = outcome.result.heightfield
         shown = scene.voxnav.show_voxels
         if not args.png_voxels:
             scene.voxnav.show_voxels = False
         t0 = time.perf_counter()
-        png = png_path(args.png)
-        render_preview(scene, png, hf.bmin, hf.bmax, (width, height))
+        with atomic.replacing(targets["--png"], batch=batch) as temp:
+            with _blender_write_errors():
+                render_preview(scene, os.fspath(temp), hf.bmin, hf.bmax, resolution)
+            _check_complete(temp, "png")
+        scene.render.filepath = os.path.abspath(targets["--png"])  # not the temp's name
         scene.voxnav.show_voxels = shown
         print(f"voxnav: preview rendered in {time.perf_counter() - t0:.2f} s")
-        written.append(png)
-    if args.save_blend:
-        target = os.path.abspath(args.save_blend)
-        if os.path.isfile(target):
-            os.remove(target)  # replace it, without leaving a .blend1 backup beside it
-        bpy.ops.wm.save_as_mainfile(filepath=target, copy=True)
-        written.append(args.save_blend)
-    for path in written:
-        print(f"voxnav: wrote {os.path.abspath(path)}")
-    return EXIT_OK
+    if "--save-blend" in targets:
+        # A copy saved to a new temp name (no .blend1 backup), then renamed over the old file.
+        with atomic.replacing(targets["--save-blend"], batch=batch, fresh=True) as temp:
+            with _blender_write_errors():
+                bpy.ops.wm.save_as_mainfile(filepath=os.fspath(temp), copy=True)
+            _check_complete(temp, "blend")
+    return batch.commit()
 
 
 def png_path(path: str) -> str:

@@ -178,13 +178,20 @@ class VOXNAV_OT_export_navmesh(bpy.types.Operator, ExportHelper):  # type: ignor
 
 
 def export_navmesh(
-    outcome: bake.BakeOutcome, path: str, file_format: str = "OBJ", paths=None
+    outcome: bake.BakeOutcome,
+    path: str,
+    file_format: str = "OBJ",
+    paths=None,
+    batch=None,
 ) -> None:
     """Write the navmesh of ``outcome`` with ``core.export``; VoxNavError if there is none.
 
-    paths: test paths for the JSON's ``paths`` entry (`live.PathReport.as_json` dicts)."""
+    paths: test paths for the JSON's ``paths`` entry (`live.PathReport.as_json` dicts).
+    The file replaces ``path`` only when complete (``core.atomic``; with ``batch``, when the
+    batch commits); the .blend open in this session is never overwritten.
+    """
     try:
-        from ..core import export
+        from ..core import atomic, export
     except ImportError as exc:  # pragma: no cover - the exporter lands separately
         message = f"this VoxNav build has no navmesh exporter (core.export): {exc}"
         raise VoxNavError(message) from exc
@@ -200,8 +207,9 @@ def export_navmesh(
     directory = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(directory):
         raise VoxNavError(f"cannot write {path}: folder {directory} does not exist")
+    atomic.check_target(path, inputs=[bpy.data.filepath])
     if file_format == "JSON":
-        export.write_json(path, pmesh, dmesh, paths=paths)
+        export.write_json(path, pmesh, dmesh, paths=paths, batch=batch)
     elif file_format == "BIN":
         # Blender's Z-up scene in a Y-up engine's frame (x, z, -y), as glTF exports it.
         cfg = result.config
@@ -213,9 +221,10 @@ def export_navmesh(
             agent_radius=cfg.agent_radius,
             agent_max_climb=cfg.agent_max_climb,
             frame="engine",
+            batch=batch,
         )
     else:
-        export.write_obj(path, pmesh, dmesh)
+        export.write_obj(path, pmesh, dmesh, batch=batch)
 
 
 class VOXNAV_OT_add_demo_scene(bpy.types.Operator):

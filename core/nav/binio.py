@@ -27,14 +27,13 @@ leaves a half-written or emptied file.
 
 from __future__ import annotations
 
-import os
-import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
+from .. import atomic
 from ..errors import VoxNavError
 from .navdata import VERTS_PER_POLYGON, NavMeshData
 
@@ -288,30 +287,13 @@ def navmesh_set_bytes(tiles: Sequence[NavMeshData], params: NavMeshParams | None
 
 
 def write_atomic(path, data: bytes) -> None:
-    """Write ``data`` to ``path`` all or nothing: temp file in the same folder, fsync, rename.
-
-    The temp file is created like any new file (mode 0o666 less the umask). Raises VoxNavError
-    (naming the path) when the folder is missing or not writable or the disk is full; the old
-    file, if any, is then left as it was and no temp file remains.
-    """
-    target = Path(path)
-    tmp = target.with_name(f".{target.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
-    try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
-    except OSError as exc:
-        raise VoxNavError(f"cannot write {target}: {exc.strerror or exc}") from None
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, target)
-    except OSError as exc:
-        tmp.unlink(missing_ok=True)
-        raise VoxNavError(f"cannot write {target}: {exc.strerror or exc}") from None
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    """Write ``data`` to ``path`` all or nothing, with `core.atomic` (temp file in the same
+    folder, fsync, rename; a new file gets mode 0o666 less the umask, a replaced one keeps its
+    mode). Raises VoxNavError (naming the path) when the folder is missing or not writable, the
+    target is not a regular file, or the disk is full; the old file, if any, is then left as it
+    was and no temp file remains."""
+    with atomic.open_replacing(path, "wb") as fh:
+        fh.write(data)
 
 
 def write_navmesh_set(

@@ -178,11 +178,11 @@ def run_queries(
     run = corr.count > 0
     last = np.where(run, corr.polys[np.minimum(corr.start + corr.count - 1, len(corr.polys) - 1)]
                     if len(corr.polys) else -1, -1)  # fmt: skip
-    for j in np.nonzero(run)[0]:
-        if last[j] == near.ref[b[j]]:
-            end_pos[j] = near.point[b[j]]
-        else:
-            end_pos[j] = query.closest_point_on_poly(int(last[j]), near.point[b[j]])[1]
+    reached = run & (last == near.ref[b])
+    end_pos[reached] = near.point[b[reached]]
+    cut = np.nonzero(run & ~reached)[0]
+    if cut.shape[0]:
+        end_pos[cut] = query.closest_point_on_poly_batch(last[cut], near.point[b[cut]])[1]
     straight = query.find_straight_path_batch(near.point[a], end_pos, corr, MAX_PATH, 0)
     out["time_query_straight"] = np.float64(time.perf_counter() - t0)
     out.update(
@@ -283,7 +283,7 @@ def cmd_path(args, config) -> int:
             )
     path = query.find_path(s.ref, g.ref, s.point, g.point)
     end = g.point
-    if path.status & PARTIAL_RESULT and len(path.polys):
+    if len(path.polys) and int(path.polys[-1]) != g.ref:
         end = query.closest_point_on_poly(int(path.polys[-1]), g.point)[1]
     straight = query.find_straight_path(s.point, end, path.polys)
     pts = _frame(straight.points, args.recast_frame)
@@ -298,16 +298,18 @@ def cmd_path(args, config) -> int:
     return 0
 
 
-def add_parsers(sub, add_setting_flags) -> None:
-    """Register ``query`` and ``path`` on an argparse subparsers object."""
+def add_parsers(sub, add_setting_flags, config_from_args, common=None) -> None:
+    """Register ``query``, ``path`` and ``bench-queries`` on an argparse subparsers object;
+    each sets ``func`` (args -> exit code; VoxNavError is left to the caller)."""
     q = sub.add_parser("query", help="run Detour's queries from Q.npz, write the answers (.npz)")
-    q.add_argument("mesh")
+    q.add_argument("mesh", help="Wavefront OBJ to bake")
     q.add_argument("--queries", required=True, help=".npz with q_points, q_pairs, q_ray_*")
-    q.add_argument("--out", required=True)
+    q.add_argument("--out", required=True, help=".npz to write (atomically)")
     q.add_argument("--recast-frame", action="store_true", help="read the OBJ as RecastDemo")
     add_setting_flags(q)
+    q.set_defaults(func=lambda args: cmd_query(args, config_from_args(args)))
     p = sub.add_parser("path", help="print the straight path between two points")
-    p.add_argument("mesh")
+    p.add_argument("mesh", help="Wavefront OBJ to bake")
     p.add_argument("--from", dest="start", type=float, nargs=3, required=True, metavar="X")
     p.add_argument("--to", dest="goal", type=float, nargs=3, required=True, metavar="X")
     p.add_argument(
@@ -317,18 +319,17 @@ def add_parsers(sub, add_setting_flags) -> None:
     )  # fmt: skip
     p.add_argument("--recast-frame", action="store_true", help="read the OBJ as RecastDemo")
     add_setting_flags(p)
+    p.set_defaults(func=lambda args: cmd_path(args, config_from_args(args)))
     b = sub.add_parser("bench-queries", help="query rates on dungeon next to Detour's")
     b.add_argument("--meshes", default=None, help="folder with dungeon.obj")
     b.add_argument("--pairs", type=int, default=10000, help="batch size [Limit: >= 1]")
+    b.set_defaults(func=lambda args: _bench(args))
+    if common is not None:
+        for parser in (q, p, b):
+            common(parser)
 
 
-def run(args, config_from_args) -> int:
-    """Dispatch ``query``, ``path`` and ``bench-queries`` (VoxNavError goes to the caller)."""
-    if args.command == "bench-queries":
-        from .bench import run_query_bench
+def _bench(args) -> int:
+    from .bench import run_query_bench
 
-        return run_query_bench(args.meshes, args.pairs)
-    config = config_from_args(args)
-    if args.command == "query":
-        return cmd_query(args, config)
-    return cmd_path(args, config)
+    return run_query_bench(args.meshes, args.pairs)

@@ -52,47 +52,61 @@ class _Pools:
         self.count = np.zeros(nq, dtype=np.int64)
         self.heap = np.zeros((nq, cap), dtype=np.int32)
         self.size = np.zeros(nq, dtype=np.int64)
+        self.cap, self.keys = cap, keys
+        # Flat views: row r, column c is element r * cap + c (1-D gathers are cheaper).
+        self.node_of_f = self.node_of.reshape(-1)
+        self.ref_f = self.ref.reshape(-1)
+        self.pidx_f = self.pidx.reshape(-1)
+        self.cost_f = self.cost.reshape(-1)
+        self.total_f = self.total.reshape(-1)
+        self.flags_f = self.flags.reshape(-1)
+        self.came_f = self.came.reshape(-1)
+        self.heap_f = self.heap.reshape(-1)
 
     def bubble_up(self, rows, i, node) -> None:
-        heap, total = self.heap, self.total
-        t = total[rows, node]
+        """dtNodeQueue::bubbleUp of `node` from slot i, for each row."""
+        heap, total, cap = self.heap_f, self.total_f, self.cap
+        base = rows * cap
+        t = total[base + node]
         i = i.copy()
         live = np.arange(rows.shape[0])
         while live.shape[0]:
-            r = rows[live]
+            b = base[live]
             parent = (i[live] - 1) // 2
-            move = (i[live] > 0) & (total[r, heap[r, np.maximum(parent, 0)]] > t[live])
+            move = (i[live] > 0) & (total[b + heap[b + np.maximum(parent, 0)]] > t[live])
             live = live[move]
             if not live.shape[0]:
                 break
-            r = rows[live]
+            b = b[move]
             parent = parent[move]
-            heap[r, i[live]] = heap[r, parent]
+            heap[b + i[live]] = heap[b + parent]
             i[live] = parent
-        heap[rows, i] = node
+        heap[base + i] = node
 
     def pop(self, rows) -> np.ndarray:
-        heap, total = self.heap, self.total
-        best = heap[rows, 0].copy()
+        """dtNodeQueue::pop for each row (trickleDown, then bubbleUp of the last node)."""
+        heap, total, cap = self.heap_f, self.total_f, self.cap
+        base = rows * cap
+        best = heap[base].copy()
         self.size[rows] -= 1
-        node = heap[rows, self.size[rows]].copy()
+        size = self.size[rows]
+        node = heap[base + size].copy()
         i = np.zeros(rows.shape[0], dtype=np.int64)
         child = np.ones(rows.shape[0], dtype=np.int64)
         live = np.arange(rows.shape[0])
         while True:
-            r = rows[live]
-            go = child[live] < self.size[r]
+            go = child[live] < size[live]
             live = live[go]
             if not live.shape[0]:
                 break
-            r = rows[live]
+            b = base[live]
             c = child[live]
             c1 = c + 1
-            right = (c1 < self.size[r]) & (
-                total[r, heap[r, c]] > total[r, heap[r, np.minimum(c1, heap.shape[1] - 1)]]
+            right = (c1 < size[live]) & (
+                total[b + heap[b + c]] > total[b + heap[b + np.minimum(c1, cap - 1)]]
             )
             c = np.where(right, c1, c)
-            heap[r, i[live]] = heap[r, c]
+            heap[b + i[live]] = heap[b + c]
             i[live] = c
             child[live] = c * 2 + 1
         self.bubble_up(rows, i, node)
@@ -111,14 +125,9 @@ def _chunks(n: int, keys: int):
 
 
 def _mid_first(nav: NavMesh) -> np.ndarray:
-    from .search import SearchTables
+    from .search import first_link_mids
 
-    cached = getattr(nav, "_mid_first_cache", None)
-    if cached is not None and cached[0] is nav.link_start:
-        return cached[1]
-    mid = SearchTables(nav).mid
-    nav._mid_first_cache = (nav.link_start, mid)  # type: ignore[attr-defined]
-    return mid
+    return first_link_mids(nav)
 
 
 def find_paths(
@@ -169,7 +178,7 @@ def _find_paths_chunk(
     rows_all = np.arange(nq)
     start_ref = start_ref.astype(np.int64)
     end_ref = end_ref.astype(np.int64)
-    P.node_of[rows_all, start_ref * states] = 0
+    P.node_of_f[(rows_all) * P.keys + (start_ref * states)] = 0
     P.ref[:, 0] = start_ref
     P.total[:, 0] = _dist(start_pos, end_pos) * H_SCALE
     P.flags[:, 0] = 1
@@ -186,16 +195,17 @@ def _find_paths_chunk(
         if not r.shape[0]:
             break
         best = P.pop(r)
-        P.flags[r, best] = (P.flags[r, best] & ~1) | 2
-        bref = P.ref[r, best]
+        ib = r * P.cap + best
+        P.flags_f[ib] = (P.flags_f[ib] & ~1) | 2
+        bref = P.ref_f[ib]
         reached = bref == end_ref[r]
         last_best[r[reached]] = best[reached]
         done = r[reached]
-        r, best, bref = r[~reached], best[~reached], bref[~reached]
-        pidx = P.pidx[r, best]
-        parent_ref = np.where(pidx > 0, P.ref[r, np.maximum(pidx - 1, 0)], -1)
-        bcost = P.cost[r, best]
-        came = P.came[r, best]
+        r, best, bref, ib = r[~reached], best[~reached], bref[~reached], ib[~reached]
+        pidx = P.pidx_f[ib]
+        parent_ref = np.where(pidx > 0, P.ref_f[(r) * P.cap + (np.maximum(pidx - 1, 0))], -1)
+        bcost = P.cost_f[ib]
+        came = P.came_f[ib]
         bpos = np.where((came >= 0)[:, None], mid[np.maximum(came, 0)], start_pos[r])
         walk_cost = ac[nav.poly_area[bref]]
         lo = link_start[bref]
@@ -212,7 +222,7 @@ def _find_paths_chunk(
             sel = np.nonzero(m)[0]
             rs, ks, nr = r[sel], k[sel], nref[sel]
             key = nr * states + (link_state[ks] if link_state is not None else 0)
-            nb = P.node_of[rs, key].astype(np.int64)
+            nb = P.node_of_f[(rs) * P.keys + (key)].astype(np.int64)
             new = nb < 0
             full = new & (P.count[rs] >= max_nodes)
             out_of_nodes[rs[full]] = True
@@ -227,14 +237,15 @@ def _find_paths_chunk(
                 ids = P.count[rn]
                 P.count[rn] += 1
                 nb[new] = ids
-                P.node_of[rn, key[new]] = ids
-                P.ref[rn, ids] = nr[new]
-                P.pidx[rn, ids] = 0
-                P.cost[rn, ids] = 0
-                P.total[rn, ids] = 0
-                P.flags[rn, ids] = 0
-                P.came[rn, ids] = ks[new]
-            npos = mid[P.came[rs, nb]]
+                P.node_of_f[(rn) * P.keys + (key[new])] = ids
+                inew = rn * P.cap + ids
+                P.ref_f[inew] = nr[new]
+                P.pidx_f[inew] = 0
+                P.cost_f[inew] = 0
+                P.total_f[inew] = 0
+                P.flags_f[inew] = 0
+                P.came_f[inew] = ks[new]
+            npos = mid[P.came_f[rs * P.cap + nb]]
             cur = _dist(bpos[sel], npos) * walk_cost[sel]
             d_end = _dist(npos, ep[sel])
             is_end = nr == er[sel]
@@ -242,19 +253,21 @@ def _find_paths_chunk(
             cost = np.where(is_end, base + d_end * end_area_cost[rs], base).astype(F32)
             heur = np.where(is_end, _ZERO, d_end * H_SCALE).astype(F32)
             total = cost + heur
-            fl = P.flags[rs, nb]
-            skip = ((fl & 3) != 0) & (total >= P.total[rs, nb])
+            ix = rs * P.cap + nb
+            fl = P.flags_f[ix]
+            skip = ((fl & 3) != 0) & (total >= P.total_f[ix])
             go = ~skip
             if not go.any():
                 continue
             rs, nb, fl, cost, total, heur = rs[go], nb[go], fl[go], cost[go], total[go], heur[go]
+            ix = ix[go]
             bsel = best[sel[go]]
-            P.pidx[rs, nb] = (bsel + 1).astype(np.int32)
+            P.pidx_f[ix] = (bsel + 1).astype(np.int32)
             fl = fl & ~2
-            P.cost[rs, nb] = cost
-            P.total[rs, nb] = total
+            P.cost_f[ix] = cost
+            P.total_f[ix] = total
             was_open = (fl & 1) != 0
-            P.flags[rs, nb] = fl | 1
+            P.flags_f[ix] = fl | 1
             pos = np.empty(rs.shape[0], dtype=np.int64)
             if was_open.any():
                 pos[was_open] = P.find_in_heap(rs[was_open], nb[was_open])
@@ -276,8 +289,8 @@ def _find_paths_chunk(
     alive = np.ones(nq, dtype=bool)
     while alive.any():
         rr = np.nonzero(alive)[0]
-        chains.append((rr, P.ref[rr, cur[rr]]))
-        p = P.pidx[rr, cur[rr]]
+        chains.append((rr, P.ref_f[(rr) * P.cap + (cur[rr])]))
+        p = P.pidx_f[(rr) * P.cap + (cur[rr])]
         cur[rr] = p - 1
         alive[rr[p == 0]] = False
     length = np.zeros(nq, dtype=np.int64)
@@ -291,7 +304,7 @@ def _find_paths_chunk(
         keep = at < max_path
         flat[start[rr[keep]] + at[keep]] = refs[keep]
     status[length > max_path] |= BUFFER_TOO_SMALL
-    status[P.ref[rows_all, last_best] != end_ref] |= PARTIAL_RESULT
+    status[P.ref_f[(rows_all) * P.cap + (last_best)] != end_ref] |= PARTIAL_RESULT
     status[out_of_nodes] |= OUT_OF_NODES
     return status, count, flat
 
@@ -355,7 +368,7 @@ def _wall_chunk(nav, start_ref, centers, max_radius, pass_ok, solid, max_nodes, 
     max_deg = int(deg_all.max()) if deg_all.shape[0] else 0
     rows_all = np.arange(nq)
     start_ref = start_ref.astype(np.int64)
-    P.node_of[rows_all, start_ref] = 0
+    P.node_of_f[(rows_all) * P.keys + (start_ref)] = 0
     P.ref[:, 0] = start_ref
     P.flags[:, 0] = 1
     P.count[:] = 1
@@ -368,14 +381,15 @@ def _wall_chunk(nav, start_ref, centers, max_radius, pass_ok, solid, max_nodes, 
     while active.shape[0]:
         r = active
         best = P.pop(r)
-        P.flags[r, best] = (P.flags[r, best] & ~1) | 2
-        bref = P.ref[r, best]
-        pidx = P.pidx[r, best]
-        parent_ref = np.where(pidx > 0, P.ref[r, np.maximum(pidx - 1, 0)], -1)
-        came = P.came[r, best]
+        ib = r * P.cap + best
+        P.flags_f[ib] = (P.flags_f[ib] & ~1) | 2
+        bref = P.ref_f[ib]
+        pidx = P.pidx_f[ib]
+        parent_ref = np.where(pidx > 0, P.ref_f[(r) * P.cap + (np.maximum(pidx - 1, 0))], -1)
+        came = P.came_f[ib]
         c = centers[r]
         bpos = np.where((came >= 0)[:, None], mid[np.maximum(came, 0)], c)
-        btotal = P.total[r, best]
+        btotal = P.total_f[ib]
         nv = nav.poly_vert_count[bref].astype(np.int64)
         verts = nav.poly_pos[bref]
         rows = np.arange(r.shape[0])
@@ -410,7 +424,7 @@ def _wall_chunk(nav, start_ref, centers, max_radius, pass_ok, solid, max_nodes, 
                 continue
             sel = np.nonzero(m)[0]
             rs, ks, nr = r[sel], k[sel], nref[sel]
-            nb = P.node_of[rs, nr].astype(np.int64)
+            nb = P.node_of_f[(rs) * P.keys + (nr)].astype(np.int64)
             new = nb < 0
             full = new & (P.count[rs] >= max_nodes)
             status[rs[full]] |= OUT_OF_NODES
@@ -421,24 +435,26 @@ def _wall_chunk(nav, start_ref, centers, max_radius, pass_ok, solid, max_nodes, 
                 ids = P.count[rn]
                 P.count[rn] += 1
                 nb[new] = ids
-                P.node_of[rn, nr[new]] = ids
-                P.ref[rn, ids] = nr[new]
-                P.pidx[rn, ids] = 0
-                P.total[rn, ids] = 0
-                P.flags[rn, ids] = 0
-                P.came[rn, ids] = ks[new]
-            fl = P.flags[rs, nb]
+                P.node_of_f[(rn) * P.keys + (nr[new])] = ids
+                inew = rn * P.cap + ids
+                P.ref_f[inew] = nr[new]
+                P.pidx_f[inew] = 0
+                P.total_f[inew] = 0
+                P.flags_f[inew] = 0
+                P.came_f[inew] = ks[new]
+            ix = rs * P.cap + nb
+            fl = P.flags_f[ix]
             go = (fl & 2) == 0
-            npos = mid[P.came[rs, nb]]
+            npos = mid[P.came_f[ix]]
             total = btotal[sel] + _dist(bpos[sel], npos)
-            go &= ~(((fl & 1) != 0) & (total >= P.total[rs, nb]))
+            go &= ~(((fl & 1) != 0) & (total >= P.total_f[ix]))
             if not go.any():
                 continue
-            rs, nb, fl, total = rs[go], nb[go], fl[go], total[go]
-            P.pidx[rs, nb] = (best[sel[go]] + 1).astype(np.int32)
-            P.total[rs, nb] = total
+            rs, nb, fl, total, ix = rs[go], nb[go], fl[go], total[go], ix[go]
+            P.pidx_f[ix] = (best[sel[go]] + 1).astype(np.int32)
+            P.total_f[ix] = total
             was_open = (fl & 1) != 0
-            P.flags[rs, nb] = (fl & ~2) | 1
+            P.flags_f[ix] = (fl & ~2) | 1
             where = np.empty(rs.shape[0], dtype=np.int64)
             if was_open.any():
                 where[was_open] = P.find_in_heap(rs[was_open], nb[was_open])

@@ -9,10 +9,12 @@ Two forms per query:
 - the single-query form (``find_path(start_ref, end_ref, start, end)``): Python scalars or a
   3-vector in, a small typed result out; a literal port of Detour's function (float32 NumPy
   scalars), used for interactive tools and as the oracle of the batch forms;
-- the batch form (``find_path_batch(...)``): arrays of queries in, arrays out. Nearest poly,
-  poly height, raycast and wall distance are vectorized across queries (no Python loop over
-  queries); path and straight path loop over queries (documented below: the remaining hot-path
-  loop).
+- the batch form (``find_path_batch(...)``): arrays of queries in, arrays out, vectorized
+  across queries: nearest poly, poly height, closest point, raycast and random points with array
+  operations (`core.nav.batch`); find_path and find_distance_to_wall run Detour's searches in
+  lockstep, one heap pop of every query per step (`core.nav.lockstep`); find_straight_path
+  string-pulls in lockstep. Left as per-query loops: move_along_surface_batch, and straight
+  paths with the crossings options or corridors with unlinked steps.
 
 **Frame**: public positions are VoxNav's Z-up world (x, y, z) [Units: wu]; Detour's Y-up frame is
 used inside (a column swap, exact). **Refs**: polygon refs are `NavMesh` refs (int, -1 = none);
@@ -349,6 +351,7 @@ class NavMeshQuery:
         self.nav = navmesh
         self.max_nodes = int(max_nodes)
         self.default_filter = QueryFilter()
+        self._bv_cache: dict[int, tuple[object, list]] = {}
 
     # ----------------------------------------------------------------- polygon geometry
     def _poly_verts(self, ref: int) -> np.ndarray:
@@ -508,19 +511,16 @@ class NavMeshQuery:
 
     def _bv_lists(self, tile: int) -> list:
         """The tile's BV nodes as Python tuples (bmin xyz, bmax xyz, i) for the scalar walk."""
-        cache = getattr(self, "_bv_cache", None)
-        if cache is None or cache[0] is not self.nav.tiles:
-            cache = (self.nav.tiles, {})
-            self._bv_cache = cache
-        nodes = cache[1].get(tile)
+        data = self.nav.tiles[tile]
+        hit = self._bv_cache.get(tile)
+        nodes = hit[1] if hit is not None and hit[0] is data else None
         if nodes is None:
-            data = self.nav.tiles[tile]
             table = np.concatenate(
                 [data.bv_bmin.astype(np.int64), data.bv_bmax.astype(np.int64),
                  data.bv_i.astype(np.int64)[:, None]], axis=1,
             )  # fmt: skip
             nodes = [tuple(row) for row in table.tolist()]
-            cache[1][tile] = nodes
+            self._bv_cache[tile] = (data, nodes)
         return nodes
 
     def _nearest_yup(self, center, half, flt: QueryFilter):
@@ -1342,6 +1342,91 @@ class NavMeshQuery:
             out.normal[idx] = _zup(nm)
         return out
 
+    def closest_point_on_poly_batch(self, refs, points):
+        """Batch `closest_point_on_poly` -> (status uint32 (n,), closest float32 (n, 3) Z-up,
+        NaN where invalid, over_poly bool (n,)). Vectorized across queries."""
+        from . import batch
+
+        p = _zup(_points(points, "points"))
+        n = p.shape[0]
+        r = self._refs(refs, n, "closest_point_on_poly_batch")
+        ok = self._valid_refs(r) & np.all(np.isfinite(p), axis=1)
+        idx = np.nonzero(ok)[0]
+        closest = np.full((n, 3), np.nan, dtype=F32)
+        over = np.zeros(n, dtype=bool)
+        c, o = batch.closest_point_on_poly(self.nav, r[idx], p[idx])
+        closest[idx], over[idx] = c, o
+        status = np.where(ok, SUCCESS, FAILURE | INVALID_PARAM).astype(np.uint32)
+        return status, _zup(closest), over
+
+    def move_along_surface_batch(
+        self, start_refs, starts, ends, flt: QueryFilter | None = None, max_visited: int = 16
+    ) -> SurfaceMoveBatch:
+        """Batch `move_along_surface`: end positions (n, 3) Z-up and the visited refs (ragged).
+        A per-query loop over the literal port (a 64-node breadth-first search each)."""
+        s = _points(starts, "starts")
+        e = _points(ends, "ends")
+        n = s.shape[0]
+        r = self._refs(start_refs, n, "move_along_surface_batch")
+        status = np.zeros(n, dtype=np.uint32)
+        lists = []
+        positions = np.full((n, 3), np.nan, dtype=F32)
+        for i in range(n):
+            m = self.move_along_surface(int(r[i]), s[i], e[i], flt, max_visited)
+            status[i] = m.status
+            positions[i] = m.position
+            lists.append(m.visited)
+        count, start, flat = _ragged(lists)
+        return SurfaceMoveBatch(status, positions, count, start, flat)
+
+    def find_random_points(
+        self, n: int, rng: np.random.Generator, flt: QueryFilter | None = None
+    ) -> NearestPolyBatch:
+        """`n` random points on the navmesh, vectorized: a tile uniformly (Detour's rule), a
+        ground polygon of it with probability proportional to its 2D area, a uniform point in
+        it (dtRandomPointInConvexPoly, float32) moved onto the detail surface. Same
+        distribution as `find_random_point`, not the same draws. Returns a NearestPolyBatch
+        (status, ref, point Z-up, over_poly True). [Limit: n >= 0]"""
+        from . import batch
+
+        nav = self.nav
+        n = int(n)
+        if n < 0:
+            raise VoxNavError(f"find_random_points needs n >= 0, got {n}")
+        ok_poly = np.asarray(self._pass_flags(flt)) & (nav.poly_type == POLYTYPE_GROUND)
+        # Polygon areas, Detour's fan sum in float32.
+        v = nav.poly_pos
+        area = np.zeros(nav.poly_count, dtype=F32)
+        for j in range(2, 6):
+            tri = batch._tri_area(v[:, 0], v[:, j - 1], v[:, j])
+            area = np.where(j < nav.poly_vert_count, area + tri, area).astype(F32)
+        weight = np.where(ok_poly, np.maximum(area.astype(np.float64), 0.0), 0.0)
+        ref = np.full(n, NO_POLY, dtype=np.int64)
+        point = np.full((n, 3), np.nan, dtype=F32)
+        status = np.full(n, FAILURE, dtype=np.uint32)
+        if nav.tile_count == 0 or n == 0:
+            return NearestPolyBatch(status, ref, point, np.zeros(n, bool))
+        tile = rng.integers(0, nav.tile_count, n)
+        lo, hi = nav.tile_poly_base[tile], nav.tile_poly_base[tile + 1]
+        cum = np.concatenate([[0.0], np.cumsum(weight)])
+        tile_total = cum[hi] - cum[lo]
+        has = tile_total > 0
+        u = rng.random(n) * tile_total + cum[lo]
+        pick = np.clip(np.searchsorted(cum, u, side="right") - 1, lo, hi - 1)
+        pick = np.where(weight[pick] > 0, pick, lo)  # guard the u == total edge
+        idx = np.nonzero(has)[0]
+        if idx.shape[0] == 0:
+            return NearestPolyBatch(status, ref, point, np.zeros(n, bool))
+        r = pick[idx]
+        s_draw = rng.random(idx.shape[0], dtype=np.float32)
+        t_draw = rng.random(idx.shape[0], dtype=np.float32)
+        pt = _random_points_in_convex_polys(v[r], nav.poly_vert_count[r], s_draw, t_draw)
+        closest, _ = batch.closest_point_on_poly(nav, r, pt)
+        ref[idx] = r
+        point[idx] = _zup(closest)
+        status[idx] = SUCCESS
+        return NearestPolyBatch(status, ref, point, has.copy())
+
     def raycast_batch(
         self, start_refs, starts, ends, flt: QueryFilter | None = None, max_path: int = 256
     ) -> RaycastBatch:
@@ -1500,6 +1585,40 @@ def _random_point_in_convex_poly(pts, s, t) -> np.ndarray:
     return np.array([a * pa[k] + b * pb[k] + c * pc[k] for k in range(3)], dtype=F32)
 
 
+def _random_points_in_convex_polys(pts, nv, s, t) -> np.ndarray:
+    """dtRandomPointInConvexPoly for many polygons (pts (m, 6, 3), nv (m,), s, t float32)."""
+    from . import batch
+
+    m = pts.shape[0]
+    nv = nv.astype(np.int64)
+    areas = np.zeros((m, 6), dtype=F32)
+    areasum = np.zeros(m, dtype=F32)
+    for i in range(2, 6):
+        a = batch._tri_area(pts[:, 0], pts[:, i - 1], pts[:, i])
+        areas[:, i] = a
+        areasum = np.where(i < nv, areasum + np.maximum(F32(0.001), a), areasum).astype(F32)
+    thr = s * areasum
+    acc = np.zeros(m, dtype=F32)
+    u = np.ones(m, dtype=F32)
+    tri = nv - 1
+    found = np.zeros(m, dtype=bool)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for i in range(2, 6):
+            dacc = areas[:, i]
+            hit = ~found & (i < nv) & (thr >= acc) & (thr < (acc + dacc))
+            u = np.where(hit, (thr - acc) / dacc, u).astype(F32)
+            tri = np.where(hit, i, tri)
+            found |= hit
+            acc = np.where(~found & (i < nv), acc + dacc, acc).astype(F32)
+    v = np.sqrt(t)
+    a = _ONE - v
+    b = (_ONE - u) * v
+    c = u * v
+    rows = np.arange(m)
+    pa, pb, pc = pts[:, 0], pts[rows, tri - 1], pts[rows, tri]
+    return (a[:, None] * pa + b[:, None] * pb + c[:, None] * pc).astype(F32)
+
+
 class _NodePool:
     """dtNodePool: nodes keyed by (ref, state), at most max_nodes; pidx is 1-based (0 none)."""
 
@@ -1610,6 +1729,17 @@ class CorridorBatch:
     """Ragged polygon lists: query j's refs are ``polys[start[j] : start[j] + count[j]]``."""
 
     status: np.ndarray
+    count: np.ndarray
+    start: np.ndarray
+    polys: np.ndarray
+
+
+@dataclass
+class SurfaceMoveBatch:
+    """Per query: status, end position (n, 3) Z-up; visited refs ragged (count, start, polys)."""
+
+    status: np.ndarray
+    position: np.ndarray
     count: np.ndarray
     start: np.ndarray
     polys: np.ndarray

@@ -41,6 +41,30 @@ def _vdist_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.sqrt(d[:, 0] * d[:, 0] + d[:, 1] * d[:, 1] + d[:, 2] * d[:, 2])
 
 
+def first_link_mids(nav: NavMesh) -> np.ndarray:
+    """float32 (nlinks, 3): per link, the portal mid point getEdgeMidPoint returns for its
+    (owner, target) pair (the owner's first link towards that target, as getPortalPoints
+    finds it). Cached on the navmesh."""
+    cached = getattr(nav, "_first_mid_cache", None)
+    if cached is not None and cached[0] is nav.link_start:
+        return cached[1]
+    nl = nav.link_ref.shape[0]
+    if nl == 0:
+        mid = np.zeros((0, 3), F32)
+    else:
+        key = nav.link_owner * max(1, nav.poly_count) + nav.link_ref
+        order = np.lexsort((np.arange(nl), key))
+        sorted_key = key[order]
+        first_of_group = np.r_[True, sorted_key[1:] != sorted_key[:-1]]
+        group_first = order[first_of_group]
+        group_id = np.cumsum(first_of_group) - 1
+        first = np.empty(nl, dtype=np.int64)
+        first[order] = group_first[group_id]
+        mid = nav.link_mid[first]
+    nav._first_mid_cache = (nav.link_start, mid)  # type: ignore[attr-defined]
+    return mid
+
+
 class SearchTables:
     """Per-navmesh tables for the A* engine (Detour's frame, float32 values as Python floats).
 
@@ -53,17 +77,7 @@ class SearchTables:
     def __init__(self, nav: NavMesh):
         self.nav = nav
         nl = nav.link_ref.shape[0]
-        owner = nav.link_owner
-        # First link of the same owner with the same target (getPortalPoints' search).
-        key = owner * max(1, nav.poly_count) + nav.link_ref
-        order = np.lexsort((np.arange(nl), key))
-        sorted_key = key[order]
-        first_of_group = np.r_[True, sorted_key[1:] != sorted_key[:-1]] if nl else np.zeros(0, bool)
-        group_first = order[first_of_group]
-        group_id = np.cumsum(first_of_group) - 1
-        first = np.empty(nl, dtype=np.int64)
-        first[order] = group_first[group_id]
-        self.mid = nav.link_mid[first] if nl else np.zeros((0, 3), F32)
+        self.mid = first_link_mids(nav)
         target = nav.link_ref
         deg = np.diff(nav.link_start)
         tdeg = deg[target] if nl else np.zeros(0, np.int64)

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import numpy as np
 
 from . import harness
@@ -88,7 +93,140 @@ def test_cli_voxels_only_writes_the_walkable_overlay(bpy, ext, tmp_path):
     assert bpy.context.scene.voxnav.last_stage == "heightfield"
 
 
-def test_harness_run_demo_writes_the_demo_outputs(bpy, ext, tmp_path):
-    assert harness.run_demo(tmp_path / "demo_out", ext=ext.root, resolution="320x180") == 0
-    for path in harness.demo_outputs(tmp_path / "demo_out").values():
+def test_harness_demo_bakes_and_leaves_no_temp_folders_or_egl_noise(built_zip, tmp_path):
+    """`harness.py demo` as `.ci/run demo` runs it, in a process of its own (this wheel)."""
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    env = {k: v for k, v in os.environ.items() if k != "BLENDER_USER_RESOURCES"}
+    env["TMPDIR"] = str(scratch)
+    out = tmp_path / "demo_out"
+    cmd = [sys.executable, harness.__file__, "demo", "--out", str(out), "--resolution", "320x180"]
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    for path in harness.demo_outputs(out).values():
         assert path.stat().st_size > 0, path
+    assert "polys" in proc.stdout and "EGL" not in proc.stdout + proc.stderr
+    assert not list(scratch.iterdir())  # voxnav_dist_* and voxnav_user_* are gone
+
+
+def test_filtered_stderr_drops_only_the_egl_noise(tmp_path):
+    """What C code writes to file descriptor 2 goes through the filter too."""
+    script = tmp_path / "noisy.py"
+    script.write_text(
+        "import os, sys\n"
+        f"sys.path.insert(0, {str(Path(harness.__file__).parent)!r})\n"
+        "import harness\n"
+        "with harness.filtered_stderr() as dropped:\n"
+        "    os.write(2, b'EGL Error (0x3009): EGL_BAD_MATCH: Arguments are inconsistent.\\n')\n"
+        "    os.write(2, b'a real problem\\n')\n"
+        "    print('python stderr', file=sys.stderr)\n"
+        "    os.write(2, b'EGL Error (0x3009): EGL_BAD_MATCH: again\\nno newline at the end')\n"
+        "print('dropped', dropped[0])\n"
+    )
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr == "a real problem\npython stderr\nno newline at the end"
+    assert proc.stdout == "dropped 2\n"
+
+
+OLD = b"the previous file\n"
+
+_FULL_DISK = """
+import json, os, resource, signal, sys
+sys.path.insert(0, sys.argv[1])
+from tests.blender import harness
+import bpy
+
+cli = harness.cli_module(harness.install_extension(sys.argv[2]))
+runs, probe = json.loads(sys.argv[3]), sys.argv[4]
+base = ["--demo", "--set", "cell_size=0.5", "--resolution", "320x180"]
+
+
+def bake(outputs, limit=None):
+    bpy.ops.wm.read_homefile(use_empty=True)
+    argv = base + [item for flag_path in outputs.items() for item in flag_path]
+    hard = resource.getrlimit(resource.RLIMIT_FSIZE)[1]
+    if limit is not None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, hard))
+    try:
+        return cli.main(argv)
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (hard, hard))
+
+
+# The sizes of a good run's OBJ and .blend, for a limit between them (only the .blend fails).
+sizes = {"--obj": os.path.join(probe, "n.obj"), "--save-blend": os.path.join(probe, "b.blend")}
+assert bake(sizes) == 0
+obj_size, blend_size = (os.path.getsize(p) for p in sizes.values())
+assert obj_size < blend_size, (obj_size, blend_size)
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails with EFBIG
+codes = {}
+for name, outputs in runs.items():
+    codes[name] = bake(outputs, 2048 if len(outputs) == 1 else (obj_size + blend_size) // 2)
+print("CODES " + json.dumps(codes))
+"""
+
+
+def test_cli_full_disk_keeps_every_old_file(built_zip, tmp_path):
+    """Blender reports success on a truncated .blend or PNG: the CLI must not replace the old
+    files with them, and must exit 1. With several outputs, the OBJ written before the failing
+    .blend must not replace its old file either."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    out = tmp_path / "out"
+    probe = tmp_path / "probe"
+    out.mkdir()
+    probe.mkdir()
+    runs = {
+        "blend": {"--save-blend": str(out / "baked.blend")},
+        "png": {"--png": str(out / "preview.png")},
+        "obj+blend": {"--obj": str(out / "nav.obj"), "--save-blend": str(out / "baked.blend")},
+    }
+    for name in ("baked.blend", "preview.png", "nav.obj"):
+        (out / name).write_bytes(OLD)
+    env = dict(os.environ, BLENDER_USER_RESOURCES=str(tmp_path / "user"))
+    proc = subprocess.run(
+        [sys.executable, "-c", _FULL_DISK, str(harness.REPO), str(built_zip), json.dumps(runs),
+         str(probe)],
+        capture_output=True, text=True, env=env, timeout=900,
+    )  # fmt: skip
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == dict.fromkeys(
+        ("baked.blend", "preview.png", "nav.obj"), OLD
+    ), proc.stderr[-2000:]
+    line = [ln for ln in proc.stdout.splitlines() if ln.startswith("CODES ")]
+    assert line, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert json.loads(line[0][6:]) == {"blend": 1, "png": 1, "obj+blend": 1}
+    assert "cannot write --save-blend" in proc.stderr and "cannot write --png" in proc.stderr
+
+
+def test_cli_refuses_an_output_equal_to_the_input_blend_before_baking(
+    bpy, ext, tmp_path, capsys, monkeypatch
+):
+    source = tmp_path / "level.blend"
+    ext.demo.build_demo(bpy.context.scene)
+    bpy.ops.wm.save_as_mainfile(filepath=str(source), copy=True)
+    before = source.read_bytes()
+    bakes = []
+    monkeypatch.setattr(ext.bake, "bake_scene", lambda *a, **k: bakes.append(1))
+    same = str(tmp_path / "." / "level.blend")
+    for flag in ("--obj", "--save-blend", "--json"):
+        assert ext.cli.main([str(source), flag, same]) == 1, flag
+        assert "it is the input" in capsys.readouterr().err
+    # The .blend open in this session is an input too (blender level.blend --command voxnav).
+    bpy.ops.wm.open_mainfile(filepath=str(source))
+    assert ext.cli.main(["--obj", str(source)]) == 1
+    assert "it is the input" in capsys.readouterr().err
+    assert bakes == [] and source.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["level.blend"]
+
+
+def test_cli_reports_the_names_it_writes(bpy, ext, tmp_path, capsys):
+    argv = ["--demo", "--voxels-only", "--set", "cell_size=0.5", "--resolution", "160x90"]
+    argv += ["--npz", str(tmp_path / "vox"), "--png", str(tmp_path / "shot")]
+    assert ext.cli.main(argv) == 0
+    out = capsys.readouterr().out
+    assert f"wrote {tmp_path / 'vox.npz'}\n" in out and f"wrote {tmp_path / 'shot.png'}\n" in out
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["shot.png", "vox.npz"]

@@ -147,6 +147,39 @@ def filters(columns, width, height, walkable_height, climb):
     return stages
 
 
+def read_obj_lines(path):
+    """The OBJ reader one line at a time (the oracle for ``core.objio.read_obj``).
+
+    Returns the file's own coordinates (Y-up, not rotated) as float32 (n, 3) and the fan
+    triangles (f0, f[i-1], f[i]) as int32 (m, 3), 0-based. A UTF-8 BOM is dropped; lines are
+    split on ASCII blanks; a token starting with '#' ends the line; negative indices count back
+    from the last vertex defined so far. Only for valid files (no error checks).
+    """
+    data = open(path, "rb").read()
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    verts: list[list] = []
+    tris: list[tuple[int, int, int]] = []
+    for raw in data.split(b"\n"):
+        tokens = raw.split()
+        for i, token in enumerate(tokens):
+            if token.startswith(b"#"):
+                tokens = tokens[:i]
+                break
+        if not tokens:
+            continue
+        if tokens[0] == b"v":
+            verts.append([np.float32(float(t)) for t in tokens[1:4]])
+        elif tokens[0] == b"f":
+            face = []
+            for token in tokens[1:]:
+                index = int(token.split(b"/")[0])
+                face.append(index - 1 if index > 0 else index + len(verts))
+            for i in range(2, len(face)):
+                tris.append((face[0], face[i - 1], face[i]))
+    return np.array(verts, np.float32).reshape(-1, 3), np.array(tris, np.int32).reshape(-1, 3)
+
+
 # ----------------------------------------------------------------------------------------------
 # Voxel path finding (core/nav/voxel_path.py): the seed's rule voxel by voxel, and a queue BFS
 

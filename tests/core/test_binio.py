@@ -154,7 +154,7 @@ def test_failed_write_keeps_old_file(good_file, tmp_path, monkeypatch):
     def broken_fsync(fd):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(binio.os, "fsync", broken_fsync)
+    monkeypatch.setattr(os, "fsync", broken_fsync)  # core.atomic fsyncs before the rename
     tile = binio.navmesh_set_from_bytes(good_file).tiles[0]
     with pytest.raises(VoxNavError, match="No space left"):
         binio.write_navmesh_set(path, [tile])

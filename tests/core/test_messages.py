@@ -282,6 +282,6 @@ def test_an_unwritable_output_is_one_error_line_and_exit_1(floor_obj, tmp_path, 
     (tmp_path / "taken.npz").mkdir()  # a folder where the file should go
     code, _, err = run(capsys, "dump", floor_obj, "--out", tmp_path / "taken.npz")
     assert code == 1
-    assert error_lines(err) == [f"voxnav: error: cannot access {tmp_path / 'taken.npz'}: "
-                                "Is a directory"]  # fmt: skip
+    assert error_lines(err) == [f"voxnav: error: cannot write --out {tmp_path / 'taken.npz'}: "
+                                "it is a folder; give a file name"]  # fmt: skip
     assert "Traceback" not in err

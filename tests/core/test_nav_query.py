@@ -366,7 +366,7 @@ def test_query_cli_reports_missing_arrays(tmp_path, capsys):
     np.savez(qfile, q_points=np.zeros((2, 3), F32))
     out = tmp_path / "o.npz"
     argv = ["query", str(mesh_path("dungeon")), "--queries", str(qfile), "--out", str(out)]
-    assert main(argv) == 2
+    assert main(argv) == 1  # a bad input file: core.cliutil.EXIT_FAILED
     err = capsys.readouterr().err
     assert "q_pairs" in err and "q_ray_end" in err and not out.exists()
 
@@ -521,3 +521,26 @@ def test_tiled_dungeon_queries_equal_detour():
     assert len(answers) == 31
     problems = _diff_report(ours, answers)
     assert not problems, "tiled queries differing from Detour:\n" + "\n".join(problems)
+
+
+def test_batch_random_points_closest_points_and_moves():
+    q = NavMeshQuery(two_squares())
+    rp = q.find_random_points(3000, np.random.default_rng(4))
+    assert np.all(rp.status == Q.SUCCESS)
+    assert abs(np.mean(rp.ref == 1) - 2 / 3) < 0.04
+    x = rp.point[:, 0]
+    assert np.all(np.where(rp.ref == 0, (x >= 0) & (x <= 10), (x >= 10) & (x <= 30)))
+    assert np.all((rp.point[:, 1] >= 0) & (rp.point[:, 1] <= 10) & (rp.point[:, 2] == 0))
+    again = q.find_random_points(3000, np.random.default_rng(4))
+    np.testing.assert_array_equal(again.point, rp.point)
+    pts = np.array([zpt(5, 5, 2), zpt(-3, 5), zpt(20, 12), zpt(np.nan, 1)], dtype=F32)
+    status, closest, over = q.closest_point_on_poly_batch([0, 0, 1, 0], pts)
+    for i in range(4):
+        st, c, o = q.closest_point_on_poly([0, 0, 1, 0][i], pts[i])
+        assert status[i] == st and over[i] == o
+        np.testing.assert_array_equal(closest[i], c)
+    moves = NavMeshQuery(l_shape()).move_along_surface_batch(
+        [0, 0], [zpt(5, 5), zpt(5, 5)], [zpt(15, 5), zpt(5, 14)]
+    )
+    np.testing.assert_allclose(moves.position, [zpt(15, 5), zpt(5, 10)])
+    assert moves.polys[moves.start[0] : moves.start[0] + moves.count[0]].tolist() == [0, 1]
