@@ -167,6 +167,55 @@ def run_dense_bench(counts, memory: bool = False) -> int:
     return 0
 
 
+def run_tiled_bench(args) -> int:
+    """The 10x10 tiling (4x4 with --quick) baked in tiles on ``--workers`` processes: wall
+    time next to Recast's single-threaded solo pipeline, and peak memory (resident set of this
+    process and of its worker processes, as the OS reports them)."""
+    import resource
+
+    from . import tiles
+
+    folder = _find_meshes(args.meshes)
+    n = 4 if args.quick else 10
+    verts, tris = tile_mesh(*read_obj(folder / "dungeon.obj"), n)
+    config = NavConfig(memory_limit=16 * 1024**3)
+    name = f"dungeon {n}x{n}"
+    print(
+        f"VoxNav tiled benchmark: {name}, {len(tris):,} tris, tile size {args.tile_size} cells, "
+        f"{args.workers or tiles.default_workers()} workers, numpy {np.__version__}"
+    )
+    start, cpu0 = time.perf_counter(), time.process_time()
+    plan = tiles.plan_tiles(verts, tris, config, args.tile_size)
+    planned, cpu1 = time.perf_counter(), time.process_time()
+    bake = tiles.bake_plan(plan, workers=args.workers)
+    done = time.perf_counter()
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    g = plan.grid
+    recast = RECAST_MS[name][1]
+    total_ms = (done - start) * 1000
+    print(
+        f"  {g.tiles_w}x{g.tiles_h} tiles ({g.width}x{g.height} cells), {bake.tiles_built} "
+        f"baked, {len(bake.tiles)} with polygons, {bake.npolys} polygons"
+    )
+    print(
+        f"  wall: {total_ms:.0f} ms = chunking {(planned - start) * 1000:.0f} ms + tiles "
+        f"{(done - planned) * 1000:.0f} ms; {total_ms / recast:.2f}x Recast's solo pipeline "
+        f"({recast:.0f} ms, one thread)"
+    )
+    print(
+        f"  CPU: chunking {cpu1 - cpu0:.1f} s; workers {kids.ru_utime + kids.ru_stime:.1f} s "
+        "(user + system; wall below CPU / workers means other processes shared the cores)"
+    )
+    stages = {k: v for k, v in bake.timings.items() if k != "total"}
+    print(
+        "  stage wall s summed over tiles: " + " ".join(f"{k}={v:.2f}" for k, v in stages.items())
+    )
+    own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    worker = kids.ru_maxrss / 1024
+    print(f"  peak resident memory: this process {own:.0f} MiB, largest worker {worker:.0f} MiB")
+    return 0
+
+
 if __name__ == "__main__":
     import argparse
 
