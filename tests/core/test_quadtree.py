@@ -27,7 +27,7 @@ def _brute(boxes: dict[int, np.ndarray], query: np.ndarray) -> np.ndarray:
 def _check_queries(tree, live, rng, n=25):
     queries = _random_boxes(rng, n, size=30.0)
     many = tree.query_many(queries)
-    for q, got in zip(queries, many):
+    for q, got in zip(queries, many, strict=True):
         assert np.array_equal(got, _brute(live, q))
     for q in queries[:3]:
         assert np.array_equal(tree.query(q), _brute(live, q))
@@ -43,7 +43,7 @@ def test_random_moving_objects_match_brute_force(seed, capacity, merge_below):
         new = _random_boxes(rng, int(rng.integers(1, 30)))
         ids = tree.insert(new)
         assert not set(ids.tolist()) & set(live)
-        live.update(zip(ids.tolist(), new))
+        live.update(zip(ids.tolist(), new, strict=True))
         tree.check()
         _check_queries(tree, live, rng)
         if live:
@@ -52,7 +52,7 @@ def test_random_moving_objects_match_brute_force(seed, capacity, merge_below):
             step = rng.normal(0, 3.0, size=(moving.shape[0], 2))
             boxes = np.array([live[i] for i in moving]) + np.concatenate([step, step], axis=1)
             tree.move(moving, boxes)
-            live.update(zip(moving.tolist(), boxes))
+            live.update(zip(moving.tolist(), boxes, strict=True))
             tree.check()
             _check_queries(tree, live, rng)
             gone = rng.choice(keys, size=keys.shape[0] // 3, replace=False)
