@@ -250,15 +250,11 @@ def bake_tile_job(job: TileJob) -> TileResult:
     if config.filter_ledge_spans:
         with ctx.stage("filter_ledge"):
             hf = hf.copy(
-                area=filters.filter_ledge_spans(
-                    hf, derived.walkable_height, derived.walkable_climb
-                )
+                area=filters.filter_ledge_spans(hf, derived.walkable_height, derived.walkable_climb)
             )
     if config.filter_walkable_low_height_spans:
         with ctx.stage("filter_low_height"):
-            hf = hf.copy(
-                area=filters.filter_walkable_low_height_spans(hf, derived.walkable_height)
-            )
+            hf = hf.copy(area=filters.filter_walkable_low_height_spans(hf, derived.walkable_height))
     result.hf_spans = hf.span_count
     with ctx.stage("compact"):
         chf = build_compact_heightfield(
@@ -591,9 +587,7 @@ def bake_tiled(
     warnings: list[str] = []
     built = 0
     timings: dict[str, float] = {}
-    for result in iter_tiles(
-        plan, executor=executor, workers=workers, keep_compact=keep_compact
-    ):
+    for result in iter_tiles(plan, executor=executor, workers=workers, keep_compact=keep_compact):
         built += 1
         for w in result.warnings:
             text = f"tile ({result.tx}, {result.ty}): {w}"
@@ -658,10 +652,12 @@ def tiled_dump_arrays(bake: TiledBake) -> dict[str, np.ndarray | np.generic]:
         "tile_input_tris": np.array([t.input_tris for t in tiles], dtype=np.int32),
         "tile_hf_spans": np.array([t.hf_spans for t in tiles], dtype=np.int32),
         "tile_pmesh_bmin": np.array(
-            [np.asarray(p.bmin, F32)[[0, 2, 1]] for p in pm], dtype=F32  # type: ignore[union-attr]
+            [np.asarray(p.bmin, F32)[[0, 2, 1]] for p in pm],
+            dtype=F32,  # type: ignore[union-attr]
         ).reshape(-1, 3),
         "tile_pmesh_bmax": np.array(
-            [np.asarray(p.bmax, F32)[[0, 2, 1]] for p in pm], dtype=F32  # type: ignore[union-attr]
+            [np.asarray(p.bmax, F32)[[0, 2, 1]] for p in pm],
+            dtype=F32,  # type: ignore[union-attr]
         ).reshape(-1, 3),
         "tile_pmesh_verts_start": starts(nverts),
         "tile_pmesh_polys_start": starts(npolys),
@@ -676,7 +672,9 @@ def tiled_dump_arrays(bake: TiledBake) -> dict[str, np.ndarray | np.generic]:
         "tile_dmesh_tris_start": starts([d.ntris for d in dm]),  # type: ignore[union-attr]
         "tile_dmesh_meshes": cat([d.meshes for d in dm], (0, 4), np.uint32),  # type: ignore[union-attr]
         "tile_dmesh_verts": cat(
-            [np.asarray(d.verts, F32)[:, [0, 2, 1]] for d in dm], (0, 3), F32  # type: ignore[union-attr]
+            [np.asarray(d.verts, F32)[:, [0, 2, 1]] for d in dm],
+            (0, 3),
+            F32,  # type: ignore[union-attr]
         ),
         "tile_dmesh_tris": cat([d.tris for d in dm], (0, 4), np.uint8),  # type: ignore[union-attr]
         "count_tiles": np.int64(len(tiles)),
@@ -703,4 +701,3 @@ __all__ = [
     "plan_tiles",
     "tiled_dump_arrays",
 ]
-

@@ -182,6 +182,51 @@ class NavMesh:
         self._rebuild()
         return tile
 
+    def remove_tile(self, x: int, y: int, layer: int = 0) -> NavMeshData:
+        """``dtNavMesh::removeTile``: drop the tile at (x, y, layer) and every link into it.
+
+        Returns the tile's data. Tiles after it move down one index and polygon refs after its
+        polygons move down by its polygon count (refs are rows, see the module docstring);
+        links kept keep their order, as Detour's ``unconnectLinks`` keeps them. Adding a tile
+        back (`add_tile`) links it again: a changed tile is replaced by remove + add.
+        Raises VoxNavError when no tile sits there.
+        """
+        key = (int(x), int(y), int(layer))
+        if key not in self._tile_at:
+            raise VoxNavError(f"no tile sits at (x, y, layer) = {key}")
+        tile = self._tile_at.pop(key)
+        data = self.tiles.pop(tile)
+        lo = self._tile_base_list[tile]
+        hi = lo + data.npolys
+        owner_tile = np.repeat(
+            np.arange(len(self._tile_base_list)),
+            np.diff(self._tile_base_list + [len(self._links)]),
+        )
+        del self._links[lo:hi]
+        owner_tile = np.delete(owner_tile, np.arange(lo, hi))
+        # One pass over the link lists (construction, not a query hot path): drop the links
+        # into the removed tile, count them per owning tile, shift the refs after it.
+        dropped = np.zeros(len(self._tile_base_list), dtype=np.int64)
+        n = hi - lo
+        for p, links in enumerate(self._links):
+            if not links:
+                continue
+            kept = [
+                (r - n if r >= hi else r, e, s, b0, b1)
+                for r, e, s, b0, b1 in links
+                if not lo <= r < hi
+            ]
+            dropped[owner_tile[p]] += len(links) - len(kept)
+            self._links[p] = kept
+        counts = [c - int(d) for c, d in zip(self._tile_link_count, dropped, strict=True)]
+        del counts[tile]
+        self._tile_link_count = counts
+        bases = self._tile_base_list
+        self._tile_base_list = bases[:tile] + [b - n for b in bases[tile + 1 :]]
+        self._tile_at = {k: (t - 1 if t > tile else t) for k, t in self._tile_at.items()}
+        self._rebuild()
+        return data
+
     def _alloc_link(self, tile: int) -> bool:
         if self._tile_link_count[tile] >= int(self.tiles[tile].max_link_count):
             return False
