@@ -26,12 +26,14 @@ from __future__ import annotations
 import concurrent.futures as cf
 import time
 from dataclasses import dataclass, field
+from typing import cast
 
 import numpy as np
 
 from .compact import CompactHeightfield
 from .config import NavConfig
 from .errors import VoxNavError
+from .nav.navdata import NavMeshData
 from .nav.navmesh import NavMesh
 from .obstacles import Obstacle, ObstacleSet
 from .tiles import TileGrid, TileResult, bake_tile_from_compact, iter_tiles, plan_tiles
@@ -212,13 +214,12 @@ class TileCache:
                 fresh[key] = self.rebuild_tile(*key)
         report.rebuild_seconds = time.perf_counter() - start
         start = time.perf_counter()
-        for (tx, ty), result in fresh.items():
-            if (tx, ty) in self.tiles:
-                self.navmesh.remove_tile(tx, ty)
-                del self.tiles[(tx, ty)]
-            if result is not None and result.has_data:
-                self.navmesh.add_tile(result.navdata)  # type: ignore[arg-type]
-                self.tiles[(tx, ty)] = result
+        gone = [key for key in fresh if key in self.tiles]
+        kept = {k: r for k, r in fresh.items() if r is not None and r.has_data}
+        self.navmesh.replace_tiles(gone, [cast(NavMeshData, r.navdata) for r in kept.values()])
+        for key in gone:
+            del self.tiles[key]
+        self.tiles.update(kept)
         report.relink_seconds = time.perf_counter() - start
         report.rebuilt = list(fresh)
         self.rebuild_count += len(fresh)

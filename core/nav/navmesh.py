@@ -128,6 +128,8 @@ class NavMesh:
         self._links: list[list[tuple[int, int, int, int, int]]] = []
         self._tile_link_count: list[int] = []
         self._tile_base_list: list[int] = []
+        #: True inside `replace_tiles`: the flat arrays are rebuilt once at its end.
+        self._deferred = False
         self._rebuild()
 
     # ----------------------------------------------------------------------------- building
@@ -179,7 +181,8 @@ class NavMesh:
             for other in self._neighbour_tiles_at(x, y, side):
                 self._connect_ext_links(tile, other, side)
                 self._connect_ext_links(other, tile, _opposite_side(side))
-        self._rebuild()
+        if not self._deferred:
+            self._rebuild()
         return tile
 
     def remove_tile(self, x: int, y: int, layer: int = 0) -> NavMeshData:
@@ -224,8 +227,22 @@ class NavMesh:
         bases = self._tile_base_list
         self._tile_base_list = bases[:tile] + [b - n for b in bases[tile + 1 :]]
         self._tile_at = {k: (t - 1 if t > tile else t) for k, t in self._tile_at.items()}
-        self._rebuild()
+        if not self._deferred:
+            self._rebuild()
         return data
+
+    def replace_tiles(self, remove: list[tuple[int, int]], add: list[NavMeshData]) -> None:
+        """Remove the tiles at (x, y) (layer 0) then add the new tiles, as that many
+        `remove_tile` and `add_tile` calls would, but rebuilding the flat arrays once."""
+        self._deferred = True
+        try:
+            for x, y in remove:
+                self.remove_tile(x, y)
+            for data in add:
+                self.add_tile(data)
+        finally:
+            self._deferred = False
+            self._rebuild()
 
     def _alloc_link(self, tile: int) -> bool:
         if self._tile_link_count[tile] >= int(self.tiles[tile].max_link_count):
