@@ -1,8 +1,13 @@
 """``python -m core``: bake an OBJ, dump every stage in Recast's reference format, benchmark.
 
     python -m core dump MESH.obj --recast-frame --out OUT.npz [--cell-size 0.3 ...]
+    python -m core dump MESH.obj --recast-frame --tile-size 32 --out OUT.npz   (tiled arrays)
     python -m core bake MESH.obj --out navmesh.obj|.json|.bin [--json navmesh.json] [settings]
+    python -m core bake MESH.obj --out navmesh.bin --tile-size 32 [--workers N]
     python -m core bench [--runs 5] [--quick]
+    python -m core query MESH.obj --recast-frame --queries Q.npz --out OUT.npz [settings]
+    python -m core path MESH.obj --from X Y Z --to X Y Z [settings]
+    python -m core bench-queries [--meshes DIR]
 
 Settings: one flag per NavConfig field, dashes for underscores (``--cell-size 0.15``,
 ``--filter-ledge-spans off``, ``--memory-limit 8GB``, ``--bounds-min X Y Z``); ``--help`` of a
@@ -274,6 +279,10 @@ def cmd_dump(args) -> int:
     out = _npz_path(args.out)
     _check_folder(out, "--out")
     verts, tris = read_obj(args.mesh, recast_frame=args.recast_frame)
+    if args.tile_size:
+        if args.heightfield_only:
+            raise UsageError("--heightfield-only: not available with --tile-size")
+        return _dump_tiled(args, verts, tris, config, out)
     stop = "heightfield" if args.heightfield_only else "navmesh"
     result = pipeline.bake(verts, tris, config, stop_after=stop, progress=_bake_progress(args))
     print_warnings(result.warnings)
@@ -282,6 +291,42 @@ def cmd_dump(args) -> int:
     print(f"wrote {len(arrays)} arrays to {out}")
     for stage, seconds in result.timings.items():
         print(f"  {stage:<20} {seconds * 1000:8.2f} ms")
+    return EXIT_OK
+
+
+def _tiled_bake(args, verts, tris, config: NavConfig):
+    from . import tiles
+
+    progress = None
+    if args.verbose:
+
+        def progress(done: int, total: int, tile) -> None:
+            print(f"  tile ({tile.tx}, {tile.ty}): {tile.npolys} polygons [{done} baked]")
+
+    result = tiles.bake_tiled(
+        verts, tris, config, args.tile_size, workers=args.workers, progress=progress
+    )
+    print_warnings(result.warnings)
+    return result
+
+
+def _dump_tiled(args, verts, tris, config: NavConfig, out: Path) -> int:
+    from . import tiles
+
+    result = _tiled_bake(args, verts, tris, config)
+    arrays: dict[str, np.ndarray | np.generic] = {
+        "mesh_verts": _recast(verts),
+        "mesh_tris": np.asarray(tris, dtype=np.int32)[:, [0, 2, 1]],
+    }
+    arrays.update(tiles.tiled_dump_arrays(result))
+    for stage, seconds in result.timings.items():
+        arrays[f"time_{stage}"] = np.float64(seconds)
+    np.savez_compressed(out, **arrays)  # type: ignore[arg-type]
+    g = result.grid
+    print(
+        f"wrote {len(arrays)} arrays to {out} ({g.tiles_w} x {g.tiles_h} tiles, "
+        f"{len(result.tiles)} with polygons, {result.npolys} polygons)"
+    )
     return EXIT_OK
 
 
@@ -297,6 +342,8 @@ def cmd_bake(args) -> int:
     for path, flag in outputs:
         _check_folder(path, flag)
     verts, tris = read_obj(args.mesh, recast_frame=args.recast_frame)
+    if args.tile_size:
+        return _bake_tiled_out(args, verts, tris, config)
     result = pipeline.bake(verts, tris, config, progress=_bake_progress(args))
     print_warnings(result.warnings)
     print(" ".join(f"{k}={v}" for k, v in result.counts.items()))
@@ -315,6 +362,30 @@ def cmd_bake(args) -> int:
     if args.json:
         export.write_json(args.json, result.polymesh, result.detail)
         print(f"wrote {Path(args.json)}")
+    return EXIT_OK
+
+
+def _bake_tiled_out(args, verts, tris, config: NavConfig) -> int:
+    from . import export
+
+    if export.navmesh_format(args.out) != ".bin" or args.json:
+        raise UsageError(
+            "--tile-size: a tiled navmesh is written as Detour's .bin (one tile per tile); "
+            "use --out NAME.bin without --json, or bake without --tile-size"
+        )
+    result = _tiled_bake(args, verts, tris, config)
+    g = result.grid
+    print(
+        f"tiles={g.tiles_w}x{g.tiles_h} tiles_with_polys={len(result.tiles)} polys={result.npolys}"
+    )
+    print("time " + " ".join(f"{k}={v * 1000:.1f}ms" for k, v in result.timings.items()))
+    if result.empty:
+        print("voxnav: error: the navigation mesh is empty: nothing written", file=sys.stderr)
+        return EXIT_FAILED
+    export.write_tiled_detour_bin(
+        args.out, result, frame="recast" if args.recast_frame else "engine"
+    )
+    print(f"wrote {Path(args.out)} ({len(result.tiles)} tiles)")
     return EXIT_OK
 
 
@@ -340,6 +411,42 @@ def _common(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _tile_size(text: str) -> int:
+    from .tiles import check_tile_size
+
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value == 0:
+        return 0
+    try:
+        return check_tile_size(value)
+    except VoxNavError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def add_tile_flags(parser: argparse.ArgumentParser) -> None:
+    """``--tile-size`` and ``--workers`` (the tiled bake of core.tiles)."""
+    group = parser.add_argument_group("tiles (RecastDemo's tile mesh; core.tiles)")
+    group.add_argument(
+        "--tile-size",
+        type=_tile_size,
+        default=0,
+        metavar="CELLS",
+        help="bake in square tiles of this many cells (0 = one solo mesh, the default; "
+        "otherwise 8..4096, RecastDemo uses 32..128); each tile adds a border of "
+        "agent radius + 3 cells",
+    )
+    group.add_argument(
+        "--workers",
+        type=_positive_int,
+        default=None,
+        metavar="N",
+        help="processes baking tiles at once (default: every core; 1 = in this process)",
+    )
+
+
 def _add_dump(sub) -> None:
     dump = sub.add_parser(
         "dump",
@@ -351,6 +458,7 @@ def _add_dump(sub) -> None:
     dump.add_argument("--recast-frame", action="store_true", help="read the OBJ as RecastDemo")
     dump.add_argument("--heightfield-only", action="store_true", help="stop after the filters")
     _common(dump)
+    add_tile_flags(dump)
     add_setting_flags(dump)
     dump.set_defaults(func=cmd_dump)
 
@@ -375,6 +483,7 @@ def _add_bake(sub) -> None:
         "rotated to Z-up as Blender's importer does, so the written navmesh overlays the input",
     )
     _common(bake)
+    add_tile_flags(bake)
     add_setting_flags(bake)
     bake.set_defaults(func=cmd_bake)
 
@@ -388,8 +497,24 @@ def _add_bench(sub) -> None:
     bench.set_defaults(func=cmd_bench)
 
 
+def _add_nav(sub) -> None:
+    """Detour's commands of core.nav.cli: query, path, bench-queries."""
+    from .nav import cli as nav_cli
+
+    nav_cli.add_parsers(sub, add_setting_flags)
+    add_tile_flags(sub.choices["query"])
+    add_tile_flags(sub.choices["path"])
+    for name in ("query", "path", "bench-queries"):
+        sub.choices[name].set_defaults(func=lambda args: nav_cli.run(args, config_from_args))
+
+
 #: Subcommand builders, in the order ``--help`` lists them.
-COMMANDS: list[Callable[[argparse._SubParsersAction], None]] = [_add_dump, _add_bake, _add_bench]
+COMMANDS: list[Callable[[argparse._SubParsersAction], None]] = [
+    _add_dump,
+    _add_bake,
+    _add_bench,
+    _add_nav,
+]
 
 
 def build_parser() -> SuggestingParser:

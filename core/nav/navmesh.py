@@ -299,7 +299,7 @@ class NavMesh:
         amin, amax = _slab_end_points(va, vb, side)
         apos = _slab_coord(va, side)
         m = EXT_LINK | side
-        out = []
+        out: list[tuple[int, np.float32, np.float32]] = []
         climb = F32(data.walkable_climb)
         for i in range(data.npolys):
             nv = int(data.poly_vert_count[i])

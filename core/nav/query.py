@@ -257,8 +257,9 @@ def _intersect_seg_seg_2d(ap, aq, bp, bq):
 
 def _normalize(v) -> np.ndarray:
     v = np.asarray(v, dtype=F32)
-    d = _ONE / np.sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2])
-    return np.array([v[0] * d, v[1] * d, v[2] * d], dtype=F32)
+    with np.errstate(divide="ignore", invalid="ignore"):  # a zero vector gives NaN, as in C
+        d = _ONE / np.sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2])
+        return np.array([v[0] * d, v[1] * d, v[2] * d], dtype=F32)
 
 
 # ------------------------------------------------------------------------- typed results
@@ -468,29 +469,23 @@ class NavMeshQuery:
                 hi = min(max(qmax[a], tbmin[a]), tbmax[a]) - tbmin[a]
                 bmin.append(int(qfac * lo) & 0xFFFE)
                 bmax.append(int(qfac * hi + _ONE) | 1)
-            nb_min, nb_max, nb_i = data.bv_bmin, data.bv_bmax, data.bv_i
+            nodes = self._bv_lists(tile)
+            passes = self._pass_list(flt)
             node = 0
-            end = nb_i.shape[0]
+            end = len(nodes)
+            b0, b1, b2 = bmin
+            x0, x1, x2 = bmax
             while node < end:
-                nmin, nmax = nb_min[node], nb_max[node]
-                overlap = not (
-                    bmin[0] > nmax[0]
-                    or bmax[0] < nmin[0]
-                    or bmin[1] > nmax[1]
-                    or bmax[1] < nmin[1]
-                    or bmin[2] > nmax[2]
-                    or bmax[2] < nmin[2]
-                )
-                i = int(nb_i[node])
-                leaf = i >= 0
-                if leaf and overlap:
-                    ref = base + i
-                    if flt.pass_filter(nav.poly_flags[ref]):
-                        out.append(ref)
-                if overlap or leaf:
+                n0, n1, n2, m0, m1, m2, i = nodes[node]
+                overlap = not (b0 > m0 or x0 < n0 or b1 > m1 or x1 < n1 or b2 > m2 or x2 < n2)
+                if i >= 0:
+                    if overlap and passes[base + i]:
+                        out.append(base + i)
+                    node += 1
+                elif overlap:
                     node += 1
                 else:
-                    node += -i
+                    node -= i
             return out
         for i in range(data.npolys):
             ref = base + i
@@ -510,6 +505,23 @@ class NavMeshQuery:
             ):
                 out.append(ref)
         return out
+
+    def _bv_lists(self, tile: int) -> list:
+        """The tile's BV nodes as Python tuples (bmin xyz, bmax xyz, i) for the scalar walk."""
+        cache = getattr(self, "_bv_cache", None)
+        if cache is None or cache[0] is not self.nav.tiles:
+            cache = (self.nav.tiles, {})
+            self._bv_cache = cache
+        nodes = cache[1].get(tile)
+        if nodes is None:
+            data = self.nav.tiles[tile]
+            table = np.concatenate(
+                [data.bv_bmin.astype(np.int64), data.bv_bmax.astype(np.int64),
+                 data.bv_i.astype(np.int64)[:, None]], axis=1,
+            )  # fmt: skip
+            nodes = [tuple(row) for row in table.tolist()]
+            cache[1][tile] = nodes
+        return nodes
 
     def _nearest_yup(self, center, half, flt: QueryFilter):
         """findNearestPoly core -> (status, ref, point Y-up or None, over)."""
@@ -700,13 +712,49 @@ class NavMeshQuery:
         open list. When end_ref is not reached: the path to the node closest to the end, status
         | PARTIAL_RESULT (| OUT_OF_NODES when the pool ran out). At most max_path polygons
         (| BUFFER_TOO_SMALL). Invalid refs or non-finite positions: FAILURE | INVALID_PARAM."""
-        status, polys = self._find_path_yup(
+        status, polys = self._find_path_fast(
             int(start_ref), int(end_ref), _yup(start_pos), _yup(end_pos), self._filter(flt),
             int(max_path),
         )  # fmt: skip
         return PathResult(int(status), np.asarray(polys, dtype=np.int64))
 
-    def _find_path_yup(self, start_ref, end_ref, start_pos, end_pos, flt, max_path):
+    def _search_tables(self):
+        from .search import SearchTables
+
+        tables = getattr(self, "_tables", None)
+        if tables is None or tables.nav is not self.nav:
+            tables = self._tables = SearchTables(self.nav)
+        return tables
+
+    def _find_path_fast(self, start_ref, end_ref, start_pos, end_pos, flt, max_path):
+        """findPath on precomputed tables (`core.nav.search`); same answers as the literal
+        port `_find_path_literal`."""
+        from . import search
+
+        nav = self.nav
+        if (
+            not nav.is_valid_ref(start_ref)
+            or not nav.is_valid_ref(end_ref)
+            or not _finite(start_pos)
+            or not _finite(end_pos)
+            or max_path <= 0
+        ):
+            return FAILURE | INVALID_PARAM, []
+        pass_ok = self._pass_list(flt)
+        return search.find_path(
+            self._search_tables(), start_ref, end_ref, start_pos, end_pos, pass_ok,
+            flt.area_cost, self.max_nodes, max_path,
+        )  # fmt: skip
+
+    def _pass_list(self, flt: QueryFilter) -> list:
+        key = (flt.include_flags, flt.exclude_flags, id(self.nav.poly_flags))
+        cache = getattr(self, "_pass_cache", None)
+        if cache is None or cache[0] != key:
+            cache = (key, np.asarray(flt.pass_filter(self.nav.poly_flags), bool).tolist())
+            self._pass_cache = cache
+        return cache[1]
+
+    def _find_path_literal(self, start_ref, end_ref, start_pos, end_pos, flt, max_path):
         nav = self.nav
         if (
             not nav.is_valid_ref(start_ref)
@@ -1215,6 +1263,216 @@ class NavMeshQuery:
         closest, _ = self._closest_point_on_poly_yup(chosen, pt)
         return SUCCESS, chosen, closest
 
+    # ------------------------------------------------------------------------ batch forms
+    def _pass_flags(self, flt: QueryFilter | None) -> np.ndarray:
+        return np.asarray(self._filter(flt).pass_filter(self.nav.poly_flags), dtype=bool)
+
+    def _refs(self, refs, n: int, name: str) -> np.ndarray:
+        r = np.asarray(refs, dtype=np.int64).reshape(-1)
+        if r.shape[0] != n:
+            raise VoxNavError(f"{name} needs {n} refs (one per query), got {r.shape[0]}")
+        return r
+
+    def _valid_refs(self, refs: np.ndarray) -> np.ndarray:
+        return (refs >= 0) & (refs < self.nav.poly_count)
+
+    def find_nearest_poly_batch(
+        self, points, half_extents=(2.0, 2.0, 4.0), flt: QueryFilter | None = None
+    ) -> NearestPolyBatch:
+        """Batch `find_nearest_poly`: points float32 (n, 3) Z-up [Units: wu], one box half
+        size (3,) or one per point (n, 3). Vectorized across points."""
+        from . import batch
+
+        p = _points(points, "points")
+        n = p.shape[0]
+        c = _zup(p)
+        h = np.broadcast_to(_zup(np.asarray(half_extents, dtype=F32)), (n, 3)).astype(F32)
+        finite = np.all(np.isfinite(c), axis=1) & np.all(np.isfinite(h), axis=1)
+        ref = np.full(n, NO_POLY, dtype=np.int64)
+        point = np.full((n, 3), np.nan, dtype=F32)
+        over = np.zeros(n, dtype=bool)
+        idx = np.nonzero(finite)[0]
+        r, pt, ov = batch.find_nearest_poly(self.nav, c[idx], h[idx], self._pass_flags(flt))
+        ref[idx], point[idx], over[idx] = r, pt, ov
+        status = np.where(finite, SUCCESS, FAILURE | INVALID_PARAM).astype(np.uint32)
+        return NearestPolyBatch(status, ref, _zup(point), over)
+
+    def get_poly_height_batch(self, refs, points) -> PolyHeightBatch:
+        """Batch `get_poly_height`: refs (n,), points float32 (n, 3) Z-up. Height NaN and
+        FAILURE | INVALID_PARAM where the ref is invalid or the point is not over it."""
+        from . import batch
+
+        p = _zup(_points(points, "points"))
+        n = p.shape[0]
+        r = self._refs(refs, n, "get_poly_height_batch")
+        ok = self._valid_refs(r) & np.isfinite(p[:, 0]) & np.isfinite(p[:, 2])
+        idx = np.nonzero(ok)[0]
+        inside, h = batch.poly_height(self.nav, r[idx], p[idx])
+        height = np.full(n, np.nan, dtype=F32)
+        height[idx[inside]] = h[inside]
+        ok[idx[~inside]] = False
+        status = np.where(ok, SUCCESS, FAILURE | INVALID_PARAM).astype(np.uint32)
+        return PolyHeightBatch(status, height)
+
+    def find_distance_to_wall_batch(
+        self, refs, centers, max_radius: float, flt: QueryFilter | None = None
+    ) -> WallHitBatch:
+        """Batch `find_distance_to_wall`: Detour's Dijkstra search for every query in
+        lockstep (`core.nav.lockstep`), its heap order and node limit kept per query."""
+        from . import lockstep
+
+        c = _zup(_points(centers, "centers"))
+        n = c.shape[0]
+        r = self._refs(refs, n, "find_distance_to_wall_batch")
+        radius = F32(max_radius)
+        ok = self._valid_refs(r) & np.all(np.isfinite(c), axis=1)
+        ok &= bool(radius >= _ZERO and np.isfinite(radius))
+        out = WallHitBatch(
+            np.where(ok, SUCCESS, FAILURE | INVALID_PARAM).astype(np.uint32),
+            np.full(n, np.nan, F32), np.full((n, 3), np.nan, F32), np.full((n, 3), np.nan, F32),
+        )  # fmt: skip
+        idx = np.nonzero(ok)[0]
+        if idx.shape[0]:
+            st, d, p, nm = lockstep.find_distance_to_wall(
+                self.nav, r[idx], c[idx], radius, self._pass_flags(flt), self.max_nodes
+            )
+            out.status[idx] = st
+            out.distance[idx] = d
+            out.position[idx] = _zup(p)
+            out.normal[idx] = _zup(nm)
+        return out
+
+    def raycast_batch(
+        self, start_refs, starts, ends, flt: QueryFilter | None = None, max_path: int = 256
+    ) -> RaycastBatch:
+        """Batch `raycast`: rays walk polygon by polygon in lockstep (vectorized across rays).
+        Ray j's visited refs are ``polys[start[j] : start[j] + count[j]]``."""
+        from . import batch
+
+        s = _zup(_points(starts, "starts"))
+        e = _zup(_points(ends, "ends"))
+        n = s.shape[0]
+        if e.shape[0] != n:
+            raise VoxNavError(f"raycast_batch: {n} starts but {e.shape[0]} ends")
+        r = self._refs(start_refs, n, "raycast_batch")
+        ok = self._valid_refs(r) & np.all(np.isfinite(s), axis=1) & np.all(np.isfinite(e), axis=1)
+        run = np.where(ok, r, NO_POLY)
+        extra, t, normal, q, polys = batch.raycast(
+            self.nav, run, s, e, self._pass_flags(flt), int(max_path)
+        )
+        status = np.where(ok, SUCCESS | extra, FAILURE | INVALID_PARAM).astype(np.uint32)
+        t = np.where(ok, t, _ZERO).astype(F32)
+        count = np.bincount(q, minlength=n).astype(np.int32)
+        start = (np.cumsum(count, dtype=np.int64) - count).astype(np.int64)
+        return RaycastBatch(status, t, _zup(normal), count, start, polys)
+
+    def find_path_batch(
+        self, start_refs, end_refs, starts, ends, flt: QueryFilter | None = None,
+        max_path: int = 256,
+    ) -> CorridorBatch:  # fmt: skip
+        """Batch `find_path`: Detour's A* for every query in lockstep (`core.nav.lockstep`:
+        per-query node pools and heaps as array rows, one pop per query per iteration)."""
+        s = _points(starts, "starts")
+        e = _points(ends, "ends")
+        n = s.shape[0]
+        a = self._refs(start_refs, n, "find_path_batch")
+        b = self._refs(end_refs, n, "find_path_batch")
+        from . import lockstep
+
+        flt = self._filter(flt)
+        sy, ey = _zup(s), _zup(e)
+        ok = self._valid_refs(a) & self._valid_refs(b) & (int(max_path) > 0)
+        ok &= np.all(np.isfinite(sy), axis=1) & np.all(np.isfinite(ey), axis=1)
+        status = np.where(ok, SUCCESS, FAILURE | INVALID_PARAM).astype(np.int64)
+        count = np.where(ok & (a == b), 1, 0).astype(np.int64)
+        run = np.nonzero(ok & (a != b))[0]
+        flat_run = np.zeros(0, np.int64)
+        if run.shape[0]:
+            st, cnt, flat_run = lockstep.find_paths(
+                self.nav, a[run], b[run], sy[run], ey[run], self._pass_flags(flt),
+                flt.area_cost, self.max_nodes, int(max_path),
+            )  # fmt: skip
+            status[run] = st
+            count[run] = cnt
+        start = (np.cumsum(count) - count).astype(np.int64)
+        flat = np.zeros(int(count.sum()), dtype=np.int64)
+        same = np.nonzero(ok & (a == b))[0]
+        flat[start[same]] = a[same]
+        if run.shape[0]:
+            flat[batch_ranges(start[run], count[run])] = flat_run
+        status = status.astype(np.uint32)
+        count = count.astype(np.int32)
+        return CorridorBatch(status, count, start, flat)
+
+    def find_straight_path_batch(
+        self, starts, ends, corridors: CorridorBatch, max_straight_path: int = 256,
+        options: int = 0,
+    ) -> StraightPathBatch:  # fmt: skip
+        """Batch `find_straight_path` over the corridors of a CorridorBatch (queries with an
+        empty corridor get FAILURE | INVALID_PARAM and no points). String pulling runs in
+        lockstep across queries (options 0); other options use the literal port per query."""
+        from . import batch
+
+        s = _zup(_points(starts, "starts"))
+        e = _zup(_points(ends, "ends"))
+        n = s.shape[0]
+        nav = self.nav
+        ccount = np.asarray(corridors.count, dtype=np.int64)
+        cstart = np.asarray(corridors.start, dtype=np.int64)
+        cpolys = np.asarray(corridors.polys, dtype=np.int64)
+        # Lockstep for the common case; the literal port for the rest (options, tiny buffers,
+        # invalid input, corridors with unlinked steps: Detour's partial branch).
+        fast = (ccount >= 1) & (int(options) == 0) & (int(max_straight_path) >= 2)
+        fast &= np.all(np.isfinite(s), axis=1) & np.all(np.isfinite(e), axis=1)
+        if cpolys.shape[0]:
+            valid = (cpolys >= 0) & (cpolys < nav.poly_count)
+            owner = np.repeat(np.arange(n), ccount)
+            bad = np.zeros(n, dtype=bool)
+            np.logical_or.at(bad, owner[~valid], True)
+            step_q = owner[:-1][owner[:-1] == owner[1:]]
+            frm = cpolys[:-1][owner[:-1] == owner[1:]]
+            to = cpolys[1:][owner[:-1] == owner[1:]]
+            ok_pair = valid[:-1][owner[:-1] == owner[1:]] & valid[1:][owner[:-1] == owner[1:]]
+            link = np.where(ok_pair, batch.portal_links(nav, np.maximum(frm, 0),
+                                                        np.maximum(to, 0)), -1)  # fmt: skip
+            np.logical_or.at(bad, step_q[link < 0], True)
+            fast &= ~bad
+        fq = np.nonzero(fast)[0]
+        status = np.zeros(n, dtype=np.uint32)
+        count = np.zeros(n, dtype=np.int32)
+        slow = {}
+        for qi in np.nonzero(~fast)[0]:
+            c0, c = int(cstart[qi]), int(ccount[qi])
+            path = [int(x) for x in cpolys[c0 : c0 + c]]
+            st, p, f, r = self._straight_yup(
+                s[qi], e[qi], path, int(max_straight_path), int(options)
+            )
+            status[qi] = st
+            count[qi] = len(r)
+            slow[int(qi)] = (np.asarray(p, F32).reshape(-1, 3), f, r)
+        if fq.shape[0]:
+            sub_count = ccount[fq]
+            sub_polys = cpolys[batch._ranges(cstart[fq], sub_count)]
+            sub_start = np.cumsum(sub_count) - sub_count
+            st, cnt, pts_w, fl_w, rf_w = batch.straight_paths(
+                nav, sub_count, sub_start, sub_polys, s[fq], e[fq], int(max_straight_path)
+            )
+            status[fq] = st
+            count[fq] = cnt
+        start = (np.cumsum(count, dtype=np.int64) - count).astype(np.int64)
+        total = int(count.sum())
+        points = np.zeros((total, 3), dtype=F32)
+        flat_flags = np.zeros(total, dtype=np.uint8)
+        flat_refs = np.full(total, NO_POLY, dtype=np.int64)
+        if fq.shape[0]:
+            used = np.arange(pts_w.shape[1])[None, :] < cnt[:, None]
+            rows = batch._ranges(start[fq], cnt)
+            points[rows], flat_flags[rows], flat_refs[rows] = pts_w[used], fl_w[used], rf_w[used]
+        for qi, (p, f, r) in slow.items():
+            a, b = int(start[qi]), int(start[qi]) + len(r)
+            points[a:b], flat_flags[a:b], flat_refs[a:b] = p, f, r
+        return StraightPathBatch(status, count, start, _zup(points), flat_flags, flat_refs)
+
 
 def _random_point_in_convex_poly(pts, s, t) -> np.ndarray:
     npts = pts.shape[0]
@@ -1319,3 +1577,85 @@ class _NodeQueue:
             if self.heap[i] == node:
                 self._bubble_up(i, node)
                 return
+
+
+# ------------------------------------------------------------------------------ batch forms
+@dataclass
+class NearestPolyBatch:
+    """Per query: status uint32, ref int64 (-1 none), point float32 (n, 3) Z-up (NaN when
+    none), over_poly bool."""
+
+    status: np.ndarray
+    ref: np.ndarray
+    point: np.ndarray
+    over_poly: np.ndarray
+
+
+@dataclass
+class PolyHeightBatch:
+    status: np.ndarray
+    height: np.ndarray
+
+
+@dataclass
+class WallHitBatch:
+    status: np.ndarray
+    distance: np.ndarray
+    position: np.ndarray
+    normal: np.ndarray
+
+
+@dataclass
+class CorridorBatch:
+    """Ragged polygon lists: query j's refs are ``polys[start[j] : start[j] + count[j]]``."""
+
+    status: np.ndarray
+    count: np.ndarray
+    start: np.ndarray
+    polys: np.ndarray
+
+
+@dataclass
+class RaycastBatch:
+    status: np.ndarray
+    t: np.ndarray
+    normal: np.ndarray
+    count: np.ndarray
+    start: np.ndarray
+    polys: np.ndarray
+
+
+@dataclass
+class StraightPathBatch:
+    """Ragged corner lists: query j's points are ``points[start[j] : start[j] + count[j]]``."""
+
+    status: np.ndarray
+    count: np.ndarray
+    start: np.ndarray
+    points: np.ndarray
+    flags: np.ndarray
+    refs: np.ndarray
+
+
+def batch_ranges(starts, counts) -> np.ndarray:
+    from .navdata import _ranges
+
+    return _ranges(np.asarray(starts), np.asarray(counts))
+
+
+def _ragged(lists) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    count = np.array([len(x) for x in lists], dtype=np.int32)
+    start = (np.cumsum(count, dtype=np.int64) - count).astype(np.int64)
+    flat = (
+        np.concatenate([np.asarray(x, dtype=np.int64) for x in lists])
+        if len(lists) and count.sum()
+        else np.zeros(0, dtype=np.int64)
+    )
+    return count, start, flat
+
+
+def _points(points, name: str) -> np.ndarray:
+    p = np.asarray(points, dtype=F32)
+    if p.ndim != 2 or p.shape[1] != 3:
+        raise VoxNavError(f"{name} must be an (n, 3) array of positions, got shape {p.shape}")
+    return p

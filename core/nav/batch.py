@@ -1,0 +1,669 @@
+"""Detour's queries vectorized across many queries (arrays in, arrays out), Y-up frame.
+
+Each function here computes, for every query at once, exactly what the literal single-query
+port in `core.nav.query` computes for one (same float32 operations in the same order; ties
+resolved the same way: Detour's "first strictly smaller wins" scans become first-minimum
+argmins over candidates laid out in Detour's visiting order). The loops that remain run over
+polygon edges (<= 6), detail triangles of one polygon, link slots of one polygon, tiles, or ray
+steps, never over queries.
+
+All positions are float32 (n, 3) in Detour's Y-up frame; refs are NavMesh refs (-1 = none).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .navdata import POLYTYPE_OFFMESH_CONNECTION, _ranges
+from .navmesh import SIDE_INTERNAL, NavMesh
+
+F32 = np.float32
+_ZERO = F32(0)
+_ONE = F32(1)
+FLT_MAX = F32(3.4028234663852886e38)
+_EPS_HEIGHT = F32(1e-6)
+_EPS_SEG = F32(0.000001)
+#: Query/candidate pairs handled per chunk (bounds the temporary arrays).
+CHUNK = 1 << 21
+
+
+def point_in_polygon(nav: NavMesh, refs: np.ndarray, pos: np.ndarray) -> np.ndarray:
+    """dtPointInPolygon of pos[m] in polygon refs[m] (2D, x/z) -> bool (m,)."""
+    verts = nav.poly_pos[refs]
+    nv = nav.poly_vert_count[refs].astype(np.int64)
+    m = refs.shape[0]
+    rows = np.arange(m)
+    px, pz = pos[:, 0], pos[:, 2]
+    inside = np.zeros(m, dtype=bool)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for i in range(6):
+            j = np.where(i == 0, nv - 1, i - 1)
+            vi = verts[:, i]
+            vj = verts[rows, j]
+            crosses = (vi[:, 2] > pz) != (vj[:, 2] > pz)
+            x = (vj[:, 0] - vi[:, 0]) * (pz - vi[:, 2]) / (vj[:, 2] - vi[:, 2]) + vi[:, 0]
+            inside ^= crosses & (px < x) & (i < nv)
+    return inside
+
+
+def _detail_tri_slots(nav: NavMesh, refs: np.ndarray):
+    """(tri rows (m, T), valid (m, T)) for the detail triangles of each polygon, in order."""
+    counts = nav.detail_tri_count[refs]
+    width = int(counts.max()) if counts.shape[0] else 0
+    k = np.arange(max(width, 1))
+    valid = k[None, :] < counts[:, None]
+    rows = np.where(valid, nav.detail_tri_base[refs][:, None] + k[None, :], 0)
+    return rows, valid
+
+
+def poly_height(nav: NavMesh, refs: np.ndarray, pos: np.ndarray):
+    """dtNavMesh::getPolyHeight for ground polygons -> (ok bool (m,), height float32 (m,))."""
+    m = refs.shape[0]
+    height = np.zeros(m, dtype=F32)
+    if m == 0:
+        return np.zeros(0, dtype=bool), height
+    ok = point_in_polygon(nav, refs, pos)
+    ok &= nav.poly_type[refs] != POLYTYPE_OFFMESH_CONNECTION
+    idx = np.nonzero(ok)[0]
+    if idx.shape[0] == 0:
+        return ok, height
+    rows, valid = _detail_tri_slots(nav, refs[idx])
+    tri = nav.detail_tri_pos[rows]  # (k, T, 3, 3)
+    p = pos[idx][:, None, :]
+    a, b, c = tri[:, :, 0], tri[:, :, 1], tri[:, :, 2]
+    v0x, v0y, v0z = c[..., 0] - a[..., 0], c[..., 1] - a[..., 1], c[..., 2] - a[..., 2]
+    v1x, v1y, v1z = b[..., 0] - a[..., 0], b[..., 1] - a[..., 1], b[..., 2] - a[..., 2]
+    v2x, v2z = p[..., 0] - a[..., 0], p[..., 2] - a[..., 2]
+    denom = v0x * v1z - v0z * v1x
+    u = v1z * v2x - v1x * v2z
+    v = v0x * v2z - v0z * v2x
+    neg = denom < _ZERO
+    denom = np.where(neg, -denom, denom)
+    u = np.where(neg, -u, u)
+    v = np.where(neg, -v, v)
+    hit = (np.abs(denom) >= _EPS_HEIGHT) & (u >= _ZERO) & (v >= _ZERO) & ((u + v) <= denom)
+    hit &= valid
+    with np.errstate(divide="ignore", invalid="ignore"):
+        h = a[..., 1] + (v0y * u + v1y * v) / denom
+    any_hit = hit.any(axis=1)
+    first = np.argmax(hit, axis=1)
+    height[idx] = np.where(any_hit, h[np.arange(idx.shape[0]), first], _ZERO)
+    miss = idx[~any_hit]
+    if miss.shape[0]:
+        height[miss] = closest_on_detail_edges(nav, refs[miss], pos[miss], False)[:, 1]
+    return ok, height
+
+
+def dist_pt_seg_sqr_2d(pt, p, q):
+    """dtDistancePtSegSqr2D on arrays (..., 3) -> (d, t)."""
+    pqx = q[..., 0] - p[..., 0]
+    pqz = q[..., 2] - p[..., 2]
+    dx = pt[..., 0] - p[..., 0]
+    dz = pt[..., 2] - p[..., 2]
+    d = pqx * pqx + pqz * pqz
+    t = pqx * dx + pqz * dz
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = np.where(d > _ZERO, t / np.where(d > _ZERO, d, _ONE), t)
+    t = np.where(t < _ZERO, _ZERO, np.where(t > _ONE, _ONE, t)).astype(F32)
+    dx = p[..., 0] + t * pqx - pt[..., 0]
+    dz = p[..., 2] + t * pqz - pt[..., 2]
+    return dx * dx + dz * dz, t
+
+
+def lerp(a, b, t):
+    """dtVlerp on arrays: a + (b - a) * t, t broadcast over the last axis."""
+    return a + (b - a) * t[..., None]
+
+
+def _detail_edges(nav: NavMesh, only_boundary: bool):
+    """Per polygon, the detail edges closestPointOnDetailEdges scans, in Detour's order
+    (triangle by triangle, edges (2,0), (0,1), (1,2)): (edge_start (npolys+1,), a, b (E, 3)).
+    Cached on the navmesh."""
+    key = "_detail_edges_cache_" + ("b" if only_boundary else "a")
+    cached = getattr(nav, key, None)
+    if cached is not None and cached[0] is nav.detail_tri_pos:
+        return cached[1]
+    nt = nav.detail_tris.shape[0]
+    ids = nav.detail_tris.astype(np.int64)
+    flags = ids[:, 3]
+    keep = []
+    for j, k in ((2, 0), (0, 1), (1, 2)):
+        boundary = ((flags >> (j * 2)) & 0x3) & 1
+        if only_boundary:
+            keep.append(boundary != 0)
+        else:
+            keep.append((boundary != 0) | (ids[:, j] >= ids[:, k]))
+    keep_arr = np.stack(keep, axis=1).reshape(-1)  # (nt * 3,) triangle-major
+    tri_of = np.repeat(np.arange(nt), 3)[keep_arr]
+    jj = np.tile(np.array([2, 0, 1]), nt)[keep_arr]
+    kk = np.tile(np.array([0, 1, 2]), nt)[keep_arr]
+    a = nav.detail_tri_pos[tri_of, jj]
+    b = nav.detail_tri_pos[tri_of, kk]
+    # Edges per polygon: the kept edges of its triangle range [tri_base, tri_base + count).
+    per_tri = np.zeros(nt + 1, dtype=np.int64)
+    np.cumsum(keep_arr.reshape(nt, 3).sum(axis=1), out=per_tri[1:])
+    lo = per_tri[nav.detail_tri_base]
+    hi = per_tri[nav.detail_tri_base + nav.detail_tri_count]
+    result = (lo, hi - lo, a.astype(F32), b.astype(F32))
+    setattr(nav, key, (nav.detail_tri_pos, result))
+    return result
+
+
+def first_min_per_group(values: np.ndarray, counts: np.ndarray):
+    """For consecutive groups of `counts` values: index (into values) of each group's first
+    minimum (Detour's ``if (d < best)`` scan), -1 for an empty group."""
+    m = counts.shape[0]
+    out = np.full(m, -1, dtype=np.int64)
+    nonempty = counts > 0
+    if not np.any(nonempty):
+        return out
+    starts = np.cumsum(counts) - counts
+    s = starts[nonempty]
+    mins = np.minimum.reduceat(values, s)
+    group = np.repeat(np.arange(m), counts)
+    full_min = np.full(m, np.inf, dtype=values.dtype)
+    full_min[nonempty] = mins
+    hits = np.nonzero(values == full_min[group])[0][::-1]
+    out[group[hits]] = hits
+    return out
+
+
+def closest_on_detail_edges(nav: NavMesh, refs, pos, only_boundary: bool) -> np.ndarray:
+    """closestPointOnDetailEdges for each (ref, pos) -> float32 (m, 3)."""
+    m = refs.shape[0]
+    if m == 0:
+        return np.zeros((0, 3), dtype=F32)
+    lo, count, ea, eb = _detail_edges(nav, only_boundary)
+    counts = count[refs]
+    rows = _ranges(lo[refs], counts)
+    rep = np.repeat(np.arange(m), counts)
+    d, t = dist_pt_seg_sqr_2d(pos[rep], ea[rows], eb[rows])
+    best = first_min_per_group(d, counts)
+    out = pos.astype(F32, copy=True)
+    ok = best >= 0
+    b = best[ok]
+    out[ok] = lerp(ea[rows[b]], eb[rows[b]], t[b]).astype(F32)
+    return out
+
+
+def closest_point_on_poly(nav: NavMesh, refs, pos):
+    """dtNavMesh::closestPointOnPoly -> (closest float32 (m, 3), over_poly bool (m,))."""
+    ok, h = poly_height(nav, refs, pos)
+    closest = pos.astype(F32, copy=True)
+    closest[ok, 1] = h[ok]
+    out = np.nonzero(~ok)[0]
+    if out.shape[0]:
+        closest[out] = closest_on_detail_edges(nav, refs[out], pos[out], True)
+    return closest, ok
+
+
+def _quantized_box(nav: NavMesh, tile: int, qmin, qmax):
+    data = nav.tiles[tile]
+    tbmin, tbmax = nav.tile_bmin[tile], nav.tile_bmax[tile]
+    qfac = F32(data.bv_quant_factor)
+    lo = np.minimum(np.maximum(qmin, tbmin), tbmax) - tbmin
+    hi = np.minimum(np.maximum(qmax, tbmin), tbmax) - tbmin
+    # (unsigned short)(float): truncation; the clamp keeps values in [0, 65535].
+    bmin = (qfac * lo).astype(np.int64) & 0xFFFE
+    bmax = ((qfac * hi + _ONE).astype(np.int64) | 1) & 0xFFFF
+    return bmin, bmax
+
+
+def query_polygon_pairs(nav: NavMesh, centers, halves, pass_flags):
+    """queryPolygons for many boxes -> (query ids, refs) in Detour's visiting order per query.
+
+    centers, halves: float32 (n, 3); pass_flags: bool (npolys,) the filter's verdict.
+    """
+    qmin = (centers - halves).astype(F32)
+    qmax = (centers + halves).astype(F32)
+    p = nav.params
+    with np.errstate(invalid="ignore"):
+        tminx = np.floor((qmin[:, 0] - p.orig[0]) / F32(p.tile_width))
+        tminy = np.floor((qmin[:, 2] - p.orig[2]) / F32(p.tile_height))
+        tmaxx = np.floor((qmax[:, 0] - p.orig[0]) / F32(p.tile_width))
+        tmaxy = np.floor((qmax[:, 2] - p.orig[2]) / F32(p.tile_height))
+    q_out = []
+    r_out = []
+    key_out = []
+    for tile in range(nav.tile_count):
+        tx, ty, _ = (int(v) for v in nav.tile_xy[tile])
+        rank = nav.tiles_at(tx, ty).index(tile)
+        hit = np.nonzero((tminx <= tx) & (tx <= tmaxx) & (tminy <= ty) & (ty <= tmaxy))[0]
+        if hit.shape[0] == 0:
+            continue
+        data = nav.tiles[tile]
+        base = int(nav.tile_poly_base[tile])
+        if data.bv_i.shape[0]:
+            leaf = np.nonzero(data.bv_i >= 0)[0]
+            leaf_ref = base + data.bv_i[leaf].astype(np.int64)
+            lmin = data.bv_bmin[leaf].astype(np.int64)
+            lmax = data.bv_bmax[leaf].astype(np.int64)
+            bmin, bmax = _quantized_box(nav, tile, qmin[hit], qmax[hit])
+            use_float = False
+        else:
+            leaf_ref = base + np.arange(data.npolys, dtype=np.int64)
+            pv = nav.poly_pos[leaf_ref]
+            lmin, lmax = pv.min(axis=1), pv.max(axis=1)
+            bmin, bmax = qmin[hit], qmax[hit]
+            use_float = True
+        keep = pass_flags[leaf_ref]
+        if use_float:
+            keep &= nav.poly_type[leaf_ref] != POLYTYPE_OFFMESH_CONNECTION
+        leaf_ref, lmin, lmax = leaf_ref[keep], lmin[keep], lmax[keep]
+        order = np.arange(leaf_ref.shape[0])
+        step = max(1, CHUNK // max(1, leaf_ref.shape[0]))
+        dt = F32 if use_float else np.int32
+        lmin_t, lmax_t = lmin.astype(dt).T.copy(), lmax.astype(dt).T.copy()
+        bmin_t, bmax_t = bmin.astype(dt), bmax.astype(dt)
+        for s in range(0, hit.shape[0], step):
+            a = slice(s, s + step)
+            overlap = np.ones((bmin_t[a].shape[0], leaf_ref.shape[0]), dtype=bool)
+            for axis in range(3):
+                overlap &= bmin_t[a, axis, None] <= lmax_t[axis][None, :]
+                overlap &= bmax_t[a, axis, None] >= lmin_t[axis][None, :]
+            qi, li = np.nonzero(overlap)
+            q_out.append(hit[a][qi])
+            r_out.append(leaf_ref[li])
+            if nav.tile_count > 1:
+                key_out.append(np.stack([np.full(qi.shape, ty), np.full(qi.shape, tx),
+                                         np.full(qi.shape, rank), order[li]], axis=1))  # fmt: skip
+    if not q_out:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    q = np.concatenate(q_out)
+    r = np.concatenate(r_out)
+    if nav.tile_count == 1:  # one tile: nonzero() already lists pairs query by query in order
+        return q, r
+    key = np.concatenate(key_out)
+    sort = np.lexsort((key[:, 3], key[:, 2], key[:, 1], key[:, 0], q))
+    return q[sort], r[sort]
+
+
+def find_nearest_poly(nav: NavMesh, centers, halves, pass_flags):
+    """findNearestPoly for many points -> (ref int64 (n,), point (n, 3) NaN none, over bool).
+
+    Non-finite points are the caller's business (Detour's INVALID_PARAM)."""
+    n = centers.shape[0]
+    ref = np.full(n, -1, dtype=np.int64)
+    point = np.full((n, 3), np.nan, dtype=F32)
+    over = np.zeros(n, dtype=bool)
+    q, r = query_polygon_pairs(nav, centers, halves, pass_flags)
+    if q.shape[0] == 0:
+        return ref, point, over
+    c = centers[q]
+    closest, is_over = closest_point_on_poly(nav, r, c)
+    climb = nav.tile_walkable_climb[nav.poly_tile[r]]
+    dy = np.abs(c[:, 1] - closest[:, 1]) - climb
+    d_over = np.where(dy > _ZERO, dy * dy, _ZERO)
+    diff = c - closest
+    d_out = diff[:, 0] * diff[:, 0] + diff[:, 1] * diff[:, 1] + diff[:, 2] * diff[:, 2]
+    d = np.where(is_over, d_over, d_out).astype(F32)
+    # First strictly smallest per query (Detour keeps the earliest of equal distances), and
+    # only below FLT_MAX.
+    starts = np.nonzero(np.r_[True, q[1:] != q[:-1]])[0]
+    dmin = np.minimum.reduceat(d, starts)
+    group = np.repeat(np.arange(starts.shape[0]), np.diff(np.r_[starts, q.shape[0]]))
+    is_min = (d == dmin[group]) & (d < FLT_MAX)
+    first = np.full(starts.shape[0], -1, dtype=np.int64)
+    hits = np.nonzero(is_min)[0]
+    # Keep the first hit per group: reversed assignment leaves the smallest index.
+    first[group[hits[::-1]]] = hits[::-1]
+    found = first >= 0
+    qs = q[starts][found]
+    rows = first[found]
+    ref[qs] = r[rows]
+    point[qs] = closest[rows]
+    over[qs] = is_over[rows]
+    return ref, point, over
+
+
+def _link_table(nav: NavMesh):
+    """Padded per-polygon link rows (npolys, L) with -1 padding (cached on the navmesh)."""
+    cached = getattr(nav, "_link_table_cache", None)
+    if cached is not None and cached[0] is nav.link_start:
+        return cached[1]
+    counts = np.diff(nav.link_start)
+    width = int(counts.max()) if counts.shape[0] else 0
+    k = np.arange(max(width, 1))
+    table = np.where(k[None, :] < counts[:, None], nav.link_start[:-1, None] + k[None, :], -1)
+    nav._link_table_cache = (nav.link_start, table)  # type: ignore[attr-defined]
+    return table
+
+
+def intersect_segment_poly_2d(p0, p1, verts, nv):
+    """dtIntersectSegmentPoly2D on arrays -> (hit, tmin, tmax, seg_min, seg_max)."""
+    m = p0.shape[0]
+    tmin = np.zeros(m, dtype=F32)
+    tmax = np.ones(m, dtype=F32)
+    seg_min = np.full(m, -1, dtype=np.int64)
+    seg_max = np.full(m, -1, dtype=np.int64)
+    live = np.ones(m, dtype=bool)
+    hit = np.ones(m, dtype=bool)
+    rows = np.arange(m)
+    dirx, dirz = p1[:, 0] - p0[:, 0], p1[:, 2] - p0[:, 2]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for i in range(6):
+            act = live & (i < nv)
+            j = np.where(i == 0, nv - 1, i - 1)
+            vi = verts[:, i]
+            vj = verts[rows, j]
+            ex, ez = vi[:, 0] - vj[:, 0], vi[:, 2] - vj[:, 2]
+            dx, dz = p0[:, 0] - vj[:, 0], p0[:, 2] - vj[:, 2]
+            n = ez * dx - ex * dz
+            d = dirz * ex - dirx * ez
+            par = np.abs(d) < _EPS_SEG
+            fail = act & par & (n < _ZERO)
+            hit &= ~fail
+            live &= ~fail
+            act &= ~par
+            t = n / d
+            enter = act & (d < _ZERO) & (t > tmin)
+            tmin = np.where(enter, t, tmin)
+            seg_min = np.where(enter, j, seg_min)
+            bad = enter & (tmin > tmax)
+            leave = act & (d >= _ZERO) & (t < tmax)
+            tmax = np.where(leave, t, tmax)
+            seg_max = np.where(leave, j, seg_max)
+            bad |= leave & (tmax < tmin)
+            hit &= ~bad
+            live &= ~bad
+    return hit, tmin, tmax, seg_min, seg_max
+
+
+def raycast(nav: NavMesh, start_refs, starts, ends, pass_flags, max_path: int):
+    """raycast for many rays (valid refs and finite points assumed) ->
+    (status-bits partial/buffer int64 (n,), t float32, normal (n, 3), query ids, step, refs)."""
+    n = start_refs.shape[0]
+    t_hit = np.zeros(n, dtype=F32)
+    normal = np.zeros((n, 3), dtype=F32)
+    extra = np.zeros(n, dtype=np.int64)
+    count = np.zeros(n, dtype=np.int64)
+    cur = start_refs.astype(np.int64).copy()
+    active = np.nonzero(cur >= 0)[0]
+    table = _link_table(nav)
+    rec_q, rec_r, rec_s = [], [], []
+    step = 0
+    while active.shape[0]:
+        c = cur[active]
+        nv = nav.poly_vert_count[c].astype(np.int64)
+        verts = nav.poly_pos[c]
+        s0, s1 = starts[active], ends[active]
+        ok, tmin, tmax, smin, smax = intersect_segment_poly_2d(s0, s1, verts, nv)
+        # Rays that miss the polygon stop here (t as it is).
+        go = ok
+        a = active[go]
+        tmax_g = tmax[go]
+        t_hit[a] = np.where(tmax_g > t_hit[a], tmax_g, t_hit[a])
+        room = count[a] < max_path
+        rec_q.append(a[room])
+        rec_r.append(cur[a[room]])
+        rec_s.append(np.full(int(room.sum()), step))
+        count[a[room]] += 1
+        extra[a[~room]] |= 0x10
+        smax_g = smax[go]
+        reached = smax_g == -1
+        t_hit[a[reached]] = FLT_MAX
+        a = a[~reached]
+        seg = smax_g[~reached]
+        tm = tmax_g[~reached]
+        cr = cur[a]
+        nvs = nav.poly_vert_count[cr].astype(np.int64)
+        vs = nav.poly_pos[cr]
+        nxt = np.full(a.shape[0], -1, dtype=np.int64)
+        todo = np.ones(a.shape[0], dtype=bool)
+        rows = np.arange(a.shape[0])
+        sa, ea = starts[a], ends[a]
+        for slot in range(table.shape[1]):
+            k = table[cr, slot]
+            has = todo & (k >= 0)
+            ks = np.where(has, k, 0)
+            lref = nav.link_ref[ks]
+            cand = has & (nav.link_edge[ks] == seg)
+            cand &= nav.poly_type[lref] != POLYTYPE_OFFMESH_CONNECTION
+            cand &= pass_flags[lref]
+            side = nav.link_side[ks]
+            lo, hi = nav.link_bmin[ks], nav.link_bmax[ks]
+            full = (side == SIDE_INTERNAL) | ((lo == 0) & (hi == 255))
+            e = nav.link_edge[ks]
+            left = vs[rows, e]
+            right = vs[rows, (e + 1) % np.maximum(nvs, 1)]
+            axis = np.where((side == 0) | (side == 4), 2, 0)
+            sc = F32(1.0) / F32(255.0)
+            la, ra = left[rows, axis], right[rows, axis]
+            lmin = la + (ra - la) * (lo.astype(F32) * sc)
+            lmax = la + (ra - la) * (hi.astype(F32) * sc)
+            lmin, lmax = np.minimum(lmin, lmax), np.maximum(lmin, lmax)
+            x = sa[rows, axis] + (ea[rows, axis] - sa[rows, axis]) * tm
+            within = (x >= lmin) & (x <= lmax) & ((side == 0) | (side == 4) | (side == 2) |
+                                                  (side == 6))  # fmt: skip
+            take = cand & (full | within)
+            nxt = np.where(take, lref, nxt)
+            todo &= ~take
+        wall = nxt < 0
+        if wall.any():
+            w = np.nonzero(wall)[0]
+            sm = seg[w]
+            va = vs[w, sm]
+            vb = vs[w, np.where(sm + 1 < nvs[w], sm + 1, 0)]
+            dx = vb[:, 0] - va[:, 0]
+            dz = vb[:, 2] - va[:, 2]
+            vec = np.stack([dz, np.zeros_like(dz), -dx], axis=1)
+            inv = _ONE / np.sqrt(
+                vec[:, 0] * vec[:, 0] + vec[:, 1] * vec[:, 1] + vec[:, 2] * vec[:, 2]
+            )
+            normal[a[w]] = vec * inv[:, None]
+        cont = a[~wall]
+        cur[cont] = nxt[~wall]
+        full_buf = (extra[cont] & 0x10) != 0
+        extra[cont[full_buf]] |= 0x40
+        active = cont[~full_buf]
+        step += 1
+    q = np.concatenate(rec_q) if rec_q else np.zeros(0, np.int64)
+    r = np.concatenate(rec_r) if rec_r else np.zeros(0, np.int64)
+    s = np.concatenate(rec_s) if rec_s else np.zeros(0, np.int64)
+    order = np.lexsort((s, q))
+    return extra, t_hit, normal, q[order], r[order]
+
+
+def boundary_point(nav: NavMesh, refs: np.ndarray, pos: np.ndarray) -> np.ndarray:
+    """closestPointOnPolyBoundary for each (ref, pos): pos when inside (2D), else the nearest
+    point of the polygon's edges (first nearest edge, as Detour's scan) -> float32 (m, 3)."""
+    m = refs.shape[0]
+    if m == 0:
+        return np.zeros((0, 3), dtype=F32)
+    inside = point_in_polygon(nav, refs, pos)
+    verts = nav.poly_pos[refs]
+    nv = nav.poly_vert_count[refs].astype(np.int64)
+    rows = np.arange(m)
+    best_d = np.full(m, np.inf, dtype=F32)
+    best_a = verts[:, 0].copy()
+    best_b = verts[:, 0].copy()
+    best_t = np.zeros(m, dtype=F32)
+    for j in range(6):
+        nxt = np.where(j + 1 < nv, j + 1, 0)
+        a = verts[:, j]
+        b = verts[rows, nxt]
+        d, t = dist_pt_seg_sqr_2d(pos, a, b)
+        better = (j < nv) & (d < best_d) if j else (j < nv)
+        best_d = np.where(better, d, best_d)
+        best_a = np.where(better[:, None], a, best_a)
+        best_b = np.where(better[:, None], b, best_b)
+        best_t = np.where(better, t, best_t)
+    out = lerp(best_a, best_b, best_t).astype(F32)
+    out[inside] = pos[inside]
+    return out
+
+
+def _portal_lookup(nav: NavMesh):
+    """Sorted (owner * npolys + target) keys and the first link row of each (cached)."""
+    cached = getattr(nav, "_portal_lookup_cache", None)
+    if cached is not None and cached[0] is nav.link_start:
+        return cached[1]
+    key = nav.link_owner * max(1, nav.poly_count) + nav.link_ref
+    order = np.lexsort((np.arange(key.shape[0]), key))
+    sk = key[order]
+    first = np.r_[True, sk[1:] != sk[:-1]] if sk.shape[0] else np.zeros(0, bool)
+    result = (sk[first], order[first])
+    nav._portal_lookup_cache = (nav.link_start, result)  # type: ignore[attr-defined]
+    return result
+
+
+def portal_links(nav: NavMesh, frm: np.ndarray, to: np.ndarray) -> np.ndarray:
+    """Link row getPortalPoints uses for each (from, to) pair, -1 when they are not linked."""
+    keys, rows = _portal_lookup(nav)
+    k = frm.astype(np.int64) * max(1, nav.poly_count) + to.astype(np.int64)
+    if keys.shape[0] == 0:
+        return np.full(k.shape, -1, dtype=np.int64)
+    pos = np.minimum(np.searchsorted(keys, k), keys.shape[0] - 1)
+    return np.where(keys[pos] == k, rows[pos], -1)
+
+
+_EQUAL_THR = F32(1.0 / 16384.0) * F32(1.0 / 16384.0)
+_PORTAL_EPS = F32(0.001) * F32(0.001)
+
+
+def _vequal(a, b):
+    d = b - a
+    return (d[:, 0] * d[:, 0] + d[:, 1] * d[:, 1] + d[:, 2] * d[:, 2]) < _EQUAL_THR
+
+
+def _tri_area(a, b, c):
+    abx = b[:, 0] - a[:, 0]
+    abz = b[:, 2] - a[:, 2]
+    acx = c[:, 0] - a[:, 0]
+    acz = c[:, 2] - a[:, 2]
+    return acx * abz - abx * acz
+
+
+def straight_paths(nav: NavMesh, count, start, polys, starts, ends, max_straight: int):
+    """findStraightPath (options 0) for corridors whose every consecutive pair is linked and
+    max_straight >= 2, string-pulled in lockstep (one portal step of every query at a time).
+
+    count, start, polys: the corridors (ragged, count >= 1); starts, ends: float32 (n, 3).
+    Returns (status, out_count, points (n, W, 3), flags (n, W), refs (n, W)).
+    """
+    n = count.shape[0]
+    count = count.astype(np.int64)
+    start = start.astype(np.int64)
+    first = polys[start]
+    last = polys[start + count - 1]
+    start_c = boundary_point(nav, first, starts)
+    end_c = boundary_point(nav, last, ends)
+    width = int(min(max_straight, int(count.max()) + 2)) if n else 1
+    pts = np.zeros((n, width, 3), dtype=F32)
+    flags = np.zeros((n, width), dtype=np.uint8)
+    refs = np.full((n, width), -1, dtype=np.int64)
+    out_n = np.ones(n, dtype=np.int64)
+    status = np.full(n, SUCCESS_BITS, dtype=np.int64)
+    pts[:, 0] = start_c
+    flags[:, 0] = 1
+    refs[:, 0] = first
+    # Portals of every corridor step (flat index start + i); the last step is the end point.
+    total = int(count.sum())
+    flat_q = np.repeat(np.arange(n), count)
+    flat_i = np.arange(total) - np.repeat(np.cumsum(count) - count, count)
+    flat_pos = start[flat_q] + flat_i
+    has_next = flat_i + 1 < count[flat_q]
+    nxt = np.where(has_next, polys[np.where(has_next, flat_pos + 1, flat_pos)], -1)
+    link = portal_links(nav, polys[flat_pos], np.maximum(nxt, 0))
+    p_left = np.where(has_next[:, None], nav.link_left[np.maximum(link, 0)], end_c[flat_q])
+    p_right = np.where(has_next[:, None], nav.link_right[np.maximum(link, 0)], end_c[flat_q])
+    cstart = np.cumsum(count) - count  # row of query q's step 0 in the flat arrays
+
+    apex = start_c.copy()
+    left = apex.copy()
+    right = apex.copy()
+    apex_i = np.zeros(n, dtype=np.int64)
+    left_i = np.zeros(n, dtype=np.int64)
+    right_i = np.zeros(n, dtype=np.int64)
+    left_ref = first.astype(np.int64).copy()
+    right_ref = first.astype(np.int64).copy()
+    i = np.zeros(n, dtype=np.int64)
+    done = np.zeros(n, dtype=bool)
+    finished_loop = count <= 1
+    active = np.nonzero(~finished_loop)[0]
+
+    def append(q, pos, flag, ref):
+        """appendVertex for queries q; returns the queries that must stop now."""
+        last_pt = pts[q, out_n[q] - 1]
+        same = _vequal(last_pt, pos)
+        qs = q[same]
+        flags[qs, out_n[qs] - 1] = flag[same]
+        refs[qs, out_n[qs] - 1] = ref[same]
+        qn = q[~same]
+        slot = out_n[qn]
+        pts[qn, slot] = pos[~same]
+        flags[qn, slot] = flag[~same]
+        refs[qn, slot] = ref[~same]
+        out_n[qn] += 1
+        full = out_n[qn] >= max_straight
+        status[qn[full]] |= 0x10
+        stop = qn[full | (flag[~same] == 2)]
+        return stop
+
+    while active.shape[0]:
+        q = active
+        row = cstart[q] + i[q]
+        lft, rgt = p_left[row], p_right[row]
+        nref = nxt[row]
+        a_ = apex[q]
+        # First portal right at the start point: skip it.
+        skip = (i[q] == 0) & has_next[row]
+        if np.any(skip):
+            d, _t = dist_pt_seg_sqr_2d(a_[skip], lft[skip], rgt[skip])
+            skip[skip] = d < _PORTAL_EPS
+        # Right side.
+        restart = np.zeros(q.shape[0], dtype=bool)
+        r_test = ~skip & (_tri_area(a_, right[q], rgt) <= _ZERO)
+        tighten = r_test & (_vequal(a_, right[q]) | (_tri_area(a_, left[q], rgt) > _ZERO))
+        t = q[tighten]
+        right[t] = rgt[tighten]
+        right_ref[t] = nref[tighten]
+        right_i[t] = i[t]
+        jump = r_test & ~tighten
+        if np.any(jump):
+            qj = q[jump]
+            apex[qj] = left[qj]
+            apex_i[qj] = left_i[qj]
+            fl = np.where(left_ref[qj] < 0, 2, 0).astype(np.uint8)
+            stop = append(qj, apex[qj], fl, left_ref[qj])
+            done[stop] = True
+            left[qj] = apex[qj]
+            right[qj] = apex[qj]
+            left_i[qj] = apex_i[qj]
+            right_i[qj] = apex_i[qj]
+            i[qj] = apex_i[qj]
+            restart |= jump
+        # Left side (queries that did not restart).
+        a_ = apex[q]
+        l_test = ~skip & ~restart & (_tri_area(a_, left[q], lft) >= _ZERO)
+        tighten = l_test & (_vequal(a_, left[q]) | (_tri_area(a_, right[q], lft) < _ZERO))
+        t = q[tighten]
+        left[t] = lft[tighten]
+        left_ref[t] = nref[tighten]
+        left_i[t] = i[t]
+        jump = l_test & ~tighten
+        if np.any(jump):
+            qj = q[jump]
+            apex[qj] = right[qj]
+            apex_i[qj] = right_i[qj]
+            fl = np.where(right_ref[qj] < 0, 2, 0).astype(np.uint8)
+            stop = append(qj, apex[qj], fl, right_ref[qj])
+            done[stop] = True
+            left[qj] = apex[qj]
+            right[qj] = apex[qj]
+            left_i[qj] = apex_i[qj]
+            right_i[qj] = apex_i[qj]
+            i[qj] = apex_i[qj]
+        i[q] += 1
+        finished_loop[q] = i[q] >= count[q]
+        active = q[~done[q] & ~finished_loop[q]]
+    # The end point for every query that ran through its corridor.
+    fin = np.nonzero(~done)[0]
+    if fin.shape[0]:
+        append(fin, end_c[fin], np.full(fin.shape[0], 2, np.uint8), np.full(fin.shape[0], -1))
+        full = out_n[fin] >= max_straight
+        status[fin[full]] |= 0x10
+    return status, out_n, pts, flags, refs
+
+
+SUCCESS_BITS = 0x40000000

@@ -1,0 +1,111 @@
+"""``python -m core bench-queries``: query rates on the dungeon navmesh next to Detour's.
+
+Detour's native figures (C++, this machine class, dungeon) and the issue's targets are printed
+beside ours. Queries: points drawn near the navmesh surface (seeded), pairs of them for paths,
+rays of up to 10 units from them. Not a test: it prints figures and never fails on speed.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import VoxNavError
+
+F32 = np.float32
+
+#: Detour C++ on dungeon, queries per second.
+DETOUR_RATE = {
+    "find_nearest_poly": 4.6e6,
+    "raycast": 14e6,
+    "get_poly_height": 10e6,
+    "find_path+find_straight_path": 417e3,
+}
+#: The issue's floors, queries per second.
+TARGET_RATE = {
+    "find_nearest_poly": 1e6,
+    "raycast": 1e6,
+    "get_poly_height": 2e6,
+    "find_path+find_straight_path": 50e3,
+}
+
+
+def _surface_points(query, n: int, rng) -> np.ndarray:
+    """Random points over random polygons (inside their 2D outline), lifted 0.3 wu."""
+    nav = query.nav
+    ref = rng.integers(0, nav.poly_count, n)
+    v = nav.poly_pos[ref]  # (n, 6, 3) Y-up
+    w = rng.random((n, 6)).astype(F32) * (np.arange(6)[None] < nav.poly_vert_count[ref][:, None])
+    w /= w.sum(axis=1, keepdims=True)
+    p = np.einsum("nk,nkc->nc", w, v).astype(F32)
+    p[:, 1] += F32(0.3)
+    return p[:, [0, 2, 1]].copy()
+
+
+def run_query_bench(meshes=None, n: int = 10000) -> int:
+    from ..config import NavConfig
+    from .cli import build_navmesh
+    from .query import NavMeshQuery
+
+    if n < 1:
+        raise VoxNavError(f"--pairs must be >= 1, got {n}")
+    folder = Path(meshes) if meshes else Path(__file__).resolve().parents[3] / "shared" / "meshes"
+    path = folder / "dungeon.obj"
+    if not path.exists():
+        raise VoxNavError(f"{path} not found: pass --meshes with the folder holding dungeon.obj")
+    nav = build_navmesh(path, True, NavConfig())
+    q = NavMeshQuery(nav)
+    rng = np.random.default_rng(1)
+    pts = _surface_points(q, n, rng)
+    half = (2.0, 2.0, 4.0)
+    rows = []
+
+    t0 = time.perf_counter()
+    near = q.find_nearest_poly_batch(pts, half)
+    rows.append(("find_nearest_poly", n, time.perf_counter() - t0))
+    ok = near.ref >= 0
+    refs, at = near.ref[ok], near.point[ok]
+    t0 = time.perf_counter()
+    q.get_poly_height_batch(refs, at)
+    rows.append(("get_poly_height", refs.shape[0], time.perf_counter() - t0))
+    ends = (at + rng.normal(0, 5, at.shape) * np.array([1, 1, 0])).astype(F32)
+    t0 = time.perf_counter()
+    q.raycast_batch(refs, at, ends)
+    rows.append(("raycast", refs.shape[0], time.perf_counter() - t0))
+    a = rng.integers(0, refs.shape[0], n)
+    b = rng.integers(0, refs.shape[0], n)
+    t0 = time.perf_counter()
+    corr = q.find_path_batch(refs[a], refs[b], at[a], at[b])
+    q.find_straight_path_batch(at[a], at[b], corr)
+    rows.append(("find_path+find_straight_path", n, time.perf_counter() - t0))
+    t0 = time.perf_counter()
+    q.find_distance_to_wall_batch(refs, at, 5.0)
+    rows.append(("find_distance_to_wall", refs.shape[0], time.perf_counter() - t0))
+
+    print(f"dungeon navmesh: {nav.poly_count} polygons; batches of {n}")
+    print(f"{'query':<30}{'count':>8}{'seconds':>10}{'per s':>12}{'Detour':>10}{'x slower':>10}"
+          f"{'target':>10}")  # fmt: skip
+    for name, count, sec in rows:
+        rate = count / sec if sec > 0 else float("inf")
+        det = DETOUR_RATE.get(name)
+        tgt = TARGET_RATE.get(name)
+        print(
+            f"{name:<30}{count:>8}{sec:>10.3f}{rate:>12,.0f}"
+            + (f"{det:>10,.0f}{det / rate:>10.1f}" if det else f"{'':>20}")
+            + (f"{tgt:>10,.0f}{'  ok' if rate >= tgt else '  BELOW'}" if tgt else "")
+        )
+    # One interactive query: nearest x2, path, straight path (median of 50).
+    times = []
+    for i in range(50):
+        s, g = pts[i], pts[-1 - i]
+        t0 = time.perf_counter()
+        rs, rg = q.find_nearest_poly(s, half), q.find_nearest_poly(g, half)
+        if rs.ref >= 0 and rg.ref >= 0:
+            corridor = q.find_path(rs.ref, rg.ref, rs.point, rg.point)
+            q.find_straight_path(rs.point, rg.point, corridor.polys)
+        times.append(time.perf_counter() - t0)
+    print(f"one interactive path (2 nearest + path + straight), median of 50: "
+          f"{np.median(times) * 1000:.2f} ms (target <= 2 ms)")  # fmt: skip
+    return 0

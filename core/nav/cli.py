@@ -1,0 +1,334 @@
+"""``python -m core query`` and ``python -m core path``: Detour's queries on a fresh bake.
+
+    python -m core query MESH.obj --recast-frame --queries Q.npz --out OUT.npz [settings]
+    python -m core path MESH.obj --from X Y Z --to X Y Z [--recast-frame] [settings]
+
+``query`` runs the queries exactly as ``shared/reference/README.md`` describes (RecastDemo's
+navmesh: agent height/radius/climb from the settings, Detour's default filter, 2048 nodes) and
+writes the answers under the reference names and dtypes plus ``time_query_<kind>`` (float64
+seconds per batch). Positions in Q.npz and OUT.npz are in the OBJ's own frame: Recast's Y-up
+with --recast-frame, else VoxNav's Z-up.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..errors import VoxNavError
+from .navdata import create_nav_mesh_data
+from .navmesh import NavMesh
+from .query import FAILURE, INVALID_PARAM, PARTIAL_RESULT, SUCCESS, NavMeshQuery
+
+F32 = np.float32
+QUERY_ARRAYS = ("q_points", "q_pairs", "q_ray_start", "q_ray_end", "q_half_extents")
+#: findDistanceToWall radius and the corridor / straight path / ray limits of the reference.
+WALL_RADIUS = 5.0
+MAX_PATH = 256
+
+
+def build_navmesh(
+    mesh_path, recast_frame: bool, config, tile_size: int = 0, workers: int | None = None
+) -> NavMesh:
+    """Bake an OBJ with `config` and make the navmesh RecastDemo makes from it: solo, or
+    with ``tile_size`` > 0 RecastDemo's tile mesh (`core.tiles`, ``workers`` processes)."""
+    from .. import pipeline
+    from ..objio import read_obj
+
+    verts, tris = read_obj(mesh_path, recast_frame=recast_frame)
+    if tile_size:
+        from ..tiles import bake_tiled
+
+        tiled = bake_tiled(verts, tris, config, tile_size, workers=workers)
+        if tiled.empty:
+            raise VoxNavError(
+                f"{mesh_path}: the tiled bake made no walkable polygons, so there is nothing "
+                "to query; check the agent settings and that the mesh has floors"
+            )
+        return tiled.navmesh()
+    result = pipeline.bake(verts, tris, config)
+    if result.polymesh is None or int(result.polymesh.npolys) == 0:
+        raise VoxNavError(
+            f"{mesh_path}: the bake made no walkable polygons, so there is nothing to query; "
+            "check the agent settings and that the mesh has floors"
+        )
+    data = create_nav_mesh_data(
+        result.polymesh,
+        result.detail,
+        walkable_height=float(F32(config.agent_height)),
+        walkable_radius=float(F32(config.agent_radius)),
+        walkable_climb=float(F32(config.agent_max_climb)),
+    )
+    return NavMesh.from_data(data)
+
+
+def _frame(a: np.ndarray, recast_frame: bool) -> np.ndarray:
+    """OBJ frame <-> VoxNav Z-up: the parity mirror swaps y and z (its own inverse)."""
+    a = np.asarray(a, dtype=F32)
+    return a[..., [0, 2, 1]].copy() if recast_frame else a.copy()
+
+
+def read_queries(path) -> dict[str, np.ndarray]:
+    path = Path(path)
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            arrays = {k: z[k] for k in z.files}
+    except (OSError, ValueError) as exc:
+        raise VoxNavError(f"cannot read queries file {path}: {exc}") from exc
+    missing = [k for k in QUERY_ARRAYS if k not in arrays]
+    if missing:
+        raise VoxNavError(
+            f"{path} lacks the query arrays {', '.join(missing)} (needs {', '.join(QUERY_ARRAYS)})"
+        )
+    pts = np.asarray(arrays["q_points"])
+    if pts.ndim != 2 or pts.shape[1] != 3:
+        raise VoxNavError(f"{path}: q_points must be (n, 3), got shape {pts.shape}")
+    n = pts.shape[0]
+    pairs = np.asarray(arrays["q_pairs"])
+    if pairs.ndim != 2 or pairs.shape[1] != 2:
+        raise VoxNavError(f"{path}: q_pairs must be (m, 2), got shape {pairs.shape}")
+    rs = np.asarray(arrays["q_ray_start"]).reshape(-1)
+    re = np.asarray(arrays["q_ray_end"])
+    if re.ndim != 2 or re.shape[1] != 3 or re.shape[0] != rs.shape[0]:
+        raise VoxNavError(
+            f"{path}: q_ray_end must be (k, 3) with one row per q_ray_start entry, got "
+            f"{re.shape} for {rs.shape[0]} starts"
+        )
+    for name, idx in (("q_pairs", pairs), ("q_ray_start", rs)):
+        if idx.size and (idx.min() < 0 or idx.max() >= n):
+            raise VoxNavError(f"{path}: {name} holds indices outside q_points (0..{n - 1})")
+    if np.asarray(arrays["q_half_extents"]).size != 3:
+        raise VoxNavError(f"{path}: q_half_extents must hold 3 values")
+    return arrays
+
+
+def run_queries(
+    query: NavMeshQuery, arrays: dict[str, np.ndarray], recast_frame: bool
+) -> dict[str, Any]:
+    """Run the reference's query protocol; returns the answer arrays (reference names)."""
+    nav = query.nav
+    out: dict[str, Any] = {}
+    pts = _frame(arrays["q_points"], recast_frame)
+    half = _frame(np.asarray(arrays["q_half_extents"]).reshape(3), recast_frame)
+    pairs = np.asarray(arrays["q_pairs"], dtype=np.int64)
+    ray_start = np.asarray(arrays["q_ray_start"], dtype=np.int64).reshape(-1)
+    ray_end = _frame(arrays["q_ray_end"], recast_frame)
+    n = pts.shape[0]
+
+    t0 = time.perf_counter()
+    near = query.find_nearest_poly_batch(pts, half)
+    out["time_query_nearest"] = np.float64(time.perf_counter() - t0)
+    has = near.ref >= 0
+    out.update(
+        near_status=near.status.astype(np.uint32),
+        near_poly=nav.tile_poly(near.ref)[:, 2].astype(np.int32),
+        near_tile_poly=nav.tile_poly(near.ref),
+        near_pt=_frame(near.point, recast_frame),
+        near_over_poly=near.over_poly.astype(np.uint8),
+    )
+
+    # Heights and walls: only where a polygon was found (status 0 = not run, as the reference).
+    t0 = time.perf_counter()
+    hb = query.get_poly_height_batch(near.ref, np.where(has[:, None], near.point, 0))
+    out["time_query_height"] = np.float64(time.perf_counter() - t0)
+    out["height_status"] = np.where(has, hb.status, 0).astype(np.uint32)
+    out["height"] = np.where(has, hb.height, np.nan).astype(F32)
+
+    t0 = time.perf_counter()
+    idx = np.nonzero(has)[0]
+    wall = query.find_distance_to_wall_batch(near.ref[idx], near.point[idx], WALL_RADIUS)
+    out["time_query_wall"] = np.float64(time.perf_counter() - t0)
+    wall_status = np.zeros(n, np.uint32)
+    wall_dist = np.full(n, np.nan, F32)
+    wall_pos = np.full((n, 3), np.nan, F32)
+    wall_normal = np.full((n, 3), np.nan, F32)
+    wall_status[idx], wall_dist[idx] = wall.status, wall.distance
+    wall_pos[idx], wall_normal[idx] = wall.position, wall.normal
+    out.update(
+        wall_status=wall_status,
+        wall_dist=wall_dist,
+        wall_pos=_frame(wall_pos, recast_frame),
+        wall_normal=_frame(wall_normal, recast_frame),
+    )
+
+    # Paths: findPath(ref[a], ref[b], near_pt[a], near_pt[b]); a missing ref is Detour's 0,
+    # an invalid param (NaN positions stand in for the unset points).
+    a, b = pairs[:, 0], pairs[:, 1]
+    t0 = time.perf_counter()
+    corr = query.find_path_batch(near.ref[a], near.ref[b], near.point[a], near.point[b])
+    out["time_query_path"] = np.float64(time.perf_counter() - t0)
+    out.update(
+        path_status=corr.status.astype(np.uint32),
+        path_count=corr.count.astype(np.int32),
+        path_start=corr.start.astype(np.int64),
+        path_poly=nav.tile_poly(corr.polys)[:, 2].astype(np.int32).reshape(-1),
+        path_tile_poly=nav.tile_poly(corr.polys).reshape(-1, 3),
+    )
+
+    # Straight paths: end = near_pt[b], or for a partial corridor the closest point on its
+    # last polygon (RecastDemo's rule); not run for an empty corridor.
+    t0 = time.perf_counter()
+    m = pairs.shape[0]
+    end_pos = np.full((m, 3), np.nan, F32)
+    run = corr.count > 0
+    last = np.where(run, corr.polys[np.minimum(corr.start + corr.count - 1, len(corr.polys) - 1)]
+                    if len(corr.polys) else -1, -1)  # fmt: skip
+    for j in np.nonzero(run)[0]:
+        if last[j] == near.ref[b[j]]:
+            end_pos[j] = near.point[b[j]]
+        else:
+            end_pos[j] = query.closest_point_on_poly(int(last[j]), near.point[b[j]])[1]
+    straight = query.find_straight_path_batch(near.point[a], end_pos, corr, MAX_PATH, 0)
+    out["time_query_straight"] = np.float64(time.perf_counter() - t0)
+    out.update(
+        straight_status=np.where(run, straight.status, 0).astype(np.uint32),
+        straight_count=straight.count.astype(np.int32),
+        straight_start=straight.start.astype(np.int64),
+        straight_end_pos=_frame(end_pos, recast_frame),
+        straight_pts=_frame(straight.points, recast_frame),
+        straight_flags=straight.flags.astype(np.uint8),
+        straight_poly=nav.tile_poly(straight.refs)[:, 2].astype(np.int32).reshape(-1),
+        straight_tile_poly=nav.tile_poly(straight.refs).reshape(-1, 3),
+    )
+
+    t0 = time.perf_counter()
+    rays = query.raycast_batch(near.ref[ray_start], near.point[ray_start], ray_end)
+    out["time_query_raycast"] = np.float64(time.perf_counter() - t0)
+    out.update(
+        ray_status=rays.status.astype(np.uint32),
+        ray_t=rays.t.astype(F32),
+        ray_normal=_frame(rays.normal, recast_frame),
+        ray_count=rays.count.astype(np.int32),
+        ray_start=rays.start.astype(np.int64),
+        ray_poly=nav.tile_poly(rays.polys)[:, 2].astype(np.int32).reshape(-1),
+        ray_tile_poly=nav.tile_poly(rays.polys).reshape(-1, 3),
+    )
+    return out
+
+
+def write_npz_atomic(path, arrays: dict[str, Any]) -> None:
+    """Write an .npz through a temporary file in the target folder, then os.replace."""
+    path = Path(path)
+    if not path.parent.exists():
+        raise VoxNavError(f"output folder {path.parent} does not exist")
+    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            np.savez_compressed(f, **arrays)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def cmd_query(args, config) -> int:
+    arrays = read_queries(args.queries)
+    nav = build_navmesh(
+        args.mesh,
+        args.recast_frame,
+        config,
+        getattr(args, "tile_size", 0),
+        getattr(args, "workers", None),
+    )
+    out = run_queries(NavMeshQuery(nav, 2048), arrays, args.recast_frame)
+    write_npz_atomic(args.out, out)
+    times = " ".join(
+        f"{k[len('time_query_') :]}={float(v) * 1000:.1f}ms"
+        for k, v in out.items()
+        if k.startswith("time_query_")
+    )
+    print(f"wrote {len(out)} arrays to {args.out}  ({times})")
+    return 0
+
+
+def _status_text(status: int) -> str:
+    if status & FAILURE:
+        return "failed" + (" (invalid input)" if status & INVALID_PARAM else "")
+    if status & PARTIAL_RESULT:
+        return "partial (goal not reachable; path ends as close as it gets)"
+    return "reached" if status & SUCCESS else f"status {status:#x}"
+
+
+def cmd_path(args, config) -> int:
+    nav = build_navmesh(
+        args.mesh,
+        args.recast_frame,
+        config,
+        getattr(args, "tile_size", 0),
+        getattr(args, "workers", None),
+    )
+    query = NavMeshQuery(nav, 2048)
+    start = _frame(np.asarray(args.start, dtype=F32), args.recast_frame)
+    goal = _frame(np.asarray(args.goal, dtype=F32), args.recast_frame)
+    if not (np.all(np.isfinite(start)) and np.all(np.isfinite(goal))):
+        raise VoxNavError("--from and --to need finite coordinates")
+    half_arg = args.half_extents
+    if half_arg is None:
+        half_arg = (2.0, 4.0, 2.0) if args.recast_frame else (2.0, 2.0, 4.0)
+    half = _frame(np.asarray(half_arg, dtype=F32), args.recast_frame)
+    s = query.find_nearest_poly(start, half)
+    g = query.find_nearest_poly(goal, half)
+    for name, r, p in (("start", s, args.start), ("goal", g, args.goal)):
+        if r.ref < 0:
+            raise VoxNavError(
+                f"no navmesh polygon near the {name} {tuple(p)} (within half extents "
+                f"{tuple(half_arg)}); move it onto a walkable floor or enlarge "
+                "--half-extents"
+            )
+    path = query.find_path(s.ref, g.ref, s.point, g.point)
+    end = g.point
+    if path.status & PARTIAL_RESULT and len(path.polys):
+        end = query.closest_point_on_poly(int(path.polys[-1]), g.point)[1]
+    straight = query.find_straight_path(s.point, end, path.polys)
+    pts = _frame(straight.points, args.recast_frame)
+    length = float(np.sum(np.linalg.norm(np.diff(pts.astype(np.float64), axis=0), axis=1)))
+    print(
+        f"path: {_status_text(path.status)}; {len(path.polys)} polygons, {len(pts)} points, "
+        f"length {length:.3f}"
+    )
+    for p, f in zip(pts, straight.flags, strict=True):
+        tag = " start" if f & 1 else (" end" if f & 2 else "")
+        print(f"  {p[0]:10.4f} {p[1]:10.4f} {p[2]:10.4f}{tag}")
+    return 0
+
+
+def add_parsers(sub, add_setting_flags) -> None:
+    """Register ``query`` and ``path`` on an argparse subparsers object."""
+    q = sub.add_parser("query", help="run Detour's queries from Q.npz, write the answers (.npz)")
+    q.add_argument("mesh")
+    q.add_argument("--queries", required=True, help=".npz with q_points, q_pairs, q_ray_*")
+    q.add_argument("--out", required=True)
+    q.add_argument("--recast-frame", action="store_true", help="read the OBJ as RecastDemo")
+    add_setting_flags(q)
+    p = sub.add_parser("path", help="print the straight path between two points")
+    p.add_argument("mesh")
+    p.add_argument("--from", dest="start", type=float, nargs=3, required=True, metavar="X")
+    p.add_argument("--to", dest="goal", type=float, nargs=3, required=True, metavar="X")
+    p.add_argument(
+        "--half-extents", type=float, nargs=3, default=None, metavar="X",
+        help="search box half size around each point, in the OBJ's frame (default 2 wide, "
+        "4 up)",
+    )  # fmt: skip
+    p.add_argument("--recast-frame", action="store_true", help="read the OBJ as RecastDemo")
+    add_setting_flags(p)
+    b = sub.add_parser("bench-queries", help="query rates on dungeon next to Detour's")
+    b.add_argument("--meshes", default=None, help="folder with dungeon.obj")
+    b.add_argument("--pairs", type=int, default=10000, help="batch size [Limit: >= 1]")
+
+
+def run(args, config_from_args) -> int:
+    """Dispatch ``query``, ``path`` and ``bench-queries`` (VoxNavError goes to the caller)."""
+    if args.command == "bench-queries":
+        from .bench import run_query_bench
+
+        return run_query_bench(args.meshes, args.pairs)
+    config = config_from_args(args)
+    if args.command == "query":
+        return cmd_query(args, config)
+    return cmd_path(args, config)

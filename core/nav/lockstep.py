@@ -1,0 +1,457 @@
+"""Detour's graph searches run in lockstep across many queries: ``findPath`` (A*) and
+``findDistanceToWall`` (Dijkstra), vectorized with NumPy.
+
+Every query keeps its own node pool (nodes keyed by (polygon, crossed side) as dtNodePool, with
+its size limit) and its own binary heap laid out exactly as dtNodeQueue (same sift-up and
+trickle-down moves), stored as rows of 2D arrays. One iteration pops one node of every live query
+and relaxes its links slot by slot; heap moves loop over heap levels (<= log2 of the pool size),
+never over queries. Costs are float32 in Detour's order, so every query's answer equals the
+literal port's (`core.nav.query`), including ties and out-of-nodes cut-offs.
+
+Positions are Detour's Y-up frame; refs are NavMesh refs.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .navdata import EXT_LINK, POLYTYPE_OFFMESH_CONNECTION
+from .navmesh import SIDE_INTERNAL, NavMesh
+
+F32 = np.float32
+_ZERO = F32(0)
+_ONE = F32(1)
+H_SCALE = F32(0.999)
+SUCCESS = 0x40000000
+FAILURE = 0x80000000
+INVALID_PARAM = 0x08
+BUFFER_TOO_SMALL = 0x10
+OUT_OF_NODES = 0x20
+PARTIAL_RESULT = 0x40
+#: Queries per chunk are chosen so a chunk's node map stays below this many entries.
+MAP_BUDGET = 1 << 23
+
+
+def _dist(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """dtVdist(a, b) row-wise, float32."""
+    d = (b - a).astype(F32)
+    return np.sqrt(d[:, 0] * d[:, 0] + d[:, 1] * d[:, 1] + d[:, 2] * d[:, 2])
+
+
+class _Pools:
+    """Node pools and heaps of `nq` queries (rows)."""
+
+    def __init__(self, nq: int, keys: int, cap: int):
+        self.node_of = np.full((nq, keys), -1, dtype=np.int32)
+        self.ref = np.zeros((nq, cap), dtype=np.int64)
+        self.pidx = np.zeros((nq, cap), dtype=np.int32)
+        self.cost = np.zeros((nq, cap), dtype=F32)
+        self.total = np.zeros((nq, cap), dtype=F32)
+        self.flags = np.zeros((nq, cap), dtype=np.int8)
+        self.came = np.full((nq, cap), -1, dtype=np.int64)  # link that created the node
+        self.count = np.zeros(nq, dtype=np.int64)
+        self.heap = np.zeros((nq, cap), dtype=np.int32)
+        self.size = np.zeros(nq, dtype=np.int64)
+
+    def bubble_up(self, rows, i, node) -> None:
+        heap, total = self.heap, self.total
+        t = total[rows, node]
+        i = i.copy()
+        live = np.arange(rows.shape[0])
+        while live.shape[0]:
+            r = rows[live]
+            parent = (i[live] - 1) // 2
+            move = (i[live] > 0) & (total[r, heap[r, np.maximum(parent, 0)]] > t[live])
+            live = live[move]
+            if not live.shape[0]:
+                break
+            r = rows[live]
+            parent = parent[move]
+            heap[r, i[live]] = heap[r, parent]
+            i[live] = parent
+        heap[rows, i] = node
+
+    def pop(self, rows) -> np.ndarray:
+        heap, total = self.heap, self.total
+        best = heap[rows, 0].copy()
+        self.size[rows] -= 1
+        node = heap[rows, self.size[rows]].copy()
+        i = np.zeros(rows.shape[0], dtype=np.int64)
+        child = np.ones(rows.shape[0], dtype=np.int64)
+        live = np.arange(rows.shape[0])
+        while True:
+            r = rows[live]
+            go = child[live] < self.size[r]
+            live = live[go]
+            if not live.shape[0]:
+                break
+            r = rows[live]
+            c = child[live]
+            c1 = c + 1
+            right = (c1 < self.size[r]) & (
+                total[r, heap[r, c]] > total[r, heap[r, np.minimum(c1, heap.shape[1] - 1)]]
+            )
+            c = np.where(right, c1, c)
+            heap[r, i[live]] = heap[r, c]
+            i[live] = c
+            child[live] = c * 2 + 1
+        self.bubble_up(rows, i, node)
+        return best
+
+    def find_in_heap(self, rows, node) -> np.ndarray:
+        cols = np.arange(self.heap.shape[1])[None, :]
+        hit = (self.heap[rows] == node[:, None]) & (cols < self.size[rows][:, None])
+        return np.argmax(hit, axis=1)
+
+
+def _chunks(n: int, keys: int):
+    step = max(1, MAP_BUDGET // max(1, keys))
+    for s in range(0, n, step):
+        yield np.arange(s, min(n, s + step))
+
+
+def _mid_first(nav: NavMesh) -> np.ndarray:
+    from .search import SearchTables
+
+    cached = getattr(nav, "_mid_first_cache", None)
+    if cached is not None and cached[0] is nav.link_start:
+        return cached[1]
+    mid = SearchTables(nav).mid
+    nav._mid_first_cache = (nav.link_start, mid)  # type: ignore[attr-defined]
+    return mid
+
+
+def find_paths(
+    nav: NavMesh,
+    start_ref: np.ndarray,
+    end_ref: np.ndarray,
+    start_pos: np.ndarray,
+    end_pos: np.ndarray,
+    pass_ok: np.ndarray,
+    area_cost: np.ndarray,
+    max_nodes: int,
+    max_path: int,
+):
+    """findPath for many queries (refs valid, positions finite, start != end, max_path > 0)
+    -> (status int64 (n,), count int64 (n,), refs int64 flat, query by query)."""
+    n = start_ref.shape[0]
+    status = np.zeros(n, dtype=np.int64)
+    count = np.zeros(n, dtype=np.int64)
+    flats = []
+    multi = nav.tile_count > 1
+    states = 4 if multi else 1
+    keys = nav.poly_count * states
+    cap = int(min(max_nodes, keys))
+    for chunk in _chunks(n, keys):
+        st, cnt, flat = _find_paths_chunk(
+            nav, start_ref[chunk], end_ref[chunk], start_pos[chunk], end_pos[chunk], pass_ok,
+            area_cost, max_nodes, max_path, states, cap,
+        )  # fmt: skip
+        status[chunk] = st
+        count[chunk] = cnt
+        flats.append(flat)
+    return status, count, np.concatenate(flats) if flats else np.zeros(0, np.int64)
+
+
+def _find_paths_chunk(
+    nav, start_ref, end_ref, start_pos, end_pos, pass_ok, area_cost, max_nodes, max_path,
+    states, cap,
+):  # fmt: skip
+    nq = start_ref.shape[0]
+    keys = nav.poly_count * states
+    P = _Pools(nq, keys, cap)
+    mid = _mid_first(nav)
+    ac = np.asarray(area_cost, dtype=F32)
+    link_start, link_ref, link_side = nav.link_start, nav.link_ref, nav.link_side
+    link_state = np.where(link_side != SIDE_INTERNAL, link_side >> 1, 0) if states > 1 else None
+    deg_all = np.diff(link_start)
+    max_deg = int(deg_all.max()) if deg_all.shape[0] else 0
+    rows_all = np.arange(nq)
+    start_ref = start_ref.astype(np.int64)
+    end_ref = end_ref.astype(np.int64)
+    P.node_of[rows_all, start_ref * states] = 0
+    P.ref[:, 0] = start_ref
+    P.total[:, 0] = _dist(start_pos, end_pos) * H_SCALE
+    P.flags[:, 0] = 1
+    P.count[:] = 1
+    P.heap[:, 0] = 0
+    P.size[:] = 1
+    last_best = np.zeros(nq, dtype=np.int64)
+    last_best_cost = P.total[:, 0].copy()
+    out_of_nodes = np.zeros(nq, dtype=bool)
+    end_area_cost = ac[nav.poly_area[end_ref]]
+    active = rows_all.copy()
+    while active.shape[0]:
+        r = active[P.size[active] > 0]
+        if not r.shape[0]:
+            break
+        best = P.pop(r)
+        P.flags[r, best] = (P.flags[r, best] & ~1) | 2
+        bref = P.ref[r, best]
+        reached = bref == end_ref[r]
+        last_best[r[reached]] = best[reached]
+        done = r[reached]
+        r, best, bref = r[~reached], best[~reached], bref[~reached]
+        pidx = P.pidx[r, best]
+        parent_ref = np.where(pidx > 0, P.ref[r, np.maximum(pidx - 1, 0)], -1)
+        bcost = P.cost[r, best]
+        came = P.came[r, best]
+        bpos = np.where((came >= 0)[:, None], mid[np.maximum(came, 0)], start_pos[r])
+        walk_cost = ac[nav.poly_area[bref]]
+        lo = link_start[bref]
+        deg = link_start[bref + 1] - lo
+        ep = end_pos[r]
+        er = end_ref[r]
+        for slot in range(max_deg):
+            m = slot < deg
+            k = np.where(m, lo + slot, 0)
+            nref = link_ref[k]
+            m &= (nref != parent_ref) & pass_ok[nref]
+            if not m.any():
+                continue
+            sel = np.nonzero(m)[0]
+            rs, ks, nr = r[sel], k[sel], nref[sel]
+            key = nr * states + (link_state[ks] if link_state is not None else 0)
+            nb = P.node_of[rs, key].astype(np.int64)
+            new = nb < 0
+            full = new & (P.count[rs] >= max_nodes)
+            out_of_nodes[rs[full]] = True
+            keep = ~full
+            sel, rs, ks, nr, key, nb, new = (
+                sel[keep], rs[keep], ks[keep], nr[keep], key[keep], nb[keep], new[keep],
+            )  # fmt: skip
+            if not rs.shape[0]:
+                continue
+            if new.any():
+                rn = rs[new]
+                ids = P.count[rn]
+                P.count[rn] += 1
+                nb[new] = ids
+                P.node_of[rn, key[new]] = ids
+                P.ref[rn, ids] = nr[new]
+                P.pidx[rn, ids] = 0
+                P.cost[rn, ids] = 0
+                P.total[rn, ids] = 0
+                P.flags[rn, ids] = 0
+                P.came[rn, ids] = ks[new]
+            npos = mid[P.came[rs, nb]]
+            cur = _dist(bpos[sel], npos) * walk_cost[sel]
+            d_end = _dist(npos, ep[sel])
+            is_end = nr == er[sel]
+            base = bcost[sel] + cur
+            cost = np.where(is_end, base + d_end * end_area_cost[rs], base).astype(F32)
+            heur = np.where(is_end, _ZERO, d_end * H_SCALE).astype(F32)
+            total = cost + heur
+            fl = P.flags[rs, nb]
+            skip = ((fl & 3) != 0) & (total >= P.total[rs, nb])
+            go = ~skip
+            if not go.any():
+                continue
+            rs, nb, fl, cost, total, heur = rs[go], nb[go], fl[go], cost[go], total[go], heur[go]
+            bsel = best[sel[go]]
+            P.pidx[rs, nb] = (bsel + 1).astype(np.int32)
+            fl = fl & ~2
+            P.cost[rs, nb] = cost
+            P.total[rs, nb] = total
+            was_open = (fl & 1) != 0
+            P.flags[rs, nb] = fl | 1
+            pos = np.empty(rs.shape[0], dtype=np.int64)
+            if was_open.any():
+                pos[was_open] = P.find_in_heap(rs[was_open], nb[was_open])
+            pushed = ~was_open
+            if pushed.any():
+                pos[pushed] = P.size[rs[pushed]]
+                P.size[rs[pushed]] += 1
+            P.bubble_up(rs, pos, nb)
+            better = heur < last_best_cost[rs]
+            last_best_cost[rs[better]] = heur[better]
+            last_best[rs[better]] = nb[better]
+        finished = np.zeros(nq, dtype=bool)
+        finished[done] = True
+        active = active[~finished[active] & (P.size[active] > 0)]
+    # Corridors: follow parents from the last best node.
+    status = np.full(nq, SUCCESS, dtype=np.int64)
+    chains = []
+    cur = last_best.copy()
+    alive = np.ones(nq, dtype=bool)
+    while alive.any():
+        rr = np.nonzero(alive)[0]
+        chains.append((rr, P.ref[rr, cur[rr]]))
+        p = P.pidx[rr, cur[rr]]
+        cur[rr] = p - 1
+        alive[rr[p == 0]] = False
+    length = np.zeros(nq, dtype=np.int64)
+    for rr, _ in chains:
+        length[rr] += 1
+    count = np.minimum(length, max_path)
+    start = np.cumsum(count) - count
+    flat = np.empty(int(count.sum()), dtype=np.int64)
+    for depth, (rr, refs) in enumerate(chains):
+        at = length[rr] - 1 - depth  # position from the start of the corridor
+        keep = at < max_path
+        flat[start[rr[keep]] + at[keep]] = refs[keep]
+    status[length > max_path] |= BUFFER_TOO_SMALL
+    status[P.ref[rows_all, last_best] != end_ref] |= PARTIAL_RESULT
+    status[out_of_nodes] |= OUT_OF_NODES
+    return status, count, flat
+
+
+def solid_edges(nav: NavMesh, pass_ok: np.ndarray) -> np.ndarray:
+    """bool (npolys, 6): edge j (vertex j -> j+1) is a wall for findDistanceToWall under the
+    filter: no neighbour, a filtered-out neighbour, or a tile-border edge whose first link on
+    that edge leads to a filtered-out polygon (or has no link)."""
+    n = nav.poly_count
+    nei = nav.poly_neis.astype(np.int64)
+    solid = np.ones((n, 6), dtype=bool)
+    internal = (nei != 0) & ((nei & EXT_LINK) == 0)
+    tile_base = nav.tile_poly_base[nav.poly_tile.astype(np.int64)]
+    target = np.where(internal, tile_base[:, None] + nei - 1, 0)
+    solid[internal] = ~pass_ok[target[internal]]
+    if nav.link_ref.shape[0]:
+        key = nav.link_owner * 6 + nav.link_edge
+        _, first = np.unique(key, return_index=True)
+        k = first
+        ext_ok = np.zeros(n * 6, dtype=bool)
+        ext_ok[key[k]] = pass_ok[nav.link_ref[k]]
+        ext = (nei & EXT_LINK) != 0
+        solid[ext] = ~ext_ok.reshape(n, 6)[ext]
+    return solid
+
+
+def find_distance_to_wall(
+    nav: NavMesh,
+    start_ref: np.ndarray,
+    centers: np.ndarray,
+    max_radius: np.float32,
+    pass_ok: np.ndarray,
+    max_nodes: int,
+):
+    """findDistanceToWall for many queries (refs valid, centers finite, radius >= 0) ->
+    (status int64, distance float32, hit position (n, 3) NaN when no wall, normal (n, 3))."""
+    n = start_ref.shape[0]
+    status = np.zeros(n, dtype=np.int64)
+    dist = np.zeros(n, dtype=F32)
+    pos = np.full((n, 3), np.nan, dtype=F32)
+    normal = np.full((n, 3), np.nan, dtype=F32)
+    keys = nav.poly_count
+    cap = int(min(max_nodes, keys))
+    solid = solid_edges(nav, pass_ok)
+    for chunk in _chunks(n, keys):
+        s, d, p, nm = _wall_chunk(
+            nav, start_ref[chunk], centers[chunk], max_radius, pass_ok, solid, max_nodes, cap
+        )
+        status[chunk], dist[chunk], pos[chunk], normal[chunk] = s, d, p, nm
+    return status, dist, pos, normal
+
+
+def _wall_chunk(nav, start_ref, centers, max_radius, pass_ok, solid, max_nodes, cap):
+    from .batch import dist_pt_seg_sqr_2d
+
+    nq = start_ref.shape[0]
+    P = _Pools(nq, nav.poly_count, cap)
+    mid = _mid_first(nav)
+    link_start, link_ref, link_edge = nav.link_start, nav.link_ref, nav.link_edge
+    deg_all = np.diff(link_start)
+    max_deg = int(deg_all.max()) if deg_all.shape[0] else 0
+    rows_all = np.arange(nq)
+    start_ref = start_ref.astype(np.int64)
+    P.node_of[rows_all, start_ref] = 0
+    P.ref[:, 0] = start_ref
+    P.flags[:, 0] = 1
+    P.count[:] = 1
+    P.size[:] = 1
+    radius_sqr = np.full(nq, F32(max_radius) * F32(max_radius), dtype=F32)
+    hit = np.full((nq, 3), np.nan, dtype=F32)
+    status = np.full(nq, SUCCESS, dtype=np.int64)
+    offmesh = nav.poly_type == POLYTYPE_OFFMESH_CONNECTION
+    active = rows_all.copy()
+    while active.shape[0]:
+        r = active
+        best = P.pop(r)
+        P.flags[r, best] = (P.flags[r, best] & ~1) | 2
+        bref = P.ref[r, best]
+        pidx = P.pidx[r, best]
+        parent_ref = np.where(pidx > 0, P.ref[r, np.maximum(pidx - 1, 0)], -1)
+        came = P.came[r, best]
+        c = centers[r]
+        bpos = np.where((came >= 0)[:, None], mid[np.maximum(came, 0)], c)
+        btotal = P.total[r, best]
+        nv = nav.poly_vert_count[bref].astype(np.int64)
+        verts = nav.poly_pos[bref]
+        rows = np.arange(r.shape[0])
+        # Walls, edges in Detour's order: (nv-1 -> 0), (0 -> 1), ...
+        for i in range(6):
+            j = np.where(i == 0, nv - 1, i - 1)
+            vi = verts[:, i]
+            vj = verts[rows, j]
+            d, t = dist_pt_seg_sqr_2d(c, vj, vi)
+            rs = radius_sqr[r]
+            take = (i < nv) & solid[bref, j] & ~(d > rs)
+            if take.any():
+                radius_sqr[r[take]] = d[take]
+                tt = t[take][:, None]
+                a, b = vj[take], vi[take]
+                hit[r[take]] = a + (b - a) * tt
+        lo = link_start[bref]
+        deg = link_start[bref + 1] - lo
+        for slot in range(max_deg):
+            m = slot < deg
+            k = np.where(m, lo + slot, 0)
+            nref = link_ref[k]
+            m &= (nref != parent_ref) & ~offmesh[nref]
+            if not m.any():
+                continue
+            e = link_edge[k]
+            va = verts[rows, e]
+            vb = verts[rows, (e + 1) % np.maximum(nv, 1)]
+            d, _t = dist_pt_seg_sqr_2d(c, va, vb)
+            m &= ~(d > radius_sqr[r]) & pass_ok[nref]
+            if not m.any():
+                continue
+            sel = np.nonzero(m)[0]
+            rs, ks, nr = r[sel], k[sel], nref[sel]
+            nb = P.node_of[rs, nr].astype(np.int64)
+            new = nb < 0
+            full = new & (P.count[rs] >= max_nodes)
+            status[rs[full]] |= OUT_OF_NODES
+            keep = ~full
+            sel, rs, ks, nr, nb, new = sel[keep], rs[keep], ks[keep], nr[keep], nb[keep], new[keep]
+            if new.any():
+                rn = rs[new]
+                ids = P.count[rn]
+                P.count[rn] += 1
+                nb[new] = ids
+                P.node_of[rn, nr[new]] = ids
+                P.ref[rn, ids] = nr[new]
+                P.pidx[rn, ids] = 0
+                P.total[rn, ids] = 0
+                P.flags[rn, ids] = 0
+                P.came[rn, ids] = ks[new]
+            fl = P.flags[rs, nb]
+            go = (fl & 2) == 0
+            npos = mid[P.came[rs, nb]]
+            total = btotal[sel] + _dist(bpos[sel], npos)
+            go &= ~(((fl & 1) != 0) & (total >= P.total[rs, nb]))
+            if not go.any():
+                continue
+            rs, nb, fl, total = rs[go], nb[go], fl[go], total[go]
+            P.pidx[rs, nb] = (best[sel[go]] + 1).astype(np.int32)
+            P.total[rs, nb] = total
+            was_open = (fl & 1) != 0
+            P.flags[rs, nb] = (fl & ~2) | 1
+            where = np.empty(rs.shape[0], dtype=np.int64)
+            if was_open.any():
+                where[was_open] = P.find_in_heap(rs[was_open], nb[was_open])
+            pushed = ~was_open
+            if pushed.any():
+                where[pushed] = P.size[rs[pushed]]
+                P.size[rs[pushed]] += 1
+            P.bubble_up(rs, where, nb)
+        active = active[P.size[active] > 0]
+    diff = (centers - hit).astype(F32)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        inv = _ONE / np.sqrt(
+            diff[:, 0] * diff[:, 0] + diff[:, 1] * diff[:, 1] + diff[:, 2] * diff[:, 2]
+        )
+        normal = diff * inv[:, None]
+    return status, np.sqrt(radius_sqr), hit, normal.astype(F32)

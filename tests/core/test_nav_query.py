@@ -1,0 +1,523 @@
+"""Detour's queries: parity with the real Detour on dungeon, batch forms against the literal
+single-query ports, and hand-built navmeshes for each query's behaviour."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from core.__main__ import main
+from core.errors import VoxNavError
+from core.nav import query as Q
+from core.nav.navdata import create_nav_mesh_data
+from core.nav.navmesh import NavMesh, NavMeshParams
+from core.nav.query import NavMeshQuery, QueryFilter
+
+from .refdata import load_reference, mesh_path
+
+F32 = np.float32
+NONE = 0xFFFF
+
+
+# ------------------------------------------------------------------------ hand-built meshes
+def polymesh(verts, polys, areas=None, cs=1.0, ch=1.0, bmin=(0.0, 0.0, 0.0)):
+    """A Recast PolyMesh from cell-unit verts (x, height, z) and polygons given as
+    (vertex ids, neighbour per edge) with neighbours a poly index, None, or ("border", dir)."""
+    nvp = 6
+    rows = []
+    for ids, neis in polys:
+        row = [NONE] * (2 * nvp)
+        row[: len(ids)] = ids
+        for j, n in enumerate(neis):
+            if n is None:
+                continue
+            row[nvp + j] = (0x8000 | n[1]) if isinstance(n, tuple) else n
+        rows.append(row)
+    npolys = len(rows)
+    bmin_zup = np.array([bmin[0], bmin[2], bmin[1]], dtype=F32)
+    v = np.asarray(verts, dtype=np.uint16)
+    top = v.max(axis=0).astype(F32)
+    bmax_zup = bmin_zup + np.array([top[0] * cs, top[2] * cs, top[1] * ch + 1], dtype=F32)
+    return SimpleNamespace(
+        verts=v,
+        polys=np.asarray(rows, dtype=np.uint16),
+        regs=np.ones(npolys, np.uint16),
+        flags=np.zeros(npolys, np.uint16),
+        areas=np.asarray(areas if areas is not None else [63] * npolys, dtype=np.uint8),
+        nvp=nvp,
+        bmin=bmin_zup,
+        bmax=bmax_zup,
+        cs=F32(cs),
+        ch=F32(ch),
+        border_size=0,
+        max_edge_error=F32(1.3),
+        max_polys=npolys,
+        npolys=npolys,
+        nverts=v.shape[0],
+    )
+
+
+def tile_data(pm, **kw):
+    return create_nav_mesh_data(
+        pm, None, walkable_height=2.0, walkable_radius=0.6, walkable_climb=0.9, **kw
+    )
+
+
+def two_squares(connected=True):
+    """Polygon 0 = x 0..10, polygon 1 = x 10..30 (twice the area), z 0..10, flat at 0."""
+    verts = [(0, 0, 0), (0, 0, 10), (10, 0, 10), (10, 0, 0), (30, 0, 10), (30, 0, 0)]
+    shared = 1 if connected else None
+    back = 0 if connected else None
+    polys = [
+        ([0, 1, 2, 3], [None, None, shared, None]),
+        ([3, 2, 4, 5], [back, None, None, None]),
+    ]
+    return NavMesh.from_data(tile_data(polymesh(verts, polys)))
+
+
+def corridor(n=12):
+    """n unit squares in a row along x (a straight corridor), 2 wide in z."""
+    verts = []
+    for i in range(n + 1):
+        verts += [(i * 2, 0, 0), (i * 2, 0, 2)]
+    polys = []
+    for i in range(n):
+        a, b, c, d = 2 * i, 2 * i + 1, 2 * i + 3, 2 * i + 2
+        polys.append(
+            ([a, b, c, d], [i - 1 if i else None, None, i + 1 if i + 1 < n else None, None])
+        )
+    return NavMesh.from_data(tile_data(polymesh(verts, polys)))
+
+
+def l_shape():
+    """An L: squares (0,0)-(10,10), (10,0)-(20,10), (10,10)-(20,20); the corner forces a turn."""
+    verts = [
+        (0, 0, 0), (0, 0, 10), (10, 0, 10), (10, 0, 0), (20, 0, 10), (20, 0, 0),
+        (10, 0, 20), (20, 0, 20),
+    ]  # fmt: skip
+    polys = [
+        ([0, 1, 2, 3], [None, None, 1, None]),
+        ([3, 2, 4, 5], [0, 2, None, None]),
+        ([2, 6, 7, 4], [None, None, None, 1]),
+    ]
+    return NavMesh.from_data(tile_data(polymesh(verts, polys)))
+
+
+def zpt(x, z, up=0.0):
+    """A Z-up point from Detour's (x, z) ground coordinates."""
+    return np.array([x, z, up], dtype=F32)
+
+
+# ------------------------------------------------------------------------------- parity
+REF_SKIP = ("q_", "meta_")
+
+
+def _diff_report(ours: dict, ref: dict) -> list[str]:
+    problems = []
+    for name, want in ref.items():
+        if name.startswith(REF_SKIP):
+            continue
+        if name not in ours:
+            problems.append(f"{name}: missing")
+            continue
+        got = ours[name]
+        if got.dtype != want.dtype or got.shape != want.shape:
+            problems.append(f"{name}: {got.dtype}{got.shape} != {want.dtype}{want.shape}")
+            continue
+        if want.dtype.kind == "f":
+            equal = (got == want) | (np.isnan(got) & np.isnan(want))
+        else:
+            equal = got == want
+        equal = equal.reshape(len(want), -1).all(axis=1) if want.ndim else equal
+        if not np.all(equal):
+            rows = np.nonzero(~np.atleast_1d(equal))[0]
+            problems.append(f"{name}: {rows.shape[0]} rows differ, first {rows[:12].tolist()}")
+    return problems
+
+
+def test_dungeon_queries_equal_detour(tmp_path):
+    ref = load_reference("dungeon_queries")
+    out = tmp_path / "answers.npz"
+    qfile = tmp_path / "q.npz"
+    np.savez(qfile, **{k: v for k, v in ref.items() if k.startswith("q_")})
+    argv = ["query", str(mesh_path("dungeon")), "--recast-frame", "--queries", str(qfile)]
+    assert main([*argv, "--out", str(out)]) == 0
+    with np.load(out) as z:
+        ours = {k: z[k] for k in z.files}
+    problems = _diff_report(ours, ref)
+    assert not problems, "queries differing from Detour:\n" + "\n".join(problems)
+    for kind in ("nearest", "height", "wall", "path", "straight", "raycast"):
+        assert ours[f"time_query_{kind}"].dtype == np.float64
+
+
+@pytest.fixture(scope="module")
+def dungeon_query():
+    from core.config import NavConfig
+    from core.nav.cli import build_navmesh
+
+    nav = build_navmesh(mesh_path("dungeon"), True, NavConfig())
+    return NavMeshQuery(nav)
+
+
+def _random_points(query, n, seed):
+    rng = np.random.default_rng(seed)
+    nav = query.nav
+    lo = nav.verts.min(axis=0)[[0, 2, 1]]
+    hi = nav.verts.max(axis=0)[[0, 2, 1]]
+    pts = (lo + (hi - lo) * rng.random((n, 3))).astype(F32)
+    # Half of them near polygon vertices, so most land on or just off the surface.
+    k = n // 2
+    v = nav.verts[rng.integers(0, nav.verts.shape[0], k)][:, [0, 2, 1]]
+    pts[:k] = v + rng.normal(0, 1.5, (k, 3)).astype(F32)
+    return pts
+
+
+def test_batch_nearest_height_raycast_match_single_ports(dungeon_query):
+    q = dungeon_query
+    pts = _random_points(q, 600, 7)
+    pts[5] = np.nan
+    half = np.array([2.0, 2.0, 4.0], dtype=F32)
+    near = q.find_nearest_poly_batch(pts, half)
+    for i, p in enumerate(pts):
+        one = q.find_nearest_poly(p, half)
+        assert (near.status[i], near.ref[i], near.over_poly[i]) == (
+            one.status,
+            one.ref,
+            one.over_poly,
+        ), i
+        np.testing.assert_array_equal(near.point[i], one.point, err_msg=str(i))
+    assert near.status[5] == Q.FAILURE | Q.INVALID_PARAM
+    # Heights at the nearest points and at the raw points (many not over their polygon).
+    for probe in (near.point, pts):
+        hb = q.get_poly_height_batch(near.ref, probe)
+        for i in range(len(pts)):
+            one = q.get_poly_height(int(near.ref[i]), probe[i])
+            assert hb.status[i] == one.status, i
+            np.testing.assert_array_equal(hb.height[i], F32(one.height), err_msg=str(i))
+    rng = np.random.default_rng(3)
+    ok = np.nonzero(near.ref >= 0)[0]
+    starts = ok[rng.integers(0, ok.shape[0], 400)]
+    ends = (near.point[starts] + rng.normal(0, 8, (400, 3))).astype(F32)
+    rb = q.raycast_batch(near.ref[starts], near.point[starts], ends, max_path=6)
+    for j, s in enumerate(starts):
+        one = q.raycast(int(near.ref[s]), near.point[s], ends[j], max_path=6)
+        got = rb.polys[rb.start[j] : rb.start[j] + rb.count[j]]
+        assert rb.status[j] == one.status and F32(one.t) == rb.t[j], j
+        np.testing.assert_array_equal(rb.normal[j], one.normal, err_msg=str(j))
+        np.testing.assert_array_equal(got, one.polys, err_msg=str(j))
+    assert np.any(rb.status & Q.BUFFER_TOO_SMALL), "max_path 6 should cut some rays"
+
+
+# -------------------------------------------------------------------- hand-built behaviour
+def test_links_and_refs_two_squares():
+    nav = two_squares()
+    assert nav.poly_count == 2
+    assert nav.link_ref.tolist() == [1, 0]
+    assert nav.link_edge.tolist() == [2, 0]
+    np.testing.assert_array_equal(nav.link_mid[0], [10, 0, 5])
+    assert nav.tile_poly([1, -1]).tolist() == [[0, 0, 1], [-1, -1, -1]]
+
+
+def test_nearest_poly_and_height():
+    q = NavMeshQuery(two_squares())
+    r = q.find_nearest_poly(zpt(5, 5, 0.5), (2, 2, 4))
+    assert (r.status, r.ref, r.over_poly) == (Q.SUCCESS, 0, True)
+    np.testing.assert_array_equal(r.point, zpt(5, 5, 0))
+    r = q.find_nearest_poly(zpt(20, 11, 0.0), (2, 2, 4))
+    assert r.ref == 1 and not r.over_poly
+    np.testing.assert_allclose(r.point, zpt(20, 10, 0))
+    r = q.find_nearest_poly(zpt(100, 100, 0), (2, 2, 4))
+    assert (r.status, r.ref) == (Q.SUCCESS, -1) and np.isnan(r.point).all()
+    r = q.find_nearest_poly(np.array([np.nan, 1, 1]), (2, 2, 4))
+    assert r.status == Q.FAILURE | Q.INVALID_PARAM
+    assert q.get_poly_height(0, zpt(3, 3, 9)).height == 0.0
+    h = q.get_poly_height(0, zpt(20, 3))
+    assert h.status == Q.FAILURE | Q.INVALID_PARAM and np.isnan(h.height)
+    status, p = q.closest_point_on_poly_boundary(0, zpt(-3, 5))
+    assert status == Q.SUCCESS
+    np.testing.assert_array_equal(p, zpt(0, 5))
+
+
+def test_path_straight_and_partial():
+    q = NavMeshQuery(l_shape())
+    a, b = zpt(5, 5), zpt(15, 15)
+    path = q.find_path(0, 2, a, b)
+    assert path.status == Q.SUCCESS and path.polys.tolist() == [0, 1, 2]
+    sp = q.find_straight_path(a, b, path.polys)
+    assert sp.status == Q.SUCCESS
+    np.testing.assert_array_equal(sp.points, [zpt(5, 5), zpt(10, 10), zpt(15, 15)])
+    assert sp.flags.tolist() == [Q.STRAIGHTPATH_START, 0, Q.STRAIGHTPATH_END]
+    assert sp.refs.tolist() == [0, 2, -1]  # a corner's ref: the polygon entered next
+    line = NavMeshQuery(corridor(4))
+    every = line.find_straight_path(zpt(1, 1), zpt(7, 1), [0, 1, 2, 3], options=2)
+    np.testing.assert_array_equal(every.points[:, 0], [1, 2, 4, 6, 7])  # one per portal
+    assert every.refs.tolist() == [0, 1, 2, 3, -1]
+    plain = line.find_straight_path(zpt(1, 1), zpt(7, 1), [0, 1, 2, 3])
+    assert len(plain.points) == 2
+    same_area = q.find_straight_path(a, b, path.polys, options=Q.STRAIGHTPATH_AREA_CROSSINGS)
+    assert len(same_area.points) == len(sp.points)  # one area: no crossings added
+    apart = NavMeshQuery(two_squares(connected=False))
+    part = apart.find_path(0, 1, zpt(5, 5), zpt(20, 5))
+    assert part.status == Q.SUCCESS | Q.PARTIAL_RESULT and part.polys.tolist() == [0]
+    bad = q.find_path(0, 7, a, b)
+    assert bad.status == Q.FAILURE | Q.INVALID_PARAM and len(bad.polys) == 0
+
+
+def test_area_crossings_add_a_point_where_the_area_changes():
+    verts = [(0, 0, 0), (0, 0, 10), (10, 0, 10), (10, 0, 0), (30, 0, 10), (30, 0, 0)]
+    polys = [([0, 1, 2, 3], [None, None, 1, None]), ([3, 2, 4, 5], [0, None, None, None])]
+    q = NavMeshQuery(NavMesh.from_data(tile_data(polymesh(verts, polys, areas=[63, 5]))))
+    sp = q.find_straight_path(zpt(5, 5), zpt(25, 5), [0, 1], options=1)
+    np.testing.assert_array_equal(sp.points, [zpt(5, 5), zpt(10, 5), zpt(25, 5)])
+    assert sp.refs.tolist() == [0, 1, -1]
+
+
+def test_out_of_nodes_with_a_tiny_pool():
+    nav = corridor(12)
+    full = NavMeshQuery(nav).find_path(0, 11, zpt(1, 1), zpt(23, 1))
+    assert full.status == Q.SUCCESS and full.polys.tolist() == list(range(12))
+    tiny = NavMeshQuery(nav, max_nodes=4).find_path(0, 11, zpt(1, 1), zpt(23, 1))
+    assert tiny.status & Q.PARTIAL_RESULT and tiny.status & Q.OUT_OF_NODES
+    assert tiny.polys.tolist() == [0, 1, 2, 3]
+    short = NavMeshQuery(nav).find_path(0, 11, zpt(1, 1), zpt(23, 1), max_path=5)
+    assert short.status & Q.BUFFER_TOO_SMALL and short.polys.tolist() == [0, 1, 2, 3, 4]
+
+
+def test_raycast_and_wall_distance():
+    q = NavMeshQuery(two_squares())
+    through = q.raycast(0, zpt(5, 5), zpt(25, 5))
+    assert through.t == float(Q.FLT_MAX) and through.polys.tolist() == [0, 1]
+    wall = q.raycast(0, zpt(5, 5), zpt(5, 15))
+    assert wall.t == pytest.approx(0.5) and wall.polys.tolist() == [0]
+    np.testing.assert_allclose(wall.normal, [0, -1, 0])  # the wall at y=10 faces back, -y
+    w = q.find_distance_to_wall(1, zpt(20, 3), 5.0)
+    assert w.status == Q.SUCCESS and w.distance == pytest.approx(3.0)
+    np.testing.assert_allclose(w.position, zpt(20, 0))
+    np.testing.assert_allclose(w.normal, [0, 1, 0])
+    far = q.find_distance_to_wall(1, zpt(20, 5), 1.0)
+    assert far.distance == 1.0 and np.isnan(far.position).all()
+
+
+def test_move_along_surface_slides_along_walls():
+    q = NavMeshQuery(l_shape())
+    inside = q.move_along_surface(0, zpt(5, 5), zpt(15, 5))
+    assert inside.status == Q.SUCCESS and inside.visited.tolist() == [0, 1]
+    np.testing.assert_array_equal(inside.position, zpt(15, 5))
+    blocked = q.move_along_surface(0, zpt(5, 5), zpt(5, 14))
+    np.testing.assert_allclose(blocked.position, zpt(5, 10))
+    assert blocked.visited.tolist() == [0]
+
+
+def test_random_points_are_area_weighted_and_seeded():
+    q = NavMeshQuery(two_squares())
+    draws = [q.find_random_point(np.random.default_rng(s)) for s in range(1500)]
+    refs = np.array([d.ref for d in draws])
+    pts = np.array([d.point for d in draws])
+    share = np.mean(refs == 1)  # polygon 1 has 2/3 of the area
+    assert abs(share - 2 / 3) < 0.05
+    inside0 = (pts[:, 0] >= 0) & (pts[:, 0] <= 10)
+    inside1 = (pts[:, 0] >= 10) & (pts[:, 0] <= 30)
+    assert np.all(np.where(refs == 0, inside0, inside1))
+    again = q.find_random_point(np.random.default_rng(11))
+    np.testing.assert_array_equal(again.point, draws[11].point)
+
+
+def test_two_tiles_link_across_the_border():
+    # Tile (0,0): x 0..10; tile (1,0): x 10..20; the shared edge x = 10 is a tile border.
+    params = NavMeshParams(np.zeros(3, F32), 10.0, 10.0, 4, 8)
+    nav = NavMesh(params)
+    left = polymesh(
+        [(0, 0, 0), (0, 0, 10), (10, 0, 10), (10, 0, 0)],
+        [([0, 1, 2, 3], [None, None, ("border", 2), None])],
+    )
+    right = polymesh(
+        [(0, 0, 0), (0, 0, 10), (10, 0, 10), (10, 0, 0)],
+        [([0, 1, 2, 3], [("border", 0), None, None, None])],
+        bmin=(10.0, 0.0, 0.0),
+    )
+    nav.add_tile(tile_data(left, tile_x=0))
+    nav.add_tile(tile_data(right, tile_x=1))
+    assert nav.link_ref.tolist() == [1, 0]
+    assert nav.link_side.tolist() == [0, 4]
+    q = NavMeshQuery(nav)
+    path = q.find_path(0, 1, zpt(5, 5), zpt(15, 5))
+    assert path.status == Q.SUCCESS and path.polys.tolist() == [0, 1]
+    assert nav.tile_poly(path.polys).tolist() == [[0, 0, 0], [1, 0, 0]]
+    r = q.find_nearest_poly(zpt(15, 5, 0.2), (2, 2, 4))
+    assert r.ref == 1
+    assert q.raycast(0, zpt(5, 5), zpt(15, 5)).polys.tolist() == [0, 1]
+
+
+def test_filter_excludes_polygons():
+    nav = two_squares()
+    flt = QueryFilter(exclude_flags=1)
+    q = NavMeshQuery(nav)
+    assert q.find_nearest_poly(zpt(5, 5), (2, 2, 4), flt).ref == -1
+    assert flt.get_cost(zpt(0, 0), zpt(3, 4), 0) == 5.0
+    with pytest.raises(VoxNavError):
+        QueryFilter(area_cost=np.ones(3))
+
+
+# ----------------------------------------------------------------------------- bad input
+def test_query_cli_reports_missing_arrays(tmp_path, capsys):
+    qfile = tmp_path / "q.npz"
+    np.savez(qfile, q_points=np.zeros((2, 3), F32))
+    out = tmp_path / "o.npz"
+    argv = ["query", str(mesh_path("dungeon")), "--queries", str(qfile), "--out", str(out)]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "q_pairs" in err and "q_ray_end" in err and not out.exists()
+
+
+def test_query_cli_nan_and_outside_points(tmp_path):
+    pts = np.array([[np.nan, 0, 0], [1e4, 1e4, 1e4], [0, 0, 0]], dtype=F32)
+    qfile = tmp_path / "q.npz"
+    np.savez(
+        qfile,
+        q_points=pts,
+        q_pairs=np.array([[0, 1], [1, 2]], np.int32),
+        q_ray_start=np.array([0, 1], np.int32),
+        q_ray_end=np.zeros((2, 3), F32),
+        q_half_extents=np.array([2, 4, 2], F32),
+    )
+    out = tmp_path / "o.npz"
+    argv = ["query", str(mesh_path("dungeon")), "--recast-frame", "--queries", str(qfile)]
+    assert main([*argv, "--out", str(out)]) == 0
+    with np.load(out) as z:
+        assert z["near_status"][0] == Q.FAILURE | Q.INVALID_PARAM
+        assert z["near_status"][1] == Q.SUCCESS and z["near_poly"][1] == -1
+        assert np.all(z["path_status"] == Q.FAILURE | Q.INVALID_PARAM)
+        assert np.all(z["ray_status"] == Q.FAILURE | Q.INVALID_PARAM)
+
+
+def test_path_cli_prints_the_path(capsys):
+    argv = ["path", str(mesh_path("dungeon")), "--recast-frame"]
+    ref = load_reference("dungeon_queries")
+    a, b = ref["near_pt"][ref["q_pairs"][1]]
+    assert main([*argv, "--from", *map(str, a), "--to", *map(str, b)]) == 0
+    text = capsys.readouterr().out
+    assert "reached" in text and f"{int(ref['straight_count'][1])} points" in text
+
+
+def test_fast_path_search_matches_literal_port(dungeon_query):
+    q = dungeon_query
+    pts = _random_points(q, 400, 21)
+    near = q.find_nearest_poly_batch(pts, np.array([2.0, 2.0, 4.0], F32))
+    ok = np.nonzero(near.ref >= 0)[0]
+    rng = np.random.default_rng(5)
+    flt = QueryFilter()
+    for pool in (2048, 12):
+        small = NavMeshQuery(q.nav, max_nodes=pool)
+        for _ in range(150):
+            a, b = ok[rng.integers(0, ok.shape[0], 2)]
+            args = (int(near.ref[a]), int(near.ref[b]), near.point[a], near.point[b])
+            fast = small.find_path(*args)
+            yup = [Q._yup(args[2]), Q._yup(args[3])]
+            st, lit = small._find_path_literal(args[0], args[1], *yup, flt, 256)
+            assert fast.status == st and fast.polys.tolist() == lit, (pool, a, b)
+
+
+def test_batch_paths_and_straight_paths_match_single_ports(dungeon_query):
+    q = dungeon_query
+    pts = _random_points(q, 500, 33)
+    near = q.find_nearest_poly_batch(pts, np.array([2.0, 2.0, 4.0], F32))
+    ok = np.nonzero(near.ref >= 0)[0]
+    rng = np.random.default_rng(8)
+    a, b = ok[rng.integers(0, ok.shape[0], 300)], ok[rng.integers(0, ok.shape[0], 300)]
+    b[:5] = 0  # some with no polygon at the end (invalid param)
+    corr = q.find_path_batch(near.ref[a], near.ref[b], near.point[a], near.point[b], max_path=20)
+    ends = near.point[b].copy()
+    ends[10] = np.nan
+    for options, limit in ((0, 256), (0, 4), (Q.STRAIGHTPATH_ALL_CROSSINGS, 256)):
+        sb = q.find_straight_path_batch(near.point[a], ends, corr, limit, options)
+        for j in range(300):
+            c0, c = corr.start[j], corr.count[j]
+            one_path = q.find_path(near.ref[a[j]], near.ref[b[j]], near.point[a[j]],
+                                   near.point[b[j]], max_path=20)  # fmt: skip
+            assert corr.status[j] == one_path.status, j
+            assert corr.polys[c0 : c0 + c].tolist() == one_path.polys.tolist(), j
+            one = q.find_straight_path(near.point[a[j]], ends[j], one_path.polys, limit, options)
+            s0, sc = sb.start[j], sb.count[j]
+            assert sb.status[j] == one.status, (options, limit, j)
+            np.testing.assert_array_equal(sb.points[s0 : s0 + sc], one.points)
+            assert sb.flags[s0 : s0 + sc].tolist() == one.flags.tolist()
+            assert sb.refs[s0 : s0 + sc].tolist() == one.refs.tolist()
+
+
+def test_batch_wall_distance_matches_single_port(dungeon_query):
+    q = dungeon_query
+    pts = _random_points(q, 300, 44)
+    near = q.find_nearest_poly_batch(pts, np.array([2.0, 2.0, 4.0], F32))
+    refs = near.ref.copy()
+    at = np.where(np.isnan(near.point), pts, near.point)
+    for radius, pool in ((5.0, 2048), (12.0, 2048), (12.0, 6)):
+        small = NavMeshQuery(q.nav, max_nodes=pool)
+        wb = small.find_distance_to_wall_batch(refs, at, radius)
+        for i in range(len(pts)):
+            one = small.find_distance_to_wall(int(refs[i]), at[i], radius)
+            assert wb.status[i] == one.status, (radius, pool, i)
+            np.testing.assert_array_equal(wb.distance[i], F32(one.distance))
+            np.testing.assert_array_equal(wb.position[i], one.position)
+            np.testing.assert_array_equal(wb.normal[i], one.normal)
+        if pool == 6:
+            assert np.any(wb.status & Q.OUT_OF_NODES)
+
+
+def _tiled_navmesh_from_reference(ref) -> NavMesh:
+    """RecastDemo's tiled dungeon navmesh from the reference's per-tile Recast meshes, tiles
+    added in build order (row by row) as Sample_TileMesh does."""
+    cs, ch = F32(ref["cfg_cs"]), F32(ref["cfg_ch"])
+    size = float(F32(int(ref["tiled_tile_size"])) * cs)
+    params = NavMeshParams(
+        ref["cfg_bmin"].astype(F32), size, size, int(ref["tiled_max_tiles"]),
+        int(ref["tiled_max_polys"]),
+    )  # fmt: skip
+    nav = NavMesh(params)
+
+    def part(name, i, n):
+        s = int(ref[name + "_start"][i])
+        return slice(s, s + int(n))
+
+    for i in range(int(ref["count_tiles"])):
+        npolys = ref["tile_pmesh_npolys"][i]
+        verts = ref["tile_pmesh_verts"][part("tile_pmesh_verts", i, ref["tile_pmesh_nverts"][i])]
+        ps = part("tile_pmesh_polys", i, npolys)
+        pm = SimpleNamespace(
+            verts=verts, polys=ref["tile_pmesh_polys"][ps], regs=ref["tile_pmesh_regs"][ps],
+            flags=np.zeros(int(npolys), np.uint16), areas=ref["tile_pmesh_areas"][ps], nvp=6,
+            bmin=ref["tile_pmesh_bmin"][i][[0, 2, 1]], bmax=ref["tile_pmesh_bmax"][i][[0, 2, 1]],
+            cs=cs, ch=ch, border_size=int(ref["tiled_border_size"]), max_edge_error=F32(1.3),
+            max_polys=int(npolys),
+        )  # fmt: skip
+        dm = SimpleNamespace(
+            meshes=ref["tile_dmesh_meshes"][part("tile_dmesh_meshes", i, npolys)],
+            verts=ref["tile_dmesh_verts"][part("tile_dmesh_verts", i, ref["tile_dmesh_nverts"][i])][
+                :, [0, 2, 1]
+            ],
+            tris=ref["tile_dmesh_tris"][part("tile_dmesh_tris", i, ref["tile_dmesh_ntris"][i])],
+        )
+        data = create_nav_mesh_data(
+            pm, dm, walkable_height=2.0, walkable_radius=0.6, walkable_climb=0.9,
+            tile_x=int(ref["tile_x"][i]), tile_y=int(ref["tile_y"][i]),
+        )  # fmt: skip
+        nav.add_tile(data)
+    return nav
+
+
+def test_tiled_dungeon_queries_equal_detour():
+    """The same queries on RecastDemo's 41-tile navmesh: links across tile borders, tiles
+    in the query box, crossed-side node states."""
+    from core.nav.cli import run_queries
+
+    ref = load_reference("dungeon_tiled")
+    nav = _tiled_navmesh_from_reference(ref)
+    assert (nav.tile_count, nav.poly_count) == (41, 143)
+    assert np.count_nonzero(nav.link_side != 0xFF) > 0
+    ours = run_queries(NavMeshQuery(nav), ref, recast_frame=True)
+    kinds = ("near_", "height", "wall_", "path_", "straight_", "ray_")
+    answers = {k: v for k, v in ref.items() if k.startswith(kinds)}
+    assert len(answers) == 31
+    problems = _diff_report(ours, answers)
+    assert not problems, "tiled queries differing from Detour:\n" + "\n".join(problems)
