@@ -203,9 +203,11 @@ class TileCache:
         return bake_tile_from_compact(tx, ty, _with_area(chf, area), self.config)
 
     def update(self) -> UpdateReport:
-        """Rebuild the dirty tiles and relink them into `navmesh`. All tiles are rebuilt before
-        the navmesh changes: if one fails, the error propagates, the navmesh and the tiles stay
-        as they were and the tiles stay dirty."""
+        """Rebuild the dirty tiles and relink them into a new `navmesh` (a copy of the old one
+        with those tiles replaced; the old object is not modified, so queries made on it stay
+        valid; make a new query object for the new one). All tiles are rebuilt before the
+        navmesh changes: if one fails, the error propagates, the navmesh and the tiles stay as
+        they were and the tiles stay dirty."""
         report = UpdateReport()
         start = time.perf_counter()
         fresh: dict[tuple[int, int], TileResult | None] = {}
@@ -216,7 +218,10 @@ class TileCache:
         start = time.perf_counter()
         gone = [key for key in fresh if key in self.tiles]
         kept = {k: r for k, r in fresh.items() if r is not None and r.has_data}
-        self.navmesh.replace_tiles(gone, [cast(NavMeshData, r.navdata) for r in kept.values()])
+        # Relink a copy and swap it in: the previous navmesh (and queries on it) stay valid.
+        navmesh = self.navmesh.copy()
+        navmesh.replace_tiles(gone, [cast(NavMeshData, r.navdata) for r in kept.values()])
+        self.navmesh = navmesh
         for key in gone:
             del self.tiles[key]
         self.tiles.update(kept)

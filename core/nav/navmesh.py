@@ -22,6 +22,7 @@ first; this order decides A* ties and is kept exactly.
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 
 import numpy as np
@@ -230,6 +231,18 @@ class NavMesh:
         if not self._deferred:
             self._rebuild()
         return data
+
+    def copy(self) -> NavMesh:
+        """A navmesh that shares the (never modified) tile data and flat arrays but owns its
+        tile list and links, so `remove_tile` / `add_tile` on it leave this one, and any query
+        object holding this one, untouched."""
+        out = copy.copy(self)
+        out.tiles = list(self.tiles)
+        out._tile_at = dict(self._tile_at)
+        out._links = [list(links) for links in self._links]
+        out._tile_link_count = list(self._tile_link_count)
+        out._tile_base_list = list(self._tile_base_list)
+        return out
 
     def replace_tiles(self, remove: list[tuple[int, int]], add: list[NavMeshData]) -> None:
         """Remove the tiles at (x, y) (layer 0) then add the new tiles, as that many

@@ -77,6 +77,12 @@ def _assert_equals_full_bake(scene, cache: TileCache):
         assert _same(got.detail, tile.detail), key
         assert _same(got.navdata, tile.navdata), key
     assert cache.navmesh.poly_count == full.npolys
+    # Relinked like a fresh navmesh: the same links per polygon (a relinked neighbour's new
+    # links come first, as Detour prepends them, so each polygon's links compare as a set).
+    fresh = _links(full.navmesh())
+    got = _links(cache.navmesh)
+    assert got.keys() == fresh.keys()
+    assert all(sorted(got[p]) == sorted(fresh[p]) for p in fresh)
     assert sorted(map(tuple, cache.navmesh.tile_xy[:, :2].tolist())) == sorted(expect)
 
 
@@ -117,7 +123,10 @@ def test_add_move_remove_rebuilds_only_touched_tiles_and_equals_a_full_bake(scen
     b = cache.add(wall)
     expect = _expected_tiles(cache, [post, wall])
     assert set(cache.dirty) == expect
+    old_mesh, old_links = cache.navmesh, _links(cache.navmesh)
     report = cache.update()
+    # A new navmesh; the old one (and queries on it) untouched.
+    assert cache.navmesh is not old_mesh and _links(old_mesh) == old_links
     assert set(report.rebuilt) == expect and len(report.rebuilt) == len(expect)
     assert cache.rebuild_count == len(expect)
     assert not cache.dirty
