@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import cast
 
@@ -94,13 +95,20 @@ class TileCache:
         volumes: tuple = (),
         executor: cf.Executor | None = None,
         workers: int | None = None,
+        progress: Callable[[int, int], None] | None = None,
     ) -> TileCache:
         """Bake tiled (see `core.tiles.bake_tiled`; same arguments) and keep every tile's
-        compact heightfield for rebuilds. verts float32 (n, 3) Z-up [Units: wu]."""
+        compact heightfield for rebuilds. verts float32 (n, 3) Z-up [Units: wu].
+        ``progress(done, total)`` after each tile with geometry (total: tiles of the grid)."""
         plan = plan_tiles(verts, tris, config, tile_size, volumes=volumes)
         compact: dict[tuple[int, int], CompactHeightfield] = {}
         tiles: dict[tuple[int, int], TileResult] = {}
-        for result in iter_tiles(plan, executor=executor, workers=workers, keep_compact=True):
+        total = plan.grid.tiles_w * plan.grid.tiles_h
+        for done, result in enumerate(
+            iter_tiles(plan, executor=executor, workers=workers, keep_compact=True), 1
+        ):
+            if progress is not None:
+                progress(done, total)
             key = (result.tx, result.ty)
             if result.compact is not None:
                 compact[key] = result.compact
@@ -186,6 +194,11 @@ class TileCache:
         """Move an obstacle's position (see `Obstacle.position`). [Units: wu]"""
         self.replace(obstacle_id, self.obstacles.get(obstacle_id).moved_to(position))
 
+    def overlay(self) -> tuple[np.ndarray, ...]:
+        """The current navigation overlay (see `tile_overlay`), tiles in build order."""
+        keys = sorted(self.tiles, key=lambda k: (k[1], k[0]))
+        return tile_overlay([self.tiles[k] for k in keys])
+
     # -- rebuilding -----------------------------------------------------------------------------
 
     def rebuild_tile(self, tx: int, ty: int) -> TileResult | None:
@@ -230,6 +243,30 @@ class TileCache:
         self.rebuild_count += len(fresh)
         self._dirty.clear()
         return report
+
+
+def tile_overlay(tiles) -> tuple[np.ndarray, ...]:
+    """The navigation overlay of tile results (`TileResult` s with data): every tile's detail
+    triangles in world units, Z-up, at the walkable surface, as
+    `core.pipeline.BakeResult.overlay` returns them (verts float32 (k, 3), face_sizes,
+    face_verts, face_region, face_poly int32); regions and polygon ids are made unique across
+    tiles (tile order) so neighbouring tiles' regions colour apart."""
+    from .pipeline import _detail_overlay
+
+    parts = [_detail_overlay(t.detail, t.polymesh) for t in tiles if t.has_data]
+    if not parts:
+        empty = np.zeros(0, dtype=np.int32)
+        return np.zeros((0, 3), dtype=np.float32), empty, empty, empty, empty
+    vbase = np.cumsum([0] + [p[0].shape[0] for p in parts])
+    rbase = np.cumsum([0] + [int(p[3].max()) + 1 if p[3].size else 0 for p in parts])
+    pbase = np.cumsum([0] + [int(p[4].max()) + 1 if p[4].size else 0 for p in parts])
+    return (
+        np.concatenate([p[0] for p in parts]).astype(np.float32),
+        np.concatenate([p[1] for p in parts]).astype(np.int32),
+        np.concatenate([p[2] + vbase[i] for i, p in enumerate(parts)]).astype(np.int32),
+        np.concatenate([p[3] + rbase[i] for i, p in enumerate(parts)]).astype(np.int32),
+        np.concatenate([p[4] + pbase[i] for i, p in enumerate(parts)]).astype(np.int32),
+    )
 
 
 def _with_area(chf: CompactHeightfield, area: np.ndarray) -> CompactHeightfield:
