@@ -228,8 +228,10 @@ def test_overlay_has_every_tiles_detail_triangles_and_follows_obstacles(cache):
     ntris = sum(int(t.detail.tris.shape[0]) for t in cache.tiles.values())
     assert sizes.shape[0] == ntris and (sizes == 3).all()
     assert face_verts.shape[0] == 3 * ntris and face_verts.max() < verts.shape[0]
-    lo, hi = cache.grid.bmin, cache.grid.bmax
-    assert (verts[:, :2] >= lo[:2] - 1e-3).all() and (verts[:, :2] <= hi[:2] + 1e-3).all()
+    g = cache.grid
+    lo = g.bmin[:2]
+    hi = lo + float(g.tile_world_size) * np.array([g.tiles_w, g.tiles_h])
+    assert (verts[:, :2] >= lo - 1e-3).all() and (verts[:, :2] <= hi + 1e-3).all()
     # Polygon ids are unique across tiles.
     assert np.unique(poly).shape[0] == sum(t.npolys for t in cache.tiles.values())
     cache.add(ob.cylinder(_floor_point(cache, (1, 1)) - [0, 0, 0.5], 1.2, 2.5))
