@@ -104,6 +104,15 @@ def _bake(context, stop_after, progress, config, timings) -> BakeOutcome:
         pipeline.AreaVolume("box", (tuple(lo), tuple(hi)), area=area_id)
         for lo, hi, area_id in gather_mod.area_volumes(context)
     )
+    if stop_after == "navmesh" and int(settings.tile_size) > 0:
+        # Tiles, and dynamic obstacles that rebuild only their tiles (obstacles.py).
+        from . import obstacles
+
+        return obstacles.bake_tiled(context, gathered, config, volumes, timings, progress)
+    if stop_after == "navmesh":
+        from . import obstacles
+
+        volumes += obstacles.solo_volumes(context)  # painted, not live, without tiles
     result = pipeline.bake(
         gathered.verts,
         gathered.tris,

@@ -91,6 +91,25 @@ def store_navmesh(scene, result) -> None:
     _QUERIES.pop(scene.session_uid, None)
 
 
+def store_navmesh_tiles(scene, navmesh) -> None:
+    """Keep a multi-tile `core.nav.navmesh.NavMesh` (a tiled bake, or one just relinked after a
+    dynamic obstacle moved) in the scene, and query it directly (no re-parse)."""
+    from ..core.nav import binio
+    from ..core.nav.query import NavMeshQuery
+
+    p = navmesh.params
+    params = binio.NavMeshParams(
+        orig=np.asarray(p.orig, dtype=np.float32),
+        tile_width=float(p.tile_width),
+        tile_height=float(p.tile_height),
+        max_tiles=int(p.max_tiles),
+        max_polys=int(p.max_polys),
+    )
+    text = base64.b64encode(binio.navmesh_set_bytes(list(navmesh.tiles), params)).decode("ascii")
+    scene[NAVMESH_KEY] = text
+    _QUERIES[scene.session_uid] = (text, NavMeshQuery(navmesh))
+
+
 def forget_navmesh(scene) -> None:
     """Drop the stored navmesh (Clear)."""
     if NAVMESH_KEY in scene:
@@ -115,7 +134,15 @@ def navmesh_query(scene) -> Any:
     if cached is not None and cached[0] == text:
         return cached[1]
     nav_set = binio.navmesh_set_from_bytes(base64.b64decode(text), "the scene's stored navmesh")
-    query = NavMeshQuery(NavMesh.from_data(nav_set.tiles[0]))
+    if len(nav_set.tiles) == 1:
+        query = NavMeshQuery(NavMesh.from_data(nav_set.tiles[0]))
+    else:  # a tiled bake: the tiles on their grid, linked across their borders
+        from ..core.nav.navmesh import NavMeshParams
+
+        p = nav_set.params
+        mesh = NavMesh(NavMeshParams(p.orig, p.tile_width, p.tile_height, p.max_tiles, p.max_polys))
+        mesh.replace_tiles([], list(nav_set.tiles))
+        query = NavMeshQuery(mesh)
     _QUERIES[scene.session_uid] = (text, query)
     return query
 
