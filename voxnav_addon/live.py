@@ -364,8 +364,9 @@ def sample_heights(context) -> int:
 
 
 def voxel_path(context) -> Any:
-    """The seed's voxel path (BFS with climbing) between the empties on the last bake's voxels;
-    drawn as a poly-line. Returns the `core.nav.voxel_path.VoxelPath`."""
+    """The seed's voxel path (BFS with climbing) between the empties on the last bake's voxels,
+    with the dynamic obstacles' voxels blocked; drawn as a poly-line. Returns the
+    `core.nav.voxel_path.VoxelPath`."""
     from ..core.nav.voxel_path import VoxelNavigator
     from . import bake
 
@@ -376,7 +377,16 @@ def voxel_path(context) -> Any:
     outcome = bake.LAST.get(scene.session_uid)
     if outcome is None:
         raise VoxNavError("no voxels in this session: Voxelize or Build Navmesh first")
-    nav = VoxelNavigator(outcome.result.voxel_grid())
+    from . import obstacles
+
+    # The seed's RTS case: dynamic obstacles block their voxels (they are not geometry).
+    grid = outcome.result.voxel_grid()
+    shapes = [obstacles.obstacle_shape(o) for o in obstacles.dynamic_objects(scene)]
+    if shapes:
+        from ..core.obstacles import block_voxels
+
+        grid = block_voxels(grid, shapes)
+    nav = VoxelNavigator(grid)
     found = nav.find_path(_location(start), _location(goal))
     obj = _curve_object(scene, VOXEL_PATH_NAME, VOXEL_PATH_COLOR, _radius(scene) * 0.6)
     _set_polyline(obj, found.points.astype(np.float32))

@@ -160,3 +160,27 @@ def test_solo_bake_paints_obstacles_and_tile_size_zero_keeps_the_solo_path(bpy, 
     assert overlay[:, 2].max() < 1.0
     near = np.hypot(overlay[:, 0], overlay[:, 1]) < 0.5
     assert not near.any()
+
+
+def test_live_path_follows_a_moved_obstacle_on_the_tiled_navmesh(bpy, ext, monkeypatch):
+    live = _mod(ext, "live")
+    _box(bpy, "Floor", (-12, -6, -0.5), (12, 6, 0))
+    wall = _box(bpy, "Wall", (-0.5, -3, 0), (0.5, 3, 2.5), location=(0.0, 9.0, 0.0))
+    wall.voxnav.dynamic_obstacle = True
+    scene = bpy.context.scene
+    scene.voxnav.tile_size = 16
+    assert bpy.ops.voxnav.build_navmesh() == {"FINISHED"}
+    report = live.add_path_test(scene, (-8.0, 0.0, 0.0), (8.0, 0.0, 0.0))
+    assert report.status == live.STATUS_REACHED and abs(report.length - 16.0) < 0.5
+    start, goal, _ = live.path_test_objects(scene)
+    bpy.context.view_layer.update()
+    monkeypatch.setattr(ext.pipeline, "bake", lambda *a, **k: (_ for _ in ()).throw(AssertionError))
+    # The wall moves onto the straight line: the path walks around it, without a rebake.
+    wall.location = (0.0, 0.0, 0.0)
+    bpy.context.view_layer.update()
+    assert scene.voxnav.path_status == live.STATUS_REACHED
+    assert scene.voxnav.path_length > 16.5
+    # ... and moves away again: straight once more.
+    wall.location = (0.0, 9.0, 0.0)
+    bpy.context.view_layer.update()
+    assert abs(scene.voxnav.path_length - 16.0) < 0.5
