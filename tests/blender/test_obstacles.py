@@ -184,3 +184,24 @@ def test_live_path_follows_a_moved_obstacle_on_the_tiled_navmesh(bpy, ext, monke
     wall.location = (0.0, 9.0, 0.0)
     bpy.context.view_layer.update()
     assert abs(scene.voxnav.path_length - 16.0) < 0.5
+
+
+def test_voxel_path_goes_around_a_dynamic_obstacle(bpy, ext):
+    live = _mod(ext, "live")
+    _box(bpy, "Floor", (-6, -6, -0.5), (6, 6, 0))
+    crate = _box(bpy, "Crate", (-1, -1, 0), (1, 1, 3))
+    crate.voxnav.dynamic_obstacle = True  # not geometry: the bake's voxels have no crate
+    assert bpy.ops.voxnav.build_navmesh() == {"FINISHED"}
+    # Ends just above the floor (a closed box rasterizes hollow: its inside is free voxels).
+    live.add_path_test(bpy.context.scene, (-4.0, 0.0, 0.3), (4.0, 0.0, 0.3))
+    bpy.context.view_layer.update()
+    crate.voxnav.dynamic_obstacle = False  # neither geometry nor obstacle: straight through
+    straight = live.voxel_path(bpy.context)
+    assert straight.found and (straight.points[:, 2] > 0).all()
+    # A shortest route with nothing in the way: as many steps as the ends are apart.
+    assert straight.steps == int(np.abs(straight.voxels[-1] - straight.voxels[0]).sum())
+    crate.voxnav.dynamic_obstacle = True  # the obstacle blocks its voxels
+    around = live.voxel_path(bpy.context)
+    assert around.found and around.steps > straight.steps
+    inside = (np.abs(around.points[:, 0]) < 1) & (np.abs(around.points[:, 1]) < 1)
+    assert not inside.any()
