@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import functools
+import os
 
 import numpy as np
 import pytest
@@ -50,11 +51,54 @@ def _literal_msort(keys, items):
 
 def test_msort_matches_literal_glibc_order():
     rng = np.random.default_rng(3)
-    for n in (1, 2, 7, 64, 301):
-        # Keys clustered within a unit, so the comparator's ties and non-transitivity matter.
-        keys = (rng.integers(0, 5, n) + rng.random(n) * 1.5).astype(np.float32)
-        got = chunky._glibc_msort_order(keys.astype(np.float64).tolist(), list(range(n)))
-        assert got == _literal_msort(keys, range(n))
+    for trial in range(12):
+        sizes = rng.integers(1, 300, rng.integers(1, 6))
+        # Keys clustered within a unit, so the comparator's ties and non-transitivity matter
+        # (and the vectorized merge's first guess is often wrong).
+        keys = (rng.integers(0, 4, sizes.sum()) + rng.random(sizes.sum()) * 1.6).astype(np.float32)
+        if trial % 3 == 0:
+            keys = np.round(keys * 4) / 4  # exact differences of 1.0 and below
+        order = rng.permutation(keys.shape[0]).astype(np.int64)
+        lo = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+        expect = np.concatenate(
+            [
+                _literal_msort(keys, order[a : a + n].tolist())
+                for a, n in zip(lo, sizes, strict=True)
+            ]
+        )
+        okey, tkey = chunky._f32_order_keys(keys), chunky._take_right_bound(keys)
+        chunky._msort_segments(order, okey, tkey, lo, sizes)
+        assert order.tolist() == expect.tolist()
+
+
+def _literal_partition(verts, tris, per_chunk=chunky.TRIS_PER_CHUNK):
+    """RecastDemo's PartitionMesh recursion, literally; returns (tri order, leaf sizes)."""
+    xy = verts[:, :2][tris]
+    tmin, tmax = xy.min(axis=1), xy.max(axis=1)
+    order, leaves = [], []
+
+    def subdivide(ids):
+        bmin, bmax = tmin[ids].min(axis=0), tmax[ids].max(axis=0)
+        if len(ids) <= per_chunk:
+            order.extend(ids)
+            leaves.append(len(ids))
+            return
+        axis = 0 if (bmax[0] - bmin[0]) >= (bmax[1] - bmin[1]) else 1
+        ids = _literal_msort(tmin[:, axis], ids)
+        subdivide(ids[: len(ids) // 2])
+        subdivide(ids[len(ids) // 2 :])
+
+    subdivide(list(range(tris.shape[0])))
+    return np.array(order), np.array(leaves)
+
+
+def test_partition_matches_literal_recursion():
+    verts, tris = dungeon()
+    tris = tris[:3000]
+    pm = chunky.partition_mesh(verts, tris, 64)
+    order, leaves = _literal_partition(verts, tris, 64)
+    assert np.array_equal(pm.tri_order, order)
+    assert np.array_equal(pm.node_num_tris[pm.leaves()], leaves)
 
 
 def _escape_traversal(pm: chunky.PartitionedMesh, lo, hi) -> list[int]:
@@ -232,3 +276,58 @@ def test_tiled_bin_round_trip(tmp_path):
 def _external_links(nav) -> int:
     owner = np.repeat(nav.poly_tile, np.diff(nav.link_start))
     return int(np.count_nonzero(nav.poly_tile[nav.link_ref] != owner))
+
+
+def _require_distributed():
+    try:
+        import distributed
+    except ImportError:
+        message = "dask distributed is not installed (pip install -e .[dev])"
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+    return distributed
+
+
+def test_dask_local_cluster_bakes_the_4x4_tiling_like_a_local_bake():
+    distributed = _require_distributed()
+    from core.bench import tile_mesh
+
+    verts, tris = read_obj(mesh_path("dungeon"))
+    verts, tris = tile_mesh(verts, tris, 4)
+    plan = tiles.plan_tiles(verts, tris, NavConfig(), 256)
+    local = tiles.bake_plan(plan, workers=1)
+    with (
+        distributed.LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+        ) as cluster,
+        distributed.Client(cluster) as client,
+    ):
+        remote = tiles.bake_plan(plan, executor=client.get_executor())
+    assert len(local.tiles) == len(remote.tiles) > 10
+    a, b = tiles.tiled_dump_arrays(local), tiles.tiled_dump_arrays(remote)
+    for name in a:
+        assert np.array_equal(a[name], b[name]), name
+
+
+def _literal_merge(keys, left, right):
+    out = []
+    while left and right:
+        diff = np.float32(np.float32(keys[left[0]]) - np.float32(keys[right[0]]))
+        out.append(left.pop(0) if int(diff) <= 0 else right.pop(0))
+    return out + left + right
+
+
+def test_merge_round_on_arbitrary_runs_is_the_sequential_merge():
+    # Runs that are not sorted make the vectorized merge's first guess wrong; its check and
+    # fix must still give glibc's sequential merge.
+    rng = np.random.default_rng(11)
+    for _ in range(30):
+        n1, n2 = (int(x) for x in rng.integers(1, 60, 2))
+        keys = (rng.random(n1 + n2) * 4).astype(np.float32)
+        order = np.arange(n1 + n2, dtype=np.int64)
+        expect = _literal_merge(keys, list(range(n1)), list(range(n1, n1 + n2)))
+        okey, tkey = chunky._f32_order_keys(keys), chunky._take_right_bound(keys)
+        one = np.array([1], dtype=np.int64)
+        chunky._msort_level(order, okey, tkey, one * 0, one * n1, one * n2)
+        assert order.tolist() == expect
