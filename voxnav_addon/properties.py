@@ -433,6 +433,7 @@ class VOXNAV_PG_object(bpy.types.PropertyGroup):
         default=0,
         min=0,
         max=63,
+        update=_tag_object,
     )
     dynamic_obstacle: BoolProperty(  # type: ignore[valid-type]
         name="Dynamic Obstacle",
