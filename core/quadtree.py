@@ -1,9 +1,11 @@
 """The seed's quadtree of moving objects, in flat arrays (no Python object per node or item).
 
 Items are axis-aligned boxes on the X/Y plane (Z-up world): float64 (k, 4) rows
-``(xmin, ymin, xmax, ymax)`` [Units: wu], closed (touching boxes overlap). Each item lives in
-the deepest node whose square contains its box entirely (an item straddling a split line stays
-in the parent; an item reaching outside the world stays in the root, which holds anything).
+``(xmin, ymin, xmax, ymax)`` [Units: wu], closed (touching boxes overlap). The tree is *loose*:
+a node's region is its square scaled by `LOOSENESS` about its centre, and each item lives in
+the deepest node holding its centre whose loose region contains its box (an item too large for
+a child stays in the parent; an item reaching outside the world stays in the root, which holds
+anything).
 
 Nodes are rows of flat arrays; the four children of a node are four consecutive rows, quadrant
 ``q = (x >= mid.x) + 2 * (y >= mid.y)``. A leaf holding more than ``capacity`` items of its own
@@ -11,7 +13,7 @@ splits (unless at ``max_depth``); an internal node whose whole subtree holds few
 ``merge_below`` items takes them back and drops its children. ``merge_below <= capacity``
 keeps a merged node from splitting again at once (hysteresis).
 
-`move` re-inserts an item only when its new box leaves its node's square; otherwise it only
+`move` re-inserts an item only when its new box leaves its node's loose region; otherwise it only
 updates the box (so a moving object mostly costs one containment test). Queries read a per-node
 item order (items sorted by node, CSR) that is rebuilt lazily after re-insertions, so batches of
 moves followed by batches of queries cost one sort.
@@ -24,6 +26,10 @@ import numpy as np
 from .errors import VoxNavError
 
 _NO = -1
+#: A node's items lie within its square scaled by this about its centre (a loose quadtree):
+#: a small item on a split line still goes down, so few items pile up in the upper nodes and
+#: a moving item leaves its node less often.
+LOOSENESS = 2.0
 
 
 def _boxes(boxes, name: str = "boxes") -> np.ndarray:
@@ -198,17 +204,22 @@ class QuadTree:
     # -- geometry ------------------------------------------------------------------------------
 
     def _contains(self, nodes: np.ndarray, boxes: np.ndarray) -> np.ndarray:
+        """Is each box inside its node's loose square (``LOOSENESS`` x the node's square)?"""
         c = self.node_center[nodes]
-        h = self.node_half[nodes][:, None]
+        h = LOOSENESS * self.node_half[nodes][:, None]
         return ((boxes[:, :2] >= c - h) & (boxes[:, 2:] <= c + h)).all(axis=1)
 
     def _quadrant(self, nodes: np.ndarray, boxes: np.ndarray) -> np.ndarray:
-        """The child quadrant 0..3 containing each box entirely, or -1 when it straddles a
-        split line or reaches outside the node (possible only in the root)."""
+        """The child quadrant 0..3 of each box's centre when the box fits that child's loose
+        square, or -1 (too large for a child, or outside the node: possible only in the
+        root)."""
         c = self.node_center[nodes]
-        hi = boxes[:, :2] >= c
-        lo = boxes[:, 2:] < c
-        fits = (hi | lo).all(axis=1) & self._contains(nodes, boxes)
+        h = self.node_half[nodes][:, None]
+        hi = (boxes[:, :2] + boxes[:, 2:]) * 0.5 >= c
+        child_c = c + np.where(hi, 0.5, -0.5) * h
+        loose = LOOSENESS * 0.5 * h
+        fits = ((boxes[:, :2] >= child_c - loose) & (boxes[:, 2:] <= child_c + loose)).all(axis=1)
+        fits &= self._contains(nodes, boxes) | (nodes == 0)
         q = hi[:, 0].astype(np.int64) + 2 * hi[:, 1].astype(np.int64)
         return np.where(fits, q, -1)
 
@@ -400,7 +411,7 @@ class QuadTree:
         visit_q, visit_n = [], []
         while nodes.shape[0]:
             c = self.node_center[nodes]
-            h = self.node_half[nodes][:, None]
+            h = LOOSENESS * self.node_half[nodes][:, None]
             # The root holds items reaching outside the world, so it is always visited.
             hit = ((b[q_idx, :2] <= c + h).all(axis=1) & (b[q_idx, 2:] >= c - h).all(axis=1)) | (
                 nodes == 0

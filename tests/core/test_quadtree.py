@@ -89,10 +89,12 @@ def test_split_at_capacity_and_merge_below_threshold():
     assert np.array_equal(tree.query((0, 0, 64, 64)), ids[4:])
 
 
-def test_straddling_items_stay_in_the_parent_and_max_depth_stops_splits():
+def test_large_items_stay_in_the_parent_and_max_depth_stops_splits():
     tree = QuadTree((0, 0, 64, 64), capacity=1, merge_below=0, max_depth=2)
-    straddle = tree.insert([[30, 30, 34, 34]] * 3)  # across the root's centre
-    assert (tree.item_node[straddle] == 0).all()
+    large = tree.insert([[10, 10, 50, 50]] * 3)  # larger than a child's loose square
+    assert (tree.item_node[large] == 0).all()
+    small = tree.insert([[31, 31, 33, 33]])  # on the split lines, but small: goes down
+    assert tree.item_node[small[0]] != 0
     deep = tree.insert([[1, 1, 1.5, 1.5]] * 5)  # same spot: splits stop at depth 2
     assert (tree.node_depth[tree.item_node[deep]] == 2).all()
     tree.check()
@@ -102,7 +104,7 @@ def test_move_reinserts_only_when_leaving_the_node():
     tree = QuadTree((0, 0, 64, 64), capacity=1, merge_below=0, max_depth=3)
     ids = tree.insert([[1, 1, 2, 2], [40, 40, 41, 41]])
     node = tree.item_node[ids[0]]
-    left = tree.move(ids[:1], [[2, 2, 3, 3]])  # stays in its 16 x 16 node
+    left = tree.move(ids[:1], [[2, 2, 3, 3]])  # stays in its node's loose square
     assert not left.any() and tree.item_node[ids[0]] == node and tree.reinserts == 0
     left = tree.move(ids[:1], [[50, 2, 51, 3]])
     assert left.all() and tree.item_node[ids[0]] != node and tree.reinserts == 1
