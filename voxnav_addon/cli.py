@@ -281,7 +281,13 @@ def run(args) -> int:
         raise UsageError(str(exc)) from None
     if test_paths and args.voxels_only:
         raise UsageError("--path needs a navmesh: drop --voxels-only")
-    outcome = bake.bake_scene(context, stop_after, _progress_printer())
+    if scene.voxnav.tile_size > 0:
+        # The batch outputs (npz, OBJ, JSON, PNG) read one solo bake.
+        print(
+            f"voxnav: note: Tile Size {scene.voxnav.tile_size} ignored: the batch command "
+            "bakes solo"
+        )
+    outcome = bake.bake_scene(context, stop_after, _progress_printer(), tiles=False)
     print_warnings(outcome.warnings)
     if outcome.empty:
         print(
