@@ -390,8 +390,10 @@ def _bake_tiled_out(args, verts, tris, config: NavConfig) -> int:
 
 
 def cmd_bench(args) -> int:
-    from .bench import run_bench
+    from .bench import run_bench, run_tiled_bench
 
+    if args.tile_size:
+        return run_tiled_bench(args)
     return run_bench(args)
 
 
@@ -494,6 +496,7 @@ def _add_bench(sub) -> None:
     bench.add_argument("--quick", action="store_true", help="skip the 10x10 tiling")
     bench.add_argument("--meshes", default=None, help="folder with dungeon.obj and nav_test.obj")
     _common(bench)
+    add_tile_flags(bench)
     bench.set_defaults(func=cmd_bench)
 
 

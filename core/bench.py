@@ -134,3 +134,45 @@ def run_bench(args) -> int:
               f"spans {span_bytes / 2**20:.2f} MiB vs dense bit grid {voxels.nbytes / 2**20:.2f} "
               f"MiB ({voxels.depth} voxels deep, {voxels.voxel_count():,} voxels set)")  # fmt: skip
     return 0
+
+
+def run_tiled_bench(args) -> int:
+    """The 10x10 tiling (4x4 with --quick) baked in tiles on ``--workers`` processes: wall
+    time next to Recast's single-threaded solo pipeline, and peak memory (resident set of this
+    process and of its worker processes, as the OS reports them)."""
+    import resource
+
+    from . import tiles
+
+    folder = _find_meshes(args.meshes)
+    n = 4 if args.quick else 10
+    verts, tris = tile_mesh(*read_obj(folder / "dungeon.obj"), n)
+    config = NavConfig(memory_limit=16 * 1024**3)
+    name = f"dungeon {n}x{n}"
+    print(
+        f"VoxNav tiled benchmark: {name}, {len(tris):,} tris, tile size {args.tile_size} cells, "
+        f"{args.workers or tiles.default_workers()} workers, numpy {np.__version__}"
+    )
+    start = time.perf_counter()
+    plan = tiles.plan_tiles(verts, tris, config, args.tile_size)
+    planned = time.perf_counter()
+    bake = tiles.bake_plan(plan, workers=args.workers)
+    done = time.perf_counter()
+    g = plan.grid
+    recast = RECAST_MS[name][1]
+    total_ms = (done - start) * 1000
+    print(
+        f"  {g.tiles_w}x{g.tiles_h} tiles ({g.width}x{g.height} cells), {bake.tiles_built} "
+        f"baked, {len(bake.tiles)} with polygons, {bake.npolys} polygons"
+    )
+    print(
+        f"  wall: {total_ms:.0f} ms = chunking {(planned - start) * 1000:.0f} ms + tiles "
+        f"{(done - planned) * 1000:.0f} ms; {total_ms / recast:.2f}x Recast's solo pipeline "
+        f"({recast:.0f} ms, one thread)"
+    )
+    cpu = {k: v for k, v in bake.timings.items() if k != "total"}
+    print("  CPU s summed over tiles: " + " ".join(f"{k}={v:.2f}" for k, v in cpu.items()))
+    own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    print(f"  peak resident memory: this process {own:.0f} MiB, largest worker {kids:.0f} MiB")
+    return 0

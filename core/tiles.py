@@ -643,9 +643,10 @@ def tiled_dump_arrays(bake: TiledBake) -> dict[str, np.ndarray | np.generic]:
     grid_polys = np.zeros((g.tiles_h, g.tiles_w), dtype=np.int32)
     for t in tiles:
         grid_polys[t.ty, t.tx] = t.npolys
-    pm = [t.polymesh for t in tiles]
-    dm = [t.detail for t in tiles]
-    assert all(p is not None for p in pm) and all(d is not None for d in dm)
+    pm: list[PolyMesh] = [t.polymesh for t in tiles if t.polymesh is not None]
+    dm: list[PolyMeshDetail] = [t.detail for t in tiles if t.detail is not None]
+    if len(pm) != len(tiles) or len(dm) != len(tiles):
+        raise VoxNavError("a tile with polygons lacks its polygon or detail mesh")
 
     def starts(counts: list[int]) -> np.ndarray:
         out = np.zeros(len(counts), dtype=np.int64)
@@ -656,9 +657,9 @@ def tiled_dump_arrays(bake: TiledBake) -> dict[str, np.ndarray | np.generic]:
     def cat(arrays: list[np.ndarray], shape: tuple[int, ...], dtype) -> np.ndarray:
         return np.concatenate(arrays).astype(dtype) if arrays else np.zeros(shape, dtype)
 
-    nverts = [p.nverts for p in pm]  # type: ignore[union-attr]
-    npolys = [p.npolys for p in pm]  # type: ignore[union-attr]
-    nvp2 = 2 * int(pm[0].nvp) if pm else 12  # type: ignore[union-attr]
+    nverts = [p.nverts for p in pm]
+    npolys = [p.npolys for p in pm]
+    nvp2 = 2 * int(pm[0].nvp) if pm else 12
     ids = np.arange(len(tiles), dtype=np.int32)
     return {
         "tiled_tile_size": np.int64(g.tile_size),
@@ -672,42 +673,42 @@ def tiled_dump_arrays(bake: TiledBake) -> dict[str, np.ndarray | np.generic]:
         "tile_y": np.array([t.ty for t in tiles], dtype=np.int32),
         "tile_pmesh_nverts": np.array(nverts, dtype=np.int32),
         "tile_pmesh_npolys": np.array(npolys, dtype=np.int32),
-        "tile_dmesh_nverts": np.array([d.nverts for d in dm], dtype=np.int32),  # type: ignore[union-attr]
-        "tile_dmesh_ntris": np.array([d.ntris for d in dm], dtype=np.int32),  # type: ignore[union-attr]
+        "tile_dmesh_nverts": np.array([d.nverts for d in dm], dtype=np.int32),
+        "tile_dmesh_ntris": np.array([d.ntris for d in dm], dtype=np.int32),
         "tile_nconts": np.array([t.nconts for t in tiles], dtype=np.int32),
         "tile_input_tris": np.array([t.input_tris for t in tiles], dtype=np.int32),
         "tile_hf_spans": np.array([t.hf_spans for t in tiles], dtype=np.int32),
         "tile_pmesh_bmin": np.array(
             [np.asarray(p.bmin, F32)[[0, 2, 1]] for p in pm],
-            dtype=F32,  # type: ignore[union-attr]
+            dtype=F32,
         ).reshape(-1, 3),
         "tile_pmesh_bmax": np.array(
             [np.asarray(p.bmax, F32)[[0, 2, 1]] for p in pm],
-            dtype=F32,  # type: ignore[union-attr]
+            dtype=F32,
         ).reshape(-1, 3),
         "tile_pmesh_verts_start": starts(nverts),
         "tile_pmesh_polys_start": starts(npolys),
-        "tile_pmesh_verts": cat([p.verts for p in pm], (0, 3), np.uint16),  # type: ignore[union-attr]
+        "tile_pmesh_verts": cat([p.verts for p in pm], (0, 3), np.uint16),
         "tile_pmesh_verts_tile": np.repeat(ids, nverts),
-        "tile_pmesh_polys": cat([p.polys for p in pm], (0, nvp2), np.uint16),  # type: ignore[union-attr]
+        "tile_pmesh_polys": cat([p.polys for p in pm], (0, nvp2), np.uint16),
         "tile_pmesh_polys_tile": np.repeat(ids, npolys),
-        "tile_pmesh_regs": cat([p.regs for p in pm], (0,), np.uint16),  # type: ignore[union-attr]
-        "tile_pmesh_areas": cat([p.areas for p in pm], (0,), np.uint8),  # type: ignore[union-attr]
-        "tile_dmesh_meshes_start": starts([d.nmeshes for d in dm]),  # type: ignore[union-attr]
-        "tile_dmesh_verts_start": starts([d.nverts for d in dm]),  # type: ignore[union-attr]
-        "tile_dmesh_tris_start": starts([d.ntris for d in dm]),  # type: ignore[union-attr]
-        "tile_dmesh_meshes": cat([d.meshes for d in dm], (0, 4), np.uint32),  # type: ignore[union-attr]
+        "tile_pmesh_regs": cat([p.regs for p in pm], (0,), np.uint16),
+        "tile_pmesh_areas": cat([p.areas for p in pm], (0,), np.uint8),
+        "tile_dmesh_meshes_start": starts([d.nmeshes for d in dm]),
+        "tile_dmesh_verts_start": starts([d.nverts for d in dm]),
+        "tile_dmesh_tris_start": starts([d.ntris for d in dm]),
+        "tile_dmesh_meshes": cat([d.meshes for d in dm], (0, 4), np.uint32),
         "tile_dmesh_verts": cat(
             [np.asarray(d.verts, F32)[:, [0, 2, 1]] for d in dm],
             (0, 3),
-            F32,  # type: ignore[union-attr]
+            F32,
         ),
-        "tile_dmesh_tris": cat([d.tris for d in dm], (0, 4), np.uint8),  # type: ignore[union-attr]
+        "tile_dmesh_tris": cat([d.tris for d in dm], (0, 4), np.uint8),
         "count_tiles": np.int64(len(tiles)),
         "count_tiled_polys": np.int64(sum(npolys)),
         "count_tiled_verts": np.int64(sum(nverts)),
-        "count_tiled_detail_verts": np.int64(sum(d.nverts for d in dm)),  # type: ignore[union-attr]
-        "count_tiled_detail_tris": np.int64(sum(d.ntris for d in dm)),  # type: ignore[union-attr]
+        "count_tiled_detail_verts": np.int64(sum(d.nverts for d in dm)),
+        "count_tiled_detail_tris": np.int64(sum(d.ntris for d in dm)),
     }
 
 

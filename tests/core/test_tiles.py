@@ -331,3 +331,11 @@ def test_merge_round_on_arbitrary_runs_is_the_sequential_merge():
         one = np.array([1], dtype=np.int64)
         chunky._msort_level(order, okey, tkey, one * 0, one * n1, one * n2)
         assert order.tolist() == expect
+
+
+def test_process_pool_bake_equals_local_bake():
+    verts, tris = dungeon()
+    pooled = tiles.bake_tiled(verts, tris, NavConfig(), 32, workers=2)
+    a = tiles.tiled_dump_arrays(pooled)
+    b = tiles.tiled_dump_arrays(dungeon_tiled())
+    assert all(np.array_equal(a[k], b[k]) for k in b)
