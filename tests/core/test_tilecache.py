@@ -119,9 +119,12 @@ def test_add_move_remove_rebuilds_only_touched_tiles_and_equals_a_full_bake(scen
     spot = _floor_point(cache, (1, 1))
     post = ob.cylinder(spot - [0, 0, 0.5], 1.2, 2.5)
     wall = ob.oriented_box(_floor_point(cache, (0, 2)) + [0, 0, 0.5], (2.0, 0.5, 1.5), 0.6)
+    spot = _floor_point(cache, (2, 2))
+    crate = ob.box(spot - [1.0, 0.8, 0.5], spot + [1.0, 0.8, 1.5])
     a = cache.add(post)
     b = cache.add(wall)
-    expect = _expected_tiles(cache, [post, wall])
+    c = cache.add(crate)
+    expect = _expected_tiles(cache, [post, wall, crate])
     assert set(cache.dirty) == expect
     old_mesh, old_links = cache.navmesh, _links(cache.navmesh)
     report = cache.update()
@@ -148,11 +151,12 @@ def test_add_move_remove_rebuilds_only_touched_tiles_and_equals_a_full_bake(scen
     assert set(report.rebuilt) == expect and cache.rebuild_count == count + len(expect)
     _assert_equals_full_bake(scene, cache)
 
-    # Remove both: back to the obstacle-free bake, tile for tile.
+    # Remove them all: back to the obstacle-free bake, tile for tile.
     cache.remove(b)
     cache.remove(a)
+    cache.remove(c)
     report = cache.update()
-    assert set(report.rebuilt) == _expected_tiles(cache, [moved, wall])
+    assert set(report.rebuilt) == _expected_tiles(cache, [moved, wall, crate])
     assert set(cache.tiles) == set(base)
     for key, tile in base.items():
         assert _same(cache.tiles[key].polymesh, tile.polymesh), key
