@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 
 import numpy as np
+import pytest
 
 
 def _mod(ext, name):
@@ -205,3 +206,16 @@ def test_voxel_path_goes_around_a_dynamic_obstacle(bpy, ext):
     assert around.found and around.steps > straight.steps
     inside = (np.abs(around.points[:, 0]) < 1) & (np.abs(around.points[:, 1]) < 1)
     assert not inside.any()
+
+
+def test_a_too_small_tile_size_is_a_clear_error_and_keeps_the_navmesh(bpy, ext):
+    obstacles = _mod(ext, "obstacles")
+    _scene(bpy, ext)
+    scene = bpy.context.scene
+    live_tiles = obstacles.CACHES[scene.session_uid]
+    before = _overlay(bpy, ext)
+    scene.voxnav.tile_size = 4
+    with pytest.raises(RuntimeError, match="tile_size must be 0 .* or 8..4096 cells"):
+        bpy.ops.voxnav.build_navmesh()
+    assert obstacles.CACHES[scene.session_uid] is live_tiles
+    assert np.array_equal(_overlay(bpy, ext), before)
