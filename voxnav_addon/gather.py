@@ -22,8 +22,9 @@ winding is reversed back: a mirrored floor stays walkable.
 
 Excluded: VoxNav's own output objects (anything carrying the ``voxnav_output`` custom property,
 and everything they instance), objects hidden in the viewport, geometry that evaluates to no
-mesh (empties, lights, a curve without bevel or extrusion), and area volumes
-(``Object.voxnav.area_volume``), which ``area_volumes`` returns as boxes instead.
+mesh (empties, lights, a curve without bevel or extrusion), area volumes
+(``Object.voxnav.area_volume``), which ``area_volumes`` returns as boxes instead, and dynamic
+obstacles (``Object.voxnav.dynamic_obstacle``, voxnav_addon/obstacles.py).
 """
 
 from __future__ import annotations
@@ -90,6 +91,12 @@ def is_area_volume(obj) -> bool:
     return settings is not None and bool(settings.area_volume)
 
 
+def is_dynamic_obstacle(obj) -> bool:
+    """True for dynamic obstacles (voxnav_addon/obstacles.py): shapes, never geometry."""
+    settings = getattr(obj, "voxnav", None)
+    return settings is not None and bool(settings.dynamic_obstacle)
+
+
 def area_volumes(context) -> list[tuple[np.ndarray, np.ndarray, int]]:
     """(world min corner float64 (3,), max corner, area id) of every visible area volume.
 
@@ -118,6 +125,8 @@ def _wanted(inst, source: str, allowed: set | None, view_layer) -> tuple[bool, A
     if is_output(owner_orig) or is_output(obj.original):
         return False, owner_orig
     if is_area_volume(owner_orig) or is_area_volume(obj.original):
+        return False, owner_orig
+    if is_dynamic_obstacle(owner_orig) or is_dynamic_obstacle(obj.original):
         return False, owner_orig
     if obj.type != "MESH":  # a curve, text, surface or metaball's mesh is its own instance
         return False, owner_orig
