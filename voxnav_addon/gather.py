@@ -38,7 +38,6 @@ import numpy as np
 OUTPUT_TAG = "voxnav_output"
 
 #: Object types that evaluate to a mesh (gathered through the mesh instances they yield).
-MESH_LIKE = {"MESH", "CURVE", "SURFACE", "META", "FONT"}
 
 
 @dataclass
