@@ -27,37 +27,78 @@ _EPS_SEG = F32(0.000001)
 CHUNK = 1 << 21
 
 
+def _cached(nav: NavMesh, key: str, source, build):
+    """A per-navmesh table built once by `build()`, rebuilt when `source` (an array it derives
+    from) is replaced."""
+    hit = getattr(nav, key, None)
+    if hit is not None and hit[0] is source:
+        return hit[1]
+    value = build()
+    setattr(nav, key, (source, value))
+    return value
+
+
+def _edge_table(nav: NavMesh) -> np.ndarray:
+    """Per polygon and edge slot i (vertex i and its predecessor j): float32 (npolys, 5, 6)
+    rows xi, zi, zj, xj - xi, zj - zi as dtPointInPolygon reads them (query-independent, so
+    computed once). Slots i >= nv get zi = zj = +inf: they never cross any z."""
+
+    def build():
+        v = nav.poly_pos.astype(F32)
+        nv = nav.poly_vert_count.astype(np.int64)
+        i = np.arange(6)[None, :]
+        j = np.where(i == 0, nv[:, None] - 1, i - 1)
+        j = np.clip(j, 0, 5)
+        rows = np.arange(v.shape[0])[:, None]
+        vi, vj = v[:, :6], v[rows, j]
+        valid = i < nv[:, None]
+        table = np.zeros((v.shape[0], 5, 6), dtype=F32)
+        table[:, 0] = np.where(valid, vi[..., 0], _ZERO)
+        table[:, 1] = np.where(valid, vi[..., 2], np.inf)
+        table[:, 2] = np.where(valid, vj[..., 2], np.inf)
+        table[:, 3] = np.where(valid, vj[..., 0] - vi[..., 0], _ZERO)
+        table[:, 4] = np.where(valid, vj[..., 2] - vi[..., 2], _ONE)
+        return table
+
+    return _cached(nav, "_edge_table_cache", nav.poly_pos, build)
+
+
 def point_in_polygon(nav: NavMesh, refs: np.ndarray, pos: np.ndarray) -> np.ndarray:
-    """dtPointInPolygon of pos[m] in polygon refs[m] (2D, x/z) -> bool (m,)."""
-    verts = nav.poly_pos[refs]
-    nv = nav.poly_vert_count[refs].astype(np.int64)
-    m = refs.shape[0]
-    rows = np.arange(m)
-    px, pz = pos[:, 0], pos[:, 2]
-    inside = np.zeros(m, dtype=bool)
+    """dtPointInPolygon of pos[m] in polygon refs[m] (2D, x/z) -> bool (m,).
+
+    All edges of all queries at once: the crossing count's parity is Detour's toggled flag."""
+    e = _edge_table(nav)[refs]  # (m, 5, 6)
+    px, pz = pos[:, 0:1], pos[:, 2:3]
+    xi, zi, zj, dx, dz = e[:, 0], e[:, 1], e[:, 2], e[:, 3], e[:, 4]
     with np.errstate(divide="ignore", invalid="ignore"):
-        for i in range(6):
-            j = np.where(i == 0, nv - 1, i - 1)
-            vi = verts[:, i]
-            vj = verts[rows, j]
-            crosses = (vi[:, 2] > pz) != (vj[:, 2] > pz)
-            x = (vj[:, 0] - vi[:, 0]) * (pz - vi[:, 2]) / (vj[:, 2] - vi[:, 2]) + vi[:, 0]
-            inside ^= crosses & (px < x) & (i < nv)
-    return inside
+        x = dx * (pz - zi) / dz + xi
+    crosses = (zi > pz) != (zj > pz)
+    crosses &= px < x
+    return (np.count_nonzero(crosses, axis=1) & 1).astype(bool)
 
 
-def _detail_tri_slots(nav: NavMesh, refs: np.ndarray):
-    """(tri rows (m, T), valid (m, T)) for the detail triangles of each polygon, in order."""
-    counts = nav.detail_tri_count[refs]
-    width = int(counts.max()) if counts.shape[0] else 0
-    k = np.arange(max(width, 1))
-    valid = k[None, :] < counts[:, None]
-    rows = np.where(valid, nav.detail_tri_base[refs][:, None] + k[None, :], 0)
-    return rows, valid
+def _detail_tri_table(nav: NavMesh) -> np.ndarray:
+    """Per detail triangle the query-independent terms of dtClosestHeightPointTriangle, float32
+    (ntris, 8): ax, az, ay, v0x, v0z, v1x, v1z as Detour computes them, then denom; v0y and v1y
+    in a second (ntris, 2) array. Returned as (terms, ys)."""
+
+    def build():
+        t = nav.detail_tri_pos.astype(F32)
+        a, b, c = t[:, 0], t[:, 1], t[:, 2]
+        v0x, v0y, v0z = c[:, 0] - a[:, 0], c[:, 1] - a[:, 1], c[:, 2] - a[:, 2]
+        v1x, v1y, v1z = b[:, 0] - a[:, 0], b[:, 1] - a[:, 1], b[:, 2] - a[:, 2]
+        denom = v0x * v1z - v0z * v1x
+        terms = np.stack([a[:, 0], a[:, 2], a[:, 1], v0x, v0z, v1x, v1z, denom], axis=1)
+        return terms.astype(F32), np.stack([v0y, v1y], axis=1).astype(F32)
+
+    return _cached(nav, "_detail_tri_table_cache", nav.detail_tri_pos, build)
 
 
 def poly_height(nav: NavMesh, refs: np.ndarray, pos: np.ndarray):
-    """dtNavMesh::getPolyHeight for ground polygons -> (ok bool (m,), height float32 (m,))."""
+    """dtNavMesh::getPolyHeight for ground polygons -> (ok bool (m,), height float32 (m,)).
+
+    The (query, detail triangle) pairs of all queries are tested at once (flat, no padding);
+    each query takes its first hit in triangle order, as Detour's loop returns on it."""
     m = refs.shape[0]
     height = np.zeros(m, dtype=F32)
     if m == 0:
@@ -67,28 +108,33 @@ def poly_height(nav: NavMesh, refs: np.ndarray, pos: np.ndarray):
     idx = np.nonzero(ok)[0]
     if idx.shape[0] == 0:
         return ok, height
-    rows, valid = _detail_tri_slots(nav, refs[idx])
-    tri = nav.detail_tri_pos[rows]  # (k, T, 3, 3)
-    p = pos[idx][:, None, :]
-    a, b, c = tri[:, :, 0], tri[:, :, 1], tri[:, :, 2]
-    v0x, v0y, v0z = c[..., 0] - a[..., 0], c[..., 1] - a[..., 1], c[..., 2] - a[..., 2]
-    v1x, v1y, v1z = b[..., 0] - a[..., 0], b[..., 1] - a[..., 1], b[..., 2] - a[..., 2]
-    v2x, v2z = p[..., 0] - a[..., 0], p[..., 2] - a[..., 2]
-    denom = v0x * v1z - v0z * v1x
+    terms, ys = _detail_tri_table(nav)
+    r = refs[idx]
+    counts = nav.detail_tri_count[r].astype(np.int64)
+    rows = _ranges(nav.detail_tri_base[r], counts)
+    owner = np.repeat(np.arange(idx.shape[0]), counts)
+    tt = terms[rows]
+    p = pos[idx[owner]]
+    v2x = p[:, 0] - tt[:, 0]
+    v2z = p[:, 2] - tt[:, 1]
+    v0x, v0z, v1x, v1z, denom = tt[:, 3], tt[:, 4], tt[:, 5], tt[:, 6], tt[:, 7]
     u = v1z * v2x - v1x * v2z
     v = v0x * v2z - v0z * v2x
     neg = denom < _ZERO
     denom = np.where(neg, -denom, denom)
     u = np.where(neg, -u, u)
     v = np.where(neg, -v, v)
-    hit = (np.abs(denom) >= _EPS_HEIGHT) & (u >= _ZERO) & (v >= _ZERO) & ((u + v) <= denom)
-    hit &= valid
-    with np.errstate(divide="ignore", invalid="ignore"):
-        h = a[..., 1] + (v0y * u + v1y * v) / denom
-    any_hit = hit.any(axis=1)
-    first = np.argmax(hit, axis=1)
-    height[idx] = np.where(any_hit, h[np.arange(idx.shape[0]), first], _ZERO)
-    miss = idx[~any_hit]
+    hit = (denom >= _EPS_HEIGHT) & (u >= _ZERO) & (v >= _ZERO) & ((u + v) <= denom)
+    hits = np.nonzero(hit)[0]
+    # First hit per query: assigning in reverse leaves each query's smallest pair index.
+    first = np.full(idx.shape[0], -1, dtype=np.int64)
+    first[owner[hits[::-1]]] = hits[::-1]
+    got = first >= 0
+    f = first[got]
+    yy = ys[rows[f]]
+    h = tt[f, 2] + (yy[:, 0] * u[f] + yy[:, 1] * v[f]) / denom[f]
+    height[idx[got]] = h
+    miss = idx[~got]
     if miss.shape[0]:
         height[miss] = closest_on_detail_edges(nav, refs[miss], pos[miss], False)[:, 1]
     return ok, height
