@@ -324,9 +324,53 @@ def query_polygon_pairs(nav: NavMesh, centers, halves, pass_flags):
     return q[sort], r[sort]
 
 
+def _poly_boxes(nav: NavMesh) -> np.ndarray:
+    """float64 (npolys, 2, 3): a box holding every point closestPointOnPoly can return for the
+    polygon (its vertices and detail triangles), widened by a margin far above float32
+    rounding (1e-3 wu plus 1e-5 of the coordinates' size)."""
+
+    def build():
+        n = nav.poly_count
+        lo = nav.poly_pos.astype(np.float64).copy()
+        nv = nav.poly_vert_count.astype(np.int64)
+        pad = np.arange(lo.shape[1])[None, :] >= nv[:, None]
+        hi = lo.copy()
+        lo[pad] = np.inf
+        hi[pad] = -np.inf
+        bmin, bmax = lo.min(axis=1), hi.max(axis=1)
+        tri = nav.detail_tri_pos.astype(np.float64)
+        counts = nav.detail_tri_count.astype(np.int64)
+        if tri.shape[0]:
+            owner = np.repeat(np.arange(n), counts)
+            rows = _ranges(nav.detail_tri_base, counts)
+            np.minimum.at(bmin, owner, tri[rows].min(axis=1))
+            np.maximum.at(bmax, owner, tri[rows].max(axis=1))
+        size = np.maximum(np.abs(bmin), np.abs(bmax)).max(axis=1, keepdims=True)
+        margin = 1e-3 + 1e-5 * np.where(np.isfinite(size), size, 0.0)
+        return np.stack([bmin - margin, bmax + margin], axis=1)
+
+    return _cached(nav, "_poly_box_cache", nav.detail_tri_pos, build)
+
+
+def _nearest_distance(nav: NavMesh, r, c):
+    """findNearestPoly's per-candidate distance (float32) and closest point / over flag."""
+    closest, is_over = closest_point_on_poly(nav, r, c)
+    climb = nav.tile_walkable_climb[nav.poly_tile[r]]
+    dy = np.abs(c[:, 1] - closest[:, 1]) - climb
+    d_over = np.where(dy > _ZERO, dy * dy, _ZERO)
+    diff = c - closest
+    d_out = diff[:, 0] * diff[:, 0] + diff[:, 1] * diff[:, 1] + diff[:, 2] * diff[:, 2]
+    return np.where(is_over, d_over, d_out).astype(F32), closest, is_over
+
+
 def find_nearest_poly(nav: NavMesh, centers, halves, pass_flags):
     """findNearestPoly for many points -> (ref int64 (n,), point (n, 3) NaN none, over bool).
 
+    Detour computes closestPointOnPoly for every candidate. Here a lower bound of each
+    candidate's distance (from a box around everything closestPointOnPoly can return) prunes
+    first: per query the candidate with the smallest bound is evaluated exactly, then only the
+    candidates whose bound does not exceed that distance. A pruned candidate's distance is
+    strictly above the minimum, so the first strict minimum (Detour's answer) is unchanged.
     Non-finite points are the caller's business (Detour's INVALID_PARAM)."""
     n = centers.shape[0]
     ref = np.full(n, -1, dtype=np.int64)
@@ -335,28 +379,51 @@ def find_nearest_poly(nav: NavMesh, centers, halves, pass_flags):
     q, r = query_polygon_pairs(nav, centers, halves, pass_flags)
     if q.shape[0] == 0:
         return ref, point, over
-    c = centers[q]
-    closest, is_over = closest_point_on_poly(nav, r, c)
-    climb = nav.tile_walkable_climb[nav.poly_tile[r]]
-    dy = np.abs(c[:, 1] - closest[:, 1]) - climb
-    d_over = np.where(dy > _ZERO, dy * dy, _ZERO)
-    diff = c - closest
-    d_out = diff[:, 0] * diff[:, 0] + diff[:, 1] * diff[:, 1] + diff[:, 2] * diff[:, 2]
-    d = np.where(is_over, d_over, d_out).astype(F32)
+    npairs = q.shape[0]
+    starts = np.nonzero(np.r_[True, q[1:] != q[:-1]])[0]
+    sizes = np.diff(np.r_[starts, npairs])
+    group = np.repeat(np.arange(starts.shape[0]), sizes)
+    # Lower bound (float64) of each candidate's distance.
+    box = _poly_boxes(nav)[r]
+    c64 = centers[q].astype(np.float64)
+    gap = np.maximum(np.maximum(box[:, 0] - c64, c64 - box[:, 1]), 0.0)
+    climb = nav.tile_walkable_climb[nav.poly_tile[r]].astype(np.float64)
+    flat_in = (gap[:, 0] == 0.0) & (gap[:, 2] == 0.0)
+    over_lb = np.maximum(gap[:, 1] - climb, 0.0) ** 2
+    lb = np.where(flat_in, over_lb, (gap * gap).sum(axis=1))
+    # Stage 1: the smallest-bound candidate of each query (first of equal bounds).
+    lb_min = np.minimum.reduceat(lb, starts)
+    cand = np.nonzero(lb == lb_min[group])[0][::-1]
+    pick = np.empty(starts.shape[0], dtype=np.int64)
+    pick[group[cand]] = cand
+    d1, cl1, ov1 = _nearest_distance(nav, r[pick], centers[q[pick]])
+    # Stage 2: candidates whose bound does not exceed that distance (with slack for float32).
+    upper = d1.astype(np.float64) * (1.0 + 1e-5)
+    rest = lb <= upper[group]
+    rest[pick] = False
+    idx2 = np.nonzero(rest)[0]
+    d2, cl2, ov2 = _nearest_distance(nav, r[idx2], centers[q[idx2]])
+    rows_all = np.concatenate([pick, idx2])
+    order = np.argsort(rows_all, kind="stable")
+    rows_all = rows_all[order]
+    d = np.concatenate([d1, d2])[order]
+    closest = np.concatenate([cl1, cl2])[order]
+    is_over = np.concatenate([ov1, ov2])[order]
+    qq = q[rows_all]
     # First strictly smallest per query (Detour keeps the earliest of equal distances), and
     # only below FLT_MAX.
-    starts = np.nonzero(np.r_[True, q[1:] != q[:-1]])[0]
+    starts = np.nonzero(np.r_[True, qq[1:] != qq[:-1]])[0]
     dmin = np.minimum.reduceat(d, starts)
-    group = np.repeat(np.arange(starts.shape[0]), np.diff(np.r_[starts, q.shape[0]]))
+    group = np.repeat(np.arange(starts.shape[0]), np.diff(np.r_[starts, qq.shape[0]]))
     is_min = (d == dmin[group]) & (d < FLT_MAX)
     first = np.full(starts.shape[0], -1, dtype=np.int64)
     hits = np.nonzero(is_min)[0]
     # Keep the first hit per group: reversed assignment leaves the smallest index.
     first[group[hits[::-1]]] = hits[::-1]
     found = first >= 0
-    qs = q[starts][found]
+    qs = qq[starts][found]
     rows = first[found]
-    ref[qs] = r[rows]
+    ref[qs] = r[rows_all[rows]]
     point[qs] = closest[rows]
     over[qs] = is_over[rows]
     return ref, point, over
