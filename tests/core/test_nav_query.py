@@ -210,6 +210,33 @@ def test_batch_nearest_height_raycast_match_single_ports(dungeon_query):
     assert np.any(rb.status & Q.BUFFER_TOO_SMALL), "max_path 6 should cut some rays"
 
 
+def test_batch_nearest_and_height_match_single_ports_over_many_boxes(dungeon_query):
+    """The pruned batch nearest search and the flat height test against the literal ports on
+    points near, above, below and far from the surface, with small, default and large boxes
+    (one per point)."""
+    q = dungeon_query
+    rng = np.random.default_rng(41)
+    from core.nav.bench import _surface_points
+
+    pts = np.concatenate([_random_points(q, 1000, 17), _surface_points(q, 1000, rng)])
+    pts[::7, 2] += rng.normal(0, 3, pts[::7].shape[0]).astype(F32)  # far above / below
+    half = rng.choice(np.array([[0.2, 0.2, 0.3], [2, 2, 4], [6, 6, 9]], F32), pts.shape[0])
+    near = q.find_nearest_poly_batch(pts, half)
+    for i, p in enumerate(pts):
+        one = q.find_nearest_poly(p, half[i])
+        assert (near.ref[i], near.over_poly[i]) == (one.ref, one.over_poly), i
+        np.testing.assert_array_equal(near.point[i], one.point, err_msg=str(i))
+    found = near.ref >= 0
+    assert np.count_nonzero(~found) > 10 and np.count_nonzero(found & near.over_poly) > 500
+    assert np.count_nonzero(found & ~near.over_poly) > 100
+    probe = (near.point + rng.normal(0, 0.5, near.point.shape)).astype(F32)
+    hb = q.get_poly_height_batch(near.ref, probe)
+    for i in range(pts.shape[0]):
+        one = q.get_poly_height(int(near.ref[i]), probe[i])
+        assert hb.status[i] == one.status, i
+        np.testing.assert_array_equal(hb.height[i], F32(one.height), err_msg=str(i))
+
+
 # -------------------------------------------------------------------- hand-built behaviour
 def test_links_and_refs_two_squares():
     nav = two_squares()
