@@ -429,62 +429,138 @@ def find_nearest_poly(nav: NavMesh, centers, halves, pass_flags):
     return ref, point, over
 
 
-def _link_table(nav: NavMesh):
-    """Padded per-polygon link rows (npolys, L) with -1 padding (cached on the navmesh)."""
-    cached = getattr(nav, "_link_table_cache", None)
-    if cached is not None and cached[0] is nav.link_start:
-        return cached[1]
-    counts = np.diff(nav.link_start)
-    width = int(counts.max()) if counts.shape[0] else 0
-    k = np.arange(max(width, 1))
-    table = np.where(k[None, :] < counts[:, None], nav.link_start[:-1, None] + k[None, :], -1)
-    nav._link_table_cache = (nav.link_start, table)  # type: ignore[attr-defined]
-    return table
+def _ray_edge_table(nav: NavMesh) -> np.ndarray:
+    """Per polygon and edge slot i (from vertex j = i - 1 to vertex i): float32 (npolys, 4, 6)
+    rows xj, zj, ex = xi - xj, ez = zi - zj as dtIntersectSegmentPoly2D computes them."""
+
+    def build():
+        v = nav.poly_pos.astype(F32)
+        nv = nav.poly_vert_count.astype(np.int64)
+        i = np.arange(6)[None, :]
+        j = np.clip(np.where(i == 0, nv[:, None] - 1, i - 1), 0, 5)
+        rows = np.arange(v.shape[0])[:, None]
+        vi, vj = v[:, :6], v[rows, j]
+        return np.stack(
+            [vj[..., 0], vj[..., 2], vi[..., 0] - vj[..., 0], vi[..., 2] - vj[..., 2]], axis=1
+        ).astype(F32)
+
+    return _cached(nav, "_ray_edge_table_cache", nav.poly_pos, build)
 
 
-def intersect_segment_poly_2d(p0, p1, verts, nv):
-    """dtIntersectSegmentPoly2D on arrays -> (hit, tmin, tmax, seg_min, seg_max)."""
-    m = p0.shape[0]
-    tmin = np.zeros(m, dtype=F32)
-    tmax = np.ones(m, dtype=F32)
-    seg_min = np.full(m, -1, dtype=np.int64)
-    seg_max = np.full(m, -1, dtype=np.int64)
-    live = np.ones(m, dtype=bool)
-    hit = np.ones(m, dtype=bool)
-    rows = np.arange(m)
-    dirx, dirz = p1[:, 0] - p0[:, 0], p1[:, 2] - p0[:, 2]
+def intersect_segment_poly_2d(p0, p1, nav: NavMesh, refs):
+    """dtIntersectSegmentPoly2D of segment p0[m] -> p1[m] with polygon refs[m] ->
+    (hit, tmin, tmax, seg_min, seg_max).
+
+    Detour's loop keeps a running max of entering t (from 0) and min of leaving t (from 1),
+    each updated only on a strictly better value, and fails when they cross or a parallel edge
+    has the segment outside. Both running values are monotone, so this equals: the first
+    maximum / first minimum over all edges at once, failing when the final ones cross."""
+    e = _ray_edge_table(nav)[refs]  # (m, 4, 6)
+    nv = nav.poly_vert_count[refs].astype(np.int64)
+    valid = np.arange(6)[None, :] < nv[:, None]
+    dirx = (p1[:, 0] - p0[:, 0])[:, None]
+    dirz = (p1[:, 2] - p0[:, 2])[:, None]
+    xj, zj, ex, ez = e[:, 0], e[:, 1], e[:, 2], e[:, 3]
+    dx = p0[:, 0:1] - xj
+    dz = p0[:, 2:3] - zj
+    n = ez * dx - ex * dz
+    d = dirz * ex - dirx * ez
+    par = np.abs(d) < _EPS_SEG
+    fail = np.any(valid & par & (n < _ZERO), axis=1)
+    live = valid & ~par
     with np.errstate(divide="ignore", invalid="ignore"):
-        for i in range(6):
-            act = live & (i < nv)
-            j = np.where(i == 0, nv - 1, i - 1)
-            vi = verts[:, i]
-            vj = verts[rows, j]
-            ex, ez = vi[:, 0] - vj[:, 0], vi[:, 2] - vj[:, 2]
-            dx, dz = p0[:, 0] - vj[:, 0], p0[:, 2] - vj[:, 2]
-            n = ez * dx - ex * dz
-            d = dirz * ex - dirx * ez
-            par = np.abs(d) < _EPS_SEG
-            fail = act & par & (n < _ZERO)
-            hit &= ~fail
-            live &= ~fail
-            act &= ~par
-            t = n / d
-            enter = act & (d < _ZERO) & (t > tmin)
-            tmin = np.where(enter, t, tmin)
-            seg_min = np.where(enter, j, seg_min)
-            bad = enter & (tmin > tmax)
-            leave = act & (d >= _ZERO) & (t < tmax)
-            tmax = np.where(leave, t, tmax)
-            seg_max = np.where(leave, j, seg_max)
-            bad |= leave & (tmax < tmin)
-            hit &= ~bad
-            live &= ~bad
+        t = n / d
+    enter = np.where(live & (d < _ZERO), t, -np.inf).astype(F32)
+    leave = np.where(live & (d >= _ZERO), t, np.inf).astype(F32)
+    rows = np.arange(refs.shape[0])
+    k_min = np.argmax(enter, axis=1)
+    k_max = np.argmin(leave, axis=1)
+    t_enter = enter[rows, k_min]
+    t_leave = leave[rows, k_max]
+    # The edge index Detour reports is j, the edge's first vertex (slot i's predecessor).
+    j_min = np.where(k_min == 0, nv - 1, k_min - 1)
+    j_max = np.where(k_max == 0, nv - 1, k_max - 1)
+    moved_min = t_enter > _ZERO
+    moved_max = t_leave < _ONE
+    tmin = np.where(moved_min, t_enter, _ZERO).astype(F32)
+    tmax = np.where(moved_max, t_leave, _ONE).astype(F32)
+    seg_min = np.where(moved_min, j_min, -1)
+    seg_max = np.where(moved_max, j_max, -1)
+    hit = ~fail & ~(tmin > tmax)
     return hit, tmin, tmax, seg_min, seg_max
+
+
+def _ray_links(nav: NavMesh, pass_flags):
+    """Per (polygon, edge) the links raycast may follow across that edge, in Detour's link
+    order, with their query-independent crossing interval: (rows (npolys * 6, K) link index
+    or -1, full bool (L,), axis (L,), lmin, lmax float32 (L,), sided bool (L,))."""
+    key = "_ray_link_cache"
+    hit = getattr(nav, key, None)
+    if hit is not None and hit[0] is nav.link_start and np.array_equal(hit[1], pass_flags):
+        return hit[2]
+    nl = nav.link_ref.shape[0]
+    lref = nav.link_ref
+    usable = (nav.poly_type[lref] != POLYTYPE_OFFMESH_CONNECTION) & pass_flags[lref]
+    usable &= (nav.link_edge >= 0) & (nav.link_edge < 6)
+    idx = np.nonzero(usable)[0]
+    slot_key = nav.link_owner[idx] * 6 + nav.link_edge[idx]
+    order = np.lexsort((idx, slot_key))
+    idx, slot_key = idx[order], slot_key[order]
+    first = np.r_[True, slot_key[1:] != slot_key[:-1]] if idx.shape[0] else np.zeros(0, bool)
+    start = np.nonzero(first)[0]
+    rank = np.arange(idx.shape[0]) - np.repeat(start, np.diff(np.r_[start, idx.shape[0]]))
+    width = int(rank.max()) + 1 if idx.shape[0] else 1
+    rows = np.full((nav.poly_count * 6, width), -1, dtype=np.int64)
+    rows[slot_key, rank] = idx
+    side = nav.link_side
+    lo, hi = nav.link_bmin, nav.link_bmax
+    full = (side == SIDE_INTERNAL) | ((lo == 0) & (hi == 255))
+    owner = nav.link_owner
+    e = np.clip(nav.link_edge, 0, 5)
+    nvs = np.maximum(nav.poly_vert_count[owner].astype(np.int64), 1)
+    left = nav.poly_pos[owner, e]
+    right = nav.poly_pos[owner, (e + 1) % nvs]
+    axis = np.where((side == 0) | (side == 4), 2, 0)
+    sc = F32(1.0) / F32(255.0)
+    r_ = np.arange(nl)
+    la, ra = left[r_, axis], right[r_, axis]
+    lmin = la + (ra - la) * (lo.astype(F32) * sc)
+    lmax = la + (ra - la) * (hi.astype(F32) * sc)
+    lmin, lmax = np.minimum(lmin, lmax), np.maximum(lmin, lmax)
+    sided = (side == 0) | (side == 4) | (side == 2) | (side == 6)
+    value = (rows, full, axis, lmin.astype(F32), lmax.astype(F32), sided)
+    setattr(nav, key, (nav.link_start, pass_flags.copy(), value))
+    return value
+
+
+def _wall_normals(nav: NavMesh) -> np.ndarray:
+    """float32 (npolys, 6, 3): raycast's hit normal for each polygon edge j (j -> j + 1)."""
+
+    def build():
+        v = nav.poly_pos.astype(F32)
+        nv = np.maximum(nav.poly_vert_count.astype(np.int64), 1)
+        j = np.arange(6)[None, :]
+        k = np.where(j + 1 < nv[:, None], j + 1, 0)
+        rows = np.arange(v.shape[0])[:, None]
+        va, vb = v[:, :6], v[rows, k]
+        dx = vb[..., 0] - va[..., 0]
+        dz = vb[..., 2] - va[..., 2]
+        vec = np.stack([dz, np.zeros_like(dz), -dx], axis=-1).astype(F32)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            inv = _ONE / np.sqrt(
+                vec[..., 0] * vec[..., 0] + vec[..., 1] * vec[..., 1] + vec[..., 2] * vec[..., 2]
+            )
+            return (vec * inv[..., None]).astype(F32)
+
+    return _cached(nav, "_wall_normal_cache", nav.poly_pos, build)
 
 
 def raycast(nav: NavMesh, start_refs, starts, ends, pass_flags, max_path: int):
     """raycast for many rays (valid refs and finite points assumed) ->
-    (status-bits partial/buffer int64 (n,), t float32, normal (n, 3), query ids, step, refs)."""
+    (status-bits partial/buffer int64 (n,), t float32, normal (n, 3), query ids, refs).
+
+    One polygon step of every live ray per round; the link crossing each exit edge comes from
+    a per-(polygon, edge) table of usable links with precomputed crossing intervals."""
     n = start_refs.shape[0]
     t_hit = np.zeros(n, dtype=F32)
     normal = np.zeros((n, 3), dtype=F32)
@@ -492,88 +568,59 @@ def raycast(nav: NavMesh, start_refs, starts, ends, pass_flags, max_path: int):
     count = np.zeros(n, dtype=np.int64)
     cur = start_refs.astype(np.int64).copy()
     active = np.nonzero(cur >= 0)[0]
-    table = _link_table(nav)
-    rec_q, rec_r, rec_s = [], [], []
-    step = 0
+    link_rows, full, axis, lmin, lmax, sided = _ray_links(nav, pass_flags)
+    normals = _wall_normals(nav)
+    rec_q, rec_r = [], []
     while active.shape[0]:
         c = cur[active]
-        nv = nav.poly_vert_count[c].astype(np.int64)
-        verts = nav.poly_pos[c]
         s0, s1 = starts[active], ends[active]
-        ok, tmin, tmax, smin, smax = intersect_segment_poly_2d(s0, s1, verts, nv)
+        ok, _tmin, tmax, _smin, smax = intersect_segment_poly_2d(s0, s1, nav, c)
         # Rays that miss the polygon stop here (t as it is).
-        go = ok
-        a = active[go]
-        tmax_g = tmax[go]
+        a = active[ok]
+        tmax_g = tmax[ok]
         t_hit[a] = np.where(tmax_g > t_hit[a], tmax_g, t_hit[a])
         room = count[a] < max_path
         rec_q.append(a[room])
-        rec_r.append(cur[a[room]])
-        rec_s.append(np.full(int(room.sum()), step))
+        rec_r.append(c[ok][room])
         count[a[room]] += 1
         extra[a[~room]] |= 0x10
-        smax_g = smax[go]
+        smax_g = smax[ok]
         reached = smax_g == -1
         t_hit[a[reached]] = FLT_MAX
         a = a[~reached]
         seg = smax_g[~reached]
         tm = tmax_g[~reached]
-        cr = cur[a]
-        nvs = nav.poly_vert_count[cr].astype(np.int64)
-        vs = nav.poly_pos[cr]
+        cr = c[ok][~reached]
+        slots = link_rows[cr * 6 + seg]  # (m, K)
         nxt = np.full(a.shape[0], -1, dtype=np.int64)
         todo = np.ones(a.shape[0], dtype=bool)
         rows = np.arange(a.shape[0])
-        sa, ea = starts[a], ends[a]
-        for slot in range(table.shape[1]):
-            k = table[cr, slot]
+        for kk in range(slots.shape[1]):
+            k = slots[:, kk]
             has = todo & (k >= 0)
+            if not has.any():
+                break
             ks = np.where(has, k, 0)
-            lref = nav.link_ref[ks]
-            cand = has & (nav.link_edge[ks] == seg)
-            cand &= nav.poly_type[lref] != POLYTYPE_OFFMESH_CONNECTION
-            cand &= pass_flags[lref]
-            side = nav.link_side[ks]
-            lo, hi = nav.link_bmin[ks], nav.link_bmax[ks]
-            full = (side == SIDE_INTERNAL) | ((lo == 0) & (hi == 255))
-            e = nav.link_edge[ks]
-            left = vs[rows, e]
-            right = vs[rows, (e + 1) % np.maximum(nvs, 1)]
-            axis = np.where((side == 0) | (side == 4), 2, 0)
-            sc = F32(1.0) / F32(255.0)
-            la, ra = left[rows, axis], right[rows, axis]
-            lmin = la + (ra - la) * (lo.astype(F32) * sc)
-            lmax = la + (ra - la) * (hi.astype(F32) * sc)
-            lmin, lmax = np.minimum(lmin, lmax), np.maximum(lmin, lmax)
-            x = sa[rows, axis] + (ea[rows, axis] - sa[rows, axis]) * tm
-            within = (x >= lmin) & (x <= lmax) & ((side == 0) | (side == 4) | (side == 2) |
-                                                  (side == 6))  # fmt: skip
-            take = cand & (full | within)
-            nxt = np.where(take, lref, nxt)
+            ax = axis[ks]
+            sa = starts[a, ax]
+            x = sa + (ends[a, ax] - sa) * tm
+            take = has & (full[ks] | ((x >= lmin[ks]) & (x <= lmax[ks]) & sided[ks]))
+            nxt = np.where(take, nav.link_ref[ks], nxt)
             todo &= ~take
+        del rows
         wall = nxt < 0
         if wall.any():
             w = np.nonzero(wall)[0]
-            sm = seg[w]
-            va = vs[w, sm]
-            vb = vs[w, np.where(sm + 1 < nvs[w], sm + 1, 0)]
-            dx = vb[:, 0] - va[:, 0]
-            dz = vb[:, 2] - va[:, 2]
-            vec = np.stack([dz, np.zeros_like(dz), -dx], axis=1)
-            inv = _ONE / np.sqrt(
-                vec[:, 0] * vec[:, 0] + vec[:, 1] * vec[:, 1] + vec[:, 2] * vec[:, 2]
-            )
-            normal[a[w]] = vec * inv[:, None]
+            normal[a[w]] = normals[cr[w], seg[w]]
         cont = a[~wall]
         cur[cont] = nxt[~wall]
         full_buf = (extra[cont] & 0x10) != 0
         extra[cont[full_buf]] |= 0x40
         active = cont[~full_buf]
-        step += 1
     q = np.concatenate(rec_q) if rec_q else np.zeros(0, np.int64)
     r = np.concatenate(rec_r) if rec_r else np.zeros(0, np.int64)
-    s = np.concatenate(rec_s) if rec_s else np.zeros(0, np.int64)
-    order = np.lexsort((s, q))
+    # Rounds visit each ray's polygons in order: a stable sort by ray keeps that order.
+    order = np.argsort(q, kind="stable")
     return extra, t_hit, normal, q[order], r[order]
 
 

@@ -550,6 +550,39 @@ def test_tiled_dungeon_queries_equal_detour():
     assert not problems, "tiled queries differing from Detour:\n" + "\n".join(problems)
 
 
+def test_tiled_batch_nearest_height_raycast_match_single_ports():
+    """Random queries on the 41-tile navmesh (multi-tile candidates, partial border links):
+    batch nearest, height and raycast equal the literal single-query ports."""
+    from core.nav.bench import _surface_points
+
+    q = NavMeshQuery(_tiled_navmesh_from_reference(load_reference("dungeon_tiled")))
+    rng = np.random.default_rng(12)
+    pts = np.concatenate([_random_points(q, 600, 4), _surface_points(q, 600, rng)])
+    half = np.array([2.0, 2.0, 4.0], dtype=F32)
+    near = q.find_nearest_poly_batch(pts, half)
+    for i, p in enumerate(pts):
+        one = q.find_nearest_poly(p, half)
+        assert (near.ref[i], near.over_poly[i]) == (one.ref, one.over_poly), i
+        np.testing.assert_array_equal(near.point[i], one.point, err_msg=str(i))
+    hb = q.get_poly_height_batch(near.ref, pts)
+    for i in range(pts.shape[0]):
+        one = q.get_poly_height(int(near.ref[i]), pts[i])
+        assert hb.status[i] == one.status, i
+        np.testing.assert_array_equal(hb.height[i], F32(one.height), err_msg=str(i))
+    ok = np.nonzero(near.ref >= 0)[0]
+    starts = ok[rng.integers(0, ok.shape[0], 800)]
+    ends = (near.point[starts] + rng.normal(0, 12, (800, 3)) * [1, 1, 0]).astype(F32)
+    for limit in (256, 5):
+        rb = q.raycast_batch(near.ref[starts], near.point[starts], ends, max_path=limit)
+        for j, s in enumerate(starts):
+            one = q.raycast(int(near.ref[s]), near.point[s], ends[j], max_path=limit)
+            got = rb.polys[rb.start[j] : rb.start[j] + rb.count[j]]
+            assert rb.status[j] == one.status and F32(one.t) == rb.t[j], (limit, j)
+            np.testing.assert_array_equal(rb.normal[j], one.normal, err_msg=str(j))
+            np.testing.assert_array_equal(got, one.polys, err_msg=str(j))
+    assert np.count_nonzero(rb.count >= 4) > 50, "rays should cross several polygons"
+
+
 def test_batch_random_points_closest_points_and_moves():
     q = NavMeshQuery(two_squares())
     rp = q.find_random_points(3000, np.random.default_rng(4))
