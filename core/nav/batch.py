@@ -431,7 +431,8 @@ def find_nearest_poly(nav: NavMesh, centers, halves, pass_flags):
 
 def _ray_edge_table(nav: NavMesh) -> np.ndarray:
     """Per polygon and edge slot i (from vertex j = i - 1 to vertex i): float32 (npolys, 4, 6)
-    rows xj, zj, ex = xi - xj, ez = zi - zj as dtIntersectSegmentPoly2D computes them."""
+    rows xj, zj, ex = xi - xj, ez = zi - zj as dtIntersectSegmentPoly2D computes them. Slots
+    i >= nv get a zero edge: parallel to every ray with n = 0, so they neither fail nor clip."""
 
     def build():
         v = nav.poly_pos.astype(F32)
@@ -440,15 +441,20 @@ def _ray_edge_table(nav: NavMesh) -> np.ndarray:
         j = np.clip(np.where(i == 0, nv[:, None] - 1, i - 1), 0, 5)
         rows = np.arange(v.shape[0])[:, None]
         vi, vj = v[:, :6], v[rows, j]
-        return np.stack(
-            [vj[..., 0], vj[..., 2], vi[..., 0] - vj[..., 0], vi[..., 2] - vj[..., 2]], axis=1
-        ).astype(F32)
+        valid = i < nv[:, None]
+        ex = np.where(valid, vi[..., 0] - vj[..., 0], _ZERO)
+        ez = np.where(valid, vi[..., 2] - vj[..., 2], _ZERO)
+        return np.stack([vj[..., 0], vj[..., 2], ex, ez], axis=1).astype(F32)
 
     return _cached(nav, "_ray_edge_table_cache", nav.poly_pos, build)
 
 
-def intersect_segment_poly_2d(p0, p1, nav: NavMesh, refs):
-    """dtIntersectSegmentPoly2D of segment p0[m] -> p1[m] with polygon refs[m] ->
+_INF32 = F32(np.inf)
+
+
+def intersect_segment_poly_2d(p0x, p0z, dirx, dirz, nav: NavMesh, refs):
+    """dtIntersectSegmentPoly2D of the segments p0 + s * dir (s in [0, 1]; x and z parts as
+    float32 (m,) arrays, dir = p1 - p0) with polygons refs[m] ->
     (hit, tmin, tmax, seg_min, seg_max).
 
     Detour's loop keeps a running max of entering t (from 0) and min of leaving t (from 1),
@@ -456,36 +462,30 @@ def intersect_segment_poly_2d(p0, p1, nav: NavMesh, refs):
     has the segment outside. Both running values are monotone, so this equals: the first
     maximum / first minimum over all edges at once, failing when the final ones cross."""
     e = _ray_edge_table(nav)[refs]  # (m, 4, 6)
-    nv = nav.poly_vert_count[refs].astype(np.int64)
-    valid = np.arange(6)[None, :] < nv[:, None]
-    dirx = (p1[:, 0] - p0[:, 0])[:, None]
-    dirz = (p1[:, 2] - p0[:, 2])[:, None]
     xj, zj, ex, ez = e[:, 0], e[:, 1], e[:, 2], e[:, 3]
-    dx = p0[:, 0:1] - xj
-    dz = p0[:, 2:3] - zj
+    dx = p0x[:, None] - xj
+    dz = p0z[:, None] - zj
     n = ez * dx - ex * dz
-    d = dirz * ex - dirx * ez
+    d = dirz[:, None] * ex - dirx[:, None] * ez
     par = np.abs(d) < _EPS_SEG
-    fail = np.any(valid & par & (n < _ZERO), axis=1)
-    live = valid & ~par
+    fail = np.any(par & (n < _ZERO), axis=1)
     with np.errstate(divide="ignore", invalid="ignore"):
         t = n / d
-    enter = np.where(live & (d < _ZERO), t, -np.inf).astype(F32)
-    leave = np.where(live & (d >= _ZERO), t, np.inf).astype(F32)
+    enter = np.where(par | (d >= _ZERO), -_INF32, t)
+    leave = np.where(par | (d < _ZERO), _INF32, t)
     rows = np.arange(refs.shape[0])
     k_min = np.argmax(enter, axis=1)
     k_max = np.argmin(leave, axis=1)
     t_enter = enter[rows, k_min]
     t_leave = leave[rows, k_max]
     # The edge index Detour reports is j, the edge's first vertex (slot i's predecessor).
-    j_min = np.where(k_min == 0, nv - 1, k_min - 1)
-    j_max = np.where(k_max == 0, nv - 1, k_max - 1)
+    nv = nav.poly_vert_count[refs].astype(np.int64)
     moved_min = t_enter > _ZERO
     moved_max = t_leave < _ONE
-    tmin = np.where(moved_min, t_enter, _ZERO).astype(F32)
-    tmax = np.where(moved_max, t_leave, _ONE).astype(F32)
-    seg_min = np.where(moved_min, j_min, -1)
-    seg_max = np.where(moved_max, j_max, -1)
+    tmin = np.where(moved_min, t_enter, _ZERO)
+    tmax = np.where(moved_max, t_leave, _ONE)
+    seg_min = np.where(moved_min, np.where(k_min == 0, nv - 1, k_min - 1), -1)
+    seg_max = np.where(moved_max, np.where(k_max == 0, nv - 1, k_max - 1), -1)
     hit = ~fail & ~(tmin > tmax)
     return hit, tmin, tmax, seg_min, seg_max
 
@@ -571,10 +571,13 @@ def raycast(nav: NavMesh, start_refs, starts, ends, pass_flags, max_path: int):
     link_rows, full, axis, lmin, lmax, sided = _ray_links(nav, pass_flags)
     normals = _wall_normals(nav)
     rec_q, rec_r = [], []
+    sx, sz = starts[:, 0].copy(), starts[:, 2].copy()
+    dirx, dirz = ends[:, 0] - starts[:, 0], ends[:, 2] - starts[:, 2]
     while active.shape[0]:
         c = cur[active]
-        s0, s1 = starts[active], ends[active]
-        ok, _tmin, tmax, _smin, smax = intersect_segment_poly_2d(s0, s1, nav, c)
+        ok, _tmin, tmax, _smin, smax = intersect_segment_poly_2d(
+            sx[active], sz[active], dirx[active], dirz[active], nav, c
+        )
         # Rays that miss the polygon stop here (t as it is).
         a = active[ok]
         tmax_g = tmax[ok]
