@@ -307,7 +307,10 @@ def query_polygon_pairs(nav: NavMesh, centers, halves, pass_flags):
             for axis in range(3):
                 overlap &= bmin_t[a, axis, None] <= lmax_t[axis][None, :]
                 overlap &= bmax_t[a, axis, None] >= lmin_t[axis][None, :]
-            qi, li = np.nonzero(overlap)
+            # flatnonzero + divmod: about twice as fast as a 2-D nonzero.
+            flat = np.flatnonzero(overlap)
+            qi = flat // leaf_ref.shape[0]
+            li = flat - qi * leaf_ref.shape[0]
             q_out.append(hit[a][qi])
             r_out.append(leaf_ref[li])
             if nav.tile_count > 1:
@@ -732,9 +735,12 @@ def straight_paths(nav: NavMesh, count, start, polys, starts, ends, max_straight
     p_right = np.where(has_next[:, None], nav.link_right[np.maximum(link, 0)], end_c[flat_q])
     cstart = np.cumsum(count) - count  # row of query q's step 0 in the flat arrays
 
-    apex = start_c.copy()
-    left = apex.copy()
-    right = apex.copy()
+    # Positions as separate x, y, z arrays: 1-D gathers are much cheaper than (n, 3) row gathers.
+    plx, ply, plz = (np.ascontiguousarray(p_left[:, k]) for k in range(3))
+    prx, pry, prz = (np.ascontiguousarray(p_right[:, k]) for k in range(3))
+    apex = [start_c[:, k].copy() for k in range(3)]
+    left = [start_c[:, k].copy() for k in range(3)]
+    right = [start_c[:, k].copy() for k in range(3)]
     apex_i = np.zeros(n, dtype=np.int64)
     left_i = np.zeros(n, dtype=np.int64)
     right_i = np.zeros(n, dtype=np.int64)
@@ -745,87 +751,116 @@ def straight_paths(nav: NavMesh, count, start, polys, starts, ends, max_straight
     finished_loop = count <= 1
     active = np.nonzero(~finished_loop)[0]
 
-    def append(q, pos, flag, ref):
+    # Output points as flat x, y, z arrays (query q's slot k at q * width + k).
+    out_x, out_y, out_z = (np.ascontiguousarray(pts[:, :, k]).reshape(-1) for k in range(3))
+    flags_f = flags.reshape(-1)
+    refs_f = refs.reshape(-1)
+
+    def append(q, px, py, pz, flag, ref):
         """appendVertex for queries q; returns the queries that must stop now."""
-        last_pt = pts[q, out_n[q] - 1]
-        same = _vequal(last_pt, pos)
-        qs = q[same]
-        flags[qs, out_n[qs] - 1] = flag[same]
-        refs[qs, out_n[qs] - 1] = ref[same]
-        qn = q[~same]
-        slot = out_n[qn]
-        pts[qn, slot] = pos[~same]
-        flags[qn, slot] = flag[~same]
-        refs[qn, slot] = ref[~same]
+        last = q * width + out_n[q] - 1
+        same = equal(out_x[last], out_y[last], out_z[last], px, py, pz)
+        ls = last[same]
+        flags_f[ls] = flag[same]
+        refs_f[ls] = ref[same]
+        new = ~same
+        qn = q[new]
+        slot = qn * width + out_n[qn]
+        out_x[slot], out_y[slot], out_z[slot] = px[new], py[new], pz[new]
+        flags_f[slot] = flag[new]
+        refs_f[slot] = ref[new]
         out_n[qn] += 1
         full = out_n[qn] >= max_straight
         status[qn[full]] |= 0x10
-        stop = qn[full | (flag[~same] == 2)]
+        stop = qn[full | (flag[new] == 2)]
         return stop
+
+    def area(ax, az, bx, bz, cx, cz):
+        """dtTriArea2D on x/z arrays."""
+        return (cx - ax) * (bz - az) - (bx - ax) * (cz - az)
+
+    def equal(ax, ay, az, bx, by, bz):
+        """dtVequal on component arrays."""
+        dx, dy, dz = bx - ax, by - ay, bz - az
+        return (dx * dx + dy * dy + dz * dz) < _EQUAL_THR
+
+    def jump_to(qj, side, side_i, side_ref):
+        """Move the apex of queries qj to the given side's point, append it, restart there."""
+        for k in range(3):
+            apex[k][qj] = side[k][qj]
+        apex_i[qj] = side_i[qj]
+        fl = np.where(side_ref[qj] < 0, 2, 0).astype(np.uint8)
+        stop = append(qj, apex[0][qj], apex[1][qj], apex[2][qj], fl, side_ref[qj])
+        done[stop] = True
+        for k in range(3):
+            left[k][qj] = apex[k][qj]
+            right[k][qj] = apex[k][qj]
+        left_i[qj] = apex_i[qj]
+        right_i[qj] = apex_i[qj]
+        i[qj] = apex_i[qj]
 
     while active.shape[0]:
         q = active
-        row = cstart[q] + i[q]
-        lft, rgt = p_left[row], p_right[row]
+        iq = i[q]
+        row = cstart[q] + iq
+        lx, ly, lz = plx[row], ply[row], plz[row]
+        rx, ry, rz = prx[row], pry[row], prz[row]
         nref = nxt[row]
-        a_ = apex[q]
+        ax, ay, az = apex[0][q], apex[1][q], apex[2][q]
         # First portal right at the start point: skip it.
-        skip = (i[q] == 0) & has_next[row]
+        skip = (iq == 0) & has_next[row]
         if np.any(skip):
-            d, _t = dist_pt_seg_sqr_2d(a_[skip], lft[skip], rgt[skip])
-            skip[skip] = d < _PORTAL_EPS
+            w = np.nonzero(skip)[0]
+            d, _t = dist_pt_seg_sqr_2d(
+                np.stack([ax[w], ay[w], az[w]], axis=1),
+                np.stack([lx[w], ly[w], lz[w]], axis=1),
+                np.stack([rx[w], ry[w], rz[w]], axis=1),
+            )
+            skip[w] = d < _PORTAL_EPS
         # Right side.
-        restart = np.zeros(q.shape[0], dtype=bool)
-        r_test = ~skip & (_tri_area(a_, right[q], rgt) <= _ZERO)
-        tighten = r_test & (_vequal(a_, right[q]) | (_tri_area(a_, left[q], rgt) > _ZERO))
+        qrx, qry, qrz = right[0][q], right[1][q], right[2][q]
+        qlx, qlz = left[0][q], left[2][q]
+        r_test = ~skip & (area(ax, az, qrx, qrz, rx, rz) <= _ZERO)
+        tighten = r_test & (
+            equal(ax, ay, az, qrx, qry, qrz) | (area(ax, az, qlx, qlz, rx, rz) > _ZERO)
+        )
         t = q[tighten]
-        right[t] = rgt[tighten]
+        right[0][t], right[1][t], right[2][t] = rx[tighten], ry[tighten], rz[tighten]
         right_ref[t] = nref[tighten]
-        right_i[t] = i[t]
+        right_i[t] = iq[tighten]
         jump = r_test & ~tighten
+        restart = jump
         if np.any(jump):
-            qj = q[jump]
-            apex[qj] = left[qj]
-            apex_i[qj] = left_i[qj]
-            fl = np.where(left_ref[qj] < 0, 2, 0).astype(np.uint8)
-            stop = append(qj, apex[qj], fl, left_ref[qj])
-            done[stop] = True
-            left[qj] = apex[qj]
-            right[qj] = apex[qj]
-            left_i[qj] = apex_i[qj]
-            right_i[qj] = apex_i[qj]
-            i[qj] = apex_i[qj]
-            restart |= jump
+            jump_to(q[jump], left, left_i, left_ref)
+            ax, ay, az = apex[0][q], apex[1][q], apex[2][q]
         # Left side (queries that did not restart).
-        a_ = apex[q]
-        l_test = ~skip & ~restart & (_tri_area(a_, left[q], lft) >= _ZERO)
-        tighten = l_test & (_vequal(a_, left[q]) | (_tri_area(a_, right[q], lft) < _ZERO))
+        qlx, qly, qlz = left[0][q], left[1][q], left[2][q]
+        qrx, qrz = right[0][q], right[2][q]
+        l_test = ~skip & ~restart & (area(ax, az, qlx, qlz, lx, lz) >= _ZERO)
+        tighten = l_test & (
+            equal(ax, ay, az, qlx, qly, qlz) | (area(ax, az, qrx, qrz, lx, lz) < _ZERO)
+        )
         t = q[tighten]
-        left[t] = lft[tighten]
+        left[0][t], left[1][t], left[2][t] = lx[tighten], ly[tighten], lz[tighten]
         left_ref[t] = nref[tighten]
-        left_i[t] = i[t]
+        left_i[t] = iq[tighten]
         jump = l_test & ~tighten
         if np.any(jump):
-            qj = q[jump]
-            apex[qj] = right[qj]
-            apex_i[qj] = right_i[qj]
-            fl = np.where(right_ref[qj] < 0, 2, 0).astype(np.uint8)
-            stop = append(qj, apex[qj], fl, right_ref[qj])
-            done[stop] = True
-            left[qj] = apex[qj]
-            right[qj] = apex[qj]
-            left_i[qj] = apex_i[qj]
-            right_i[qj] = apex_i[qj]
-            i[qj] = apex_i[qj]
+            jump_to(q[jump], right, right_i, right_ref)
         i[q] += 1
-        finished_loop[q] = i[q] >= count[q]
-        active = q[~done[q] & ~finished_loop[q]]
+        iq = i[q]
+        alive = ~done[q] & (iq < count[q])
+        finished_loop[q] = iq >= count[q]
+        active = q[alive]
     # The end point for every query that ran through its corridor.
     fin = np.nonzero(~done)[0]
     if fin.shape[0]:
-        append(fin, end_c[fin], np.full(fin.shape[0], 2, np.uint8), np.full(fin.shape[0], -1))
+        e = end_c[fin]
+        append(fin, e[:, 0], e[:, 1], e[:, 2], np.full(fin.shape[0], 2, np.uint8),
+               np.full(fin.shape[0], -1))  # fmt: skip
         full = out_n[fin] >= max_straight
         status[fin[full]] |= 0x10
+    pts = np.stack([out_x, out_y, out_z], axis=1).reshape(n, width, 3)
     return status, out_n, pts, flags, refs
 
 
