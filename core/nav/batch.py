@@ -630,31 +630,37 @@ def raycast(nav: NavMesh, start_refs, starts, ends, pass_flags, max_path: int):
     return extra, t_hit, normal, q[order], r[order]
 
 
+def _boundary_edge_table(nav: NavMesh) -> np.ndarray:
+    """Per polygon and edge j (vertex j -> j + 1, wrapping): float32 (npolys, 6, 2, 3) end
+    points (slots j >= nv are filler; callers mask them)."""
+
+    def build():
+        v = nav.poly_pos.astype(F32)
+        nv = np.maximum(nav.poly_vert_count.astype(np.int64), 1)
+        j = np.arange(6)[None, :]
+        k = np.where(j + 1 < nv[:, None], j + 1, 0)
+        rows = np.arange(v.shape[0])[:, None]
+        return np.stack([v[:, :6], v[rows, k]], axis=2).astype(F32)
+
+    return _cached(nav, "_boundary_edge_cache", nav.poly_pos, build)
+
+
 def boundary_point(nav: NavMesh, refs: np.ndarray, pos: np.ndarray) -> np.ndarray:
     """closestPointOnPolyBoundary for each (ref, pos): pos when inside (2D), else the nearest
-    point of the polygon's edges (first nearest edge, as Detour's scan) -> float32 (m, 3)."""
+    point of the polygon's edges (first nearest edge, as Detour's scan) -> float32 (m, 3).
+    All edges of all queries at once; the first minimum per query is Detour's pick."""
     m = refs.shape[0]
     if m == 0:
         return np.zeros((0, 3), dtype=F32)
     inside = point_in_polygon(nav, refs, pos)
-    verts = nav.poly_pos[refs]
+    edges = _boundary_edge_table(nav)[refs]  # (m, 6, 2, 3)
     nv = nav.poly_vert_count[refs].astype(np.int64)
+    a, b = edges[:, :, 0], edges[:, :, 1]
+    d, t = dist_pt_seg_sqr_2d(pos[:, None, :], a, b)
+    d = np.where(np.arange(6)[None, :] < nv[:, None], d, np.inf)
+    best = np.argmin(d, axis=1)
     rows = np.arange(m)
-    best_d = np.full(m, np.inf, dtype=F32)
-    best_a = verts[:, 0].copy()
-    best_b = verts[:, 0].copy()
-    best_t = np.zeros(m, dtype=F32)
-    for j in range(6):
-        nxt = np.where(j + 1 < nv, j + 1, 0)
-        a = verts[:, j]
-        b = verts[rows, nxt]
-        d, t = dist_pt_seg_sqr_2d(pos, a, b)
-        better = (j < nv) & (d < best_d) if j else (j < nv)
-        best_d = np.where(better, d, best_d)
-        best_a = np.where(better[:, None], a, best_a)
-        best_b = np.where(better[:, None], b, best_b)
-        best_t = np.where(better, t, best_t)
-    out = lerp(best_a, best_b, best_t).astype(F32)
+    out = lerp(a[rows, best], b[rows, best], t[rows, best]).astype(F32)
     out[inside] = pos[inside]
     return out
 
