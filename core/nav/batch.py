@@ -511,7 +511,8 @@ def _ray_links(nav: NavMesh, pass_flags):
     idx, slot_key = idx[order], slot_key[order]
     first = np.r_[True, slot_key[1:] != slot_key[:-1]] if idx.shape[0] else np.zeros(0, bool)
     start = np.nonzero(first)[0]
-    rank = np.arange(idx.shape[0]) - np.repeat(start, np.diff(np.r_[start, idx.shape[0]]))
+    run = np.diff(np.r_[start, idx.shape[0]])
+    rank: np.ndarray = np.arange(idx.shape[0]) - np.repeat(start, run)
     width = int(rank.max()) + 1 if idx.shape[0] else 1
     rows = np.full((nav.poly_count * 6, width), -1, dtype=np.int64)
     rows[slot_key, rank] = idx
