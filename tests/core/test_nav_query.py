@@ -377,6 +377,47 @@ def test_two_tiles_link_across_the_border():
     assert q.raycast(0, zpt(5, 5), zpt(15, 5)).polys.tolist() == [0, 1]
 
 
+def test_batch_raycast_follows_partial_border_links():
+    """A tile edge facing two polygons of the next tile: its two links cover half the edge
+    each, so a ray takes the link whose interval holds its crossing (batch = single port)."""
+    params = NavMeshParams(np.zeros(3, F32), 10.0, 10.0, 4, 8)
+    nav = NavMesh(params)
+    left = polymesh(
+        [(0, 0, 0), (0, 0, 10), (10, 0, 10), (10, 0, 0)],
+        [([0, 1, 2, 3], [None, None, ("border", 2), None])],
+    )
+    right = polymesh(
+        [(0, 0, 0), (0, 0, 5), (0, 0, 10), (10, 0, 10), (10, 0, 5), (10, 0, 0)],
+        [
+            ([0, 1, 4, 5], [("border", 0), 1, None, None]),
+            ([1, 2, 3, 4], [("border", 0), None, None, 0]),
+        ],
+        bmin=(10.0, 0.0, 0.0),
+    )
+    nav.add_tile(tile_data(left, tile_x=0))
+    nav.add_tile(tile_data(right, tile_x=1))
+    own = nav.link_owner == 0
+    assert np.count_nonzero(own) == 2
+    assert np.all((nav.link_bmin[own] != 0) | (nav.link_bmax[own] != 255)), "partial links"
+    q = NavMeshQuery(nav)
+    rng = np.random.default_rng(2)
+    n = 300
+    starts = np.stack([rng.uniform(1, 9, n), rng.uniform(0.5, 9.5, n), np.zeros(n)], 1)
+    ends = np.stack([rng.uniform(11, 19, n), rng.uniform(-2, 12, n), np.zeros(n)], 1)
+    starts, ends = starts.astype(F32), ends.astype(F32)
+    rb = q.raycast_batch(np.zeros(n, np.int64), starts, ends)
+    seconds = set()
+    for j in range(n):
+        one = q.raycast(0, starts[j], ends[j])
+        got = rb.polys[rb.start[j] : rb.start[j] + rb.count[j]]
+        assert rb.status[j] == one.status and F32(one.t) == rb.t[j], j
+        np.testing.assert_array_equal(rb.normal[j], one.normal, err_msg=str(j))
+        np.testing.assert_array_equal(got, one.polys, err_msg=str(j))
+        if len(one.polys) > 1:
+            seconds.add(int(one.polys[1]))
+    assert seconds == {1, 2}, "rays should cross into both polygons of the second tile"
+
+
 def test_filter_excludes_polygons():
     nav = two_squares()
     flt = QueryFilter(exclude_flags=1)
