@@ -1,7 +1,9 @@
 """``python -m core``: bake an OBJ, dump every stage in Recast's reference format, benchmark.
 
     python -m core dump MESH.obj --recast-frame --out OUT.npz [--cell-size 0.3 ...]
+    python -m core dump MESH.obj --recast-frame --tile-size 32 --out OUT.npz   (tiled arrays)
     python -m core bake MESH.obj --out navmesh.obj|.json|.bin [--json navmesh.json] [settings]
+    python -m core bake MESH.obj --out navmesh.bin --tile-size 32 [--workers N]
     python -m core bench [--runs 5] [--quick]
     python -m core query MESH.obj --recast-frame --queries Q.npz --out OUT.npz [settings]
     python -m core path MESH.obj --from X Y Z --to X Y Z [settings]
@@ -24,6 +26,7 @@ import argparse
 import dataclasses
 import sys
 from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 
@@ -264,9 +267,13 @@ def _bake_progress(args) -> pipeline.Progress | None:
 
 def cmd_dump(args) -> int:
     config = config_from_args(args)
+    if args.tile_size and args.heightfield_only:
+        raise UsageError("--heightfield-only: not available with --tile-size")
     with atomic.Batch(inputs=[args.mesh]) as batch:  # the output is checked before baking
         out = batch.add(atomic.ensure_suffix(args.out, ".npz"), "--out")  # savez's name
         verts, tris = read_obj(args.mesh, recast_frame=args.recast_frame)
+        if args.tile_size:
+            return _dump_tiled(args, verts, tris, config, out, batch)
         stop = "heightfield" if args.heightfield_only else "navmesh"
         result = pipeline.bake(verts, tris, config, stop_after=stop, progress=_bake_progress(args))
         print_warnings(result.warnings)
@@ -280,6 +287,64 @@ def cmd_dump(args) -> int:
     return EXIT_OK
 
 
+def _tiled_bake(args, verts, tris, config: NavConfig):
+    from . import tiles
+
+    progress = None
+    if args.verbose:
+
+        def progress(done: int, total: int, tile) -> None:
+            print(f"  tile ({tile.tx}, {tile.ty}): {tile.npolys} polygons [{done} baked]")
+
+    result = tiles.bake_tiled(
+        verts, tris, config, args.tile_size, workers=args.workers, progress=progress
+    )
+    print_warnings(result.warnings)
+    return result
+
+
+def _dump_tiled(args, verts, tris, config: NavConfig, out: Path, batch: atomic.Batch) -> int:
+    from . import tiles
+
+    result = _tiled_bake(args, verts, tris, config)
+    arrays: dict[str, np.ndarray | np.generic] = {
+        "mesh_verts": _recast(verts),
+        "mesh_tris": np.asarray(tris, dtype=np.int32)[:, [0, 2, 1]],
+    }
+    arrays.update(tiles.tiled_dump_arrays(result))
+    for stage, seconds in result.timings.items():
+        arrays[f"time_{stage}"] = np.float64(seconds)
+    with atomic.replacing(out, batch=batch) as temp:
+        np.savez_compressed(temp, **arrays)  # type: ignore[arg-type]
+    batch.commit()
+    g = result.grid
+    print(
+        f"wrote {len(arrays)} arrays to {out} ({g.tiles_w} x {g.tiles_h} tiles, "
+        f"{len(result.tiles)} with polygons, {result.npolys} polygons)"
+    )
+    return EXIT_OK
+
+
+def _bake_tiled_out(args, verts, tris, config: NavConfig, batch: atomic.Batch) -> int:
+    from . import export
+
+    result = _tiled_bake(args, verts, tris, config)
+    g = result.grid
+    print(
+        f"tiles={g.tiles_w}x{g.tiles_h} tiles_with_polys={len(result.tiles)} polys={result.npolys}"
+    )
+    print("time " + " ".join(f"{k}={v * 1000:.1f}ms" for k, v in result.timings.items()))
+    if result.empty:
+        print("voxnav: error: the navigation mesh is empty: nothing written", file=sys.stderr)
+        return EXIT_FAILED
+    export.write_tiled_detour_bin(
+        args.out, result, frame="recast" if args.recast_frame else "engine", batch=batch
+    )
+    for path in batch.commit():
+        print(f"wrote {path} ({len(result.tiles)} tiles)")
+    return EXIT_OK
+
+
 def cmd_bake(args) -> int:
     from . import export
 
@@ -288,11 +353,18 @@ def cmd_bake(args) -> int:
         export.navmesh_format(args.out)
     except VoxNavError as exc:
         raise UsageError(f"--out: {exc}") from None
+    if args.tile_size and (export.navmesh_format(args.out) != ".bin" or args.json):
+        raise UsageError(
+            "--tile-size: a tiled navmesh is written as Detour's .bin (one tile per tile); "
+            "use --out NAME.bin without --json, or bake without --tile-size"
+        )
     with atomic.Batch(inputs=[args.mesh]) as batch:  # every output checked before baking
         batch.add(args.out, "--out")
         if args.json:
             batch.add(args.json, "--json")
         verts, tris = read_obj(args.mesh, recast_frame=args.recast_frame)
+        if args.tile_size:
+            return _bake_tiled_out(args, verts, tris, config, batch)
         result = pipeline.bake(verts, tris, config, progress=_bake_progress(args))
         print_warnings(result.warnings)
         print(" ".join(f"{k}={v}" for k, v in result.counts.items()))
@@ -321,8 +393,10 @@ def cmd_bake(args) -> int:
 
 
 def cmd_bench(args) -> int:
-    from .bench import run_bench
+    from .bench import run_bench, run_tiled_bench
 
+    if args.tile_size:
+        return run_tiled_bench(args)
     return run_bench(args)
 
 
@@ -342,6 +416,42 @@ def _common(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _tile_size(text: str) -> int:
+    from .tiles import check_tile_size
+
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value == 0:
+        return 0
+    try:
+        return check_tile_size(value)
+    except VoxNavError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def add_tile_flags(parser: argparse.ArgumentParser) -> None:
+    """``--tile-size`` and ``--workers`` (the tiled bake of core.tiles)."""
+    group = parser.add_argument_group("tiles (RecastDemo's tile mesh; core.tiles)")
+    group.add_argument(
+        "--tile-size",
+        type=_tile_size,
+        default=0,
+        metavar="CELLS",
+        help="bake in square tiles of this many cells (0 = one solo mesh, the default; "
+        "otherwise 8..4096, RecastDemo uses 32..128); each tile adds a border of "
+        "agent radius + 3 cells",
+    )
+    group.add_argument(
+        "--workers",
+        type=_positive_int,
+        default=None,
+        metavar="N",
+        help="processes baking tiles at once (default: every core; 1 = in this process)",
+    )
+
+
 def _add_dump(sub) -> None:
     dump = sub.add_parser(
         "dump",
@@ -353,6 +463,7 @@ def _add_dump(sub) -> None:
     dump.add_argument("--recast-frame", action="store_true", help="read the OBJ as RecastDemo")
     dump.add_argument("--heightfield-only", action="store_true", help="stop after the filters")
     _common(dump)
+    add_tile_flags(dump)
     add_setting_flags(dump)
     dump.set_defaults(func=cmd_dump)
 
@@ -377,6 +488,7 @@ def _add_bake(sub) -> None:
         "rotated to Z-up as Blender's importer does, so the written navmesh overlays the input",
     )
     _common(bake)
+    add_tile_flags(bake)
     add_setting_flags(bake)
     bake.set_defaults(func=cmd_bake)
 
@@ -387,6 +499,7 @@ def _add_bench(sub) -> None:
     bench.add_argument("--quick", action="store_true", help="skip the 10x10 tiling")
     bench.add_argument("--meshes", default=None, help="folder with dungeon.obj and nav_test.obj")
     _common(bench)
+    add_tile_flags(bench)
     bench.set_defaults(func=cmd_bench)
 
 
@@ -395,6 +508,8 @@ def _add_nav(sub) -> None:
     from .nav import cli as nav_cli
 
     nav_cli.add_parsers(sub, add_setting_flags, config_from_args, _common)
+    add_tile_flags(sub.choices["query"])
+    add_tile_flags(sub.choices["path"])
 
 
 #: Subcommand builders, in the order ``--help`` lists them.

@@ -134,3 +134,95 @@ def run_bench(args) -> int:
               f"spans {span_bytes / 2**20:.2f} MiB vs dense bit grid {voxels.nbytes / 2**20:.2f} "
               f"MiB ({voxels.depth} voxels deep, {voxels.voxel_count():,} voxels set)")  # fmt: skip
     return 0
+
+
+def overlap_scene(n_tris: int, size: float = 10.0, seed: int = 0):
+    """Dense overlapping geometry: n_tris triangles with every vertex uniform in a cube of
+    ``size`` wu [Units: wu]. At the default cell size each column holds about 12 fragments per
+    100 triangles (1e6 triangles: about 1.2e8 fragments, 3e5 in the fullest column)."""
+    rng = np.random.default_rng(seed)
+    verts = rng.uniform(0.0, size, size=(n_tris * 3, 3)).astype(np.float32)
+    return verts, np.arange(n_tris * 3, dtype=np.int32).reshape(-1, 3)
+
+
+def run_dense_bench(counts, memory: bool = False) -> int:
+    """Whole bakes of `overlap_scene` for each triangle count: wall and CPU seconds, per-stage
+    seconds, and with ``memory`` the traced peak (a second bake; tracing slows it down)."""
+    config = NavConfig(memory_limit=64 * 1024**3)
+    print(f"VoxNav dense-overlap benchmark (10 m box): numpy {np.__version__}")
+    for n in counts:
+        verts, tris = overlap_scene(int(n))
+        wall, cpu = time.perf_counter(), time.process_time()
+        result = pipeline.bake(verts, tris, config)
+        wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+        stages = "  ".join(f"{k}={v:.2f}" for k, v in result.timings.items() if v >= 0.01)
+        print(f"{int(n):>9,} tris: bake {wall:.2f} s wall, {cpu:.2f} s CPU, "
+              f"{result.heightfield.span_count:,} spans; {stages}")  # fmt: skip
+        if memory:
+            tracemalloc.start()
+            pipeline.bake(verts, tris, config)
+            _, peak = tracemalloc.get_traced_memory()
+            tracemalloc.stop()
+            print(f"           traced peak {peak / 2**20:.0f} MiB")
+    return 0
+
+
+def run_tiled_bench(args) -> int:
+    """The 10x10 tiling (4x4 with --quick) baked in tiles on ``--workers`` processes: wall
+    time next to Recast's single-threaded solo pipeline, and peak memory (resident set of this
+    process and of its worker processes, as the OS reports them)."""
+    import resource
+
+    from . import tiles
+
+    folder = _find_meshes(args.meshes)
+    n = 4 if args.quick else 10
+    verts, tris = tile_mesh(*read_obj(folder / "dungeon.obj"), n)
+    config = NavConfig(memory_limit=16 * 1024**3)
+    name = f"dungeon {n}x{n}"
+    print(
+        f"VoxNav tiled benchmark: {name}, {len(tris):,} tris, tile size {args.tile_size} cells, "
+        f"{args.workers or tiles.default_workers()} workers, numpy {np.__version__}"
+    )
+    start, cpu0 = time.perf_counter(), time.process_time()
+    plan = tiles.plan_tiles(verts, tris, config, args.tile_size)
+    planned, cpu1 = time.perf_counter(), time.process_time()
+    bake = tiles.bake_plan(plan, workers=args.workers)
+    done = time.perf_counter()
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    g = plan.grid
+    recast = RECAST_MS[name][1]
+    total_ms = (done - start) * 1000
+    print(
+        f"  {g.tiles_w}x{g.tiles_h} tiles ({g.width}x{g.height} cells), {bake.tiles_built} "
+        f"baked, {len(bake.tiles)} with polygons, {bake.npolys} polygons"
+    )
+    print(
+        f"  wall: {total_ms:.0f} ms = chunking {(planned - start) * 1000:.0f} ms + tiles "
+        f"{(done - planned) * 1000:.0f} ms; {total_ms / recast:.2f}x Recast's solo pipeline "
+        f"({recast:.0f} ms, one thread)"
+    )
+    print(
+        f"  CPU: chunking {cpu1 - cpu0:.1f} s; workers {kids.ru_utime + kids.ru_stime:.1f} s "
+        "(user + system; wall below CPU / workers means other processes shared the cores)"
+    )
+    stages = {k: v for k, v in bake.timings.items() if k != "total"}
+    print(
+        "  stage wall s summed over tiles: " + " ".join(f"{k}={v:.2f}" for k, v in stages.items())
+    )
+    own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    worker = kids.ru_maxrss / 1024
+    print(f"  peak resident memory: this process {own:.0f} MiB, largest worker {worker:.0f} MiB")
+    return 0
+
+
+if __name__ == "__main__":
+    import argparse
+
+    parser = argparse.ArgumentParser(
+        prog="python -m core.bench", description="dense-overlap benchmark (see run_dense_bench)"
+    )
+    parser.add_argument("counts", nargs="*", type=float, default=[1e4, 3e4, 1e5, 1e6])
+    parser.add_argument("--memory", action="store_true", help="also trace the peak memory")
+    cli = parser.parse_args()
+    raise SystemExit(run_dense_bench(cli.counts, cli.memory))

@@ -345,6 +345,50 @@ def write_detour_bin(
         fh.write(binio.navmesh_set_bytes([tile]))
 
 
+def write_tiled_detour_bin(
+    path, bake, *, frame: str = "engine", batch: atomic.Batch | None = None
+) -> None:
+    """Write a tiled bake (`core.tiles.TiledBake`) as Detour's navmesh set, one tile per tile,
+    with RecastDemo's dtNavMeshParams (orig = the world's bmin, tile size = tile_size * cs,
+    max tiles and polygons per tile as RecastDemo computes them). Written atomically
+    (`core.atomic`; with ``batch``, replaced when the batch commits).
+
+    ``frame`` as `write_detour_bin`. In the "engine" frame (z -> -z) the tile rows are
+    renumbered from the other side (tile_y -> tiles_h - 1 - tile_y) and the grid's origin
+    moves to the mirrored far edge, so Detour's tile lookup still finds every tile.
+    """
+    from .nav import binio, navdata
+
+    if frame not in DETOUR_FRAMES:
+        raise VoxNavError(f"unknown Detour frame {frame!r}: use one of {DETOUR_FRAMES}")
+    atomic.check_target(path)
+    tiles = bake.navdata()
+    if not tiles:
+        raise VoxNavError(
+            "the tiled navigation mesh is empty (no tile has polygons): nothing to export"
+        )
+    nav_params = bake.navmesh_params()
+    params = binio.NavMeshParams(
+        orig=np.asarray(nav_params.orig, dtype=F32).copy(),
+        tile_width=nav_params.tile_width,
+        tile_height=nav_params.tile_height,
+        max_tiles=nav_params.max_tiles,
+        max_polys=nav_params.max_polys,
+    )
+    if frame == "engine":
+        rows = int(bake.grid.tiles_h)
+        far = F32(params.orig[2] + F32(F32(rows) * F32(params.tile_height)))
+        params.orig[2] = -far
+        mirrored = []
+        for tile in tiles:
+            m = navdata.mirror_z(tile)
+            m.tile_y = rows - 1 - int(tile.tile_y)
+            mirrored.append(m)
+        tiles = mirrored
+    with atomic.open_replacing(path, "wb", batch=batch) as fh:
+        fh.write(binio.navmesh_set_bytes(tiles, params))
+
+
 #: File extensions `write_navmesh` knows, and what each writes.
 NAVMESH_FORMATS = {".obj": "Wavefront OBJ", ".json": "VoxNav JSON", ".bin": "Detour .bin"}
 

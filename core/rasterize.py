@@ -14,8 +14,15 @@ Clipping is done edge by edge (`_clip_by_chains`): Recast's incremental cuts mak
 point of an edge depend only on that edge's previous crossing and its far end, so the k-th
 crossing of every edge is one vectorized round. Triangles with a vertex exactly on a cut line
 (and the rare row polygon that rounding leaves not monotone) take the polygon-by-polygon path
-(`_clip_triangles`), which runs Recast's full dividePoly per round. The only Python loops run
-over such rounds and over the k-th fragment of every column in the span merge.
+(`_clip_triangles`), which runs Recast's full dividePoly per round. Its cells are put back in
+triangle order, which the span merge depends on.
+
+The span merge (Recast's addSpan, order-dependent per column) runs as rounds: round k adds
+the k-th fragment of every column. In columns with many fragments (overlapping geometry) only
+the fragments that are first to cover some unit of height take part in the rounds; each of
+the others lies inside one span of the column as it stands then and only raises that span's
+area, so it is folded in between rounds (`_split_dense`). The only Python loops run over the
+clipping rounds and over these merge rounds.
 """
 
 from __future__ import annotations
@@ -41,6 +48,10 @@ PARALLEL_CHUNK_TRIANGLES = 16384
 WORKERS = min(2, os.cpu_count() or 1)
 #: Fragments merged together; bounds the merge state (about 40 bytes per fragment).
 CHUNK_FRAGMENTS = 1 << 18
+#: Fragments in a column from which the merge sets apart those that only raise an area.
+DENSE_COLUMN_FRAGMENTS = 64
+#: Height units [Units: ch] per fragment a dense column may span to be split (bounds memory).
+DENSE_UNITS_PER_FRAGMENT = 1
 
 
 def mark_walkable_triangles(
@@ -591,9 +602,9 @@ def _previous(values, cols, last):
 
 def _clip_pieces(verts, tris, bmin, bmax, cs, ch, width, height, finish=None):
     """Clip every triangle into cell fragments: a list of (int64 tri, row, col, uint16 smin,
-    smax) pieces, each in triangle, row, column order and the pieces in triangle order.
-    Arguments as `rasterize_fragments`; ``finish``, if given, maps each piece to what the list
-    holds instead, on the clipping thread."""
+    smax) pieces, each in triangle order (a triangle adds one fragment per cell at most), the
+    pieces in triangle order. Arguments as `rasterize_fragments`; ``finish``, if given, maps
+    each piece to what the list holds instead, on the clipping thread."""
     verts = np.asarray(verts, dtype=F32)
     tris = np.asarray(tris, dtype=np.int64)
     bmin = np.asarray(bmin, dtype=F32)
@@ -649,8 +660,11 @@ def _clip_pieces(verts, tris, bmin, bmax, cs, ch, width, height, finish=None):
             )  # fmt: skip
             if cells is not None:
                 out.append(_snap_heights(*cells, by, ich))
-        if len(out) == 2:
-            # Both parts are in triangle order; a stable sort on the triangle interleaves them.
+        if out and fallback.any():
+            # The polygon path emits its cells strip by strip, not in triangle order (and the
+            # edge path's part must be interleaved with it): a stable sort on the triangle
+            # restores the call order the span merge depends on. A triangle adds at most one
+            # fragment per cell, so the order among one triangle's fragments is free.
             joined = [np.concatenate(parts) for parts in zip(*out, strict=True)]
             order = np.argsort(joined[0], kind="stable")
             out = [tuple(values[order] for values in joined)]
@@ -820,9 +834,11 @@ def _merge_grouped(n_cols, keys, shift, payload, merge_threshold):
     position_mask = (1 << shift) - 1
 
     def merge_range(here):
-        part = keys[here]
+        part = keys[here]  # a view: not modified
+        col = part >> shift
         spans = _unpack_payload(payload[part & position_mask])
-        return _merge_sorted(part >> shift, *spans, merge_threshold)
+        del part
+        return _merge_sorted(col, *spans, merge_threshold)
 
     if WORKERS > 1 and len(ranges) > 2:
         with ThreadPoolExecutor(WORKERS) as pool:
@@ -874,16 +890,139 @@ def _fold_contained(col, f_min, f_max, f_area):
     return col[starts], f_min[starts], f_max[starts], np.maximum.reduceat(f_area, starts)
 
 
+def _first_coverers(first, per_col, f_min, f_max):
+    """bool per fragment: it is the first of its column to cover some unit of height.
+
+    A fragment that is not lies inside the union of its column's earlier fragments, which is
+    then one span (a covered interval is connected): adding it only raises that span's area
+    (see `_fold_contained`). Columns are given by ``first`` and ``per_col`` (fragments grouped
+    by column, in order within one); heights [Units: ch] as int32/int64, smax > smin.
+
+    The earliest fragment covering each unit [h, h + 1) of a column is a range-minimum update
+    of the fragment's position over [smin, smax): each range is written as two (overlapping)
+    blocks of the largest power-of-two length that fits, one table row per block length, and
+    the rows are pushed down from the longest blocks to single units. Memory: 4 bytes per unit
+    and table row, the units being the columns' height ranges (the caller bounds them).
+    """
+    n_cols = first.shape[0]
+    lowest = np.minimum.reduceat(f_min, first)
+    highest = np.maximum.reduceat(f_max, first)
+    n_units = (highest - lowest).astype(np.int64)
+    unit_base = np.cumsum(n_units) - n_units
+    length = (f_max - f_min).astype(np.int32)
+    level = _LOG2[length]
+    n_levels = int(level.max()) + 1
+    stride = int(n_units.sum()) + (1 << (n_levels - 1))
+    # int32 indices (half the memory traffic) unless the table is too large for them.
+    index = np.int32 if n_levels * stride < 1 << 31 else np.int64
+    owner = np.repeat(np.arange(n_cols, dtype=index), per_col)
+    position = np.arange(f_min.shape[0], dtype=np.int32)
+    position -= first.astype(np.int32)[owner]
+    table = np.full(n_levels * stride, np.iinfo(np.int32).max, dtype=np.int32)
+    start = (unit_base - lowest).astype(index)[owner]
+    start += f_min
+    start += level.astype(index, copy=False) * index(stride)
+    np.minimum.at(table, start, position)
+    start += length
+    start -= _POW2[level]
+    np.minimum.at(table, start, position)
+    table = table.reshape(n_levels, stride)
+    for k in range(n_levels - 1, 0, -1):
+        half = 1 << (k - 1)
+        np.minimum(table[k - 1], table[k], out=table[k - 1])
+        np.minimum(table[k - 1, half:], table[k, :-half], out=table[k - 1, half:])
+    earliest = table[0, : stride - (1 << (n_levels - 1))]
+    covered = earliest != np.iinfo(np.int32).max
+    unit_owner = np.repeat(np.arange(n_cols), n_units)
+    is_first = np.zeros(f_min.shape[0], dtype=bool)
+    is_first[first[unit_owner[covered]] + earliest[covered]] = True
+    return is_first
+
+
+#: floor(log2(n)) and 2**floor(log2(n)) for span lengths n in 1..SPAN_MAX_HEIGHT.
+_LOG2 = np.zeros(SPAN_MAX_HEIGHT + 1, dtype=np.int32)
+_LOG2[1:] = [n.bit_length() - 1 for n in range(1, SPAN_MAX_HEIGHT + 1)]
+_POW2 = np.int32(1) << np.arange(16, dtype=np.int32)
+
+
+def _split_dense(col, f_min, f_max, f_area, first, per_col):
+    """Columns with many fragments, split into the fragments that change the column's shape
+    and the rest, which only raise the area of the span holding them.
+
+    ``first`` and ``per_col``: each column's first fragment and fragment count. Returns None
+    when no column is split (none has `DENSE_COLUMN_FRAGMENTS` fragments in a height range
+    small enough); else the shaping fragments' col, min, max, area; the others before their
+    column's last shaping one: col, min, area and how many shaping fragments of their column
+    come before them; the others after it: col, min, area. Only columns whose height range
+    [Units: ch] is at most `DENSE_UNITS_PER_FRAGMENT` times their fragment count are split,
+    which bounds `_first_coverers`' table at 4 bytes x 14 rows per height unit.
+    """
+    dense = per_col >= DENSE_COLUMN_FRAGMENTS
+    if not dense.any():
+        return None
+    dense_per = per_col[dense]
+    in_dense = np.repeat(dense, per_col)
+    d_min, d_max = f_min[in_dense], f_max[in_dense]
+    d_first = np.cumsum(dense_per) - dense_per
+    height_range = np.maximum.reduceat(d_max, d_first) - np.minimum.reduceat(d_min, d_first)
+    small = height_range <= dense_per * DENSE_UNITS_PER_FRAGMENT
+    # A fragment without height (smax <= smin, never from the rasterizer) covers no unit but
+    # may still add a span: such columns are not split.
+    small &= ~np.logical_or.reduceat(d_max <= d_min, d_first)
+    if not small.all():
+        if not small.any():
+            return None
+        in_small = np.repeat(small, dense_per)
+        in_dense[in_dense] = in_small
+        d_min, d_max = d_min[in_small], d_max[in_small]
+        dense_per = dense_per[small]
+        d_first = np.cumsum(dense_per) - dense_per
+    shaping = np.ones(col.shape[0], dtype=bool)
+    shaping[in_dense] = _first_coverers(d_first, dense_per, d_min, d_max)
+    # Shaping fragments up to and including each one, per column.
+    before = np.cumsum(shaping, dtype=np.int32 if col.shape[0] < 1 << 31 else np.int64)
+    before -= np.repeat(before[first] - 1, per_col)
+    n_shaping = np.repeat(before[first + per_col - 1], per_col)
+    # The rest: those after the column's last shaping fragment (most of them) go into the
+    # final spans; the others into the state after the round of the shaping one before them.
+    between = ~shaping
+    between &= before < n_shaping
+    tail = ~shaping
+    tail ^= between
+    return (
+        col[shaping], f_min[shaping], f_max[shaping], f_area[shaping],
+        col[between], f_min[between], f_area[between], before[between],
+        col[tail], f_min[tail], f_area[tail],
+    )  # fmt: skip
+
+
 def _merge_sorted(col, f_min, f_max, f_area, merge_threshold):
     """`merge_fragments` on fragments sorted by column (triangle order within one).
 
     Returns the used columns (ascending), their span counts, and smin uint16, smax uint16,
     area uint8 of their spans in column order, bottom-up.
+
+    Round k adds the k-th fragment of every column. In dense columns (overlapping geometry)
+    only the fragments that change the column's shape go through the rounds (`_split_dense`);
+    each of the others lies inside one span of the column as it stands after the shaping
+    fragments before it, and is folded into that span's area right after the round that adds
+    the last of them (after the column's last shaping fragment: into its final spans). So the
+    rounds number the shaping fragments of the fullest column (for random overlap, tens
+    however many fragments lie on top of each other), and never more than SPAN_MAX_HEIGHT:
+    a shaping fragment is the first to cover one of the column's height units, and a column
+    is split unless it has fewer fragments than its height range has units.
     """
     col, f_min, f_max, f_area = _fold_contained(col, f_min, f_max, f_area)
     first = np.flatnonzero(np.diff(col, prepend=-1))
-    used_cols = col[first]
     per_col = np.diff(first, append=col.shape[0])
+    split = None
+    if int(per_col.max(initial=0)) >= DENSE_COLUMN_FRAGMENTS:
+        split = _split_dense(col, f_min, f_max, f_area, first, per_col)
+    if split is not None:
+        col, f_min, f_max, f_area, in_col, in_min, in_area, in_after, *tail = split
+        first = np.flatnonzero(np.diff(col, prepend=-1))
+        per_col = np.diff(first, append=col.shape[0])
+    used_cols = col[first]
     # Columns with the most fragments first: round k then works on a prefix of the state and
     # reads the k-th fragment of each of those columns at first + k.
     by_count = _descending_order(per_col)
@@ -891,6 +1030,19 @@ def _merge_sorted(col, f_min, f_max, f_area, merge_threshold):
     n_used = used_cols.shape[0]
     max_rounds = int(per_col[0]) if n_used else 0
     active_counts = np.searchsorted(-per_col, -np.arange(1, max_rounds + 1), side="right")
+    if split is not None:
+        # The folded-in fragments by round (the round after which they go in), each with the
+        # state row of its column.
+        row_of = np.empty(n_used, dtype=np.int64)
+        row_of[by_count] = np.arange(n_used)
+        in_row = row_of[np.searchsorted(used_cols[row_of], in_col)]
+        in_round = in_after - 1
+        # A radix sort when the rounds fit 16 bits.
+        order = np.argsort(
+            in_round.astype(np.uint16) if max_rounds < 1 << 16 else in_round, kind="stable"
+        )
+        in_row, in_min, in_area = in_row[order], in_min[order], in_area[order]
+        in_bounds = np.searchsorted(in_round[order], np.arange(max_rounds + 1))
 
     # Empty slots hold EMPTY as both bottom and top: never below a fragment, always above it.
     slots = 4
@@ -906,6 +1058,8 @@ def _merge_sorted(col, f_min, f_max, f_area, merge_threshold):
         if k == 0:
             st_min[:nk, 0], st_max[:nk, 0], st_area[:nk, 0] = fmin, fmax, farea
             st_n[:nk] = 1
+            if split is not None:
+                _fold_into_spans(st_max, st_area, in_row, in_min, in_area, in_bounds, k)
             continue
         if int(st_n[:nk].max()) >= slots:
             # Only the active prefix grows; rows already finished keep their narrower state.
@@ -962,6 +1116,8 @@ def _merge_sorted(col, f_min, f_max, f_area, merge_threshold):
         flat_max[at_first] = new_max
         flat_area[at_first] = new_area
         st_n[:nk] = cur_n - n_over + 1
+        if split is not None:
+            _fold_into_spans(st_max, st_area, in_row, in_min, in_area, in_bounds, k)
 
     # Spans row by row (columns in fragment-count order), then moved to column order.
     segments = [(0, st_min.shape[0], st_min, st_max, st_area)] + finished[::-1]
@@ -983,7 +1139,33 @@ def _merge_sorted(col, f_min, f_max, f_area, merge_threshold):
     out_max = np.empty(dest.shape[0], dtype=np.uint16)
     out_area = np.empty(dest.shape[0], dtype=np.uint8)
     out_min[dest], out_max[dest], out_area[dest] = row_min, row_max, row_area
-    return used_cols[in_column_order], per_used, out_min, out_max, out_area
+    used_cols = used_cols[in_column_order]
+    if split is not None and tail[0].shape[0]:
+        # The fragments after their column's last shaping one lie inside its final spans:
+        # the first one whose top is not below the fragment's bottom, found by one search
+        # over (column, top) keys, ascending as the spans are in column order, bottom-up.
+        tail_col, tail_min, tail_area = tail
+        scale = SPAN_MAX_HEIGHT + 1
+        span_key = np.repeat(used_cols * scale, per_used)
+        span_key += out_max
+        tail_key = tail_col * scale
+        tail_key += tail_min
+        np.maximum.at(out_area, np.searchsorted(span_key, tail_key), tail_area)
+    return used_cols, per_used, out_min, out_max, out_area
+
+
+def _fold_into_spans(st_max, st_area, rows, f_min, f_area, bounds, k):
+    """Raise the area of the span holding each fragment of round ``k`` (``rows``, ``f_min``,
+    ``f_area`` sorted by round, round k at bounds[k]:bounds[k + 1]). Each lies inside one
+    span: the first whose top is not below the fragment's bottom."""
+    here = slice(bounds[k], bounds[k + 1])
+    rows = rows[here]
+    if not rows.shape[0]:
+        return
+    slots = st_max.shape[1]
+    below = _count_per_row(st_max[rows] < f_min[here][:, None])
+    below += rows * slots
+    np.maximum.at(st_area.reshape(-1), below, f_area[here])
 
 
 def _widen(array, slots, fill):

@@ -435,7 +435,16 @@ def _merge_and_filter(chf, g: _Graph, reg, max_region_id: int, min_area: int, me
                 regs[t].span_count = 0
                 regs[t].id = 0
 
-    # Merge too small regions into their smallest mergeable neighbour.
+    # Merge too small regions into their smallest mergeable neighbour. After each merge Recast
+    # visits every region to rename the merged id; only the regions holding that id (as their
+    # own id, a connection or a floor) can change, so they are indexed (supersets suffice: a
+    # region not holding the id is left as it is).
+    holders: dict[int, set[int]] = {}
+    members: dict[int, set[int]] = {}
+    for i, r in enumerate(regs):
+        members.setdefault(r.id, set()).add(i)
+        for v in (*r.connections, *r.floors):
+            holders.setdefault(v, set()).add(i)
     while True:
         merge_count = 0
         for i in range(nreg):
@@ -459,12 +468,19 @@ def _merge_and_filter(chf, g: _Graph, reg, max_region_id: int, min_area: int, me
                 old = rg.id
                 target = regs[merge_id]
                 if _merge_regions(target, rg):
-                    for other in regs:
+                    for v in (*target.connections, *target.floors):
+                        holders.setdefault(v, set()).add(merge_id)
+                    for j in members.pop(old, ()):
+                        if regs[j].id == old:
+                            regs[j].id = merge_id
+                            members.setdefault(merge_id, set()).add(j)
+                    renamed = holders.setdefault(merge_id, set())
+                    for j in holders.pop(old, ()):
+                        other = regs[j]
                         if other.id == 0 or (other.id & BORDER_REG):
                             continue
-                        if other.id == old:
-                            other.id = merge_id
                         _replace_neighbour(other, old, merge_id)
+                        renamed.add(j)
                     merge_count += 1
         if merge_count == 0:
             break
@@ -473,23 +489,27 @@ def _merge_and_filter(chf, g: _Graph, reg, max_region_id: int, min_area: int, me
 
 
 def _compress(regs, reg, n):
-    """Renumber surviving region ids 1..k in order of first appearance; remap ``reg``."""
-    nreg = len(regs)
-    remap = [r.id != 0 and not (r.id & BORDER_REG) for r in regs]
-    gen = 0
-    for i in range(nreg):
-        if not remap[i]:
-            continue
-        old = regs[i].id
-        gen += 1
-        for j in range(i, nreg):
-            if regs[j].id == old:
-                regs[j].id = gen
-                remap[j] = False
-    table = np.array([r.id for r in regs], dtype=np.int64)
+    """Recast's "compress region ids": surviving ids become 1..k; remaps ``reg``, returns k.
+
+    Recast rescans every later region for each id it renumbers (quadratic in the number of
+    regions: minutes for tens of thousands). Its result is each distinct surviving id, in the
+    order of the first region holding it, numbered 1, 2, ...: when number g is handed out, no
+    region still waits with old id g (after merging an id in use is the index of a live root
+    region, so g's holders come no later; layer ids grow with their root's index, so g was
+    renumbered first). The literal scan is the test oracle (tests/core/oracle.py).
+    """
+    ids = np.fromiter((r.id for r in regs), dtype=np.int64, count=len(regs))
+    live = np.nonzero((ids != 0) & ((ids & BORDER_REG) == 0))[0]
+    uniq, first = np.unique(ids[live], return_index=True)
+    gen = int(uniq.shape[0])
+    new_of_old = np.zeros(int(uniq[-1]) + 1 if gen else 1, dtype=np.int64)
+    new_of_old[uniq[np.argsort(first)]] = np.arange(1, gen + 1)
+    ids[live] = new_of_old[ids[live]]
+    for r, v in zip(regs, ids.tolist(), strict=True):
+        r.id = v
     r_ = reg[:n]
     plain = (r_ & BORDER_REG) == 0
-    r_[plain] = table[r_[plain]]
+    r_[plain] = ids[r_[plain]]
     return gen
 
 
@@ -674,8 +694,55 @@ def _sweep(chf: CompactHeightfield, g: _Graph, reg, border_size: int, first_id: 
         new = ~keep
         ids = np.where(keep, f, nid + np.cumsum(new) - 1)
         nid += int(new.sum())
+        if nid > 0xFFFF:
+            # Recast's unsigned short id would wrap to 0 and mix unrelated regions.
+            raise VoxNavError(
+                f"region partitioning ran out of region ids (65535) at grid row {y} of "
+                f"{h}: raise cell_size or bake in tiles"
+            )
         reg[spans] = ids[chain]
     return nid
+
+
+def _warn_flagged_sweep_ids(name: str, reg, painted, nid: int, ctx) -> None:
+    """Warn when the sweep numbered regions into the tile-border flag range (id >= 0x8000).
+
+    Recast's ids are 16 bits with the top bit meaning "tile border": such regions are never
+    merged or filtered, keep their flagged id and get no contour, so their spans have no
+    polygons. This port keeps that behaviour (exact parity) and says so.
+    """
+    if ctx is None or nid <= BORDER_REG:
+        return
+    lost = int(np.count_nonzero((reg >= BORDER_REG) & ~painted))
+    ctx.warn(
+        f"{name} partitioning: the row sweep needed {nid - 1} region ids, more than 32767; "
+        f"as in Recast, the {lost} spans of the regions numbered above 32767 are treated as "
+        "tile border and get no navmesh polygons. Raise cell_size or bake in tiles."
+    )
+
+
+def _warn_column_overlaps(name: str, chf: CompactHeightfield, reg, ctx) -> None:
+    """Warn when a region holds two spans of one column.
+
+    Recast's row sweep joins every span whose left neighbour is in a run, and two spans of a
+    column can share a left neighbour (a ramp ending beside the floor under it links down to
+    that floor), so monotone and layer regions can cover a column twice. Recast keeps them
+    silently; the contour of such a region is unreliable there, so the user is told.
+    """
+    if ctx is None:
+        return
+    a, b = _same_column_pairs(chf)
+    r = reg[: chf.span_count]
+    twice = (a != b) & (r[a] == r[b]) & (r[a] != 0) & ((r[a] & BORDER_REG) == 0)
+    if not twice.any():
+        return
+    count = int(np.unique(r[a[twice]]).shape[0])
+    ctx.warn(
+        f"{name} partitioning: {count} region(s) hold two spans of one grid column, where a "
+        "ramp or step ends beside the floor under it (Recast builds the same); the navmesh "
+        "may have holes or overlaps there. Check those spots, or try the watershed "
+        "partitioning."
+    )
 
 
 def build_regions_monotone(
@@ -697,11 +764,27 @@ def build_regions_monotone(
     row id; a run continues the region below it when the spans of the run that have a
     same-area region below all see the same region (counted up to the first different one)
     and no other run of the row samples that region; otherwise it starts a new region. Small
-    regions are then removed and merged as in :func:`build_regions`. ``dist`` and
-    ``max_distance`` are accepted for a uniform call shape and not used.
+    regions are then removed and merged as in :func:`build_regions`. Two spans of one column
+    that link left to the same span (a ramp ending beside the floor under it) join one run,
+    so a region can cover a column twice; Recast keeps that silently, this port warns.
+
+    Parameters:
+        chf: compact heightfield (not modified).
+        dist, max_distance: accepted for the call shape shared with :func:`build_regions`;
+            not used (Recast's monotone partitioning needs no distance field).
+        min_region_area: [Units: spans] [Limit: >= 0]
+        merge_region_area: [Units: spans] [Limit: >= 0]
+        border_size: tile border. [Units: cells] [Limit: >= 0]
+        progress: optional callable ``progress(fraction: float, message: str)``.
+        ctx: optional build context; receives a warning when the sweep numbers regions past
+            32767 (Recast then treats them as tile border: no polygons) and when a region
+            covers a column twice.
 
     Returns:
         (reg uint16 (n,), max_regions int).
+
+    Raises:
+        VoxNavError: the sweep needs more than 65535 region ids (Recast's 16-bit ids wrap).
     """
     min_area, merge_area, border_size = _check_region_params(
         min_region_area, merge_region_area, border_size
@@ -710,10 +793,13 @@ def build_regions_monotone(
     n = g.n
     reg = np.zeros(n + 1, dtype=np.int64)
     first = _paint_border(chf, reg, border_size, 1)
+    painted = reg[:n] != 0
     nid = _sweep(chf, g, reg, border_size, first)
+    _warn_flagged_sweep_ids("monotone", reg[:n], painted, nid, ctx)
     if progress is not None:
         progress(0.5, "regions: sweep")
     max_regions, _ = _merge_and_filter(chf, g, reg, nid, min_area, merge_area)
+    _warn_column_overlaps("monotone", chf, reg, ctx)
     if progress is not None:
         progress(1.0, "regions: done")
     return reg[:n].astype(np.uint16), int(max_regions)
@@ -734,7 +820,9 @@ def _merge_layer_regions(chf, g: _Graph, reg, max_region_id: int, min_area: int)
     np.minimum.at(ymin, r_[idx], y[idx])
     np.maximum.at(ymax, r_[idx], y[idx])
     last_area = np.zeros(nreg, dtype=np.int64)
-    last_area[r_[idx]] = g.area[idx]  # later spans overwrite: the last span's area wins
+    # Recast keeps the area of the region's last span; a sweep region has one area (runs link
+    # same-area spans only), so any span's area is that one.
+    last_area[r_[idx]] = g.area[idx]
     # Connections in discovery order (span order, then direction), any area.
     nb = g.nbx[idx]
     rn = reg[nb]
@@ -785,10 +873,10 @@ def _merge_layer_regions(chf, g: _Graph, reg, max_region_id: int, min_area: int)
                 span_count[nei] = 0
                 border_l[i] = border_l[i] or border_l[nei]
         layer += 1
-    for i in range(nreg):
-        if 0 < span_count[i] < min_area and not border_l[i]:
-            dead = ids[i]
-            ids = [0 if v == dead else v for v in ids]
+    # Recast zeroes, for each small root in turn, every region holding the root's layer id;
+    # ids only ever become 0 there, so that is one pass over the set of those layer ids.
+    dead = {ids[i] for i in range(nreg) if 0 < span_count[i] < min_area and not border_l[i]}
+    ids = [0 if v in dead else v for v in ids]
     for i, v in enumerate(ids):
         regs[i].id = v
     return _compress(regs, reg, n)
@@ -813,21 +901,39 @@ def build_regions_layers(
     breadth-first from the lowest id: a neighbour region of the same area joins the group
     unless it shares a column with a region already in it. Groups smaller than
     ``min_region_area`` spans that do not touch the tile border are removed; ids are
-    renumbered. ``dist``, ``max_distance`` and ``merge_region_area`` are accepted for a
-    uniform call shape and not used (Recast's layer partitioning has no merge step).
+    renumbered 1..max_regions in group order. As in Recast, each of the 4 tile border strips
+    (``border_size > 0``) also takes one of those ids, which no span carries.
+
+    Parameters:
+        chf: compact heightfield (not modified).
+        dist, max_distance, merge_region_area: accepted for the call shape shared with
+            :func:`build_regions`; not used (Recast's layer partitioning needs no distance
+            field and has no merge step).
+        min_region_area: [Units: spans] [Limit: >= 0]
+        border_size: tile border. [Units: cells] [Limit: >= 0]
+        progress: optional callable ``progress(fraction: float, message: str)``.
+        ctx: optional build context; receives a warning when the sweep numbers regions past
+            32767 (Recast then treats them as tile border: no polygons) and when a region
+            covers a column twice.
 
     Returns:
         (reg uint16 (n,), max_regions int).
+
+    Raises:
+        VoxNavError: the sweep needs more than 65535 region ids (Recast's 16-bit ids wrap).
     """
     min_area, _, border_size = _check_region_params(min_region_area, merge_region_area, border_size)
     g = _Graph(chf)
     n = g.n
     reg = np.zeros(n + 1, dtype=np.int64)
     first = _paint_border(chf, reg, border_size, 1)
+    painted = reg[:n] != 0
     nid = _sweep(chf, g, reg, border_size, first)
+    _warn_flagged_sweep_ids("layers", reg[:n], painted, nid, ctx)
     if progress is not None:
         progress(0.5, "regions: sweep")
     max_regions = _merge_layer_regions(chf, g, reg, nid, min_area)
+    _warn_column_overlaps("layers", chf, reg, ctx)
     if progress is not None:
         progress(1.0, "regions: done")
     return reg[:n].astype(np.uint16), int(max_regions)

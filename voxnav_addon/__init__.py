@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import bpy
 
-from . import live, operators, panels, properties
+from . import live, obstacles, operators, panels, properties
 
-_modules = (properties, operators, panels, live)
+_modules = (properties, operators, panels, live, obstacles)
 _cli_handle = None
 
 

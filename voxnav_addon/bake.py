@@ -67,8 +67,12 @@ def bake_scene(
     context,
     stop_after: str = "navmesh",
     progress: Callable[[float, str], None] | None = None,
+    tiles: bool = True,
 ) -> BakeOutcome:
-    """Bake ``context.scene`` with its VoxNav settings; replace the previous result."""
+    """Bake ``context.scene`` with its VoxNav settings; replace the previous result.
+
+    tiles: with a Tile Size > 0, bake in tiles with live obstacles (obstacles.py; the
+    outcome's ``result`` is then None); False bakes solo whatever the Tile Size."""
     if stop_after not in STAGES:
         raise VoxNavError(f"stop_after must be one of {', '.join(STAGES)}, got {stop_after!r}")
     scene = context.scene
@@ -78,12 +82,12 @@ def bake_scene(
 
     suspended = writeback.suspend_instancing(scene)
     try:
-        return _bake(context, stop_after, progress, config, timings)
+        return _bake(context, stop_after, progress, config, timings, tiles)
     finally:
         writeback.resume_instancing(suspended)
 
 
-def _bake(context, stop_after, progress, config, timings) -> BakeOutcome:
+def _bake(context, stop_after, progress, config, timings, tiles=True) -> BakeOutcome:
     scene = context.scene
     settings = scene.voxnav
     t0 = time.perf_counter()
@@ -104,6 +108,15 @@ def _bake(context, stop_after, progress, config, timings) -> BakeOutcome:
         pipeline.AreaVolume("box", (tuple(lo), tuple(hi)), area=area_id)
         for lo, hi, area_id in gather_mod.area_volumes(context)
     )
+    if stop_after == "navmesh" and tiles and int(settings.tile_size) > 0:
+        # Tiles, and dynamic obstacles that rebuild only their tiles (obstacles.py).
+        from . import obstacles
+
+        return obstacles.bake_tiled(context, gathered, config, volumes, timings, progress)
+    if stop_after == "navmesh":
+        from . import obstacles
+
+        volumes += obstacles.solo_volumes(context)  # painted, not live, without tiles
     result = pipeline.bake(
         gathered.verts,
         gathered.tris,

@@ -143,7 +143,8 @@ def _progress_printer():
 def write_npz(path: str, outcome: bake.BakeOutcome) -> None:
     """The solid heightfield (CSR arrays), per-triangle areas and counts."""
     hf = outcome.result.heightfield
-    counts = {f"count_{k}": np.int64(v) for k, v in outcome.counts.items()}
+    # Any: numpy 2's stubs would match these keywords against savez's allow_pickle: bool.
+    counts: dict[str, Any] = {f"count_{k}": np.int64(v) for k, v in outcome.counts.items()}
     np.savez_compressed(
         path,
         width=np.int64(hf.width),
@@ -332,7 +333,13 @@ def _bake_and_write(args, targets, batch, resolution, overrides, test_paths) -> 
             raise UsageError(f"--set: {exc}") from None
         properties.set_from_config(scene.voxnav, config)
     stop_after = "heightfield" if args.voxels_only else "navmesh"
-    outcome = bake.bake_scene(context, stop_after, _progress_printer())
+    if scene.voxnav.tile_size > 0:
+        # The batch outputs (npz, OBJ, JSON, PNG) read one solo bake.
+        print(
+            f"voxnav: note: Tile Size {scene.voxnav.tile_size} ignored: the batch command "
+            "bakes solo"
+        )
+    outcome = bake.bake_scene(context, stop_after, _progress_printer(), tiles=False)
     print_warnings(outcome.warnings)
     if outcome.empty:
         print(

@@ -10,12 +10,21 @@ instances and particle/vertex instances all included) and returns:
 
 World matrices are applied in float64 and the result is cast once to float32. Each distinct
 evaluated mesh has its loop triangles read once with ``foreach_get`` into typed arrays, however
-many times it is instanced. A matrix with a negative determinant (mirrored object) flips the
-triangles' winding, so the winding is reversed back: a mirrored floor stays walkable.
+many times it is instanced.
+
+Only the depsgraph's *mesh* instances carry triangles. A curve, text, NURBS surface or metaball
+object evaluates to a geometry set whose mesh the depsgraph yields as a separate mesh instance
+(its parent is the object itself) next to the object; reading the object too (``to_mesh``) would
+count its triangles twice (checked on bpy 4.2.23, 5.0.1 and 5.2.3).
+
+A matrix with a negative determinant (mirrored object) flips the triangles' winding, so the
+winding is reversed back: a mirrored floor stays walkable.
 
 Excluded: VoxNav's own output objects (anything carrying the ``voxnav_output`` custom property,
-and everything they instance), objects hidden in the viewport, non-mesh-like objects, and area
-volumes (``Object.voxnav.area_volume``), which ``area_volumes`` returns as boxes instead.
+and everything they instance), objects hidden in the viewport, geometry that evaluates to no
+mesh (empties, lights, a curve without bevel or extrusion), area volumes
+(``Object.voxnav.area_volume``), which ``area_volumes`` returns as boxes instead, and dynamic
+obstacles (``Object.voxnav.dynamic_obstacle``, voxnav_addon/obstacles.py).
 """
 
 from __future__ import annotations
@@ -28,7 +37,7 @@ import numpy as np
 #: Custom property set on every object VoxNav writes; such objects are never gathered.
 OUTPUT_TAG = "voxnav_output"
 
-#: Object types that evaluate to a mesh.
+#: Object types that evaluate to a mesh (gathered through the mesh instances they yield).
 MESH_LIKE = {"MESH", "CURVE", "SURFACE", "META", "FONT"}
 
 
@@ -53,18 +62,8 @@ def is_output(obj) -> bool:
     return obj is not None and bool(obj.get(OUTPUT_TAG, False))
 
 
-def _mesh_arrays(obj_eval, cache: dict, temporaries: list) -> tuple[np.ndarray, np.ndarray] | None:
-    """(positions float32 (n,3), triangles int32 (m,3)) of an evaluated object, cached per mesh."""
-    if obj_eval.type == "MESH":
-        mesh = obj_eval.data
-    else:
-        try:
-            mesh = obj_eval.to_mesh()
-        except RuntimeError:
-            return None
-        if mesh is None:
-            return None
-        temporaries.append(obj_eval)
+def _mesh_arrays(mesh, cache: dict) -> tuple[np.ndarray, np.ndarray] | None:
+    """(positions float32 (n,3), triangles int32 (m,3)) of an evaluated mesh, cached per mesh."""
     key = mesh.as_pointer()
     if key in cache:
         return cache[key]
@@ -90,6 +89,12 @@ def is_area_volume(obj) -> bool:
     """True for objects whose bounding box paints an area type instead of being geometry."""
     settings = getattr(obj, "voxnav", None)
     return settings is not None and bool(settings.area_volume)
+
+
+def is_dynamic_obstacle(obj) -> bool:
+    """True for dynamic obstacles (voxnav_addon/obstacles.py): shapes, never geometry."""
+    settings = getattr(obj, "voxnav", None)
+    return settings is not None and bool(settings.dynamic_obstacle)
 
 
 def area_volumes(context) -> list[tuple[np.ndarray, np.ndarray, int]]:
@@ -121,7 +126,9 @@ def _wanted(inst, source: str, allowed: set | None, view_layer) -> tuple[bool, A
         return False, owner_orig
     if is_area_volume(owner_orig) or is_area_volume(obj.original):
         return False, owner_orig
-    if obj.type not in MESH_LIKE:
+    if is_dynamic_obstacle(owner_orig) or is_dynamic_obstacle(obj.original):
+        return False, owner_orig
+    if obj.type != "MESH":  # a curve, text, surface or metaball's mesh is its own instance
         return False, owner_orig
     # The object (or, for an instance, its instancer) must be visible in this view layer.
     if not owner_orig.visible_get(view_layer=view_layer):
@@ -146,7 +153,6 @@ def gather(context, source: str = "VISIBLE", collection=None) -> Gathered:
         allowed = set() if collection is None else {o.name for o in collection.all_objects}
 
     cache: dict = {}
-    temporaries: list = []
     sources: list[str] = []
     source_index: dict[str, int] = {}
     parts_v: list[np.ndarray] = []
@@ -154,32 +160,28 @@ def gather(context, source: str = "VISIBLE", collection=None) -> Gathered:
     parts_s: list[np.ndarray] = []
     offset = 0
     instances = 0
-    try:
-        for inst in depsgraph.object_instances:
-            ok, owner = _wanted(inst, source, allowed, view_layer)
-            if not ok:
-                continue
-            arrays = _mesh_arrays(inst.object, cache, temporaries)
-            if arrays is None:
-                continue
-            co, tri = arrays
-            matrix = np.array(inst.matrix_world, dtype=np.float64)
-            world = co.astype(np.float64) @ matrix[:3, :3].T
-            world += matrix[:3, 3]
-            if np.linalg.det(matrix[:3, :3]) < 0:
-                tri = tri[:, ::-1]
-            parts_v.append(world.astype(np.float32))
-            parts_t.append(tri + offset if offset else tri.copy())
-            name = owner.name
-            if name not in source_index:
-                source_index[name] = len(sources)
-                sources.append(name)
-            parts_s.append(np.full(tri.shape[0], source_index[name], dtype=np.int32))
-            offset += co.shape[0]
-            instances += 1
-    finally:
-        for obj_eval in temporaries:
-            obj_eval.to_mesh_clear()
+    for inst in depsgraph.object_instances:
+        ok, owner = _wanted(inst, source, allowed, view_layer)
+        if not ok:
+            continue
+        arrays = _mesh_arrays(inst.object.data, cache)
+        if arrays is None:
+            continue
+        co, tri = arrays
+        matrix = np.array(inst.matrix_world, dtype=np.float64)
+        world = co.astype(np.float64) @ matrix[:3, :3].T
+        world += matrix[:3, 3]
+        if np.linalg.det(matrix[:3, :3]) < 0:
+            tri = tri[:, ::-1]
+        parts_v.append(world.astype(np.float32))
+        parts_t.append(tri + offset if offset else tri.copy())
+        name = owner.name
+        if name not in source_index:
+            source_index[name] = len(sources)
+            sources.append(name)
+        parts_s.append(np.full(tri.shape[0], source_index[name], dtype=np.int32))
+        offset += co.shape[0]
+        instances += 1
 
     if not parts_t:
         return Gathered(

@@ -91,6 +91,25 @@ def store_navmesh(scene, result) -> None:
     _QUERIES.pop(scene.session_uid, None)
 
 
+def store_navmesh_tiles(scene, navmesh) -> None:
+    """Keep a multi-tile `core.nav.navmesh.NavMesh` (a tiled bake, or one just relinked after a
+    dynamic obstacle moved) in the scene, and query it directly (no re-parse)."""
+    from ..core.nav import binio
+    from ..core.nav.query import NavMeshQuery
+
+    p = navmesh.params
+    params = binio.NavMeshParams(
+        orig=np.asarray(p.orig, dtype=np.float32),
+        tile_width=float(p.tile_width),
+        tile_height=float(p.tile_height),
+        max_tiles=int(p.max_tiles),
+        max_polys=int(p.max_polys),
+    )
+    text = base64.b64encode(binio.navmesh_set_bytes(list(navmesh.tiles), params)).decode("ascii")
+    scene[NAVMESH_KEY] = text
+    _QUERIES[scene.session_uid] = (text, NavMeshQuery(navmesh))
+
+
 def forget_navmesh(scene) -> None:
     """Drop the stored navmesh (Clear)."""
     if NAVMESH_KEY in scene:
@@ -115,7 +134,15 @@ def navmesh_query(scene) -> Any:
     if cached is not None and cached[0] == text:
         return cached[1]
     nav_set = binio.navmesh_set_from_bytes(base64.b64decode(text), "the scene's stored navmesh")
-    query = NavMeshQuery(NavMesh.from_data(nav_set.tiles[0]))
+    if len(nav_set.tiles) == 1:
+        query = NavMeshQuery(NavMesh.from_data(nav_set.tiles[0]))
+    else:  # a tiled bake: the tiles on their grid, linked across their borders
+        from ..core.nav.navmesh import NavMeshParams
+
+        p = nav_set.params
+        mesh = NavMesh(NavMeshParams(p.orig, p.tile_width, p.tile_height, p.max_tiles, p.max_polys))
+        mesh.replace_tiles([], list(nav_set.tiles))
+        query = NavMeshQuery(mesh)
     _QUERIES[scene.session_uid] = (text, query)
     return query
 
@@ -337,8 +364,9 @@ def sample_heights(context) -> int:
 
 
 def voxel_path(context) -> Any:
-    """The seed's voxel path (BFS with climbing) between the empties on the last bake's voxels;
-    drawn as a poly-line. Returns the `core.nav.voxel_path.VoxelPath`."""
+    """The seed's voxel path (BFS with climbing) between the empties on the last bake's voxels,
+    with the dynamic obstacles' voxels blocked; drawn as a poly-line. Returns the
+    `core.nav.voxel_path.VoxelPath`."""
     from ..core.nav.voxel_path import VoxelNavigator
     from . import bake
 
@@ -349,7 +377,16 @@ def voxel_path(context) -> Any:
     outcome = bake.LAST.get(scene.session_uid)
     if outcome is None:
         raise VoxNavError("no voxels in this session: Voxelize or Build Navmesh first")
-    nav = VoxelNavigator(outcome.result.voxel_grid())
+    from . import obstacles
+
+    # The seed's RTS case: dynamic obstacles block their voxels (they are not geometry).
+    grid = outcome.result.voxel_grid()
+    shapes = [obstacles.obstacle_shape(o) for o in obstacles.dynamic_objects(scene)]
+    if shapes:
+        from ..core.obstacles import block_voxels
+
+        grid = block_voxels(grid, shapes)
+    nav = VoxelNavigator(grid)
     found = nav.find_path(_location(start), _location(goal))
     obj = _curve_object(scene, VOXEL_PATH_NAME, VOXEL_PATH_COLOR, _radius(scene) * 0.6)
     _set_polyline(obj, found.points.astype(np.float32))

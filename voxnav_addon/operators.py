@@ -15,7 +15,7 @@ from bpy.props import EnumProperty, StringProperty
 from bpy_extras.io_utils import ExportHelper
 
 from ..core.errors import VoxNavError
-from . import bake, demo, live, writeback
+from . import bake, demo, live, obstacles, writeback
 
 
 def _object_mode_poll(cls, context) -> bool:
@@ -100,6 +100,7 @@ class VOXNAV_OT_clear(bpy.types.Operator):
     def execute(self, context):
         removed = writeback.clear(context.scene)
         bake.LAST.pop(context.scene.session_uid, None)
+        obstacles.CACHES.pop(context.scene.session_uid, None)
         live.forget_navmesh(context.scene)
         context.scene.voxnav.last_counts.clear()
         context.scene.voxnav.last_timings.clear()

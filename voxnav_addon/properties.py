@@ -316,6 +316,28 @@ class VOXNAV_PG_settings(bpy.types.PropertyGroup):
         name="Path Polygons", description="Navmesh polygons the path crosses", default=0
     )
     last_seconds: FloatProperty(name="Total Seconds", default=0.0)  # type: ignore[valid-type]
+    # --- Tiles and dynamic obstacles (voxnav_addon/obstacles.py) -------------------------
+    tile_size: IntProperty(  # type: ignore[valid-type]
+        name="Tile Size",
+        description=(
+            "Bake in square tiles of this many cells (RecastDemo's tile mesh; 32-128 is usual). "
+            "0 bakes one solo mesh. With tiles, moving, adding or deleting a Dynamic Obstacle "
+            "rebuilds only the tiles it touches, live"
+        ),
+        default=0,
+        min=0,
+        max=4096,
+        soft_max=256,
+    )
+    obstacle_status: StringProperty(  # type: ignore[valid-type]
+        name="Obstacles", description="Result of the last live obstacle rebuild", default=""
+    )
+    obstacle_tiles_rebuilt: IntProperty(  # type: ignore[valid-type]
+        name="Tiles Rebuilt", description="Tiles the last obstacle change rebuilt", default=0
+    )
+    obstacle_seconds: FloatProperty(  # type: ignore[valid-type]
+        name="Rebuild Time", description="Wall time of the last obstacle rebuild", default=0.0
+    )
     last_counts: CollectionProperty(type=VOXNAV_PG_figure)  # type: ignore[valid-type]
     last_timings: CollectionProperty(type=VOXNAV_PG_figure)  # type: ignore[valid-type]
     last_warnings: CollectionProperty(type=VOXNAV_PG_warning)  # type: ignore[valid-type]
@@ -386,8 +408,15 @@ def figure(settings, name: str) -> int | None:
     return None if item is None else int(item.count)
 
 
+def _tag_object(self, context) -> None:
+    """A changed obstacle setting re-evaluates the object, so the live obstacle handler
+    (voxnav_addon/obstacles.py) sees it."""
+    self.id_data.update_tag()
+
+
 class VOXNAV_PG_object(bpy.types.PropertyGroup):
-    """Per-object VoxNav settings (Object.voxnav): an object can paint an area type."""
+    """Per-object VoxNav settings (Object.voxnav): an object can paint an area type, or be a
+    dynamic obstacle."""
 
     area_volume: BoolProperty(  # type: ignore[valid-type]
         name="Area Volume",
@@ -404,6 +433,29 @@ class VOXNAV_PG_object(bpy.types.PropertyGroup):
         default=0,
         min=0,
         max=63,
+        update=_tag_object,
+    )
+    dynamic_obstacle: BoolProperty(  # type: ignore[valid-type]
+        name="Dynamic Obstacle",
+        description=(
+            "A temporary obstacle (DetourTileCache's): not baked as geometry; its shape paints "
+            "the Area id (0 blocks) onto the navmesh. With a Tile Size, moving, adding or "
+            "deleting it rebuilds only the tiles it touches"
+        ),
+        default=False,
+        update=_tag_object,
+    )
+    obstacle_shape: EnumProperty(  # type: ignore[valid-type]
+        name="Shape",
+        description="The obstacle's shape, from the object's bounding box",
+        items=[
+            ("AUTO", "Auto", "Cylinder for a round object, box when unturned, else oriented box"),
+            ("BOX", "Box", "The world-axis-aligned box around the object"),
+            ("ORIENTED_BOX", "Oriented Box", "The object's box turned with it about Z"),
+            ("CYLINDER", "Cylinder", "An upright cylinder around the object"),
+        ],
+        default="AUTO",
+        update=_tag_object,
     )
 
 

@@ -78,11 +78,32 @@ class VoxelWrite:
 
 # ---------------------------------------------------------------------------------------------
 # Collection, objects, materials
+#
+# Every datablock VoxNav creates carries the OUTPUT_TAG custom property, and is found again by
+# that tag, never by name alone: a user's own "VoxNav Walkable" material or "VoxNav" collection
+# is neither reused, refilled nor removed (VoxNav's then gets Blender's ".001" name).
+
+
+def owned(datablocks, name: str) -> Any:
+    """VoxNav's own datablock called ``name`` (or ``name.001``, ...) in ``datablocks``
+    (``bpy.data.materials``, ...), or None."""
+    found = datablocks.get(name)
+    if found is not None and found.get(OUTPUT_TAG):
+        return found
+    prefix = name + "."
+    for item in datablocks:
+        if (
+            item.get(OUTPUT_TAG)
+            and item.name.startswith(prefix)
+            and item.name[len(prefix) :].isdigit()
+        ):
+            return item
+    return None
 
 
 def output_collection(scene, create: bool = True):
     """The "VoxNav" collection linked to ``scene`` (created when ``create``)."""
-    coll = bpy.data.collections.get(COLLECTION_NAME)
+    coll = owned(bpy.data.collections, COLLECTION_NAME)
     if coll is None:
         if not create:
             return None
@@ -96,7 +117,7 @@ def output_collection(scene, create: bool = True):
 def _output_object(scene, name: str):
     """The output object ``name`` with an (emptied) mesh of its own, in the VoxNav collection."""
     coll = output_collection(scene)
-    obj = bpy.data.objects.get(name)
+    obj = owned(bpy.data.objects, name)
     if obj is not None and obj.type != "MESH":
         bpy.data.objects.remove(obj)
         obj = None
@@ -108,6 +129,7 @@ def _output_object(scene, name: str):
     mesh: Any = obj.data
     if mesh.users > 1:  # never refill a mesh somebody else uses
         obj.data = mesh = bpy.data.meshes.new(name)
+    mesh[OUTPUT_TAG] = True
     mesh.clear_geometry()
     for attr in [a.name for a in mesh.attributes if a.name.startswith("voxnav_")]:
         mesh.attributes.remove(mesh.attributes[attr])
@@ -116,9 +138,10 @@ def _output_object(scene, name: str):
 
 
 def _material(name: str, color) -> bpy.types.Material:
-    mat = bpy.data.materials.get(name)
+    mat = owned(bpy.data.materials, name)
     if mat is None:
         mat = bpy.data.materials.new(name)
+        mat[OUTPUT_TAG] = True
     mat.diffuse_color = color
     mat.roughness = 0.6
     tree = getattr(mat, "node_tree", None)
@@ -153,15 +176,15 @@ def use_material_colors(context=None, scene=None) -> None:
 
 def _voxel_node_group() -> Any:
     """Geometry Nodes: one box per point, sized by cell size and ``voxnav_height``, coloured."""
-    group: Any = bpy.data.node_groups.get(NODE_GROUP_NAME)
+    group: Any = owned(bpy.data.node_groups, NODE_GROUP_NAME)
     if group is not None and group.get("voxnav_version") == 1:
         return group
     if group is None:
         group = bpy.data.node_groups.new(NODE_GROUP_NAME, "GeometryNodeTree")
+        group[OUTPUT_TAG] = True
     group.nodes.clear()
     group.interface.clear()
     group["voxnav_version"] = 1
-    group[OUTPUT_TAG] = True
     group.interface.new_socket("Geometry", in_out="INPUT", socket_type="NodeSocketGeometry")
     size_socket: Any = group.interface.new_socket(
         "Box Width", in_out="INPUT", socket_type="NodeSocketFloat"
@@ -203,6 +226,33 @@ def _voxel_node_group() -> Any:
         links.new(inst.outputs["Instances"], join.inputs["Geometry"])
     links.new(join.outputs["Geometry"], gout.inputs["Geometry"])
     return group
+
+
+def _rna_input(mod, identifier: str) -> Any:
+    """The RNA struct holding a Geometry Nodes modifier input's value, or None.
+
+    Since Blender 5.2 the inputs are RNA properties (``mod.properties.inputs.<identifier>.value``)
+    and the modifier has no ID properties; before, they were ID properties (``mod[identifier]``).
+    Detected by what the modifier has, not by the version number.
+    """
+    inputs = getattr(getattr(mod, "properties", None), "inputs", None)
+    socket = getattr(inputs, identifier, None) if inputs is not None else None
+    return socket if socket is not None and hasattr(socket, "value") else None
+
+
+def set_modifier_input(mod, identifier: str, value) -> None:
+    """Set the Geometry Nodes modifier input ``identifier`` (e.g. "Socket_1") to ``value``."""
+    socket = _rna_input(mod, identifier)
+    if socket is not None:
+        socket.value = value
+    else:
+        mod[identifier] = value
+
+
+def modifier_input(mod, identifier: str) -> Any:
+    """The value of the Geometry Nodes modifier input ``identifier``."""
+    socket = _rna_input(mod, identifier)
+    return socket.value if socket is not None else mod[identifier]
 
 
 def _depth_limit(counts: np.ndarray, cap: int) -> int:
@@ -289,7 +339,7 @@ def write_voxels(scene, hf, mode: str = "VOXELS", cap: int = 1_000_000) -> Voxel
     mod.show_viewport = True
     mod.show_render = True
     width_id = mod.node_group.interface.items_tree["Box Width"].identifier
-    mod[width_id] = float(hf.cs) * BOX_SHRINK
+    set_modifier_input(mod, width_id, float(hf.cs) * BOX_SHRINK)
     obj.display_type = "SOLID"
     return VoxelWrite(n, total, capped, mode)
 
@@ -361,8 +411,8 @@ def apply_visibility(scene) -> None:
     """Show or hide the output objects from ``scene.voxnav.show_voxels / show_navmesh``."""
     settings = scene.voxnav
     for name, shown in ((VOXELS_NAME, settings.show_voxels), (NAVMESH_NAME, settings.show_navmesh)):
-        obj = bpy.data.objects.get(name)
-        if obj is not None and obj.get(OUTPUT_TAG):
+        obj = owned(bpy.data.objects, name)
+        if obj is not None:
             obj.hide_viewport = not shown
             obj.hide_render = not shown
 
@@ -395,23 +445,41 @@ def output_objects(scene) -> list:
     return [] if coll is None else [o for o in coll.objects if o.get(OUTPUT_TAG)]
 
 
+def _remove_if_unused(datablock) -> None:
+    """Remove an object's former data (mesh, curve, camera) once nothing uses it."""
+    if datablock is None or datablock.users != 0:
+        return
+    datablocks: Any
+    for kind, datablocks in (
+        (bpy.types.Mesh, bpy.data.meshes),
+        (bpy.types.Curve, bpy.data.curves),
+        (bpy.types.Camera, bpy.data.cameras),
+    ):
+        if isinstance(datablock, kind):
+            datablocks.remove(datablock)
+            return
+
+
 def clear(scene) -> int:
-    """Remove VoxNav's output objects, their meshes and the empty collection; return the count."""
+    """Remove what VoxNav made for ``scene``: its output objects and their data, the collection
+    once empty, then every VoxNav mesh, curve, node group and material nothing uses any more. A
+    user's own datablocks (without VoxNav's tag) are never touched. Returns the number of objects
+    removed."""
     removed = 0
     coll = output_collection(scene, create=False)
-    if coll is None:
-        return 0
-    for obj in list(coll.objects):
-        if not obj.get(OUTPUT_TAG):
-            continue
-        data = obj.data
-        bpy.data.objects.remove(obj)
-        if data is not None and data.users == 0:
-            if isinstance(data, bpy.types.Mesh):
-                bpy.data.meshes.remove(data)
-            elif isinstance(data, bpy.types.Camera):
-                bpy.data.cameras.remove(data)
-        removed += 1
-    if len(coll.objects) == 0 and len(coll.children) == 0:
-        bpy.data.collections.remove(coll)
+    if coll is not None:
+        for obj in list(coll.objects):
+            if not obj.get(OUTPUT_TAG):
+                continue
+            data = obj.data
+            bpy.data.objects.remove(obj)
+            _remove_if_unused(data)
+            removed += 1
+        if len(coll.objects) == 0 and len(coll.children) == 0:
+            bpy.data.collections.remove(coll)
+    # The node group before the materials: it is what still uses the voxel materials.
+    datablocks: Any
+    for datablocks in (bpy.data.meshes, bpy.data.curves, bpy.data.node_groups, bpy.data.materials):
+        for item in [d for d in datablocks if d.get(OUTPUT_TAG) and d.users == 0]:
+            datablocks.remove(item)
     return removed

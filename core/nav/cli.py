@@ -32,12 +32,25 @@ WALL_RADIUS = 5.0
 MAX_PATH = 256
 
 
-def build_navmesh(mesh_path, recast_frame: bool, config) -> NavMesh:
-    """Bake an OBJ with `config` and make the solo navmesh RecastDemo makes from it."""
+def build_navmesh(
+    mesh_path, recast_frame: bool, config, tile_size: int = 0, workers: int | None = None
+) -> NavMesh:
+    """Bake an OBJ with `config` and make the navmesh RecastDemo makes from it: solo, or
+    with ``tile_size`` > 0 RecastDemo's tile mesh (`core.tiles`, ``workers`` processes)."""
     from .. import pipeline
     from ..objio import read_obj
 
     verts, tris = read_obj(mesh_path, recast_frame=recast_frame)
+    if tile_size:
+        from ..tiles import bake_tiled
+
+        tiled = bake_tiled(verts, tris, config, tile_size, workers=workers)
+        if tiled.empty:
+            raise VoxNavError(
+                f"{mesh_path}: the tiled bake made no walkable polygons, so there is nothing "
+                "to query; check the agent settings and that the mesh has floors"
+            )
+        return tiled.navmesh()
     result = pipeline.bake(verts, tris, config)
     if result.polymesh is None or int(result.polymesh.npolys) == 0:
         raise VoxNavError(
@@ -216,7 +229,13 @@ def write_npz_atomic(path, arrays: dict[str, Any]) -> None:
 
 def cmd_query(args, config) -> int:
     arrays = read_queries(args.queries)
-    nav = build_navmesh(args.mesh, args.recast_frame, config)
+    nav = build_navmesh(
+        args.mesh,
+        args.recast_frame,
+        config,
+        getattr(args, "tile_size", 0),
+        getattr(args, "workers", None),
+    )
     out = run_queries(NavMeshQuery(nav, 2048), arrays, args.recast_frame)
     write_npz_atomic(args.out, out)
     times = " ".join(
@@ -237,7 +256,13 @@ def _status_text(status: int) -> str:
 
 
 def cmd_path(args, config) -> int:
-    nav = build_navmesh(args.mesh, args.recast_frame, config)
+    nav = build_navmesh(
+        args.mesh,
+        args.recast_frame,
+        config,
+        getattr(args, "tile_size", 0),
+        getattr(args, "workers", None),
+    )
     query = NavMeshQuery(nav, 2048)
     start = _frame(np.asarray(args.start, dtype=F32), args.recast_frame)
     goal = _frame(np.asarray(args.goal, dtype=F32), args.recast_frame)

@@ -22,6 +22,7 @@ first; this order decides A* ties and is kept exactly.
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 
 import numpy as np
@@ -128,6 +129,8 @@ class NavMesh:
         self._links: list[list[tuple[int, int, int, int, int]]] = []
         self._tile_link_count: list[int] = []
         self._tile_base_list: list[int] = []
+        #: True inside `replace_tiles`: the flat arrays are rebuilt once at its end.
+        self._deferred = False
         self._rebuild()
 
     # ----------------------------------------------------------------------------- building
@@ -179,8 +182,80 @@ class NavMesh:
             for other in self._neighbour_tiles_at(x, y, side):
                 self._connect_ext_links(tile, other, side)
                 self._connect_ext_links(other, tile, _opposite_side(side))
-        self._rebuild()
+        if not self._deferred:
+            self._rebuild()
         return tile
+
+    def remove_tile(self, x: int, y: int, layer: int = 0) -> NavMeshData:
+        """``dtNavMesh::removeTile``: drop the tile at (x, y, layer) and every link into it.
+
+        Returns the tile's data. Tiles after it move down one index and polygon refs after its
+        polygons move down by its polygon count (refs are rows, see the module docstring);
+        links kept keep their order, as Detour's ``unconnectLinks`` keeps them. Adding a tile
+        back (`add_tile`) links it again: a changed tile is replaced by remove + add.
+        Raises VoxNavError when no tile sits there.
+        """
+        key = (int(x), int(y), int(layer))
+        if key not in self._tile_at:
+            raise VoxNavError(f"no tile sits at (x, y, layer) = {key}")
+        tile = self._tile_at.pop(key)
+        data = self.tiles.pop(tile)
+        lo = self._tile_base_list[tile]
+        hi = lo + data.npolys
+        owner_tile = np.repeat(
+            np.arange(len(self._tile_base_list)),
+            np.diff(self._tile_base_list + [len(self._links)]),
+        )
+        del self._links[lo:hi]
+        owner_tile = np.delete(owner_tile, np.arange(lo, hi))
+        # One pass over the link lists (construction, not a query hot path): drop the links
+        # into the removed tile, count them per owning tile, shift the refs after it.
+        dropped = np.zeros(len(self._tile_base_list), dtype=np.int64)
+        n = hi - lo
+        for p, links in enumerate(self._links):
+            if not links:
+                continue
+            kept = [
+                (r - n if r >= hi else r, e, s, b0, b1)
+                for r, e, s, b0, b1 in links
+                if not lo <= r < hi
+            ]
+            dropped[owner_tile[p]] += len(links) - len(kept)
+            self._links[p] = kept
+        counts = [c - int(d) for c, d in zip(self._tile_link_count, dropped, strict=True)]
+        del counts[tile]
+        self._tile_link_count = counts
+        bases = self._tile_base_list
+        self._tile_base_list = bases[:tile] + [b - n for b in bases[tile + 1 :]]
+        self._tile_at = {k: (t - 1 if t > tile else t) for k, t in self._tile_at.items()}
+        if not self._deferred:
+            self._rebuild()
+        return data
+
+    def copy(self) -> NavMesh:
+        """A navmesh that shares the (never modified) tile data and flat arrays but owns its
+        tile list and links, so `remove_tile` / `add_tile` on it leave this one, and any query
+        object holding this one, untouched."""
+        out = copy.copy(self)
+        out.tiles = list(self.tiles)
+        out._tile_at = dict(self._tile_at)
+        out._links = [list(links) for links in self._links]
+        out._tile_link_count = list(self._tile_link_count)
+        out._tile_base_list = list(self._tile_base_list)
+        return out
+
+    def replace_tiles(self, remove: list[tuple[int, int]], add: list[NavMeshData]) -> None:
+        """Remove the tiles at (x, y) (layer 0) then add the new tiles, as that many
+        `remove_tile` and `add_tile` calls would, but rebuilding the flat arrays once."""
+        self._deferred = True
+        try:
+            for x, y in remove:
+                self.remove_tile(x, y)
+            for data in add:
+                self.add_tile(data)
+        finally:
+            self._deferred = False
+            self._rebuild()
 
     def _alloc_link(self, tile: int) -> bool:
         if self._tile_link_count[tile] >= int(self.tiles[tile].max_link_count):

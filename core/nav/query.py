@@ -1553,9 +1553,9 @@ class NavMeshQuery:
             used = np.arange(pts_w.shape[1])[None, :] < cnt[:, None]
             rows = batch._ranges(start[fq], cnt)
             points[rows], flat_flags[rows], flat_refs[rows] = pts_w[used], fl_w[used], rf_w[used]
-        for qi, (p, f, r) in slow.items():
-            a, b = int(start[qi]), int(start[qi]) + len(r)
-            points[a:b], flat_flags[a:b], flat_refs[a:b] = p, f, r
+        for query, (p, f, r) in slow.items():
+            lo, hi = int(start[query]), int(start[query]) + len(r)
+            points[lo:hi], flat_flags[lo:hi], flat_refs[lo:hi] = p, f, r
         return StraightPathBatch(status, count, start, _zup(points), flat_flags, flat_refs)
 
 

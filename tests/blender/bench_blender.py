@@ -1,6 +1,6 @@
 """Benchmarks of the Blender side, through the built and installed extension (not pytest).
 
-    .venv/bin/python tests/blender/bench_blender.py [--zip dist/voxnav-0.1.0.zip]
+    .venvs/bpy-5.0/bin/python tests/blender/bench_blender.py [--zip dist/voxnav-0.1.0.zip]
 
 1. gather: 1M triangles from one mesh, and from 1,000 instances of a 1,000-triangle mesh
    (target <= 0.5 s);

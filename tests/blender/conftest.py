@@ -55,3 +55,14 @@ def bpy(ext):
 
     _bpy.ops.wm.read_homefile(use_empty=True)
     return _bpy
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """Under CI nothing Blender-related may skip: a skipped Blender test is reported as failed."""
+    outcome = yield
+    report = outcome.get_result()
+    if os.environ.get("CI") and report.skipped and not hasattr(report, "wasxfail"):
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else report.longrepr
+        report.outcome = "failed"
+        report.longrepr = f"skipped under CI (Blender tests must run): {reason}"

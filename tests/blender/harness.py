@@ -11,18 +11,28 @@ Everything goes through the zip Blender's own extension tool builds and
 ``extensions.package_install_files`` installs: the source tree is never imported. The extension
 tool is located without importing bpy (it is a plain script inside the wheel), and bpy is
 imported only after ``BLENDER_USER_RESOURCES`` points at a scratch folder, so nothing touches the
-user's own Blender configuration.
+user's own Blender configuration. The scratch folders the harness makes (``voxnav_user_*``,
+``voxnav_dist_*`` in the temp directory) are removed again when it is done or the process ends.
+
+``demo`` and ``cli`` drop the ``EGL_BAD_MATCH`` lines the wheel's software GL prints on stderr
+for every render (the picture is fine); all other output passes through unchanged.
 """
 
 from __future__ import annotations
 
 import argparse
+import atexit
+import contextlib
 import importlib
 import importlib.util
 import os
+import re
+import shutil
 import subprocess
 import sys
 import tempfile
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
@@ -39,7 +49,7 @@ def bpy_scripts_dir() -> Path:
     if spec is None or not spec.submodule_search_locations:
         raise HarnessError(
             "the bpy wheel is not installed in this Python "
-            f"({sys.executable}); run `bash .ci/run` or pip install bpy==5.0.1 (Python 3.11)"
+            f"({sys.executable}); run `bash .ci/run`, or use one of the .venvs/bpy-* it makes"
         )
     root = Path(next(iter(spec.submodule_search_locations)))
     found = sorted(root.glob("*/scripts/addons_core/bl_pkg/cli/blender_ext.py"))
@@ -84,8 +94,11 @@ def install_extension(zip_path: Path | str):
     Sets ``BLENDER_USER_RESOURCES`` to a scratch folder first when bpy is not imported yet.
     Installing again (same process) replaces the previous copy.
     """
-    if "bpy" not in sys.modules:
-        os.environ.setdefault("BLENDER_USER_RESOURCES", tempfile.mkdtemp(prefix="voxnav_user_"))
+    if "bpy" not in sys.modules and "BLENDER_USER_RESOURCES" not in os.environ:
+        user_dir = tempfile.mkdtemp(prefix="voxnav_user_")
+        # Registered before bpy is imported, so it runs after bpy's own exit handlers.
+        atexit.register(shutil.rmtree, user_dir, ignore_errors=True)
+        os.environ["BLENDER_USER_RESOURCES"] = user_dir
     import bpy
 
     result = bpy.ops.extensions.package_install_files(
@@ -109,9 +122,48 @@ def run_cli(argv: list[str], zip_path: Path | str | None = None, ext=None) -> in
     given, else installs ``zip_path`` (built first when not given)."""
     if ext is None:
         if zip_path is None:
-            zip_path = build_zip(Path(tempfile.mkdtemp(prefix="voxnav_dist_")))
-        ext = install_extension(zip_path)
+            # Installing copies the zip's contents: the zip itself is not needed afterwards.
+            with tempfile.TemporaryDirectory(prefix="voxnav_dist_") as dist:
+                ext = install_extension(build_zip(dist))
+        else:
+            ext = install_extension(zip_path)
     return int(cli_module(ext).main(argv))
+
+
+#: Lines the bpy wheel's software GL prints on stderr at every render, though the picture is
+#: right (headless, no display to match an EGL config against).
+STDERR_NOISE = (re.compile(rb"^EGL Error \(0x[0-9A-Fa-f]+\): EGL_BAD_MATCH\b"),)
+
+
+@contextlib.contextmanager
+def filtered_stderr(noise=STDERR_NOISE) -> Iterator[list[int]]:
+    """Drop the lines matching ``noise`` that anything (C code included) writes to file
+    descriptor 2 inside the block; everything else passes through unchanged, line by line.
+    Yields a one-item list that ends up holding the number of lines dropped."""
+    sys.stderr.flush()
+    original = os.dup(2)
+    read_end, write_end = os.pipe()
+    os.dup2(write_end, 2)
+    os.close(write_end)
+    dropped = [0]
+
+    def pump() -> None:
+        with os.fdopen(read_end, "rb") as pipe:
+            for line in pipe:
+                if any(pattern.match(line) for pattern in noise):
+                    dropped[0] += 1
+                else:
+                    os.write(original, line)
+
+    thread = threading.Thread(target=pump, name="stderr-filter", daemon=True)
+    thread.start()
+    try:
+        yield dropped
+    finally:
+        sys.stderr.flush()
+        os.dup2(original, 2)  # closes the pipe's last write end: the pump sees end of file
+        thread.join(timeout=10)
+        os.close(original)
 
 
 #: The demo's test path (voxnav_addon/demo.py PATH_START -> PATH_GOAL): from the ground floor
@@ -153,6 +205,7 @@ def main(argv: list[str] | None = None) -> int:
     p_demo = sub.add_parser("demo", help="build, install, bake the demo into demo_out/")
     p_demo.add_argument("--out", default=str(REPO / "demo_out"))
     p_demo.add_argument("--zip", default=None, help="an already built zip")
+    p_demo.add_argument("--resolution", default="1280x720", help="picture size WxH")
     p_cli = sub.add_parser("cli", help="build, install, run the voxnav command with ARGS")
     p_cli.add_argument("--zip", default=None, help="an already built zip")
     p_cli.add_argument("args", nargs=argparse.REMAINDER)
@@ -164,10 +217,11 @@ def main(argv: list[str] | None = None) -> int:
         if ns.command == "build":
             print(build_zip(ns.out))
             return 0
-        if ns.command == "demo":
-            return run_demo(ns.out, ns.zip)
-        args = ns.args[1:] if ns.args[:1] == ["--"] else ns.args
-        return run_cli(args, ns.zip)
+        with filtered_stderr():
+            if ns.command == "demo":
+                return run_demo(ns.out, ns.zip, resolution=ns.resolution)
+            args = ns.args[1:] if ns.args[:1] == ["--"] else ns.args
+            return run_cli(args, ns.zip)
     except HarnessError as exc:
         print(f"harness: {exc}", file=sys.stderr)
         return 1

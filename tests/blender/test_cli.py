@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import numpy as np
 
 from . import harness
@@ -88,10 +93,40 @@ def test_cli_voxels_only_writes_the_walkable_overlay(bpy, ext, tmp_path):
     assert bpy.context.scene.voxnav.last_stage == "heightfield"
 
 
-def test_harness_run_demo_writes_the_demo_outputs(bpy, ext, tmp_path):
-    assert harness.run_demo(tmp_path / "demo_out", ext=ext.root, resolution="320x180") == 0
-    for path in harness.demo_outputs(tmp_path / "demo_out").values():
+def test_harness_demo_bakes_and_leaves_no_temp_folders_or_egl_noise(built_zip, tmp_path):
+    """`harness.py demo` as `.ci/run demo` runs it, in a process of its own (this wheel)."""
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    env = {k: v for k, v in os.environ.items() if k != "BLENDER_USER_RESOURCES"}
+    env["TMPDIR"] = str(scratch)
+    out = tmp_path / "demo_out"
+    cmd = [sys.executable, harness.__file__, "demo", "--out", str(out), "--resolution", "320x180"]
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    for path in harness.demo_outputs(out).values():
         assert path.stat().st_size > 0, path
+    assert "polys" in proc.stdout and "EGL" not in proc.stdout + proc.stderr
+    assert not list(scratch.iterdir())  # voxnav_dist_* and voxnav_user_* are gone
+
+
+def test_filtered_stderr_drops_only_the_egl_noise(tmp_path):
+    """What C code writes to file descriptor 2 goes through the filter too."""
+    script = tmp_path / "noisy.py"
+    script.write_text(
+        "import os, sys\n"
+        f"sys.path.insert(0, {str(Path(harness.__file__).parent)!r})\n"
+        "import harness\n"
+        "with harness.filtered_stderr() as dropped:\n"
+        "    os.write(2, b'EGL Error (0x3009): EGL_BAD_MATCH: Arguments are inconsistent.\\n')\n"
+        "    os.write(2, b'a real problem\\n')\n"
+        "    print('python stderr', file=sys.stderr)\n"
+        "    os.write(2, b'EGL Error (0x3009): EGL_BAD_MATCH: again\\nno newline at the end')\n"
+        "print('dropped', dropped[0])\n"
+    )
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr == "a real problem\npython stderr\nno newline at the end"
+    assert proc.stdout == "dropped 2\n"
 
 
 OLD = b"the previous file\n"

@@ -84,16 +84,6 @@ def test_gather_handles_modifiers_instances_negative_scale_and_hidden(bpy, ext):
 
     g = ext.gather.gather(bpy.context)
     counts = {name: int((g.tri_source == i).sum()) for i, name in enumerate(g.sources)}
-    # A text object is mesh-like too (evaluated through to_mesh).
-    text = bpy.data.curves.new("Sign", "FONT")
-    text.body = "VoxNav"
-    text.extrude = 0.1
-    sign = bpy.data.objects.new("Sign", text)
-    sign.location = (0, 20, 0)
-    scene.collection.objects.link(sign)
-    with_text = ext.gather.gather(bpy.context)
-    assert "Sign" in with_text.sources
-    assert with_text.triangle_count > g.triangle_count
     assert counts == {
         "Arrayed": 36,
         "PropInstance0": 12,
@@ -119,6 +109,86 @@ def test_gather_handles_modifiers_instances_negative_scale_and_hidden(bpy, ext):
     arr.select_set(True)
     assert ext.gather.gather(bpy.context, "SELECTED").sources == ["Arrayed"]
     assert ext.gather.gather(bpy.context, "COLLECTION", src).sources == []
+
+
+def _link(bpy, name, data, location=(0, 0, 0), collection=None):
+    obj = bpy.data.objects.new(name, data)
+    obj.location = location
+    (collection or bpy.context.scene.collection).objects.link(obj)
+    return obj
+
+
+def _own_triangles(bpy, obj) -> np.ndarray:
+    """World corners float64 (m, 3, 3) of the triangles of ``obj``'s evaluated mesh, as Blender
+    itself evaluates it (``to_mesh``), sorted by centroid."""
+    evaluated = obj.evaluated_get(bpy.context.evaluated_depsgraph_get())
+    mesh = evaluated.to_mesh()
+    try:
+        mesh.calc_loop_triangles()
+        co = np.empty(len(mesh.vertices) * 3, np.float32)
+        mesh.vertices.foreach_get("co", co)
+        tri = np.empty(len(mesh.loop_triangles) * 3, np.int32)
+        mesh.loop_triangles.foreach_get("vertices", tri)
+    finally:
+        evaluated.to_mesh_clear()
+    matrix = np.array(evaluated.matrix_world, dtype=np.float64)
+    world = co.reshape(-1, 3).astype(np.float64) @ matrix[:3, :3].T + matrix[:3, 3]
+    return _by_centroid(world[tri.reshape(-1, 3)])
+
+
+def _by_centroid(corners: np.ndarray) -> np.ndarray:
+    centroid = corners.mean(axis=1).round(4)
+    return corners[np.lexsort(centroid.T[::-1])]
+
+
+def test_gather_counts_curve_text_surface_and_metaball_triangles_once(bpy, ext):
+    """Each evaluated geometry once: the depsgraph yields a curve-type object *and* its mesh."""
+    scene = bpy.context.scene
+    curve = bpy.data.curves.new("Rail", "CURVE")
+    curve.dimensions = "3D"
+    spline = curve.splines.new("BEZIER")
+    spline.bezier_points.add(1)
+    spline.bezier_points[0].co = (0, 0, 0)
+    spline.bezier_points[1].co = (3, 1, 0)
+    curve.bevel_depth = 0.2
+    curve.extrude = 0.1
+    rail = _link(bpy, "Rail", curve)
+    arrayed = _link(bpy, "Arrayed Rail", curve.copy(), location=(0, 4, 0))
+    arrayed.modifiers.new("Array", "ARRAY").count = 3
+    text = bpy.data.curves.new("Sign", "FONT")
+    text.body = "VoxNav"
+    text.extrude = 0.1
+    sign = _link(bpy, "Sign", text, location=(0, 10, 0))
+    ball = bpy.data.metaballs.new("Blob")
+    ball.elements.new().radius = 1.0
+    blob = _link(bpy, "Blob", ball, location=(0, -5, 0))
+    bpy.ops.surface.primitive_nurbs_surface_sphere_add(location=(8, 0, 0))
+    sphere = bpy.context.active_object
+    # A text instanced twice from a collection outside the scene.
+    props = bpy.data.collections.new("Signs")
+    plaque = _link(bpy, "Plaque", text.copy(), collection=props)
+    for i in range(2):
+        empty = _link(bpy, f"Plaque Instance {i}", None, location=(0, 20 + 3 * i, 0))
+        empty.instance_type = "COLLECTION"
+        empty.instance_collection = props
+
+    g = ext.gather.gather(bpy.context)
+    counts = {name: int((g.tri_source == i).sum()) for i, name in enumerate(g.sources)}
+    own = {obj.name: _own_triangles(bpy, obj) for obj in (rail, arrayed, sign, blob, sphere)}
+    plaque_count = len(_own_triangles(bpy, plaque))
+    assert all(len(t) > 0 for t in own.values()) and plaque_count > 0
+    assert len(own["Arrayed Rail"]) == 3 * len(own["Rail"])
+    assert counts == {
+        **{name: len(t) for name, t in own.items()},
+        "Plaque Instance 0": plaque_count,
+        "Plaque Instance 1": plaque_count,
+    }
+    # And they are the same triangles, where Blender puts them.
+    for name, expected in own.items():
+        tri = g.tris[g.tri_source == g.sources.index(name)]
+        got = _by_centroid(g.verts[tri].astype(np.float64))
+        np.testing.assert_allclose(got, expected, atol=1e-4, err_msg=name)
+    assert scene.objects.get("Plaque") is None
 
 
 def test_gather_skips_voxnav_output(bpy, ext):
@@ -166,6 +236,42 @@ def test_voxel_cap_draws_span_tops_first_and_warns(bpy, ext):
     settings.voxel_display = "VOXELS"
     assert len(vox.data.vertices) == outcome.counts["voxels"]
     assert settings.last_message == ""
+
+
+def _instance_extents(bpy, obj):
+    """World-space (x, y, z) extent float64 (k, 3) of every evaluated instance ``obj`` makes."""
+    depsgraph = bpy.context.evaluated_depsgraph_get()
+    extents = []
+    for inst in depsgraph.object_instances:
+        if not inst.is_instance or inst.parent is None or inst.parent.original != obj:
+            continue
+        mesh = inst.object.data
+        co = np.empty(len(mesh.vertices) * 3, np.float32)
+        mesh.vertices.foreach_get("co", co)
+        matrix = np.array(inst.matrix_world, dtype=np.float64)
+        world = co.reshape(-1, 3).astype(np.float64) @ matrix[:3, :3].T + matrix[:3, 3]
+        extents.append(world.max(axis=0) - world.min(axis=0))
+    return np.array(extents).reshape(-1, 3)
+
+
+@pytest.mark.parametrize("cell_size", [0.2, 0.35])
+def test_voxel_box_width_reaches_the_modifier(bpy, ext, cell_size):
+    box(bpy, "Block", (0, 0, 0), (2, 2, 1))
+    settings = bpy.context.scene.voxnav
+    settings.cell_size = cell_size
+    bpy.ops.voxnav.voxelize()
+    vox = bpy.data.objects[ext.writeback.VOXELS_NAME]
+    mod = vox.modifiers["VoxNav Boxes"]
+    width_id = mod.node_group.interface.items_tree["Box Width"].identifier
+    width = settings.cell_size * ext.writeback.BOX_SHRINK
+    assert ext.writeback.modifier_input(mod, width_id) == pytest.approx(width)
+    # What Blender evaluates: one box per voxel, that wide and 0.9 cell heights tall.
+    extents = _instance_extents(bpy, vox)
+    assert extents.shape[0] == len(vox.data.vertices) == figures(bpy)["voxels"]
+    np.testing.assert_allclose(extents[:, 0], width, rtol=1e-5)
+    np.testing.assert_allclose(extents[:, 1], width, rtol=1e-5)
+    height = settings.cell_height * ext.writeback.BOX_SHRINK
+    np.testing.assert_allclose(extents[:, 2], height, rtol=1e-5)
 
 
 def test_overlay_lies_on_the_floors(bpy, ext):
@@ -218,6 +324,47 @@ def test_second_bake_replaces_not_accumulates(bpy, ext):
     assert not ext.writeback.output_objects(bpy.context.scene)
     assert ext.writeback.VOXELS_NAME not in bpy.data.meshes
     assert ext.writeback.NAVMESH_NAME not in bpy.data.meshes
+
+
+def _datablocks(bpy) -> dict:
+    kinds = ("objects", "meshes", "curves", "materials", "node_groups", "collections", "cameras")
+    return {kind: sorted(d.name for d in getattr(bpy.data, kind)) for kind in kinds}
+
+
+def test_clear_removes_what_voxnav_made_and_nothing_else(bpy, ext):
+    # A user's own datablocks named like VoxNav's, unused (the easiest to mistake for orphans).
+    user_mat = bpy.data.materials.new("VoxNav Walkable")
+    user_mat.diffuse_color = (1.0, 0.0, 1.0, 1.0)
+    bpy.data.materials.new("VoxNav Region 00a.001")
+    user_group = bpy.data.node_groups.new(ext.writeback.NODE_GROUP_NAME, "GeometryNodeTree")
+    user_coll = bpy.data.collections.new("VoxNav.001")
+    box(bpy, "Floor", (-5, -5, -0.2), (5, 5, 0), collection=user_coll)
+    bpy.context.scene.collection.children.link(user_coll)
+    before = _datablocks(bpy)
+
+    bpy.ops.voxnav.voxelize()
+    bpy.ops.voxnav.build_navmesh()
+    region_materials = [m for m in bpy.data.materials if m.get(ext.gather.OUTPUT_TAG)]
+    assert bpy.ops.voxnav.add_path_test() == {"FINISHED"}  # empties, path tubes, their materials
+    made = [m for m in bpy.data.materials if m.get(ext.gather.OUTPUT_TAG)]
+    assert len(made) > len(region_materials)
+    wb = ext.writeback
+    # Walkable and blocked voxels, the voxelize overlay, a few shades of each region hue.
+    assert len(region_materials) == 3 + len(wb.REGION_COLORS) * len(wb.REGION_SHADES)
+    assert user_mat not in made and tuple(user_mat.diffuse_color) == (1.0, 0.0, 1.0, 1.0)
+    vox = bpy.data.objects[ext.writeback.VOXELS_NAME]
+    assert vox.modifiers["VoxNav Boxes"].node_group != user_group
+    assert len(user_group.nodes) == 0  # not taken over and refilled
+
+    bpy.ops.voxnav.clear()
+    assert _datablocks(bpy) == before
+    # Clearing a scene whose materials a user object still uses keeps those materials.
+    bpy.ops.voxnav.build_navmesh()
+    bpy.data.objects["Floor"].data.materials.append(
+        made_now := bpy.data.materials["VoxNav Blocked"]
+    )
+    bpy.ops.voxnav.clear()
+    assert made_now.name in bpy.data.materials and made_now.users == 1
 
 
 def test_empty_scene_reports_error_and_creates_nothing(bpy, ext):

@@ -147,6 +147,467 @@ def filters(columns, width, height, walkable_height, climb):
     return stages
 
 
+# --------------------------------------------------------------------------------------------
+# RecastRegion.cpp: rcBuildRegionsMonotone and rcBuildLayerRegions, one span at a time.
+# Every structure keeps Recast's name; ``reg`` plays srcReg (unsigned short per span).
+
+RC_BORDER_REG = 0x8000
+RC_NOT_CONNECTED = 63
+RC_NULL_NEI = 0xFFFF
+_DX = (-1, 0, 1, 0)
+_DY = (0, 1, 0, -1)
+
+
+def _con_index(chf, x, y, i, d):
+    """``cells[ax + ay*w].index + rcGetCon(s, d)``, or -1 when rcGetCon is RC_NOT_CONNECTED."""
+    c = int(chf.con[i, d])
+    if c == RC_NOT_CONNECTED:
+        return -1
+    return int(chf.cell_start[(x + _DX[d]) + (y + _DY[d]) * chf.width]) + c
+
+
+def _cell_spans(chf, x, y):
+    c = x + y * chf.width
+    return range(int(chf.cell_start[c]), int(chf.cell_start[c + 1]))
+
+
+class RcRegion:
+    """Recast's rcRegion."""
+
+    def __init__(self, i):
+        self.span_count = 0
+        self.id = i
+        self.area_type = 0
+        self.remap = False
+        self.visited = False
+        self.overlap = False
+        self.connects_to_border = False
+        self.ymin = 0xFFFF
+        self.ymax = 0
+        self.connections = []
+        self.floors = []
+
+
+def paint_rect_region(minx, maxx, miny, maxy, reg_id, chf, reg):
+    for y in range(miny, maxy):
+        for x in range(minx, maxx):
+            for i in _cell_spans(chf, x, y):
+                if chf.area[i] != 0:
+                    reg[i] = reg_id
+
+
+def remove_adjacent_neighbours(rg):
+    i = 0
+    while i < len(rg.connections) and len(rg.connections) > 1:
+        ni = (i + 1) % len(rg.connections)
+        if rg.connections[i] == rg.connections[ni]:
+            for j in range(i, len(rg.connections) - 1):
+                rg.connections[j] = rg.connections[j + 1]
+            rg.connections.pop()
+        else:
+            i += 1
+
+
+def replace_neighbour(rg, old_id, new_id):
+    nei_changed = False
+    for i in range(len(rg.connections)):
+        if rg.connections[i] == old_id:
+            rg.connections[i] = new_id
+            nei_changed = True
+    for i in range(len(rg.floors)):
+        if rg.floors[i] == old_id:
+            rg.floors[i] = new_id
+    if nei_changed:
+        remove_adjacent_neighbours(rg)
+
+
+def can_merge_with_region(rega, regb):
+    if rega.area_type != regb.area_type:
+        return False
+    n = 0
+    for c in rega.connections:
+        if c == regb.id:
+            n += 1
+    if n > 1:
+        return False
+    for f in rega.floors:
+        if f == regb.id:
+            return False
+    return True
+
+
+def add_unique_floor_region(rg, n):
+    for f in rg.floors:
+        if f == n:
+            return
+    rg.floors.append(n)
+
+
+def merge_regions(rega, regb):
+    aid, bid = rega.id, regb.id
+    acon = list(rega.connections)
+    bcon = regb.connections
+    insa = -1
+    for i in range(len(acon)):
+        if acon[i] == bid:
+            insa = i
+            break
+    if insa == -1:
+        return False
+    insb = -1
+    for i in range(len(bcon)):
+        if bcon[i] == aid:
+            insb = i
+            break
+    if insb == -1:
+        return False
+    rega.connections = []
+    ni = len(acon)
+    for i in range(ni - 1):
+        rega.connections.append(acon[(insa + 1 + i) % ni])
+    ni = len(bcon)
+    for i in range(ni - 1):
+        rega.connections.append(bcon[(insb + 1 + i) % ni])
+    remove_adjacent_neighbours(rega)
+    for f in regb.floors:
+        add_unique_floor_region(rega, f)
+    rega.span_count += regb.span_count
+    regb.span_count = 0
+    regb.connections = []
+    return True
+
+
+def is_region_connected_to_border(rg):
+    return any(c == 0 for c in rg.connections)
+
+
+def is_solid_edge(chf, reg, x, y, i, d):
+    r = 0
+    ai = _con_index(chf, x, y, i, d)
+    if ai != -1:
+        r = reg[ai]
+    return r != reg[i]
+
+
+def walk_contour(x, y, i, d, chf, reg, cont):
+    start_dir, start_i = d, i
+    cur_reg = 0
+    ai = _con_index(chf, x, y, i, d)
+    if ai != -1:
+        cur_reg = reg[ai]
+    cont.append(cur_reg)
+    it = 0
+    while True:
+        it += 1
+        if it >= 40000:
+            break
+        if is_solid_edge(chf, reg, x, y, i, d):
+            r = 0
+            ai = _con_index(chf, x, y, i, d)
+            if ai != -1:
+                r = reg[ai]
+            if r != cur_reg:
+                cur_reg = r
+                cont.append(cur_reg)
+            d = (d + 1) & 3
+        else:
+            ni = _con_index(chf, x, y, i, d)
+            if ni == -1:
+                return  # "Should not happen."
+            x, y, i = x + _DX[d], y + _DY[d], ni
+            d = (d + 3) & 3
+        if start_i == i and start_dir == d:
+            break
+    if len(cont) > 1:
+        j = 0
+        while j < len(cont):
+            nj = (j + 1) % len(cont)
+            if cont[j] == cont[nj]:
+                for k in range(j, len(cont) - 1):
+                    cont[k] = cont[k + 1]
+                cont.pop()
+            else:
+                j += 1
+
+
+def _compress_region_ids(regions, chf, reg):
+    """The "Compress region Ids" and "Remap regions" tail shared by both merge functions."""
+    nreg = len(regions)
+    for r in regions:
+        r.remap = not (r.id == 0 or (r.id & RC_BORDER_REG))
+    reg_id_gen = 0
+    for i in range(nreg):
+        if not regions[i].remap:
+            continue
+        old_id = regions[i].id
+        reg_id_gen += 1
+        for j in range(i, nreg):
+            if regions[j].id == old_id:
+                regions[j].id = reg_id_gen
+                regions[j].remap = False
+    for i in range(chf.span_count):
+        if (reg[i] & RC_BORDER_REG) == 0:
+            reg[i] = regions[reg[i]].id
+    return reg_id_gen
+
+
+def merge_and_filter_regions(min_region_area, merge_region_size, max_region_id, chf, reg):
+    """Recast's mergeAndFilterRegions; rewrites ``reg``; returns (max region id, overlaps)."""
+    w, h = chf.width, chf.height
+    nreg = max_region_id + 1
+    regions = [RcRegion(i) for i in range(nreg)]
+    for y in range(h):
+        for x in range(w):
+            cell = _cell_spans(chf, x, y)
+            for i in cell:
+                r = reg[i]
+                if r == 0 or r >= nreg:
+                    continue
+                rg = regions[r]
+                rg.span_count += 1
+                for j in cell:
+                    if i == j:
+                        continue
+                    floor_id = reg[j]
+                    if floor_id == 0 or floor_id >= nreg:
+                        continue
+                    if floor_id == r:
+                        rg.overlap = True
+                    add_unique_floor_region(rg, floor_id)
+                if len(rg.connections) > 0:
+                    continue
+                rg.area_type = int(chf.area[i])
+                ndir = -1
+                for d in range(4):
+                    if is_solid_edge(chf, reg, x, y, i, d):
+                        ndir = d
+                        break
+                if ndir != -1:
+                    walk_contour(x, y, i, ndir, chf, reg, rg.connections)
+
+    # Remove too small regions.
+    for i in range(nreg):
+        rg = regions[i]
+        if rg.id == 0 or (rg.id & RC_BORDER_REG) or rg.span_count == 0 or rg.visited:
+            continue
+        connects_to_border = False
+        span_count = 0
+        stack, trace = [i], []
+        rg.visited = True
+        while stack:
+            ri = stack.pop()
+            creg = regions[ri]
+            span_count += creg.span_count
+            trace.append(ri)
+            for c in creg.connections:
+                if c & RC_BORDER_REG:
+                    connects_to_border = True
+                    continue
+                neireg = regions[c]
+                if neireg.visited or neireg.id == 0 or (neireg.id & RC_BORDER_REG):
+                    continue
+                stack.append(neireg.id)
+                neireg.visited = True
+        if span_count < min_region_area and not connects_to_border:
+            for t in trace:
+                regions[t].span_count = 0
+                regions[t].id = 0
+
+    # Merge too small regions to neighbour regions.
+    while True:
+        merge_count = 0
+        for i in range(nreg):
+            rg = regions[i]
+            if rg.id == 0 or (rg.id & RC_BORDER_REG) or rg.overlap or rg.span_count == 0:
+                continue
+            if rg.span_count > merge_region_size and is_region_connected_to_border(rg):
+                continue
+            smallest = 0xFFFFFFF
+            merge_id = rg.id
+            for c in rg.connections:
+                if c & RC_BORDER_REG:
+                    continue
+                mreg = regions[c]
+                if mreg.id == 0 or (mreg.id & RC_BORDER_REG) or mreg.overlap:
+                    continue
+                if (
+                    mreg.span_count < smallest
+                    and can_merge_with_region(rg, mreg)
+                    and can_merge_with_region(mreg, rg)
+                ):
+                    smallest = mreg.span_count
+                    merge_id = mreg.id
+            if merge_id != rg.id:
+                old_id = rg.id
+                target = regions[merge_id]
+                if merge_regions(target, rg):
+                    for other in regions:
+                        if other.id == 0 or (other.id & RC_BORDER_REG):
+                            continue
+                        if other.id == old_id:
+                            other.id = merge_id
+                        replace_neighbour(other, old_id, merge_id)
+                    merge_count += 1
+        if merge_count == 0:
+            break
+
+    max_region_id = _compress_region_ids(regions, chf, reg)
+    overlaps = [r.id for r in regions if r.overlap]
+    return max_region_id, overlaps
+
+
+def add_unique_connection(rg, n):
+    for c in rg.connections:
+        if c == n:
+            return
+    rg.connections.append(n)
+
+
+def merge_and_filter_layer_regions(min_region_area, max_region_id, chf, reg):
+    """Recast's mergeAndFilterLayerRegions; rewrites ``reg``; returns the max region id."""
+    w, h = chf.width, chf.height
+    nreg = max_region_id + 1
+    regions = [RcRegion(i) for i in range(nreg)]
+    for y in range(h):
+        for x in range(w):
+            lregs = []
+            for i in _cell_spans(chf, x, y):
+                ri = reg[i]
+                if ri == 0 or ri >= nreg:
+                    continue
+                rg = regions[ri]
+                rg.span_count += 1
+                rg.area_type = int(chf.area[i])
+                rg.ymin = min(rg.ymin, int(chf.y[i]))
+                rg.ymax = max(rg.ymax, int(chf.y[i]))
+                lregs.append(ri)
+                for d in range(4):
+                    ai = _con_index(chf, x, y, i, d)
+                    if ai != -1:
+                        rai = reg[ai]
+                        if 0 < rai < nreg and rai != ri:
+                            add_unique_connection(rg, rai)
+                        if rai & RC_BORDER_REG:
+                            rg.connects_to_border = True
+            for a in range(len(lregs) - 1):
+                for b in range(a + 1, len(lregs)):
+                    if lregs[a] != lregs[b]:
+                        add_unique_floor_region(regions[lregs[a]], lregs[b])
+                        add_unique_floor_region(regions[lregs[b]], lregs[a])
+
+    # Create 2D layers from regions.
+    layer_id = 1
+    for r in regions:
+        r.id = 0
+    for i in range(1, nreg):
+        root = regions[i]
+        if root.id != 0:
+            continue
+        root.id = layer_id
+        stack = [i]
+        while stack:
+            rg = regions[stack.pop(0)]  # pop front
+            for nei in rg.connections:
+                regn = regions[nei]
+                if regn.id != 0:
+                    continue
+                if rg.area_type != regn.area_type:
+                    continue
+                if any(f == nei for f in root.floors):
+                    continue
+                stack.append(nei)
+                regn.id = layer_id
+                for f in regn.floors:
+                    add_unique_floor_region(root, f)
+                root.ymin = min(root.ymin, regn.ymin)
+                root.ymax = max(root.ymax, regn.ymax)
+                root.span_count += regn.span_count
+                regn.span_count = 0
+                root.connects_to_border = root.connects_to_border or regn.connects_to_border
+        layer_id += 1
+
+    # Remove small regions.
+    for i in range(nreg):
+        r = regions[i]
+        if 0 < r.span_count < min_region_area and not r.connects_to_border:
+            dead = r.id
+            for other in regions:
+                if other.id == dead:
+                    other.id = 0
+
+    return _compress_region_ids(regions, chf, reg)
+
+
+def _sweep_regions(chf, border_size):
+    """The common head of rcBuildRegionsMonotone and rcBuildLayerRegions: border strips, then
+    the row sweep. Returns (srcReg list, id) where id is the next free region id."""
+    w, h = chf.width, chf.height
+    rid_next = 1  # Recast's ``id``
+    reg = [0] * chf.span_count
+    if border_size > 0:
+        bw, bh = min(w, border_size), min(h, border_size)
+        for x0, x1, y0, y1 in ((0, bw, 0, h), (w - bw, w, 0, h), (0, w, 0, bh), (0, w, h - bh, h)):
+            paint_rect_region(x0, x1, y0, y1, rid_next | RC_BORDER_REG, chf, reg)
+            rid_next += 1
+    sweeps = {}  # rcSweepSpan per row id: [rid, id, ns, nei]
+    for y in range(border_size, h - border_size):
+        prev = [0] * (rid_next + 1)
+        rid = 1
+        for x in range(border_size, w - border_size):
+            for i in _cell_spans(chf, x, y):
+                if chf.area[i] == 0:
+                    continue
+                previd = 0
+                ai = _con_index(chf, x, y, i, 0)
+                if ai != -1 and (reg[ai] & RC_BORDER_REG) == 0 and chf.area[i] == chf.area[ai]:
+                    previd = reg[ai]
+                if not previd:
+                    previd = rid
+                    rid += 1
+                    sweeps[previd] = {"rid": previd, "id": 0, "ns": 0, "nei": 0}
+                ai = _con_index(chf, x, y, i, 3)
+                if ai != -1:
+                    if reg[ai] and (reg[ai] & RC_BORDER_REG) == 0 and chf.area[i] == chf.area[ai]:
+                        nr = reg[ai]
+                        sw = sweeps[previd]
+                        if not sw["nei"] or sw["nei"] == nr:
+                            sw["nei"] = nr
+                            sw["ns"] += 1
+                            prev[nr] += 1
+                        else:
+                            sw["nei"] = RC_NULL_NEI
+                reg[i] = previd
+        for i in range(1, rid):
+            sw = sweeps[i]
+            if sw["nei"] != RC_NULL_NEI and sw["nei"] != 0 and prev[sw["nei"]] == sw["ns"]:
+                sw["id"] = sw["nei"]
+            else:
+                sw["id"] = rid_next
+                rid_next += 1
+                assert rid_next <= 0xFFFF, "Recast's unsigned short id would wrap"
+        for x in range(border_size, w - border_size):
+            for i in _cell_spans(chf, x, y):
+                if 0 < reg[i] < rid:
+                    reg[i] = sweeps[reg[i]]["id"]
+    return reg, rid_next
+
+
+def build_regions_monotone(chf, border_size, min_region_area, merge_region_area):
+    """Recast's rcBuildRegionsMonotone: (reg list per span, maxRegions, overlaps)."""
+    reg, rid_next = _sweep_regions(chf, border_size)
+    max_regions, overlaps = merge_and_filter_regions(
+        min_region_area, merge_region_area, rid_next, chf, reg
+    )
+    return reg, max_regions, overlaps
+
+
+def build_layer_regions(chf, border_size, min_region_area):
+    """Recast's rcBuildLayerRegions: (reg list per span, maxRegions)."""
+    reg, rid_next = _sweep_regions(chf, border_size)
+    max_regions = merge_and_filter_layer_regions(min_region_area, rid_next, chf, reg)
+    return reg, max_regions
+
+
 def read_obj_lines(path):
     """The OBJ reader one line at a time (the oracle for ``core.objio.read_obj``).
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from collections import deque
 from types import SimpleNamespace
 
@@ -85,20 +84,6 @@ def test_reference_arrays_round_trip(built):
     for key in ("dmesh_meshes", "dmesh_verts", "dmesh_tris", "dmesh_ntris", "dmesh_nverts"):
         np.testing.assert_array_equal(arrays[key], ref[key])
         assert arrays[key].dtype == ref[key].dtype
-
-
-def test_speed_dungeon():
-    ref = load_reference("dungeon")
-    pmesh, chf = ref_polymesh(ref), ref_compact(ref)
-    args = (ref["cfg_detailSampleDist"], ref["cfg_detailSampleMaxError"])
-    best = min(_timed(pmesh, chf, args) for _ in range(2))
-    assert best < 0.25, f"detail mesh took {best * 1000:.0f} ms on dungeon (aim: < 100 ms)"
-
-
-def _timed(pmesh, chf, args):
-    t0 = time.perf_counter()
-    build_poly_mesh_detail(pmesh, chf, *args)
-    return time.perf_counter() - t0
 
 
 # ----------------------------------------------------------------------------------------------

@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pytest
 
 from core import pipeline
+from core.__main__ import main
 from core.config import NavConfig
 from core.errors import VoxNavError
+from core.objio import read_obj
+
+from . import oracle
+from .refdata import mesh_path
 
 # A 6 x 6 m floor with a 2 x 2 x 3 m block in the middle.
 FLOOR = [[0, 0, 0], [6, 0, 0], [6, 6, 0], [0, 6, 0]]
@@ -136,3 +143,52 @@ def test_navmesh_invariants_on_random_scenes(seed):
         ring = v[ids[p, : counts[p]]]
         cx, cy = int(ring[:, 0].mean()), int(ring[:, 2].mean())
         assert np.any(walk & (col == cx + cy * chf.width)), f"polygon {p} over a null column"
+
+
+# ------------------------------------------------------------------------------------------
+# Every partitioning through every core entry point (issue 10: monotone and layers crashed)
+
+
+@functools.cache
+def _dungeon_bake(partition: str) -> pipeline.BakeResult:
+    verts, tris = read_obj(mesh_path("dungeon"), recast_frame=True)
+    return pipeline.bake(verts, tris, NavConfig(partition=partition))
+
+
+@pytest.mark.parametrize("partition", ["monotone", "layers"])
+def test_bake_with_each_sweep_partitioning_matches_the_literal_recast_port(partition):
+    result = _dungeon_bake(partition)
+    assert not result.empty and result.counts["polys"] > 0 and result.counts["detail_tris"] > 0
+    assert result.warnings == []
+    chf = result.compact
+    derived = result.config.derived()
+    if partition == "monotone":
+        want, want_max, _ = oracle.build_regions_monotone(
+            chf, 0, derived.min_region_area, derived.merge_region_area
+        )
+    else:
+        want, want_max = oracle.build_layer_regions(chf, 0, derived.min_region_area)
+    np.testing.assert_array_equal(chf.reg, np.array(want, dtype=np.uint16))
+    assert chf.max_regions == want_max
+    # Every surviving region becomes polygons.
+    live = np.unique(chf.reg[chf.reg != 0])
+    assert set(result.polymesh.regs.tolist()) == set(live.tolist())
+
+
+@pytest.mark.parametrize("partition", ["watershed", "monotone", "layers"])
+def test_cli_bake_and_dump_with_each_partitioning(partition, tmp_path, capsys):
+    obj = mesh_path("dungeon")
+    out = tmp_path / "nav.obj"
+    assert main(["bake", str(obj), "--partition", partition, "--out", str(out)]) == 0
+    faces = [line for line in out.read_text().splitlines() if line.startswith("f ")]
+    assert len(faces) > 0
+    npz = tmp_path / "dump.npz"
+    argv = ["dump", str(obj), "--recast-frame", "--partition", partition, "--out", str(npz)]
+    assert main(argv) == 0
+    capsys.readouterr()
+    with np.load(npz) as data:
+        assert int(data["count_polys"]) > 0 and int(data["count_detail_tris"]) > 0
+        if partition != "watershed":
+            result = _dungeon_bake(partition)
+            np.testing.assert_array_equal(data["chf_reg"], result.compact.reg)
+            np.testing.assert_array_equal(data["pmesh_polys"], result.polymesh.polys)

@@ -107,11 +107,27 @@ def test_area_merge_depends_on_order_as_in_recast():
     assert a2.tolist() == [0]
 
 
+def add_spans_one_by_one(width, height, ix, iy, smin, smax, area, climb):
+    """The literal merge: Recast's addSpan per fragment, in order. Spans in column order."""
+    columns: list[list] = [[] for _ in range(width * height)]
+    for c, a, b, ar in zip((np.asarray(ix) + np.asarray(iy) * width).tolist(), np.asarray(smin)
+                           .tolist(), np.asarray(smax).tolist(), np.asarray(area).tolist(),
+                           strict=True):  # fmt: skip
+        oracle.add_span(columns[c], a, b, ar, climb)
+    return columns
+
+
 @pytest.mark.parametrize("seed", range(6))
-def test_span_merge_matches_recasts_add_span_on_dense_columns(seed):
+@pytest.mark.parametrize("dense_from", [64, 3])
+def test_span_merge_matches_recasts_add_span_on_dense_columns(seed, dense_from, monkeypatch):
     """Many fragments per column, often inside or just past the column's previous one, several
-    area ids: the vectorized merge (contained fragments folded, rounds, slot widening) against
-    addSpan one by one."""
+    area ids: the vectorized merge (contained fragments folded, rounds, slot widening, and with
+    a low dense threshold the split of fragments that only raise an area) against addSpan one
+    by one."""
+    from core import rasterize
+
+    monkeypatch.setattr(rasterize, "DENSE_COLUMN_FRAGMENTS", dense_from)
+    monkeypatch.setattr(rasterize, "DENSE_UNITS_PER_FRAGMENT", 64 // dense_from)
     rng = np.random.default_rng(seed)
     width, height, n = 6, 5, 600
     ix = rng.integers(0, width, n)
@@ -266,3 +282,202 @@ def test_small_cells_far_from_the_origin_use_recasts_own_arithmetic():
     fast = rasterize_fragments(verts, tris, areas, bmin, bmax, cs, ch, w, h)
     assert len(frags) > 1000
     assert list(zip(*(a.tolist() for a in fast), strict=False)) == frags
+
+
+def literal_spans(verts, tris, areas, bmin, bmax, cs, ch, w, h, climb):
+    """The literal path: every fragment in call order, merged one by one as addSpan does."""
+    fragments = rasterize_fragments(verts, tris, areas, bmin, bmax, cs, ch, w, h)
+    return merge_fragments(w, h, *fragments[1:], merge_threshold=climb)
+
+
+def assert_fast_equals_literal(verts, tris, areas, bmin, bmax, cs, ch, climb):
+    w, h = grid_size(bmin, bmax, cs)
+    hf = rasterize_triangles(verts, tris, areas, bmin, bmax, cs, ch, w, h, climb)
+    col_start, smin, smax, area = literal_spans(verts, tris, areas, bmin, bmax, cs, ch, w, h, climb)
+    assert np.array_equal(hf.col_start, col_start)
+    assert np.array_equal(hf.smin, smin)
+    assert np.array_equal(hf.smax, smax)
+    assert np.array_equal(hf.area, area)
+    return hf
+
+
+@pytest.mark.parametrize("name", ["bridge", "dungeon", "house", "nav_test", "undulating"])
+@pytest.mark.parametrize("recast_frame", [True, False])
+def test_fast_rasterizer_equals_literal_merge_on_every_shared_mesh(name, recast_frame):
+    """Undulating lies near 5000 wu, where the cells are too small for the edge walk and every
+    triangle takes the polygon path; its cells must still reach the merge in triangle order."""
+    from core.objio import read_obj
+    from core.pipeline import grid_bounds
+
+    from .refdata import mesh_path
+
+    verts, tris = read_obj(mesh_path(name), recast_frame=recast_frame)
+    config = NavConfig()
+    derived = config.derived()
+    bmin, bmax = grid_bounds(verts, config)
+    areas = mark_walkable_triangles(verts, tris, config.agent_max_slope)
+    hf = assert_fast_equals_literal(
+        verts, tris, areas, bmin, bmax, derived.cs, derived.ch, derived.walkable_climb
+    )
+    assert hf.span_count > 1000
+
+
+def offset_soup(rng, offset, cs, n_tris=90):
+    """A soup around (offset, offset, offset / 10): dense overlapping floors and walls in a few
+    cells (so the merge's order matters), long and thin triangles, vertical ones, unsnapped
+    vertices and vertices exactly on cut lines (computed as Recast computes the lines)."""
+    base = np.array([offset, offset, offset / 10], np.float64)
+    kind = rng.choice(3, size=n_tris, p=[0.5, 0.25, 0.25])
+    centre = rng.uniform(0, 3.0, size=(n_tris, 1, 3))
+    spread = np.where(
+        (kind == 0)[:, None, None],
+        rng.uniform(-0.4, 0.4, size=(n_tris, 3, 3)),  # small, piled in a few cells
+        rng.uniform(-3.0, 3.0, size=(n_tris, 3, 3)) * rng.uniform(0.02, 1, size=(n_tris, 3, 1)),
+    )
+    local = centre + spread
+    # The piled ones span a few cells around (1, 1), whatever the cell size.
+    local[kind == 0, :, :2] = spread[kind == 0, :, :2] * (5 * cs) + 1.0
+    walls = kind == 1
+    axis = rng.integers(0, 2, size=n_tris)
+    for t in np.nonzero(walls)[0]:
+        local[t, :, axis[t]] = local[t, 0, axis[t]]
+    verts = (local.reshape(-1, 3) + base).astype(F32)
+    bmin = (base + np.array([0.2, 0.1, -1.0])).astype(F32)
+    bmax = (base + np.array([3.3, 3.4, 4.0])).astype(F32)
+    # Some coordinates exactly on a cut line: Recast's (bmin + float(k) * cs) + cs in float32.
+    on_line = rng.random(verts.shape[:1]) < 0.15
+    for j in (0, 1):
+        k = rng.integers(-1, 10, size=verts.shape[0]).astype(F32)
+        lines = (bmin[j] + k * F32(cs)) + F32(cs)
+        pick = on_line & (rng.random(verts.shape[0]) < 0.6)
+        verts[pick, j] = lines[pick]
+    tris = np.arange(n_tris * 3, dtype=np.int32).reshape(-1, 3)
+    areas = mark_walkable_triangles(verts, tris, 45.0)
+    areas[rng.random(n_tris) < 0.25] = rng.choice(np.array([1, 7, 40], np.uint8))
+    return verts, tris, areas, bmin, bmax
+
+
+@pytest.mark.parametrize("offset", [1e3, 1e4, 1e5])
+@pytest.mark.parametrize("cs", [0.3, 0.05])
+@pytest.mark.parametrize("seed", range(3))
+def test_fast_rasterizer_equals_literal_far_from_the_origin(offset, cs, seed):
+    """Random soups offset by 1e3-1e5 wu, on cells large enough for the edge walk and on cells
+    small enough that every triangle takes the polygon path: fragments as the one-triangle-at-
+    a-time oracle gives them, spans and areas as the literal merge gives them."""
+    rng = np.random.default_rng(1000 + seed)
+    # Fewer triangles on the small cells, where the one-by-one oracle is slow.
+    verts, tris, areas, bmin, bmax = offset_soup(rng, offset, cs, n_tris=90 if cs > 0.1 else 40)
+    ch, climb = 0.2, 2
+    w, h = grid_size(bmin, bmax, cs)
+    columns, frags = oracle.rasterize(verts, tris, areas, bmin, bmax, cs, ch, w, h, climb)
+    fast = rasterize_fragments(verts, tris, areas, bmin, bmax, cs, ch, w, h)
+    assert list(zip(*(a.tolist() for a in fast), strict=False)) == frags
+    hf = assert_fast_equals_literal(verts, tris, areas, bmin, bmax, cs, ch, climb)
+    expected = [(i % w, i // w, *s) for i, c in enumerate(columns) for s in c]
+    assert spans(hf) == sorted(expected)
+    # Dense: some column holds many fragments, so their order decides areas.
+    assert np.bincount(fast[1] + fast[2] * w).max() >= 10
+
+
+def dense_columns(rng, width, height, n, top, longest):
+    """Fragments heaped on few columns: heights in [0, top), lengths up to ``longest``; some
+    runs inside the previous one, some climbing just past the column's top so far (late shape
+    changes between folded fragments), area ids including a wide one."""
+    ix = rng.integers(0, width, n)
+    iy = rng.integers(0, height, n)
+    smin = rng.integers(0, top, n)
+    smax = np.minimum(smin + rng.integers(1, longest + 1, n), top + longest)
+    climbing = rng.random(n) < 0.02
+    smin[climbing] = top + rng.integers(0, 2 * longest, climbing.sum())
+    smax[climbing] = smin[climbing] + rng.integers(1, 4, climbing.sum())
+    area = rng.choice(np.array([0, 0, 1, 5, 63, 70], np.uint8), n)
+    return ix, iy, smin, smax, area
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_span_merge_on_heaped_columns_matches_add_span(seed):
+    """Thousands of fragments per column (the merge sets apart those that only raise an area,
+    folds them in between rounds or into the final spans), beside thin columns and columns
+    whose height range is too tall for that: identical to addSpan one by one, for several
+    climbs."""
+    from core import rasterize
+
+    rng = np.random.default_rng(500 + seed)
+    width, height = 4, 3
+    ix, iy, smin, smax, area = dense_columns(rng, width, height, 5000, top=40 + 30 * seed,
+                                             longest=3 + 4 * seed)  # fmt: skip
+    # One tall sparse column (range above its fragment count) and one thin one.
+    extra = 120
+    ix = np.concatenate([ix, np.zeros(extra, np.int64), [1]])
+    iy = np.concatenate([iy, np.full(extra, 2), [2]])
+    tall_min = rng.integers(0, 8000, extra)
+    smin = np.concatenate([smin, tall_min, [5]])
+    smax = np.concatenate([smax, tall_min + rng.integers(1, 30, extra), [9]])
+    area = np.concatenate([area, rng.choice(np.array([0, 63], np.uint8), extra + 1)])
+    order = rng.permutation(ix.shape[0])
+    ix, iy, smin, smax, area = ix[order], iy[order], smin[order], smax[order], area[order]
+    by_column = np.argsort(ix + iy * width, kind="stable")
+    col = (ix + iy * width)[by_column]
+    first = np.flatnonzero(np.diff(col, prepend=-1))
+    per_col = np.diff(first, append=col.shape[0])
+    split = rasterize._split_dense(
+        col, smin[by_column], smax[by_column], area[by_column], first, per_col
+    )
+    assert split is not None and split[0].shape[0] < ix.shape[0] // 4  # the split is taken
+    for climb in (0, 2, 8):
+        col_start, out_min, out_max, out_area = merge_fragments(
+            width, height, ix, iy, smin, smax, area, merge_threshold=climb
+        )
+        columns = add_spans_one_by_one(width, height, ix, iy, smin, smax, area, climb)
+        expected = [tuple(s) for column in columns for s in column]
+        got = list(zip(out_min.tolist(), out_max.tolist(), out_area.tolist(), strict=True))
+        assert got == expected
+        assert np.diff(col_start).tolist() == [len(column) for column in columns]
+
+
+def overlap_soup(rng, n_tris, size):
+    """Triangles with every vertex anywhere in a cube of ``size`` wu: heaps of overlapping
+    geometry, hundreds of fragments per column (the dense-overlap benchmark's scene)."""
+    verts = rng.uniform(0, size, size=(n_tris * 3, 3)).astype(F32)
+    return verts, np.arange(n_tris * 3, dtype=np.int32).reshape(-1, 3)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_dense_overlap_rasterizes_as_add_span_one_by_one(seed):
+    """Overlapping triangles in a small box: the fast rasterizer's spans equal addSpan applied
+    to its fragments in call order (the fragments themselves are checked against the oracle
+    elsewhere), and the densest columns are dense enough to take the split merge."""
+    rng = np.random.default_rng(900 + seed)
+    verts, tris = overlap_soup(rng, 600, 3.0)
+    areas = mark_walkable_triangles(verts, tris, 45.0)
+    areas[rng.random(areas.shape[0]) < 0.1] = 9
+    bmin, bmax = verts.min(axis=0), verts.max(axis=0)
+    cs, ch = 0.3, 0.2
+    w, h = grid_size(bmin, bmax, cs)
+    fragments = rasterize_fragments(verts, tris, areas, bmin, bmax, cs, ch, w, h)
+    assert np.bincount(fragments[1] + fragments[2] * w).max() > 200
+    for climb in (1, 4):
+        hf = rasterize_triangles(verts, tris, areas, bmin, bmax, cs, ch, w, h, climb)
+        columns = add_spans_one_by_one(w, h, *fragments[1:], climb)
+        assert hf.smin.tolist() == [s[0] for c in columns for s in c]
+        assert hf.smax.tolist() == [s[1] for c in columns for s in c]
+        assert hf.area.tolist() == [s[2] for c in columns for s in c]
+        assert np.diff(hf.col_start).tolist() == [len(c) for c in columns]
+
+
+def test_heaped_column_with_flat_fragments_matches_add_span():
+    """Fragments without height (smax == smin, which only merge_fragments' callers can pass)
+    in a heaped column: they cover no unit of height yet may add or join spans."""
+    rng = np.random.default_rng(77)
+    n = 400
+    smin = rng.integers(0, 60, n)
+    smax = smin + rng.integers(0, 6, n)
+    area = rng.choice(np.array([0, 63], np.uint8), n)
+    ix, iy = np.zeros(n, np.int64), np.zeros(n, np.int64)
+    for climb in (0, 2):
+        col_start, out_min, out_max, out_area = merge_fragments(
+            1, 1, ix, iy, smin, smax, area, merge_threshold=climb
+        )
+        (column,) = add_spans_one_by_one(1, 1, ix, iy, smin, smax, area, climb)
+        got = list(zip(out_min.tolist(), out_max.tolist(), out_area.tolist(), strict=True))
+        assert got == [tuple(s) for s in column]

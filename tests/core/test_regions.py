@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pytest
 
 from core.compact import BORDER_REG, build_compact_heightfield
+from core.context import BuildContext
 from core.errors import VoxNavError
 from core.regions import (
     build_distance_field,
@@ -14,6 +17,7 @@ from core.regions import (
     build_regions_monotone,
 )
 
+from . import oracle
 from .refdata import MESHES, load_reference, ref_compact
 from .test_area import _nb, _raster, flat_compact, random_compact, slow_chamfer
 from .test_compact import make_heightfield
@@ -174,56 +178,6 @@ def slow_watershed(chf, dist, max_distance, border_size=0):
                 rid += 1
     expand([i for i in order if area[i] != 0 and reg[i] == 0], 0, 64)
     return reg, rid
-
-
-def slow_sweep(chf, border_size=0):
-    """The row sweep of rcBuildRegionsMonotone / rcBuildLayerRegions, literally."""
-    n = chf.span_count
-    w, h = chf.width, chf.height
-    area = chf.area
-    reg = [0] * n
-    nid = _paint(chf, reg, border_size, 1)
-    for y in range(border_size, h - border_size):
-        prev = [0] * (nid + 1)
-        sweeps = {}
-        rid = 1
-        for x in range(border_size, w - border_size):
-            c = x + y * w
-            for i in range(int(chf.cell_start[c]), int(chf.cell_start[c + 1])):
-                if area[i] == 0:
-                    continue
-                previd = 0
-                a = _nb(chf, i, 0)
-                if a >= 0 and (reg[a] & BORDER_REG) == 0 and area[a] == area[i]:
-                    previd = reg[a]
-                if not previd:
-                    previd = rid
-                    rid += 1
-                    sweeps[previd] = [0, 0, 0]  # id, ns, nei
-                a = _nb(chf, i, 3)
-                if a >= 0 and reg[a] and (reg[a] & BORDER_REG) == 0 and area[a] == area[i]:
-                    nr = reg[a]
-                    sw = sweeps[previd]
-                    if not sw[2] or sw[2] == nr:
-                        sw[2] = nr
-                        sw[1] += 1
-                        prev[nr] += 1
-                    else:
-                        sw[2] = 0xFFFF
-                reg[i] = previd
-        for i in range(1, rid):
-            sw = sweeps[i]
-            if sw[2] != 0xFFFF and sw[2] != 0 and prev[sw[2]] == sw[1]:
-                sw[0] = sw[2]
-            else:
-                sw[0] = nid
-                nid += 1
-        for x in range(border_size, w - border_size):
-            c = x + y * w
-            for i in range(int(chf.cell_start[c]), int(chf.cell_start[c + 1])):
-                if 0 < reg[i] < rid:
-                    reg[i] = sweeps[reg[i]][0]
-    return reg, nid
 
 
 def _remove_adjacent(cons):
@@ -404,75 +358,6 @@ def _slow_compress(R, reg):
     return np.array(out, dtype=np.int64), gen
 
 
-def slow_layers(chf, reg, max_id, min_area):
-    """mergeAndFilterLayerRegions, literally."""
-    nreg = max_id + 1
-    R = [
-        dict(count=0, id=i, area=0, cons=[], floors=[], border=False, ymin=0xFFFF, ymax=0)
-        for i in range(nreg)
-    ]
-    w = chf.width
-    for y in range(chf.height):
-        for x in range(w):
-            c = x + y * w
-            lregs = []
-            for i in range(int(chf.cell_start[c]), int(chf.cell_start[c + 1])):
-                ri = reg[i]
-                if ri == 0 or ri >= nreg:
-                    continue
-                rg = R[ri]
-                rg["count"] += 1
-                rg["area"] = int(chf.area[i])
-                rg["ymin"] = min(rg["ymin"], int(chf.y[i]))
-                rg["ymax"] = max(rg["ymax"], int(chf.y[i]))
-                lregs.append(ri)
-                for d in range(4):
-                    a = _nb(chf, i, d)
-                    if a >= 0:
-                        rai = reg[a]
-                        if 0 < rai < nreg and rai != ri and rai not in rg["cons"]:
-                            rg["cons"].append(rai)
-                        if rai & BORDER_REG:
-                            rg["border"] = True
-            for p in range(len(lregs) - 1):
-                for q in range(p + 1, len(lregs)):
-                    if lregs[p] != lregs[q]:
-                        for u, v in ((lregs[p], lregs[q]), (lregs[q], lregs[p])):
-                            if v not in R[u]["floors"]:
-                                R[u]["floors"].append(v)
-    for rg in R:
-        rg["id"] = 0
-    layer = 1
-    for i in range(1, nreg):
-        root = R[i]
-        if root["id"] != 0:
-            continue
-        root["id"] = layer
-        queue = [i]
-        while queue:
-            rg = R[queue.pop(0)]
-            for nei in rg["cons"]:
-                rn = R[nei]
-                if rn["id"] != 0 or rg["area"] != rn["area"] or nei in root["floors"]:
-                    continue
-                queue.append(nei)
-                rn["id"] = layer
-                for f in rn["floors"]:
-                    if f not in root["floors"]:
-                        root["floors"].append(f)
-                root["count"] += rn["count"]
-                rn["count"] = 0
-                root["border"] = root["border"] or rn["border"]
-        layer += 1
-    for i in range(nreg):
-        if 0 < R[i]["count"] < min_area and not R[i]["border"]:
-            dead = R[i]["id"]
-            for r in R:
-                if r["id"] == dead:
-                    r["id"] = 0
-    return _slow_compress(R, reg)
-
-
 # ------------------------------------------------------------------------------------------
 # Parity with Recast
 
@@ -549,18 +434,62 @@ def test_watershed_matches_slow_oracle(seed, border_size):
     assert got_max == want_max
 
 
-@pytest.mark.parametrize("seed", range(6))
-@pytest.mark.parametrize("border_size", [0, 2])
-def test_monotone_and_layers_match_slow_oracle(seed, border_size):
+def _random_layered(seed):
+    """A random heightfield with stepped floors, holes, up to a few stacked layers and mixed
+    areas, plus random settings: (chf, min_region_area, merge_region_area, border_size)."""
+    rng = np.random.default_rng(seed)
+    w, h = int(rng.integers(4, 40)), int(rng.integers(4, 40))
+    base = rng.integers(0, 3, size=(h, w)).cumsum(axis=1) % 7  # gentle steps along x
+    areas = [0, 63, 63, 63, 5] if seed % 3 else [63]
+    cols = {}
+    for y in range(h):
+        for x in range(w):
+            if rng.random() < 0.08:
+                continue
+            top = int(base[y, x]) + 1
+            spans = [(0, top, int(rng.choice(areas)))]
+            lo = top + int(rng.integers(3, 8))
+            while rng.random() < 0.35 and lo < 60:
+                hi = lo + int(rng.integers(1, 3))
+                spans.append((lo, hi, int(rng.choice(areas))))
+                lo = hi + int(rng.integers(3, 8))
+            cols[(x, y)] = spans
+    walkable_height, walkable_climb = int(rng.integers(2, 5)), int(rng.integers(1, 4))
+    chf = build_compact_heightfield(make_heightfield(w, h, cols), walkable_height, walkable_climb)
+    min_area, merge_area = int(rng.integers(0, 30)), int(rng.integers(0, 60))
+    border_size = int(rng.integers(0, 4)) if seed % 2 else 0
+    return chf, min_area, merge_area, border_size
+
+
+#: Random cases for the sweep partitionings: 24 layered fields, 6 open floor plans.
+RANDOM_FIELDS = list(range(30))
+
+
+@functools.cache
+def _random_field(k):
+    """(chf, min_area, merge_area, border_size) of random case ``k``."""
+    if k < 24:
+        return _random_layered(k)
+    seed = k - 24
     chf = _random_open_compact(10 + seed, areas=(63, 63, 5) if seed % 2 else (63,))
-    reg_raw, nid = slow_sweep(chf, border_size)
-    want, want_max = slow_merge_and_filter(chf, reg_raw, nid, 8, 20)
-    got, got_max = build_regions_monotone(chf, None, 0, 8, 20, border_size)
-    np.testing.assert_array_equal(got, want)
+    return chf, 8, 20, 2 * (seed % 2)
+
+
+@pytest.mark.parametrize("k", RANDOM_FIELDS)
+def test_monotone_matches_literal_oracle(k):
+    chf, min_area, merge_area, border_size = _random_field(k)
+    want, want_max, _ = oracle.build_regions_monotone(chf, border_size, min_area, merge_area)
+    got, got_max = build_regions_monotone(chf, None, 0, min_area, merge_area, border_size)
+    np.testing.assert_array_equal(got, np.array(want, dtype=np.uint16))
     assert got_max == want_max
-    want, want_max = slow_layers(chf, reg_raw, nid, 8)
-    got, got_max = build_regions_layers(chf, None, 0, 8, 20, border_size)
-    np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("k", RANDOM_FIELDS)
+def test_layers_match_literal_oracle(k):
+    chf, min_area, merge_area, border_size = _random_field(k)
+    want, want_max = oracle.build_layer_regions(chf, border_size, min_area)
+    got, got_max = build_regions_layers(chf, None, 0, min_area, merge_area, border_size)
+    np.testing.assert_array_equal(got, np.array(want, dtype=np.uint16))
     assert got_max == want_max
 
 
@@ -634,3 +563,132 @@ def test_region_inputs_checked():
         build_regions(chf, np.zeros(3, dtype=np.uint16), 0, 8, 20)
     with pytest.raises(VoxNavError, match="min_region_area"):
         build_regions(chf, np.zeros(chf.span_count, dtype=np.uint16), 0, -1, 20)
+
+
+# ------------------------------------------------------------------------------------------
+# Monotone and layers: hand-built cases
+
+
+def _room_with_hole():
+    """A 10 x 10 floor with a 2 x 2 hole at x, y = 4..5."""
+    mask = np.ones((10, 10), dtype=bool)
+    mask[4:6, 4:6] = False
+    return flat_compact(mask)
+
+
+def test_monotone_splits_around_a_hole_by_the_sweep_rule():
+    # Rows 0-3 sweep as one region; in rows 4-5 two runs both sample region 1 below, so each
+    # sees fewer samples than the row gives region 1 and both start new regions (2 left,
+    # 3 right); row 6 samples 2 then 3 and starts region 4. Every region touches the outer
+    # edge and is larger than merge_region_area 0, so none merges. Recast's max_regions
+    # counts one more: mergeAndFilterRegions gets the next free sweep id (5) as the largest
+    # id, and that spanless region keeps a number.
+    chf = _room_with_hole()
+    reg, max_regions = build_regions_monotone(chf, None, 0, 0, 0)
+    x, y = np.asarray(chf.span_x), np.asarray(chf.span_y)
+    want = np.where(y < 4, 1, np.where(y > 5, 4, np.where(x < 4, 2, 3)))
+    np.testing.assert_array_equal(reg, want)
+    assert max_regions == 5
+
+
+def test_layers_join_the_monotone_pieces_when_nothing_overlaps():
+    chf = _room_with_hole()
+    reg, max_regions = build_regions_layers(chf, None, 0, 0, 0)
+    assert (reg == 1).all()
+    assert max_regions == 2  # + the spanless next free sweep id, as in Recast
+
+
+def _ramp_over_floor():
+    """A floor (top 1) over x 0..15, a slab (top 13) over it at x 0..5 and a ramp down from
+    the slab in steps of 2 at x 6..10, ending at top 3 beside the floor (top 1) at x 11."""
+    cols = {}
+    for y in range(6):
+        for x in range(16):
+            spans = [(0, 1, 63)]
+            if x < 6:
+                spans.append((12, 13, 63))
+            elif x <= 10:
+                top = 13 - 2 * (x - 5)
+                spans.append((top - 1, top, 63))
+            cols[(x, y)] = spans
+    return build_compact_heightfield(make_heightfield(16, 6, cols), 1, 2)
+
+
+def test_layers_keep_the_slab_apart_from_the_floor_under_it():
+    chf = _ramp_over_floor()
+    reg, max_regions = build_regions_layers(chf, None, 0, 0, 0)
+    want, want_max = oracle.build_layer_regions(chf, 0, 0)
+    np.testing.assert_array_equal(reg, np.array(want, dtype=np.uint16))
+    assert max_regions == want_max
+    slab = (np.asarray(chf.y) == 13) & (np.asarray(chf.span_x) < 6)
+    under = (np.asarray(chf.y) == 1) & (np.asarray(chf.span_x) < 6)
+    assert (reg > 0).all()
+    assert set(reg[slab].tolist()).isdisjoint(reg[under].tolist())
+
+
+@pytest.mark.parametrize("build", [build_regions_monotone, build_regions_layers])
+def test_a_region_covering_a_column_twice_is_kept_as_recast_does_and_warned(build):
+    # At x 10 the ramp span (top 3) and the floor span (top 1) both link left to the floor at
+    # x 9 (the ramp is within climb of it), so Recast's sweep puts both in one run: one
+    # region holds two spans of those columns.
+    chf = _ramp_over_floor()
+    ctx = BuildContext()
+    reg, _ = build(chf, None, 0, 0, 0, ctx=ctx)
+    if build is build_regions_monotone:
+        want = oracle.build_regions_monotone(chf, 0, 0, 0)[0]
+    else:
+        want = oracle.build_layer_regions(chf, 0, 0)[0]
+    np.testing.assert_array_equal(reg, np.array(want, dtype=np.uint16))
+    at10 = np.asarray(chf.span_x) == 10
+    assert np.unique(reg[at10 & (np.asarray(chf.span_y) == 0)]).size == 1
+    assert len(ctx.warnings) == 1
+    assert "1 region(s) hold two spans of one grid column" in ctx.warnings[0]
+    # A plain floor says nothing.
+    ctx = BuildContext()
+    build(_room_with_hole(), None, 0, 0, 0, ctx=ctx)
+    assert ctx.warnings == []
+
+
+@pytest.mark.parametrize("build", [build_regions_monotone, build_regions_layers])
+def test_small_islands_go_unless_they_touch_the_tile_border(build):
+    mask = np.zeros((12, 12), dtype=bool)
+    mask[1:9, 1:9] = True
+    mask[10:12, 10:12] = True  # a 4-span island in the corner
+    chf = flat_compact(mask)
+    island = (np.asarray(chf.span_x) >= 10) & (np.asarray(chf.span_y) >= 10)
+    reg, _ = build(chf, None, 0, 8, 0)
+    assert (reg[island] == 0).all() and (reg[~island] > 0).all()
+    # With a 1-cell tile border the island's inner span neighbours the border strip: kept.
+    reg, _ = build(chf, None, 0, 8, 0, 1)
+    inner = island & (np.asarray(chf.span_x) == 10) & (np.asarray(chf.span_y) == 10)
+    assert (reg[inner] != 0).all() and (reg[inner] & BORDER_REG == 0).all()
+
+
+def _checkerboard(n):
+    """n x n cells, every other one walkable: each span is its own sweep region."""
+    return flat_compact(np.add.outer(np.arange(n), np.arange(n)) % 2 == 0)
+
+
+@pytest.mark.parametrize("build", [build_regions_monotone, build_regions_layers])
+def test_sweep_past_32767_regions_warns_as_recast_drops_them(build):
+    # 258 x 258 checkerboard: 33282 isolated spans, one sweep region each. Recast's ids past
+    # 0x7FFF carry the tile-border flag: never filtered, no polygons. Kept for parity; said.
+    chf = _checkerboard(258)
+    ctx = BuildContext()
+    reg, max_regions = build(chf, None, 0, 0, 0, ctx=ctx)
+    flagged = (reg & BORDER_REG) != 0
+    assert int(flagged.sum()) == chf.span_count - 0x7FFF
+    assert max_regions == 0x7FFF and int(reg[~flagged].max()) == 0x7FFF
+    assert len(ctx.warnings) == 1
+    assert "more than 32767" in ctx.warnings[0] and f"{int(flagged.sum())} spans" in ctx.warnings[0]
+    assert "Raise cell_size or bake in tiles" in ctx.warnings[0]
+    # A smaller field says nothing.
+    ctx = BuildContext()
+    build(_checkerboard(40), None, 0, 0, 0, ctx=ctx)
+    assert ctx.warnings == []
+
+
+@pytest.mark.parametrize("build", [build_regions_monotone, build_regions_layers])
+def test_sweep_past_65535_regions_is_an_error_not_a_wrapped_id(build):
+    with pytest.raises(VoxNavError, match=r"ran out of region ids \(65535\).*raise cell_size"):
+        build(_checkerboard(363), None, 0, 0, 0)

@@ -1,0 +1,275 @@
+"""DetourTileCache's idea on VoxNav's tiles: obstacles rebuild only the tiles they touch.
+
+`TileCache.build` bakes a world tiled (`core.tiles`) once and keeps, per tile, its compact
+heightfield right after erosion and the bake's own area volumes (``TileResult.compact``): the
+cached intermediate data. DetourTileCache caches compressed heightfield layers instead; a
+compact heightfield is what VoxNav's stages read, so a rebuild starts from it, never from the
+triangles.
+
+Obstacles (`core.obstacles`) are added, moved, replaced or removed by id; each change marks
+**dirty** the tiles whose heightfield (tile + border) its X/Y bounds overlap, before and after
+the change. `TileCache.update` rebuilds each dirty tile with geometry: a copy of its cached
+compact heightfield, every obstacle overlapping the tile painted in id order (a quadtree range
+query), then distance field, regions, contours, polygons, detail and Detour data
+(`core.tiles.bake_tile_from_compact`), and finally swaps the tiles in the multi-tile `NavMesh`
+(``removeTile`` + ``addTile``: the neighbours relink). The result equals a full tiled bake with
+the same obstacles as area volumes (`ObstacleSet.volumes`), tile for tile.
+
+Dirty test: Recast's markers turn world positions into cells by truncation toward zero, so a
+shape ending less than one cell before a heightfield's min corner still marks its first column;
+the overlap test therefore widens the obstacle's bounds by one cell on each side (a tile rebuilt
+for nothing is identical to the old one, a tile missed would be wrong).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import cast
+
+import numpy as np
+
+from .compact import CompactHeightfield
+from .config import NavConfig
+from .errors import VoxNavError
+from .nav.navdata import NavMeshData
+from .nav.navmesh import NavMesh
+from .obstacles import Obstacle, ObstacleSet
+from .tiles import TileGrid, TileResult, bake_tile_from_compact, iter_tiles, plan_tiles
+
+F32 = np.float32
+
+
+@dataclass
+class UpdateReport:
+    """What one `TileCache.update` did."""
+
+    #: (tx, ty) of the tiles rebuilt, in build order (row by row).
+    rebuilt: list[tuple[int, int]] = field(default_factory=list)
+    #: Wall time of the rebuilds and of the relink. [Units: s]
+    rebuild_seconds: float = 0.0
+    relink_seconds: float = 0.0
+
+    @property
+    def seconds(self) -> float:
+        return self.rebuild_seconds + self.relink_seconds
+
+
+class TileCache:
+    """A tiled navmesh with temporary obstacles. Build with `TileCache.build`."""
+
+    def __init__(
+        self,
+        config: NavConfig,
+        grid: TileGrid,
+        compact: dict[tuple[int, int], CompactHeightfield],
+        tiles: dict[tuple[int, int], TileResult],
+        navmesh: NavMesh,
+    ):
+        self.config = config
+        self.grid = grid
+        #: The cached compact heightfields, one per tile with geometry (never modified).
+        self.compact = compact
+        #: The current tile results, one per tile with polygons.
+        self.tiles = tiles
+        self.navmesh = navmesh
+        lo_x, lo_y, hi_x, hi_y = self._tile_rects()
+        pad = float(grid.cs)
+        self.obstacles = ObstacleSet(
+            bounds=(lo_x.min() - pad, lo_y.min() - pad, hi_x.max() + pad, hi_y.max() + pad)
+        )
+        self._dirty: set[tuple[int, int]] = set()
+        #: Tiles rebuilt since the cache was built (counts every `update`).
+        self.rebuild_count = 0
+
+    @classmethod
+    def build(
+        cls,
+        verts,
+        tris,
+        config: NavConfig | None = None,
+        tile_size: int | None = None,
+        *,
+        volumes: tuple = (),
+        executor: cf.Executor | None = None,
+        workers: int | None = None,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> TileCache:
+        """Bake tiled (see `core.tiles.bake_tiled`; same arguments) and keep every tile's
+        compact heightfield for rebuilds. verts float32 (n, 3) Z-up [Units: wu].
+        ``progress(done, total)`` after each tile with geometry (total: tiles of the grid)."""
+        plan = plan_tiles(verts, tris, config, tile_size, volumes=volumes)
+        compact: dict[tuple[int, int], CompactHeightfield] = {}
+        tiles: dict[tuple[int, int], TileResult] = {}
+        total = plan.grid.tiles_w * plan.grid.tiles_h
+        for done, result in enumerate(
+            iter_tiles(plan, executor=executor, workers=workers, keep_compact=True), 1
+        ):
+            if progress is not None:
+                progress(done, total)
+            key = (result.tx, result.ty)
+            if result.compact is not None:
+                compact[key] = result.compact
+                result.compact = None
+            if result.has_data:
+                tiles[key] = result
+        from .tiles import TiledBake
+
+        bake = TiledBake(plan.config, plan.grid, list(tiles.values()))
+        return cls(plan.config, plan.grid, compact, tiles, bake.navmesh())
+
+    # -- tiles ----------------------------------------------------------------------------------
+
+    def _tile_rects(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """float32 heightfield rectangles (tile + border) of every tile column and row, as
+        `TileGrid.build_bounds` computes them: lo_x, lo_y (per tx, per ty), hi_x, hi_y."""
+        g = self.grid
+        tcs = g.tile_world_size
+        pad = F32(F32(g.border_size) * g.cs)
+        tx = np.arange(g.tiles_w, dtype=F32)
+        ty = np.arange(g.tiles_h, dtype=F32)
+        lo_x = (g.bmin[0] + tx * tcs).astype(F32) - pad
+        hi_x = (g.bmin[0] + (tx + F32(1)) * tcs).astype(F32) + pad
+        lo_y = (g.bmin[1] + ty * tcs).astype(F32) - pad
+        hi_y = (g.bmin[1] + (ty + F32(1)) * tcs).astype(F32) + pad
+        return lo_x, lo_y, hi_x, hi_y
+
+    def tiles_touched(self, box_xy) -> list[tuple[int, int]]:
+        """(tx, ty) of every tile of the grid whose heightfield (tile + border) an X/Y box
+        (xmin, ymin, xmax, ymax) [Units: wu], widened by one cell, overlaps; row by row."""
+        b = np.asarray(box_xy, dtype=np.float64).reshape(4)
+        pad = float(self.grid.cs)
+        lo_x, lo_y, hi_x, hi_y = (r.astype(np.float64) for r in self._tile_rects())
+        xs = np.nonzero((lo_x <= b[2] + pad) & (hi_x >= b[0] - pad))[0]
+        ys = np.nonzero((lo_y <= b[3] + pad) & (hi_y >= b[1] - pad))[0]
+        return [(int(x), int(y)) for y in ys for x in xs]
+
+    def _check_inside(self, obstacle: Obstacle) -> None:
+        if self.tiles_touched(obstacle.box_xy()):
+            return
+        g = self.grid
+        lo_x, lo_y, hi_x, hi_y = self._tile_rects()
+        x0, y0, x1, y1 = obstacle.box_xy()
+        raise VoxNavError(
+            f"the {obstacle.kind} obstacle at x {x0:g}..{x1:g}, y {y0:g}..{y1:g} is outside every "
+            f"tile: the {g.tiles_w} x {g.tiles_h} tiles cover x {lo_x.min():g}..{hi_x.max():g}, "
+            f"y {lo_y.min():g}..{hi_y.max():g}; place it over the baked world"
+        )
+
+    @property
+    def dirty(self) -> list[tuple[int, int]]:
+        """Tiles waiting for `update`, row by row."""
+        return sorted(self._dirty, key=lambda k: (k[1], k[0]))
+
+    def _mark(self, boxes: np.ndarray) -> None:
+        for box_xy in boxes:
+            self._dirty.update(self.tiles_touched(box_xy))
+
+    # -- obstacles ------------------------------------------------------------------------------
+
+    def add(self, obstacle: Obstacle) -> int:
+        """Add an obstacle (checked; outside every tile is a `VoxNavError`); returns its id.
+        Its tiles are dirty until `update`."""
+        self._check_inside(obstacle.check())
+        obstacle_id = self.obstacles.add(obstacle)
+        self._mark(self.obstacles.take_changes())
+        return obstacle_id
+
+    def remove(self, obstacle_id: int) -> Obstacle:
+        """Remove an obstacle by id (unknown: `VoxNavError`); returns its shape."""
+        shape = self.obstacles.remove(obstacle_id)
+        self._mark(self.obstacles.take_changes())
+        return shape
+
+    def replace(self, obstacle_id: int, obstacle: Obstacle) -> None:
+        """Give an obstacle a new shape or place, keeping its id."""
+        self.obstacles.get(obstacle_id)
+        self._check_inside(obstacle.check())
+        self.obstacles.replace(obstacle_id, obstacle)
+        self._mark(self.obstacles.take_changes())
+
+    def move(self, obstacle_id: int, position) -> None:
+        """Move an obstacle's position (see `Obstacle.position`). [Units: wu]"""
+        self.replace(obstacle_id, self.obstacles.get(obstacle_id).moved_to(position))
+
+    def overlay(self) -> tuple[np.ndarray, ...]:
+        """The current navigation overlay (see `tile_overlay`), tiles in build order."""
+        keys = sorted(self.tiles, key=lambda k: (k[1], k[0]))
+        return tile_overlay([self.tiles[k] for k in keys])
+
+    # -- rebuilding -----------------------------------------------------------------------------
+
+    def rebuild_tile(self, tx: int, ty: int) -> TileResult | None:
+        """The tile rebuilt from its cache with the obstacles overlapping it, or None when the
+        tile has no geometry. Changes nothing here (see `update`)."""
+        chf = self.compact.get((tx, ty))
+        if chf is None:
+            return None
+        lo_x, lo_y, hi_x, hi_y = self._tile_rects()
+        pad = float(self.grid.cs)
+        rect = (lo_x[tx] - pad, lo_y[ty] - pad, hi_x[tx] + pad, hi_y[ty] + pad)
+        area = chf.area
+        for volume in self.obstacles.volumes(self.obstacles.touching(rect)):
+            area = volume.apply(_with_area(chf, area))
+        return bake_tile_from_compact(tx, ty, _with_area(chf, area), self.config)
+
+    def update(self) -> UpdateReport:
+        """Rebuild the dirty tiles and relink them into a new `navmesh` (a copy of the old one
+        with those tiles replaced; the old object is not modified, so queries made on it stay
+        valid; make a new query object for the new one). All tiles are rebuilt before the
+        navmesh changes: if one fails, the error propagates, the navmesh and the tiles stay as
+        they were and the tiles stay dirty."""
+        report = UpdateReport()
+        start = time.perf_counter()
+        fresh: dict[tuple[int, int], TileResult | None] = {}
+        for key in self.dirty:
+            if key in self.compact:
+                fresh[key] = self.rebuild_tile(*key)
+        report.rebuild_seconds = time.perf_counter() - start
+        start = time.perf_counter()
+        gone = [key for key in fresh if key in self.tiles]
+        kept = {k: r for k, r in fresh.items() if r is not None and r.has_data}
+        # Relink a copy and swap it in: the previous navmesh (and queries on it) stay valid.
+        navmesh = self.navmesh.copy()
+        navmesh.replace_tiles(gone, [cast(NavMeshData, r.navdata) for r in kept.values()])
+        self.navmesh = navmesh
+        for key in gone:
+            del self.tiles[key]
+        self.tiles.update(kept)
+        report.relink_seconds = time.perf_counter() - start
+        report.rebuilt = list(fresh)
+        self.rebuild_count += len(fresh)
+        self._dirty.clear()
+        return report
+
+
+def tile_overlay(tiles) -> tuple[np.ndarray, ...]:
+    """The navigation overlay of tile results (`TileResult` s with data): every tile's detail
+    triangles in world units, Z-up, at the walkable surface, as
+    `core.pipeline.BakeResult.overlay` returns them (verts float32 (k, 3), face_sizes,
+    face_verts, face_region, face_poly int32); regions and polygon ids are made unique across
+    tiles (tile order) so neighbouring tiles' regions colour apart."""
+    from .pipeline import _detail_overlay
+
+    parts = [_detail_overlay(t.detail, t.polymesh) for t in tiles if t.has_data]
+    if not parts:
+        empty = np.zeros(0, dtype=np.int32)
+        return np.zeros((0, 3), dtype=np.float32), empty, empty, empty, empty
+    vbase = np.cumsum([0] + [p[0].shape[0] for p in parts])
+    rbase = np.cumsum([0] + [int(p[3].max()) + 1 if p[3].size else 0 for p in parts])
+    pbase = np.cumsum([0] + [int(p[4].max()) + 1 if p[4].size else 0 for p in parts])
+    return (
+        np.concatenate([p[0] for p in parts]).astype(np.float32),
+        np.concatenate([p[1] for p in parts]).astype(np.int32),
+        np.concatenate([p[2] + vbase[i] for i, p in enumerate(parts)]).astype(np.int32),
+        np.concatenate([p[3] + rbase[i] for i, p in enumerate(parts)]).astype(np.int32),
+        np.concatenate([p[4] + pbase[i] for i, p in enumerate(parts)]).astype(np.int32),
+    )
+
+
+def _with_area(chf: CompactHeightfield, area: np.ndarray) -> CompactHeightfield:
+    from dataclasses import replace
+
+    return replace(chf, area=area)

@@ -1,0 +1,731 @@
+"""Tiled bakes: RecastDemo's tile-mesh pipeline (``Sample_TileMesh::buildTileMesh``), exact.
+
+The world's grid (``bmin``..``bmax`` of all vertices, or the config's bounds) is cut into square
+tiles of ``tile_size`` cells; tile (tx, ty) covers columns ``tx*tile_size ..`` on X and rows
+``ty*tile_size ..`` on Y. Each tile is baked on its own heightfield of
+``tile_size + 2*border_size`` cells a side, ``border_size = walkable_radius + 3`` cells, whose
+bounds are the tile's bounds widened by the border (float32, Recast's arithmetic):
+
+    tile bmin.x = world bmin.x + tx * (tile_size * cs)        (same for y with ty)
+    heightfield bmin.x = tile bmin.x - border_size * cs       (bmax likewise, + border)
+
+The tile rasterizes the triangle chunks of `core.chunky` (RecastDemo's ``PartitionedMesh``,
+256 triangles each) whose bounds overlap the widened tile, chunk after chunk, then runs the
+solo pipeline's stages with the border: regions paint the border strips as border regions,
+contours drop them and shift vertices by the border, the polygon mesh removes border vertices
+and marks the edges on the tile's sides as portals (``0x8000 | dir``), the detail mesh samples
+the bordered compact heightfield. A tile whose widened bounds meet no chunk, or that ends with
+no contour, has no data (RecastDemo skips it).
+
+Work units are picklable (`TileJob` carries only its own triangles; `bake_tile_job` is a
+top-level function), so any `concurrent.futures.Executor` runs them: a process pool by
+default, or a Dask ``distributed`` client's executor, Ray's, ... `iter_tiles` streams results in
+build order (row by row) while keeping at most ``max_in_flight`` tiles submitted, so memory is
+bounded by the tiles in flight, not the world. `bake_tiled` collects every tile's
+`TileResult` (polygon mesh, detail mesh, Detour tile data) and `TiledBake.navmesh` links them
+into one multi-tile `core.nav.navmesh.NavMesh`.
+
+Cached intermediate data (for rebuilding a tile, e.g. temporary obstacles): with
+``keep_compact=True`` a `TileResult` keeps its compact heightfield right after erosion and the
+area volumes (``TileResult.compact``, before the distance field); `bake_tile_from_compact`
+runs the remaining stages (distance field, regions, contours, polygons, detail, Detour data)
+from such a copy, so a caller may mark areas on ``compact.area`` and rebuild the tile without
+touching the triangles.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import os
+from collections import deque
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from . import filters, rasterize
+from .area import erode_walkable_area
+from .chunky import TRIS_PER_CHUNK, PartitionedMesh, partition_mesh
+from .compact import CompactHeightfield, build_compact_heightfield
+from .config import DerivedConfig, NavConfig, grid_size
+from .context import BuildContext
+from .contours import build_contours
+from .detail import PolyMeshDetail, build_poly_mesh_detail
+from .errors import VoxNavError
+from .polymesh import PolyMesh, build_poly_mesh
+from .regions import build_distance_field
+
+F32 = np.float32
+#: Smallest tile size. [Units: cells] Below this a tile's border outweighs its interior (and
+#: RecastDemo's slider starts at 16).
+MIN_TILE_SIZE = 8
+#: Largest tile size. [Units: cells] A Detour tile holds fewer than 65535 vertices.
+MAX_TILE_SIZE = 4096
+#: Detour's polygon ref bits shared by the tile and polygon indices (RecastDemo's rule).
+REF_BITS = 22
+MAX_TILE_BITS = 14
+
+TileProgress = Callable[[int, int, "TileResult"], None]
+
+
+# ------------------------------------------------------------------------------------- tiling
+@dataclass(frozen=True)
+class TileGrid:
+    """The tile layout of a world. Z-up world frame; tile (tx, ty) is tile_x tx, tile_y ty.
+
+    bmin/bmax float32 (3,) the world grid's corners [Units: wu]; cs cell size [Units: wu];
+    width/height the world grid [Units: cells]; tile_size, border_size [Units: cells];
+    tiles_w, tiles_h the tile counts on X and Y.
+    """
+
+    bmin: np.ndarray
+    bmax: np.ndarray
+    cs: np.float32
+    width: int
+    height: int
+    tile_size: int
+    border_size: int
+    tiles_w: int
+    tiles_h: int
+
+    @classmethod
+    def create(cls, bmin, bmax, config: NavConfig, tile_size: int) -> TileGrid:
+        """The grid RecastDemo lays over bmin..bmax (``buildAllTiles``)."""
+        tile_size = check_tile_size(tile_size)
+        derived = config.derived()
+        bmin = np.asarray(bmin, dtype=F32).copy()
+        bmax = np.asarray(bmax, dtype=F32).copy()
+        width, height = grid_size(bmin, bmax, derived.cs)
+        return cls(
+            bmin=bmin,
+            bmax=bmax,
+            cs=F32(derived.cs),
+            width=width,
+            height=height,
+            tile_size=tile_size,
+            border_size=derived.walkable_radius + 3,
+            tiles_w=(width + tile_size - 1) // tile_size,
+            tiles_h=(height + tile_size - 1) // tile_size,
+        )
+
+    @property
+    def tile_world_size(self) -> np.float32:
+        """tile_size * cs in float32 (RecastDemo's tileCellSize). [Units: wu]"""
+        return F32(F32(self.tile_size) * self.cs)
+
+    @property
+    def max_tiles(self) -> int:
+        """RecastDemo's maxTiles: 2**min(ilog2(nextPow2(tiles_w * tiles_h)), 14)."""
+        return 1 << self._tile_bits()
+
+    @property
+    def max_polys(self) -> int:
+        """RecastDemo's maxPolysPerTile: 2**(22 - tile bits)."""
+        return 1 << (REF_BITS - self._tile_bits())
+
+    def _tile_bits(self) -> int:
+        n = max(self.tiles_w * self.tiles_h, 1)
+        return min((n - 1).bit_length(), MAX_TILE_BITS)
+
+    def tile_bounds(self, tx: int, ty: int) -> tuple[np.ndarray, np.ndarray]:
+        """The tile's own bounds (no border), float32 Z-up, z = the world's. [Units: wu]"""
+        tcs = self.tile_world_size
+        lo = self.bmin.copy()
+        hi = self.bmax.copy()
+        lo[0] = self.bmin[0] + F32(tx) * tcs
+        lo[1] = self.bmin[1] + F32(ty) * tcs
+        hi[0] = self.bmin[0] + F32(tx + 1) * tcs
+        hi[1] = self.bmin[1] + F32(ty + 1) * tcs
+        return lo, hi
+
+    def build_bounds(self, tx: int, ty: int) -> tuple[np.ndarray, np.ndarray]:
+        """The tile's heightfield bounds: its bounds widened by the border. [Units: wu]"""
+        lo, hi = self.tile_bounds(tx, ty)
+        pad = F32(F32(self.border_size) * self.cs)
+        lo[:2] = lo[:2] - pad
+        hi[:2] = hi[:2] + pad
+        return lo, hi
+
+    def tiles(self) -> Iterator[tuple[int, int]]:
+        """(tx, ty) in RecastDemo's build order: row by row (ty outer), x inner."""
+        for ty in range(self.tiles_h):
+            for tx in range(self.tiles_w):
+                yield tx, ty
+
+
+def check_tile_size(tile_size) -> int:
+    """A valid tile size as int; `VoxNavError` otherwise. [Limit: 8..4096 cells]"""
+    try:
+        value = int(tile_size)
+    except (TypeError, ValueError):
+        raise VoxNavError(f"tile_size must be a whole number of cells, got {tile_size!r}") from None
+    if value != tile_size or not MIN_TILE_SIZE <= value <= MAX_TILE_SIZE:
+        raise VoxNavError(
+            f"tile_size must be 0 (one solo mesh) or {MIN_TILE_SIZE}..{MAX_TILE_SIZE} cells, got "
+            f"{tile_size!r}: use tile_size >= {MIN_TILE_SIZE} (RecastDemo uses 32..128)"
+        )
+    return value
+
+
+# -------------------------------------------------------------------------------- tile work
+@dataclass
+class TileJob:
+    """One tile's input, self-contained and picklable (what an executor ships to a worker).
+
+    verts float32 (k, 3) Z-up [Units: wu] and tris int32 (m, 3) are only the triangles of the
+    chunks overlapping the widened tile, in chunk order (indices local to ``verts``).
+    """
+
+    tx: int
+    ty: int
+    config: NavConfig
+    #: float32 (3,) heightfield corners (tile + border), Z-up. [Units: wu]
+    bmin: np.ndarray
+    bmax: np.ndarray
+    tile_size: int
+    border_size: int
+    verts: np.ndarray
+    tris: np.ndarray
+    volumes: tuple = ()
+    keep_compact: bool = False
+    make_navdata: bool = True
+
+
+@dataclass
+class TileResult:
+    """One baked tile. ``polymesh`` is None (and the tile has no data) when RecastDemo would
+    skip it: no chunk overlaps it or it has no contour.
+
+    polymesh/detail: in the tile's own frame (`PolyMesh` cell coordinates from the tile's
+    polymesh bmin = tile bounds, ``border_size`` set; vertex ids local to the tile; an edge on
+    the tile's side has neighbour ``0x8000 | dir``). navdata: Detour's tile data
+    (`core.nav.navdata.NavMeshData`, tile_x = tx, tile_y = ty) or None.
+    """
+
+    tx: int
+    ty: int
+    #: Triangles rasterized (the overlapping chunks' sizes summed).
+    input_tris: int = 0
+    #: Spans of the tile's solid heightfield.
+    hf_spans: int = 0
+    nconts: int = 0
+    polymesh: PolyMesh | None = None
+    detail: PolyMeshDetail | None = None
+    navdata: object | None = None
+    #: The compact heightfield after erosion and volumes (only with keep_compact).
+    compact: CompactHeightfield | None = None
+    timings: dict[str, float] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def has_data(self) -> bool:
+        return self.polymesh is not None and self.polymesh.npolys > 0
+
+    @property
+    def npolys(self) -> int:
+        return 0 if self.polymesh is None else self.polymesh.npolys
+
+
+def bake_tile_job(job: TileJob) -> TileResult:
+    """Bake one tile (``buildTileMesh``): picklable top-level entry point for executors."""
+    config = job.config
+    derived = config.derived()
+    ctx = BuildContext()
+    result = TileResult(tx=job.tx, ty=job.ty, input_tris=int(job.tris.shape[0]))
+    if job.tris.shape[0] == 0:
+        return result
+    width = height = job.tile_size + 2 * job.border_size
+    with ctx.stage("mark"):
+        areas = rasterize.mark_walkable_triangles(
+            job.verts, job.tris, config.agent_max_slope, ctx=ctx
+        )
+    with ctx.stage("rasterize"):
+        hf = rasterize.rasterize_triangles(
+            job.verts, job.tris, areas, job.bmin, job.bmax, derived.cs, derived.ch,
+            width, height, derived.walkable_climb, ctx=ctx,
+        )  # fmt: skip
+    if config.filter_low_hanging_obstacles:
+        with ctx.stage("filter_low_hanging"):
+            hf = hf.copy(area=filters.filter_low_hanging_obstacles(hf, derived.walkable_climb))
+    if config.filter_ledge_spans:
+        with ctx.stage("filter_ledge"):
+            hf = hf.copy(
+                area=filters.filter_ledge_spans(hf, derived.walkable_height, derived.walkable_climb)
+            )
+    if config.filter_walkable_low_height_spans:
+        with ctx.stage("filter_low_height"):
+            hf = hf.copy(area=filters.filter_walkable_low_height_spans(hf, derived.walkable_height))
+    result.hf_spans = hf.span_count
+    with ctx.stage("compact"):
+        chf = build_compact_heightfield(
+            hf, derived.walkable_height, derived.walkable_climb, ctx=ctx
+        )
+    del hf
+    with ctx.stage("erode"):
+        chf.area = erode_walkable_area(chf, derived.walkable_radius, ctx=ctx)
+    for volume in job.volumes:
+        chf.area = volume.apply(chf)
+    chf.border_size = job.border_size
+    if job.keep_compact:
+        result.compact = replace(chf, area=chf.area.copy())
+    _finish_tile(result, chf, config, derived, ctx, job.make_navdata)
+    return result
+
+
+def bake_tile_from_compact(
+    tx: int,
+    ty: int,
+    chf: CompactHeightfield,
+    config: NavConfig,
+    *,
+    make_navdata: bool = True,
+) -> TileResult:
+    """Rebuild a tile from its cached compact heightfield (after erosion; areas may have been
+    changed since, e.g. obstacles marked with area 0): distance field, regions with the
+    border, contours, polygons, detail and Detour data. ``chf`` is not modified; its
+    ``border_size`` must be the tile's border. [Units: cells]
+    """
+    derived = config.derived()
+    work = replace(chf, area=chf.area.copy(), dist=None, reg=None)
+    result = TileResult(tx=tx, ty=ty)
+    ctx = BuildContext()
+    _finish_tile(result, work, config, derived, ctx, make_navdata)
+    return result
+
+
+def _finish_tile(
+    result: TileResult,
+    chf: CompactHeightfield,
+    config: NavConfig,
+    derived: DerivedConfig,
+    ctx: BuildContext,
+    make_navdata: bool,
+) -> None:
+    from .pipeline import PARTITION_BUILDERS
+
+    border = int(chf.border_size)
+    if config.partition == "watershed":
+        with ctx.stage("distance"):
+            _, dist, max_distance = build_distance_field(chf, ctx=ctx)
+        chf.dist, chf.max_distance = dist, max_distance
+    else:
+        dist = np.zeros(chf.span_count, dtype=np.uint16)
+        max_distance = 0
+    with ctx.stage("regions"):
+        partition = PARTITION_BUILDERS[config.partition]
+        reg, max_regions = partition(
+            chf, dist, max_distance, derived.min_region_area, derived.merge_region_area,
+            border, ctx=ctx,
+        )  # fmt: skip
+    chf.reg, chf.max_regions = reg, max_regions
+    with ctx.stage("contours"):
+        cset = build_contours(
+            chf, float(derived.max_simplification_error), derived.max_edge_len, ctx=ctx
+        )
+    result.nconts = cset.nconts
+    if cset.nconts == 0:
+        result.timings, result.warnings = ctx.timings, ctx.warnings
+        return
+    with ctx.stage("polymesh"):
+        pmesh = build_poly_mesh(cset, derived.max_verts_per_poly, ctx=ctx)
+    with ctx.stage("detail"):
+        dmesh = build_poly_mesh_detail(
+            pmesh,
+            chf,
+            float(derived.detail_sample_dist),
+            float(derived.detail_sample_max_error),
+            ctx=ctx,
+        )
+    result.polymesh, result.detail = pmesh, dmesh
+    if make_navdata and pmesh.npolys > 0:
+        from .nav.navdata import create_nav_mesh_data
+
+        with ctx.stage("navdata"):
+            result.navdata = create_nav_mesh_data(
+                pmesh,
+                dmesh,
+                walkable_height=float(config.agent_height),
+                walkable_radius=float(config.agent_radius),
+                walkable_climb=float(config.agent_max_climb),
+                tile_x=result.tx,
+                tile_y=result.ty,
+            )
+    result.timings, result.warnings = ctx.timings, ctx.warnings
+
+
+# ------------------------------------------------------------------------------- the planner
+@dataclass
+class TilePlan:
+    """A world prepared for tiled baking: checked input, tile grid and triangle chunks."""
+
+    config: NavConfig
+    grid: TileGrid
+    verts: np.ndarray
+    tris: np.ndarray
+    chunks: PartitionedMesh
+    volumes: tuple = ()
+
+    def job(self, tx: int, ty: int, keep_compact: bool = False, make_navdata: bool = True):
+        """The `TileJob` of tile (tx, ty), or None when no chunk overlaps its widened bounds."""
+        if not (0 <= tx < self.grid.tiles_w and 0 <= ty < self.grid.tiles_h):
+            raise VoxNavError(
+                f"tile ({tx}, {ty}) is outside the {self.grid.tiles_w} x {self.grid.tiles_h} "
+                "tile grid"
+            )
+        lo, hi = self.grid.build_bounds(tx, ty)
+        nodes = self.chunks.nodes_overlapping_rect(lo[:2], hi[:2])
+        if nodes.shape[0] == 0:
+            return None
+        tri_ids = self.chunks.chunk_triangles(nodes)
+        tile_tris = self.tris[tri_ids]
+        used, local = np.unique(tile_tris, return_inverse=True)
+        return TileJob(
+            tx=tx,
+            ty=ty,
+            config=self.config,
+            bmin=lo,
+            bmax=hi,
+            tile_size=self.grid.tile_size,
+            border_size=self.grid.border_size,
+            verts=self.verts[used],
+            tris=local.reshape(-1, 3).astype(np.int32),
+            volumes=self.volumes,
+            keep_compact=keep_compact,
+            make_navdata=make_navdata,
+        )
+
+
+def plan_tiles(
+    verts,
+    tris,
+    config: NavConfig | None = None,
+    tile_size: int | None = None,
+    *,
+    volumes: tuple = (),
+    tris_per_chunk: int = TRIS_PER_CHUNK,
+) -> TilePlan:
+    """Check the input, lay the tile grid and chunk the triangles (RecastDemo's load step).
+
+    verts float32 (n, 3) Z-up [Units: wu]; tris int (m, 3); tile_size [Units: cells]
+    [Limit: 8..4096] (default: ``config.tile_size``; 0 is refused here: use the solo bake).
+    """
+    from .pipeline import check_input, grid_bounds
+
+    config = (config or NavConfig()).validate()
+    if tile_size is None:
+        tile_size = int(getattr(config, "tile_size", 0))
+    tile_size = check_tile_size(tile_size)
+    for volume in volumes:
+        volume.validate()
+    verts, tris = check_input(verts, tris)
+    bmin, bmax = grid_bounds(verts, config)
+    grid = TileGrid.create(bmin, bmax, config, tile_size)
+    if grid.width < 1 or grid.height < 1:
+        raise VoxNavError(
+            f"the geometry is smaller than one cell ({grid.width} x {grid.height} columns at "
+            f"cell_size {config.cell_size:g}): lower cell_size"
+        )
+    chunks = partition_mesh(verts, tris, tris_per_chunk)
+    return TilePlan(config, grid, verts, tris, chunks, tuple(volumes))
+
+
+# ------------------------------------------------------------------------------- execution
+class TileBakeError(VoxNavError):
+    """A tile failed to bake (its tile coordinates are in the message and attributes)."""
+
+    def __init__(self, tx: int, ty: int, cause: BaseException):
+        super().__init__(
+            f"tile ({tx}, {ty}) failed to bake: {type(cause).__name__}: {cause}; nothing was "
+            "written (the previous navmesh, if any, is unchanged)"
+        )
+        self.tx, self.ty, self.cause = tx, ty, cause
+
+
+def default_workers() -> int:
+    """Processes of the default pool: every core the process may use."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def iter_tiles(
+    plan: TilePlan,
+    *,
+    executor: cf.Executor | None = None,
+    workers: int | None = None,
+    max_in_flight: int | None = None,
+    keep_compact: bool = False,
+    make_navdata: bool = True,
+) -> Iterator[TileResult]:
+    """Bake every tile with data, yielding `TileResult` s in build order (row by row).
+
+    executor: any `concurrent.futures.Executor` (a Dask ``distributed`` client's
+    ``get_executor()``, Ray's, a thread or process pool); None = a process pool of
+    ``workers`` processes (default: all cores), or in this process when ``workers`` is 1.
+    At most ``max_in_flight`` tiles (default 2 per worker, at least 2) are submitted at a
+    time, so memory holds only those tiles' inputs and results plus what the caller keeps.
+    A failing tile raises `TileBakeError` naming the tile; the remaining tiles are cancelled.
+    """
+    jobs = (
+        job
+        for tx, ty in plan.grid.tiles()
+        if (job := plan.job(tx, ty, keep_compact, make_navdata)) is not None
+    )
+    n_workers = workers if workers is not None else default_workers()
+    if n_workers < 1:
+        raise VoxNavError(f"workers must be at least 1, got {n_workers}")
+    if executor is None and n_workers == 1:
+        for job in jobs:
+            yield _run_local(job)
+        return
+    own = executor is None
+    if own:
+        executor = cf.ProcessPoolExecutor(max_workers=n_workers)
+    assert executor is not None
+    window = max_in_flight if max_in_flight is not None else max(2, 2 * n_workers)
+    pending: deque[tuple[TileJob, cf.Future]] = deque()
+    try:
+        for job in jobs:
+            pending.append((job, executor.submit(bake_tile_job, job)))
+            if len(pending) >= window:
+                yield _collect(*pending.popleft())
+        while pending:
+            yield _collect(*pending.popleft())
+    finally:
+        for _, future in pending:
+            future.cancel()
+        if own:
+            executor.shutdown(wait=True, cancel_futures=True)
+
+
+def _run_local(job: TileJob) -> TileResult:
+    try:
+        return bake_tile_job(job)
+    except Exception as exc:
+        raise TileBakeError(job.tx, job.ty, exc) from exc
+
+
+def _collect(job: TileJob, future: cf.Future) -> TileResult:
+    try:
+        return future.result()
+    except Exception as exc:
+        raise TileBakeError(job.tx, job.ty, exc) from exc
+
+
+@dataclass
+class TiledBake:
+    """A whole tiled bake: the grid and every tile with data, in build order."""
+
+    config: NavConfig
+    grid: TileGrid
+    tiles: list[TileResult]
+    #: Tiles whose widened bounds met a chunk (baked, with or without data).
+    tiles_built: int = 0
+    warnings: list[str] = field(default_factory=list)
+    timings: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def npolys(self) -> int:
+        return sum(t.npolys for t in self.tiles)
+
+    @property
+    def empty(self) -> bool:
+        return self.npolys == 0
+
+    def navmesh_params(self):
+        """Detour's dtNavMeshParams as RecastDemo sets them (Y-up orig = world bmin)."""
+        from .nav.navmesh import NavMeshParams
+
+        g = self.grid
+        return NavMeshParams(
+            orig=np.asarray(g.bmin, dtype=F32)[[0, 2, 1]].copy(),
+            tile_width=float(g.tile_world_size),
+            tile_height=float(g.tile_world_size),
+            max_tiles=g.max_tiles,
+            max_polys=g.max_polys,
+        )
+
+    def navdata(self) -> list:
+        """The Detour tiles (`NavMeshData`) in build order."""
+        return [t.navdata for t in self.tiles if t.navdata is not None]
+
+    def navmesh(self):
+        """A multi-tile `core.nav.navmesh.NavMesh` with every tile added (and linked)."""
+        from .nav.navmesh import NavMesh
+
+        mesh = NavMesh(self.navmesh_params())
+        for data in self.navdata():
+            mesh.add_tile(data)
+        return mesh
+
+
+def bake_tiled(
+    verts,
+    tris,
+    config: NavConfig | None = None,
+    tile_size: int | None = None,
+    *,
+    executor: cf.Executor | None = None,
+    workers: int | None = None,
+    volumes: tuple = (),
+    keep_compact: bool = False,
+    progress: TileProgress | None = None,
+) -> TiledBake:
+    """Tiled bake of a Z-up triangle soup (see the module docstring); tiles with data only.
+
+    `plan_tiles` then `bake_plan`. Raises `VoxNavError` for bad input and `TileBakeError`
+    when a tile fails.
+    """
+    import time
+
+    start = time.perf_counter()
+    plan = plan_tiles(verts, tris, config, tile_size, volumes=volumes)
+    seconds = time.perf_counter() - start
+    out = bake_plan(
+        plan, executor=executor, workers=workers, keep_compact=keep_compact, progress=progress
+    )
+    out.timings = {"plan": seconds, **out.timings}
+    out.timings["total"] += seconds
+    return out
+
+
+def bake_plan(
+    plan: TilePlan,
+    *,
+    executor: cf.Executor | None = None,
+    workers: int | None = None,
+    keep_compact: bool = False,
+    progress: TileProgress | None = None,
+) -> TiledBake:
+    """Bake every tile of a `TilePlan` (see `iter_tiles` for ``executor`` and ``workers``)
+    and keep each tile's results (not its inputs or intermediates, unless ``keep_compact``).
+
+    ``progress(done, total, tile)`` is called after each tile in build order (total = tiles
+    in the grid; tiles that meet no triangle are not baked and not reported).
+    """
+    import time
+
+    start = time.perf_counter()
+    total = plan.grid.tiles_w * plan.grid.tiles_h
+    tiles: list[TileResult] = []
+    warnings: list[str] = []
+    built = 0
+    timings: dict[str, float] = {}
+    for result in iter_tiles(plan, executor=executor, workers=workers, keep_compact=keep_compact):
+        built += 1
+        for w in result.warnings:
+            text = f"tile ({result.tx}, {result.ty}): {w}"
+            if text not in warnings:
+                warnings.append(text)
+        for stage, seconds in result.timings.items():
+            timings[stage] = timings.get(stage, 0.0) + seconds
+        if result.has_data:
+            tiles.append(result)
+        if progress is not None:
+            progress(built, total, result)
+    out = TiledBake(plan.config, plan.grid, tiles, built, warnings)
+    #: Stage times are summed over tiles (CPU seconds across workers); total is wall time.
+    out.timings = {**timings, "total": time.perf_counter() - start}
+    if out.empty:
+        out.warnings.append(
+            "the navigation mesh is empty (0 polygons in every tile): check the walkable "
+            "settings, or bake without tiles to see the likely cause"
+        )
+    return out
+
+
+def tiled_dump_arrays(bake: TiledBake) -> dict[str, np.ndarray | np.generic]:
+    """The ``tiled_*``, ``tilegrid_npolys``, ``tile_*`` and ``count_tile*`` arrays of the
+    reference format (``../shared/reference/README.md``), Recast's Y-up frame."""
+    g = bake.grid
+    tiles = bake.tiles
+    grid_polys = np.zeros((g.tiles_h, g.tiles_w), dtype=np.int32)
+    for t in tiles:
+        grid_polys[t.ty, t.tx] = t.npolys
+    pm: list[PolyMesh] = [t.polymesh for t in tiles if t.polymesh is not None]
+    dm: list[PolyMeshDetail] = [t.detail for t in tiles if t.detail is not None]
+    if len(pm) != len(tiles) or len(dm) != len(tiles):
+        raise VoxNavError("a tile with polygons lacks its polygon or detail mesh")
+
+    def starts(counts: list[int]) -> np.ndarray:
+        out = np.zeros(len(counts), dtype=np.int64)
+        if counts:
+            out[1:] = np.cumsum(counts)[:-1]
+        return out
+
+    def cat(arrays: list[np.ndarray], shape: tuple[int, ...], dtype) -> np.ndarray:
+        return np.concatenate(arrays).astype(dtype) if arrays else np.zeros(shape, dtype)
+
+    nverts = [p.nverts for p in pm]
+    npolys = [p.npolys for p in pm]
+    nvp2 = 2 * int(pm[0].nvp) if pm else 12
+    ids = np.arange(len(tiles), dtype=np.int32)
+    return {
+        "tiled_tile_size": np.int64(g.tile_size),
+        "tiled_border_size": np.int64(g.border_size),
+        "tiled_tiles_w": np.int64(g.tiles_w),
+        "tiled_tiles_h": np.int64(g.tiles_h),
+        "tiled_max_tiles": np.int64(g.max_tiles),
+        "tiled_max_polys": np.int64(g.max_polys),
+        "tilegrid_npolys": grid_polys,
+        "tile_x": np.array([t.tx for t in tiles], dtype=np.int32),
+        "tile_y": np.array([t.ty for t in tiles], dtype=np.int32),
+        "tile_pmesh_nverts": np.array(nverts, dtype=np.int32),
+        "tile_pmesh_npolys": np.array(npolys, dtype=np.int32),
+        "tile_dmesh_nverts": np.array([d.nverts for d in dm], dtype=np.int32),
+        "tile_dmesh_ntris": np.array([d.ntris for d in dm], dtype=np.int32),
+        "tile_nconts": np.array([t.nconts for t in tiles], dtype=np.int32),
+        "tile_input_tris": np.array([t.input_tris for t in tiles], dtype=np.int32),
+        "tile_hf_spans": np.array([t.hf_spans for t in tiles], dtype=np.int32),
+        "tile_pmesh_bmin": np.array(
+            [np.asarray(p.bmin, F32)[[0, 2, 1]] for p in pm],
+            dtype=F32,
+        ).reshape(-1, 3),
+        "tile_pmesh_bmax": np.array(
+            [np.asarray(p.bmax, F32)[[0, 2, 1]] for p in pm],
+            dtype=F32,
+        ).reshape(-1, 3),
+        "tile_pmesh_verts_start": starts(nverts),
+        "tile_pmesh_polys_start": starts(npolys),
+        "tile_pmesh_verts": cat([p.verts for p in pm], (0, 3), np.uint16),
+        "tile_pmesh_verts_tile": np.repeat(ids, nverts),
+        "tile_pmesh_polys": cat([p.polys for p in pm], (0, nvp2), np.uint16),
+        "tile_pmesh_polys_tile": np.repeat(ids, npolys),
+        "tile_pmesh_regs": cat([p.regs for p in pm], (0,), np.uint16),
+        "tile_pmesh_areas": cat([p.areas for p in pm], (0,), np.uint8),
+        "tile_dmesh_meshes_start": starts([d.nmeshes for d in dm]),
+        "tile_dmesh_verts_start": starts([d.nverts for d in dm]),
+        "tile_dmesh_tris_start": starts([d.ntris for d in dm]),
+        "tile_dmesh_meshes": cat([d.meshes for d in dm], (0, 4), np.uint32),
+        "tile_dmesh_verts": cat(
+            [np.asarray(d.verts, F32)[:, [0, 2, 1]] for d in dm],
+            (0, 3),
+            F32,
+        ),
+        "tile_dmesh_tris": cat([d.tris for d in dm], (0, 4), np.uint8),
+        "count_tiles": np.int64(len(tiles)),
+        "count_tiled_polys": np.int64(sum(npolys)),
+        "count_tiled_verts": np.int64(sum(nverts)),
+        "count_tiled_detail_verts": np.int64(sum(d.nverts for d in dm)),
+        "count_tiled_detail_tris": np.int64(sum(d.ntris for d in dm)),
+    }
+
+
+__all__ = [
+    "MIN_TILE_SIZE",
+    "TileBakeError",
+    "TileGrid",
+    "TileJob",
+    "TilePlan",
+    "TileResult",
+    "TiledBake",
+    "bake_tile_from_compact",
+    "bake_plan",
+    "bake_tile_job",
+    "bake_tiled",
+    "check_tile_size",
+    "iter_tiles",
+    "plan_tiles",
+    "tiled_dump_arrays",
+]

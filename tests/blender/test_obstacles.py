@@ -1,0 +1,221 @@
+"""Tiled bakes and live dynamic obstacles: moving an obstacle object rebuilds only its tiles."""
+
+from __future__ import annotations
+
+import importlib
+
+import numpy as np
+import pytest
+
+
+def _mod(ext, name):
+    return importlib.import_module(f"{ext.root.__name__}.voxnav_addon.{name}")
+
+
+def _box(bpy, name, lo, hi, **transform):
+    (x0, y0, z0), (x1, y1, z1) = lo, hi
+    verts = [(x0, y0, z0), (x1, y0, z0), (x1, y1, z0), (x0, y1, z0)]
+    verts += [(x0, y0, z1), (x1, y0, z1), (x1, y1, z1), (x0, y1, z1)]
+    faces = [(0, 3, 2, 1), (4, 5, 6, 7), (0, 1, 5, 4), (1, 2, 6, 5), (2, 3, 7, 6), (3, 0, 4, 7)]
+    mesh = bpy.data.meshes.new(name)
+    mesh.from_pydata(verts, [], faces)
+    obj = bpy.data.objects.new(name, mesh)
+    for key, value in transform.items():
+        setattr(obj, key, value)
+    bpy.context.scene.collection.objects.link(obj)
+    return obj
+
+
+def _overlay(bpy, ext):
+    mesh = bpy.data.objects[ext.writeback.NAVMESH_NAME].data
+    co = np.zeros(len(mesh.vertices) * 3, dtype=np.float32)
+    mesh.vertices.foreach_get("co", co)
+    return co.reshape(-1, 3)
+
+
+def _scene(bpy, ext):
+    """A 24 x 24 floor, tile size 16 cells (4.8 units at cell size 0.3): 5 x 5 tiles; a crate
+    ticked Dynamic Obstacle in one corner."""
+    _box(bpy, "Floor", (-12, -12, -0.5), (12, 12, 0))
+    crate = _box(bpy, "Crate", (-1, -1, 0), (1, 1, 2), location=(-7.0, -7.0, 0.0))
+    crate.voxnav.dynamic_obstacle = True
+    settings = bpy.context.scene.voxnav
+    settings.tile_size = 16
+    assert bpy.ops.voxnav.build_navmesh() == {"FINISHED"}
+    return crate
+
+
+def _walkable_under(live_tiles, xy) -> bool:
+    """Does some navmesh polygon of the cache lie under the world point (x, y)?"""
+    from_query = live_tiles.cache.navmesh
+    pos = from_query.poly_pos.astype(np.float64)[:, :, [0, 2]]  # Detour (x, z) = our (x, y)
+    n = from_query.poly_vert_count.astype(np.int64)
+    for p in range(pos.shape[0]):
+        v = pos[p, : n[p]]
+        a, b = v, np.roll(v, -1, axis=0)
+        cross = (b[:, 0] - a[:, 0]) * (xy[1] - a[:, 1]) - (b[:, 1] - a[:, 1]) * (xy[0] - a[:, 0])
+        if (cross >= 0).all() or (cross <= 0).all():
+            return True
+    return False
+
+
+def test_moving_an_obstacle_rebuilds_only_its_tiles_and_the_overlay_changes(bpy, ext, monkeypatch):
+    obstacles = _mod(ext, "obstacles")
+    live = _mod(ext, "live")
+    crate = _scene(bpy, ext)
+    scene = bpy.context.scene
+    settings = scene.voxnav
+    live_tiles = obstacles.CACHES[scene.session_uid]
+    cache = live_tiles.cache
+    assert (cache.grid.tiles_w, cache.grid.tiles_h) == (5, 5)
+    assert len(live_tiles.obstacles) == 1
+    # The crate is not geometry: the floor under it is a hole in the navmesh, not a roof.
+    assert not _walkable_under(live_tiles, (-7.0, -7.0))
+    assert _walkable_under(live_tiles, (7.0, 7.0))
+    before = _overlay(bpy, ext)
+    old_box = cache.obstacles.get(next(iter(live_tiles.obstacles.values()))[0]).box_xy()
+
+    # No full rebake from here on; the live path is re-run after each rebuild.
+    def no_bake(*args, **kwargs):
+        raise AssertionError("a full rebake ran")
+
+    monkeypatch.setattr(ext.pipeline, "bake", no_bake)
+    monkeypatch.setattr(type(cache), "build", no_bake)
+    paths = []
+    monkeypatch.setattr(live, "update_path", lambda s, *a: paths.append(s.name))
+    rebuilt_before = cache.rebuild_count
+
+    crate.location = (7.0, 7.0, 0.0)
+    bpy.context.view_layer.update()
+    new_box = cache.obstacles.get(next(iter(live_tiles.obstacles.values()))[0]).box_xy()
+    expect = (set(cache.tiles_touched(old_box)) | set(cache.tiles_touched(new_box))) & set(
+        cache.compact
+    )
+    assert settings.obstacle_tiles_rebuilt == len(expect) == cache.rebuild_count - rebuilt_before
+    assert 0 < len(expect) < 25
+    assert settings.obstacle_seconds > 0 and "rebuilt" in settings.obstacle_status
+    assert paths == [scene.name]
+    after = _overlay(bpy, ext)
+    assert before.shape != after.shape or not np.array_equal(before, after)
+    assert _walkable_under(live_tiles, (-7.0, -7.0))
+    assert not _walkable_under(live_tiles, (7.0, 7.0))
+    # The stored navmesh (what the live path queries) is the relinked one.
+    query = live.navmesh_query(scene)
+    assert query.nav.poly_count == cache.navmesh.poly_count
+
+    # An update that does not move the crate rebuilds nothing.
+    count = cache.rebuild_count
+    bpy.context.view_layer.update()
+    assert cache.rebuild_count == count
+
+    # Deleting the obstacle object rebuilds its tiles: the floor is whole again.
+    bpy.data.objects.remove(crate)
+    bpy.context.view_layer.update()
+    assert not live_tiles.obstacles and cache.rebuild_count > count
+    assert _walkable_under(live_tiles, (7.0, 7.0))
+
+    # Adding a new ticked object (here: an existing box ticked) rebuilds its tiles.
+    post = _box(bpy, "Post", (-0.5, -0.5, 0), (0.5, 0.5, 3), location=(0.0, 0.0, 0.0))
+    bpy.context.view_layer.update()  # not ticked yet: geometry, ignored by the live cache
+    assert not live_tiles.obstacles
+    post.voxnav.dynamic_obstacle = True
+    bpy.context.view_layer.update()
+    assert len(live_tiles.obstacles) == 1
+    assert not _walkable_under(live_tiles, (0.0, 0.0))
+
+
+def test_shapes_from_objects(bpy, ext):
+    obstacles = _mod(ext, "obstacles")
+    crate = _box(bpy, "Crate", (-1, -1, 0), (1, 1, 2), location=(3.0, 4.0, 1.0))
+    bpy.context.view_layer.update()  # world matrices follow the next evaluation
+    shape = obstacles.obstacle_shape(crate)
+    assert shape.kind == "box"
+    assert np.allclose(shape.box_xy(), [2, 3, 4, 5]) and np.allclose(shape.z_range(), [1, 3])
+    crate.rotation_euler = (0.0, 0.0, 0.5)
+    bpy.context.view_layer.update()
+    shape = obstacles.obstacle_shape(crate)
+    assert shape.kind == "oriented_box" and abs(shape.yaw - 0.5) < 1e-6
+    assert np.allclose(shape.position, [3, 4, 2]) and np.allclose(shape.size, [1, 1, 1])
+    crate.voxnav.obstacle_shape = "CYLINDER"
+    shape = obstacles.obstacle_shape(crate)
+    assert shape.kind == "cylinder" and np.isclose(shape.size[0], 1.0)
+    bpy.ops.mesh.primitive_cylinder_add(radius=0.7, depth=2.0, location=(0, 0, 1))
+    cyl = bpy.context.active_object
+    bpy.context.view_layer.update()
+    shape = obstacles.obstacle_shape(cyl)
+    assert shape.kind == "cylinder" and np.isclose(shape.size[0], 0.7, atol=1e-4)
+    assert np.allclose(shape.position, [0, 0, 0], atol=1e-6)
+
+
+def test_solo_bake_paints_obstacles_and_tile_size_zero_keeps_the_solo_path(bpy, ext):
+    obstacles = _mod(ext, "obstacles")
+    _box(bpy, "Floor", (-6, -6, -0.5), (6, 6, 0))
+    crate = _box(bpy, "Crate", (-1, -1, 0), (1, 1, 2))
+    crate.voxnav.dynamic_obstacle = True
+    assert bpy.ops.voxnav.build_navmesh() == {"FINISHED"}
+    scene = bpy.context.scene
+    assert scene.session_uid not in obstacles.CACHES
+    result = ext.bake.LAST[scene.session_uid].result
+    # The crate is painted (a hole), not rasterized (no walkable roof at z = 2).
+    overlay = result.overlay()[0]
+    assert overlay[:, 2].max() < 1.0
+    near = np.hypot(overlay[:, 0], overlay[:, 1]) < 0.5
+    assert not near.any()
+
+
+def test_live_path_follows_a_moved_obstacle_on_the_tiled_navmesh(bpy, ext, monkeypatch):
+    live = _mod(ext, "live")
+    _box(bpy, "Floor", (-12, -6, -0.5), (12, 6, 0))
+    wall = _box(bpy, "Wall", (-0.5, -3, 0), (0.5, 3, 2.5), location=(0.0, 9.0, 0.0))
+    wall.voxnav.dynamic_obstacle = True
+    scene = bpy.context.scene
+    scene.voxnav.tile_size = 16
+    assert bpy.ops.voxnav.build_navmesh() == {"FINISHED"}
+    report = live.add_path_test(scene, (-8.0, 0.0, 0.0), (8.0, 0.0, 0.0))
+    assert report.status == live.STATUS_REACHED and abs(report.length - 16.0) < 0.5
+    start, goal, _ = live.path_test_objects(scene)
+    bpy.context.view_layer.update()
+    monkeypatch.setattr(ext.pipeline, "bake", lambda *a, **k: (_ for _ in ()).throw(AssertionError))
+    # The wall moves onto the straight line: the path walks around it, without a rebake.
+    wall.location = (0.0, 0.0, 0.0)
+    bpy.context.view_layer.update()
+    assert scene.voxnav.path_status == live.STATUS_REACHED
+    assert scene.voxnav.path_length > 16.5
+    # ... and moves away again: straight once more.
+    wall.location = (0.0, 9.0, 0.0)
+    bpy.context.view_layer.update()
+    assert abs(scene.voxnav.path_length - 16.0) < 0.5
+
+
+def test_voxel_path_goes_around_a_dynamic_obstacle(bpy, ext):
+    live = _mod(ext, "live")
+    _box(bpy, "Floor", (-6, -6, -0.5), (6, 6, 0))
+    crate = _box(bpy, "Crate", (-1, -1, 0), (1, 1, 3))
+    crate.voxnav.dynamic_obstacle = True  # not geometry: the bake's voxels have no crate
+    assert bpy.ops.voxnav.build_navmesh() == {"FINISHED"}
+    # Ends just above the floor (a closed box rasterizes hollow: its inside is free voxels).
+    live.add_path_test(bpy.context.scene, (-4.0, 0.0, 0.3), (4.0, 0.0, 0.3))
+    bpy.context.view_layer.update()
+    crate.voxnav.dynamic_obstacle = False  # neither geometry nor obstacle: straight through
+    straight = live.voxel_path(bpy.context)
+    assert straight.found and (straight.points[:, 2] > 0).all()
+    # A shortest route with nothing in the way: as many steps as the ends are apart.
+    assert straight.steps == int(np.abs(straight.voxels[-1] - straight.voxels[0]).sum())
+    crate.voxnav.dynamic_obstacle = True  # the obstacle blocks its voxels
+    around = live.voxel_path(bpy.context)
+    assert around.found and around.steps > straight.steps
+    inside = (np.abs(around.points[:, 0]) < 1) & (np.abs(around.points[:, 1]) < 1)
+    assert not inside.any()
+
+
+def test_a_too_small_tile_size_is_a_clear_error_and_keeps_the_navmesh(bpy, ext):
+    obstacles = _mod(ext, "obstacles")
+    _scene(bpy, ext)
+    scene = bpy.context.scene
+    live_tiles = obstacles.CACHES[scene.session_uid]
+    before = _overlay(bpy, ext)
+    scene.voxnav.tile_size = 4
+    with pytest.raises(RuntimeError, match="tile_size must be 0 .* or 8..4096 cells"):
+        bpy.ops.voxnav.build_navmesh()
+    assert obstacles.CACHES[scene.session_uid] is live_tiles
+    assert np.array_equal(_overlay(bpy, ext), before)

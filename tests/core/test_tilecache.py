@@ -1,0 +1,243 @@
+"""Temporary obstacles on a tiled navmesh (core/tilecache.py): only touched tiles rebuild, and
+the result equals a full tiled bake with the obstacles marked, tile for tile."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+
+import numpy as np
+import pytest
+
+from core import obstacles as ob
+from core import tilecache, tiles
+from core.config import NavConfig
+from core.errors import VoxNavError
+from core.objio import read_obj
+from core.tilecache import TileCache
+
+from ..conftest import require_shared
+
+TILE = 32
+
+
+@pytest.fixture(scope="module")
+def scene():
+    """A 3 x 3-tile window of the dungeon (tiles full of polygons), tile size 32."""
+    verts, tris = read_obj(require_shared("meshes/dungeon.obj"))
+    lo, hi = verts.min(axis=0), verts.max(axis=0)
+    tile_wu = TILE * 0.3
+    x0, y0 = float(lo[0]) + 1 * tile_wu, float(lo[1]) + 7 * tile_wu
+    config = NavConfig(
+        bounds_min=(x0, y0, float(lo[2])),
+        bounds_max=(x0 + 3 * tile_wu - 0.5, y0 + 3 * tile_wu - 0.5, float(hi[2])),
+    )
+    return verts, tris, config
+
+
+@pytest.fixture(scope="module")
+def built(scene):
+    verts, tris, config = scene
+    return TileCache.build(verts, tris, config, TILE, workers=1)
+
+
+@pytest.fixture()
+def cache(built):
+    return copy.deepcopy(built)
+
+
+def _same(a, b) -> bool:
+    """Dataclasses equal field by field (arrays exactly; timings and warnings ignored)."""
+    if a is None or b is None:
+        return a is b
+    for f in dataclasses.fields(a):
+        if f.name in ("timings", "warnings"):
+            continue
+        x, y = getattr(a, f.name), getattr(b, f.name)
+        if isinstance(x, np.ndarray):
+            if not (x.dtype == y.dtype and np.array_equal(x, y)):
+                return False
+        elif dataclasses.is_dataclass(x):
+            if not _same(x, y):
+                return False
+        elif x != y:
+            return False
+    return True
+
+
+def _assert_equals_full_bake(scene, cache: TileCache):
+    verts, tris, config = scene
+    full = tiles.bake_tiled(verts, tris, config, TILE, workers=1,
+                            volumes=cache.obstacles.volumes())  # fmt: skip
+    expect = {(t.tx, t.ty): t for t in full.tiles}
+    assert set(cache.tiles) == set(expect)
+    for key, tile in expect.items():
+        got = cache.tiles[key]
+        assert _same(got.polymesh, tile.polymesh), key
+        assert _same(got.detail, tile.detail), key
+        assert _same(got.navdata, tile.navdata), key
+    assert cache.navmesh.poly_count == full.npolys
+    # Relinked like a fresh navmesh: the same links per polygon (a relinked neighbour's new
+    # links come first, as Detour prepends them, so each polygon's links compare as a set).
+    fresh = _links(full.navmesh())
+    got = _links(cache.navmesh)
+    assert got.keys() == fresh.keys()
+    assert all(sorted(got[p]) == sorted(fresh[p]) for p in fresh)
+    assert sorted(map(tuple, cache.navmesh.tile_xy[:, :2].tolist())) == sorted(expect)
+
+
+def _expected_tiles(cache: TileCache, shapes) -> set[tuple[int, int]]:
+    """Brute force: tiles with geometry whose heightfield bounds meet a shape's bounds widened
+    by one cell."""
+    out = set()
+    cs = float(cache.grid.cs)
+    for tx, ty in cache.grid.tiles():
+        lo, hi = cache.grid.build_bounds(tx, ty)
+        for shape in shapes:
+            x0, y0, x1, y1 = shape.box_xy()
+            if lo[0] <= x1 + cs and hi[0] >= x0 - cs and lo[1] <= y1 + cs and hi[1] >= y0 - cs:
+                if (tx, ty) in cache.compact:
+                    out.add((tx, ty))
+    return out
+
+
+def _floor_point(cache: TileCache, tile: tuple[int, int]) -> np.ndarray:
+    """A point on the walkable surface of a tile: its largest polygon's centre, Z-up."""
+    nm = cache.navmesh
+    t = nm.tile_at(*tile)
+    lo, hi = nm.tile_poly_base[t], nm.tile_poly_base[t + 1]
+    pos = nm.poly_pos[lo:hi].astype(np.float64)
+    n = nm.poly_vert_count[lo:hi].astype(np.int64)
+    big = int(np.argmax(n))
+    centre = pos[big, : n[big]].mean(axis=0)
+    return np.array([centre[0], centre[2], centre[1]])
+
+
+def test_add_move_remove_rebuilds_only_touched_tiles_and_equals_a_full_bake(scene, cache):
+    base = {k: t for k, t in cache.tiles.items()}
+    assert len(base) >= 6
+    spot = _floor_point(cache, (1, 1))
+    post = ob.cylinder(spot - [0, 0, 0.5], 1.2, 2.5)
+    wall = ob.oriented_box(_floor_point(cache, (0, 2)) + [0, 0, 0.5], (2.0, 0.5, 1.5), 0.6)
+    spot = _floor_point(cache, (2, 2))
+    crate = ob.box(spot - [1.0, 0.8, 0.5], spot + [1.0, 0.8, 1.5])
+    a = cache.add(post)
+    b = cache.add(wall)
+    c = cache.add(crate)
+    expect = _expected_tiles(cache, [post, wall, crate])
+    assert set(cache.dirty) == expect
+    old_mesh, old_links = cache.navmesh, _links(cache.navmesh)
+    report = cache.update()
+    # A new navmesh; the old one (and queries on it) untouched.
+    assert cache.navmesh is not old_mesh and _links(old_mesh) == old_links
+    assert set(report.rebuilt) == expect and len(report.rebuilt) == len(expect)
+    assert cache.rebuild_count == len(expect)
+    assert not cache.dirty
+    # The obstacles really changed the mesh of the tiles they stand on.
+    changed = {
+        k
+        for k in base
+        if k not in cache.tiles or not _same(base[k].polymesh, cache.tiles[k].polymesh)
+    }
+    assert changed and changed <= expect
+    _assert_equals_full_bake(scene, cache)
+
+    # Move the post two tiles over: its old and new tiles rebuild, nothing else.
+    moved = post.moved_to(_floor_point(cache, (2, 0)) - [0, 0, 0.5])
+    cache.move(a, moved.position)
+    expect = _expected_tiles(cache, [post, moved])
+    count = cache.rebuild_count
+    report = cache.update()
+    assert set(report.rebuilt) == expect and cache.rebuild_count == count + len(expect)
+    _assert_equals_full_bake(scene, cache)
+
+    # Remove them all: back to the obstacle-free bake, tile for tile.
+    cache.remove(b)
+    cache.remove(a)
+    cache.remove(c)
+    report = cache.update()
+    assert set(report.rebuilt) == _expected_tiles(cache, [moved, wall, crate])
+    assert set(cache.tiles) == set(base)
+    for key, tile in base.items():
+        assert _same(cache.tiles[key].polymesh, tile.polymesh), key
+        assert _same(cache.tiles[key].detail, tile.detail), key
+
+
+def test_bad_input_is_a_clear_message_and_keeps_the_navmesh(cache, monkeypatch):
+    with pytest.raises(VoxNavError, match="outside every tile.*place it over the baked world"):
+        cache.add(ob.box((1000, 1000, 0), (1001, 1001, 1)))
+    assert len(cache.obstacles) == 0 and not cache.dirty
+    with pytest.raises(VoxNavError, match="cannot remove obstacle 5: no such obstacle"):
+        cache.remove(5)
+    oid = cache.add(ob.cylinder(_floor_point(cache, (1, 1)) - [0, 0, 0.5], 1.0, 2.0))
+    with pytest.raises(VoxNavError, match="outside every tile"):
+        cache.move(oid, (-5000.0, 0.0, 0.0))
+    dirty = cache.dirty
+    polys = cache.navmesh.poly_count
+    tiles_before = dict(cache.tiles)
+
+    def broken(*args, **kwargs):
+        raise VoxNavError("disk on fire")
+
+    monkeypatch.setattr(tilecache, "bake_tile_from_compact", broken)
+    with pytest.raises(VoxNavError, match="disk on fire"):
+        cache.update()
+    assert cache.navmesh.poly_count == polys and cache.tiles == tiles_before
+    assert cache.dirty == dirty
+    monkeypatch.undo()
+    assert cache.update().rebuilt == dirty
+
+
+def _links(nm):
+    """Per polygon (tile x, tile y, index): its links as (target tile x, y, index, edge,
+    side, bmin, bmax), in order."""
+    key = np.stack([nm.tile_xy[nm.poly_tile, 0], nm.tile_xy[nm.poly_tile, 1], nm.poly_index], 1)
+    out = {}
+    for p in range(nm.poly_count):
+        rows = range(nm.link_start[p], nm.link_start[p + 1])
+        out[tuple(key[p])] = [
+            (
+                *key[nm.link_ref[r]],
+                nm.link_edge[r],
+                nm.link_side[r],
+                nm.link_bmin[r],
+                nm.link_bmax[r],
+            )  # fmt: skip
+            for r in rows
+        ]
+    return out
+
+
+def test_remove_tile_then_add_relinks_like_the_first_build(cache):
+    nm = cache.navmesh
+    before = _links(nm)
+    key = (1, 1)
+    data = nm.remove_tile(*key)
+    assert nm.tile_at(*key) == -1
+    gone = _links(nm)
+    assert all(link[:2] != key for links in gone.values() for link in links)
+    nm.add_tile(data)
+    after = _links(nm)
+    assert after.keys() == before.keys()
+    # The same links; a neighbour's links into the re-added tile now come first (Detour
+    # prepends new links), so compare each polygon's links as a set.
+    for poly, links in before.items():
+        assert sorted(after[poly]) == sorted(links), poly
+    with pytest.raises(VoxNavError, match="no tile sits"):
+        nm.remove_tile(99, 99)
+
+
+def test_overlay_has_every_tiles_detail_triangles_and_follows_obstacles(cache):
+    verts, sizes, face_verts, region, poly = cache.overlay()
+    ntris = sum(int(t.detail.tris.shape[0]) for t in cache.tiles.values())
+    assert sizes.shape[0] == ntris and (sizes == 3).all()
+    assert face_verts.shape[0] == 3 * ntris and face_verts.max() < verts.shape[0]
+    g = cache.grid
+    lo = g.bmin[:2]
+    hi = lo + float(g.tile_world_size) * np.array([g.tiles_w, g.tiles_h])
+    assert (verts[:, :2] >= lo - 1e-3).all() and (verts[:, :2] <= hi + 1e-3).all()
+    # Polygon ids are unique across tiles.
+    assert np.unique(poly).shape[0] == sum(t.npolys for t in cache.tiles.values())
+    cache.add(ob.cylinder(_floor_point(cache, (1, 1)) - [0, 0, 0.5], 1.2, 2.5))
+    cache.update()
+    assert cache.overlay()[1].shape[0] != ntris or not np.array_equal(cache.overlay()[0], verts)

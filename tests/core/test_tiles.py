@@ -1,0 +1,341 @@
+"""Tiled bakes (core.tiles, core.chunky) against RecastDemo's tile mesh (dungeon_tiled.npz)."""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import functools
+import os
+
+import numpy as np
+import pytest
+
+from core import chunky, tiles
+from core.__main__ import main
+from core.config import NavConfig
+from core.errors import VoxNavError
+from core.objio import read_obj
+
+from .refdata import load_reference, mesh_path
+
+TILE_KEYS_PREFIX = ("tile_", "tilegrid_", "tiled_", "count_tile")
+
+
+@functools.cache
+def dungeon():
+    return read_obj(mesh_path("dungeon"), recast_frame=True)
+
+
+@functools.cache
+def dungeon_tiled() -> tiles.TiledBake:
+    verts, tris = dungeon()
+    return tiles.bake_tiled(verts, tris, NavConfig(), 32, workers=1)
+
+
+def _literal_msort(keys, items):
+    """glibc's msort_with_tmp, literally, with RecastDemo's (int)(a - b) comparator."""
+    items = list(items)
+    if len(items) <= 1:
+        return items
+    n1 = len(items) // 2
+    left = _literal_msort(keys, items[:n1])
+    right = _literal_msort(keys, items[n1:])
+    out = []
+    while left and right:
+        diff = np.float32(np.float32(keys[left[0]]) - np.float32(keys[right[0]]))
+        if int(diff) <= 0:
+            out.append(left.pop(0))
+        else:
+            out.append(right.pop(0))
+    return out + left + right
+
+
+def test_msort_matches_literal_glibc_order():
+    rng = np.random.default_rng(3)
+    for trial in range(12):
+        sizes = rng.integers(1, 300, rng.integers(1, 6))
+        # Keys clustered within a unit, so the comparator's ties and non-transitivity matter
+        # (and the vectorized merge's first guess is often wrong).
+        keys = (rng.integers(0, 4, sizes.sum()) + rng.random(sizes.sum()) * 1.6).astype(np.float32)
+        if trial % 3 == 0:
+            keys = np.round(keys * 4) / 4  # exact differences of 1.0 and below
+        order = rng.permutation(keys.shape[0]).astype(np.int64)
+        lo = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+        expect = np.concatenate(
+            [
+                _literal_msort(keys, order[a : a + n].tolist())
+                for a, n in zip(lo, sizes, strict=True)
+            ]
+        )
+        okey, tkey = chunky._f32_order_keys(keys), chunky._take_right_bound(keys)
+        chunky._msort_segments(order, okey, tkey, lo, sizes)
+        assert order.tolist() == expect.tolist()
+
+
+def _literal_partition(verts, tris, per_chunk=chunky.TRIS_PER_CHUNK):
+    """RecastDemo's PartitionMesh recursion, literally; returns (tri order, leaf sizes)."""
+    xy = verts[:, :2][tris]
+    tmin, tmax = xy.min(axis=1), xy.max(axis=1)
+    order, leaves = [], []
+
+    def subdivide(ids):
+        bmin, bmax = tmin[ids].min(axis=0), tmax[ids].max(axis=0)
+        if len(ids) <= per_chunk:
+            order.extend(ids)
+            leaves.append(len(ids))
+            return
+        axis = 0 if (bmax[0] - bmin[0]) >= (bmax[1] - bmin[1]) else 1
+        ids = _literal_msort(tmin[:, axis], ids)
+        subdivide(ids[: len(ids) // 2])
+        subdivide(ids[len(ids) // 2 :])
+
+    subdivide(list(range(tris.shape[0])))
+    return np.array(order), np.array(leaves)
+
+
+def test_partition_matches_literal_recursion():
+    verts, tris = dungeon()
+    tris = tris[:3000]
+    pm = chunky.partition_mesh(verts, tris, 64)
+    order, leaves = _literal_partition(verts, tris, 64)
+    assert np.array_equal(pm.tri_order, order)
+    assert np.array_equal(pm.node_num_tris[pm.leaves()], leaves)
+
+
+def _escape_traversal(pm: chunky.PartitionedMesh, lo, hi) -> list[int]:
+    """RecastDemo's GetNodesOverlappingRect, literally (escape indices)."""
+    out, i = [], 0
+    while i < pm.nnodes:
+        overlap = (
+            lo[0] <= pm.node_bmax[i, 0]
+            and hi[0] >= pm.node_bmin[i, 0]
+            and lo[1] <= pm.node_bmax[i, 1]
+            and hi[1] >= pm.node_bmin[i, 1]
+        )
+        leaf = pm.node_tri_index[i] >= 0
+        if leaf and overlap:
+            out.append(i)
+        i = i + 1 if (overlap or leaf) else i - int(pm.node_tri_index[i])
+    return out
+
+
+def test_chunk_tree_shape_and_rect_query():
+    verts, tris = dungeon()
+    pm = chunky.partition_mesh(verts, tris)
+    leaves = pm.leaves()
+    assert sorted(pm.tri_order.tolist()) == list(range(tris.shape[0]))
+    assert pm.node_num_tris[leaves].sum() == tris.shape[0]
+    assert pm.max_tris_per_chunk <= chunky.TRIS_PER_CHUNK
+    rng = np.random.default_rng(5)
+    bmin, bmax = verts.min(axis=0), verts.max(axis=0)
+    for _ in range(40):
+        a = rng.uniform(bmin[:2], bmax[:2]).astype(np.float32)
+        b = (a + rng.uniform(0, 15, 2)).astype(np.float32)
+        assert pm.nodes_overlapping_rect(a, b).tolist() == _escape_traversal(pm, a, b)
+
+
+def test_tiled_dungeon_equals_recastdemo():
+    ref = load_reference("dungeon_tiled")
+    got = tiles.tiled_dump_arrays(dungeon_tiled())
+    names = [k for k in ref if k.startswith(TILE_KEYS_PREFIX)]
+    assert sorted(names) == sorted(got)
+    for name in names:
+        assert got[name].shape == ref[name].shape, name
+        assert np.array_equal(got[name], ref[name]), name
+
+
+def test_dump_cli_writes_the_reference_arrays(tmp_path):
+    ref = load_reference("dungeon_tiled")
+    out = tmp_path / "tiled.npz"
+    args = ["dump", str(mesh_path("dungeon")), "--recast-frame", "--tile-size", "32"]
+    assert main([*args, "--workers", "1", "--out", str(out)]) == 0
+    with np.load(out) as got:
+        for name in ref:
+            if name.startswith(TILE_KEYS_PREFIX):
+                assert np.array_equal(got[name], ref[name]), name
+
+
+def test_tile_size_too_small_names_the_minimum(tmp_path, capsys):
+    verts, tris = dungeon()
+    with pytest.raises(VoxNavError, match=f"{tiles.MIN_TILE_SIZE}..4096"):
+        tiles.bake_tiled(verts, tris, NavConfig(), 4, workers=1)
+    out = tmp_path / "x.bin"
+    code = main(["bake", str(mesh_path("dungeon")), "--tile-size", "4", "--out", str(out)])
+    assert code == 2 and not out.exists()
+    assert f"tile_size >= {tiles.MIN_TILE_SIZE}" in capsys.readouterr().err
+
+
+class _FailingExecutor(cf.Executor):
+    """Runs tiles in this thread, raising on one tile."""
+
+    def __init__(self, bad: tuple[int, int]):
+        self.bad = bad
+
+    def submit(self, fn, /, *args, **kwargs):
+        future: cf.Future = cf.Future()
+        job = args[0]
+        if (job.tx, job.ty) == self.bad:
+            future.set_exception(MemoryError("worker ran out of memory"))
+        else:
+            future.set_result(fn(*args, **kwargs))
+        return future
+
+
+def test_failing_tile_is_named_and_nothing_written(tmp_path):
+    from core.export import write_tiled_detour_bin
+
+    verts, tris = dungeon()
+    target = tmp_path / "nav.bin"
+    target.write_bytes(b"previous navmesh")
+    with pytest.raises(tiles.TileBakeError, match=r"tile \(3, 2\) failed.*MemoryError"):
+        bake = tiles.bake_tiled(verts, tris, NavConfig(), 32, executor=_FailingExecutor((3, 2)))
+        write_tiled_detour_bin(target, bake)
+    assert target.read_bytes() == b"previous navmesh"
+
+
+def test_executor_bake_equals_local_bake():
+    verts, tris = dungeon()
+    with cf.ThreadPoolExecutor(2) as pool:
+        threaded = tiles.bake_tiled(verts, tris, NavConfig(), 32, executor=pool)
+    a = tiles.tiled_dump_arrays(threaded)
+    b = tiles.tiled_dump_arrays(dungeon_tiled())
+    assert all(np.array_equal(a[k], b[k]) for k in b)
+
+
+def test_rebuild_from_cached_compact_equals_tile():
+    verts, tris = dungeon()
+    plan = tiles.plan_tiles(verts, tris, NavConfig(), 32)
+    first = dungeon_tiled().tiles[0]
+    job = plan.job(first.tx, first.ty, keep_compact=True)
+    baked = tiles.bake_tile_job(job)
+    assert baked.compact is not None
+    again = tiles.bake_tile_from_compact(baked.tx, baked.ty, baked.compact, NavConfig())
+    for name in ("verts", "polys", "regs", "areas"):
+        assert np.array_equal(getattr(again.polymesh, name), getattr(first.polymesh, name))
+    assert np.array_equal(again.detail.verts, first.detail.verts)
+
+
+QUERY_PREFIXES = ("near_", "height", "wall_", "path_", "straight_", "ray_")
+
+
+def test_tiled_queries_equal_detour(tmp_path):
+    ref = load_reference("dungeon_tiled")
+    queries = tmp_path / "q.npz"
+    np.savez(queries, **{k: v for k, v in ref.items() if k.startswith("q_")})
+    out = tmp_path / "answers.npz"
+    args = ["query", str(mesh_path("dungeon")), "--recast-frame", "--tile-size", "32"]
+    assert main([*args, "--workers", "1", "--queries", str(queries), "--out", str(out)]) == 0
+    with np.load(out) as got:
+        names = [k for k in ref if k.startswith(QUERY_PREFIXES)]
+        assert len(names) == 31
+        for name in names:
+            assert got[name].shape == ref[name].shape, name
+            assert np.array_equal(got[name], ref[name], equal_nan=got[name].dtype.kind == "f"), name
+
+
+def test_tiled_navmesh_links_across_tiles():
+    bake = dungeon_tiled()
+    nav = bake.navmesh()
+    params = bake.navmesh_params()
+    assert (params.max_tiles, params.max_polys) == (128, 32768)
+    # Polygons of different tiles are linked across the shared borders, and both ways.
+    owner = np.repeat(np.arange(nav.poly_tile.shape[0]), np.diff(nav.link_start))
+    cross = nav.poly_tile[nav.link_ref] != nav.poly_tile[owner]
+    ext = set(zip(owner[cross].tolist(), nav.link_ref[cross].tolist(), strict=True))
+    assert len(ext) > 50
+    assert {(b, a) for a, b in ext} == ext
+
+
+def test_tiled_bin_round_trip(tmp_path):
+    from core.export import write_tiled_detour_bin
+    from core.nav import binio
+    from core.nav.navmesh import NavMesh, NavMeshParams
+
+    bake = dungeon_tiled()
+    for frame in ("recast", "engine"):
+        path = tmp_path / f"{frame}.bin"
+        write_tiled_detour_bin(path, bake, frame=frame)
+        mset = binio.read_navmesh_set(path)
+        assert len(mset.tiles) == len(bake.tiles) == 41
+        assert mset.params.max_tiles == 128 and mset.params.max_polys == 32768
+        assert np.isclose(mset.params.tile_width, 32 * 0.3)
+        xs = sorted((t.tile_x, t.tile_y) for t in mset.tiles)
+        if frame == "recast":
+            assert xs == sorted((t.tx, t.ty) for t in bake.tiles)
+            for a, b in zip(mset.tiles, bake.navdata(), strict=True):
+                assert np.array_equal(a.poly_neis, b.poly_neis)
+                assert np.array_equal(a.verts, b.verts)
+        else:
+            assert xs == sorted((t.tx, 10 - t.ty) for t in bake.tiles)
+        # Loaded back, the tiles link across their borders as many times as the bake's own.
+        nav = NavMesh(NavMeshParams(**vars(mset.params)))
+        for tile in mset.tiles:
+            nav.add_tile(tile)
+        assert _external_links(nav) == _external_links(bake.navmesh())
+
+
+def _external_links(nav) -> int:
+    owner = np.repeat(nav.poly_tile, np.diff(nav.link_start))
+    return int(np.count_nonzero(nav.poly_tile[nav.link_ref] != owner))
+
+
+def _require_distributed():
+    try:
+        import distributed
+    except ImportError:
+        message = "dask distributed is not installed (pip install -e .[dev])"
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+    return distributed
+
+
+def test_dask_local_cluster_bakes_the_4x4_tiling_like_a_local_bake():
+    distributed = _require_distributed()
+    from core.bench import tile_mesh
+
+    verts, tris = read_obj(mesh_path("dungeon"))
+    verts, tris = tile_mesh(verts, tris, 4)
+    plan = tiles.plan_tiles(verts, tris, NavConfig(), 256)
+    local = tiles.bake_plan(plan, workers=1)
+    with (
+        distributed.LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+        ) as cluster,
+        distributed.Client(cluster) as client,
+    ):
+        remote = tiles.bake_plan(plan, executor=client.get_executor())
+    assert len(local.tiles) == len(remote.tiles) > 10
+    a, b = tiles.tiled_dump_arrays(local), tiles.tiled_dump_arrays(remote)
+    for name in a:
+        assert np.array_equal(a[name], b[name]), name
+
+
+def _literal_merge(keys, left, right):
+    out = []
+    while left and right:
+        diff = np.float32(np.float32(keys[left[0]]) - np.float32(keys[right[0]]))
+        out.append(left.pop(0) if int(diff) <= 0 else right.pop(0))
+    return out + left + right
+
+
+def test_merge_round_on_arbitrary_runs_is_the_sequential_merge():
+    # Runs that are not sorted make the vectorized merge's first guess wrong; its check and
+    # fix must still give glibc's sequential merge.
+    rng = np.random.default_rng(11)
+    for _ in range(30):
+        n1, n2 = (int(x) for x in rng.integers(1, 60, 2))
+        keys = (rng.random(n1 + n2) * 4).astype(np.float32)
+        order = np.arange(n1 + n2, dtype=np.int64)
+        expect = _literal_merge(keys, list(range(n1)), list(range(n1, n1 + n2)))
+        okey, tkey = chunky._f32_order_keys(keys), chunky._take_right_bound(keys)
+        one = np.array([1], dtype=np.int64)
+        chunky._msort_level(order, okey, tkey, one * 0, one * n1, one * n2)
+        assert order.tolist() == expect
+
+
+def test_process_pool_bake_equals_local_bake():
+    verts, tris = dungeon()
+    pooled = tiles.bake_tiled(verts, tris, NavConfig(), 32, workers=2)
+    a = tiles.tiled_dump_arrays(pooled)
+    b = tiles.tiled_dump_arrays(dungeon_tiled())
+    assert all(np.array_equal(a[k], b[k]) for k in b)
