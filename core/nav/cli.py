@@ -323,6 +323,7 @@ def add_parsers(sub, add_setting_flags, config_from_args, common=None) -> None:
     b = sub.add_parser("bench-queries", help="query rates on dungeon next to Detour's")
     b.add_argument("--meshes", default=None, help="folder with dungeon.obj")
     b.add_argument("--pairs", type=int, default=10000, help="batch size [Limit: >= 1]")
+    b.add_argument("--runs", type=int, default=3, help="runs per batch, best counts [Limit: >= 1]")
     b.set_defaults(func=lambda args: _bench(args))
     if common is not None:
         for parser in (q, p, b):
@@ -332,4 +333,4 @@ def add_parsers(sub, add_setting_flags, config_from_args, common=None) -> None:
 def _bench(args) -> int:
     from .bench import run_query_bench
 
-    return run_query_bench(args.meshes, args.pairs)
+    return run_query_bench(args.meshes, args.pairs, args.runs)

@@ -175,6 +175,20 @@ def _find_paths_chunk(
     link_state = np.where(link_side != SIDE_INTERNAL, link_side >> 1, 0) if states > 1 else None
     deg_all = np.diff(link_start)
     max_deg = int(deg_all.max()) if deg_all.shape[0] else 0
+    # Per link, query-independent: target, node key, filter verdict; one sentinel link (index
+    # nl) that never passes pads each polygon's slot row.
+    nl = link_ref.shape[0]
+    l_ref = np.r_[link_ref, -2]
+    l_key = np.r_[link_ref * states + (link_state if link_state is not None else 0), 0]
+    l_ok = np.r_[pass_ok[link_ref], False]
+    slot_table = np.where(
+        np.arange(max(max_deg, 1))[None, :] < deg_all[:, None],
+        link_start[:-1, None] + np.arange(max(max_deg, 1))[None, :], nl,
+    )  # fmt: skip
+    # Portal mid points and start/end points as x, y, z arrays (1-D gathers).
+    mx, my, mz = (np.ascontiguousarray(mid[:, k]) for k in range(3))
+    sx, sy, sz = (np.ascontiguousarray(start_pos[:, k]) for k in range(3))
+    ex_, ey_, ez_ = (np.ascontiguousarray(end_pos[:, k]) for k in range(3))
     rows_all = np.arange(nq)
     start_ref = start_ref.astype(np.int64)
     end_ref = end_ref.astype(np.int64)
@@ -206,48 +220,51 @@ def _find_paths_chunk(
         parent_ref = np.where(pidx > 0, P.ref_f[(r) * P.cap + (np.maximum(pidx - 1, 0))], -1)
         bcost = P.cost_f[ib]
         came = P.came_f[ib]
-        bpos = np.where((came >= 0)[:, None], mid[np.maximum(came, 0)], start_pos[r])
+        has_came = came >= 0
+        cc = np.maximum(came, 0)
+        bx = np.where(has_came, mx[cc], sx[r])
+        by = np.where(has_came, my[cc], sy[r])
+        bz = np.where(has_came, mz[cc], sz[r])
         walk_cost = ac[nav.poly_area[bref]]
-        lo = link_start[bref]
-        deg = link_start[bref + 1] - lo
-        ep = end_pos[r]
+        slots = slot_table[bref]
         er = end_ref[r]
         for slot in range(max_deg):
-            m = slot < deg
-            k = np.where(m, lo + slot, 0)
-            nref = link_ref[k]
-            m &= (nref != parent_ref) & pass_ok[nref]
-            if not m.any():
+            k = slots[:, slot]
+            m = l_ok[k] & (l_ref[k] != parent_ref)
+            sel = np.flatnonzero(m)
+            if not sel.shape[0]:
                 continue
-            sel = np.nonzero(m)[0]
-            rs, ks, nr = r[sel], k[sel], nref[sel]
-            key = nr * states + (link_state[ks] if link_state is not None else 0)
-            nb = P.node_of_f[(rs) * P.keys + (key)].astype(np.int64)
+            rs, ks = r[sel], k[sel]
+            nr = l_ref[ks]
+            key = l_key[ks]
+            nb = P.node_of_f[rs * P.keys + key].astype(np.int64)
             new = nb < 0
-            full = new & (P.count[rs] >= max_nodes)
-            out_of_nodes[rs[full]] = True
-            keep = ~full
-            sel, rs, ks, nr, key, nb, new = (
-                sel[keep], rs[keep], ks[keep], nr[keep], key[keep], nb[keep], new[keep],
-            )  # fmt: skip
-            if not rs.shape[0]:
-                continue
             if new.any():
+                full = new & (P.count[rs] >= max_nodes)
+                if full.any():
+                    out_of_nodes[rs[full]] = True
+                    keep = ~full
+                    sel, rs, ks, nr, key, nb, new = (
+                        sel[keep], rs[keep], ks[keep], nr[keep], key[keep], nb[keep], new[keep],
+                    )  # fmt: skip
+                    if not rs.shape[0]:
+                        continue
+                # New nodes: flags, costs and parent are all written below (a new node is
+                # never skipped); the pool starts zeroed.
                 rn = rs[new]
                 ids = P.count[rn]
                 P.count[rn] += 1
                 nb[new] = ids
-                P.node_of_f[(rn) * P.keys + (key[new])] = ids
+                P.node_of_f[rn * P.keys + key[new]] = ids
                 inew = rn * P.cap + ids
                 P.ref_f[inew] = nr[new]
-                P.pidx_f[inew] = 0
-                P.cost_f[inew] = 0
-                P.total_f[inew] = 0
-                P.flags_f[inew] = 0
                 P.came_f[inew] = ks[new]
-            npos = mid[P.came_f[rs * P.cap + nb]]
-            cur = _dist(bpos[sel], npos) * walk_cost[sel]
-            d_end = _dist(npos, ep[sel])
+            nc = P.came_f[rs * P.cap + nb]
+            nx, ny, nz = mx[nc], my[nc], mz[nc]
+            dx, dy, dz = nx - bx[sel], ny - by[sel], nz - bz[sel]
+            cur = np.sqrt(dx * dx + dy * dy + dz * dz) * walk_cost[sel]
+            dx, dy, dz = ex_[rs] - nx, ey_[rs] - ny, ez_[rs] - nz
+            d_end = np.sqrt(dx * dx + dy * dy + dz * dz)
             is_end = nr == er[sel]
             base = bcost[sel] + cur
             cost = np.where(is_end, base + d_end * end_area_cost[rs], base).astype(F32)

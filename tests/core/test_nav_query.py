@@ -210,6 +210,33 @@ def test_batch_nearest_height_raycast_match_single_ports(dungeon_query):
     assert np.any(rb.status & Q.BUFFER_TOO_SMALL), "max_path 6 should cut some rays"
 
 
+def test_batch_nearest_and_height_match_single_ports_over_many_boxes(dungeon_query):
+    """The pruned batch nearest search and the flat height test against the literal ports on
+    points near, above, below and far from the surface, with small, default and large boxes
+    (one per point)."""
+    q = dungeon_query
+    rng = np.random.default_rng(41)
+    from core.nav.bench import _surface_points
+
+    pts = np.concatenate([_random_points(q, 1000, 17), _surface_points(q, 1000, rng)])
+    pts[::7, 2] += rng.normal(0, 3, pts[::7].shape[0]).astype(F32)  # far above / below
+    half = rng.choice(np.array([[0.2, 0.2, 0.3], [2, 2, 4], [6, 6, 9]], F32), pts.shape[0])
+    near = q.find_nearest_poly_batch(pts, half)
+    for i, p in enumerate(pts):
+        one = q.find_nearest_poly(p, half[i])
+        assert (near.ref[i], near.over_poly[i]) == (one.ref, one.over_poly), i
+        np.testing.assert_array_equal(near.point[i], one.point, err_msg=str(i))
+    found = near.ref >= 0
+    assert np.count_nonzero(~found) > 10 and np.count_nonzero(found & near.over_poly) > 500
+    assert np.count_nonzero(found & ~near.over_poly) > 100
+    probe = (near.point + rng.normal(0, 0.5, near.point.shape)).astype(F32)
+    hb = q.get_poly_height_batch(near.ref, probe)
+    for i in range(pts.shape[0]):
+        one = q.get_poly_height(int(near.ref[i]), probe[i])
+        assert hb.status[i] == one.status, i
+        np.testing.assert_array_equal(hb.height[i], F32(one.height), err_msg=str(i))
+
+
 # -------------------------------------------------------------------- hand-built behaviour
 def test_links_and_refs_two_squares():
     nav = two_squares()
@@ -348,6 +375,47 @@ def test_two_tiles_link_across_the_border():
     r = q.find_nearest_poly(zpt(15, 5, 0.2), (2, 2, 4))
     assert r.ref == 1
     assert q.raycast(0, zpt(5, 5), zpt(15, 5)).polys.tolist() == [0, 1]
+
+
+def test_batch_raycast_follows_partial_border_links():
+    """A tile edge facing two polygons of the next tile: its two links cover half the edge
+    each, so a ray takes the link whose interval holds its crossing (batch = single port)."""
+    params = NavMeshParams(np.zeros(3, F32), 10.0, 10.0, 4, 8)
+    nav = NavMesh(params)
+    left = polymesh(
+        [(0, 0, 0), (0, 0, 10), (10, 0, 10), (10, 0, 0)],
+        [([0, 1, 2, 3], [None, None, ("border", 2), None])],
+    )
+    right = polymesh(
+        [(0, 0, 0), (0, 0, 5), (0, 0, 10), (10, 0, 10), (10, 0, 5), (10, 0, 0)],
+        [
+            ([0, 1, 4, 5], [("border", 0), 1, None, None]),
+            ([1, 2, 3, 4], [("border", 0), None, None, 0]),
+        ],
+        bmin=(10.0, 0.0, 0.0),
+    )
+    nav.add_tile(tile_data(left, tile_x=0))
+    nav.add_tile(tile_data(right, tile_x=1))
+    own = nav.link_owner == 0
+    assert np.count_nonzero(own) == 2
+    assert np.all((nav.link_bmin[own] != 0) | (nav.link_bmax[own] != 255)), "partial links"
+    q = NavMeshQuery(nav)
+    rng = np.random.default_rng(2)
+    n = 300
+    starts = np.stack([rng.uniform(1, 9, n), rng.uniform(0.5, 9.5, n), np.zeros(n)], 1)
+    ends = np.stack([rng.uniform(11, 19, n), rng.uniform(-2, 12, n), np.zeros(n)], 1)
+    starts, ends = starts.astype(F32), ends.astype(F32)
+    rb = q.raycast_batch(np.zeros(n, np.int64), starts, ends)
+    seconds = set()
+    for j in range(n):
+        one = q.raycast(0, starts[j], ends[j])
+        got = rb.polys[rb.start[j] : rb.start[j] + rb.count[j]]
+        assert rb.status[j] == one.status and F32(one.t) == rb.t[j], j
+        np.testing.assert_array_equal(rb.normal[j], one.normal, err_msg=str(j))
+        np.testing.assert_array_equal(got, one.polys, err_msg=str(j))
+        if len(one.polys) > 1:
+            seconds.add(int(one.polys[1]))
+    assert seconds == {1, 2}, "rays should cross into both polygons of the second tile"
 
 
 def test_filter_excludes_polygons():
@@ -521,6 +589,39 @@ def test_tiled_dungeon_queries_equal_detour():
     assert len(answers) == 31
     problems = _diff_report(ours, answers)
     assert not problems, "tiled queries differing from Detour:\n" + "\n".join(problems)
+
+
+def test_tiled_batch_nearest_height_raycast_match_single_ports():
+    """Random queries on the 41-tile navmesh (multi-tile candidates, partial border links):
+    batch nearest, height and raycast equal the literal single-query ports."""
+    from core.nav.bench import _surface_points
+
+    q = NavMeshQuery(_tiled_navmesh_from_reference(load_reference("dungeon_tiled")))
+    rng = np.random.default_rng(12)
+    pts = np.concatenate([_random_points(q, 600, 4), _surface_points(q, 600, rng)])
+    half = np.array([2.0, 2.0, 4.0], dtype=F32)
+    near = q.find_nearest_poly_batch(pts, half)
+    for i, p in enumerate(pts):
+        one = q.find_nearest_poly(p, half)
+        assert (near.ref[i], near.over_poly[i]) == (one.ref, one.over_poly), i
+        np.testing.assert_array_equal(near.point[i], one.point, err_msg=str(i))
+    hb = q.get_poly_height_batch(near.ref, pts)
+    for i in range(pts.shape[0]):
+        one = q.get_poly_height(int(near.ref[i]), pts[i])
+        assert hb.status[i] == one.status, i
+        np.testing.assert_array_equal(hb.height[i], F32(one.height), err_msg=str(i))
+    ok = np.nonzero(near.ref >= 0)[0]
+    starts = ok[rng.integers(0, ok.shape[0], 800)]
+    ends = (near.point[starts] + rng.normal(0, 12, (800, 3)) * [1, 1, 0]).astype(F32)
+    for limit in (256, 5):
+        rb = q.raycast_batch(near.ref[starts], near.point[starts], ends, max_path=limit)
+        for j, s in enumerate(starts):
+            one = q.raycast(int(near.ref[s]), near.point[s], ends[j], max_path=limit)
+            got = rb.polys[rb.start[j] : rb.start[j] + rb.count[j]]
+            assert rb.status[j] == one.status and F32(one.t) == rb.t[j], (limit, j)
+            np.testing.assert_array_equal(rb.normal[j], one.normal, err_msg=str(j))
+            np.testing.assert_array_equal(got, one.polys, err_msg=str(j))
+    assert np.count_nonzero(rb.count >= 4) > 50, "rays should cross several polygons"
 
 
 def test_batch_random_points_closest_points_and_moves():
