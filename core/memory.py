@@ -48,7 +48,7 @@ HELD_BYTES_PER_SOLID_SPAN = 16
 
 # Filters: held heightfield plus the filter's temporaries.
 FILTER_BYTES_PER_COLUMN = 24
-FILTER_BYTES_PER_SOLID_SPAN = 80
+FILTER_BYTES_PER_SOLID_SPAN = 100
 
 # Compact: per walkable span, plus per (span, neighbour-column span) pair of one direction.
 COMPACT_BYTES_PER_COLUMN = 32
@@ -162,39 +162,51 @@ def estimate_bake(verts, tris, bmin, bmax, config: NavConfig, navmesh: bool = Tr
 
     raster, columns, fragments = estimate_rasterize(verts, tris, bmin, bmax, config.cell_size)
     spans = min(fragments, columns)
-    out = [raster, _filters(columns, spans)]
+    inputs = input_bytes(verts, tris)
+    out = [raster, _filters(columns, spans, inputs)]
     if navmesh:
-        out.append(_compact(columns, spans, spans, spans))
+        out.append(_compact(columns, spans, spans, spans, inputs))
         for name in OPEN_STAGE_BYTES_PER_SPAN:
-            out.append(_open_stage(name, columns, spans, spans))
+            out.append(_open_stage(name, columns, spans, spans, inputs))
         patch = min(columns, PATCH_CELLS_PER_CHUNK)
-        held = columns * OPEN_STAGE_BYTES_PER_COLUMN + spans * DETAIL_HELD_BYTES_PER_SPAN
+        held = inputs + _held(columns, spans) + columns * OPEN_STAGE_BYTES_PER_COLUMN
+        held += spans * DETAIL_HELD_BYTES_PER_SPAN
         total = RUNTIME_BYTES + held + patch * PATCH_BYTES_PER_CELL
         out.append(StageEstimate("detail", total, f"{spans:,} spans, height patches"))
     return out
 
 
-def _filters(columns: int, solid_spans: int) -> StageEstimate:
+def input_bytes(verts, tris) -> int:
+    """What a bake holds of its input from start to end: the validated copies of ``verts``
+    and ``tris`` and the per-triangle areas. [Units: bytes]"""
+    return int(np.asarray(verts).shape[0]) * 12 + int(np.asarray(tris).shape[0]) * 16
+
+
+def _filters(columns: int, solid_spans: int, inputs: int = 0) -> StageEstimate:
     total = (
         RUNTIME_BYTES
+        + inputs
         + columns * FILTER_BYTES_PER_COLUMN
         + solid_spans * FILTER_BYTES_PER_SOLID_SPAN
     )
     return StageEstimate("filters", total, f"{columns:,} columns, {solid_spans:,} solid spans")
 
 
-def estimate_filters(hf) -> StageEstimate:
-    """The span filters' peak on the solid heightfield ``hf``."""
-    return _filters(int(hf.width) * int(hf.height), int(hf.span_count))
+def estimate_filters(hf, inputs: int = 0) -> StageEstimate:
+    """The span filters' peak on the solid heightfield ``hf``; ``inputs``: `input_bytes`."""
+    return _filters(int(hf.width) * int(hf.height), int(hf.span_count), inputs)
 
 
 def _held(columns: int, solid_spans: int) -> int:
     return columns * HELD_BYTES_PER_COLUMN + solid_spans * HELD_BYTES_PER_SOLID_SPAN
 
 
-def _compact(columns: int, solid_spans: int, open_spans: int, pairs: int) -> StageEstimate:
+def _compact(
+    columns: int, solid_spans: int, open_spans: int, pairs: int, inputs: int = 0
+) -> StageEstimate:
     total = (
         RUNTIME_BYTES
+        + inputs
         + _held(columns, solid_spans)
         + columns * COMPACT_BYTES_PER_COLUMN
         + open_spans * COMPACT_BYTES_PER_SPAN
@@ -207,7 +219,7 @@ def _compact(columns: int, solid_spans: int, open_spans: int, pairs: int) -> Sta
     return StageEstimate("compact", total, drivers)
 
 
-def estimate_compact(hf) -> StageEstimate:
+def estimate_compact(hf, inputs: int = 0) -> StageEstimate:
     """The compact stage's peak: walkable spans and, per direction, the (span, span of the
     neighbour column) pairs it tests (the largest direction's count)."""
     width, height = int(hf.width), int(hf.height)
@@ -222,12 +234,15 @@ def estimate_compact(hf) -> StageEstimate:
         int((grid[:, 1:] * grid[:, :-1]).sum()) if width > 1 else 0,
         int((grid[1:, :] * grid[:-1, :]).sum()) if height > 1 else 0,
     )
-    return _compact(width * height, int(hf.span_count), int(per_col.sum()), pairs)
+    return _compact(width * height, int(hf.span_count), int(per_col.sum()), pairs, inputs)
 
 
-def _open_stage(name: str, columns: int, solid_spans: int, open_spans: int) -> StageEstimate:
+def _open_stage(
+    name: str, columns: int, solid_spans: int, open_spans: int, inputs: int = 0
+) -> StageEstimate:
     total = (
         RUNTIME_BYTES
+        + inputs
         + _held(columns, solid_spans)
         + columns * OPEN_STAGE_BYTES_PER_COLUMN
         + open_spans * OPEN_STAGE_BYTES_PER_SPAN[name]
@@ -235,20 +250,21 @@ def _open_stage(name: str, columns: int, solid_spans: int, open_spans: int) -> S
     return StageEstimate(name, total, f"{columns:,} columns, {open_spans:,} walkable spans")
 
 
-def estimate_open_stage(name: str, chf, solid_spans: int) -> StageEstimate:
+def estimate_open_stage(name: str, chf, solid_spans: int, inputs: int = 0) -> StageEstimate:
     """Peak of ``name`` (erode, distance, regions or contours) on the compact heightfield."""
-    return _open_stage(name, int(chf.width) * int(chf.height), solid_spans, int(chf.span_count))
+    columns = int(chf.width) * int(chf.height)
+    return _open_stage(name, columns, solid_spans, int(chf.span_count), inputs)
 
 
-def estimate_polymesh(contours, chf, solid_spans: int) -> StageEstimate:
+def estimate_polymesh(contours, chf, solid_spans: int, inputs: int = 0) -> StageEstimate:
     """Polygon mesh peak: what the contour stage holds plus per contour vertex."""
-    base = estimate_open_stage("contours", chf, solid_spans)
+    base = estimate_open_stage("contours", chf, solid_spans, inputs)
     nverts = int(np.shape(contours.verts)[0])
     total = base.bytes + nverts * POLYMESH_BYTES_PER_CONTOUR_VERTEX
     return StageEstimate("polymesh", total, f"{nverts:,} contour vertices")
 
 
-def estimate_detail(pmesh, chf, solid_spans: int) -> StageEstimate:
+def estimate_detail(pmesh, chf, solid_spans: int, inputs: int = 0) -> StageEstimate:
     """Detail stage peak: held arrays plus the largest chunk of height patches (polygons'
     bounding boxes plus one cell, `detail.patch_chunks`) and per-polygon sample state."""
     from .detail import PATCH_BYTES_PER_CELL, patch_chunks
@@ -259,6 +275,7 @@ def estimate_detail(pmesh, chf, solid_spans: int) -> StageEstimate:
     npolys = int(cells.shape[0])
     total = (
         RUNTIME_BYTES
+        + inputs
         + _held(columns, solid_spans)
         + columns * OPEN_STAGE_BYTES_PER_COLUMN
         + int(chf.span_count) * DETAIL_HELD_BYTES_PER_SPAN

@@ -18,6 +18,7 @@ anything large is allocated.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -335,7 +336,7 @@ def bake(
         verts, tris, config, derived, bmin, bmax, width, height, ctx, estimates
     )
     if stop_after == "navmesh":
-        _navmesh_stages(result, derived, volumes, ctx, estimates)
+        _navmesh_stages(result, derived, volumes, ctx, estimates, memory.input_bytes(verts, tris))
     result.memory_estimates = estimates
     result.counts = _counts(result, tris.shape[0])
     _warn_if_empty(result, verts, tris, ctx)
@@ -367,7 +368,8 @@ def _heightfield_stages(
             derived.walkable_climb, ctx=ctx,
         )  # fmt: skip
     stage_areas = {"raster": hf.area}
-    memory.check(memory.estimate_filters(hf), config, record=estimates)
+    inputs = memory.input_bytes(verts, tris)
+    memory.check(memory.estimate_filters(hf, inputs), config, record=estimates)
     if config.filter_low_hanging_obstacles:
         with ctx.stage("filter_low_hanging"):
             area = filters.filter_low_hanging_obstacles(hf, derived.walkable_climb, ctx=ctx)
@@ -403,18 +405,23 @@ def _navmesh_stages(
     volumes: tuple[AreaVolume, ...],
     ctx: BuildContext,
     estimates: dict[str, int],
+    inputs: int,
 ) -> None:
-    """Stages 4-10: compact heightfield, erosion, volumes, regions, contours, polygons, detail."""
+    """Stages 4-10: compact heightfield, erosion, volumes, regions, contours, polygons, detail.
+
+    Before each large stage its memory estimate (`core.memory`, from the real counts so far;
+    ``inputs``: bytes held of the input) is recorded in ``estimates`` and checked."""
     config = result.config
     solid = result.heightfield.span_count
-    memory.check(memory.estimate_compact(result.heightfield), config, record=estimates)
+    guard = functools.partial(memory.check, config=config, record=estimates)
+    guard(memory.estimate_compact(result.heightfield, inputs))
     with ctx.stage("compact"):
         chf = build_compact_heightfield(
             result.heightfield, derived.walkable_height, derived.walkable_climb, ctx=ctx
         )
     result.area_initial = chf.area.copy()
     for name in ("erode", "distance", "regions", "contours"):
-        memory.check(memory.estimate_open_stage(name, chf, solid), config, record=estimates)
+        guard(memory.estimate_open_stage(name, chf, solid, inputs))
     with ctx.stage("erode"):
         chf.area = erode_walkable_area(chf, derived.walkable_radius, ctx=ctx)
     for volume in volumes:
@@ -434,10 +441,10 @@ def _navmesh_stages(
         result.contours = build_contours(
             chf, float(derived.max_simplification_error), derived.max_edge_len, ctx=ctx
         )
-    memory.check(memory.estimate_polymesh(result.contours, chf, solid), config, record=estimates)
+    guard(memory.estimate_polymesh(result.contours, chf, solid, inputs))
     with ctx.stage("polymesh"):
         result.polymesh = build_poly_mesh(result.contours, derived.max_verts_per_poly, ctx=ctx)
-    memory.check(memory.estimate_detail(result.polymesh, chf, solid), config, record=estimates)
+    guard(memory.estimate_detail(result.polymesh, chf, solid, inputs))
     with ctx.stage("detail"):
         result.detail = build_poly_mesh_detail(
             result.polymesh,
