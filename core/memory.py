@@ -33,6 +33,8 @@ from .errors import VoxNavError
 
 #: Interpreter, NumPy and allocator slack on top of the traced arrays. [Units: bytes]
 RUNTIME_BYTES = 96 * 1024**2
+#: Small arrays and Python objects of any stage, whatever its size. [Units: bytes]
+STAGE_FIXED_BYTES = 2 * 1024**2
 
 # Rasterize (mark + clip + merge). [Units: bytes per item]
 #: Per bounded fragment: clip state, packed sort keys and payloads, their concatenation.
@@ -49,6 +51,8 @@ HELD_BYTES_PER_SOLID_SPAN = 16
 # Filters: held heightfield plus the filter's temporaries.
 FILTER_BYTES_PER_COLUMN = 24
 FILTER_BYTES_PER_SOLID_SPAN = 100
+#: Per (span, neighbour-column span) pair: the ledge filter walks neighbour columns.
+FILTER_BYTES_PER_PAIR = 40
 
 # Compact: per walkable span, plus per (span, neighbour-column span) pair of one direction.
 COMPACT_BYTES_PER_COLUMN = 32
@@ -138,6 +142,7 @@ def estimate_rasterize(verts, tris, bmin, bmax, cs: float) -> tuple[StageEstimat
     n_tris = int(np.asarray(tris).shape[0])
     total = (
         RUNTIME_BYTES
+        + STAGE_FIXED_BYTES
         + fragments * RASTER_BYTES_PER_FRAGMENT
         + columns * RASTER_BYTES_PER_COLUMN
         + n_tris * RASTER_BYTES_PER_TRIANGLE
@@ -163,7 +168,7 @@ def estimate_bake(verts, tris, bmin, bmax, config: NavConfig, navmesh: bool = Tr
     raster, columns, fragments = estimate_rasterize(verts, tris, bmin, bmax, config.cell_size)
     spans = min(fragments, columns)
     inputs = input_bytes(verts, tris)
-    out = [raster, _filters(columns, spans, inputs)]
+    out = [raster, _filters(columns, spans, inputs, spans)]
     if navmesh:
         out.append(_compact(columns, spans, spans, spans, inputs))
         for name in OPEN_STAGE_BYTES_PER_SPAN:
@@ -171,7 +176,7 @@ def estimate_bake(verts, tris, bmin, bmax, config: NavConfig, navmesh: bool = Tr
         patch = min(columns, PATCH_CELLS_PER_CHUNK)
         held = inputs + _held(columns, spans) + columns * OPEN_STAGE_BYTES_PER_COLUMN
         held += spans * DETAIL_HELD_BYTES_PER_SPAN
-        total = RUNTIME_BYTES + held + patch * PATCH_BYTES_PER_CELL
+        total = RUNTIME_BYTES + STAGE_FIXED_BYTES + held + patch * PATCH_BYTES_PER_CELL
         out.append(StageEstimate("detail", total, f"{spans:,} spans, height patches"))
     return out
 
@@ -182,19 +187,40 @@ def input_bytes(verts, tris) -> int:
     return int(np.asarray(verts).shape[0]) * 12 + int(np.asarray(tris).shape[0]) * 16
 
 
-def _filters(columns: int, solid_spans: int, inputs: int = 0) -> StageEstimate:
+def _filters(columns: int, solid_spans: int, inputs: int = 0, pairs: int = 0) -> StageEstimate:
     total = (
         RUNTIME_BYTES
+        + STAGE_FIXED_BYTES
         + inputs
         + columns * FILTER_BYTES_PER_COLUMN
         + solid_spans * FILTER_BYTES_PER_SOLID_SPAN
+        + pairs * FILTER_BYTES_PER_PAIR
     )
     return StageEstimate("filters", total, f"{columns:,} columns, {solid_spans:,} solid spans")
 
 
 def estimate_filters(hf, inputs: int = 0) -> StageEstimate:
     """The span filters' peak on the solid heightfield ``hf``; ``inputs``: `input_bytes`."""
-    return _filters(int(hf.width) * int(hf.height), int(hf.span_count), inputs)
+    pairs = neighbour_pairs(
+        hf.col_start, np.ones(int(hf.span_count), dtype=bool), hf.width, hf.height
+    )
+    return _filters(int(hf.width) * int(hf.height), int(hf.span_count), inputs, pairs[1])
+
+
+def neighbour_pairs(col_start, keep, width: int, height: int) -> tuple[int, int]:
+    """(kept spans, the largest over the 4 directions of the sum over columns of kept spans
+    times kept spans of the neighbour column): what span-to-neighbour tests allocate.
+    ``col_start`` int (w*h+1,), ``keep`` bool (spans,)."""
+    col_start = np.asarray(col_start, dtype=np.int64)
+    width, height = int(width), int(height)
+    cum = np.concatenate(([0], np.cumsum(keep, dtype=np.int64)))
+    per_col = cum[col_start[1:]] - cum[col_start[:-1]]
+    grid = per_col.reshape(height, width)
+    pairs = max(
+        int((grid[:, 1:] * grid[:, :-1]).sum()) if width > 1 else 0,
+        int((grid[1:, :] * grid[:-1, :]).sum()) if height > 1 else 0,
+    )
+    return int(per_col.sum()), pairs
 
 
 def _held(columns: int, solid_spans: int) -> int:
@@ -206,6 +232,7 @@ def _compact(
 ) -> StageEstimate:
     total = (
         RUNTIME_BYTES
+        + STAGE_FIXED_BYTES
         + inputs
         + _held(columns, solid_spans)
         + columns * COMPACT_BYTES_PER_COLUMN
@@ -223,18 +250,9 @@ def estimate_compact(hf, inputs: int = 0) -> StageEstimate:
     """The compact stage's peak: walkable spans and, per direction, the (span, span of the
     neighbour column) pairs it tests (the largest direction's count)."""
     width, height = int(hf.width), int(hf.height)
-    col_start = np.asarray(hf.col_start, dtype=np.int64)
     walkable = np.asarray(hf.area) != 0
-    per_col = np.zeros(width * height, dtype=np.int64)
-    if walkable.any():
-        cum = np.concatenate(([0], np.cumsum(walkable, dtype=np.int64)))
-        per_col = cum[col_start[1:]] - cum[col_start[:-1]]
-    grid = per_col.reshape(height, width)
-    pairs = max(
-        int((grid[:, 1:] * grid[:, :-1]).sum()) if width > 1 else 0,
-        int((grid[1:, :] * grid[:-1, :]).sum()) if height > 1 else 0,
-    )
-    return _compact(width * height, int(hf.span_count), int(per_col.sum()), pairs, inputs)
+    spans, pairs = neighbour_pairs(hf.col_start, walkable, width, height)
+    return _compact(width * height, int(hf.span_count), spans, pairs, inputs)
 
 
 def _open_stage(
@@ -242,6 +260,7 @@ def _open_stage(
 ) -> StageEstimate:
     total = (
         RUNTIME_BYTES
+        + STAGE_FIXED_BYTES
         + inputs
         + _held(columns, solid_spans)
         + columns * OPEN_STAGE_BYTES_PER_COLUMN
@@ -275,6 +294,7 @@ def estimate_detail(pmesh, chf, solid_spans: int, inputs: int = 0) -> StageEstim
     npolys = int(cells.shape[0])
     total = (
         RUNTIME_BYTES
+        + STAGE_FIXED_BYTES
         + inputs
         + _held(columns, solid_spans)
         + columns * OPEN_STAGE_BYTES_PER_COLUMN
