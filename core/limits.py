@@ -48,13 +48,12 @@ def _round_down(value: float) -> float:
 def check_grid(
     bmin, bmax, config: NavConfig, derived: DerivedConfig, ctx: BuildContext | None = None
 ) -> None:
-    """Refuse grids without an X or Y extent or whose coordinates float32 cannot resolve;
-    warn where float32 is coarse; check the agent's 8-bit fields. ``bmin``/``bmax``: grid
-    corners (3,) Z-up [Units: wu]."""
+    """Refuse grids without (enough) extent on X or Y; check the agent's 8-bit fields.
+    ``bmin``/``bmax``: grid corners (3,) Z-up [Units: wu]."""
     lo = np.asarray(bmin, dtype=np.float64)
     hi = np.asarray(bmax, dtype=np.float64)
     ext = hi - lo
-    cs, ch = float(derived.cs), float(derived.ch)
+    cs = float(derived.cs)
     for axis in (0, 1):
         name = _AXES[axis]
         if ext[axis] <= 0:
@@ -70,7 +69,6 @@ def check_grid(
                 f"(cell_size {config.cell_size:g}), so the grid has no columns: use cell_size <= "
                 f"{_round_down(ext[axis]):g}, or widen the bounds along {name}"
             )
-    _check_precision(lo, hi, cs, ch, ctx)
     _check_agent_fields(config, derived, ctx)
 
 
@@ -92,7 +90,13 @@ def check_columns(bmin, bmax, config: NavConfig) -> None:
         )
 
 
-def _check_precision(lo, hi, cs: float, ch: float, ctx: BuildContext | None) -> None:
+def check_precision(bmin, bmax, derived: DerivedConfig, ctx: BuildContext | None = None) -> None:
+    """Refuse a grid whose float32 coordinates are further apart than a cell (cell_size on
+    X/Y, cell_height on Z) at its corners; warn when they are more than
+    `PRECISION_WARN_SHARE` of a cell apart. Both say the offset to recentre by."""
+    lo = np.asarray(bmin, dtype=np.float64)
+    hi = np.asarray(bmax, dtype=np.float64)
+    cs, ch = float(derived.cs), float(derived.ch)
     magnitude_xy = float(np.abs(np.concatenate([lo[:2], hi[:2]])).max())
     magnitude_z = float(max(abs(lo[2]), abs(hi[2])))
     step_xy = float(np.spacing(np.float32(magnitude_xy)))
@@ -101,9 +105,9 @@ def _check_precision(lo, hi, cs: float, ch: float, ctx: BuildContext | None) -> 
     if share <= PRECISION_WARN_SHARE:
         return
     centre = (lo + hi) / 2
-    offset = ", ".join(f"{-c:.6g}" for c in centre)
+    offset = ", ".join(f"{-c + 0.0:.6g}" for c in centre)
     what = (
-        f"the grid lies up to {max(magnitude_xy, magnitude_z):,.6g} from the origin, where "
+        f"the grid lies up to {max(magnitude_xy, magnitude_z):,.6g} m from the origin, where "
         f"float32 coordinates are {step_xy:g} apart on X/Y and {step_z:g} on Z (cell_size "
         f"{cs:g}, cell_height {ch:g})"
     )

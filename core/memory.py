@@ -24,7 +24,7 @@ triangles each count, so a dense stack is bounded by what rasterizing it really 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -84,6 +84,9 @@ class StageEstimate:
     #: Estimated peak including `RUNTIME_BYTES`. [Units: bytes]
     bytes: int
     drivers: str
+    #: Most of the grid is empty (fewer fragments than 1% of the columns): likely a stray
+    #: vertex far from the rest, which the refusal then mentions.
+    sparse: bool = False
 
 
 def fragment_bound(verts, tris, bmin, bmax, cs: float) -> np.ndarray:
@@ -129,6 +132,8 @@ def count(n: int) -> str:
 
 
 def _mib(n: float) -> str:
+    if n >= 1024**5:
+        return f"{n / 1024**3:.3g} GiB"
     if n >= 1024**3:
         return f"{n / 1024**3:.2f} GiB"
     return f"{n / 1024**2:.0f} MiB"
@@ -177,8 +182,15 @@ def estimate_bake(verts, tris, bmin, bmax, config: NavConfig, navmesh: bool = Tr
         held = inputs + _held(columns, spans) + columns * OPEN_STAGE_BYTES_PER_COLUMN
         held += spans * DETAIL_HELD_BYTES_PER_SPAN
         total = RUNTIME_BYTES + STAGE_FIXED_BYTES + held + patch * PATCH_BYTES_PER_CELL
-        out.append(StageEstimate("detail", total, f"{spans:,} spans, height patches"))
-    return out
+        out.append(StageEstimate("detail", total, "height patches"))
+    grid = raster.drivers.split(" and up to ")[0]
+    sparse = fragments * 100 < columns
+    return [
+        replace(e, sparse=sparse)
+        if e is raster
+        else replace(e, drivers=f"{grid}, predicted {count(spans)} walkable spans", sparse=sparse)
+        for e in out
+    ]
 
 
 def input_bytes(verts, tris) -> int:
@@ -382,6 +394,10 @@ def check(
         f"(memory_limit is {_mib(limit)}), driven by {estimate.drivers} at cell_size "
         f"{config.cell_size:g}; {fits} (to at least {_mib(estimate.bytes * 1.05)} for these "
         "settings)"
+        + (
+            "; most of the grid is empty: check for stray vertices far from the rest"
+            * estimate.sparse
+        )
     )
 
 

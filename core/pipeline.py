@@ -331,6 +331,7 @@ def bake(
     estimates: dict[str, int] = {}
     memory.check_bake(verts, tris, bmin, bmax, config, stop_after == "navmesh", estimates)
     limits.check_columns(bmin, bmax, config)
+    limits.check_precision(bmin, bmax, derived, ctx)
     width, height = grid_size(bmin, bmax, derived.cs)
     result = _heightfield_stages(
         verts, tris, config, derived, bmin, bmax, width, height, ctx, estimates
