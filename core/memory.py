@@ -37,12 +37,19 @@ RUNTIME_BYTES = 96 * 1024**2
 STAGE_FIXED_BYTES = 2 * 1024**2
 
 # Rasterize (mark + clip + merge). [Units: bytes per item]
-#: Per bounded fragment: clip state, packed sort keys and payloads, their concatenation.
-RASTER_BYTES_PER_FRAGMENT = 150
+#: Per bounded fragment: its packed sort key and payload, and their concatenation.
+RASTER_BYTES_PER_FRAGMENT = 24
+#: Per bounded fragment of the triangle chunks being clipped at once (clip state; large
+#: triangles: a 2-triangle plane measures about 100).
+RASTER_CLIP_BYTES_PER_FRAGMENT = 120
+#: Per fragment of the column ranges being merged at once (unpacked heights, merge state).
+RASTER_MERGE_BYTES_PER_FRAGMENT = 64
 #: Per grid column: col_start and the merge's per-column arrays.
-RASTER_BYTES_PER_COLUMN = 48
-#: Per triangle: gathered corners, bounds and rows, areas, clip state of its chunk.
-RASTER_BYTES_PER_TRIANGLE = 1200
+RASTER_BYTES_PER_COLUMN = 56
+#: Per triangle: gathered corners, bounds, rows and areas of all triangles.
+RASTER_BYTES_PER_TRIANGLE = 128
+#: Per triangle of the chunks being clipped at once (about 1 KiB, see rasterize.py).
+RASTER_CHUNK_BYTES_PER_TRIANGLE = 1024
 
 # Held from rasterization on: the solid heightfield and its per-stage area copies.
 HELD_BYTES_PER_COLUMN = 16
@@ -140,17 +147,38 @@ def _mib(n: float) -> str:
 
 
 def estimate_rasterize(verts, tris, bmin, bmax, cs: float) -> tuple[StageEstimate, int, int]:
-    """(estimate, columns, fragment bound) of marking and rasterizing on this grid."""
+    """(estimate, columns, fragment bound) of marking and rasterizing on this grid.
+
+    All fragments are held (packed) until the merge; on top, the triangle chunks being clipped
+    (one, or two on the clipping threads, read from `core.rasterize`'s chunk constants) and the
+    column ranges being merged hold their own state. The rasterizer's constants are read at
+    call time, so a change there is picked up, but the bytes per item here were measured on
+    its current span merge."""
+    from . import rasterize
+
     width, height = grid_columns(bmin, bmax, cs)
     columns = width * height
-    fragments = int(fragment_bound(verts, tris, bmin, bmax, cs).sum())
+    per_tri = fragment_bound(verts, tris, bmin, bmax, cs)
+    per_tri = per_tri[per_tri > 0]
+    fragments = int(per_tri.sum())
     n_tris = int(np.asarray(tris).shape[0])
+    threads = rasterize.WORKERS > 1 and per_tri.shape[0] > 2 * rasterize.PARALLEL_CHUNK_TRIANGLES
+    chunk = rasterize.PARALLEL_CHUNK_TRIANGLES if threads else rasterize.CHUNK_TRIANGLES
+    in_flight = 2 if threads else 1
+    clipping = 0
+    if fragments:
+        sums = np.add.reduceat(per_tri, np.arange(0, per_tri.shape[0], chunk))
+        clipping = int(np.sort(sums)[-in_flight:].sum())
+    merging = min(fragments, in_flight * max(rasterize.CHUNK_FRAGMENTS, n_tris))
     total = (
         RUNTIME_BYTES
         + STAGE_FIXED_BYTES
         + fragments * RASTER_BYTES_PER_FRAGMENT
+        + clipping * RASTER_CLIP_BYTES_PER_FRAGMENT
+        + merging * RASTER_MERGE_BYTES_PER_FRAGMENT
         + columns * RASTER_BYTES_PER_COLUMN
         + n_tris * RASTER_BYTES_PER_TRIANGLE
+        + min(n_tris, in_flight * chunk) * RASTER_CHUNK_BYTES_PER_TRIANGLE
     )
     ext = np.asarray(bmax, dtype=np.float64) - np.asarray(bmin, dtype=np.float64)
     drivers = (
