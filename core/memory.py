@@ -206,7 +206,9 @@ def estimate_bake(verts, tris, bmin, bmax, config: NavConfig, navmesh: bool = Tr
         out.append(_compact(columns, spans, spans, spans, inputs))
         for name in OPEN_STAGE_BYTES_PER_SPAN:
             out.append(_open_stage(name, columns, spans, spans, inputs))
-        patch = min(columns, PATCH_CELLS_PER_CHUNK)
+        # A chunk holds up to the budget (patches overlap, so polygons' cells can add up to
+        # more than the grid), or one polygon alone, which never exceeds the grid.
+        patch = max(min(PATCH_CELLS_PER_CHUNK, 2 * columns), columns)
         held = inputs + _held(columns, spans) + columns * OPEN_STAGE_BYTES_PER_COLUMN
         held += spans * DETAIL_HELD_BYTES_PER_SPAN
         total = RUNTIME_BYTES + STAGE_FIXED_BYTES + held + patch * PATCH_BYTES_PER_CELL
