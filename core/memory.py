@@ -33,6 +33,8 @@ from .errors import VoxNavError
 
 #: Interpreter, NumPy and allocator slack on top of the traced arrays. [Units: bytes]
 RUNTIME_BYTES = 96 * 1024**2
+#: Triangles bounded at once by `fragment_bound`.
+BOUND_CHUNK_TRIANGLES = 1 << 16
 #: Small arrays and Python objects of any stage, whatever its size. [Units: bytes]
 STAGE_FIXED_BYTES = 2 * 1024**2
 
@@ -103,26 +105,34 @@ def fragment_bound(verts, tris, bmin, bmax, cs: float) -> np.ndarray:
     in cells), after clipping the box to the grid; 0 for triangles outside the grid. Float64,
     no grid allocated. [Units: cells]
     """
-    cs = float(cs)
-    v = np.asarray(verts, dtype=np.float64)
+    v = np.asarray(verts, dtype=np.float32)
     t = np.asarray(tris, dtype=np.int64)
-    if t.shape[0] == 0:
-        return np.zeros(0, dtype=np.int64)
     lo = np.asarray(bmin, dtype=np.float64)
     hi = np.asarray(bmax, dtype=np.float64)
+    out = np.zeros(t.shape[0], dtype=np.int64)
+    # Chunks keep the temporaries cache-sized (fresh pages cost more than the arithmetic).
+    for start in range(0, t.shape[0], BOUND_CHUNK_TRIANGLES):
+        part = slice(start, start + BOUND_CHUNK_TRIANGLES)
+        out[part] = _fragment_bound(v, t[part], lo, hi, float(cs))
+    return out
+
+
+def _fragment_bound(v, t, lo, hi, cs: float) -> np.ndarray:
+    """`fragment_bound` of one chunk: corners gathered in float32 (the input's precision),
+    cell arithmetic in float64, slack for float32 rounding in the area bound."""
     a, b, c = v[t[:, 0]], v[t[:, 1]], v[t[:, 2]]
-    tmin = np.minimum(np.minimum(a, b), c)
-    tmax = np.maximum(np.maximum(a, b), c)
+    tmin = np.minimum(np.minimum(a, b), c).astype(np.float64)
+    tmax = np.maximum(np.maximum(a, b), c).astype(np.float64)
     inside = ((tmin <= hi) & (tmax >= lo)).all(axis=1)
-    x0 = np.floor((np.maximum(tmin[:, 0], lo[0]) - lo[0]) / cs)
-    x1 = np.floor((np.minimum(tmax[:, 0], hi[0]) - lo[0]) / cs)
-    y0 = np.floor((np.maximum(tmin[:, 1], lo[1]) - lo[1]) / cs)
-    y1 = np.floor((np.minimum(tmax[:, 1], hi[1]) - lo[1]) / cs)
-    box = (x1 - x0 + 1) * (y1 - y0 + 1)
-    area = 0.5 * np.abs((b[:, 0] - a[:, 0]) * (c[:, 1] - a[:, 1])
-                        - (b[:, 1] - a[:, 1]) * (c[:, 0] - a[:, 0])) / (cs * cs)  # fmt: skip
-    widths = (tmax[:, 0] - tmin[:, 0] + tmax[:, 1] - tmin[:, 1]) / cs
-    bound = np.minimum(box, np.ceil(area + 2 * widths + 4))
+    cells_lo = np.floor((np.maximum(tmin[:, :2], lo[:2]) - lo[:2]) / cs)
+    cells_hi = np.floor((np.minimum(tmax[:, :2], hi[:2]) - lo[:2]) / cs)
+    span = cells_hi - cells_lo + 1
+    box = span[:, 0] * span[:, 1]
+    ab = (b[:, :2] - a[:, :2]).astype(np.float64)
+    ac = (c[:, :2] - a[:, :2]).astype(np.float64)
+    area = np.abs(ab[:, 0] * ac[:, 1] - ab[:, 1] * ac[:, 0]) * (0.5 / (cs * cs))
+    widths = (tmax[:, 0] - tmin[:, 0] + tmax[:, 1] - tmin[:, 1]) * (1.0 / cs)
+    bound = np.minimum(box, np.ceil(area + 2 * widths + 6))
     return np.where(inside, bound, 0).astype(np.int64)
 
 
