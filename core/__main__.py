@@ -5,7 +5,12 @@
     python -m core bench [--runs 5] [--quick]
 
 Settings: one flag per NavConfig field, dashes for underscores (``--cell-size 0.15``,
-``--filter-ledge-spans off``, ``--bounds-min X Y Z``). Errors print one line and exit 2.
+``--filter-ledge-spans off``, ``--memory-limit 8GB``, ``--bounds-min X Y Z``); ``--help`` of a
+command lists each with its meaning, unit, default and limits. Exit codes (see core.cliutil):
+0 success, 1 bake or I/O error (an empty navmesh included), 2 bad flags or settings.
+
+A new command is one ``_add_NAME(sub)`` function that adds its subparser and sets
+``func=cmd_NAME``; `build_parser` calls each function in `COMMANDS`.
 """
 
 from __future__ import annotations
@@ -13,48 +18,86 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 
 from . import pipeline
+from .cliutil import (
+    EXIT_CODES_TEXT,
+    EXIT_FAILED,
+    EXIT_OK,
+    SuggestingParser,
+    print_warnings,
+    run_guarded,
+    setting_help,
+)
 from .config import NavConfig
-from .errors import VoxNavError
+from .errors import UsageError, VoxNavError
 from .objio import read_obj
 
 
-def _bool(text: str) -> bool:
-    value = text.strip().lower()
-    if value in ("1", "true", "on", "yes"):
-        return True
-    if value in ("0", "false", "off", "no"):
-        return False
-    raise argparse.ArgumentTypeError(f"expected on/off, got {text!r}")
+def _setting_type(name: str) -> Callable[[str], object]:
+    def parse(text: str) -> object:
+        try:
+            return NavConfig.parse(name, text)
+        except VoxNavError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    parse.__name__ = name  # argparse names the type in its message
+    return parse
 
 
 def add_setting_flags(parser: argparse.ArgumentParser) -> None:
+    """One flag per NavConfig setting, its help from the setting's documentation."""
+    group = parser.add_argument_group(
+        "settings (NavConfig; RecastDemo's defaults; wu = world units, metres in Blender)"
+    )
     for f in dataclasses.fields(NavConfig):
         flag = "--" + f.name.replace("_", "-")
-        default = f.default
+        help_text = setting_help(f.name)
         if f.name in ("bounds_min", "bounds_max"):
-            parser.add_argument(flag, type=float, nargs=3, metavar=("X", "Y", "Z"), default=None)
-        elif isinstance(default, bool):
-            parser.add_argument(flag, type=_bool, default=None, metavar="on|off")
-        elif isinstance(default, int):
-            parser.add_argument(flag, type=int, default=None)
-        elif isinstance(default, float):
-            parser.add_argument(flag, type=float, default=None)
+            group.add_argument(
+                flag, type=float, nargs=3, metavar=("X", "Y", "Z"), default=None, help=help_text
+            )
+        elif isinstance(f.default, bool):
+            group.add_argument(
+                flag, type=_setting_type(f.name), default=None, metavar="on|off", help=help_text
+            )
+        elif f.name == "memory_limit":
+            group.add_argument(
+                flag, type=_setting_type(f.name), default=None, metavar="SIZE", help=help_text
+            )
+        elif f.name == "partition":
+            group.add_argument(
+                flag,
+                type=_setting_type(f.name),
+                default=None,
+                metavar="{watershed,monotone,layers}",
+                help=help_text,
+            )
         else:
-            parser.add_argument(flag, type=str, default=None)
+            group.add_argument(
+                flag,
+                type=_setting_type(f.name),
+                default=None,
+                metavar="INT" if isinstance(f.default, int) else "FLOAT",
+                help=help_text,
+            )
 
 
 def config_from_args(args: argparse.Namespace) -> NavConfig:
+    """The validated NavConfig of the setting flags; `UsageError` (exit 2) when invalid."""
     changes = {}
     for name in NavConfig.field_names():
         value = getattr(args, name, None)
         if value is not None:
             changes[name] = tuple(value) if name.startswith("bounds_") else value
-    return NavConfig().replace(**changes).validate()
+    try:
+        return NavConfig().replace(**changes).validate()
+    except VoxNavError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def _recast(vec) -> np.ndarray:
@@ -209,54 +252,110 @@ def _navmesh_arrays(result: pipeline.BakeResult) -> dict[str, np.ndarray | np.ge
     return out
 
 
+def _npz_path(out: str) -> Path:
+    """The file numpy really writes: ``name`` -> ``name.npz`` (savez appends the suffix)."""
+    path = Path(out)
+    return path if path.name.endswith(".npz") else path.with_name(path.name + ".npz")
+
+
+def _check_folder(path: Path, flag: str) -> None:
+    if not path.parent.is_dir():
+        raise VoxNavError(f"{flag}: output folder {path.parent} does not exist")
+
+
+def _bake_progress(args) -> pipeline.Progress | None:
+    if not args.verbose:
+        return None
+    return lambda fraction, stage: print(f"  [{fraction:4.0%}] {stage}")
+
+
 def cmd_dump(args) -> int:
-    verts, tris = read_obj(args.mesh, recast_frame=args.recast_frame)
     config = config_from_args(args)
+    out = _npz_path(args.out)
+    _check_folder(out, "--out")
+    verts, tris = read_obj(args.mesh, recast_frame=args.recast_frame)
     stop = "heightfield" if args.heightfield_only else "navmesh"
-    result = pipeline.bake(verts, tris, config, stop_after=stop)
+    result = pipeline.bake(verts, tris, config, stop_after=stop, progress=_bake_progress(args))
+    print_warnings(result.warnings)
     arrays = dump_arrays(verts, tris, config, result)
-    out = Path(args.out)
-    if not out.parent.exists():
-        raise VoxNavError(f"output folder {out.parent} does not exist")
-    np.savez_compressed(out, **arrays)
+    np.savez_compressed(out, **arrays)  # type: ignore[arg-type]
     print(f"wrote {len(arrays)} arrays to {out}")
     for stage, seconds in result.timings.items():
         print(f"  {stage:<20} {seconds * 1000:8.2f} ms")
-    return 0
+    return EXIT_OK
 
 
 def cmd_bake(args) -> int:
     from . import export
 
-    verts, tris = read_obj(args.mesh, recast_frame=args.recast_frame)
     config = config_from_args(args)
-    result = pipeline.bake(
-        verts,
-        tris,
-        config,
-        progress=(lambda f, s: print(f"  [{f:4.0%}] {s}")) if args.verbose else None,
-    )
-    if result.polymesh is None:
-        raise VoxNavError("the navigation mesh stages did not run")
-    export.write_obj(args.out, result.polymesh, result.detail)
-    if args.json:
-        export.write_json(args.json, result.polymesh, result.detail)
+    outputs = [(Path(args.out), "--out")] + ([(Path(args.json), "--json")] if args.json else [])
+    for path, flag in outputs:
+        _check_folder(path, flag)
+    verts, tris = read_obj(args.mesh, recast_frame=args.recast_frame)
+    result = pipeline.bake(verts, tris, config, progress=_bake_progress(args))
+    print_warnings(result.warnings)
     print(" ".join(f"{k}={v}" for k, v in result.counts.items()))
     print("time " + " ".join(f"{k}={v * 1000:.1f}ms" for k, v in result.timings.items()))
-    return 0
+    if result.empty or result.polymesh is None:
+        print(
+            "voxnav: error: the navigation mesh is empty: nothing written (see the warning "
+            "above for the likely cause)",
+            file=sys.stderr,
+        )
+        return EXIT_FAILED
+    export.write_obj(args.out, result.polymesh, result.detail)
+    print(f"wrote {Path(args.out)}")
+    if args.json:
+        export.write_json(args.json, result.polymesh, result.detail)
+        print(f"wrote {Path(args.json)}")
+    return EXIT_OK
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m core", description=__doc__.splitlines()[0])
-    sub = parser.add_subparsers(dest="command", required=True)
-    dump = sub.add_parser("dump", help="run the pipeline and write every stage's arrays (.npz)")
-    dump.add_argument("mesh")
-    dump.add_argument("--out", required=True)
+def cmd_bench(args) -> int:
+    from .bench import run_bench
+
+    return run_bench(args)
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--verbose", action="store_true", help="print progress, and the traceback of an error"
+    )
+
+
+def _add_dump(sub) -> None:
+    dump = sub.add_parser(
+        "dump",
+        help="run the pipeline and write every stage's arrays (.npz)",
+        epilog=EXIT_CODES_TEXT,
+    )
+    dump.add_argument("mesh", help="Wavefront OBJ to bake")
+    dump.add_argument("--out", required=True, help=".npz to write (.npz is appended if missing)")
     dump.add_argument("--recast-frame", action="store_true", help="read the OBJ as RecastDemo")
     dump.add_argument("--heightfield-only", action="store_true", help="stop after the filters")
+    _common(dump)
     add_setting_flags(dump)
-    bake = sub.add_parser("bake", help="bake an OBJ into a navigation mesh (.obj, .json)")
-    bake.add_argument("mesh")
+    dump.set_defaults(func=cmd_dump)
+
+
+def _add_bake(sub) -> None:
+    bake = sub.add_parser(
+        "bake",
+        help="bake an OBJ into a navigation mesh (.obj, .json)",
+        epilog=EXIT_CODES_TEXT,
+    )
+    bake.add_argument("mesh", help="Wavefront OBJ to bake")
     bake.add_argument("--out", required=True, help="navmesh .obj to write")
     bake.add_argument("--json", help="also write the navmesh as JSON for game engines")
     bake.add_argument(
@@ -265,24 +364,44 @@ def main(argv=None) -> int:
         help="read the OBJ as RecastDemo (mirrored, cell-aligned with Recast); by default it is "
         "rotated to Z-up as Blender's importer does, so the written navmesh overlays the input",
     )
-    bake.add_argument("--verbose", action="store_true")
+    _common(bake)
     add_setting_flags(bake)
-    bench = sub.add_parser("bench", help="per-stage times and peak memory")
-    bench.add_argument("--runs", type=int, default=5)
+    bake.set_defaults(func=cmd_bake)
+
+
+def _add_bench(sub) -> None:
+    bench = sub.add_parser("bench", help="per-stage times and peak memory", epilog=EXIT_CODES_TEXT)
+    bench.add_argument("--runs", type=_positive_int, default=5, help="runs per mesh (>= 1)")
     bench.add_argument("--quick", action="store_true", help="skip the 10x10 tiling")
     bench.add_argument("--meshes", default=None, help="folder with dungeon.obj and nav_test.obj")
-    args = parser.parse_args(argv)
-    try:
-        if args.command == "dump":
-            return cmd_dump(args)
-        if args.command == "bake":
-            return cmd_bake(args)
-        from .bench import run_bench
+    _common(bench)
+    bench.set_defaults(func=cmd_bench)
 
-        return run_bench(args)
-    except VoxNavError as exc:
-        print(f"voxnav: error: {exc}", file=sys.stderr)
-        return 2
+
+#: Subcommand builders, in the order ``--help`` lists them.
+COMMANDS: list[Callable[[argparse._SubParsersAction], None]] = [_add_dump, _add_bake, _add_bench]
+
+
+def build_parser() -> SuggestingParser:
+    parser = SuggestingParser(
+        prog="python -m core",
+        description=(__doc__ or "").splitlines()[0],
+        epilog=EXIT_CODES_TEXT,
+    )
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=SuggestingParser)
+    for add in COMMANDS:
+        add(sub)
+    return parser
+
+
+def main(argv=None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse: --help (0) or usage errors (2)
+        return int(exc.code or 0)
+    return run_guarded(lambda: args.func(args), verbose=bool(getattr(args, "verbose", False)))
 
 
 if __name__ == "__main__":

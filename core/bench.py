@@ -24,7 +24,7 @@ import numpy as np
 from . import memory, pipeline
 from .config import NavConfig
 from .context import BuildContext
-from .errors import VoxNavError
+from .errors import UsageError, VoxNavError
 from .heightfield import VoxelGrid
 from .objio import read_obj
 
@@ -58,14 +58,27 @@ def tile_mesh(verts, tris, n: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _find_meshes(folder: str | None) -> Path:
-    candidates = [Path(folder)] if folder else []
+    """The folder with dungeon.obj and nav_test.obj: ``folder`` if given (and only it), else
+    $VOXNAV_SHARED/meshes, else ../shared/meshes beside the repository."""
+    names = ("dungeon.obj", "nav_test.obj")
+    if folder:
+        missing = [n for n in names if not (Path(folder) / n).is_file()]
+        if missing:
+            raise VoxNavError(
+                f"--meshes {folder}: no {' or '.join(missing)} there; pass the folder that holds "
+                "dungeon.obj and nav_test.obj (the shared meshes)"
+            )
+        return Path(folder)
+    candidates = []
     if os.environ.get("VOXNAV_SHARED"):
         candidates.append(Path(os.environ["VOXNAV_SHARED"]) / "meshes")
     candidates.append(Path(__file__).resolve().parent.parent.parent / "shared" / "meshes")
     for candidate in candidates:
-        if (candidate / "dungeon.obj").exists():
+        if all((candidate / n).is_file() for n in names):
             return candidate
-    raise VoxNavError("dungeon.obj not found: pass --meshes FOLDER or set VOXNAV_SHARED")
+    raise VoxNavError(
+        "dungeon.obj and nav_test.obj not found: pass --meshes FOLDER or set VOXNAV_SHARED"
+    )
 
 
 def _navmesh_available() -> bool:
@@ -136,6 +149,8 @@ def print_stage_memory(verts, tris, config: NavConfig, stop_after: str) -> None:
 
 
 def run_bench(args) -> int:
+    if args.runs < 1:
+        raise UsageError(f"--runs must be at least 1, got {args.runs}")
     folder = _find_meshes(args.meshes)
     dungeon = read_obj(folder / "dungeon.obj")
     scenes = [
@@ -180,7 +195,7 @@ def run_bench(args) -> int:
         voxels = VoxelGrid.from_heightfield(hf)
         print(f"  spans {span_bytes / 2**20:.2f} MiB vs dense bit grid {voxels.nbytes / 2**20:.2f} "
               f"MiB ({voxels.depth} voxels deep, {voxels.voxel_count():,} voxels set)")  # fmt: skip
-        print_stage_memory(verts, tris, config, "navmesh" if full else "heightfield")
+        print_stage_memory(verts, tris, config, modes[-1][0])
     # The 1 km plane of issue 11 (two triangles, 4 million columns at 0.5 m): memory only.
     cell = 2.0 if args.quick else 0.5
     verts, tris = plane(1000.0)

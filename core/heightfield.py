@@ -12,6 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .errors import VoxNavError
+
 
 @dataclass
 class Heightfield:
@@ -119,6 +121,23 @@ class VoxelGrid:
         )
         bits = total.astype(np.uint32).reshape(hf.height, hf.width, words)
         return cls(hf.width, hf.height, depth, hf.bmin.copy(), hf.cs, hf.ch, bits)
+
+    @classmethod
+    def from_dense(cls, occupied, bmin, cs: float, ch: float) -> VoxelGrid:
+        """Pack a dense bool occupancy (height, width, depth) indexed [iy, ix, iz]; bmin
+        float (3,) Z-up grid corner [Units: wu], cs/ch cell size and height [Units: wu]."""
+        occ = np.asarray(occupied, dtype=bool)
+        if occ.ndim != 3:
+            raise VoxNavError(f"occupied must be (height, width, depth), got shape {occ.shape}")
+        h, w, depth = occ.shape
+        words = max(1, -(-depth // WORD_BITS))
+        padded = np.zeros((h, w, words * WORD_BITS), dtype=bool)
+        padded[:, :, :depth] = occ
+        packed = np.packbits(padded, axis=2, bitorder="little")
+        bits = np.ascontiguousarray(packed).view(np.uint32).reshape(h, w, words)
+        return cls(
+            w, h, depth, np.asarray(bmin, dtype=np.float32), np.float32(cs), np.float32(ch), bits
+        )
 
     def voxel_count(self) -> int:
         return int(np.unpackbits(self.bits.view(np.uint8)).sum())

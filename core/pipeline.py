@@ -87,6 +87,40 @@ class AreaVolume:
     radius: float = 0.0
     height: float = 0.0
 
+    def validate(self) -> AreaVolume:
+        """Check the volume's shape; `VoxNavError` says what a volume of this kind needs."""
+        needs = {
+            "box": "two points (min corner, max corner), each x, y, z",
+            "convex": "at least three (x, y) outline points",
+            "cylinder": "one (x, y, z) bottom centre point, radius > 0 and height > 0",
+        }
+        if self.kind not in needs:
+            raise VoxNavError(
+                f"area volume kind must be box, convex or cylinder, got {self.kind!r}"
+            )
+        try:
+            points = np.asarray(self.points, dtype=np.float64)
+        except (TypeError, ValueError):
+            points = np.zeros((0, 0))
+        width = {"box": 3, "convex": 2, "cylinder": 3}[self.kind]
+        count_ok = {
+            "box": points.ndim == 2 and points.shape[0] == 2,
+            "convex": points.ndim == 2 and points.shape[0] >= 3,
+            "cylinder": points.ndim == 2 and points.shape[0] == 1,
+        }[self.kind]
+        shape_ok = bool(count_ok and points.shape[1] >= width and np.isfinite(points).all())
+        if self.kind == "cylinder":
+            shape_ok = shape_ok and float(self.radius) > 0 and float(self.height) > 0
+        if not shape_ok:
+            got = points.shape[0] if points.ndim == 2 else np.size(points)
+            raise VoxNavError(
+                f"a {self.kind} area volume needs {needs[self.kind]}; got {got} point(s) "
+                f"{self.points!r}"
+            )
+        if not 0 <= int(self.area) <= 63:
+            raise VoxNavError(f"area volume area id must be 0..63, got {self.area}")
+        return self
+
     def apply(self, chf: CompactHeightfield) -> np.ndarray:
         from . import area as area_module
 
@@ -322,6 +356,8 @@ def bake(
             ctx.progress_fn = progress
         if not ctx.stages:
             ctx.stages = stages
+    for volume in volumes:
+        volume.validate()
     verts, tris = check_input(verts, tris)
     derived = config.derived()
     bmin, bmax = grid_bounds(verts, config)
@@ -532,7 +568,7 @@ def count_down_facing(verts: np.ndarray, tris: np.ndarray) -> int:
 
 
 def _xyz(values) -> str:
-    return "(" + ", ".join(f"{float(v):g}" for v in values) + ")"
+    return "(" + ", ".join(f"{float(v) + 0.0:g}" for v in values) + ")"
 
 
 def _counts(result: BakeResult, n_tris: int) -> dict[str, int]:

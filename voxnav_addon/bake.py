@@ -3,7 +3,9 @@
 `bake_scene(context, stop_after)` reads ``Scene.voxnav``, gathers the scene's triangles, runs
 ``core.pipeline.bake`` and writes the voxels and the overlay into the "VoxNav" collection,
 replacing the previous result. It raises ``VoxNavError`` (nothing written) when there is no
-geometry or the core refuses the input, and records the figures on the scene.
+geometry or the core refuses the input, and records the figures and the core's warnings on the
+scene. A navmesh bake that ends with 0 polygons writes nothing: the previous result and its
+figures stay, ``outcome.empty`` is set and the warnings (with the likely cause) are stored.
 """
 
 from __future__ import annotations
@@ -11,11 +13,11 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 
 from ..core import pipeline
+from ..core.config import NavConfig
 from ..core.errors import VoxNavError
 from . import gather as gather_mod
 from . import properties, writeback
@@ -36,12 +38,16 @@ LIFT_MIN = 0.01
 class BakeOutcome:
     """Everything one bake produced, for reports, the CLI and tests."""
 
-    result: Any
+    result: pipeline.BakeResult
     gathered: gather_mod.Gathered
-    config: Any
+    config: NavConfig
     counts: dict = field(default_factory=dict)
     timings: dict = field(default_factory=dict)
+    #: The core's warnings, then the add-on's (voxel cap): full sentences for the user.
     warnings: list = field(default_factory=list)
+    #: True when a navmesh bake found no polygon: nothing was written (the previous result
+    #: stays) and ``warnings`` says why.
+    empty: bool = False
 
     @property
     def total_seconds(self) -> float:
@@ -107,9 +113,19 @@ def _bake(context, stop_after, progress, config, timings) -> BakeOutcome:
         volumes=volumes,
     )
     timings.update({str(k): float(v) for k, v in result.timings.items()})
+    outcome = BakeOutcome(result, gathered, config, timings=timings, warnings=list(result.warnings))
+    if result.empty and stop_after == "navmesh":
+        outcome.empty = True
+        outcome.counts = {str(k): int(v) for k, v in result.counts.items()}
+        kept = (
+            "nothing baked: the previous result is kept"
+            if writeback.output_objects(scene)
+            else ("nothing baked")
+        )
+        properties.store_warnings(settings, outcome.warnings, f"Empty navmesh: {kept}")
+        return outcome
 
     t0 = time.perf_counter()
-    outcome = BakeOutcome(result, gathered, config, timings=timings)
     write_result(scene, outcome, context)
     timings["writeback"] = time.perf_counter() - t0
 
@@ -123,7 +139,8 @@ def _bake(context, stop_after, progress, config, timings) -> BakeOutcome:
     counts["objects"] = len(gathered.sources)
     counts["instances"] = gathered.instances
     outcome.counts = counts
-    properties.store_figures(settings, stop_after, counts, timings, "; ".join(outcome.warnings))
+    properties.store_figures(settings, stop_after, counts, timings, "")
+    properties.store_warnings(settings, outcome.warnings)
     LAST[scene.session_uid] = outcome
     return outcome
 
@@ -153,7 +170,7 @@ def write_result(scene, outcome: BakeOutcome, context=None) -> None:
     if vox.warning:
         outcome.warnings.append(vox.warning)
     overlay = result.overlay()
-    by_region = getattr(result, "polymesh", None) is not None
+    by_region = result.polymesh is not None
     writeback.write_overlay(scene, overlay, overlay_lift(hf.ch), by_region)
     writeback.apply_visibility(scene)
     writeback.use_material_colors(context, scene)

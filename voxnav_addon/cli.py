@@ -6,8 +6,10 @@ With a real Blender (the add-on registers the command)::
         --obj navmesh.obj --png preview.png --save-blend baked.blend
 
 With the bpy wheel, call `main(argv)` after enabling the extension (tests/blender/harness.py
-``cli`` does this). `main` returns the exit code: 0 on success, 1 when the bake or an output
-fails, 2 for bad arguments; the reason is printed to stderr.
+``cli`` does this). `main` returns the exit code, the same table as ``python -m core``
+(core.cliutil): 0 success, 1 the bake or an input/output failed (an empty navmesh included),
+2 bad flags or settings. The reason is one ``voxnav: error:`` line on stderr; warnings print as
+``voxnav: warning:``; an unexpected exception adds a hint to rerun with ``--verbose``.
 """
 
 from __future__ import annotations
@@ -22,17 +24,41 @@ from typing import Any
 import bpy
 import numpy as np
 
+from ..core.cliutil import (
+    EXIT_CODES_TEXT,
+    EXIT_FAILED,
+    EXIT_OK,
+    SuggestingParser,
+    print_warnings,
+    run_guarded,
+    setting_help,
+)
 from ..core.config import NavConfig
-from ..core.errors import VoxNavError
+from ..core.errors import UsageError, VoxNavError
 from . import bake, demo, properties, writeback
 
 PREVIEW_CAMERA = "VoxNav Preview Camera"
 
 
+def settings_epilog() -> str:
+    """The ``--set`` settings with meaning, unit, default and limits (core units)."""
+    lines = [
+        "settings for --set NAME=VALUE (NavConfig names and core units; wu = world units, "
+        "metres in Blender):"
+    ]
+    for name in NavConfig.field_names():
+        lines.append(f"  {name}")
+        lines.append(f"      {setting_help(name).replace('%%', '%')}")
+    lines += ["", EXIT_CODES_TEXT]
+    return "\n".join(lines)
+
+
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = SuggestingParser(
         prog="voxnav",
         description="Bake VoxNav voxels and a navigation mesh headlessly and write the results.",
+        epilog=settings_epilog().replace("%", "%%"),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("blend", nargs="?", help=".blend file to open (default: the current scene)")
     p.add_argument("--demo", action="store_true", help="build the VoxNav demo level first")
@@ -43,7 +69,11 @@ def _parser() -> argparse.ArgumentParser:
         default=[],
         metavar="NAME=VALUE",
         help="override a setting (NavConfig name and units, e.g. cell_size=0.2, "
-        "agent_max_slope=45, partition=monotone, bounds_min=-5,-5,-1); repeatable",
+        "agent_max_slope=45, partition=monotone, memory_limit=8GB, bounds_min=-5,-5,-1); "
+        "repeatable; the settings are listed below",
+    )
+    p.add_argument(
+        "--verbose", action="store_true", help="print the traceback of an unexpected error"
     )
     p.add_argument(
         "--voxels-only", action="store_true", help="stop after the heightfield (voxelize)"
@@ -67,39 +97,20 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def parse_overrides(items: Sequence[str]) -> dict:
-    """``["cell_size=0.2", ...]`` -> {name: value} typed as NavConfig's fields (core units)."""
-    defaults = NavConfig()
+    """``["cell_size=0.2", ...]`` -> {name: value} typed as NavConfig's fields (core units).
+
+    Raises `UsageError` (exit code 2) naming the setting, with a close match for a misspelt
+    name."""
     out: dict = {}
     for item in items:
         name, sep, text = item.partition("=")
         name = name.strip().replace("-", "_")
         if not sep:
-            raise VoxNavError(f"--set expects NAME=VALUE, got {item!r}")
-        if name not in NavConfig.field_names():
-            raise VoxNavError(
-                f"unknown setting {name!r}; known: {', '.join(NavConfig.field_names())}"
-            )
-        current = getattr(defaults, name)
-        text = text.strip()
+            raise UsageError(f"--set expects NAME=VALUE, got {item!r}")
         try:
-            if name in ("bounds_min", "bounds_max"):
-                value: object = None
-                if text.lower() not in ("", "none"):
-                    value = tuple(float(v) for v in text.split(","))
-            elif isinstance(current, bool):
-                if text.lower() not in ("1", "0", "true", "false", "yes", "no", "on", "off"):
-                    raise ValueError(text)
-                value = text.lower() in ("1", "true", "yes", "on")
-            elif isinstance(current, int):
-                value = int(text)
-            elif isinstance(current, float):
-                value = float(text)
-            else:
-                value = text
-        except ValueError:
-            kind = type(current).__name__
-            raise VoxNavError(f"--set {name}: cannot read {text!r} as {kind}") from None
-        out[name] = value
+            out[name] = NavConfig.parse(name, text)
+        except VoxNavError as exc:
+            raise UsageError(f"--set {item}: {exc}") from None
     return out
 
 
@@ -243,17 +254,26 @@ def run(args) -> int:
     try:
         width, height = (int(v) for v in args.resolution.lower().split("x"))
     except ValueError:
-        raise VoxNavError(f"--resolution expects WIDTHxHEIGHT, got {args.resolution!r}") from None
+        raise UsageError(f"--resolution expects WIDTHxHEIGHT, got {args.resolution!r}") from None
     _open(args)
     context: Any = bpy.context
     scene = context.scene
     if overrides:
-        config = properties.to_config(scene.voxnav).replace(**overrides).validate()
+        try:
+            config = properties.to_config(scene.voxnav).replace(**overrides).validate()
+        except VoxNavError as exc:
+            raise UsageError(f"--set: {exc}") from None
         properties.set_from_config(scene.voxnav, config)
     stop_after = "heightfield" if args.voxels_only else "navmesh"
     outcome = bake.bake_scene(context, stop_after, _progress_printer())
-    for warning in outcome.warnings:
-        print(f"voxnav: warning: {warning}", file=sys.stderr)
+    print_warnings(outcome.warnings)
+    if outcome.empty:
+        print(
+            f"voxnav: error: the navigation mesh is empty: nothing written "
+            f"({scene.voxnav.last_message}; see the warning above for the likely cause)",
+            file=sys.stderr,
+        )
+        return EXIT_FAILED
     print(f"voxnav: {outcome.summary()}")
     for name, seconds in outcome.timings.items():
         print(f"voxnav:   {name:<24s} {seconds * 1000:9.1f} ms")
@@ -261,7 +281,7 @@ def run(args) -> int:
     if args.npz:
         write_npz(args.npz, outcome)
         written.append(args.npz)
-    pmesh = getattr(outcome.result, "polymesh", None)
+    pmesh = outcome.result.polymesh
     if args.obj:
         if pmesh is not None and _has_exporter():
             from . import operators
@@ -281,10 +301,11 @@ def run(args) -> int:
         if not args.png_voxels:
             scene.voxnav.show_voxels = False
         t0 = time.perf_counter()
-        render_preview(scene, args.png, hf.bmin, hf.bmax, (width, height))
+        png = png_path(args.png)
+        render_preview(scene, png, hf.bmin, hf.bmax, (width, height))
         scene.voxnav.show_voxels = shown
         print(f"voxnav: preview rendered in {time.perf_counter() - t0:.2f} s")
-        written.append(args.png)
+        written.append(png)
     if args.save_blend:
         target = os.path.abspath(args.save_blend)
         if os.path.isfile(target):
@@ -293,7 +314,12 @@ def run(args) -> int:
         written.append(args.save_blend)
     for path in written:
         print(f"voxnav: wrote {os.path.abspath(path)}")
-    return 0
+    return EXIT_OK
+
+
+def png_path(path: str) -> str:
+    """The file the render really writes: Blender appends ``.png`` when it is missing."""
+    return path if path.lower().endswith(".png") else path + ".png"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -303,14 +329,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(list(argv) if argv is not None else sys.argv[1:])
     except SystemExit as exc:  # argparse: --help (0) or bad arguments (2)
         return int(exc.code or 0)
-    try:
-        return run(args)
-    except VoxNavError as exc:
-        print(f"voxnav: error: {exc}", file=sys.stderr)
-        return 1
-    except (OSError, RuntimeError, MemoryError) as exc:
-        print(f"voxnav: error: {type(exc).__name__}: {exc}", file=sys.stderr)
-        return 1
+    return run_guarded(lambda: run(args), verbose=args.verbose)
 
 
 def cli_command(argv: list[str]) -> int:

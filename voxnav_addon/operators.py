@@ -1,7 +1,9 @@
 """VoxNav operators: voxelize, build navmesh, clear, export, add demo scene.
 
 Errors from the core (``VoxNavError``) become ``self.report({'ERROR'}, msg)`` and
-``{'CANCELLED'}``; nothing is written then. Operators that change data have UNDO.
+``{'CANCELLED'}``; nothing is written then. Each warning of a bake (the core's build context,
+the voxel cap) becomes a WARNING report and a line in the Last Bake panel. A navmesh bake with 0
+polygons keeps the previous result and reports why. Operators that change data have UNDO.
 """
 
 from __future__ import annotations
@@ -54,6 +56,9 @@ class _BakeOperator:
             wm.progress_end()
         for warning in outcome.warnings:
             self.report({"WARNING"}, warning)
+        if outcome.empty:
+            self.report({"WARNING"}, f"VoxNav: {context.scene.voxnav.last_message}")
+            return {"FINISHED"}
         stages = ", ".join(f"{k} {v:.3f}s" for k, v in outcome.timings.items())
         self.report({"INFO"}, f"VoxNav {bake.STAGES[self.stop_after]}: {outcome.summary()}")
         print(f"VoxNav {bake.STAGES[self.stop_after]}: {outcome.summary()} [{stages}]")
@@ -97,6 +102,8 @@ class VOXNAV_OT_clear(bpy.types.Operator):
         bake.LAST.pop(context.scene.session_uid, None)
         context.scene.voxnav.last_counts.clear()
         context.scene.voxnav.last_timings.clear()
+        context.scene.voxnav.last_warnings.clear()
+        context.scene.voxnav.last_message = ""
         context.scene.voxnav.last_stage = ""
         self.report({"INFO"}, f"VoxNav: removed {removed} object(s)")
         return {"FINISHED"}
@@ -127,7 +134,7 @@ class VOXNAV_OT_export_navmesh(bpy.types.Operator, ExportHelper):  # type: ignor
         if (
             outcome is None
             or scene.voxnav.last_stage != "navmesh"
-            or getattr(outcome.result, "polymesh", None) is None
+            or outcome.result.polymesh is None
         ):
             cls.poll_message_set("Build the navmesh first (Build Navmesh)")
             return False
@@ -172,13 +179,13 @@ def export_navmesh(outcome: bake.BakeOutcome, path: str, file_format: str = "OBJ
         raise VoxNavError(message) from exc
 
     result = outcome.result
-    pmesh = getattr(result, "polymesh", None)
+    pmesh = result.polymesh
     if pmesh is None:
         raise VoxNavError(
             "no navigation polygons to export: build the navmesh first (this core stops before "
             "the polygon mesh)"
         )
-    dmesh = getattr(result, "detail", None)
+    dmesh = result.detail
     directory = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(directory):
         raise VoxNavError(f"cannot write {path}: folder {directory} does not exist")

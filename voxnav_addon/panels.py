@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import textwrap
 from typing import Any
 
 import bpy
+
+#: Characters per warning line in the Last Bake panel (the sidebar is narrow).
+WARNING_WRAP = 48
 
 
 class _VoxNavPanel:
@@ -136,18 +140,38 @@ FIGURES = (
 )
 
 
+def warning_lines(settings, width: int = WARNING_WRAP) -> list[str]:
+    """The last bake's warnings wrapped into panel lines (a warning's first line starts with
+    "! ")."""
+    lines: list[str] = []
+    for item in settings.last_warnings:
+        wrapped = textwrap.wrap(item.text, width) or [""]
+        lines.append("! " + wrapped[0])
+        lines += ["  " + line for line in wrapped[1:]]
+    return lines
+
+
+def draw_warnings(layout, settings) -> None:
+    if not len(settings.last_warnings):
+        return
+    col = layout.box().column(align=True)
+    for line in warning_lines(settings):
+        col.label(text=line, icon="ERROR" if line.startswith("! ") else "BLANK1")
+
+
 @_sub("Last Bake", 8, closed=False)
 class VOXNAV_PT_figures(_VoxNavPanel, bpy.types.Panel):
     def draw(self, context):
         settings = context.scene.voxnav
         layout = self.layout
+        if settings.last_message:
+            layout.label(text=settings.last_message, icon="ERROR")
+        draw_warnings(layout, settings)
         if not settings.last_stage:
             layout.label(text="Not baked yet", icon="INFO")
             return
         stage = "Navmesh" if settings.last_stage == "navmesh" else "Voxels"
         layout.label(text=f"{stage} in {settings.last_seconds:.3f} s")
-        if settings.last_message:
-            layout.label(text=settings.last_message, icon="ERROR")
         grid = layout.grid_flow(row_major=True, columns=2, even_columns=True, align=True)
         for key, label in FIGURES:
             item = settings.last_counts.get(key)

@@ -7,6 +7,10 @@ stored in Blender's natural unit and converted by `to_config` / `set_from_config
   takes degrees.
 - ``memory_limit`` is in MiB here (a Blender IntProperty is 32-bit); the core takes bytes.
 
+Descriptions (tooltips) and hard limits come from NavConfig's field documentation
+(`core.settings_doc`), so the panel, the README and both command lines agree; a value outside
+the core's working range cannot be typed in (no silent clamping by the core later).
+
 ``bounds_min``/``bounds_max`` are used only when ``use_bounds`` is on.
 """
 
@@ -28,6 +32,7 @@ from bpy.props import (
 )
 
 from ..core.config import NavConfig
+from ..core.settings_doc import tooltip
 
 MIB = 1024 * 1024
 
@@ -40,16 +45,28 @@ _UNIT_CONVERSIONS = {
 _DEFAULTS = NavConfig()
 
 
-def _distance(name: str, description: str, minimum: float, soft_max: float, **kw) -> Any:
+def _hard_limits(name: str) -> dict[str, Any]:
+    """Blender min/max from the core's working range; an excluded 0 becomes 0.001."""
+    doc = NavConfig.doc(name)
+    out: dict[str, Any] = {}
+    if doc.lo is not None:
+        out["min"] = doc.lo if not doc.lo_open else doc.lo + 0.001
+    if doc.hi is not None and not doc.hi_open:
+        out["max"] = doc.hi
+    return out
+
+
+def _distance(name: str, soft_max: float, **kw) -> Any:
+    field = kw.pop("field")
     return FloatProperty(
         name=name,
-        description=description,
-        default=getattr(_DEFAULTS, kw.pop("field")),
-        min=minimum,
+        description=tooltip(field),
+        default=getattr(_DEFAULTS, field),
         soft_max=soft_max,
         subtype="DISTANCE",
         unit="LENGTH",
         precision=3,
+        **_hard_limits(field),
         **kw,
     )
 
@@ -74,14 +91,18 @@ class VOXNAV_PG_figure(bpy.types.PropertyGroup):
     seconds: FloatProperty(name="Seconds", default=0.0, precision=4)  # type: ignore[valid-type]
 
 
+class VOXNAV_PG_warning(bpy.types.PropertyGroup):
+    """One warning of the last bake (shown in the Last Bake panel)."""
+
+    text: StringProperty(name="Warning", default="")  # type: ignore[valid-type]
+
+
 class VOXNAV_PG_settings(bpy.types.PropertyGroup):
     """VoxNav bake settings of a scene (Recast's names, RecastDemo's defaults)."""
 
     # --- Rasterization ------------------------------------------------------------------
     cell_size: _distance(  # type: ignore[valid-type]
         "Cell Size",
-        "Horizontal voxel size (Recast cs). Smaller is more precise and slower",
-        0.001,
         2.0,
         field="cell_size",
         soft_min=0.01,
@@ -89,8 +110,6 @@ class VOXNAV_PG_settings(bpy.types.PropertyGroup):
     )
     cell_height: _distance(  # type: ignore[valid-type]
         "Cell Height",
-        "Vertical voxel size (Recast ch)",
-        0.001,
         2.0,
         field="cell_height",
         soft_min=0.01,
@@ -99,29 +118,23 @@ class VOXNAV_PG_settings(bpy.types.PropertyGroup):
     # --- Agent --------------------------------------------------------------------------
     agent_height: _distance(  # type: ignore[valid-type]
         "Height",
-        "Agent height: spans with less free space above are not walkable",
-        0.001,
         5.0,
         field="agent_height",
         soft_min=0.1,
     )
     agent_radius: _distance(  # type: ignore[valid-type]
         "Radius",
-        "Agent radius: the walkable area is eroded away from walls by this much",
-        0.0,
         5.0,
         field="agent_radius",
     )
     agent_max_climb: _distance(  # type: ignore[valid-type]
         "Max Climb",
-        "Highest ledge or step the agent can climb",
-        0.0,
         5.0,
         field="agent_max_climb",
     )
     agent_max_slope: FloatProperty(  # type: ignore[valid-type]
         name="Max Slope",
-        description="Steepest walkable slope (the core takes degrees)",
+        description=tooltip("agent_max_slope"),
         default=math.radians(_DEFAULTS.agent_max_slope),
         min=0.0,
         max=math.radians(89.9),
@@ -132,24 +145,23 @@ class VOXNAV_PG_settings(bpy.types.PropertyGroup):
     # --- Region -------------------------------------------------------------------------
     region_min_size: FloatProperty(  # type: ignore[valid-type]
         name="Min Region Size",
-        description="Regions with fewer than this squared cells are removed [Units: cells]",
+        description=tooltip("region_min_size"),
         default=_DEFAULTS.region_min_size,
-        min=0.0,
+        **_hard_limits("region_min_size"),
         soft_max=150.0,
         precision=1,
     )
     region_merge_size: FloatProperty(  # type: ignore[valid-type]
         name="Merged Region Size",
-        description="Regions with fewer than this squared cells merge into a neighbour "
-        "[Units: cells]",
+        description=tooltip("region_merge_size"),
         default=_DEFAULTS.region_merge_size,
-        min=0.0,
+        **_hard_limits("region_merge_size"),
         soft_max=150.0,
         precision=1,
     )
     partition: EnumProperty(  # type: ignore[valid-type]
         name="Partitioning",
-        description="How the walkable area is split into regions",
+        description=tooltip("partition"),
         items=[
             ("watershed", "Watershed", "Best regions, slowest (RecastDemo's default)"),
             ("monotone", "Monotone", "Fast; long thin polygons"),
@@ -160,23 +172,21 @@ class VOXNAV_PG_settings(bpy.types.PropertyGroup):
     # --- Polygonization -----------------------------------------------------------------
     edge_max_len: _distance(  # type: ignore[valid-type]
         "Max Edge Length",
-        "Longest contour edge along a wall; 0 = no limit",
-        0.0,
         50.0,
         field="edge_max_len",
     )
     edge_max_error: FloatProperty(  # type: ignore[valid-type]
         name="Max Edge Error",
-        description="How far a simplified contour may stray from the voxel outline",
+        description=tooltip("edge_max_error"),
         default=_DEFAULTS.edge_max_error,
-        min=0.0,
+        **_hard_limits("edge_max_error"),
         soft_min=0.1,
         soft_max=3.0,
         precision=2,
     )
     verts_per_poly: IntProperty(  # type: ignore[valid-type]
         name="Verts Per Poly",
-        description="Most vertices in one navmesh polygon",
+        description=tooltip("verts_per_poly"),
         default=_DEFAULTS.verts_per_poly,
         min=3,
         max=6,
@@ -184,34 +194,34 @@ class VOXNAV_PG_settings(bpy.types.PropertyGroup):
     # --- Detail mesh --------------------------------------------------------------------
     detail_sample_dist: FloatProperty(  # type: ignore[valid-type]
         name="Sample Distance",
-        description="Detail mesh sample spacing in cells; below 0.9 no extra samples",
+        description=tooltip("detail_sample_dist"),
         default=_DEFAULTS.detail_sample_dist,
-        min=0.0,
+        **_hard_limits("detail_sample_dist"),
         soft_max=16.0,
         precision=1,
     )
     detail_sample_max_error: FloatProperty(  # type: ignore[valid-type]
         name="Max Sample Error",
-        description="Largest height error of the detail mesh, in cell heights",
+        description=tooltip("detail_sample_max_error"),
         default=_DEFAULTS.detail_sample_max_error,
-        min=0.0,
+        **_hard_limits("detail_sample_max_error"),
         soft_max=16.0,
         precision=1,
     )
     # --- Filters ------------------------------------------------------------------------
     filter_low_hanging_obstacles: BoolProperty(  # type: ignore[valid-type]
         name="Low Hanging Obstacles",
-        description="Blocked spans within climb above walkable ones become walkable (curbs)",
+        description=tooltip("filter_low_hanging_obstacles"),
         default=_DEFAULTS.filter_low_hanging_obstacles,
     )
     filter_ledge_spans: BoolProperty(  # type: ignore[valid-type]
         name="Ledge Spans",
-        description="Spans next to a drop higher than the climb are not walkable",
+        description=tooltip("filter_ledge_spans"),
         default=_DEFAULTS.filter_ledge_spans,
     )
     filter_walkable_low_height_spans: BoolProperty(  # type: ignore[valid-type]
         name="Walkable Low Height Spans",
-        description="Spans with less than agent height of free space are not walkable",
+        description=tooltip("filter_walkable_low_height_spans"),
         default=_DEFAULTS.filter_walkable_low_height_spans,
     )
     # --- Build volume and memory --------------------------------------------------------
@@ -222,6 +232,7 @@ class VOXNAV_PG_settings(bpy.types.PropertyGroup):
     )
     bounds_min: FloatVectorProperty(  # type: ignore[valid-type]
         name="Bounds Min",
+        description=tooltip("bounds_min"),
         size=3,
         default=(-10.0, -10.0, -10.0),
         subtype="XYZ_LENGTH",
@@ -229,6 +240,7 @@ class VOXNAV_PG_settings(bpy.types.PropertyGroup):
     )
     bounds_max: FloatVectorProperty(  # type: ignore[valid-type]
         name="Bounds Max",
+        description=tooltip("bounds_max"),
         size=3,
         default=(10.0, 10.0, 10.0),
         subtype="XYZ_LENGTH",
@@ -236,9 +248,10 @@ class VOXNAV_PG_settings(bpy.types.PropertyGroup):
     )
     memory_limit: IntProperty(  # type: ignore[valid-type]
         name="Memory Limit (MiB)",
-        description="Refuse grids whose working memory would exceed this [Units: MiB]",
+        description=tooltip("memory_limit"),
         default=_DEFAULTS.memory_limit // MIB,
-        min=1,
+        min=max(1, NavConfig.doc("memory_limit").lo // MIB),
+        max=NavConfig.doc("memory_limit").hi // MIB,
         soft_max=65536,
     )
     # --- Geometry source ----------------------------------------------------------------
@@ -293,6 +306,7 @@ class VOXNAV_PG_settings(bpy.types.PropertyGroup):
     last_seconds: FloatProperty(name="Total Seconds", default=0.0)  # type: ignore[valid-type]
     last_counts: CollectionProperty(type=VOXNAV_PG_figure)  # type: ignore[valid-type]
     last_timings: CollectionProperty(type=VOXNAV_PG_figure)  # type: ignore[valid-type]
+    last_warnings: CollectionProperty(type=VOXNAV_PG_warning)  # type: ignore[valid-type]
 
 
 def to_config(settings) -> NavConfig:
@@ -344,6 +358,16 @@ def store_figures(settings, stage: str, counts: dict, timings: dict, message: st
     settings.last_seconds = float(sum(float(v) for v in timings.values()))
 
 
+def store_warnings(settings, warnings, message: str | None = None) -> None:
+    """Record the last bake's warnings on the scene (replacing the previous ones); with
+    ``message``, also the Last Bake panel's status line."""
+    settings.last_warnings.clear()
+    for warning in warnings:
+        settings.last_warnings.add().text = str(warning)
+    if message is not None:
+        settings.last_message = message
+
+
 def figure(settings, name: str) -> int | None:
     """A count of the last bake by name, or None."""
     item = settings.last_counts.get(name)
@@ -371,7 +395,7 @@ class VOXNAV_PG_object(bpy.types.PropertyGroup):
     )
 
 
-classes = (VOXNAV_PG_figure, VOXNAV_PG_settings, VOXNAV_PG_object)
+classes = (VOXNAV_PG_figure, VOXNAV_PG_warning, VOXNAV_PG_settings, VOXNAV_PG_object)
 
 
 def register() -> None:

@@ -145,3 +145,51 @@ def filters(columns, width, height, walkable_height, climb):
                 span[2] = 0
     stages["lowheight"] = [s[2] for c in columns for s in c]
     return stages
+
+
+# ----------------------------------------------------------------------------------------------
+# Voxel path finding (core/nav/voxel_path.py): the seed's rule voxel by voxel, and a queue BFS
+
+
+def stayable_voxels(occupied, clearance=1):
+    """The seed's rule on a dense bool grid [iy, ix, iz], padded by one free voxel around and
+    ``clearance`` on top, one voxel at a time. Returns a dict {(ix, iy, iz): True} of
+    stayable voxels (ix, iy in -1 .. size, iz in 0 .. depth)."""
+    h, w, d = occupied.shape
+
+    def solid(x, y, z):
+        return 0 <= x < w and 0 <= y < h and 0 <= z < d and bool(occupied[y, x, z])
+
+    out = {}
+    for y in range(-1, h + 1):
+        for x in range(-1, w + 1):
+            for z in range(0, d + 1):  # nothing above z = d has anything to hold on to
+                if any(solid(x, y, z + k) for k in range(clearance)):
+                    continue
+                sides = ((x - 1, y), (x + 1, y), (x, y - 1), (x, y + 1))
+                if (
+                    solid(x, y, z - 1)
+                    or any(solid(a, b, z) for a, b in sides)
+                    or any(solid(a, b, z - 1) for a, b in sides)
+                ):
+                    out[(x, y, z)] = True
+    return out
+
+
+def queue_bfs(stayable, start, goal):
+    """Steps of a shortest 6-neighbour path between two stayable voxels (None: unreachable)."""
+    from collections import deque
+
+    dist = {start: 0}
+    queue = deque([start])
+    while queue:
+        v = queue.popleft()
+        if v == goal:
+            return dist[v]
+        x, y, z = v
+        for n in ((x - 1, y, z), (x + 1, y, z), (x, y - 1, z), (x, y + 1, z), (x, y, z - 1),
+                  (x, y, z + 1)):  # fmt: skip
+            if n in stayable and n not in dist:
+                dist[n] = dist[v] + 1
+                queue.append(n)
+    return None

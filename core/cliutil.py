@@ -1,0 +1,128 @@
+"""What both command lines share: exit codes, flag suggestions, setting help, error handling.
+
+Exit codes (``python -m core`` and the Blender ``voxnav`` command alike):
+
+    0  success
+    1  the bake or an input/output failed (unreadable or invalid mesh, unwritable output, an
+       empty navigation mesh, an unexpected error)
+    2  usage: an unknown flag, a bad flag or setting value
+
+Every failure prints one ``voxnav: error: ...`` line on stderr; warnings print as
+``voxnav: warning: ...``. An unexpected exception adds a hint to rerun with ``--verbose``, which
+prints the traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+import traceback
+from collections.abc import Callable, Iterable
+from typing import NoReturn
+
+from .config import NavConfig, did_you_mean, format_size
+from .errors import UsageError, VoxNavError
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+
+#: The exit-code table as the README and ``--help`` show it.
+EXIT_CODES_TEXT = (
+    "exit codes: 0 success; 1 the bake or an input/output failed (including an empty "
+    "navigation mesh); 2 bad flags or settings"
+)
+
+
+class SuggestingParser(argparse.ArgumentParser):
+    """An ArgumentParser whose errors suggest the closest flag or command (difflib)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}{self.suggestion(message)}\n")
+
+    def option_strings(self) -> list[str]:
+        names = [s for action in self._actions for s in action.option_strings]
+        for action in self._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for sub in action.choices.values():
+                    names += [s for a in sub._actions for s in a.option_strings]
+        return names
+
+    def suggestion(self, message: str) -> str:
+        unknown = re.search(r"unrecognized arguments: (\S+)", message)
+        if unknown:
+            flag = unknown.group(1).split("=", 1)[0]
+            return did_you_mean(flag, self.option_strings())
+        choice = re.search(r"invalid choice: '([^']*)'", message)
+        if choice:
+            choices: Iterable[str] = ()
+            for action in self._actions:
+                if action.choices is not None:
+                    choices = [str(c) for c in action.choices]
+            return did_you_mean(choice.group(1), choices)
+        return ""
+
+
+def setting_help(name: str, unit_note: str = "") -> str:
+    """``--help`` text of a setting: meaning, unit, default and working range."""
+    doc = NavConfig.doc(name)
+    default = NavConfig.default(name)
+    if name == "memory_limit":
+        shown = format_size(default).replace(" ", "")
+    elif default is None:
+        shown = "unset"
+    elif isinstance(default, bool):
+        shown = "on" if default else "off"
+    else:
+        shown = str(default)
+    unit = unit_note or doc.unit_shown()
+    parts = [f"unit: {unit}"] if unit else []
+    parts.append(f"default: {shown}")
+    if doc.limits():
+        parts.append(f"limits: {doc.limits()}")
+    return f"{doc.meaning} ({'; '.join(parts)})".replace("%", "%%")
+
+
+def print_warnings(warnings: Iterable[str]) -> None:
+    for warning in warnings:
+        print(f"voxnav: warning: {warning}", file=sys.stderr)
+
+
+def run_guarded(command: Callable[[], int], verbose: bool) -> int:
+    """Run ``command`` and map failures to the exit codes above, one ``error:`` line each."""
+    try:
+        return command()
+    except UsageError as exc:
+        print(f"voxnav: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except VoxNavError as exc:
+        print(f"voxnav: error: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    except OSError as exc:
+        where = f" {exc.filename}" if getattr(exc, "filename", None) else ""
+        print(f"voxnav: error: cannot access{where}: {exc.strerror or exc}", file=sys.stderr)
+        return EXIT_FAILED
+    except MemoryError:
+        print(
+            "voxnav: error: out of memory: raise cell_size / cell_height, bake a smaller region "
+            "with bounds, or lower memory_limit so the bake is refused early",
+            file=sys.stderr,
+        )
+        return EXIT_FAILED
+    except KeyboardInterrupt:
+        print("voxnav: error: interrupted", file=sys.stderr)
+        return EXIT_FAILED
+    except Exception as exc:  # noqa: BLE001 - the one line for what nobody foresaw
+        if verbose:
+            traceback.print_exc()
+        print(f"voxnav: error: unexpected {type(exc).__name__}: {exc}", file=sys.stderr)
+        if not verbose:
+            print("voxnav: rerun with --verbose to see the traceback", file=sys.stderr)
+        return EXIT_FAILED
+
+
+def settings_usage_error(exc: VoxNavError) -> UsageError:
+    """A settings error from NavConfig, re-raised as a usage error (exit code 2)."""
+    return UsageError(str(exc))

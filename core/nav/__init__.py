@@ -1,0 +1,1 @@
+"""Detour's side: reads a finished bake, never runs the pipeline."""

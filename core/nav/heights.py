@@ -1,0 +1,271 @@
+"""Height sampling on the source triangles: the highest surface under many (x, y) points.
+
+This answers "how high is the ground here" on the scene's own triangles (not the navmesh), the
+seed articles' query, fast: a `HeightIndex` is built once over a triangle soup and then
+answers batches of points with array operations only.
+
+The spatial index is a **uniform grid over X/Y** holding, per cell, the triangles whose X/Y
+bounding box overlaps it (CSR arrays). A uniform grid rather than a BVH because the query is a
+vertical line: a point touches exactly one cell, so a batch is one gather of candidate
+triangles per point, with no tree walk and no per-level Python loop; level geometry is spread
+fairly evenly over X/Y, where a grid's cells stay short. Cells are sized from the triangles'
+median X/Y extent (and never so small that the grid outgrows a few cells per triangle).
+
+Data forms: vertices float32 (n, 3) Z-up world [Units: wu], triangles int (m, 3). Triangles with
+no X/Y area (vertical walls, degenerate ones) are not surfaces from above and are skipped.
+A point lies on a triangle when its barycentric coordinates are all >= -`EDGE_TOLERANCE`, so
+a point on an edge shared by two triangles is never missed between them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import VoxNavError
+
+#: Barycentric slack that counts a point on an edge (or just outside by rounding) as inside.
+EDGE_TOLERANCE = 1e-9
+#: Largest grid the index builds, in cells (whatever the scene). [Limit: >= 1]
+MAX_GRID_CELLS = 1 << 24
+#: Grid cell size as a multiple of the triangles' median X/Y extent: fewer cell entries per
+#: triangle against more candidates per point; 1.0-2.0 measured about equal.
+CELL_SIZE_FACTOR = 1.0
+#: Points processed per block of a batch: keeps temporaries in cache. [Units: points]
+QUERY_BLOCK = 1 << 15
+
+
+@dataclass
+class HeightHits:
+    """Answers of a batch: ``height`` float64 (n,) Z of the highest surface (NaN: none);
+    ``triangle`` int64 (n,) index of that triangle in the input soup (-1: none)."""
+
+    height: np.ndarray
+    triangle: np.ndarray
+
+
+#: Columns of the per-triangle plane table, float64: corner a, edges b - a and c - a in X/Y,
+#: their rises in Z, and 1 / (the X/Y cross product of the edges).
+_X0, _Y0, _Z0, _E1X, _E1Y, _E2X, _E2Y, _DZ1, _DZ2, _INV = range(10)
+
+
+def _surfaces(verts, tris) -> tuple[np.ndarray, np.ndarray]:
+    """(ids int64 (k,) of the triangles with X/Y area, plane table float64 (10, k)).
+
+    One row per quantity, so that a query gathers each as one contiguous 1-D take.
+    """
+    v = np.asarray(verts, dtype=np.float32)
+    t = np.asarray(tris, dtype=np.int64)
+    if v.ndim != 2 or v.shape[1] != 3:
+        raise VoxNavError(f"verts must have shape (n, 3), got {v.shape}")
+    if t.ndim != 2 or t.shape[1] != 3:
+        raise VoxNavError(f"tris must have shape (m, 3), got {t.shape}")
+    if t.size and (t.min() < 0 or t.max() >= v.shape[0]):
+        raise VoxNavError(
+            f"tris refer to vertices outside 0..{v.shape[0] - 1}: check the triangle indices"
+        )
+    corners = v[t].astype(np.float64)  # (m, 3 corners, 3 axes)
+    a = corners[:, 0]
+    e1 = corners[:, 1] - a
+    e2 = corners[:, 2] - a
+    det = e1[:, 0] * e2[:, 1] - e1[:, 1] * e2[:, 0]
+    with np.errstate(invalid="ignore"):
+        keep = np.isfinite(det) & (det != 0) & np.isfinite(corners).all(axis=(1, 2))
+    ids = np.nonzero(keep)[0]
+    plane = np.empty((10, ids.shape[0]))
+    plane[_X0 : _Z0 + 1] = a[ids].T
+    plane[_E1X] = e1[ids, 0]
+    plane[_E1Y] = e1[ids, 1]
+    plane[_E2X] = e2[ids, 0]
+    plane[_E2Y] = e2[ids, 1]
+    plane[_DZ1] = e1[ids, 2]
+    plane[_DZ2] = e2[ids, 2]
+    plane[_INV] = 1.0 / det[ids]
+    return ids, plane
+
+
+def _surface_heights(rows, px, py):
+    """(inside bool (p,), z float64 (p,)) of points (px, py) on plane rows (10 of (p,))."""
+    dx = px - rows[_X0]
+    dy = py - rows[_Y0]
+    inv = rows[_INV]
+    u = (dx * rows[_E2Y] - dy * rows[_E2X]) * inv
+    w = (dy * rows[_E1X] - dx * rows[_E1Y]) * inv
+    inside = (u >= -EDGE_TOLERANCE) & (w >= -EDGE_TOLERANCE) & (u + w <= 1.0 + EDGE_TOLERANCE)
+    z = rows[_Z0] + u * rows[_DZ1] + w * rows[_DZ2]
+    return inside, z
+
+
+def _as_points(points, z_max):
+    p = np.asarray(points, dtype=np.float64)
+    if p.ndim == 1:
+        p = p.reshape(1, -1)
+    if p.ndim != 2 or p.shape[1] not in (2, 3):
+        raise VoxNavError(f"points must have shape (n, 2) or (n, 3), got {p.shape}")
+    if z_max is None:
+        zm = None
+    else:
+        zm = np.broadcast_to(np.asarray(z_max, dtype=np.float64), (p.shape[0],))
+    return p[:, 0], p[:, 1], zm
+
+
+def brute_force_heights(verts, tris, points, z_max=None) -> HeightHits:
+    """The slow reference: every point against every triangle (O(points x triangles)).
+
+    Same surfaces and inside rule as `HeightIndex`; kept for tests and tiny inputs. Among
+    equally high surfaces the lowest triangle index wins, as in the index.
+    """
+    ids, plane = _surfaces(verts, tris)
+    px, py, zm = _as_points(points, z_max)
+    n = px.shape[0]
+    height = np.full(n, np.nan)
+    tri = np.full(n, -1, dtype=np.int64)
+    for i in range(n):
+        inside, z = _surface_heights(plane, px[i], py[i])
+        if zm is not None:
+            inside &= z <= zm[i]
+        if inside.any():
+            best = np.nonzero(inside)[0][np.argmax(z[inside])]
+            height[i] = z[best]
+            tri[i] = ids[best]
+    return HeightHits(height, tri)
+
+
+class HeightIndex:
+    """A uniform X/Y grid over a triangle soup answering "highest surface under (x, y)".
+
+    Build: O(triangles + cell entries) with one sort of the entries by cell. Memory: 80 bytes
+    per triangle for the plane table, 4 per cell entry, 8 per grid cell. Queries run in
+    blocks of `QUERY_BLOCK` points, vectorized over (point, candidate triangle) pairs.
+    """
+
+    def __init__(self, verts, tris, cell_size: float | None = None):
+        """verts float (n, 3) Z-up world [Units: wu]; tris int (m, 3); cell_size of the grid
+        [Units: wu] [Limit: > 0] (default: `CELL_SIZE_FACTOR` times the triangles' median X/Y
+        extent, never so small that the grid has more than 4 cells per triangle)."""
+        self._ids, self._plane = _surfaces(verts, tris)
+        plane = self._plane
+        k = self._ids.shape[0]
+        if k == 0:
+            self.origin = np.zeros(2)
+            self.cell_size = 1.0
+            self.shape = (1, 1)
+            self.cell_start = np.zeros(2, dtype=np.int64)
+            self.entries = np.zeros(0, dtype=np.int32)
+            return
+        x0, y0 = plane[_X0], plane[_Y0]
+        ex = (np.zeros(k), plane[_E1X], plane[_E2X])
+        ey = (np.zeros(k), plane[_E1Y], plane[_E2Y])
+        lo_x = x0 + np.minimum(np.minimum(ex[0], ex[1]), ex[2])
+        hi_x = x0 + np.maximum(np.maximum(ex[0], ex[1]), ex[2])
+        lo_y = y0 + np.minimum(np.minimum(ey[0], ey[1]), ey[2])
+        hi_y = y0 + np.maximum(np.maximum(ey[0], ey[1]), ey[2])
+        origin = np.array([lo_x.min(), lo_y.min()])
+        extent = np.array([hi_x.max(), hi_y.max()]) - origin
+        if cell_size is None:
+            size = CELL_SIZE_FACTOR * float(np.median(np.maximum(hi_x - lo_x, hi_y - lo_y)))
+            floor = float(np.sqrt(max(extent[0] * extent[1], 1e-12) / (4.0 * k)))
+            cell_size = max(size, floor, 1e-6)
+        cell_size = float(cell_size)
+        if not np.isfinite(cell_size) or cell_size <= 0:
+            raise VoxNavError(
+                f"cell_size must be a positive number of world units, got {cell_size}"
+            )
+        while (extent[0] / cell_size + 1) * (extent[1] / cell_size + 1) > MAX_GRID_CELLS:
+            cell_size *= 2.0
+        gw = int(extent[0] // cell_size) + 1
+        gh = int(extent[1] // cell_size) + 1
+        # floor() is monotone, so a point inside a triangle falls in a cell of its box's range.
+        inv = 1.0 / cell_size
+        ix0 = ((lo_x - origin[0]) * inv).astype(np.int32)
+        ix1 = ((hi_x - origin[0]) * inv).astype(np.int32)
+        iy0 = ((lo_y - origin[1]) * inv).astype(np.int32)
+        iy1 = ((hi_y - origin[1]) * inv).astype(np.int32)
+        np.minimum(ix1, gw - 1, out=ix1)
+        np.minimum(iy1, gh - 1, out=iy1)
+        first = iy0 * gw + ix0
+        # Renumber the surfaces in grid order of their boxes' first cell, so that a cell's
+        # candidates sit close together in the plane table: the query's gathers then touch a
+        # few cache lines per point instead of one per candidate (3x faster on 1M triangles).
+        spatial = np.argsort(first, kind="stable")
+        self._ids, self._plane = self._ids[spatial], np.ascontiguousarray(plane[:, spatial])
+        ix0, ix1, iy0, iy1, first = (a[spatial] for a in (ix0, ix1, iy0, iy1, first))
+        nx = ix1 - ix0 + 1
+        per = nx * (iy1 - iy0 + 1)
+        owner = np.repeat(np.arange(k, dtype=np.int32), per)
+        local = np.arange(owner.shape[0], dtype=np.int32)
+        local -= np.repeat((np.cumsum(per) - per).astype(np.int32), per)
+        nxo = nx[owner]
+        row, col = np.divmod(local, nxo)
+        cell = first[owner] + row * gw + col
+        order = np.argsort(cell, kind="stable")
+        self.origin = origin
+        self.cell_size = cell_size
+        self._inv = inv
+        self.shape = (gh, gw)
+        self.entries = owner[order]
+        self.cell_start = np.zeros(gw * gh + 1, dtype=np.int64)
+        np.cumsum(np.bincount(cell, minlength=gw * gh), out=self.cell_start[1:])
+
+    @property
+    def triangle_count(self) -> int:
+        """Surfaces indexed (triangles with X/Y area)."""
+        return int(self._ids.shape[0])
+
+    def heights(self, points, z_max=None) -> HeightHits:
+        """The highest surface under each point.
+
+        points float (n, 2) or (n, 3) Z-up world (a third column is ignored) [Units: wu];
+        z_max: None, a scalar or float (n,): only surfaces with z <= z_max count (the ground
+        under someone standing at that height). Points off the geometry, NaN points and points
+        with no surface below z_max get NaN and triangle -1.
+        """
+        px, py, zm = _as_points(points, z_max)
+        n = px.shape[0]
+        height = np.full(n, np.nan)
+        tri = np.full(n, -1, dtype=np.int64)
+        for lo in range(0, n, QUERY_BLOCK):
+            hi = min(n, lo + QUERY_BLOCK)
+            block_zm = None if zm is None else zm[lo:hi]
+            self._block(px[lo:hi], py[lo:hi], block_zm, height[lo:hi], tri[lo:hi])
+        return HeightHits(height, tri)
+
+    def height_at(self, x: float, y: float, z_max: float | None = None) -> float | None:
+        """The single-point form: Z of the highest surface under (x, y), or None."""
+        h = self.heights(np.array([[x, y]], dtype=np.float64), z_max).height[0]
+        return None if np.isnan(h) else float(h)
+
+    def _block(self, px, py, zm, height, tri) -> None:
+        """Fill height/tri (views of the batch's outputs) for one block of points."""
+        if self._ids.shape[0] == 0:
+            return
+        gh, gw = self.shape
+        with np.errstate(invalid="ignore"):
+            fx = np.floor((px - self.origin[0]) * self._inv)
+            fy = np.floor((py - self.origin[1]) * self._inv)
+            on = (fx >= 0) & (fx < gw) & (fy >= 0) & (fy < gh)
+        pts = np.nonzero(on)[0]
+        cell = fy[pts].astype(np.int64) * gw + fx[pts].astype(np.int64)
+        start = self.cell_start[cell]
+        count = self.cell_start[cell + 1] - start
+        some = count > 0
+        pts, start, count = pts[some], start[some], count[some]
+        if pts.shape[0] == 0:
+            return
+        first = np.cumsum(count) - count
+        pair_pt = np.repeat(pts, count)
+        pair_entry = np.repeat(start - first, count) + np.arange(pair_pt.shape[0])
+        k = self.entries[pair_entry]
+        inside, z = _surface_heights([row.take(k) for row in self._plane], px[pair_pt], py[pair_pt])
+        if zm is not None:
+            inside &= z <= zm[pair_pt]
+        z[~inside] = -np.inf
+        best = np.maximum.reduceat(z, first)
+        hit = best > -np.inf
+        # Among the highest surfaces of a point, the lowest input triangle index wins.
+        reaches = z == np.repeat(best, count)
+        tri_ids = np.where(reaches, self._ids[k], np.iinfo(np.int64).max)
+        lowest = np.minimum.reduceat(tri_ids, first)
+        height[pts[hit]] = best[hit]
+        tri[pts[hit]] = lowest[hit]

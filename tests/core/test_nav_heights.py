@@ -1,0 +1,116 @@
+"""Height sampling on source triangles (core/nav/heights.py) against brute force."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from core.errors import VoxNavError
+from core.nav.heights import HeightIndex, brute_force_heights
+from core.objio import read_obj
+
+from ..conftest import require_shared
+
+SHARED_MESHES = ("dungeon", "nav_test", "undulating", "house", "bridge")
+
+
+def _same(a, b):
+    assert np.array_equal(a.height, b.height, equal_nan=True)
+    assert np.array_equal(a.triangle, b.triangle)
+
+
+def _points(verts, n, rng, margin=1.0):
+    lo, hi = verts.min(axis=0) - margin, verts.max(axis=0) + margin
+    return rng.uniform(lo[:2], hi[:2], size=(n, 2))
+
+
+@pytest.mark.parametrize("name", SHARED_MESHES)
+def test_index_equals_brute_force_on_shared_meshes(name):
+    verts, tris = read_obj(require_shared(f"meshes/{name}.obj"), recast_frame=False)
+    rng = np.random.default_rng(len(name))
+    points = _points(verts, 400, rng)
+    index = HeightIndex(verts, tris)
+    hits = index.heights(points)
+    _same(hits, brute_force_heights(verts, tris, points))
+    assert np.isfinite(hits.height).any()
+    # Below a height: halfway between the scene's bottom and top.
+    z_max = rng.uniform(verts[:, 2].min(), verts[:, 2].max(), size=points.shape[0])
+    _same(index.heights(points, z_max), brute_force_heights(verts, tris, points, z_max))
+    # On the vertices themselves (points on edges and corners of several triangles).
+    corners = verts[rng.choice(verts.shape[0], 200)][:, :2].astype(np.float64)
+    _same(index.heights(corners), brute_force_heights(verts, tris, corners))
+
+
+@pytest.mark.parametrize("cell_size", [0.05, 0.7, 50.0])
+def test_any_cell_size_gives_the_same_answers(cell_size):
+    rng = np.random.default_rng(3)
+    verts = rng.uniform(-5, 5, size=(300, 3)).astype(np.float32)
+    tris = rng.integers(0, 300, size=(200, 3))
+    points = _points(verts, 500, rng)
+    _same(
+        HeightIndex(verts, tris, cell_size).heights(points),
+        brute_force_heights(verts, tris, points),
+    )
+
+
+def test_far_from_origin():
+    rng = np.random.default_rng(4)
+    verts = (rng.uniform(-20, 20, size=(200, 3)) + [1e5, -1e5, 300]).astype(np.float32)
+    tris = rng.integers(0, 200, size=(150, 3))
+    points = _points(verts, 300, rng)
+    _same(HeightIndex(verts, tris).heights(points), brute_force_heights(verts, tris, points))
+
+
+def _two_floors():
+    """A 2 x 2 m square at z = 0 and a 1 x 1 m square at z = 3 over its corner, and a wall."""
+    verts = np.array(
+        [[0, 0, 0], [2, 0, 0], [2, 2, 0], [0, 2, 0],
+         [0, 0, 3], [1, 0, 3], [1, 1, 3], [0, 1, 3],
+         [1.5, 0, 0], [1.5, 2, 0], [1.5, 2, 5]],
+        dtype=np.float32,
+    )  # fmt: skip
+    tris = np.array([[0, 1, 2], [0, 2, 3], [4, 5, 6], [4, 6, 7], [8, 9, 10]])
+    return verts, tris
+
+
+def test_highest_surface_and_below_a_height():
+    verts, tris = _two_floors()
+    index = HeightIndex(verts, tris)
+    points = np.array([[0.5, 0.5], [1.5, 1.5], [1.0, 1.0], [5, 5], [np.nan, 0.0]])
+    hits = index.heights(points)
+    assert hits.height[:3].tolist() == [3.0, 0.0, 3.0]
+    assert np.isnan(hits.height[3:]).all() and hits.triangle[3:].tolist() == [-1, -1]
+    assert hits.triangle[0] in (2, 3)
+    below = index.heights(points, z_max=2.0)
+    assert below.height[:3].tolist() == [0.0, 0.0, 0.0]
+    assert np.isnan(index.heights(points, z_max=-1.0).height).all()
+    # The vertical wall (x = 1.5) is no surface from above, and the diagonal edge shared by
+    # triangles 0 and 1 is covered.
+    assert index.height_at(1.5, 1.0) == 0.0
+    assert index.height_at(1.0, 1.0, z_max=0.5) == 0.0
+    assert index.height_at(7.0, 7.0) is None
+    assert index.triangle_count == 4
+
+
+def test_single_point_equals_batch():
+    verts, tris = read_obj(require_shared("meshes/nav_test.obj"), recast_frame=False)
+    index = HeightIndex(verts, tris)
+    points = _points(verts, 50, np.random.default_rng(5))
+    batch = index.heights(points).height
+    single = [index.height_at(x, y) for x, y in points]
+    assert [np.nan if s is None else s for s in single] == pytest.approx(
+        batch.tolist(), nan_ok=True, abs=0
+    )
+
+
+def test_bad_input():
+    verts, tris = _two_floors()
+    index = HeightIndex(verts, tris)
+    with pytest.raises(VoxNavError, match="points must have shape"):
+        index.heights(np.zeros((3, 4)))
+    with pytest.raises(VoxNavError, match="outside"):
+        HeightIndex(verts, np.array([[0, 1, 99]]))
+    with pytest.raises(VoxNavError, match="cell_size"):
+        HeightIndex(verts, tris, cell_size=0.0)
+    empty = HeightIndex(np.zeros((0, 3)), np.zeros((0, 3), dtype=np.int64))
+    assert np.isnan(empty.heights(np.zeros((4, 2))).height).all()
