@@ -1,5 +1,9 @@
 """``python -m core bench``: per-stage wall times (median of runs) and peak memory.
 
+Memory: each stage's peak traced memory (tracemalloc) beside the `core.memory` estimate the
+pipeline checked before it, on every mesh and on a 1 km plane (2 triangles; cell 0.5 m, or
+2 m with --quick).
+
 Meshes: the shared dungeon and nav_test, and dungeon tiled 4x4 and 10x10 (copies on an N x N
 grid in the horizontal plane, each offset by the mesh's bounding-box size plus 1 unit). Recast's
 own C++ times on this machine class (recast-parity.md) are printed beside ours as ratios.
@@ -11,12 +15,15 @@ import os
 import statistics
 import time
 import tracemalloc
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
 
-from . import pipeline
+from . import memory, pipeline
 from .config import NavConfig
+from .context import BuildContext
 from .errors import UsageError, VoxNavError
 from .heightfield import VoxelGrid
 from .objio import read_obj
@@ -81,6 +88,66 @@ def _navmesh_available() -> bool:
     return all(importlib.util.find_spec(f"core.{m}") is not None for m in names)
 
 
+def plane(size: float) -> tuple[np.ndarray, np.ndarray]:
+    """A size x size square at z = 0 as two up-facing triangles. [Units: wu]"""
+    verts = np.array([[0, 0, 0], [size, 0, 0], [size, size, 0], [0, size, 0]], np.float32)
+    return verts, np.array([[0, 1, 2], [0, 2, 3]], np.int32)
+
+
+class StagePeakContext(BuildContext):
+    """A build context that also records each stage's peak traced memory (tracemalloc must
+    be running): the highest total of traced allocations while the stage ran. [Units: bytes]"""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.peaks: dict[str, int] = {}
+
+    @contextmanager
+    def stage(self, name: str) -> Iterator[None]:
+        tracemalloc.reset_peak()
+        with super().stage(name):
+            yield
+        self.peaks[name] = tracemalloc.get_traced_memory()[1]
+
+
+#: Stage name -> the `core.memory` estimate that covers it.
+ESTIMATE_OF = {
+    "mark": "rasterize",
+    "filter_low_hanging": "filters",
+    "filter_ledge": "filters",
+    "filter_low_height": "filters",
+}
+
+
+def stage_memory(verts, tris, config: NavConfig, stop_after: str = "navmesh"):
+    """One bake under tracemalloc: (result, {stage: (traced peak, estimate)}) in bytes, the
+    estimate without `memory.RUNTIME_BYTES` (the traced peak counts arrays only)."""
+    ctx = StagePeakContext()
+    tracemalloc.start()
+    try:
+        result = pipeline.bake(verts, tris, config, stop_after=stop_after, ctx=ctx)
+    finally:
+        tracemalloc.stop()
+    table = {}
+    for stage, peak in ctx.peaks.items():
+        estimate = result.memory_estimates[ESTIMATE_OF.get(stage, stage)] - memory.RUNTIME_BYTES
+        table[stage] = (peak, estimate)
+    return result, table
+
+
+def print_stage_memory(verts, tris, config: NavConfig, stop_after: str) -> None:
+    start = time.perf_counter()
+    result, table = stage_memory(verts, tris, config, stop_after)
+    seconds = time.perf_counter() - start
+    over = [stage for stage, (peak, estimate) in table.items() if peak > estimate]
+    worst = max(peak for peak, _ in table.values())
+    print(f"  memory per stage (tracemalloc peak / estimate, MiB; {seconds:.1f} s traced, "
+          f"{result.width}x{result.height} grid, highest {worst / 2**20:.0f} MiB): "
+          + ("all within the estimate" if not over else "OVER in " + ", ".join(over)))  # fmt: skip
+    print("  " + "  ".join(f"{stage}={peak / 2**20:.1f}/{estimate / 2**20:.1f}"
+                           for stage, (peak, estimate) in table.items()))  # fmt: skip
+
+
 def run_bench(args) -> int:
     if args.runs < 1:
         raise UsageError(f"--runs must be at least 1, got {args.runs}")
@@ -122,17 +189,20 @@ def run_bench(args) -> int:
             print("  " + "  ".join(f"{k}={v:.1f}" for k, v in stage_ms.items()))
             print(f"  wall incl. validation: {statistics.median(totals) * 1000:.1f} ms; counts: "
                   + " ".join(f"{k}={v}" for k, v in result.counts.items()))  # fmt: skip
-        tracemalloc.start()
-        result = pipeline.bake(verts, tris, config, stop_after="heightfield")
-        _, peak = tracemalloc.get_traced_memory()
-        tracemalloc.stop()
+        assert result is not None
         hf = result.heightfield
         span_bytes = hf.col_start.nbytes + hf.smin.nbytes + hf.smax.nbytes + hf.area.nbytes
         voxels = VoxelGrid.from_heightfield(hf)
-        estimate = pipeline.estimate_memory(verts, tris, result.bmin, result.bmax, 0.3)[2]
-        print(f"  memory: peak {peak / 2**20:.0f} MiB (estimate {estimate / 2**20:.0f} MiB); "
-              f"spans {span_bytes / 2**20:.2f} MiB vs dense bit grid {voxels.nbytes / 2**20:.2f} "
+        print(f"  spans {span_bytes / 2**20:.2f} MiB vs dense bit grid {voxels.nbytes / 2**20:.2f} "
               f"MiB ({voxels.depth} voxels deep, {voxels.voxel_count():,} voxels set)")  # fmt: skip
+        print_stage_memory(verts, tris, config, modes[-1][0])
+    # The 1 km plane of issue 11 (two triangles, 4 million columns at 0.5 m): memory only.
+    cell = 2.0 if args.quick else 0.5
+    verts, tris = plane(1000.0)
+    print(f"\nplane 1 km at cell_size {cell:g}: 2 tris")
+    print_stage_memory(
+        verts, tris, config.replace(cell_size=cell), "navmesh" if full else "heightfield"
+    )
     return 0
 
 

@@ -68,6 +68,12 @@ MAX_TRIS = 255
 MAX_VERTS_PER_EDGE = 32
 #: Edge flag of a detail triangle edge that lies on the polygon outline. [Detour]
 DETAIL_EDGE_BOUNDARY = 0x1
+#: Patch cells of the polygons whose height patches are built at once; bounds the detail
+#: stage's working memory (about `PATCH_BYTES_PER_CELL` each). [Units: cells]
+PATCH_CELLS_PER_CHUNK = 1 << 19
+#: Working bytes per patch cell while patches are built and sampled (measured with
+#: tracemalloc, rounded up). [Units: bytes]
+PATCH_BYTES_PER_CELL = 96
 
 _EV_UNDEF = -1
 _EV_HULL = -2
@@ -197,15 +203,27 @@ def _seed_poly_center(chf, pverts, xmin, ymin, w, h, bs):
     return cx + bs, cy + bs, ci
 
 
-def _height_patches(chf, verts, poly_idx, npoly, regions, xmin, ymin, pw, ph, bs):
-    """All polygons' height patches (Recast's getHeightData), flooded together.
+def _region_borders(chf):
+    """(chf.reg as int64 (n,), bool (n,) spans with a connected neighbour in another region):
+    the flood seeds of `_height_patches`, computed once for all polygon chunks."""
+    chf_reg = chf.reg.astype(np.int64)
+    nbr_all = chf.neighbor
+    border = any_of_4((nbr_all >= 0) & (chf_reg[np.maximum(nbr_all, 0)] != chf_reg[:, None]))
+    return chf_reg, border
+
+
+def _height_patches(chf, verts, poly_idx, npoly, regions, xmin, ymin, pw, ph, bs, borders=None):
+    """The height patches of the given polygons (Recast's getHeightData), flooded together.
 
     Returns (data uint16 (sum w*h,), offsets int64 (npolys+1,)): patch of polygon p is
     ``data[off[p]:off[p+1]].reshape(ph[p], pw[p])``, UNSET_HEIGHT where nothing was reached.
     The breadth-first flood runs level by level over all polygons at once; within a level the
     first claim of a cell in Recast's FIFO order (queue position, then direction) wins, which is
-    exactly Recast's sequential queue.
+    exactly Recast's sequential queue. Each patch depends on its own polygon only, so any subset
+    of polygons gives the same patches. ``borders``: `_region_borders` (computed when None).
+    Working memory about `PATCH_BYTES_PER_CELL` per patch cell. [Units: cells]
     """
+    chf_reg, border = _region_borders(chf) if borders is None else borders
     npolys = regions.shape[0]
     size = pw * ph
     off = np.zeros(npolys + 1, dtype=np.int64)
@@ -216,11 +234,12 @@ def _height_patches(chf, verts, poly_idx, npoly, regions, xmin, ymin, pw, ph, bs
     local = np.arange(total, dtype=np.int64) - off[pid]
     hx = local % pw[pid]
     hy = local // pw[pid]
+    del local
     cx = xmin[pid] + hx + bs
     cy = ymin[pid] + hy + bs
+    del hx, hy
     col = cx + cy * chf.width
     reg_p = regions[pid].astype(np.int64)
-    chf_reg = chf.reg.astype(np.int64)
     start = chf.cell_start[col]
     count = chf.cell_start[col + 1] - start
     found = np.full(total, -1, dtype=np.int64)
@@ -232,13 +251,12 @@ def _height_patches(chf, verts, poly_idx, npoly, regions, xmin, ymin, pw, ph, bs
         idx = start[cand] + k
         hit = chf_reg[idx] == reg_p[cand]
         found[cand[hit]] = idx[hit]
+    del col, start, count, reg_p, usable
     has = np.flatnonzero(found >= 0)
     span = found[has]
     data[has] = chf.y[span]
     # A span is a seed when a connected neighbour lies in another region (its region is the
     # polygon's, so this is a property of the span alone).
-    nbr_all = chf.neighbor
-    border = any_of_4((nbr_all >= 0) & (chf_reg[np.maximum(nbr_all, 0)] != chf_reg[:, None]))
     seeds = has[border[span]]
     f_p = pid[seeds]
     f_x = cx[seeds]
@@ -246,6 +264,7 @@ def _height_patches(chf, verts, poly_idx, npoly, regions, xmin, ymin, pw, ph, bs
     f_i = found[seeds]
     # Polygons with no span of their region: one seed near the centre (rare, sequential).
     nonempty = np.bincount(pid[has], minlength=npolys) > 0
+    del pid, cx, cy, found, has, span
     extra = []
     for p in np.flatnonzero(~nonempty).tolist():
         pv = verts[poly_idx[p, : npoly[p]]].astype(np.int64)
@@ -840,6 +859,83 @@ def _interior_samples(pv, npoly, polys, sample_dist, patches, cs):
 # ----------------------------------------------------------------------------------------------
 
 
+def patch_chunks(sizes, budget: int | None = None) -> list[tuple[int, int]]:
+    """Consecutive polygon ranges [lo, hi) whose patch sizes (int (npolys,) cells) sum to at
+    most ``budget`` (`PATCH_CELLS_PER_CHUNK`, read at call time); a polygon larger than the
+    budget gets a range of its own. [Units: cells]"""
+    budget = PATCH_CELLS_PER_CHUNK if budget is None else int(budget)
+    sizes = np.asarray(sizes, dtype=np.int64)
+    ranges = []
+    lo = 0
+    n = sizes.shape[0]
+    ends = np.cumsum(sizes)
+    while lo < n:
+        before = int(ends[lo - 1]) if lo else 0
+        hi = int(np.searchsorted(ends, before + budget, side="right"))
+        hi = max(hi, lo + 1)
+        ranges.append((lo, hi))
+        lo = hi
+    return ranges
+
+
+def _edge_samples_of(lo, hi, e_p, e_k, edge_base, pv, npoly, sd, patches, sample_max_error, out):
+    """Sample the edges of polygons [lo, hi) (Recast: per polygon, edge i from vertex i-1 to
+    i) on ``patches`` (of those polygons, indexed from lo); ``out[e]`` = kept points of edge
+    e in the polygon's edge direction."""
+    e0, e1 = int(edge_base[lo]), int(edge_base[hi])
+    ep, ek = e_p[e0:e1], e_k[e0:e1]
+    vi_ = pv[ep, ek]
+    vj_ = pv[ep, (ek - 1) % npoly[ep]]
+    same_x = np.abs(vj_[:, 0] - vi_[:, 0]) < F32(1e-6)
+    swapped = np.where(same_x, vj_[:, 2] > vi_[:, 2], vj_[:, 0] > vi_[:, 0])
+    ea = np.where(swapped[:, None], vi_, vj_)
+    eb = np.where(swapped[:, None], vj_, vi_)
+    dx, dz = eb[:, 0] - ea[:, 0], eb[:, 2] - ea[:, 2]
+    d = np.sqrt(dx * dx + dz * dz)
+    nn = np.minimum(1 + np.floor(d / sd).astype(np.int64), MAX_VERTS_PER_EDGE - 1)
+    swapped_l = swapped.tolist()
+    local_p = ep - lo
+
+    def run(sel, nn_sel):
+        pts, start = _sample_edges(
+            local_p[sel], ea[sel, 0], ea[sel, 1], ea[sel, 2], eb[sel, 0], eb[sel, 1],
+            eb[sel, 2], nn_sel, patches, sample_max_error,
+        )  # fmt: skip
+        for q, e in enumerate(sel.tolist()):
+            seg = pts[start[q] : start[q + 1]]
+            out[e0 + e] = seg[::-1] if swapped_l[e] else seg
+
+    # Polygons whose samples could reach MAX_VERTS go edge by edge, as Recast caps them.
+    risky = npoly[lo:hi] + np.bincount(local_p, weights=nn, minlength=hi - lo) >= MAX_VERTS
+    fast = np.flatnonzero(~risky[local_p])
+    if fast.size:
+        run(fast, nn[fast])
+    for p in (np.flatnonzero(risky) + lo).tolist():
+        nverts = int(npoly[p])
+        for e in range(int(edge_base[p]) - e0, int(edge_base[p + 1]) - e0):
+            c = int(nn[e])
+            if nverts + c >= MAX_VERTS:
+                c = max(1, MAX_VERTS - 1 - nverts)
+            run(np.array([e]), np.array([c], dtype=np.int64))
+            nverts += out[e0 + e].shape[0]
+
+
+def _join_samples(parts):
+    """Concatenate `_interior_samples` results of consecutive polygon chunks."""
+    if not parts:
+        empty = np.zeros(0, dtype=F32)
+        return np.zeros(1, dtype=np.int64), empty, empty, empty
+    starts = [parts[0][0]]
+    total = int(parts[0][0][-1])
+    for istart, *_ in parts[1:]:
+        starts.append(istart[1:] + total)
+        total += int(istart[-1])
+    return (
+        np.concatenate(starts),
+        *(np.concatenate([p[k] for p in parts]) for k in (1, 2, 3)),
+    )
+
+
 def _check(pmesh, chf):
     try:
         verts = np.asarray(pmesh.verts)
@@ -937,10 +1033,6 @@ def build_poly_mesh_detail(
     ymax = np.minimum(chf.height, np.where(pcols, pz_all, -1).max(axis=1) + 1)
     pw = np.maximum(xmax - xmin, 1)
     ph = np.maximum(ymax - ymin, 1)
-    data, off = _height_patches(chf, vi, pidx, npoly, regs.astype(np.int64), xmin, ymin, pw, ph, bs)
-    if progress is not None:
-        progress(0.2, "detail mesh: height patches")
-    patches = _Patches(data, off, xmin, ymin, pw, ph, F32(1) / F32(chf.cs), chf.ch, radius)
     vf = np.empty((verts_u16.shape[0], 3), dtype=F32)
     vf[:, 0] = verts_u16[:, 0].astype(F32) * cs
     vf[:, 1] = verts_u16[:, 1].astype(F32) * ch
@@ -948,65 +1040,46 @@ def build_poly_mesh_detail(
     pv = vf[safe]  # (P, nvp, 3) local polygon vertices, padded with vertex 0
     sd = F32(sample_dist)
     min_extent = _poly_min_extent(pv[:, :, 0], pv[:, :, 2], npoly)
-
-    # Edge samples of all polygons (Recast: per polygon, edge i from vertex i-1 to i).
     e_p, e_k = np.nonzero(pcols)
     edge_base = np.zeros(npolys + 1, dtype=np.int64)
     np.cumsum(npoly, out=edge_base[1:])
     kept_by_edge: list = [None] * e_p.size
-    if sample_dist > 0:
-        vi_ = pv[e_p, e_k]
-        vj_ = pv[e_p, (e_k - 1) % npoly[e_p]]
-        same_x = np.abs(vj_[:, 0] - vi_[:, 0]) < F32(1e-6)
-        swapped = np.where(same_x, vj_[:, 2] > vi_[:, 2], vj_[:, 0] > vi_[:, 0])
-        ea = np.where(swapped[:, None], vi_, vj_)
-        eb = np.where(swapped[:, None], vj_, vi_)
-        dx, dz = eb[:, 0] - ea[:, 0], eb[:, 2] - ea[:, 2]
-        d = np.sqrt(dx * dx + dz * dz)
-        nn = np.minimum(1 + np.floor(d / sd).astype(np.int64), MAX_VERTS_PER_EDGE - 1)
-        swapped_l = swapped.tolist()
-
-        def run(sel, nn_sel):
-            pts, start = _sample_edges(
-                e_p[sel],
-                ea[sel, 0],
-                ea[sel, 1],
-                ea[sel, 2],
-                eb[sel, 0],
-                eb[sel, 1],
-                eb[sel, 2],
-                nn_sel,
-                patches,
-                sample_max_error,
-            )
-            for q, e in enumerate(sel.tolist()):
-                seg = pts[start[q] : start[q + 1]]
-                kept_by_edge[e] = seg[::-1] if swapped_l[e] else seg
-
-        # Polygons whose samples could reach MAX_VERTS go edge by edge, as Recast caps them.
-        risky = npoly + np.bincount(e_p, weights=nn, minlength=npolys) >= MAX_VERTS
-        fast = np.flatnonzero(~risky[e_p])
-        if fast.size:
-            run(fast, nn[fast])
-        for p in np.flatnonzero(risky).tolist():
-            nverts = int(npoly[p])
-            for e in range(int(edge_base[p]), int(edge_base[p + 1])):
-                c = int(nn[e])
-                if nverts + c >= MAX_VERTS:
-                    c = max(1, MAX_VERTS - 1 - nverts)
-                run(np.array([e]), np.array([c], dtype=np.int64))
-                nverts += kept_by_edge[e].shape[0]
-    if progress is not None:
-        progress(0.4, "detail mesh: edge samples")
-
-    # Interior samples of the polygons thick enough for them.
     slot = np.full(npolys, -1, dtype=np.int64)
+    interior: list[tuple] = []
     if sample_dist > 0:
         ipolys = np.flatnonzero(~(min_extent < sd * F32(2)))
         slot[ipolys] = np.arange(ipolys.size)
-        istart, jx, jy, jz = _interior_samples(pv, npoly, ipolys, sample_dist, patches, cs)
+    else:
+        ipolys = np.zeros(0, dtype=np.int64)
+    # Polygons go through in chunks of at most PATCH_CELLS_PER_CHUNK patch cells (a larger
+    # polygon alone): each polygon's patch and samples depend on that polygon only, so the
+    # result is the same and the peak no longer grows with the sum of all bounding boxes.
+    borders = _region_borders(chf)
+    regs64 = regs.astype(np.int64)
+    for lo, hi in patch_chunks(pw * ph):
+        data, off = _height_patches(
+            chf, vi, pidx[lo:hi], npoly[lo:hi], regs64[lo:hi], xmin[lo:hi], ymin[lo:hi],
+            pw[lo:hi], ph[lo:hi], bs, borders,
+        )  # fmt: skip
+        patches = _Patches(
+            data, off, xmin[lo:hi], ymin[lo:hi], pw[lo:hi], ph[lo:hi], F32(1) / F32(chf.cs),
+            chf.ch, radius,
+        )  # fmt: skip
+        if sample_dist > 0:
+            _edge_samples_of(
+                lo, hi, e_p, e_k, edge_base, pv, npoly, sd, patches, sample_max_error,
+                kept_by_edge,
+            )  # fmt: skip
+            chunk_ipolys = ipolys[(ipolys >= lo) & (ipolys < hi)]
+            istart, jx, jy, jz = _interior_samples(
+                pv[lo:hi], npoly[lo:hi], chunk_ipolys - lo, sample_dist, patches, cs
+            )
+            interior.append((istart, jx, jy, jz))
+        del data, off, patches
     if progress is not None:
-        progress(0.5, "detail mesh: interior samples")
+        progress(0.5, "detail mesh: height patches, edge and interior samples")
+    if sample_dist > 0:
+        istart, jx, jy, jz = _join_samples(interior)
 
     out_verts = []
     out_tris = []

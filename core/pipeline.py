@@ -18,13 +18,14 @@ anything large is allocated.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
 import numpy as np
 
-from . import filters, rasterize
+from . import filters, limits, memory, rasterize
 from .area import erode_walkable_area
 from .compact import CompactHeightfield, build_compact_heightfield
 from .config import NULL_AREA, DerivedConfig, NavConfig, grid_size
@@ -153,14 +154,6 @@ STAGES = (
 )
 HEIGHTFIELD_STAGES = STAGES[:5]
 
-#: Working bytes per grid column, per span fragment and per triangle: the rasterizer's and
-#: filters' peak (dungeon 10x10 tiling: 1919 MiB measured by tracemalloc, 2200 MiB estimated).
-BYTES_PER_COLUMN = 64
-BYTES_PER_FRAGMENT = 80
-BYTES_PER_TRIANGLE = 200
-#: Share of a triangle's bounding-box cells it really touches (about 0.4 on the shared meshes).
-FRAGMENT_FILL = 0.5
-
 
 @dataclass
 class BakeResult:
@@ -195,6 +188,9 @@ class BakeResult:
     #: True when the bake produced nothing usable: a navmesh bake with 0 polygons, or a
     #: heightfield bake with no walkable span. A warning then says the likely cause.
     empty: bool = False
+    #: Estimated peak memory per stage ("rasterize", "filters", "compact", ..., "detail"),
+    #: from the real counts of the stages before it (`core.memory`). [Units: bytes]
+    memory_estimates: dict[str, int] = field(default_factory=dict)
 
     def voxel_grid(self, walkable_only: bool = False) -> VoxelGrid:
         return VoxelGrid.from_heightfield(self.heightfield, walkable_only)
@@ -326,35 +322,8 @@ def grid_bounds(verts, config: NavConfig) -> tuple[np.ndarray, np.ndarray]:
 
 
 def estimate_memory(verts, tris, bmin, bmax, cs: float) -> tuple[int, int, int]:
-    """(columns, estimated fragments, estimated peak bytes) of rasterizing on this grid.
-
-    Computed from the triangles' bounding boxes in float64 so it never allocates the grid.
-    """
-    cs = float(cs)
-    ext = (np.asarray(bmax, dtype=np.float64) - np.asarray(bmin, dtype=np.float64)) / cs
-    columns = int(np.floor(ext[0] + 0.5)) * int(np.floor(ext[1] + 0.5))
-    xy = np.asarray(verts, dtype=np.float64)[:, :2]
-    tris = np.asarray(tris, dtype=np.int64)
-    a, b, c = xy[tris[:, 0]], xy[tris[:, 1]], xy[tris[:, 2]]
-    span = (np.maximum(np.maximum(a, b), c) - np.minimum(np.minimum(a, b), c)) / cs
-    fragments = int(FRAGMENT_FILL * np.sum((span[:, 0] + 1) * (span[:, 1] + 1)))
-    fragments = min(fragments, columns * 64 + tris.shape[0])
-    total = columns * BYTES_PER_COLUMN + fragments * BYTES_PER_FRAGMENT
-    total += int(tris.shape[0]) * BYTES_PER_TRIANGLE
-    return columns, fragments, total
-
-
-def _check_memory(verts, tris, bmin, bmax, config: NavConfig) -> None:
-    columns, _, total = estimate_memory(verts, tris, bmin, bmax, config.cell_size)
-    if total > config.memory_limit:
-        factor = (total / config.memory_limit) ** 0.5 * 1.05
-        suggestion = float(np.ceil(config.cell_size * factor * 1000) / 1000)
-        raise VoxNavError(
-            f"the grid is too large: {columns:,} columns at cell_size {config.cell_size:g} would "
-            f"need about {total / 1024**3:.1f} GiB (limit {config.memory_limit / 1024**3:.1f} "
-            f"GiB); use cell_size >= {suggestion:g}, bake a smaller region with bounds, or raise "
-            f"memory_limit"
-        )
+    """(columns, fragment bound, estimated rasterization peak bytes): see `core.memory`."""
+    return memory.estimate_memory(verts, tris, bmin, bmax, cs)
 
 
 def bake(
@@ -394,16 +363,18 @@ def bake(
     bmin, bmax = grid_bounds(verts, config)
     if not (bmax > bmin).any():
         raise VoxNavError("the geometry has no extent: all vertices are at the same point")
-    _check_memory(verts, tris, bmin, bmax, config)
+    limits.check_grid(bmin, bmax, config, derived, ctx)
+    estimates: dict[str, int] = {}
+    memory.check_bake(verts, tris, bmin, bmax, config, stop_after == "navmesh", estimates)
+    limits.check_columns(bmin, bmax, config)
+    limits.check_precision(bmin, bmax, derived, ctx)
     width, height = grid_size(bmin, bmax, derived.cs)
-    if width < 1 or height < 1:
-        raise VoxNavError(
-            f"the geometry is smaller than one cell ({width} x {height} columns at cell_size "
-            f"{config.cell_size:g}): lower cell_size"
-        )
-    result = _heightfield_stages(verts, tris, config, derived, bmin, bmax, width, height, ctx)
+    result = _heightfield_stages(
+        verts, tris, config, derived, bmin, bmax, width, height, ctx, estimates
+    )
     if stop_after == "navmesh":
-        _navmesh_stages(result, derived, volumes, ctx)
+        _navmesh_stages(result, derived, volumes, ctx, estimates, memory.input_bytes(verts, tris))
+    result.memory_estimates = estimates
     result.counts = _counts(result, tris.shape[0])
     _warn_if_empty(result, verts, tris, ctx)
     ctx.done()
@@ -422,16 +393,20 @@ def _heightfield_stages(
     width: int,
     height: int,
     ctx: BuildContext,
+    estimates: dict[str, int],
 ) -> BakeResult:
     """Stages 1-3: walkable marking, rasterization and the enabled filters."""
     with ctx.stage("mark"):
         tri_areas = rasterize.mark_walkable_triangles(verts, tris, config.agent_max_slope, ctx=ctx)
+    limits.check_heights(verts, tris, tri_areas, bmin, bmax, config, derived, ctx)
     with ctx.stage("rasterize"):
         hf = rasterize.rasterize_triangles(
             verts, tris, tri_areas, bmin, bmax, derived.cs, derived.ch, width, height,
             derived.walkable_climb, ctx=ctx,
         )  # fmt: skip
     stage_areas = {"raster": hf.area}
+    inputs = memory.input_bytes(verts, tris)
+    memory.check(memory.estimate_filters(hf, inputs), config, record=estimates)
     if config.filter_low_hanging_obstacles:
         with ctx.stage("filter_low_hanging"):
             area = filters.filter_low_hanging_obstacles(hf, derived.walkable_climb, ctx=ctx)
@@ -466,14 +441,24 @@ def _navmesh_stages(
     derived: DerivedConfig,
     volumes: tuple[AreaVolume, ...],
     ctx: BuildContext,
+    estimates: dict[str, int],
+    inputs: int,
 ) -> None:
-    """Stages 4-10: compact heightfield, erosion, volumes, regions, contours, polygons, detail."""
+    """Stages 4-10: compact heightfield, erosion, volumes, regions, contours, polygons, detail.
+
+    Before each large stage its memory estimate (`core.memory`, from the real counts so far;
+    ``inputs``: bytes held of the input) is recorded in ``estimates`` and checked."""
     config = result.config
+    solid = result.heightfield.span_count
+    guard = functools.partial(memory.check, config=config, record=estimates)
+    guard(memory.estimate_compact(result.heightfield, inputs))
     with ctx.stage("compact"):
         chf = build_compact_heightfield(
             result.heightfield, derived.walkable_height, derived.walkable_climb, ctx=ctx
         )
     result.area_initial = chf.area.copy()
+    for name in ("erode", "distance", "regions", "contours"):
+        guard(memory.estimate_open_stage(name, chf, solid, inputs))
     with ctx.stage("erode"):
         chf.area = erode_walkable_area(chf, derived.walkable_radius, ctx=ctx)
     for volume in volumes:
@@ -493,8 +478,10 @@ def _navmesh_stages(
         result.contours = build_contours(
             chf, float(derived.max_simplification_error), derived.max_edge_len, ctx=ctx
         )
+    guard(memory.estimate_polymesh(result.contours, chf, solid, inputs))
     with ctx.stage("polymesh"):
         result.polymesh = build_poly_mesh(result.contours, derived.max_verts_per_poly, ctx=ctx)
+    guard(memory.estimate_detail(result.polymesh, chf, solid, inputs))
     with ctx.stage("detail"):
         result.detail = build_poly_mesh_detail(
             result.polymesh,

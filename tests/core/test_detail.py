@@ -15,6 +15,7 @@ from core.detail import (
     _height_patches,
     _Patches,
     build_poly_mesh_detail,
+    patch_chunks,
 )
 from core.errors import VoxNavError
 
@@ -450,3 +451,53 @@ def test_progress_is_reported():
     fractions = [f for f, _ in seen]
     assert fractions == sorted(fractions) and fractions[-1] == 1.0
     assert all(isinstance(s, str) and s for _, s in seen)
+
+
+@pytest.mark.parametrize("budget", [1, 5000])
+def test_polygon_chunks_give_the_same_detail_mesh(built, budget, monkeypatch):
+    """Height patches built a few polygons at a time (1 cell: one polygon per chunk) give the
+    same detail mesh as all at once, bit for bit."""
+    import core.detail as detail_module
+
+    ref, pmesh, chf, whole = built
+    assert len(detail_module.patch_chunks(np.full(len(pmesh.polys), 100), budget)) > 1
+    monkeypatch.setattr(detail_module, "PATCH_CELLS_PER_CHUNK", budget)
+    sd, se = ref["cfg_detailSampleDist"], ref["cfg_detailSampleMaxError"]
+    chunked = build_poly_mesh_detail(pmesh, chf, sd, se)
+    np.testing.assert_array_equal(chunked.meshes, whole.meshes)
+    np.testing.assert_array_equal(chunked.tris, whole.tris)
+    np.testing.assert_array_equal(chunked.verts, whole.verts)
+
+
+def test_patch_chunks_respect_the_budget():
+    sizes = np.array([3, 4, 10, 1, 1, 1, 2])
+    chunks = patch_chunks(sizes, 5)
+    assert chunks == [(0, 1), (1, 2), (2, 3), (3, 7)]
+    assert patch_chunks(np.zeros(0, dtype=np.int64), 5) == []
+
+
+def test_vertex_cap_in_chunks(monkeypatch):
+    """The edge-by-edge capped path in a chunk that does not start at polygon 0."""
+    import core.detail as detail_module
+
+    rng = np.random.default_rng(7)
+    chf = flat_chf(width=40, height=40)
+    chf.y = rng.integers(0, 30, size=chf.y.size).astype(np.uint16)
+    small = square_pmesh(chf, corners=((1, 1), (1, 5), (5, 5), (5, 1)))
+    hexagon = square_pmesh(chf, corners=((1, 10), (1, 30), (20, 39), (39, 30), (39, 10), (20, 1)))
+    both = SimpleNamespace(**vars(hexagon))
+    nv = small.verts.shape[0]
+    both.verts = np.concatenate([small.verts, hexagon.verts])
+    polys2 = hexagon.polys.copy()
+    polys2[:, :6] = np.where(polys2[:, :6] != 0xFFFF, polys2[:, :6] + nv, 0xFFFF)
+    polys1 = np.full((1, polys2.shape[1]), 0xFFFF, dtype=polys2.dtype)
+    polys1[0] = small.polys[0]
+    both.polys = np.concatenate([polys1, polys2])
+    both.regs = np.concatenate([small.regs, hexagon.regs])
+    whole = build_poly_mesh_detail(both, chf, 0.3, 0.0)
+    monkeypatch.setattr(detail_module, "PATCH_CELLS_PER_CHUNK", 1)
+    chunked = build_poly_mesh_detail(both, chf, 0.3, 0.0)
+    assert whole.meshes[1, 1] == 127
+    np.testing.assert_array_equal(chunked.meshes, whole.meshes)
+    np.testing.assert_array_equal(chunked.tris, whole.tris)
+    np.testing.assert_array_equal(chunked.verts, whole.verts)

@@ -1,0 +1,472 @@
+"""The memory model: every stage's peak working memory, estimated before the stage runs.
+
+A bake holds a few arrays per grid column, per span and per polygon, and each stage adds its
+own temporaries on top. `estimate_bake` predicts every stage's peak from what is known before
+rasterizing (the grid, an upper bound on the span fragments, the triangles); the pipeline then
+checks each large stage again just before it runs, with the real span, connection and polygon
+counts of the stages before it (`estimate_filters`, `estimate_compact`, `estimate_open_stage`,
+`estimate_polymesh`, `estimate_detail`). `check` refuses a bake whose estimate exceeds
+``NavConfig.memory_limit`` with a `VoxNavError` that says the estimate, what drives it and a
+setting that fits; nothing large has been allocated for that stage yet.
+
+Estimates are absolute: the peak of the traced (NumPy) memory of the bake while the stage runs,
+plus `RUNTIME_BYTES` for the interpreter, NumPy and allocator slack, so that a process's peak
+resident memory stays under the limit. The constants are bytes per item, measured with
+tracemalloc per stage (``python -m core bench`` prints measured peaks beside these estimates)
+and rounded up, so that an estimate is an upper bound on the shared meshes, planes, terrains,
+stacked floors and dense overlapping stacks.
+
+Fragments (one per triangle per cell it touches) are bounded per triangle, from its
+bounding box and area in cells: a convex set of area A and widths wx, wy meets at most
+A + 2 (wx + wy) + 4 cells, and never more than its bounding box's cells. Overlapping
+triangles each count, so a dense stack is bounded by what rasterizing it really holds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from .config import NavConfig
+from .errors import VoxNavError
+
+#: Interpreter, NumPy and allocator slack on top of the traced arrays. [Units: bytes]
+RUNTIME_BYTES = 96 * 1024**2
+#: Triangles bounded at once by `fragment_bound`.
+BOUND_CHUNK_TRIANGLES = 1 << 16
+#: Small arrays and Python objects of any stage, whatever its size. [Units: bytes]
+STAGE_FIXED_BYTES = 2 * 1024**2
+
+# Rasterize (mark + clip + merge). [Units: bytes per item]
+#: Per bounded fragment: its packed sort key and payload, and their concatenation.
+RASTER_BYTES_PER_FRAGMENT = 24
+#: Per bounded fragment of the triangle chunks being clipped at once (clip state; large
+#: triangles: a 2-triangle plane measures about 100).
+RASTER_CLIP_BYTES_PER_FRAGMENT = 120
+#: Per fragment of the column ranges being merged at once (unpacked heights, merge state).
+RASTER_MERGE_BYTES_PER_FRAGMENT = 64
+#: Per grid column: col_start and the merge's per-column arrays.
+RASTER_BYTES_PER_COLUMN = 56
+#: Per triangle: gathered corners, bounds, rows and areas of all triangles.
+RASTER_BYTES_PER_TRIANGLE = 128
+#: Per triangle of the chunks being clipped at once (about 1 KiB, see rasterize.py).
+RASTER_CHUNK_BYTES_PER_TRIANGLE = 1024
+
+# Held from rasterization on: the solid heightfield and its per-stage area copies.
+HELD_BYTES_PER_COLUMN = 16
+HELD_BYTES_PER_SOLID_SPAN = 16
+
+# Filters: held heightfield plus the filter's temporaries.
+FILTER_BYTES_PER_COLUMN = 24
+FILTER_BYTES_PER_SOLID_SPAN = 100
+#: Per (span, neighbour-column span) pair: the ledge filter walks neighbour columns.
+FILTER_BYTES_PER_PAIR = 40
+
+# Compact: per walkable span, plus per (span, neighbour-column span) pair of one direction.
+COMPACT_BYTES_PER_COLUMN = 32
+COMPACT_BYTES_PER_SPAN = 200
+COMPACT_BYTES_PER_PAIR = 80
+
+# Stages on the compact heightfield (absolute: the compact heightfield, distance field and
+# regions held, plus the stage's temporaries), per open span and per column.
+OPEN_STAGE_BYTES_PER_SPAN = {
+    "erode": 420,
+    "distance": 320,
+    "regions": 640,
+    "contours": 300,
+}
+OPEN_STAGE_BYTES_PER_COLUMN = 32
+
+# Polygon mesh: per contour vertex (adjacency, merge candidates). [Units: bytes]
+POLYMESH_BYTES_PER_CONTOUR_VERTEX = 2048
+# Detail: held arrays per open span, plus `PATCH_BYTES_PER_CELL` per patch cell of a chunk.
+DETAIL_HELD_BYTES_PER_SPAN = 240
+DETAIL_BYTES_PER_POLYGON = 4096
+
+
+@dataclass(frozen=True)
+class StageEstimate:
+    """One stage's estimated peak. ``drivers``: what it grows with, as words for the user."""
+
+    stage: str
+    #: Estimated peak including `RUNTIME_BYTES`. [Units: bytes]
+    bytes: int
+    drivers: str
+    #: Most of the grid is empty (fewer fragments than 1% of the columns): likely a stray
+    #: vertex far from the rest, which the refusal then mentions.
+    sparse: bool = False
+
+
+def fragment_bound(verts, tris, bmin, bmax, cs: float) -> np.ndarray:
+    """int64 (m,): an upper bound on the fragments (cells touched) of each triangle.
+
+    The lesser of the triangle's bounding-box cells and A + 2 (wx + wy) + 4 (area and widths
+    in cells), after clipping the box to the grid; 0 for triangles outside the grid. Float64,
+    no grid allocated. [Units: cells]
+    """
+    v = np.asarray(verts, dtype=np.float32)
+    t = np.asarray(tris, dtype=np.int64)
+    lo = np.asarray(bmin, dtype=np.float64)
+    hi = np.asarray(bmax, dtype=np.float64)
+    out = np.zeros(t.shape[0], dtype=np.int64)
+    # Chunks keep the temporaries cache-sized (fresh pages cost more than the arithmetic).
+    for start in range(0, t.shape[0], BOUND_CHUNK_TRIANGLES):
+        part = slice(start, start + BOUND_CHUNK_TRIANGLES)
+        out[part] = _fragment_bound(v, t[part], lo, hi, float(cs))
+    return out
+
+
+def _fragment_bound(v, t, lo, hi, cs: float) -> np.ndarray:
+    """`fragment_bound` of one chunk: corners gathered in float32 (the input's precision),
+    cell arithmetic in float64, slack for float32 rounding in the area bound."""
+    a, b, c = v[t[:, 0]], v[t[:, 1]], v[t[:, 2]]
+    tmin = np.minimum(np.minimum(a, b), c).astype(np.float64)
+    tmax = np.maximum(np.maximum(a, b), c).astype(np.float64)
+    inside = ((tmin <= hi) & (tmax >= lo)).all(axis=1)
+    cells_lo = np.floor((np.maximum(tmin[:, :2], lo[:2]) - lo[:2]) / cs)
+    cells_hi = np.floor((np.minimum(tmax[:, :2], hi[:2]) - lo[:2]) / cs)
+    span = cells_hi - cells_lo + 1
+    box = span[:, 0] * span[:, 1]
+    ab = (b[:, :2] - a[:, :2]).astype(np.float64)
+    ac = (c[:, :2] - a[:, :2]).astype(np.float64)
+    area = np.abs(ab[:, 0] * ac[:, 1] - ab[:, 1] * ac[:, 0]) * (0.5 / (cs * cs))
+    widths = (tmax[:, 0] - tmin[:, 0] + tmax[:, 1] - tmin[:, 1]) * (1.0 / cs)
+    bound = np.minimum(box, np.ceil(area + 2 * widths + 6))
+    return np.where(inside, bound, 0).astype(np.int64)
+
+
+def grid_columns(bmin, bmax, cs: float) -> tuple[int, int]:
+    """(width, height) of the grid in float64, for estimates only (`config.grid_size` is the
+    exact float32 rule); safe for any finite extent. [Units: cells]"""
+    ext = (np.asarray(bmax, dtype=np.float64) - np.asarray(bmin, dtype=np.float64)) / float(cs)
+    return int(np.floor(ext[0] + 0.5)), int(np.floor(ext[1] + 0.5))
+
+
+def count(n: int) -> str:
+    """A count for a message: digits with separators, or 3 significant digits when huge."""
+    return f"{n:,}" if n < 10**12 else f"{float(n):.3g}"
+
+
+def _mib(n: float) -> str:
+    if n >= 1024**5:
+        return f"{n / 1024**3:.3g} GiB"
+    if n >= 1024**3:
+        return f"{n / 1024**3:.2f} GiB"
+    return f"{n / 1024**2:.0f} MiB"
+
+
+def estimate_rasterize(verts, tris, bmin, bmax, cs: float) -> tuple[StageEstimate, int, int]:
+    """(estimate, columns, fragment bound) of marking and rasterizing on this grid.
+
+    All fragments are held (packed) until the merge; on top, the triangle chunks being clipped
+    (one, or two on the clipping threads, read from `core.rasterize`'s chunk constants) and the
+    column ranges being merged hold their own state. The rasterizer's constants are read at
+    call time, so a change there is picked up, but the bytes per item here were measured on
+    its current span merge."""
+    from . import rasterize
+
+    width, height = grid_columns(bmin, bmax, cs)
+    columns = width * height
+    per_tri = fragment_bound(verts, tris, bmin, bmax, cs)
+    per_tri = per_tri[per_tri > 0]
+    fragments = int(per_tri.sum())
+    n_tris = int(np.asarray(tris).shape[0])
+    threads = rasterize.WORKERS > 1 and per_tri.shape[0] > 2 * rasterize.PARALLEL_CHUNK_TRIANGLES
+    chunk = rasterize.PARALLEL_CHUNK_TRIANGLES if threads else rasterize.CHUNK_TRIANGLES
+    in_flight = 2 if threads else 1
+    clipping = 0
+    if fragments:
+        sums = np.add.reduceat(per_tri, np.arange(0, per_tri.shape[0], chunk))
+        clipping = int(np.sort(sums)[-in_flight:].sum())
+    merging = min(fragments, in_flight * max(rasterize.CHUNK_FRAGMENTS, n_tris))
+    total = (
+        RUNTIME_BYTES
+        + STAGE_FIXED_BYTES
+        + fragments * RASTER_BYTES_PER_FRAGMENT
+        + clipping * RASTER_CLIP_BYTES_PER_FRAGMENT
+        + merging * RASTER_MERGE_BYTES_PER_FRAGMENT
+        + columns * RASTER_BYTES_PER_COLUMN
+        + n_tris * RASTER_BYTES_PER_TRIANGLE
+        + min(n_tris, in_flight * chunk) * RASTER_CHUNK_BYTES_PER_TRIANGLE
+    )
+    ext = np.asarray(bmax, dtype=np.float64) - np.asarray(bmin, dtype=np.float64)
+    drivers = (
+        f"{count(columns)} columns ({count(width)} x {count(height)} over "
+        f"{ext[0]:,.6g} x {ext[1]:,.6g} m) and up to {count(fragments)} span fragments from "
+        f"{n_tris:,} triangles (overlapping triangles each count)"
+    )
+    return StageEstimate("rasterize", total, drivers), columns, fragments
+
+
+def estimate_bake(verts, tris, bmin, bmax, config: NavConfig, navmesh: bool = True):
+    """Every stage's predicted peak before anything is rasterized: list of `StageEstimate`.
+
+    Rasterization is bounded by the fragment bound. For the later stages the span count is not
+    known yet: they are predicted with one walkable span per touched column (min(fragments,
+    columns)), which the checks before those stages replace with the real counts.
+    """
+    from .detail import PATCH_BYTES_PER_CELL, PATCH_CELLS_PER_CHUNK
+
+    raster, columns, fragments = estimate_rasterize(verts, tris, bmin, bmax, config.cell_size)
+    spans = min(fragments, columns)
+    inputs = input_bytes(verts, tris)
+    out = [raster, _filters(columns, spans, inputs, spans)]
+    if navmesh:
+        out.append(_compact(columns, spans, spans, spans, inputs))
+        for name in OPEN_STAGE_BYTES_PER_SPAN:
+            out.append(_open_stage(name, columns, spans, spans, inputs))
+        # A chunk holds up to the budget (patches overlap, so polygons' cells can add up to
+        # more than the grid), or one polygon alone, which never exceeds the grid.
+        patch = max(min(PATCH_CELLS_PER_CHUNK, 2 * columns), columns)
+        held = inputs + _held(columns, spans) + columns * OPEN_STAGE_BYTES_PER_COLUMN
+        held += spans * DETAIL_HELD_BYTES_PER_SPAN
+        total = RUNTIME_BYTES + STAGE_FIXED_BYTES + held + patch * PATCH_BYTES_PER_CELL
+        out.append(StageEstimate("detail", total, "height patches"))
+    grid = raster.drivers.split(" and up to ")[0]
+    sparse = fragments * 100 < columns
+    return [
+        replace(e, sparse=sparse)
+        if e is raster
+        else replace(e, drivers=f"{grid}, predicted {count(spans)} walkable spans", sparse=sparse)
+        for e in out
+    ]
+
+
+def input_bytes(verts, tris) -> int:
+    """What a bake holds of its input from start to end: the validated copies of ``verts``
+    and ``tris`` and the per-triangle areas. [Units: bytes]"""
+    return int(np.asarray(verts).shape[0]) * 12 + int(np.asarray(tris).shape[0]) * 16
+
+
+def _filters(columns: int, solid_spans: int, inputs: int = 0, pairs: int = 0) -> StageEstimate:
+    total = (
+        RUNTIME_BYTES
+        + STAGE_FIXED_BYTES
+        + inputs
+        + columns * FILTER_BYTES_PER_COLUMN
+        + solid_spans * FILTER_BYTES_PER_SOLID_SPAN
+        + pairs * FILTER_BYTES_PER_PAIR
+    )
+    return StageEstimate("filters", total, f"{columns:,} columns, {solid_spans:,} solid spans")
+
+
+def estimate_filters(hf, inputs: int = 0) -> StageEstimate:
+    """The span filters' peak on the solid heightfield ``hf``; ``inputs``: `input_bytes`."""
+    pairs = neighbour_pairs(
+        hf.col_start, np.ones(int(hf.span_count), dtype=bool), hf.width, hf.height
+    )
+    return _filters(int(hf.width) * int(hf.height), int(hf.span_count), inputs, pairs[1])
+
+
+def neighbour_pairs(col_start, keep, width: int, height: int) -> tuple[int, int]:
+    """(kept spans, the largest over the 4 directions of the sum over columns of kept spans
+    times kept spans of the neighbour column): what span-to-neighbour tests allocate.
+    ``col_start`` int (w*h+1,), ``keep`` bool (spans,)."""
+    col_start = np.asarray(col_start, dtype=np.int64)
+    width, height = int(width), int(height)
+    cum = np.concatenate(([0], np.cumsum(keep, dtype=np.int64)))
+    per_col = cum[col_start[1:]] - cum[col_start[:-1]]
+    grid = per_col.reshape(height, width)
+    pairs = max(
+        int((grid[:, 1:] * grid[:, :-1]).sum()) if width > 1 else 0,
+        int((grid[1:, :] * grid[:-1, :]).sum()) if height > 1 else 0,
+    )
+    return int(per_col.sum()), pairs
+
+
+def _held(columns: int, solid_spans: int) -> int:
+    return columns * HELD_BYTES_PER_COLUMN + solid_spans * HELD_BYTES_PER_SOLID_SPAN
+
+
+def _compact(
+    columns: int, solid_spans: int, open_spans: int, pairs: int, inputs: int = 0
+) -> StageEstimate:
+    total = (
+        RUNTIME_BYTES
+        + STAGE_FIXED_BYTES
+        + inputs
+        + _held(columns, solid_spans)
+        + columns * COMPACT_BYTES_PER_COLUMN
+        + open_spans * COMPACT_BYTES_PER_SPAN
+        + pairs * COMPACT_BYTES_PER_PAIR
+    )
+    drivers = (
+        f"{columns:,} columns, {open_spans:,} walkable spans, {pairs:,} neighbour pairs "
+        "(spans times the spans of a neighbouring column)"
+    )
+    return StageEstimate("compact", total, drivers)
+
+
+def estimate_compact(hf, inputs: int = 0) -> StageEstimate:
+    """The compact stage's peak: walkable spans and, per direction, the (span, span of the
+    neighbour column) pairs it tests (the largest direction's count)."""
+    width, height = int(hf.width), int(hf.height)
+    walkable = np.asarray(hf.area) != 0
+    spans, pairs = neighbour_pairs(hf.col_start, walkable, width, height)
+    return _compact(width * height, int(hf.span_count), spans, pairs, inputs)
+
+
+def _open_stage(
+    name: str, columns: int, solid_spans: int, open_spans: int, inputs: int = 0
+) -> StageEstimate:
+    total = (
+        RUNTIME_BYTES
+        + STAGE_FIXED_BYTES
+        + inputs
+        + _held(columns, solid_spans)
+        + columns * OPEN_STAGE_BYTES_PER_COLUMN
+        + open_spans * OPEN_STAGE_BYTES_PER_SPAN[name]
+    )
+    return StageEstimate(name, total, f"{columns:,} columns, {open_spans:,} walkable spans")
+
+
+def estimate_open_stage(name: str, chf, solid_spans: int, inputs: int = 0) -> StageEstimate:
+    """Peak of ``name`` (erode, distance, regions or contours) on the compact heightfield."""
+    columns = int(chf.width) * int(chf.height)
+    return _open_stage(name, columns, solid_spans, int(chf.span_count), inputs)
+
+
+def estimate_polymesh(contours, chf, solid_spans: int, inputs: int = 0) -> StageEstimate:
+    """Polygon mesh peak: what the contour stage holds plus per contour vertex."""
+    base = estimate_open_stage("contours", chf, solid_spans, inputs)
+    nverts = int(np.shape(contours.verts)[0])
+    total = base.bytes + nverts * POLYMESH_BYTES_PER_CONTOUR_VERTEX
+    return StageEstimate("polymesh", total, f"{nverts:,} contour vertices")
+
+
+def estimate_detail(pmesh, chf, solid_spans: int, inputs: int = 0) -> StageEstimate:
+    """Detail stage peak: held arrays plus the largest chunk of height patches (polygons'
+    bounding boxes plus one cell, `detail.patch_chunks`) and per-polygon sample state."""
+    from .detail import PATCH_BYTES_PER_CELL, patch_chunks
+
+    cells = polygon_patch_cells(pmesh, int(chf.width), int(chf.height))
+    chunk = max((int(cells[lo:hi].sum()) for lo, hi in patch_chunks(cells)), default=0)
+    columns = int(chf.width) * int(chf.height)
+    npolys = int(cells.shape[0])
+    total = (
+        RUNTIME_BYTES
+        + STAGE_FIXED_BYTES
+        + inputs
+        + _held(columns, solid_spans)
+        + columns * OPEN_STAGE_BYTES_PER_COLUMN
+        + int(chf.span_count) * DETAIL_HELD_BYTES_PER_SPAN
+        + chunk * PATCH_BYTES_PER_CELL
+        + npolys * DETAIL_BYTES_PER_POLYGON
+    )
+    drivers = (
+        f"{npolys:,} polygons whose bounding boxes cover {int(cells.sum()):,} cells "
+        f"(largest chunk built at once: {chunk:,} cells)"
+    )
+    return StageEstimate("detail", total, drivers)
+
+
+def polygon_patch_cells(pmesh, width: int, height: int) -> np.ndarray:
+    """int64 (npolys,): cells of each polygon's height patch (bounding box plus one cell,
+    clipped to the grid), as `detail.build_poly_mesh_detail` builds them."""
+    nvp = int(pmesh.nvp)
+    polys = np.asarray(pmesh.polys)[:, :nvp].astype(np.int64)
+    verts = np.asarray(pmesh.verts, dtype=np.int64)
+    if polys.shape[0] == 0:
+        return np.zeros(0, dtype=np.int64)
+    used = polys != 0xFFFF
+    safe = np.where(used, polys, 0)
+    x = verts[safe, 0]
+    y = verts[safe, 2]
+    big = np.iinfo(np.int64).max
+    xmin = np.maximum(0, np.where(used, x, big).min(axis=1) - 1)
+    xmax = np.minimum(width, np.where(used, x, -1).max(axis=1) + 1)
+    ymin = np.maximum(0, np.where(used, y, big).min(axis=1) - 1)
+    ymax = np.minimum(height, np.where(used, y, -1).max(axis=1) + 1)
+    return np.maximum(xmax - xmin, 1) * np.maximum(ymax - ymin, 1)
+
+
+def _round_up(value: float) -> float:
+    """Round up to two significant digits (0.5312 -> 0.54, 12.3 -> 13)."""
+    if value <= 0:
+        return value
+    exponent = int(np.floor(np.log10(value))) - 1
+    step = 10.0**exponent
+    return float(np.ceil(value / step - 1e-9) * step)
+
+
+def fitting_cell_size(estimate_at, cell_size: float, limit: int) -> float | None:
+    """The smallest cell size (two significant digits, at least ``cell_size``) whose
+    ``estimate_at(cs)`` fits ``limit``, trying growing sizes from the quadratic guess; None if
+    none does (the limit is below what any grid needs)."""
+    first = estimate_at(cell_size)
+    candidate = _round_up(cell_size * max(1.01, (first / limit) ** 0.5 if first > 0 else 1.0))
+    for _ in range(40):
+        if estimate_at(candidate) <= limit:
+            return candidate
+        candidate = _round_up(candidate * 1.15)
+    return None
+
+
+def check(
+    estimate: StageEstimate,
+    config: NavConfig,
+    cell_size_hint: float | None = None,
+    record: dict[str, int] | None = None,
+) -> None:
+    """Refuse (`VoxNavError`) when ``estimate`` exceeds ``config.memory_limit``.
+
+    ``cell_size_hint``: a cell size that fits (from `fitting_cell_size`), or None to derive one
+    from the estimate's quadratic growth with 1 / cell_size. ``record``: stage name ->
+    estimated bytes, updated with this estimate.
+    """
+    if record is not None:
+        record[estimate.stage] = estimate.bytes
+    limit = int(config.memory_limit)
+    if estimate.bytes <= limit:
+        return
+    if cell_size_hint is None and limit > RUNTIME_BYTES:
+        growth = (estimate.bytes - RUNTIME_BYTES) / (limit - RUNTIME_BYTES)
+        cell_size_hint = _round_up(config.cell_size * growth**0.5 * 1.05)
+    fits = (
+        f"use cell_size >= {cell_size_hint:g}, bake a smaller region with bounds_min/bounds_max, "
+        "or raise memory_limit"
+        if cell_size_hint is not None
+        else f"raise memory_limit (the runtime alone needs about {_mib(RUNTIME_BYTES)})"
+    )
+    raise VoxNavError(
+        f"the bake would need about {_mib(estimate.bytes)} in the {estimate.stage} stage "
+        f"(memory_limit is {_mib(limit)}), driven by {estimate.drivers} at cell_size "
+        f"{config.cell_size:g}; {fits} (to at least {_mib(estimate.bytes * 1.05)} for these "
+        "settings)"
+        + (
+            "; most of the grid is empty: check for stray vertices far from the rest"
+            * estimate.sparse
+        )
+    )
+
+
+def check_bake(
+    verts,
+    tris,
+    bmin,
+    bmax,
+    config: NavConfig,
+    navmesh: bool = True,
+    record: dict[str, int] | None = None,
+) -> None:
+    """Refuse a bake up front when any stage's predicted peak (`estimate_bake`) exceeds the
+    limit, naming a cell size whose prediction fits. ``record`` as in `check` (predictions)."""
+    estimates = estimate_bake(verts, tris, bmin, bmax, config, navmesh)
+    if record is not None:
+        record.update((e.stage, e.bytes) for e in estimates)
+    worst = max(estimates, key=lambda e: e.bytes)
+    if worst.bytes <= config.memory_limit:
+        return
+
+    def at(cs: float) -> int:
+        trial = config.replace(cell_size=cs)
+        return max(e.bytes for e in estimate_bake(verts, tris, bmin, bmax, trial, navmesh))
+
+    check(worst, config, fitting_cell_size(at, config.cell_size, config.memory_limit))
+
+
+def estimate_memory(verts, tris, bmin, bmax, cs: float) -> tuple[int, int, int]:
+    """(columns, fragment bound, estimated rasterization peak bytes) on this grid."""
+    raster, columns, fragments = estimate_rasterize(verts, tris, bmin, bmax, cs)
+    return columns, fragments, raster.bytes
