@@ -37,8 +37,6 @@ import numpy as np
 #: Custom property set on every object VoxNav writes; such objects are never gathered.
 OUTPUT_TAG = "voxnav_output"
 
-#: Object types that evaluate to a mesh (gathered through the mesh instances they yield).
-
 
 @dataclass
 class Gathered:
