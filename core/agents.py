@@ -9,12 +9,14 @@ put into the config, but runs each pipeline stage once per distinct input:
     rasterize      the marked triangle areas (max slope) and walkable_climb
     filters        + walkable_height (and walkable_climb)
     compact        + walkable_height and walkable_climb (the filtered heightfield)
-    erode onwards  + walkable_radius: run per agent
+    erode          the boundary distance: once per compact heightfield; its threshold at
+                   2 * walkable_radius per agent (`area.erosion_distance`)
+    distance on    per agent (distance field, regions, contours, polygons, detail)
 
 Keys are the voxel-unit integers Recast derives (`NavConfig.derived`), so two agents whose
 climbs differ by less than a cell height share rasterization, as their separate bakes would
 produce identical arrays anyway. Agents differing only in radius (small/medium/large NPCs)
-share everything up to the compact heightfield.
+share everything up to the compact heightfield and erosion's distance.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import limits, memory, pipeline, rasterize
+from . import area, limits, memory, pipeline, rasterize
 from .compact import CompactHeightfield
 from .config import NavConfig, did_you_mean, grid_size
 from .context import BuildContext
@@ -244,7 +246,8 @@ def bake_agents(
         raster = ("rasterize", slope, d.walkable_climb)
         filt = ("filters", raster, d.walkable_height)
         keys.append((slope, raster, filt, ("compact", filt)))
-    total = len({k for ks in keys for k in ks}) + len(pairs)
+    keys_run = {k for ks in keys for k in ks} | {("erode", ks[3]) for ks in keys}
+    total = len(keys_run) + len(pairs)
 
     results: dict[str, pipeline.BakeResult] = {}
     for (agent, cfg), (slope_key, raster_key, filter_key, compact_key) in zip(
@@ -281,6 +284,13 @@ def bake_agents(
 
         chf = shared(compact_key, "compact", compact, actx, est)
         assert isinstance(chf, CompactHeightfield)
+
+        def erosion(c: BuildContext, _e: dict[str, int], chf=chf) -> np.ndarray:
+            with c.stage("erode"):
+                return area.erosion_distance(chf)
+
+        erosion_dist = shared(("erode", compact_key), "erode", erosion, actx, est)
+        assert isinstance(erosion_dist, np.ndarray)
         result = pipeline.BakeResult(
             config=cfg,
             bmin=np.asarray(bmin, dtype=np.float32),
@@ -294,7 +304,14 @@ def bake_agents(
         overall.progress(done / max(total, 1), f"{agent.name}: erode")
         before = dict(actx.timings)
         pipeline._navmesh_stages(
-            result, derived, tuple(volumes), actx, est, inputs, compact=_copy_compact(chf)
+            result,
+            derived,
+            tuple(volumes),
+            actx,
+            est,
+            inputs,
+            compact=_copy_compact(chf),
+            erosion_distance=erosion_dist,
         )
         for name, seconds in actx.timings.items():
             overall.timings[name] = overall.timings.get(name, 0.0) + seconds - before.get(name, 0)

@@ -26,7 +26,7 @@ from typing import Protocol
 import numpy as np
 
 from . import filters, limits, memory, rasterize
-from .area import erode_walkable_area
+from .area import erode_by_distance, erode_walkable_area
 from .compact import CompactHeightfield, build_compact_heightfield
 from .config import NULL_AREA, DerivedConfig, NavConfig, grid_size
 from .context import BuildContext
@@ -461,13 +461,16 @@ def _navmesh_stages(
     estimates: dict[str, int],
     inputs: int,
     compact: CompactHeightfield | None = None,
+    erosion_distance: np.ndarray | None = None,
 ) -> None:
     """Stages 4-10: compact heightfield, erosion, volumes, regions, contours, polygons, detail.
 
     Before each large stage its memory estimate (`core.memory`, from the real counts so far;
     ``inputs``: bytes held of the input) is recorded in ``estimates`` and checked. With
     ``compact`` (stage 4's result for this heightfield, walkable_height and walkable_climb,
-    from `compact_stage`; taken over and modified) stage 4 is skipped."""
+    from `compact_stage`; taken over and modified) stage 4 is skipped; with
+    ``erosion_distance`` (`area.erosion_distance` of that compact heightfield) erosion only
+    thresholds it."""
     config = result.config
     solid = result.heightfield.span_count
     guard = functools.partial(memory.check, config=config, record=estimates)
@@ -479,7 +482,10 @@ def _navmesh_stages(
     for name in ("erode", "distance", "regions", "contours"):
         guard(memory.estimate_open_stage(name, chf, solid, inputs))
     with ctx.stage("erode"):
-        chf.area = erode_walkable_area(chf, derived.walkable_radius, ctx=ctx)
+        if erosion_distance is None:
+            chf.area = erode_walkable_area(chf, derived.walkable_radius, ctx=ctx)
+        else:
+            chf.area = erode_by_distance(chf.area, erosion_distance, derived.walkable_radius)
     for volume in volumes:
         chf.area = volume.apply(chf)
     with ctx.stage("distance"):

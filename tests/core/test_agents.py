@@ -125,12 +125,14 @@ def test_stages_are_shared_by_their_inputs(dungeon):
         bake_agents(verts, tris, NavConfig(), MIXED)
     finally:
         agents_module.BuildContext = real  # type: ignore[misc]
-    # slopes: 45, 30; (slope, climb): +climber; (.., height): +tall; erosion per agent.
+    # slopes: 45, 30; (slope, climb): +climber; (.., height): +tall. Erosion: its distance
+    # once per compact heightfield, its threshold per agent; the later stages per agent.
     assert runs["mark"] == 2
     assert runs["rasterize"] == 3
     assert runs["filter_low_height"] == 4
     assert runs["compact"] == 4
-    assert runs["erode"] == len(MIXED)
+    assert runs["erode"] == 4 + len(MIXED)
+    assert runs["distance"] == runs["detail"] == len(MIXED)
 
 
 def test_volumes_and_overall_context(dungeon):
