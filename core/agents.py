@@ -242,10 +242,10 @@ def bake_agents(
     keys = []
     for _agent, cfg in pairs:
         d = cfg.derived()
-        slope = ("mark", float(cfg.agent_max_slope))
-        raster = ("rasterize", slope, d.walkable_climb)
-        filt = ("filters", raster, d.walkable_height)
-        keys.append((slope, raster, filt, ("compact", filt)))
+        slope_k = ("mark", float(cfg.agent_max_slope))
+        raster_k = ("rasterize", slope_k, d.walkable_climb)
+        filter_k = ("filters", raster_k, d.walkable_height)
+        keys.append((slope_k, raster_k, filter_k, ("compact", filter_k)))
     keys_run = {k for ks in keys for k in ks} | {("erode", ks[3]) for ks in keys}
     total = len(keys_run) + len(pairs)
 

@@ -11,6 +11,7 @@ ratio of the three-agent bake to one bake beside the issue's target (< 1.6x).
 from __future__ import annotations
 
 import argparse
+import functools
 import statistics
 import sys
 import time
@@ -40,6 +41,10 @@ def _median_seconds(run: Callable[[], object], runs: int) -> float:
     return statistics.median(times)
 
 
+def _separate(verts, tris, config: NavConfig) -> list[pipeline.BakeResult]:
+    return [pipeline.bake(verts, tris, config.replace(agent_radius=a.radius)) for a in AGENTS]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m core.agents_bench", description=__doc__)
     parser.add_argument("--runs", type=int, default=3, help="runs per figure (median)")
@@ -50,14 +55,9 @@ def main(argv: list[str] | None = None) -> int:
     config = NavConfig()
     print(f"agents: {', '.join(f'{a.name} r={a.radius:g}' for a in AGENTS)}; runs {args.runs}")
     for label, (v, t) in (("dungeon", (verts, tris)), ("dungeon 4x4", tile_mesh(verts, tris, 4))):
-        one = _median_seconds(lambda v=v, t=t: pipeline.bake(v, t, config), args.runs)
-        three = _median_seconds(lambda v=v, t=t: bake_agents(v, t, config, AGENTS), args.runs)
-        separate = _median_seconds(
-            lambda v=v, t=t: [
-                pipeline.bake(v, t, config.replace(agent_radius=a.radius)) for a in AGENTS
-            ],
-            args.runs,
-        )
+        one = _median_seconds(functools.partial(pipeline.bake, v, t, config), args.runs)
+        three = _median_seconds(functools.partial(bake_agents, v, t, config, AGENTS), args.runs)
+        separate = _median_seconds(functools.partial(_separate, v, t, config), args.runs)
         ratio = three / one
         verdict = "ok" if ratio < TARGET_RATIO else "OVER"
         print(
