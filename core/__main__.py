@@ -423,7 +423,7 @@ def _bake_agents_out(args, config: NavConfig) -> int:
                 batch.add(agent_output(args.json, agent.name), f"--json (agent {agent.name})")
         verts, tris = read_obj(args.mesh, recast_frame=args.recast_frame)
         ctx = BuildContext(progress_fn=_bake_progress(args))
-        results = bake_agents(verts, tris, config, agents, ctx=ctx)
+        results = bake_agents(verts, tris, config, agents, ctx=ctx, workers=args.workers or 1)
         print_warnings(ctx.warnings)
         empty = []
         for name, result in results.items():
@@ -556,7 +556,8 @@ def _add_bake(sub) -> None:
         "small:radius=0.3,height=1.8. One bake shares the stages agents have in common and "
         "writes one output per agent, its name inserted before the extension: --out "
         "navmesh.obj writes navmesh_small.obj, navmesh_large.obj (--json likewise); all "
-        "outputs are written or none",
+        "outputs are written or none. --workers N runs the per-agent stages in N processes "
+        "(default 1: in this process)",
     )
     bake.add_argument(
         "--recast-frame",

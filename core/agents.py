@@ -21,15 +21,17 @@ share everything up to the compact heightfield and erosion's distance.
 
 from __future__ import annotations
 
+import concurrent.futures as cf
 import dataclasses
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
 from . import area, limits, memory, pipeline, rasterize
 from .compact import CompactHeightfield
-from .config import NavConfig, did_you_mean, grid_size
+from .config import DerivedConfig, NavConfig, did_you_mean, grid_size
 from .context import BuildContext
 from .errors import VoxNavError
 from .heightfield import Heightfield
@@ -179,6 +181,26 @@ def _copy_compact(chf: CompactHeightfield) -> CompactHeightfield:
     return dataclasses.replace(chf, **changes)
 
 
+def _agent_tail(
+    result: pipeline.BakeResult,
+    derived: DerivedConfig,
+    volumes: tuple[pipeline.AreaVolume, ...],
+    inputs: int,
+    chf: CompactHeightfield,
+    erosion_dist: np.ndarray,
+) -> tuple[dict[str, Any], dict[str, float], list[str], dict[str, int]]:
+    """One agent's stages from erosion's threshold on (a top-level function, so a process
+    pool can run it). ``chf`` is taken over. Returns the result fields set, the stage timings,
+    warnings and memory estimates."""
+    ctx = BuildContext()
+    est: dict[str, int] = {}
+    pipeline._navmesh_stages(
+        result, derived, volumes, ctx, est, inputs, compact=chf, erosion_distance=erosion_dist
+    )
+    names = ("area_initial", "dist_raw", "compact", "contours", "polymesh", "detail")
+    return {n: getattr(result, n) for n in names}, ctx.timings, ctx.warnings, est
+
+
 def bake_agents(
     verts,
     tris,
@@ -187,6 +209,7 @@ def bake_agents(
     *,
     ctx: BuildContext | None = None,
     volumes: tuple[pipeline.AreaVolume, ...] = (),
+    workers: int = 1,
 ) -> dict[str, pipeline.BakeResult]:
     """One navmesh bake per agent, ``{agent name: BakeResult}`` in the agents' order.
 
@@ -195,9 +218,13 @@ def bake_agents(
     array, with its own warnings and timings (a shared stage's time and warnings appear in every
     agent that used it). verts float32 (n, 3) world Z-up [Units: wu]; tris int (m, 3).
     ``ctx`` (optional) receives progress, the time of each stage actually run (summed over
-    runs) and every agent's warnings prefixed with ``agent NAME:``. Raises `VoxNavError` for
-    bad input, a bad or duplicate agent, before any stage runs.
+    runs) and every agent's warnings prefixed with ``agent NAME:``. ``workers`` [Limit: >= 1]:
+    processes running the per-agent stages (erosion's threshold onwards) at once; 1 (the
+    default) runs them in this process. Raises `VoxNavError` for bad input, a bad or duplicate
+    agent, before any stage runs.
     """
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise VoxNavError(f"workers must be a whole number >= 1, got {workers!r}")
     base = (config or NavConfig()).validate()
     pairs = check_agents(agents, base)
     overall = ctx if ctx is not None else BuildContext()
@@ -250,6 +277,7 @@ def bake_agents(
     total = len(keys_run) + len(pairs)
 
     results: dict[str, pipeline.BakeResult] = {}
+    tails: list[tuple[AgentType, pipeline.BakeResult, DerivedConfig, CompactHeightfield, Any]] = []
     for (agent, cfg), (slope_key, raster_key, filter_key, compact_key) in zip(
         pairs, keys, strict=True
     ):
@@ -301,21 +329,31 @@ def bake_agents(
             heightfield=hf,
             stage_areas=dict(stage_areas),
         )
-        overall.progress(done / max(total, 1), f"{agent.name}: erode")
-        before = dict(actx.timings)
-        pipeline._navmesh_stages(
-            result,
-            derived,
-            tuple(volumes),
-            actx,
-            est,
-            inputs,
-            compact=_copy_compact(chf),
-            erosion_distance=erosion_dist,
-        )
-        for name, seconds in actx.timings.items():
-            overall.timings[name] = overall.timings.get(name, 0.0) + seconds - before.get(name, 0)
-        done += 1
+        tails.append((agent, result, derived, chf, erosion_dist))
+
+    # Erosion's threshold onwards, per agent: here, or in worker processes (same arrays).
+    jobs = [
+        (result, derived, tuple(volumes), inputs, chf, dist)
+        for _agent, result, derived, chf, dist in tails
+    ]
+    overall.progress(done / max(total, 1), "agents: erode onwards")
+    if workers == 1 or len(jobs) == 1:
+        outputs = [_agent_tail(*job[:4], _copy_compact(job[4]), job[5]) for job in jobs]
+    else:
+        with cf.ProcessPoolExecutor(max_workers=min(workers, len(jobs))) as pool:
+            outputs = list(pool.map(_agent_tail, *zip(*jobs, strict=True)))
+    for (agent, result, _d, _c, _e), (fields_set, timings, warnings, stage_est) in zip(
+        tails, outputs, strict=True
+    ):
+        actx, est = contexts[agent.name], estimates[agent.name]
+        for name, value in fields_set.items():
+            setattr(result, name, value)
+        for message in warnings:
+            actx.warn(message)
+        for name, seconds in timings.items():
+            actx.timings[name] = actx.timings.get(name, 0.0) + seconds
+            overall.timings[name] = overall.timings.get(name, 0.0) + seconds
+        est.update(stage_est)
         result.memory_estimates = est
         result.counts = pipeline._counts(result, tris.shape[0])
         pipeline._warn_if_empty(result, verts, tris, actx)

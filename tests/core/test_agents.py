@@ -93,12 +93,14 @@ MIXED = [
 ]
 
 
-@pytest.mark.parametrize("agents", [RADII, MIXED], ids=["radii", "mixed"])
-def test_each_agent_equals_a_separate_bake(dungeon, agents):
+@pytest.mark.parametrize(
+    ("agents", "workers"), [(RADII, 1), (MIXED, 1), (MIXED, 2)], ids=["radii", "mixed", "pool"]
+)
+def test_each_agent_equals_a_separate_bake(dungeon, agents, workers):
     verts, tris = dungeon
     config = NavConfig()
     ctx = BuildContext()
-    results = bake_agents(verts, tris, config, agents, ctx=ctx)
+    results = bake_agents(verts, tris, config, agents, ctx=ctx, workers=workers)
     assert list(results) == [a.name for a in agents]
     for agent in agents:
         assert_same_bake(results[agent.name], separate(verts, tris, config, agent), agent.name)
@@ -269,3 +271,9 @@ def test_cli_bad_agent_specs_exit_2(tmp_path, capsys, specs, needle):
     assert needle in err
     assert "Traceback" not in err
     assert list(tmp_path.glob("n*")) == []
+
+
+def test_bad_workers_are_refused():
+    verts = np.array([[0, 0, 0], [4, 0, 0], [4, 4, 0]], np.float32)
+    with pytest.raises(VoxNavError, match="workers"):
+        bake_agents(verts, [[0, 1, 2]], NavConfig(), [AgentType("a")], workers=0)
