@@ -63,9 +63,9 @@ def _round_footprint(obj, half: np.ndarray) -> bool:
         return False
     if abs(half[0] - half[1]) > ROUND_TOLERANCE * max(half[0], half[1], 1e-9):
         return False
-    co = np.zeros(len(obj.data.vertices) * 3, dtype=np.float32)
-    obj.data.vertices.foreach_get("co", co)
-    co = co.reshape(-1, 3).astype(np.float64)
+    flat = np.zeros(len(obj.data.vertices) * 3, dtype=np.float32)
+    obj.data.vertices.foreach_get("co", flat)
+    co = flat.reshape(-1, 3).astype(np.float64)
     centre = (co.min(axis=0) + co.max(axis=0)) / 2
     radial = np.hypot(co[:, 0] - centre[0], co[:, 1] - centre[1])
     return bool(radial.max() <= half[0] * (1 + ROUND_TOLERANCE))
