@@ -427,7 +427,9 @@ def _on_load_post(*_args) -> None:
     _QUERIES.clear()
 
 
-def _install(handlers, fn) -> None:
+def install_handler(handlers, fn) -> None:
+    """Append ``fn`` to a ``bpy.app.handlers`` list, replacing an earlier copy of it (a
+    reloaded add-on registers new function objects with the same name and module)."""
     for existing in list(handlers):
         if (
             getattr(existing, "__name__", None) == fn.__name__
@@ -438,8 +440,8 @@ def _install(handlers, fn) -> None:
 
 
 def register() -> None:
-    _install(bpy.app.handlers.depsgraph_update_post, _on_depsgraph_update)
-    _install(bpy.app.handlers.load_post, _on_load_post)
+    install_handler(bpy.app.handlers.depsgraph_update_post, _on_depsgraph_update)
+    install_handler(bpy.app.handlers.load_post, _on_load_post)
 
 
 def unregister() -> None:
