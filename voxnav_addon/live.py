@@ -137,10 +137,7 @@ def navmesh_query(scene) -> Any:
     if len(nav_set.tiles) == 1:
         query = NavMeshQuery(NavMesh.from_data(nav_set.tiles[0]))
     else:  # a tiled bake: the tiles on their grid, linked across their borders
-        from ..core.nav.navmesh import NavMeshParams
-
-        p = nav_set.params
-        mesh = NavMesh(NavMeshParams(p.orig, p.tile_width, p.tile_height, p.max_tiles, p.max_polys))
+        mesh = NavMesh(nav_set.params)
         mesh.replace_tiles([], list(nav_set.tiles))
         query = NavMeshQuery(mesh)
     _QUERIES[scene.session_uid] = (text, query)
