@@ -137,10 +137,7 @@ def navmesh_query(scene) -> Any:
     if len(nav_set.tiles) == 1:
         query = NavMeshQuery(NavMesh.from_data(nav_set.tiles[0]))
     else:  # a tiled bake: the tiles on their grid, linked across their borders
-        from ..core.nav.navmesh import NavMeshParams
-
-        p = nav_set.params
-        mesh = NavMesh(NavMeshParams(p.orig, p.tile_width, p.tile_height, p.max_tiles, p.max_polys))
+        mesh = NavMesh(nav_set.params)
         mesh.replace_tiles([], list(nav_set.tiles))
         query = NavMeshQuery(mesh)
     _QUERIES[scene.session_uid] = (text, query)
@@ -427,7 +424,9 @@ def _on_load_post(*_args) -> None:
     _QUERIES.clear()
 
 
-def _install(handlers, fn) -> None:
+def install_handler(handlers, fn) -> None:
+    """Append ``fn`` to a ``bpy.app.handlers`` list, replacing an earlier copy of it (a
+    reloaded add-on registers new function objects with the same name and module)."""
     for existing in list(handlers):
         if (
             getattr(existing, "__name__", None) == fn.__name__
@@ -438,8 +437,8 @@ def _install(handlers, fn) -> None:
 
 
 def register() -> None:
-    _install(bpy.app.handlers.depsgraph_update_post, _on_depsgraph_update)
-    _install(bpy.app.handlers.load_post, _on_load_post)
+    install_handler(bpy.app.handlers.depsgraph_update_post, _on_depsgraph_update)
+    install_handler(bpy.app.handlers.load_post, _on_load_post)
 
 
 def unregister() -> None:

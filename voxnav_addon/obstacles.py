@@ -29,6 +29,7 @@ import numpy as np
 from ..core import obstacles as core_obstacles
 from ..core.errors import VoxNavError
 from . import gather as gather_mod
+from . import live
 
 #: Seconds the handler waits after a change before rebuilding (changes meanwhile join in).
 DEBOUNCE = 0.15
@@ -63,9 +64,9 @@ def _round_footprint(obj, half: np.ndarray) -> bool:
         return False
     if abs(half[0] - half[1]) > ROUND_TOLERANCE * max(half[0], half[1], 1e-9):
         return False
-    co = np.zeros(len(obj.data.vertices) * 3, dtype=np.float32)
-    obj.data.vertices.foreach_get("co", co)
-    co = co.reshape(-1, 3).astype(np.float64)
+    flat = np.zeros(len(obj.data.vertices) * 3, dtype=np.float32)
+    obj.data.vertices.foreach_get("co", flat)
+    co = flat.reshape(-1, 3).astype(np.float64)
     centre = (co.min(axis=0) + co.max(axis=0)) / 2
     radial = np.hypot(co[:, 0] - centre[0], co[:, 1] - centre[1])
     return bool(radial.max() <= half[0] * (1 + ROUND_TOLERANCE))
@@ -397,21 +398,11 @@ class VOXNAV_PT_tiles_obstacles(bpy.types.Panel):
 classes = (VOXNAV_PT_tiles_obstacles,)
 
 
-def _install(handlers, fn) -> None:
-    for existing in list(handlers):
-        if (
-            getattr(existing, "__name__", None) == fn.__name__
-            and getattr(existing, "__module__", None) == fn.__module__
-        ):
-            handlers.remove(existing)
-    handlers.append(fn)
-
-
 def register() -> None:
     for cls in classes:
         bpy.utils.register_class(cls)
-    _install(bpy.app.handlers.depsgraph_update_post, _on_depsgraph_update)
-    _install(bpy.app.handlers.load_post, _on_load_post)
+    live.install_handler(bpy.app.handlers.depsgraph_update_post, _on_depsgraph_update)
+    live.install_handler(bpy.app.handlers.load_post, _on_load_post)
 
 
 def unregister() -> None:

@@ -36,6 +36,7 @@ import numpy as np
 from .. import atomic
 from ..errors import VoxNavError
 from .navdata import VERTS_PER_POLYGON, NavMeshData
+from .navmesh import NavMeshParams
 
 F32 = np.float32
 
@@ -112,20 +113,6 @@ NULL_LINK = 0xFFFFFFFF
 assert SET_HEADER.itemsize == 40 and TILE_HEADER.itemsize == 8
 assert MESH_HEADER.itemsize == 100 and POLY.itemsize == 32
 assert POLY_DETAIL.itemsize == 12 and BV_NODE.itemsize == 16
-
-
-@dataclass
-class NavMeshParams:
-    """``dtNavMeshParams``: the tile grid a navmesh set's tiles live on (Y-up)."""
-
-    #: float32 (3,) world origin of the tile grid. [Units: wu]
-    orig: np.ndarray
-    #: Tile size along x and along z (Detour's frame). [Units: wu] [Limit: > 0]
-    tile_width: float
-    tile_height: float
-    #: Most tiles and most polygons per tile; they split the 32-bit polygon ref's bits.
-    max_tiles: int
-    max_polys: int
 
 
 @dataclass

@@ -58,7 +58,11 @@ except VoxNavError as exc:
     out["refused"] = str(exc)
 except MemoryError:
     out["memory_error"] = True
-out["maxrss"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+# VmHWM is this process image's own peak: ru_maxrss would carry over the peak of the (large)
+# pytest process this child was forked from, since Linux keeps it across exec.
+with open("/proc/self/status") as status:
+    hwm = next(line for line in status if line.startswith("VmHWM:"))
+out["maxrss"] = int(hwm.split()[1]) * 1024
 print(json.dumps(out))
 """
 
