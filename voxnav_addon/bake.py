@@ -56,7 +56,11 @@ class BakeOutcome:
     def summary(self) -> str:
         keys = ("triangles", "spans", "walkable_spans", "voxels", "regions", "polys")
         parts = [f"{k.replace('_', ' ')} {self.counts[k]:,}" for k in keys if k in self.counts]
-        return f"{', '.join(parts)} in {self.total_seconds:.2f} s"
+        text = f"{', '.join(parts)} in {self.total_seconds:.2f} s"
+        prune = getattr(self.result, "prune", None) if self.result is not None else None
+        if prune is not None:
+            text += "; " + prune.summary()
+        return text
 
 
 def overlay_lift(cell_height: float) -> float:
@@ -117,6 +121,7 @@ def _bake(context, stop_after, progress, config, timings, tiles=True) -> BakeOut
         from . import obstacles
 
         volumes += obstacles.solo_volumes(context)  # painted, not live, without tiles
+    reachable = gather_mod.reachable_points(context) if stop_after == "navmesh" else None
     result = pipeline.bake(
         gathered.verts,
         gathered.tris,
@@ -124,6 +129,8 @@ def _bake(context, stop_after, progress, config, timings, tiles=True) -> BakeOut
         stop_after=stop_after,
         progress=progress,
         volumes=volumes,
+        reachable_from=reachable if reachable is not None and len(reachable) else None,
+        prune_mode="remove",
     )
     timings.update({str(k): float(v) for k, v in result.timings.items()})
     outcome = BakeOutcome(result, gathered, config, timings=timings, warnings=list(result.warnings))
@@ -149,6 +156,8 @@ def _bake(context, stop_after, progress, config, timings, tiles=True) -> BakeOut
     counts.setdefault("spans", hf.span_count)
     counts.setdefault("walkable_spans", int(np.count_nonzero(hf.area)))
     counts.setdefault("voxels", int((hf.smax.astype(np.int64) - hf.smin.astype(np.int64)).sum()))
+    if result.prune is not None:  # the Last Bake panel shows what pruning cut
+        counts["pruned_area"] = int(round(result.prune.area_cut))
     counts["objects"] = len(gathered.sources)
     counts["instances"] = gathered.instances
     outcome.counts = counts

@@ -435,6 +435,15 @@ class VOXNAV_PG_object(bpy.types.PropertyGroup):
         max=63,
         update=_tag_object,
     )
+    reachable_from: BoolProperty(  # type: ignore[valid-type]
+        name="Reachable From",
+        description=(
+            "Agents start here (use an empty): after a navmesh bake, polygons not connected to "
+            "any Reachable From object through polygon links are removed (islands such as "
+            "rooftops)"
+        ),
+        default=False,
+    )
     dynamic_obstacle: BoolProperty(  # type: ignore[valid-type]
         name="Dynamic Obstacle",
         description=(
