@@ -258,11 +258,12 @@ def _open(args) -> None:
         bpy.ops.wm.open_mainfile(filepath=os.path.abspath(args.blend))
     if args.demo:
         demo.build_demo(bpy.context.scene)
+    context: Any = bpy.context
     for i, point in enumerate(parse_points(args.reachable_from), start=1):
-        empty = bpy.data.objects.new(f"VoxNav Reachable From {i}", None)
+        empty: Any = bpy.data.objects.new(f"VoxNav Reachable From {i}", None)
         empty.location = point
         empty.voxnav.reachable_from = True
-        bpy.context.scene.collection.objects.link(empty)
+        context.scene.collection.objects.link(empty)
 
 
 def parse_points(items: Sequence[str]) -> list[tuple[float, float, float]]:
