@@ -130,7 +130,7 @@ def _bake(context, stop_after, progress, config, timings, tiles=True) -> BakeOut
         progress=progress,
         volumes=volumes,
         reachable_from=reachable if reachable is not None and len(reachable) else None,
-        prune_mode="remove",
+        prune_mode=str(settings.prune_mode).lower(),
     )
     timings.update({str(k): float(v) for k, v in result.timings.items()})
     outcome = BakeOutcome(result, gathered, config, timings=timings, warnings=list(result.warnings))

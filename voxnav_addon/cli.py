@@ -106,7 +106,15 @@ def _parser() -> argparse.ArgumentParser:
         default=[],
         metavar="X,Y,Z",
         help="a point agents start from (world units, Z-up; repeatable): added as an empty "
-        'tagged "Reachable From", so polygons not connected to any such point are removed',
+        'tagged "Reachable From", so polygons not connected to any such point are pruned '
+        "(a negative X needs the = form: --reachable-from=-5,2,0)",
+    )
+    p.add_argument(
+        "--prune-mode",
+        choices=("remove", "disable"),
+        default=None,
+        help="with --reachable-from: remove the unreachable polygons, or keep them disabled "
+        "(area 0, flag 0x10); default: the scene's Prune setting (Remove)",
     )
     p.add_argument(
         "--resolution", default="1280x720", metavar="WxH", help="preview size (1280x720)"
@@ -264,6 +272,8 @@ def _open(args) -> None:
         empty.location = point
         empty.voxnav.reachable_from = True
         context.scene.collection.objects.link(empty)
+    if args.prune_mode:
+        context.scene.voxnav.prune_mode = args.prune_mode.upper()
 
 
 def parse_points(items: Sequence[str]) -> list[tuple[float, float, float]]:

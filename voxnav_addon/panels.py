@@ -205,6 +205,7 @@ class VOXNAV_PT_area_volumes(_VoxNavPanel, bpy.types.Panel):
         layout.label(text=f"{count} area volume(s): bounding boxes, applied after erosion")
         if obj is not None:  # island pruning (core.prune): a start point, usually an empty
             layout.prop(obj.voxnav, "reachable_from", text=f"{obj.name}: Reachable From")
+        layout.prop(context.scene.voxnav, "prune_mode")
 
 
 @_sub("Path Test", 9, closed=False)
