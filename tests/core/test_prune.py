@@ -175,3 +175,27 @@ def test_cli_reachable_from(tmp_path, capsys):
     assert main(["bake", mesh, "--out", str(out), "--prune-mode", "drop"]) == 2
     tiled = ["bake", mesh, "--out", str(tmp_path / "t.bin"), "--tile-size", "32"]
     assert main([*tiled, "--reachable-from", *point]) == 2
+
+
+def test_detour_bin_gets_the_pruned_mesh(dungeon_bake, tmp_path):
+    from core.export import write_detour_bin
+    from core.nav.binio import read_navmesh_set
+    from core.nav.navmesh import NavMesh
+    from core.nav.query import NavMeshQuery
+
+    pm, detail = dungeon_bake.polymesh, dungeon_bake.detail
+    agent = {"agent_height": 2.0, "agent_radius": 0.6, "agent_max_climb": 0.9}
+    removed, removed_detail, report = prune_islands(pm, detail, [DUNGEON_GROUND])
+    write_detour_bin(tmp_path / "removed.bin", removed, removed_detail, frame="recast", **agent)
+    tile = read_navmesh_set(tmp_path / "removed.bin").tiles[0]
+    assert tile.npolys == report.polys_kept
+    # Detour loads it and finds the ground floor on it.
+    query = NavMeshQuery(NavMesh.from_data(tile))
+    nearest = query.find_nearest_poly(DUNGEON_GROUND)
+    assert nearest.ref >= 0
+    disabled, disabled_detail, _ = prune_islands(pm, detail, [DUNGEON_GROUND], mode="disable")
+    write_detour_bin(tmp_path / "disabled.bin", disabled, disabled_detail, frame="recast", **agent)
+    tile = read_navmesh_set(tmp_path / "disabled.bin").tiles[0]
+    assert tile.npolys == pm.npolys
+    cut = ~report.reached
+    assert (tile.poly_flags[cut] == 0).all() and (tile.poly_flags[~cut] != 0).all()
