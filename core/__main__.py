@@ -4,6 +4,7 @@
     python -m core dump MESH.obj --recast-frame --tile-size 32 --out OUT.npz   (tiled arrays)
     python -m core bake MESH.obj --out navmesh.obj|.json|.bin [--json navmesh.json] [settings]
     python -m core bake MESH.obj --out navmesh.bin --tile-size 32 [--workers N]
+    python -m core bake MESH.obj --out navmesh.obj --agent small:radius=0.3 --agent large:radius=1.2
     python -m core bench [--runs 5] [--quick]
     python -m core query MESH.obj --recast-frame --queries Q.npz --out OUT.npz [settings]
     python -m core path MESH.obj --from X Y Z --to X Y Z [settings]
@@ -41,6 +42,7 @@ from .cliutil import (
     setting_help,
 )
 from .config import NavConfig
+from .context import BuildContext
 from .errors import UsageError, VoxNavError
 from .objio import read_obj
 
@@ -358,6 +360,8 @@ def cmd_bake(args) -> int:
             "--tile-size: a tiled navmesh is written as Detour's .bin (one tile per tile); "
             "use --out NAME.bin without --json, or bake without --tile-size"
         )
+    if args.agent:
+        return _bake_agents_out(args, config)
     with atomic.Batch(inputs=[args.mesh]) as batch:  # every output checked before baking
         batch.add(args.out, "--out")
         if args.json:
@@ -369,11 +373,7 @@ def cmd_bake(args) -> int:
                     "--reachable-from: island pruning needs a bake without --tile-size"
                 )
             return _bake_tiled_out(args, verts, tris, config, batch)
-        reachable = None
-        if args.reachable_from:
-            reachable = np.asarray(args.reachable_from, dtype=np.float64).reshape(-1, 3)
-            if args.recast_frame:  # the points are in the OBJ's (Recast's) frame
-                reachable = reachable[:, [0, 2, 1]]
+        reachable = _reachable_points(args)
         result = pipeline.bake(
             verts,
             tris,
@@ -404,6 +404,84 @@ def cmd_bake(args) -> int:
         )
         if args.json:
             export.write_json(args.json, result.polymesh, result.detail, batch=batch)
+        written = batch.commit()  # every output replaced only now, all together
+    for path in written:
+        print(f"wrote {path}")
+    return EXIT_OK
+
+
+def agent_output(path: str, name: str) -> str:
+    """``navmesh.obj`` -> ``navmesh_NAME.obj``: an agent's output beside the given path."""
+    p = Path(path)
+    return str(p.with_name(f"{p.stem}_{name}{p.suffix}"))
+
+
+def _reachable_points(args) -> np.ndarray | None:
+    """--reachable-from points as float64 (k, 3) Z-up, or None when none were given."""
+    if not args.reachable_from:
+        return None
+    reachable = np.asarray(args.reachable_from, dtype=np.float64).reshape(-1, 3)
+    if args.recast_frame:  # the points are in the OBJ's (Recast's) frame
+        reachable = reachable[:, [0, 2, 1]]
+    return reachable
+
+
+def _bake_agents_out(args, config: NavConfig) -> int:
+    """``bake --agent ...``: one navmesh (and JSON) per agent, all written or none."""
+    from . import export
+    from .agents import bake_agents, check_agents, parse_agent_spec
+
+    if args.tile_size:
+        raise UsageError(
+            "--agent: several agents are baked as one solo mesh each; bake without --tile-size"
+        )
+    try:
+        agents = [parse_agent_spec(spec, config) for spec in args.agent]
+        check_agents(agents, config)
+    except VoxNavError as exc:
+        raise UsageError(f"--agent: {exc}") from None
+    with atomic.Batch(inputs=[args.mesh]) as batch:  # every output checked before baking
+        for agent in agents:
+            batch.add(agent_output(args.out, agent.name), f"--out (agent {agent.name})")
+            if args.json:
+                batch.add(agent_output(args.json, agent.name), f"--json (agent {agent.name})")
+        verts, tris = read_obj(args.mesh, recast_frame=args.recast_frame)
+        ctx = BuildContext(progress_fn=_bake_progress(args))
+        results = bake_agents(verts, tris, config, agents, ctx=ctx, workers=args.workers or 1)
+        reachable = _reachable_points(args)
+        if reachable is not None:  # island pruning of each agent's navmesh
+            for name, result in results.items():
+                if not result.empty and result.polymesh is not None:
+                    report = pipeline.prune_bake(result, reachable, args.prune_mode, ctx=ctx)
+                    if report is not None:
+                        print(f"agent {name}: {report.summary()}")
+        print_warnings(ctx.warnings)
+        empty = []
+        for name, result in results.items():
+            print(f"agent {name}: " + " ".join(f"{k}={v}" for k, v in result.counts.items()))
+            if result.empty or result.polymesh is None:
+                empty.append(name)
+        print("time " + " ".join(f"{k}={v * 1000:.1f}ms" for k, v in ctx.timings.items()))
+        if empty:
+            print(
+                f"voxnav: error: the navigation mesh of agent(s) {', '.join(empty)} is empty: "
+                "nothing written (see the warnings above for the likely cause)",
+                file=sys.stderr,
+            )
+            return EXIT_FAILED
+        for name, result in results.items():
+            export.write_navmesh(
+                agent_output(args.out, name),
+                result.polymesh,
+                result.detail,
+                config=result.config,
+                recast_frame=args.recast_frame,
+                batch=batch,
+            )
+            if args.json:
+                export.write_json(
+                    agent_output(args.json, name), result.polymesh, result.detail, batch=batch
+                )
         written = batch.commit()  # every output replaced only now, all together
     for path in written:
         print(f"wrote {path}")
@@ -499,6 +577,19 @@ def _add_bake(sub) -> None:
         help="navmesh to write, format by extension: .obj, .json or .bin (Detour's navmesh set)",
     )
     bake.add_argument("--json", help="also write the navmesh as JSON for game engines")
+    bake.add_argument(
+        "--agent",
+        action="append",
+        default=[],
+        metavar="NAME:KEY=VALUE,...",
+        help="bake for this agent (repeatable): keys radius, height, max_climb, max_slope "
+        "(wu / degrees; an omitted key takes the setting flag's value), e.g. "
+        "small:radius=0.3,height=1.8. One bake shares the stages agents have in common and "
+        "writes one output per agent, its name inserted before the extension: --out "
+        "navmesh.obj writes navmesh_small.obj, navmesh_large.obj (--json likewise); all "
+        "outputs are written or none. --workers N runs the per-agent stages in N processes "
+        "(default 1: in this process)",
+    )
     bake.add_argument(
         "--recast-frame",
         action="store_true",

@@ -193,25 +193,47 @@ def erode_walkable_area(
     Returns:
         uint8 (n,): the new area array.
     """
-    n = _check_chf(chf)
+    _check_chf(chf)
     radius = int(radius)
     if not 0 <= radius <= 127:
         raise VoxNavError(
             f"erosion radius {radius} cells is out of range 0..127; lower agent_radius or "
             "raise cell_size"
         )
+    if progress is not None:
+        progress(0.2, "erode: boundaries")
+    out = erode_by_distance(chf.area, erosion_distance(chf), radius)
+    if progress is not None:
+        progress(1.0, "erode: done")
+    return out
+
+
+def erosion_distance(chf: CompactHeightfield) -> np.ndarray:
+    """The radius-independent part of `erode_walkable_area`: each span's chamfer distance to
+    the nearest boundary (straight step 2, diagonal 3, capped at 255). [Units: half cells]
+
+    Returns an integer array (n,); `erode_by_distance` thresholds it for a radius, so agents
+    that share a compact heightfield and differ in radius compute it once.
+    """
+    n = _check_chf(chf)
     area = np.asarray(chf.area, dtype=np.uint8)
     nbx = _neighbors_with_sentinel(chf)
     area_x = np.append(area, np.uint8(NULL_AREA))  # the sentinel counts as null
     inner = (area != NULL_AREA) & all_of_4(area_x[nbx[:n]] != NULL_AREA)
     init = np.where(inner, 255, 0)
-    if progress is not None:
-        progress(0.2, "erode: boundaries")
-    dist = chamfer_distance(chf, init)
-    out = area.copy()
-    out[dist < 2 * radius] = NULL_AREA
-    if progress is not None:
-        progress(1.0, "erode: done")
+    return chamfer_distance(chf, init)
+
+
+def erode_by_distance(area: np.ndarray, dist: np.ndarray, radius: int) -> np.ndarray:
+    """``area`` (uint8 (n,)) with every span whose `erosion_distance` is below ``2 * radius``
+    nulled. ``radius`` [Units: cells] [Limit: 0..127]. Returns a new uint8 array."""
+    if not 0 <= int(radius) <= 127:
+        raise VoxNavError(
+            f"erosion radius {int(radius)} cells is out of range 0..127; lower agent_radius or "
+            "raise cell_size"
+        )
+    out = np.asarray(area, dtype=np.uint8).copy()
+    out[np.asarray(dist) < 2 * int(radius)] = NULL_AREA
     return out
 
 

@@ -26,7 +26,7 @@ from typing import Protocol
 import numpy as np
 
 from . import filters, limits, memory, rasterize
-from .area import erode_walkable_area
+from .area import erode_by_distance, erode_walkable_area
 from .compact import CompactHeightfield, build_compact_heightfield
 from .config import NULL_AREA, DerivedConfig, NavConfig, grid_size
 from .context import BuildContext
@@ -414,8 +414,34 @@ def _heightfield_stages(
             verts, tris, tri_areas, bmin, bmax, derived.cs, derived.ch, width, height,
             derived.walkable_climb, ctx=ctx,
         )  # fmt: skip
+    hf, stage_areas = filter_stages(
+        hf, config, derived, ctx, estimates, memory.input_bytes(verts, tris)
+    )
+    return BakeResult(
+        config=config,
+        bmin=np.asarray(bmin, dtype=np.float32),
+        bmax=np.asarray(bmax, dtype=np.float32),
+        width=width,
+        height=height,
+        tri_areas=tri_areas,
+        heightfield=hf,
+        stage_areas=stage_areas,
+    )
+
+
+def filter_stages(
+    hf: Heightfield,
+    config: NavConfig,
+    derived: DerivedConfig,
+    ctx: BuildContext,
+    estimates: dict[str, int],
+    inputs: int,
+) -> tuple[Heightfield, dict[str, np.ndarray]]:
+    """Stage 3 on a freshly rasterized heightfield: the enabled filters (they depend on
+    walkable_climb, walkable_height and the filter switches only). Returns the filtered
+    heightfield and the area array after rasterization and after each filter ("raster",
+    "lowhang", "ledge", "lowheight"). ``inputs``: bytes held of the input triangles."""
     stage_areas = {"raster": hf.area}
-    inputs = memory.input_bytes(verts, tris)
     memory.check(memory.estimate_filters(hf, inputs), config, record=estimates)
     if config.filter_low_hanging_obstacles:
         with ctx.stage("filter_low_hanging"):
@@ -434,16 +460,7 @@ def _heightfield_stages(
             area = filters.filter_walkable_low_height_spans(hf, derived.walkable_height, ctx=ctx)
         hf = hf.copy(area=area)
     stage_areas["lowheight"] = hf.area
-    return BakeResult(
-        config=config,
-        bmin=np.asarray(bmin, dtype=np.float32),
-        bmax=np.asarray(bmax, dtype=np.float32),
-        width=width,
-        height=height,
-        tri_areas=tri_areas,
-        heightfield=hf,
-        stage_areas=stage_areas,
-    )
+    return hf, stage_areas
 
 
 def _navmesh_stages(
@@ -453,24 +470,32 @@ def _navmesh_stages(
     ctx: BuildContext,
     estimates: dict[str, int],
     inputs: int,
+    compact: CompactHeightfield | None = None,
+    erosion_distance: np.ndarray | None = None,
 ) -> None:
     """Stages 4-10: compact heightfield, erosion, volumes, regions, contours, polygons, detail.
 
     Before each large stage its memory estimate (`core.memory`, from the real counts so far;
-    ``inputs``: bytes held of the input) is recorded in ``estimates`` and checked."""
+    ``inputs``: bytes held of the input) is recorded in ``estimates`` and checked. With
+    ``compact`` (stage 4's result for this heightfield, walkable_height and walkable_climb,
+    from `compact_stage`; taken over and modified) stage 4 is skipped; with
+    ``erosion_distance`` (`area.erosion_distance` of that compact heightfield) erosion only
+    thresholds it."""
     config = result.config
     solid = result.heightfield.span_count
     guard = functools.partial(memory.check, config=config, record=estimates)
-    guard(memory.estimate_compact(result.heightfield, inputs))
-    with ctx.stage("compact"):
-        chf = build_compact_heightfield(
-            result.heightfield, derived.walkable_height, derived.walkable_climb, ctx=ctx
-        )
+    if compact is None:
+        chf = compact_stage(result.heightfield, config, derived, ctx, estimates, inputs)
+    else:
+        chf = compact
     result.area_initial = chf.area.copy()
     for name in ("erode", "distance", "regions", "contours"):
         guard(memory.estimate_open_stage(name, chf, solid, inputs))
     with ctx.stage("erode"):
-        chf.area = erode_walkable_area(chf, derived.walkable_radius, ctx=ctx)
+        if erosion_distance is None:
+            chf.area = erode_walkable_area(chf, derived.walkable_radius, ctx=ctx)
+        else:
+            chf.area = erode_by_distance(chf.area, erosion_distance, derived.walkable_radius)
     for volume in volumes:
         chf.area = volume.apply(chf)
     with ctx.stage("distance"):
@@ -538,6 +563,23 @@ def prune_bake(
         result.warnings = ctx.warnings
         result.timings = {**result.timings, "prune": ctx.timings.get("prune", 0.0)}
     return report
+
+
+def compact_stage(
+    hf: Heightfield,
+    config: NavConfig,
+    derived: DerivedConfig,
+    ctx: BuildContext,
+    estimates: dict[str, int],
+    inputs: int,
+) -> CompactHeightfield:
+    """Stage 4: the compact heightfield of a filtered heightfield (depends on walkable_height
+    and walkable_climb only), after its memory estimate is recorded and checked."""
+    memory.check(memory.estimate_compact(hf, inputs), config, record=estimates)
+    with ctx.stage("compact"):
+        return build_compact_heightfield(
+            hf, derived.walkable_height, derived.walkable_climb, ctx=ctx
+        )
 
 
 def _warn_if_empty(result: BakeResult, verts: np.ndarray, tris: np.ndarray, ctx: BuildContext):

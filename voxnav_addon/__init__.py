@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import bpy
 
-from . import live, obstacles, operators, panels, properties
+from . import agents, live, obstacles, operators, panels, properties
 
-_modules = (properties, operators, panels, live, obstacles)
+_modules = (properties, operators, panels, agents, live, obstacles)
 _cli_handle = None
 
 

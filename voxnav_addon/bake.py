@@ -48,6 +48,8 @@ class BakeOutcome:
     #: True when a navmesh bake found no polygon: nothing was written (the previous result
     #: stays) and ``warnings`` says why.
     empty: bool = False
+    #: With agent types (agents.py): every agent's result by name (``result`` is the first's).
+    agents: dict = field(default_factory=dict)
 
     @property
     def total_seconds(self) -> float:
@@ -112,6 +114,12 @@ def _bake(context, stop_after, progress, config, timings, tiles=True) -> BakeOut
         pipeline.AreaVolume("box", (tuple(lo), tuple(hi)), area=area_id)
         for lo, hi, area_id in gather_mod.area_volumes(context)
     )
+    use_agents = stop_after == "navmesh" and len(settings.agents) > 0
+    if use_agents and tiles and int(settings.tile_size) > 0:
+        raise VoxNavError(
+            "Agent Types bake one solo navmesh per agent: set Tile Size to 0, or remove the "
+            "agent rows to bake tiles"
+        )
     if stop_after == "navmesh" and tiles and int(settings.tile_size) > 0:
         # Tiles, and dynamic obstacles that rebuild only their tiles (obstacles.py).
         from . import obstacles
@@ -121,20 +129,38 @@ def _bake(context, stop_after, progress, config, timings, tiles=True) -> BakeOut
         from . import obstacles
 
         volumes += obstacles.solo_volumes(context)  # painted, not live, without tiles
+    agent_results: dict = {}
     reachable = gather_mod.reachable_points(context) if stop_after == "navmesh" else None
-    result = pipeline.bake(
-        gathered.verts,
-        gathered.tris,
-        config,
-        stop_after=stop_after,
-        progress=progress,
-        volumes=volumes,
-        reachable_from=reachable if reachable is not None and len(reachable) else None,
-        prune_mode=str(settings.prune_mode).lower(),
-    )
-    timings.update({str(k): float(v) for k, v in result.timings.items()})
-    outcome = BakeOutcome(result, gathered, config, timings=timings, warnings=list(result.warnings))
-    if result.empty and stop_after == "navmesh":
+    if reachable is not None and not len(reachable):
+        reachable = None
+    prune_mode = str(settings.prune_mode).lower()
+    if use_agents:  # one navmesh per agent row (agents.py); the first one's is `result`
+        from . import agents
+
+        agent_results, agent_ctx = agents.bake(gathered, config, volumes, settings, progress)
+        result = next(iter(agent_results.values()))
+        if reachable is not None:  # island pruning (core.prune) of every agent's navmesh
+            for agent_result in agent_results.values():
+                if not agent_result.empty:
+                    pipeline.prune_bake(agent_result, reachable, prune_mode, ctx=agent_ctx)
+        timings.update({str(k): float(v) for k, v in agent_ctx.timings.items()})
+        warnings = list(agent_ctx.warnings)
+    else:
+        result = pipeline.bake(
+            gathered.verts,
+            gathered.tris,
+            config,
+            stop_after=stop_after,
+            progress=progress,
+            volumes=volumes,
+            reachable_from=reachable,
+            prune_mode=prune_mode,
+        )
+        timings.update({str(k): float(v) for k, v in result.timings.items()})
+        warnings = list(result.warnings)
+    outcome = BakeOutcome(result, gathered, config, timings=timings, warnings=warnings)
+    outcome.agents = agent_results
+    if stop_after == "navmesh" and any(r.empty for r in [result, *agent_results.values()]):
         outcome.empty = True
         outcome.counts = {str(k): int(v) for k, v in result.counts.items()}
         kept = (
@@ -147,6 +173,12 @@ def _bake(context, stop_after, progress, config, timings, tiles=True) -> BakeOut
 
     t0 = time.perf_counter()
     write_result(scene, outcome, context)
+    from . import agents
+
+    if agent_results:
+        agents.write_overlays(scene, agent_results, overlay_lift)
+    else:
+        agents.remove_overlays(scene)  # a former bake's agent overlays (none: no-op)
     timings["writeback"] = time.perf_counter() - t0
 
     counts = {str(k): int(v) for k, v in result.counts.items()}

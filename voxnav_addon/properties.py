@@ -33,6 +33,7 @@ from bpy.props import (
 
 from ..core.config import NavConfig
 from ..core.settings_doc import tooltip
+from .agents import VOXNAV_PG_agent
 
 MIB = 1024 * 1024
 
@@ -270,6 +271,9 @@ class VOXNAV_PG_settings(bpy.types.PropertyGroup):
         type=bpy.types.Collection,
         description="Collection to build from when Geometry is Collection",
     )
+    # --- Agent types (agents.py): one navmesh per row; empty = the Agent settings above --
+    agents: CollectionProperty(type=VOXNAV_PG_agent)  # type: ignore[valid-type]
+    agent_index: IntProperty(name="Agent", default=0, min=0)  # type: ignore[valid-type]
     # --- Display ------------------------------------------------------------------------
     show_voxels: BoolProperty(  # type: ignore[valid-type]
         name="Show Voxels",
@@ -484,7 +488,9 @@ class VOXNAV_PG_object(bpy.types.PropertyGroup):
     )
 
 
-classes = (VOXNAV_PG_figure, VOXNAV_PG_warning, VOXNAV_PG_settings, VOXNAV_PG_object)
+classes = (
+    VOXNAV_PG_figure, VOXNAV_PG_warning, VOXNAV_PG_agent, VOXNAV_PG_settings, VOXNAV_PG_object,
+)  # fmt: skip
 
 
 def register() -> None:

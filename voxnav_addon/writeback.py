@@ -358,10 +358,12 @@ def _region_palette() -> list:
     return mats
 
 
-def write_overlay(scene, overlay, lift: float, by_region: bool) -> bpy.types.Object:
-    """Replace the "VoxNav Navmesh" mesh with ``overlay`` = (verts, face_sizes, face_verts,
-    face_region[, face_poly]) lifted by ``lift`` [Units: wu]; faces coloured by region (a hue
-    per region, a shade per polygon) when ``by_region``."""
+def write_overlay(
+    scene, overlay, lift: float, by_region: bool, name: str = NAVMESH_NAME
+) -> bpy.types.Object:
+    """Replace the "VoxNav Navmesh" mesh (or output object ``name``'s) with ``overlay`` =
+    (verts, face_sizes, face_verts, face_region[, face_poly]) lifted by ``lift`` [Units: wu];
+    faces coloured by region (a hue per region, a shade per polygon) when ``by_region``."""
     verts, face_sizes, face_verts, face_region = overlay[:4]
     face_poly = overlay[4] if len(overlay) > 4 else np.arange(len(face_sizes))
     verts = np.asarray(verts, dtype=np.float32).reshape(-1, 3).copy()
@@ -369,7 +371,7 @@ def write_overlay(scene, overlay, lift: float, by_region: bool) -> bpy.types.Obj
     face_sizes = np.asarray(face_sizes, dtype=np.int32)
     face_verts = np.asarray(face_verts, dtype=np.int32)
     face_region = np.asarray(face_region, dtype=np.int64)
-    obj = _output_object(scene, NAVMESH_NAME)
+    obj = _output_object(scene, name)
     mesh = obj.data
     mesh.vertices.add(verts.shape[0])
     mesh.attributes["position"].data.foreach_set("vector", verts.ravel())
@@ -415,6 +417,9 @@ def apply_visibility(scene) -> None:
         if obj is not None:
             obj.hide_viewport = not shown
             obj.hide_render = not shown
+    from . import agents
+
+    agents.apply_visibility(scene)  # the agent types' overlays, if any
 
 
 def suspend_instancing(scene) -> list:

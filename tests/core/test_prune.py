@@ -199,3 +199,15 @@ def test_detour_bin_gets_the_pruned_mesh(dungeon_bake, tmp_path):
     assert tile.npolys == pm.npolys
     cut = ~report.reached
     assert (tile.poly_flags[cut] == 0).all() and (tile.poly_flags[~cut] != 0).all()
+
+
+def test_cli_prunes_every_agent(tmp_path, capsys):
+    mesh = str(mesh_path("dungeon"))
+    point = [str(v) for v in DUNGEON_GROUND]
+    out = tmp_path / "nav.json"
+    agents = ["--agent", "small:radius=0.3", "--agent", "large:radius=0.9"]
+    assert main(["bake", mesh, "--out", str(out), *agents, "--reachable-from", *point]) == 0
+    printed = capsys.readouterr().out
+    for name in ("small", "large"):
+        assert f"agent {name}: island pruning removed" in printed
+        assert (tmp_path / f"nav_{name}.json").exists()

@@ -1,0 +1,367 @@
+"""Several agent sizes in one bake, each navmesh identical to a separate bake with its settings.
+
+An `AgentType` names an agent's radius, height, max climb and max slope. `bake_agents` bakes
+one navmesh per agent, exactly what `core.pipeline.bake` gives with that agent's four settings
+put into the config, but runs each pipeline stage once per distinct input:
+
+    stage          depends on (besides the triangles and the shared settings)
+    mark           max slope
+    rasterize      the marked triangle areas (max slope) and walkable_climb
+    filters        + walkable_height (and walkable_climb)
+    compact        + walkable_height and walkable_climb (the filtered heightfield)
+    erode          the boundary distance: once per compact heightfield; its threshold at
+                   2 * walkable_radius per agent (`area.erosion_distance`)
+    distance on    per agent (distance field, regions, contours, polygons, detail)
+
+Keys are the voxel-unit integers Recast derives (`NavConfig.derived`), so two agents whose
+climbs differ by less than a cell height share rasterization, as their separate bakes would
+produce identical arrays anyway. Agents differing only in radius (small/medium/large NPCs)
+share everything up to the compact heightfield and erosion's distance.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import dataclasses
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from . import area, limits, memory, pipeline, rasterize
+from .compact import CompactHeightfield
+from .config import DerivedConfig, NavConfig, did_you_mean, grid_size
+from .context import BuildContext
+from .errors import VoxNavError
+from .heightfield import Heightfield
+
+#: The agent spec keys (``--agent NAME:radius=..,height=..``) -> NavConfig settings.
+AGENT_KEYS = {
+    "radius": "agent_radius",
+    "height": "agent_height",
+    "max_climb": "agent_max_climb",
+    "max_slope": "agent_max_slope",
+}
+#: An agent name: letters, digits, ``_`` and ``-`` (it becomes part of file and object names).
+NAME_PATTERN = re.compile(r"^[A-Za-z0-9_-]{1,63}$")
+
+
+def _agent_field(setting: str):
+    return field(default=NavConfig.default(setting), metadata={"doc": NavConfig.doc(setting)})
+
+
+@dataclass(frozen=True)
+class AgentType:
+    """One agent size. Each field's ``metadata["doc"]`` is the NavConfig setting's `SettingDoc`.
+
+    ``name``: letters, digits, ``_``, ``-`` (1..63 characters). ``radius`` [Units: wu]
+    [Limit: 0..1e5]; ``height`` [Units: wu] [Limit: > 0, >= 3 cell heights]; ``max_climb``
+    [Units: wu] [Limit: 0..1e5]; ``max_slope`` [Units: degrees] [Limit: 0..90, 90 excluded].
+    Defaults are NavConfig's (RecastDemo's).
+    """
+
+    name: str
+    radius: float = _agent_field("agent_radius")
+    height: float = _agent_field("agent_height")
+    max_climb: float = _agent_field("agent_max_climb")
+    max_slope: float = _agent_field("agent_max_slope")
+
+    def settings(self) -> dict[str, float]:
+        """This agent's NavConfig settings: ``{"agent_radius": ..., ...}``."""
+        return {setting: getattr(self, key) for key, setting in AGENT_KEYS.items()}
+
+    def config(self, base: NavConfig) -> NavConfig:
+        """``base`` with this agent's four settings, validated (`VoxNavError` names the agent)."""
+        self._check_name()
+        try:
+            return base.replace(**self.settings()).validate()
+        except VoxNavError as exc:
+            raise VoxNavError(f"agent {self.name!r}: {exc}") from None
+
+    def validate(self, base: NavConfig | None = None) -> AgentType:
+        """Check the name and every setting as NavConfig does (with ``base``'s cell sizes, as
+        the height must be at least 3 cell heights). Returns self."""
+        self.config(base or NavConfig())
+        return self
+
+    def _check_name(self) -> None:
+        if not isinstance(self.name, str) or not NAME_PATTERN.match(self.name):
+            raise VoxNavError(
+                f"agent name {self.name!r} must be 1 to 63 letters, digits, '_' or '-' (it "
+                "becomes part of output file and object names)"
+            )
+
+
+def parse_agent_spec(text: str, base: NavConfig | None = None) -> AgentType:
+    """An `AgentType` from ``NAME:key=value,key=value`` (keys radius, height, max_climb,
+    max_slope; an omitted key takes ``base``'s value). Validated against ``base``; raises
+    `VoxNavError` saying what is wrong with the spec."""
+    base = base or NavConfig()
+    name, sep, rest = str(text).partition(":")
+    name = name.strip()
+    values: dict[str, float] = {
+        key: float(getattr(base, setting)) for key, setting in AGENT_KEYS.items()
+    }
+    if not sep and "=" in name:
+        raise VoxNavError(
+            f"agent spec {text!r} has no name: write NAME:radius=..,height=.. "
+            "(e.g. small:radius=0.3,height=1.8)"
+        )
+    seen: set[str] = set()
+    for part in rest.split(",") if rest.strip() else []:
+        key, eq, value = part.partition("=")
+        key = key.strip().lower().replace("-", "_")
+        if not eq:
+            raise VoxNavError(
+                f"agent {name!r}: {part.strip()!r} is not key=value (keys: {', '.join(AGENT_KEYS)})"
+            )
+        if key not in AGENT_KEYS:
+            raise VoxNavError(
+                f"agent {name!r}: unknown key {key!r}{did_you_mean(key, AGENT_KEYS)}; keys: "
+                f"{', '.join(AGENT_KEYS)}"
+            )
+        if key in seen:
+            raise VoxNavError(f"agent {name!r}: {key} is given twice")
+        seen.add(key)
+        try:
+            number = float(value.strip())
+        except ValueError:
+            raise VoxNavError(
+                f"agent {name!r}: {key} must be a number, got {value.strip()!r}"
+            ) from None
+        values[key] = number
+    return AgentType(name, **values).validate(base)
+
+
+def check_agents(agents, base: NavConfig) -> list[tuple[AgentType, NavConfig]]:
+    """Each agent with its validated config; `VoxNavError` for an empty list, a bad agent or
+    two agents of the same name."""
+    agents = list(agents)
+    if not agents:
+        raise VoxNavError("give at least one agent")
+    seen: set[str] = set()
+    out = []
+    for agent in agents:
+        if not isinstance(agent, AgentType):
+            raise VoxNavError(f"agents must be AgentType values, got {type(agent).__name__}")
+        if agent.name in seen:
+            raise VoxNavError(f"two agents are named {agent.name!r}: give every agent its own name")
+        seen.add(agent.name)
+        out.append((agent, agent.config(base)))
+    return out
+
+
+@dataclass
+class _Recorded:
+    """A shared stage's result with the warnings, timings and memory estimates it recorded,
+    replayed into every agent's context that uses it."""
+
+    value: object
+    warnings: list[str] = field(default_factory=list)
+    timings: dict[str, float] = field(default_factory=dict)
+    estimates: dict[str, int] = field(default_factory=dict)
+
+    def replay(self, ctx: BuildContext, estimates: dict[str, int]) -> object:
+        for message in self.warnings:
+            ctx.warn(message)
+        for name, seconds in self.timings.items():
+            ctx.timings[name] = ctx.timings.get(name, 0.0) + seconds
+        estimates.update(self.estimates)
+        return self.value
+
+
+def _copy_compact(chf: CompactHeightfield) -> CompactHeightfield:
+    """A compact heightfield sharing no array with ``chf`` (the later stages modify theirs)."""
+    changes = {
+        f.name: getattr(chf, f.name).copy()
+        for f in dataclasses.fields(chf)
+        if isinstance(getattr(chf, f.name), np.ndarray)
+    }
+    return dataclasses.replace(chf, **changes)
+
+
+def _agent_tail(
+    result: pipeline.BakeResult,
+    derived: DerivedConfig,
+    volumes: tuple[pipeline.AreaVolume, ...],
+    inputs: int,
+    chf: CompactHeightfield,
+    erosion_dist: np.ndarray,
+) -> tuple[dict[str, Any], dict[str, float], list[str], dict[str, int]]:
+    """One agent's stages from erosion's threshold on (a top-level function, so a process
+    pool can run it). ``chf`` is taken over. Returns the result fields set, the stage timings,
+    warnings and memory estimates."""
+    ctx = BuildContext()
+    est: dict[str, int] = {}
+    pipeline._navmesh_stages(
+        result, derived, volumes, ctx, est, inputs, compact=chf, erosion_distance=erosion_dist
+    )
+    names = ("area_initial", "dist_raw", "compact", "contours", "polymesh", "detail")
+    return {n: getattr(result, n) for n in names}, ctx.timings, ctx.warnings, est
+
+
+def bake_agents(
+    verts,
+    tris,
+    config: NavConfig | None,
+    agents,
+    *,
+    ctx: BuildContext | None = None,
+    volumes: tuple[pipeline.AreaVolume, ...] = (),
+    workers: int = 1,
+) -> dict[str, pipeline.BakeResult]:
+    """One navmesh bake per agent, ``{agent name: BakeResult}`` in the agents' order.
+
+    Each result equals ``pipeline.bake(verts, tris, config.replace(agent_radius=...,
+    agent_height=..., agent_max_climb=..., agent_max_slope=...), volumes=volumes)`` array for
+    array, with its own warnings and timings (a shared stage's time and warnings appear in every
+    agent that used it). verts float32 (n, 3) world Z-up [Units: wu]; tris int (m, 3).
+    ``ctx`` (optional) receives progress, the time of each stage actually run (summed over
+    runs) and every agent's warnings prefixed with ``agent NAME:``. ``workers`` [Limit: >= 1]:
+    processes running the per-agent stages (erosion's threshold onwards) at once; 1 (the
+    default) runs them in this process. Raises `VoxNavError` for bad input, a bad or duplicate
+    agent, before any stage runs.
+    """
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise VoxNavError(f"workers must be a whole number >= 1, got {workers!r}")
+    base = (config or NavConfig()).validate()
+    pairs = check_agents(agents, base)
+    overall = ctx if ctx is not None else BuildContext()
+    for volume in volumes:
+        volume.validate()
+    verts, tris = pipeline.check_input(verts, tris)
+    bmin, bmax = pipeline.grid_bounds(verts, base)
+    if not (bmax > bmin).any():
+        raise VoxNavError("the geometry has no extent: all vertices are at the same point")
+    inputs = memory.input_bytes(verts, tris)
+    contexts: dict[str, BuildContext] = {}
+    estimates: dict[str, dict[str, int]] = {}
+    for agent, cfg in pairs:  # every agent's checks before any stage runs, as bake does
+        actx = BuildContext(stages=pipeline.STAGES)
+        derived = cfg.derived()
+        limits.check_grid(bmin, bmax, cfg, derived, actx)
+        estimates[agent.name] = {}
+        memory.check_bake(verts, tris, bmin, bmax, cfg, True, estimates[agent.name])
+        limits.check_columns(bmin, bmax, cfg)
+        limits.check_precision(bmin, bmax, derived, actx)
+        contexts[agent.name] = actx
+    width, height = grid_size(bmin, bmax, base.derived().cs)
+
+    cache: dict[tuple, _Recorded] = {}
+    total = 0
+    done = 0
+
+    def shared(key: tuple, label: str, run, actx: BuildContext, est: dict[str, int]):
+        """The stage's recorded result for ``key``, running it (once) when new."""
+        nonlocal done
+        if key not in cache:
+            overall.progress(done / max(total, 1), label)
+            stage_ctx = BuildContext()
+            stage_est: dict[str, int] = {}
+            value = run(stage_ctx, stage_est)
+            cache[key] = _Recorded(value, stage_ctx.warnings, stage_ctx.timings, stage_est)
+            for name, seconds in stage_ctx.timings.items():
+                overall.timings[name] = overall.timings.get(name, 0.0) + seconds
+            done += 1
+        return cache[key].replay(actx, est)
+
+    keys = []
+    for _agent, cfg in pairs:
+        d = cfg.derived()
+        slope_k = ("mark", float(cfg.agent_max_slope))
+        raster_k = ("rasterize", slope_k, d.walkable_climb)
+        filter_k = ("filters", raster_k, d.walkable_height)
+        keys.append((slope_k, raster_k, filter_k, ("compact", filter_k)))
+    keys_run = {k for ks in keys for k in ks} | {("erode", ks[3]) for ks in keys}
+    total = len(keys_run) + len(pairs)
+
+    results: dict[str, pipeline.BakeResult] = {}
+    tails: list[tuple[AgentType, pipeline.BakeResult, DerivedConfig, CompactHeightfield, Any]] = []
+    for (agent, cfg), (slope_key, raster_key, filter_key, compact_key) in zip(
+        pairs, keys, strict=True
+    ):
+        actx, est = contexts[agent.name], estimates[agent.name]
+        derived = cfg.derived()
+
+        def mark(c: BuildContext, _e: dict[str, int], cfg=cfg) -> np.ndarray:
+            with c.stage("mark"):
+                return rasterize.mark_walkable_triangles(verts, tris, cfg.agent_max_slope, ctx=c)
+
+        tri_areas = shared(slope_key, "mark", mark, actx, est)
+        assert isinstance(tri_areas, np.ndarray)
+        limits.check_heights(verts, tris, tri_areas, bmin, bmax, cfg, derived, actx)
+
+        def raster(c: BuildContext, _e: dict[str, int], d=derived, areas=tri_areas) -> Heightfield:
+            with c.stage("rasterize"):
+                return rasterize.rasterize_triangles(
+                    verts, tris, areas, bmin, bmax, d.cs, d.ch, width, height,
+                    d.walkable_climb, ctx=c,
+                )  # fmt: skip
+
+        hf_raw = shared(raster_key, "rasterize", raster, actx, est)
+        assert isinstance(hf_raw, Heightfield)
+
+        def filt(c: BuildContext, e: dict[str, int], cfg=cfg, d=derived, hf=hf_raw):
+            return pipeline.filter_stages(hf, cfg, d, c, e, inputs)
+
+        hf, stage_areas = shared(filter_key, "filters", filt, actx, est)  # type: ignore[misc]
+
+        def compact(c: BuildContext, e: dict[str, int], cfg=cfg, d=derived, hf=hf):
+            return pipeline.compact_stage(hf, cfg, d, c, e, inputs)
+
+        chf = shared(compact_key, "compact", compact, actx, est)
+        assert isinstance(chf, CompactHeightfield)
+
+        def erosion(c: BuildContext, _e: dict[str, int], chf=chf) -> np.ndarray:
+            with c.stage("erode"):
+                return area.erosion_distance(chf)
+
+        erosion_dist = shared(("erode", compact_key), "erode", erosion, actx, est)
+        assert isinstance(erosion_dist, np.ndarray)
+        result = pipeline.BakeResult(
+            config=cfg,
+            bmin=np.asarray(bmin, dtype=np.float32),
+            bmax=np.asarray(bmax, dtype=np.float32),
+            width=width,
+            height=height,
+            tri_areas=tri_areas,
+            heightfield=hf,
+            stage_areas=dict(stage_areas),
+        )
+        tails.append((agent, result, derived, chf, erosion_dist))
+
+    # Erosion's threshold onwards, per agent: here, or in worker processes (same arrays).
+    jobs = [
+        (result, derived, tuple(volumes), inputs, chf, dist)
+        for _agent, result, derived, chf, dist in tails
+    ]
+    overall.progress(done / max(total, 1), "agents: erode onwards")
+    if workers == 1 or len(jobs) == 1:
+        outputs = [_agent_tail(*job[:4], _copy_compact(job[4]), job[5]) for job in jobs]
+    else:
+        with cf.ProcessPoolExecutor(max_workers=min(workers, len(jobs))) as pool:
+            outputs = list(pool.map(_agent_tail, *zip(*jobs, strict=True)))
+    for (agent, result, _d, _c, _e), (fields_set, timings, warnings, stage_est) in zip(
+        tails, outputs, strict=True
+    ):
+        actx, est = contexts[agent.name], estimates[agent.name]
+        for name, value in fields_set.items():
+            setattr(result, name, value)
+        for message in warnings:
+            actx.warn(message)
+        for name, seconds in timings.items():
+            actx.timings[name] = actx.timings.get(name, 0.0) + seconds
+            overall.timings[name] = overall.timings.get(name, 0.0) + seconds
+        est.update(stage_est)
+        result.memory_estimates = est
+        result.counts = pipeline._counts(result, tris.shape[0])
+        pipeline._warn_if_empty(result, verts, tris, actx)
+        actx.done()
+        result.timings = actx.timings
+        result.warnings = actx.warnings
+        for message in actx.warnings:
+            overall.warn(f"agent {agent.name}: {message}")
+        results[agent.name] = result
+    overall.done()
+    return results

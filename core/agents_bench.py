@@ -1,0 +1,77 @@
+"""``python -m core.agents_bench``: three agents in one bake vs one bake, and vs three bakes.
+
+Agents small/medium/large (radius 0.3 / 0.6 / 1.2 wu, NavConfig's height, climb and slope), on
+the shared dungeon and dungeon tiled 4x4 (`core.bench.tile_mesh`). Prints the median wall time
+of each of: one bake (medium), `bake_agents` with the three, three separate bakes; and the
+ratio of the three-agent bake to one bake beside the issue's target (< 1.6x), in one
+process and with the per-agent stages in 2 worker processes (``workers=2``).
+
+    python -m core.agents_bench [--runs 3] [--meshes FOLDER]
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import statistics
+import sys
+import time
+from collections.abc import Callable
+
+from . import pipeline
+from .agents import AgentType, bake_agents
+from .bench import _find_meshes, tile_mesh
+from .config import NavConfig
+from .objio import read_obj
+
+AGENTS = (
+    AgentType("small", radius=0.3),
+    AgentType("medium", radius=0.6),
+    AgentType("large", radius=1.2),
+)
+#: The issue's ceiling: three agents at once over one bake.
+TARGET_RATIO = 1.6
+
+
+def _median_seconds(run: Callable[[], object], runs: int) -> float:
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        run()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def _separate(verts, tris, config: NavConfig) -> list[pipeline.BakeResult]:
+    return [pipeline.bake(verts, tris, config.replace(agent_radius=a.radius)) for a in AGENTS]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m core.agents_bench", description=__doc__)
+    parser.add_argument("--runs", type=int, default=3, help="runs per figure (median)")
+    parser.add_argument("--meshes", default=None, help="folder with dungeon.obj")
+    args = parser.parse_args(argv)
+    folder = _find_meshes(args.meshes)
+    verts, tris = read_obj(folder / "dungeon.obj")
+    config = NavConfig()
+    print(f"agents: {', '.join(f'{a.name} r={a.radius:g}' for a in AGENTS)}; runs {args.runs}")
+    for label, (v, t) in (("dungeon", (verts, tris)), ("dungeon 4x4", tile_mesh(verts, tris, 4))):
+        one = _median_seconds(functools.partial(pipeline.bake, v, t, config), args.runs)
+        three = _median_seconds(functools.partial(bake_agents, v, t, config, AGENTS), args.runs)
+        separate = _median_seconds(functools.partial(_separate, v, t, config), args.runs)
+        pooled = _median_seconds(
+            functools.partial(bake_agents, v, t, config, AGENTS, workers=2), args.runs
+        )
+        for what, seconds in (("in-process", three), ("2 workers", pooled)):
+            ratio = seconds / one
+            verdict = "ok" if ratio < TARGET_RATIO else "OVER"
+            print(
+                f"{label:12s} one bake {one * 1000:7.1f} ms | 3 agents {what:10s} "
+                f"{seconds * 1000:7.1f} ms ratio {ratio:.2f}x (target < {TARGET_RATIO}x: "
+                f"{verdict}) | 3 separate bakes {separate * 1000:7.1f} ms"
+            )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,279 @@
+"""Several agents in one bake (core.agents): each equals a separate bake, array for array."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from core import pipeline
+from core.__main__ import main
+from core.agents import AgentType, bake_agents, parse_agent_spec
+from core.config import NavConfig
+from core.context import BuildContext
+from core.errors import VoxNavError
+from core.objio import read_obj
+
+from .refdata import mesh_path
+
+
+def _equal(a, b, where: str) -> None:
+    """Every array and scalar field of two stage results (dataclasses) equal."""
+    assert type(a) is type(b), where
+    if a is None:
+        return
+    for f in dataclasses.fields(a):
+        x, y = getattr(a, f.name), getattr(b, f.name)
+        if isinstance(x, np.ndarray) or isinstance(y, np.ndarray):
+            assert np.asarray(x).dtype == np.asarray(y).dtype, f"{where}.{f.name} dtype"
+            np.testing.assert_array_equal(x, y, err_msg=f"{where}.{f.name}")
+        elif dataclasses.is_dataclass(x):
+            _equal(x, y, f"{where}.{f.name}")
+        elif isinstance(x, list):
+            assert len(x) == len(y), f"{where}.{f.name}"
+            for i, (u, v) in enumerate(zip(x, y, strict=True)):
+                if dataclasses.is_dataclass(u):
+                    _equal(u, v, f"{where}.{f.name}[{i}]")
+                else:
+                    np.testing.assert_array_equal(u, v, err_msg=f"{where}.{f.name}[{i}]")
+        else:
+            assert x == y, f"{where}.{f.name}: {x!r} != {y!r}"
+
+
+def assert_same_bake(got: pipeline.BakeResult, want: pipeline.BakeResult, name: str) -> None:
+    assert got.config == want.config
+    np.testing.assert_array_equal(got.tri_areas, want.tri_areas)
+    _equal(got.heightfield, want.heightfield, f"{name}.heightfield")
+    assert got.stage_areas.keys() == want.stage_areas.keys()
+    for stage in want.stage_areas:
+        np.testing.assert_array_equal(got.stage_areas[stage], want.stage_areas[stage])
+    np.testing.assert_array_equal(got.area_initial, want.area_initial)
+    np.testing.assert_array_equal(got.dist_raw, want.dist_raw)
+    _equal(got.compact, want.compact, f"{name}.compact")  # regions: compact.reg
+    _equal(got.contours, want.contours, f"{name}.contours")
+    _equal(got.polymesh, want.polymesh, f"{name}.polymesh")
+    _equal(got.detail, want.detail, f"{name}.detail")
+    assert got.counts == want.counts
+    assert got.warnings == want.warnings
+    assert got.empty == want.empty
+
+
+def separate(verts, tris, config: NavConfig, agent: AgentType, **kw) -> pipeline.BakeResult:
+    return pipeline.bake(
+        verts,
+        tris,
+        config.replace(
+            agent_radius=agent.radius,
+            agent_height=agent.height,
+            agent_max_climb=agent.max_climb,
+            agent_max_slope=agent.max_slope,
+        ),
+        **kw,
+    )
+
+
+@pytest.fixture(scope="module")
+def dungeon():
+    return read_obj(mesh_path("dungeon"))
+
+
+RADII = [AgentType("small", radius=0.3), AgentType("medium"), AgentType("large", radius=1.2)]
+#: Agents that share only part of the pipeline: another climb (new rasterization), another
+#: height (new filters and compact), another slope (new marking), and one equal to "medium"
+#: in everything but its name.
+MIXED = [
+    AgentType("medium"),
+    AgentType("climber", max_climb=0.3),
+    AgentType("tall", height=3.0, radius=0.9),
+    AgentType("goat", max_slope=30.0),
+    AgentType("twin"),
+]
+
+
+@pytest.mark.parametrize(
+    ("agents", "workers"), [(RADII, 1), (MIXED, 1), (MIXED, 2)], ids=["radii", "mixed", "pool"]
+)
+def test_each_agent_equals_a_separate_bake(dungeon, agents, workers):
+    verts, tris = dungeon
+    config = NavConfig()
+    ctx = BuildContext()
+    results = bake_agents(verts, tris, config, agents, ctx=ctx, workers=workers)
+    assert list(results) == [a.name for a in agents]
+    for agent in agents:
+        assert_same_bake(results[agent.name], separate(verts, tris, config, agent), agent.name)
+    # The results share no compact heightfield (each agent's later stages modify theirs).
+    ids = {id(r.compact.area) for r in results.values() if r.compact is not None}
+    assert len(ids) == len(agents)
+
+
+def test_stages_are_shared_by_their_inputs(dungeon):
+    """Stages actually run: mark once per slope, rasterize once per (slope, climb), ..."""
+    verts, tris = dungeon
+    runs: dict[str, int] = {}
+    import core.agents as agents_module
+
+    real = agents_module.BuildContext
+
+    class Counting(real):  # type: ignore[misc, valid-type]
+        def stage(self, name):
+            runs[name] = runs.get(name, 0) + 1
+            return super().stage(name)
+
+    agents_module.BuildContext = Counting  # type: ignore[misc]
+    try:
+        bake_agents(verts, tris, NavConfig(), MIXED)
+    finally:
+        agents_module.BuildContext = real  # type: ignore[misc]
+    # slopes: 45, 30; (slope, climb): +climber; (.., height): +tall. Erosion: its distance
+    # once per compact heightfield, its threshold per agent; the later stages per agent.
+    assert runs["mark"] == 2
+    assert runs["rasterize"] == 3
+    assert runs["filter_low_height"] == 4
+    assert runs["compact"] == 4
+    assert runs["erode"] == 4 + len(MIXED)
+    assert runs["distance"] == runs["detail"] == len(MIXED)
+
+
+def test_volumes_and_overall_context(dungeon):
+    verts, tris = dungeon
+    lo, hi = verts.min(axis=0), verts.max(axis=0)
+    mid = (lo + hi) / 2
+    box = pipeline.AreaVolume("box", (tuple(lo), (mid[0], mid[1], hi[2])), 0)
+    ctx = BuildContext()
+    results = bake_agents(verts, tris, NavConfig(), RADII[:2], ctx=ctx, volumes=(box,))
+    for agent in RADII[:2]:
+        want = separate(verts, tris, NavConfig(), agent, volumes=(box,))
+        assert_same_bake(results[agent.name], want, agent.name)
+    assert "erode" in ctx.timings and "mark" in ctx.timings
+
+
+def test_empty_agent_warns_with_its_name():
+    verts = np.array([[0, 0, 0], [4, 0, 0], [4, 4, 0], [0, 4, 0]], np.float32)
+    tris = np.array([[0, 1, 2], [0, 2, 3]], np.int32)
+    ctx = BuildContext()
+    results = bake_agents(
+        verts, tris, NavConfig(), [AgentType("ok", radius=0.3), AgentType("huge", radius=3.0)],
+        ctx=ctx,
+    )  # fmt: skip
+    assert not results["ok"].empty
+    assert results["huge"].empty
+    assert any(w.startswith("agent huge: ") and "agent_radius" in w for w in ctx.warnings)
+
+
+@pytest.mark.parametrize(
+    ("agents", "needle"),
+    [
+        ([], "at least one agent"),
+        ([AgentType("a"), AgentType("a", radius=0.3)], "two agents are named 'a'"),
+        ([AgentType("a", radius=math.nan)], "agent 'a': agent_radius"),
+        ([AgentType("a", height=0.1)], "agent 'a': agent_height"),
+        ([AgentType("a", max_slope=90.0)], "agent 'a': agent_max_slope"),
+        ([AgentType("bad name")], "agent name 'bad name'"),
+    ],
+)
+def test_bad_agents_are_refused(agents, needle):
+    verts = np.array([[0, 0, 0], [4, 0, 0], [4, 4, 0]], np.float32)
+    with pytest.raises(VoxNavError, match=needle):
+        bake_agents(verts, [[0, 1, 2]], NavConfig(), agents)
+
+
+def test_parse_agent_spec():
+    agent = parse_agent_spec("small:radius=0.3,height=1.8")
+    assert agent == AgentType("small", radius=0.3, height=1.8)
+    assert parse_agent_spec("x:max-climb=0.5 , max_slope=30") == AgentType(
+        "x", max_climb=0.5, max_slope=30.0
+    )
+    base = NavConfig(agent_radius=0.2)
+    assert parse_agent_spec("plain", base).radius == 0.2
+    for spec, needle in [
+        ("s:radius=0.3,wide=2", "unknown key 'wide'"),
+        ("s:radius=nan", "agent_radius"),
+        ("s:radius=abc", "radius must be a number"),
+        ("s:radius", "not key=value"),
+        ("radius=0.3", "has no name"),
+        ("s:radius=0.3,radius=0.4", "given twice"),
+        (":radius=0.3", "agent name ''"),
+    ]:
+        with pytest.raises(VoxNavError, match=needle):
+            parse_agent_spec(spec)
+
+
+def _small_mesh(tmp_path: Path) -> Path:
+    verts = np.array(
+        [[0, 0, 0], [8, 0, 0], [8, 8, 0], [0, 8, 0], [3, 3, 0], [5, 3, 0], [5, 5, 0],
+         [3, 5, 0], [3, 3, 3], [5, 3, 3], [5, 5, 3], [3, 5, 3]],
+        np.float32,
+    )  # fmt: skip
+    tris = [[0, 1, 2], [0, 2, 3]]
+    for a, b, c, d in [(8, 9, 10, 11), (4, 5, 9, 8), (5, 6, 10, 9), (6, 7, 11, 10), (7, 4, 8, 11)]:
+        tris += [[a, b, c], [a, c, d]]
+    # OBJ is Y-up: Z-up (x, y, z) is written as (x, z, -y), as Blender's exporter does.
+    lines = [f"v {x:g} {z:g} {-y:g}" for x, y, z in verts.tolist()]
+    lines += [f"f {a + 1} {b + 1} {c + 1}" for a, b, c in tris]
+    path = tmp_path / "scene.obj"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_cli_writes_one_navmesh_per_agent(tmp_path, capsys):
+    mesh = _small_mesh(tmp_path)
+    out = tmp_path / "navmesh.obj"
+    code = main(
+        ["bake", str(mesh), "--out", str(out), "--json", str(tmp_path / "nav.json"),
+         "--agent", "small:radius=0.3,height=1.8", "--agent", "large:radius=1.2,height=2.5"]
+    )  # fmt: skip
+    assert code == 0, capsys.readouterr().err
+    assert not out.exists()
+    for name in ("small", "large"):
+        assert (tmp_path / f"navmesh_{name}.obj").stat().st_size > 0
+        assert (tmp_path / f"nav_{name}.json").stat().st_size > 0
+    text = capsys.readouterr().out
+    assert "agent small:" in text and "agent large:" in text
+    # The same files as separate bakes.
+    for name, extra in (("small", ["--agent-radius", "0.3", "--agent-height", "1.8"]),):
+        single = tmp_path / "single.obj"
+        assert main(["bake", str(mesh), "--out", str(single), *extra]) == 0
+        assert single.read_bytes() == (tmp_path / f"navmesh_{name}.obj").read_bytes()
+
+
+def test_cli_all_or_nothing_when_an_agent_is_empty(tmp_path, capsys):
+    mesh = _small_mesh(tmp_path)
+    out = tmp_path / "navmesh.obj"
+    code = main(
+        ["bake", str(mesh), "--out", str(out), "--agent", "ok:radius=0.3",
+         "--agent", "huge:radius=5"]
+    )  # fmt: skip
+    assert code == 1
+    err = capsys.readouterr().err
+    assert "huge" in err
+    assert list(tmp_path.glob("navmesh*")) == []
+
+
+@pytest.mark.parametrize(
+    ("specs", "needle"),
+    [
+        (["s:radius=0.3,wide=2"], "unknown key 'wide'"),
+        (["s:radius=nan"], "agent_radius"),
+        (["a:radius=0.3", "a:radius=0.6"], "two agents are named 'a'"),
+        (["a:height=0.1"], "agent_height"),
+    ],
+)
+def test_cli_bad_agent_specs_exit_2(tmp_path, capsys, specs, needle):
+    mesh = _small_mesh(tmp_path)
+    argv = ["bake", str(mesh), "--out", str(tmp_path / "n.obj")]
+    for spec in specs:
+        argv += ["--agent", spec]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert needle in err
+    assert "Traceback" not in err
+    assert list(tmp_path.glob("n*")) == []
+
+
+def test_bad_workers_are_refused():
+    verts = np.array([[0, 0, 0], [4, 0, 0], [4, 4, 0]], np.float32)
+    with pytest.raises(VoxNavError, match="workers"):
+        bake_agents(verts, [[0, 1, 2]], NavConfig(), [AgentType("a")], workers=0)
