@@ -368,9 +368,23 @@ def cmd_bake(args) -> int:
             batch.add(args.json, "--json")
         verts, tris = read_obj(args.mesh, recast_frame=args.recast_frame)
         if args.tile_size:
+            if args.reachable_from:
+                raise UsageError(
+                    "--reachable-from: island pruning needs a bake without --tile-size"
+                )
             return _bake_tiled_out(args, verts, tris, config, batch)
-        result = pipeline.bake(verts, tris, config, progress=_bake_progress(args))
+        reachable = _reachable_points(args)
+        result = pipeline.bake(
+            verts,
+            tris,
+            config,
+            progress=_bake_progress(args),
+            reachable_from=reachable,
+            prune_mode=args.prune_mode,
+        )
         print_warnings(result.warnings)
+        if result.prune is not None:
+            print(result.prune.summary())
         print(" ".join(f"{k}={v}" for k, v in result.counts.items()))
         print("time " + " ".join(f"{k}={v * 1000:.1f}ms" for k, v in result.timings.items()))
         if result.empty or result.polymesh is None:
@@ -402,6 +416,16 @@ def agent_output(path: str, name: str) -> str:
     return str(p.with_name(f"{p.stem}_{name}{p.suffix}"))
 
 
+def _reachable_points(args) -> np.ndarray | None:
+    """--reachable-from points as float64 (k, 3) Z-up, or None when none were given."""
+    if not args.reachable_from:
+        return None
+    reachable = np.asarray(args.reachable_from, dtype=np.float64).reshape(-1, 3)
+    if args.recast_frame:  # the points are in the OBJ's (Recast's) frame
+        reachable = reachable[:, [0, 2, 1]]
+    return reachable
+
+
 def _bake_agents_out(args, config: NavConfig) -> int:
     """``bake --agent ...``: one navmesh (and JSON) per agent, all written or none."""
     from . import export
@@ -424,6 +448,13 @@ def _bake_agents_out(args, config: NavConfig) -> int:
         verts, tris = read_obj(args.mesh, recast_frame=args.recast_frame)
         ctx = BuildContext(progress_fn=_bake_progress(args))
         results = bake_agents(verts, tris, config, agents, ctx=ctx, workers=args.workers or 1)
+        reachable = _reachable_points(args)
+        if reachable is not None:  # island pruning of each agent's navmesh
+            for name, result in results.items():
+                if not result.empty and result.polymesh is not None:
+                    report = pipeline.prune_bake(result, reachable, args.prune_mode, ctx=ctx)
+                    if report is not None:
+                        print(f"agent {name}: {report.summary()}")
         print_warnings(ctx.warnings)
         empty = []
         for name, result in results.items():
@@ -565,10 +596,33 @@ def _add_bake(sub) -> None:
         help="read the OBJ as RecastDemo (mirrored, cell-aligned with Recast); by default it is "
         "rotated to Z-up as Blender's importer does, so the written navmesh overlays the input",
     )
+    _add_prune_flags(bake)
     _common(bake)
     add_tile_flags(bake)
     add_setting_flags(bake)
     bake.set_defaults(func=cmd_bake)
+
+
+def _add_prune_flags(parser: argparse.ArgumentParser) -> None:
+    """Island pruning (core.prune): --reachable-from X Y Z (repeatable), --prune-mode."""
+    group = parser.add_argument_group("island pruning (core.prune)")
+    group.add_argument(
+        "--reachable-from",
+        type=float,
+        nargs=3,
+        action="append",
+        metavar=("X", "Y", "Z"),
+        default=None,
+        help="a point agents start from (wu, the OBJ's frame as --from of `path`; repeatable): "
+        "polygons not connected to any such point through polygon links are pruned",
+    )
+    group.add_argument(
+        "--prune-mode",
+        choices=("remove", "disable"),
+        default="remove",
+        help="remove the unreachable polygons (default), or keep them with area 0 and flag "
+        "disabled (0x10) as RecastDemo's prune tool does",
+    )
 
 
 def _add_bench(sub) -> None:

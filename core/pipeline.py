@@ -35,6 +35,7 @@ from .detail import PolyMeshDetail, build_poly_mesh_detail
 from .errors import VoxNavError
 from .heightfield import Heightfield, VoxelGrid
 from .polymesh import PolyMesh, build_poly_mesh
+from .prune import PruneReport, prune_islands
 from .regions import (
     build_distance_field,
     build_regions,
@@ -191,6 +192,8 @@ class BakeResult:
     #: Estimated peak memory per stage ("rasterize", "filters", "compact", ..., "detail"),
     #: from the real counts of the stages before it (`core.memory`). [Units: bytes]
     memory_estimates: dict[str, int] = field(default_factory=dict)
+    #: What island pruning did (`prune_bake`, ``bake(reachable_from=...)``); None: not run.
+    prune: PruneReport | None = None
 
     def voxel_grid(self, walkable_only: bool = False) -> VoxelGrid:
         return VoxelGrid.from_heightfield(self.heightfield, walkable_only)
@@ -335,6 +338,8 @@ def bake(
     progress: Progress | None = None,
     volumes: tuple[AreaVolume, ...] = (),
     ctx: BuildContext | None = None,
+    reachable_from=None,
+    prune_mode: str = "remove",
 ) -> BakeResult:
     """Run the stages on a triangle soup and return a `BakeResult`.
 
@@ -344,6 +349,9 @@ def bake(
     new one when None; ``progress(fraction 0..1, stage name)`` becomes its progress callback).
     The result's ``warnings`` and ``timings`` are the context's. An empty navigation mesh is
     not an error: ``result.empty`` is set and a warning names the likely cause.
+    ``reachable_from``: None (no pruning) or float (k, 3) Z-up points [Units: wu]; after the
+    navmesh stages, `prune_bake` removes (``prune_mode`` "remove") or disables ("disable") the
+    polygons not reachable from them (`core.prune`). The Recast stages are untouched by it.
     """
     config = (config or NavConfig()).validate()
     if stop_after not in ("heightfield", "navmesh"):
@@ -374,6 +382,8 @@ def bake(
     )
     if stop_after == "navmesh":
         _navmesh_stages(result, derived, volumes, ctx, estimates, memory.input_bytes(verts, tris))
+        if reachable_from is not None:
+            prune_bake(result, reachable_from, prune_mode, ctx=ctx)
     result.memory_estimates = estimates
     result.counts = _counts(result, tris.shape[0])
     _warn_if_empty(result, verts, tris, ctx)
@@ -517,6 +527,44 @@ def _navmesh_stages(
         )
 
 
+def prune_bake(
+    result: BakeResult, points, mode: str = "remove", *, ctx: BuildContext | None = None
+) -> PruneReport | None:
+    """Island pruning on a finished navmesh bake, in place: ``result.polymesh`` / ``detail``
+    become the pruned meshes, ``result.prune`` the report, ``counts`` are updated and the
+    pruning's warnings appended to ``result.warnings``. points: float (k, 3) Z-up [Units: wu];
+    none (k = 0) prunes nothing. mode: "remove" | "disable" (`core.prune.prune_islands`).
+    Returns the report, or None when the bake has no polygon mesh (a heightfield bake)."""
+    if result.polymesh is None:
+        return None
+    own_ctx = ctx is None
+    ctx = ctx if ctx is not None else BuildContext(warnings=list(result.warnings))
+    config = result.config
+    with ctx.stage("prune"):
+        pmesh, detail, report = prune_islands(
+            result.polymesh,
+            result.detail,
+            np.asarray(points, dtype=np.float64).reshape(-1, 3),
+            mode=mode,
+            walkable_height=float(np.float32(config.agent_height)),
+            walkable_radius=float(np.float32(config.agent_radius)),
+            walkable_climb=float(np.float32(config.agent_max_climb)),
+            ctx=ctx,
+        )
+    result.polymesh, result.detail, result.prune = pmesh, detail, report
+    if result.counts:
+        result.counts["polys"] = int(pmesh.npolys)
+        result.counts["poly_verts"] = int(pmesh.nverts)
+        result.counts["polys_pruned"] = int(report.polys_cut)
+        if detail is not None:
+            result.counts["detail_tris"] = int(detail.ntris)
+            result.counts["detail_verts"] = int(detail.nverts)
+    if own_ctx:
+        result.warnings = ctx.warnings
+        result.timings = {**result.timings, "prune": ctx.timings.get("prune", 0.0)}
+    return report
+
+
 def compact_stage(
     hf: Heightfield,
     config: NavConfig,
@@ -636,4 +684,6 @@ def _counts(result: BakeResult, n_tris: int) -> dict[str, int]:
     if result.detail is not None:
         counts["detail_tris"] = int(result.detail.tris.shape[0])
         counts["detail_verts"] = int(result.detail.verts.shape[0])
+    if result.prune is not None:
+        counts["polys_pruned"] = int(result.prune.polys_cut)
     return counts

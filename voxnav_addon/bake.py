@@ -58,7 +58,11 @@ class BakeOutcome:
     def summary(self) -> str:
         keys = ("triangles", "spans", "walkable_spans", "voxels", "regions", "polys")
         parts = [f"{k.replace('_', ' ')} {self.counts[k]:,}" for k in keys if k in self.counts]
-        return f"{', '.join(parts)} in {self.total_seconds:.2f} s"
+        text = f"{', '.join(parts)} in {self.total_seconds:.2f} s"
+        prune = getattr(self.result, "prune", None) if self.result is not None else None
+        if prune is not None:
+            text += "; " + prune.summary()
+        return text
 
 
 def overlay_lift(cell_height: float) -> float:
@@ -126,11 +130,19 @@ def _bake(context, stop_after, progress, config, timings, tiles=True) -> BakeOut
 
         volumes += obstacles.solo_volumes(context)  # painted, not live, without tiles
     agent_results: dict = {}
+    reachable = gather_mod.reachable_points(context) if stop_after == "navmesh" else None
+    if reachable is not None and not len(reachable):
+        reachable = None
+    prune_mode = str(settings.prune_mode).lower()
     if use_agents:  # one navmesh per agent row (agents.py); the first one's is `result`
         from . import agents
 
         agent_results, agent_ctx = agents.bake(gathered, config, volumes, settings, progress)
         result = next(iter(agent_results.values()))
+        if reachable is not None:  # island pruning (core.prune) of every agent's navmesh
+            for agent_result in agent_results.values():
+                if not agent_result.empty:
+                    pipeline.prune_bake(agent_result, reachable, prune_mode, ctx=agent_ctx)
         timings.update({str(k): float(v) for k, v in agent_ctx.timings.items()})
         warnings = list(agent_ctx.warnings)
     else:
@@ -141,6 +153,8 @@ def _bake(context, stop_after, progress, config, timings, tiles=True) -> BakeOut
             stop_after=stop_after,
             progress=progress,
             volumes=volumes,
+            reachable_from=reachable,
+            prune_mode=prune_mode,
         )
         timings.update({str(k): float(v) for k, v in result.timings.items()})
         warnings = list(result.warnings)
@@ -174,6 +188,8 @@ def _bake(context, stop_after, progress, config, timings, tiles=True) -> BakeOut
     counts.setdefault("spans", hf.span_count)
     counts.setdefault("walkable_spans", int(np.count_nonzero(hf.area)))
     counts.setdefault("voxels", int((hf.smax.astype(np.int64) - hf.smin.astype(np.int64)).sum()))
+    if result.prune is not None:  # the Last Bake panel shows what pruning cut
+        counts["pruned_area"] = int(round(result.prune.area_cut))
     counts["objects"] = len(gathered.sources)
     counts["instances"] = gathered.instances
     outcome.counts = counts

@@ -101,6 +101,22 @@ def _parser() -> argparse.ArgumentParser:
         "--json; repeatable (the last one stays live in the .blend)",
     )
     p.add_argument(
+        "--reachable-from",
+        action="append",
+        default=[],
+        metavar="X,Y,Z",
+        help="a point agents start from (world units, Z-up; repeatable): added as an empty "
+        'tagged "Reachable From", so polygons not connected to any such point are pruned '
+        "(a negative X needs the = form: --reachable-from=-5,2,0)",
+    )
+    p.add_argument(
+        "--prune-mode",
+        choices=("remove", "disable"),
+        default=None,
+        help="with --reachable-from: remove the unreachable polygons, or keep them disabled "
+        "(area 0, flag 0x10); default: the scene's Prune setting (Remove)",
+    )
+    p.add_argument(
         "--resolution", default="1280x720", metavar="WxH", help="preview size (1280x720)"
     )
     p.add_argument(
@@ -250,6 +266,28 @@ def _open(args) -> None:
         bpy.ops.wm.open_mainfile(filepath=os.path.abspath(args.blend))
     if args.demo:
         demo.build_demo(bpy.context.scene)
+    context: Any = bpy.context
+    for i, point in enumerate(parse_points(args.reachable_from), start=1):
+        empty: Any = bpy.data.objects.new(f"VoxNav Reachable From {i}", None)
+        empty.location = point
+        empty.voxnav.reachable_from = True
+        context.scene.collection.objects.link(empty)
+    if args.prune_mode:
+        context.scene.voxnav.prune_mode = args.prune_mode.upper()
+
+
+def parse_points(items: Sequence[str]) -> list[tuple[float, float, float]]:
+    """``["1,2,3", ...]`` -> [(1.0, 2.0, 3.0), ...]; `UsageError` (exit 2) for a bad one."""
+    points = []
+    for item in items:
+        try:
+            x, y, z = (float(v) for v in item.split(","))
+        except ValueError:
+            raise UsageError(
+                f"--reachable-from expects X,Y,Z (three numbers), got {item!r}"
+            ) from None
+        points.append((x, y, z))
+    return points
 
 
 def _targets(args) -> dict[str, str]:

@@ -114,6 +114,19 @@ def area_volumes(context) -> list[tuple[np.ndarray, np.ndarray, int]]:
     return boxes
 
 
+def reachable_points(context) -> np.ndarray:
+    """float64 (k, 3) world positions of the visible objects tagged "Reachable From" (their
+    origins), in scene order; (0, 3) when there are none. [Units: wu]"""
+    view_layer = context.view_layer
+    points = [
+        tuple(obj.matrix_world.translation)
+        for obj in context.scene.objects
+        if getattr(getattr(obj, "voxnav", None), "reachable_from", False)
+        and obj.visible_get(view_layer=view_layer)
+    ]
+    return np.asarray(points, dtype=np.float64).reshape(-1, 3)
+
+
 def _wanted(inst, source: str, allowed: set | None, view_layer) -> tuple[bool, Any]:
     """Whether a depsgraph instance is gathered, and the original object it counts as."""
     obj = inst.object

@@ -137,6 +137,8 @@ FIGURES = (
     ("regions", "Regions"),
     ("polys", "Polygons"),
     ("detail_tris", "Detail Triangles"),
+    ("polys_pruned", "Pruned Polygons"),
+    ("pruned_area", "Pruned Area (m², rounded)"),
 )
 
 
@@ -201,6 +203,9 @@ class VOXNAV_PT_area_volumes(_VoxNavPanel, bpy.types.Panel):
             sub.prop(obj.voxnav, "area_id")
         count = sum(1 for o in context.scene.objects if o.voxnav.area_volume)
         layout.label(text=f"{count} area volume(s): bounding boxes, applied after erosion")
+        if obj is not None:  # island pruning (core.prune): a start point, usually an empty
+            layout.prop(obj.voxnav, "reachable_from", text=f"{obj.name}: Reachable From")
+        layout.prop(context.scene.voxnav, "prune_mode")
 
 
 @_sub("Path Test", 9, closed=False)

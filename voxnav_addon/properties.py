@@ -287,6 +287,22 @@ class VOXNAV_PG_settings(bpy.types.PropertyGroup):
         default=True,
         update=_update_visibility,
     )
+    prune_mode: EnumProperty(  # type: ignore[valid-type]
+        name="Prune",
+        description=(
+            "What a navmesh bake does with the polygons not reachable from any object ticked "
+            "Reachable From (core.prune)"
+        ),
+        items=[
+            ("REMOVE", "Remove", "Delete the unreachable polygons from the navmesh"),
+            (
+                "DISABLE",
+                "Disable",
+                "Keep them with area 0 and flag disabled (0x10), as RecastDemo's prune tool",
+            ),
+        ],
+        default="REMOVE",
+    )
     voxel_display: EnumProperty(  # type: ignore[valid-type]
         name="Voxels As",
         items=[
@@ -438,6 +454,15 @@ class VOXNAV_PG_object(bpy.types.PropertyGroup):
         min=0,
         max=63,
         update=_tag_object,
+    )
+    reachable_from: BoolProperty(  # type: ignore[valid-type]
+        name="Reachable From",
+        description=(
+            "Agents start here (use an empty): after a navmesh bake, polygons not connected to "
+            "any Reachable From object through polygon links are pruned (islands such as "
+            "rooftops): removed or disabled, as the Prune setting says"
+        ),
+        default=False,
     )
     dynamic_obstacle: BoolProperty(  # type: ignore[valid-type]
         name="Dynamic Obstacle",

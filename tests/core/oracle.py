@@ -722,3 +722,28 @@ def detour_bv_tree(item_bmin, item_bmax):
 
     subdivide(0, len(items))
     return [n[0] for n in nodes], [n[1] for n in nodes], [n[2] for n in nodes]
+
+
+def flood_polys_slow(polys, nvp, seeds):
+    """Island pruning's oracle: a literal breadth-first flood over a polygon mesh's neighbour
+    links (a Python deque, one polygon at a time). polys uint16 (npolys, 2*nvp); a neighbour
+    0xFFFF is none and one with bit 0x8000 a portal. Returns the set of reached polygon ids."""
+    from collections import deque
+
+    npolys = len(polys)
+    reached = set()
+    queue = deque()
+    for s in seeds:
+        if 0 <= s < npolys and s not in reached:
+            reached.add(int(s))
+            queue.append(int(s))
+    while queue:
+        p = queue.popleft()
+        for k in range(nvp):
+            n = int(polys[p][nvp + k])
+            if n & 0x8000 or n >= npolys:
+                continue
+            if n not in reached:
+                reached.add(n)
+                queue.append(n)
+    return reached

@@ -1,0 +1,275 @@
+"""Island pruning: drop (or disable) the navmesh polygons no agent can reach from given points.
+
+RecastDemo's prune tool floods the navmesh from a clicked polygon over polygon links and marks
+every polygon the flood never reaches with the flag ``SAMPLE_POLYFLAGS_DISABLED``. Here the
+flood runs over the polygon mesh's own links (`PolyMesh.polys`' neighbour half: a polygon id,
+0xFFFF for none, 0x8000 | dir for a tile-border portal, which links to no polygon of this mesh)
+one frontier at a time, from the polygons under or nearest to the "reachable from" points
+(found with Detour's ``findNearestPoly``, `core.nav.query`). Then, by ``mode``:
+
+- ``"remove"``: the unreached polygons are deleted: the polygon arrays are compacted, the
+  neighbour links renumbered, vertices no kept polygon uses dropped, and the detail sub-meshes of
+  the removed polygons dropped with them. Exports and queries see a smaller navmesh.
+- ``"disable"``: every polygon stays; the unreached ones get area 0 (Recast's null area) and flag
+  `DISABLED_FLAG` (RecastDemo's 0x10). Detour's .bin then gives them flag 0 (RecastDemo's rule,
+  `core.nav.navdata.poly_area_and_flags`), so no query filter walks them.
+
+Off-mesh links are not followed (the polygon mesh has none).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from .context import BuildContext
+from .errors import VoxNavError
+from .polymesh import MESH_NULL_IDX, PolyMesh
+
+if TYPE_CHECKING:
+    from .detail import PolyMeshDetail
+
+#: What `prune_islands` does with the unreached polygons.
+PRUNE_MODES = ("remove", "disable")
+#: RecastDemo's SAMPLE_POLYFLAGS_DISABLED: the flag a disabled polygon gets.
+DISABLED_FLAG = 0x10
+#: A neighbour value with this bit is a tile-border portal (or none, 0xFFFF), not a polygon id.
+_EXTERNAL_LINK = 0x8000
+#: findNearestPoly's search box around each point, Z-up (x, y, z) half sizes (RecastDemo's
+#: (2, 4, 2) in Y-up). [Units: wu]
+DEFAULT_HALF_EXTENTS = (2.0, 2.0, 4.0)
+
+
+@dataclass
+class PruneReport:
+    """What `prune_islands` did."""
+
+    #: "remove" or "disable".
+    mode: str
+    #: Polygons reached from the points (kept as they were). [Limit: >= 0]
+    polys_kept: int
+    #: Polygons not reached (removed or disabled). [Limit: >= 0]
+    polys_cut: int
+    #: Area of the cut polygons on the ground plane (X/Y). [Units: wu^2]
+    area_cut: float
+    #: Per point, the polygon the flood started from (the input mesh's id; -1: none found).
+    seed_polys: list[int] = field(default_factory=list)
+    #: bool (npolys of the input mesh,) polygons the flood reached.
+    reached: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
+
+    def summary(self) -> str:
+        """One line for the user, e.g. "pruned 12 polygons (34.5 m^2 ...)"."""
+        verb = "removed" if self.mode == "remove" else "disabled"
+        return (
+            f"island pruning {verb} {self.polys_cut} of {self.polys_kept + self.polys_cut} "
+            f"polygons ({self.area_cut:.2f} square units) not reachable from the given points"
+        )
+
+
+def flood_polys(pmesh: PolyMesh, seeds) -> np.ndarray:
+    """bool (npolys,): the polygons reachable from ``seeds`` (polygon ids, int) over polygon
+    links. One NumPy round per frontier (breadth-first layers), no per-polygon Python loop."""
+    npolys = pmesh.npolys
+    nvp = int(pmesh.nvp)
+    reached = np.zeros(npolys, dtype=bool)
+    frontier = np.unique(np.asarray(seeds, dtype=np.int64).reshape(-1))
+    frontier = frontier[(frontier >= 0) & (frontier < npolys)]
+    neis = pmesh.polys[:, nvp : 2 * nvp].astype(np.int64)
+    reached[frontier] = True
+    while frontier.size:
+        links = neis[frontier].reshape(-1)
+        links = links[links < _EXTERNAL_LINK]  # drops none (0xFFFF) and portals
+        links = links[links < npolys]
+        links = np.unique(links[~reached[links]])
+        reached[links] = True
+        frontier = links
+    return reached
+
+
+def poly_ground_areas(pmesh: PolyMesh) -> np.ndarray:
+    """float64 (npolys,) each polygon's area on the ground plane (X/Y). [Units: wu^2]"""
+    nvp = int(pmesh.nvp)
+    if pmesh.npolys == 0:
+        return np.zeros(0, dtype=np.float64)
+    world = pmesh.world_verts().astype(np.float64)
+    ids = pmesh.polys[:, :nvp].astype(np.int64)
+    used = ids != MESH_NULL_IDX
+    counts = used.sum(axis=1)
+    first = ids[:, :1]
+    safe = np.where(used, ids, first)  # unused slots repeat vertex 0: zero-area terms
+    nxt_slot = (np.arange(nvp)[None, :] + 1) % np.maximum(counts[:, None], 1)
+    nxt = np.take_along_axis(safe, nxt_slot, axis=1)
+    nxt = np.where(used, nxt, first)
+    x0, y0 = world[safe, 0], world[safe, 1]
+    x1, y1 = world[nxt, 0], world[nxt, 1]
+    return np.abs((x0 * y1 - x1 * y0).sum(axis=1)) * 0.5
+
+
+def find_seed_polys(
+    pmesh: PolyMesh,
+    detail: PolyMeshDetail | None,
+    points,
+    *,
+    walkable_height: float,
+    walkable_radius: float,
+    walkable_climb: float,
+    half_extents=DEFAULT_HALF_EXTENTS,
+) -> list[int]:
+    """Per point (Z-up world, [Units: wu]), the polygon Detour's findNearestPoly picks in the
+    box point +- half_extents, or -1 when no polygon is in it."""
+    from .nav.navdata import create_nav_mesh_data
+    from .nav.navmesh import NavMesh
+    from .nav.query import NavMeshQuery
+
+    pts = np.asarray(points, dtype=np.float32).reshape(-1, 3)
+    if pts.shape[0] == 0 or pmesh.npolys == 0:
+        return [-1] * pts.shape[0]
+    data = create_nav_mesh_data(
+        pmesh,
+        detail,
+        walkable_height=walkable_height,
+        walkable_radius=walkable_radius,
+        walkable_climb=walkable_climb,
+    )
+    query = NavMeshQuery(NavMesh.from_data(data))
+    seeds = []
+    for point in pts:  # a handful of user-placed points
+        nearest = query.find_nearest_poly(point, half_extents)
+        seeds.append(int(nearest.ref) if nearest.ref >= 0 else -1)
+    return seeds
+
+
+def _ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """int64: concatenated arange(start, start + count) for each pair."""
+    counts = counts.astype(np.int64)
+    total = int(counts.sum())
+    if total == 0:
+        return np.zeros(0, dtype=np.int64)
+    offsets = np.repeat(np.cumsum(counts) - counts, counts)
+    return np.repeat(starts.astype(np.int64), counts) + np.arange(total) - offsets
+
+
+def remove_polys(
+    pmesh: PolyMesh, detail: PolyMeshDetail | None, keep: np.ndarray
+) -> tuple[PolyMesh, PolyMeshDetail | None]:
+    """Copies of the meshes holding only the polygons where ``keep`` (bool (npolys,)) is set:
+    polygon rows compacted (order kept), neighbour ids renumbered (a link to a dropped polygon
+    becomes 0xFFFF; portals stay), unused vertices dropped (order kept), detail sub-meshes of
+    the kept polygons only, with their vertex and triangle bases recomputed."""
+    keep = np.asarray(keep, dtype=bool)
+    nvp = int(pmesh.nvp)
+    if keep.shape != (pmesh.npolys,):
+        raise VoxNavError(f"keep must have shape ({pmesh.npolys},), got {keep.shape}")
+    new_poly = np.full(pmesh.npolys, MESH_NULL_IDX, dtype=np.int64)
+    new_poly[keep] = np.arange(int(keep.sum()))
+    polys = pmesh.polys[keep].astype(np.int64)
+    vids = polys[:, :nvp]
+    used_v = np.zeros(pmesh.nverts, dtype=bool)
+    used_v[vids[vids != MESH_NULL_IDX]] = True
+    new_vert = np.full(pmesh.nverts, MESH_NULL_IDX, dtype=np.int64)
+    new_vert[used_v] = np.arange(int(used_v.sum()))
+    has_vert = vids != MESH_NULL_IDX
+    polys[:, :nvp] = np.where(has_vert, new_vert[np.where(has_vert, vids, 0)], MESH_NULL_IDX)
+    neis = polys[:, nvp:]
+    internal = (neis < _EXTERNAL_LINK) & (neis < pmesh.npolys)
+    polys[:, nvp:] = np.where(internal, new_poly[np.where(internal, neis, 0)], neis)
+    out = replace(
+        pmesh,
+        verts=pmesh.verts[used_v].copy(),
+        polys=polys.astype(np.uint16),
+        regs=pmesh.regs[keep].copy(),
+        flags=pmesh.flags[keep].copy(),
+        areas=pmesh.areas[keep].copy(),
+    )
+    if detail is None:
+        return out, None
+    from .detail import PolyMeshDetail
+
+    meshes = detail.meshes[keep].astype(np.int64)
+    vrows = _ranges(meshes[:, 0], meshes[:, 1])
+    trows = _ranges(meshes[:, 2], meshes[:, 3])
+    new_meshes = np.zeros_like(meshes)
+    new_meshes[:, 1] = meshes[:, 1]
+    new_meshes[:, 3] = meshes[:, 3]
+    new_meshes[:, 0] = np.cumsum(meshes[:, 1]) - meshes[:, 1]
+    new_meshes[:, 2] = np.cumsum(meshes[:, 3]) - meshes[:, 3]
+    out_detail = PolyMeshDetail(
+        meshes=new_meshes.astype(detail.meshes.dtype),
+        verts=detail.verts[vrows].copy(),
+        tris=detail.tris[trows].copy(),
+    )
+    return out, out_detail
+
+
+def prune_islands(
+    pmesh: PolyMesh,
+    detail: PolyMeshDetail | None,
+    points,
+    *,
+    mode: str = "remove",
+    walkable_height: float = 2.0,
+    walkable_radius: float = 0.6,
+    walkable_climb: float = 0.9,
+    half_extents=DEFAULT_HALF_EXTENTS,
+    ctx: BuildContext | None = None,
+) -> tuple[PolyMesh, PolyMeshDetail | None, PruneReport]:
+    """Remove or disable the polygons not reachable from ``points`` over polygon links.
+
+    points: float (k, 3) Z-up world positions [Units: wu] (k >= 0); each finds the polygon
+        under or nearest to it within point +- half_extents (Z-up half sizes) [Units: wu].
+    mode: "remove" or "disable" (see the module docstring).
+    walkable_*: the agent (Detour stores it; findNearestPoly uses the climb to decide that a
+        point is on a polygon). [Units: wu]
+    ctx: warnings go here: a point with no polygon near it is named and skipped. With no
+        points, or no point on the navmesh, nothing is pruned (the meshes come back as they
+        were, and the report cuts 0).
+    Returns (polygon mesh, detail mesh, `PruneReport`); the inputs are never modified.
+    """
+    if mode not in PRUNE_MODES:
+        raise VoxNavError(f"unknown prune mode {mode!r}: use one of {', '.join(PRUNE_MODES)}")
+    ctx = ctx if ctx is not None else BuildContext()
+    pts = np.asarray(points, dtype=np.float64).reshape(-1, 3) if len(points) else np.zeros((0, 3))
+    if not np.all(np.isfinite(pts)):
+        raise VoxNavError("reachable-from points must be finite numbers (x, y, z)")
+    npolys = pmesh.npolys
+    seeds = find_seed_polys(
+        pmesh,
+        detail,
+        pts,
+        walkable_height=walkable_height,
+        walkable_radius=walkable_radius,
+        walkable_climb=walkable_climb,
+        half_extents=half_extents,
+    )
+    for point, seed in zip(pts, seeds, strict=True):
+        if seed < 0:
+            ext = ", ".join(f"{v:g}" for v in np.asarray(half_extents, dtype=float))
+            ctx.warn(
+                "reachable-from point ({}) has no navmesh polygon within ({}) of it: it is "
+                "ignored; move it onto a walkable floor".format(
+                    ", ".join(f"{v:g}" for v in point), ext
+                )
+            )
+    found = [s for s in seeds if s >= 0]
+    if not found:
+        if pts.shape[0]:
+            ctx.warn("no reachable-from point is on the navmesh: nothing was pruned")
+        keep_all = np.ones(npolys, dtype=bool)
+        report = PruneReport(mode, npolys, 0, 0.0, seeds, keep_all)
+        return pmesh, detail, report
+    reached = flood_polys(pmesh, found)
+    cut = ~reached
+    area_cut = float(poly_ground_areas(pmesh)[cut].sum())
+    report = PruneReport(mode, int(reached.sum()), int(cut.sum()), area_cut, seeds, reached)
+    if not cut.any():
+        return pmesh, detail, report
+    if mode == "remove":
+        out, out_detail = remove_polys(pmesh, detail, reached)
+        return out, out_detail, report
+    areas = pmesh.areas.copy()
+    flags = pmesh.flags.copy()
+    areas[cut] = 0
+    flags[cut] = flags[cut] | DISABLED_FLAG
+    return replace(pmesh, areas=areas, flags=flags), detail, report
