@@ -440,11 +440,33 @@ def png_path(path: str) -> str:
     return path if path.lower().endswith(".png") else path + ".png"
 
 
+#: Options whose value is a list of coordinates and so may start with a minus sign.
+COORDINATE_OPTIONS = ("--path", "--reachable-from")
+
+
+def join_coordinate_values(argv: Sequence[str]) -> list[str]:
+    """``["--path", "-10,4,3:1,2,0"]`` -> ``["--path=-10,4,3:1,2,0"]``: argparse would take a
+    value starting with ``-`` and holding commas for an option of its own."""
+    out: list[str] = []
+    i = 0
+    while i < len(argv):
+        item = argv[i]
+        following = argv[i + 1] if i + 1 < len(argv) else ""
+        if item in COORDINATE_OPTIONS and following[:1] == "-" and following[1:2].isdigit():
+            out.append(f"{item}={following}")
+            i += 2
+            continue
+        out.append(item)
+        i += 1
+    return out
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the batch command with ``argv`` (without the program name); return the exit code."""
     parser = _parser()
     try:
-        args = parser.parse_args(list(argv) if argv is not None else sys.argv[1:])
+        raw = list(argv) if argv is not None else sys.argv[1:]
+        args = parser.parse_args(join_coordinate_values(raw))
     except SystemExit as exc:  # argparse: --help (0) or bad arguments (2)
         return int(exc.code or 0)
     return run_guarded(lambda: run(args), verbose=args.verbose)

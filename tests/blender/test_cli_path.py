@@ -34,3 +34,14 @@ def test_bad_path_option_is_a_usage_error(ext, capsys):
     assert "--path expects START:GOAL" in capsys.readouterr().err
     assert ext.cli.main(["--demo", "--voxels-only", "--path", "0,0,0:1,1,0"]) == 2
     assert "needs a navmesh" in capsys.readouterr().err
+
+
+def test_coordinates_may_start_with_a_minus_sign(ext, tmp_path):
+    out = tmp_path / "out.json"
+    goal = ",".join(map(str, ext.demo.PATH_START))
+    start = ",".join(map(str, ext.demo.PATH_GOAL))  # -10,4,3: starts with a minus sign
+    assert ext.cli.main(["--demo", "--path", f"{start}:{goal}", "--json", str(out)]) == 0
+    assert ext.cli.join_coordinate_values(["--path", "-1,2,3:4,5,6", "--demo"]) == [
+        "--path=-1,2,3:4,5,6",
+        "--demo",
+    ]
