@@ -69,39 +69,49 @@ def _msort_level(order, okey, tkey, lo, n1, n2):
     Returns nothing; ``order`` is rewritten in place.
     """
     ne = lo.shape[0]
-    e_l = np.repeat(np.arange(ne, dtype=np.int64), n1)
-    e_r = np.repeat(np.arange(ne, dtype=np.int64), n2)
+    merges = np.arange(ne, dtype=np.int64)
+    e_l = np.repeat(merges, n1)
+    e_r = np.repeat(merges, n2)
     l_start = np.zeros(ne, dtype=np.int64)
     np.cumsum(n1[:-1], out=l_start[1:])
     r_start = np.zeros(ne, dtype=np.int64)
     np.cumsum(n2[:-1], out=r_start[1:])
-    i_local = np.arange(e_l.shape[0], dtype=np.int64) - l_start[e_l]
-    j_local = np.arange(e_r.shape[0], dtype=np.int64) - r_start[e_r]
-    left = order[lo[e_l] + i_local]
-    right = order[lo[e_r] + n1[e_r] + j_local]
-    lk = okey[left]
-    rt = tkey[right]
+    n_left = e_l.shape[0]
+    n_right = e_r.shape[0]
+    # Positions in ``order``: left item i of merge e at lo[e] + i, right item j at lo[e]+n1[e]+j.
+    left_pos = np.repeat(lo - l_start, n1) + np.arange(n_left, dtype=np.int64)
+    right_pos = np.repeat(lo + n1 - r_start, n2) + np.arange(n_right, dtype=np.int64)
+    left = order[left_pos]
+    right = order[right_pos]
+    seg_l = e_l * _SEG
+    seg_r = e_r * _SEG
     # f: the first left item >= the bound (from the prefix maximum, segment by segment).
-    pm = np.maximum.accumulate(lk + e_l * _SEG)
-    f = np.searchsorted(pm, rt + e_r * _SEG, side="left") - l_start[e_r]
+    lk = okey[left]
+    lk += seg_l
+    pm = np.maximum.accumulate(lk)
+    del lk
+    rt = tkey[right]
+    rt += seg_r
+    f = np.searchsorted(pm, rt, side="left")
+    del pm, rt
+    f -= l_start[e_r]
     # The stop of each right item (left items output before it) is the running max of f.
     # Sequentially the stop s_j is the first i >= s_{j-1} with L[i] >= bound_j. If f_j >= the
     # previous stop that is f_j. Else the previous stop is some f_k (k < j) > f_j; were
     # L[f_k] < bound_j, then bound_k <= L[f_k] < bound_j <= L[f_j] with f_j < f_k, so f_k
     # would not be the first item at or above bound_k: hence L[f_k] >= bound_j, s_j = f_k.
-    c = np.maximum.accumulate(f + e_r * _SEG) - e_r * _SEG
-    # Output places: right item j after c[j] left items; left item i after the right items
-    # whose stop is <= i, so the left items fill the remaining places in their order.
-    size = n1 + n2
-    out_start = np.zeros(ne, dtype=np.int64)
-    np.cumsum(size[:-1], out=out_start[1:])
-    slots = np.repeat(lo - out_start, size) + np.arange(int(size.sum()), dtype=np.int64)
-    from_left = np.ones(slots.shape[0], dtype=bool)
-    from_left[out_start[e_r] + c + j_local] = False
-    dest_r = slots[~from_left]
-    dest_l = slots[from_left]
-    order[dest_r] = right
-    order[dest_l] = left
+    f += seg_r
+    c = np.maximum.accumulate(f)
+    c -= seg_r
+    del f
+    # Output places: right item j goes after c[j] left items, to lo + c[j] + j; left item i
+    # goes after the right items whose stop is <= i, to lo + i + #{j: c[j] <= i}. That count
+    # is a running sum of stops, bucketed by merge (n1 + 1 buckets per merge: stops 0..n1).
+    stops = np.bincount(l_start[e_r] + e_r + c, minlength=n_left + ne)
+    before = np.cumsum(stops)
+    right_before = before[np.arange(n_left, dtype=np.int64) + e_l] - r_start[e_l]
+    order[right_pos - np.repeat(n1, n2) + c] = right
+    order[left_pos + right_before] = left
 
 
 def _msort_segments(order: np.ndarray, okey, tkey, seg_lo, seg_n) -> None:
