@@ -85,25 +85,25 @@ def _msort_level(order, okey, tkey, lo, n1, n2):
     right = order[right_pos]
     seg_l = e_l * _SEG
     seg_r = e_r * _SEG
-    # f: the first left item >= the bound (from the prefix maximum, segment by segment).
+    # f_j: the first left item at or above right item j's bound; the prefix maximum pm is
+    # non-decreasing in each merge, so f_j = F(bound_j) with F(b) = #{i: pm[i] < b} monotone.
     lk = okey[left]
     lk += seg_l
     pm = np.maximum.accumulate(lk)
     del lk
-    rt = tkey[right]
-    rt += seg_r
-    f = np.searchsorted(pm, rt, side="left")
-    del pm, rt
-    f -= l_start[e_r]
     # The stop of each right item (left items output before it) is the running max of f.
     # Sequentially the stop s_j is the first i >= s_{j-1} with L[i] >= bound_j. If f_j >= the
     # previous stop that is f_j. Else the previous stop is some f_k (k < j) > f_j; were
     # L[f_k] < bound_j, then bound_k <= L[f_k] < bound_j <= L[f_j] with f_j < f_k, so f_k
     # would not be the first item at or above bound_k: hence L[f_k] >= bound_j, s_j = f_k.
-    f += seg_r
-    c = np.maximum.accumulate(f)
-    c -= seg_r
-    del f
+    # As F is monotone, max_{k<=j} F(bound_k) = F(max_{k<=j} bound_k): one search with the
+    # running maximum of the bounds, whose needles are sorted (a cheaper search).
+    rt = tkey[right]
+    rt += seg_r
+    np.maximum.accumulate(rt, out=rt)
+    c = np.searchsorted(pm, rt, side="left")
+    del pm, rt
+    c -= l_start[e_r]
     # Output places: right item j goes after c[j] left items, to lo + c[j] + j; left item i
     # goes after the right items whose stop is <= i, to lo + i + #{j: c[j] <= i}. That count
     # is a running sum of stops, bucketed by merge (n1 + 1 buckets per merge: stops 0..n1).
