@@ -89,6 +89,7 @@ def _msort_level(order, okey, tkey, lo, n1, n2):
     # non-decreasing in each merge, so f_j = F(bound_j) with F(b) = #{i: pm[i] < b} monotone.
     lk = okey[left]
     lk += seg_l
+    del seg_l
     pm = np.maximum.accumulate(lk)
     del lk
     # The stop of each right item (left items output before it) is the running max of f.
@@ -125,10 +126,13 @@ def _msort_segments(order: np.ndarray, okey, tkey, seg_lo, seg_n) -> None:
         if lo.shape[0] == 0:
             break
         n1 = n // 2
-        levels.append((lo, n1, n - n1))
+        # Stored narrow (the deepest rounds hold one entry per pair of items: at 9M items
+        # int64 would keep ~200 MB of bookkeeping alive).
+        levels.append((lo.astype(np.int32), n1.astype(np.int32), (n - n1).astype(np.int32)))
         lo = np.stack([lo, lo + n1], axis=1).ravel()  # children stay in position order
         n = np.stack([n1, n - n1], axis=1).ravel()
-    for lo, n1, n2 in reversed(levels):
+    while levels:
+        lo, n1, n2 = (a.astype(np.int64) for a in levels.pop())
         _msort_level(order, okey, tkey, lo, n1, n2)
 
 
@@ -190,7 +194,8 @@ class PartitionedMesh:
 def partition_mesh(verts, tris, tris_per_chunk: int = TRIS_PER_CHUNK) -> PartitionedMesh:
     """RecastDemo's ``PartitionedMesh::PartitionMesh`` on a Z-up triangle soup.
 
-    verts float32 (n, 3) [Units: wu]; tris int (m, 3); tris_per_chunk [Limit: >= 1].
+    verts float32 (n, 3) [Units: wu]; tris int (m, 3) [Limit: m < 2**31]; tris_per_chunk
+    [Limit: >= 1].
     The k-d tree is built depth by depth: every node of one depth is sorted at once by
     `_msort_segments` (glibc's merge sort, each merge round vectorized over all nodes), then
     the nodes are numbered depth first as RecastDemo's recursion numbers them.
@@ -224,13 +229,16 @@ def partition_mesh(verts, tris, tris_per_chunk: int = TRIS_PER_CHUNK) -> Partiti
             break
         use_x = (bmax[:, 0] - bmin[:, 0]) >= (bmax[:, 1] - bmin[:, 1])  # float32, as Recast
         item_x = np.repeat(use_x, n)
-        okey = np.where(item_x, okeys[0][items], okeys[1][items])
-        tkey = np.where(item_x, tkeys[0][items], tkeys[1][items])
+        del pos
+        # The sort keys by triangle id (free the per-level temporaries first: at 9M triangles
+        # each is 72 MB, and the merge rounds need their own).
         full_okey = np.zeros(m, dtype=np.int64)
+        full_okey[items] = np.where(item_x, okeys[0][items], okeys[1][items])
         full_tkey = np.zeros(m, dtype=np.int64)
-        full_okey[items] = okey
-        full_tkey[items] = tkey
+        full_tkey[items] = np.where(item_x, tkeys[0][items], tkeys[1][items])
+        del items, item_x
         _msort_segments(order, full_okey, full_tkey, lo[inner], n[inner])
+        del full_okey, full_tkey
         lo, n = lo[inner], n[inner]
         half = n // 2
         lo = np.stack([lo, lo + half], axis=1).ravel()
