@@ -83,13 +83,10 @@ def _msort_level(order, okey, tkey, lo, n1, n2):
     right_pos = np.repeat(lo + n1 - r_start, n2) + np.arange(n_right, dtype=np.int64)
     left = order[left_pos]
     right = order[right_pos]
-    seg_l = e_l * _SEG
-    seg_r = e_r * _SEG
     # f_j: the first left item at or above right item j's bound; the prefix maximum pm is
     # non-decreasing in each merge, so f_j = F(bound_j) with F(b) = #{i: pm[i] < b} monotone.
     lk = okey[left]
-    lk += seg_l
-    del seg_l
+    lk += e_l * _SEG
     pm = np.maximum.accumulate(lk)
     del lk
     # The stop of each right item (left items output before it) is the running max of f.
@@ -100,7 +97,7 @@ def _msort_level(order, okey, tkey, lo, n1, n2):
     # As F is monotone, max_{k<=j} F(bound_k) = F(max_{k<=j} bound_k): one search with the
     # running maximum of the bounds, whose needles are sorted (a cheaper search).
     rt = tkey[right]
-    rt += seg_r
+    rt += e_r * _SEG
     np.maximum.accumulate(rt, out=rt)
     c = np.searchsorted(pm, rt, side="left")
     del pm, rt
@@ -108,11 +105,21 @@ def _msort_level(order, okey, tkey, lo, n1, n2):
     # Output places: right item j goes after c[j] left items, to lo + c[j] + j; left item i
     # goes after the right items whose stop is <= i, to lo + i + #{j: c[j] <= i}. That count
     # is a running sum of stops, bucketed by merge (n1 + 1 buckets per merge: stops 0..n1).
-    stops = np.bincount(l_start[e_r] + e_r + c, minlength=n_left + ne)
-    before = np.cumsum(stops)
-    right_before = before[np.arange(n_left, dtype=np.int64) + e_l] - r_start[e_l]
-    order[right_pos - np.repeat(n1, n2) + c] = right
-    order[left_pos + right_before] = left
+    bucket = l_start[e_r]
+    bucket += e_r
+    bucket += c
+    del e_r
+    before = np.cumsum(np.bincount(bucket, minlength=n_left + ne))
+    del bucket
+    right_pos -= np.repeat(n1, n2)
+    right_pos += c
+    del c
+    order[right_pos] = right
+    del right_pos, right
+    left_pos += before[np.arange(n_left, dtype=np.int64) + e_l]
+    left_pos -= r_start[e_l]
+    del before, e_l
+    order[left_pos] = left
 
 
 def _msort_segments(order: np.ndarray, okey, tkey, seg_lo, seg_n) -> None:
@@ -209,8 +216,6 @@ def partition_mesh(verts, tris, tris_per_chunk: int = TRIS_PER_CHUNK) -> Partiti
     tmin = corners.min(axis=1)
     tmax = corners.max(axis=1)
     del corners
-    okeys = (_f32_order_keys(tmin[:, 0]), _f32_order_keys(tmin[:, 1]))
-    tkeys = (_take_right_bound(tmin[:, 0]), _take_right_bound(tmin[:, 1]))
     order = np.arange(m, dtype=np.int64)
     found: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
     lo = np.zeros(1 if m else 0, dtype=np.int64)
@@ -232,11 +237,14 @@ def partition_mesh(verts, tris, tris_per_chunk: int = TRIS_PER_CHUNK) -> Partiti
         del pos
         # The sort keys by triangle id (free the per-level temporaries first: at 9M triangles
         # each is 72 MB, and the merge rounds need their own).
+        # (Computed per depth from the chosen axis's minima, not kept for both axes.)
+        key = np.where(item_x, tmin[items, 0], tmin[items, 1])
+        del item_x
         full_okey = np.zeros(m, dtype=np.int64)
-        full_okey[items] = np.where(item_x, okeys[0][items], okeys[1][items])
+        full_okey[items] = _f32_order_keys(key)
         full_tkey = np.zeros(m, dtype=np.int64)
-        full_tkey[items] = np.where(item_x, tkeys[0][items], tkeys[1][items])
-        del items, item_x
+        full_tkey[items] = _take_right_bound(key)
+        del items, key
         _msort_segments(order, full_okey, full_tkey, lo[inner], n[inner])
         del full_okey, full_tkey
         lo, n = lo[inner], n[inner]
