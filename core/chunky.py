@@ -69,39 +69,57 @@ def _msort_level(order, okey, tkey, lo, n1, n2):
     Returns nothing; ``order`` is rewritten in place.
     """
     ne = lo.shape[0]
-    e_l = np.repeat(np.arange(ne, dtype=np.int64), n1)
-    e_r = np.repeat(np.arange(ne, dtype=np.int64), n2)
+    merges = np.arange(ne, dtype=np.int64)
+    e_l = np.repeat(merges, n1)
+    e_r = np.repeat(merges, n2)
     l_start = np.zeros(ne, dtype=np.int64)
     np.cumsum(n1[:-1], out=l_start[1:])
     r_start = np.zeros(ne, dtype=np.int64)
     np.cumsum(n2[:-1], out=r_start[1:])
-    i_local = np.arange(e_l.shape[0], dtype=np.int64) - l_start[e_l]
-    j_local = np.arange(e_r.shape[0], dtype=np.int64) - r_start[e_r]
-    left = order[lo[e_l] + i_local]
-    right = order[lo[e_r] + n1[e_r] + j_local]
+    n_left = e_l.shape[0]
+    n_right = e_r.shape[0]
+    # Positions in ``order``: left item i of merge e at lo[e] + i, right item j at lo[e]+n1[e]+j.
+    left_pos = np.repeat(lo - l_start, n1) + np.arange(n_left, dtype=np.int64)
+    right_pos = np.repeat(lo + n1 - r_start, n2) + np.arange(n_right, dtype=np.int64)
+    left = order[left_pos]
+    right = order[right_pos]
+    # f_j: the first left item at or above right item j's bound; the prefix maximum pm is
+    # non-decreasing in each merge, so f_j = F(bound_j) with F(b) = #{i: pm[i] < b} monotone.
     lk = okey[left]
-    rt = tkey[right]
-    # f: the first left item >= the bound (from the prefix maximum, segment by segment).
-    pm = np.maximum.accumulate(lk + e_l * _SEG)
-    f = np.searchsorted(pm, rt + e_r * _SEG, side="left") - l_start[e_r]
+    lk += e_l * _SEG
+    pm = np.maximum.accumulate(lk)
+    del lk
     # The stop of each right item (left items output before it) is the running max of f.
     # Sequentially the stop s_j is the first i >= s_{j-1} with L[i] >= bound_j. If f_j >= the
     # previous stop that is f_j. Else the previous stop is some f_k (k < j) > f_j; were
     # L[f_k] < bound_j, then bound_k <= L[f_k] < bound_j <= L[f_j] with f_j < f_k, so f_k
     # would not be the first item at or above bound_k: hence L[f_k] >= bound_j, s_j = f_k.
-    c = np.maximum.accumulate(f + e_r * _SEG) - e_r * _SEG
-    # Output places: right item j after c[j] left items; left item i after the right items
-    # whose stop is <= i, so the left items fill the remaining places in their order.
-    size = n1 + n2
-    out_start = np.zeros(ne, dtype=np.int64)
-    np.cumsum(size[:-1], out=out_start[1:])
-    slots = np.repeat(lo - out_start, size) + np.arange(int(size.sum()), dtype=np.int64)
-    from_left = np.ones(slots.shape[0], dtype=bool)
-    from_left[out_start[e_r] + c + j_local] = False
-    dest_r = slots[~from_left]
-    dest_l = slots[from_left]
-    order[dest_r] = right
-    order[dest_l] = left
+    # As F is monotone, max_{k<=j} F(bound_k) = F(max_{k<=j} bound_k): one search with the
+    # running maximum of the bounds, whose needles are sorted (a cheaper search).
+    rt = tkey[right]
+    rt += e_r * _SEG
+    np.maximum.accumulate(rt, out=rt)
+    c = np.searchsorted(pm, rt, side="left")
+    del pm, rt
+    c -= l_start[e_r]
+    # Output places: right item j goes after c[j] left items, to lo + c[j] + j; left item i
+    # goes after the right items whose stop is <= i, to lo + i + #{j: c[j] <= i}. That count
+    # is a running sum of stops, bucketed by merge (n1 + 1 buckets per merge: stops 0..n1).
+    bucket = l_start[e_r]
+    bucket += e_r
+    bucket += c
+    del e_r
+    before = np.cumsum(np.bincount(bucket, minlength=n_left + ne))
+    del bucket
+    right_pos -= np.repeat(n1, n2)
+    right_pos += c
+    del c
+    order[right_pos] = right
+    del right_pos, right
+    left_pos += before[np.arange(n_left, dtype=np.int64) + e_l]
+    left_pos -= r_start[e_l]
+    del before, e_l
+    order[left_pos] = left
 
 
 def _msort_segments(order: np.ndarray, okey, tkey, seg_lo, seg_n) -> None:
@@ -115,10 +133,13 @@ def _msort_segments(order: np.ndarray, okey, tkey, seg_lo, seg_n) -> None:
         if lo.shape[0] == 0:
             break
         n1 = n // 2
-        levels.append((lo, n1, n - n1))
+        # Stored narrow (the deepest rounds hold one entry per pair of items: at 9M items
+        # int64 would keep ~200 MB of bookkeeping alive).
+        levels.append((lo.astype(np.int32), n1.astype(np.int32), (n - n1).astype(np.int32)))
         lo = np.stack([lo, lo + n1], axis=1).ravel()  # children stay in position order
         n = np.stack([n1, n - n1], axis=1).ravel()
-    for lo, n1, n2 in reversed(levels):
+    while levels:
+        lo, n1, n2 = (a.astype(np.int64) for a in levels.pop())
         _msort_level(order, okey, tkey, lo, n1, n2)
 
 
@@ -180,7 +201,8 @@ class PartitionedMesh:
 def partition_mesh(verts, tris, tris_per_chunk: int = TRIS_PER_CHUNK) -> PartitionedMesh:
     """RecastDemo's ``PartitionedMesh::PartitionMesh`` on a Z-up triangle soup.
 
-    verts float32 (n, 3) [Units: wu]; tris int (m, 3); tris_per_chunk [Limit: >= 1].
+    verts float32 (n, 3) [Units: wu]; tris int (m, 3) [Limit: m < 2**31]; tris_per_chunk
+    [Limit: >= 1].
     The k-d tree is built depth by depth: every node of one depth is sorted at once by
     `_msort_segments` (glibc's merge sort, each merge round vectorized over all nodes), then
     the nodes are numbered depth first as RecastDemo's recursion numbers them.
@@ -194,8 +216,6 @@ def partition_mesh(verts, tris, tris_per_chunk: int = TRIS_PER_CHUNK) -> Partiti
     tmin = corners.min(axis=1)
     tmax = corners.max(axis=1)
     del corners
-    okeys = (_f32_order_keys(tmin[:, 0]), _f32_order_keys(tmin[:, 1]))
-    tkeys = (_take_right_bound(tmin[:, 0]), _take_right_bound(tmin[:, 1]))
     order = np.arange(m, dtype=np.int64)
     found: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
     lo = np.zeros(1 if m else 0, dtype=np.int64)
@@ -214,13 +234,19 @@ def partition_mesh(verts, tris, tris_per_chunk: int = TRIS_PER_CHUNK) -> Partiti
             break
         use_x = (bmax[:, 0] - bmin[:, 0]) >= (bmax[:, 1] - bmin[:, 1])  # float32, as Recast
         item_x = np.repeat(use_x, n)
-        okey = np.where(item_x, okeys[0][items], okeys[1][items])
-        tkey = np.where(item_x, tkeys[0][items], tkeys[1][items])
+        del pos
+        # The sort keys by triangle id (free the per-level temporaries first: at 9M triangles
+        # each is 72 MB, and the merge rounds need their own).
+        # (Computed per depth from the chosen axis's minima, not kept for both axes.)
+        key = np.where(item_x, tmin[items, 0], tmin[items, 1])
+        del item_x
         full_okey = np.zeros(m, dtype=np.int64)
+        full_okey[items] = _f32_order_keys(key)
         full_tkey = np.zeros(m, dtype=np.int64)
-        full_okey[items] = okey
-        full_tkey[items] = tkey
+        full_tkey[items] = _take_right_bound(key)
+        del items, key
         _msort_segments(order, full_okey, full_tkey, lo[inner], n[inner])
+        del full_okey, full_tkey
         lo, n = lo[inner], n[inner]
         half = n // 2
         lo = np.stack([lo, lo + half], axis=1).ravel()

@@ -339,3 +339,44 @@ def test_process_pool_bake_equals_local_bake():
     a = tiles.tiled_dump_arrays(pooled)
     b = tiles.tiled_dump_arrays(dungeon_tiled())
     assert all(np.array_equal(a[k], b[k]) for k in b)
+
+
+def test_merge_round_of_many_merges_with_gaps_is_the_sequential_merge():
+    # One round merging many pairs of runs at scattered places (gaps left untouched), with
+    # negative and clustered keys: every merge must be glibc's sequential merge.
+    rng = np.random.default_rng(17)
+    for trial in range(20):
+        ne = int(rng.integers(1, 40))
+        n1 = rng.integers(1, 30, ne).astype(np.int64)
+        n2 = np.maximum(n1 + rng.integers(-1, 2, ne), 1).astype(np.int64)
+        gaps = rng.integers(0, 4, ne).astype(np.int64)
+        lo = np.cumsum(gaps + np.concatenate([[0], (n1 + n2)[:-1]])).astype(np.int64)
+        size = int(lo[-1] + n1[-1] + n2[-1] + rng.integers(0, 3))
+        keys = (rng.integers(-3, 3, size) + rng.random(size) * 1.5).astype(np.float32)
+        if trial % 2:
+            keys = np.round(keys * 2) / 2  # exact differences of 1.0
+        order = rng.permutation(size).astype(np.int64)
+        expect = order.copy()
+        for a, p, q in zip(lo, n1, n2, strict=True):
+            run = order[a : a + p + q].tolist()
+            expect[a : a + p + q] = _literal_merge(keys, run[:p], run[p:])
+        okey, tkey = chunky._f32_order_keys(keys), chunky._take_right_bound(keys)
+        chunky._msort_level(order, okey, tkey, lo, n1, n2)
+        assert order.tolist() == expect.tolist()
+
+
+def test_partition_of_random_soups_matches_literal_recursion():
+    # Random triangles around the origin with coordinates clustered within a unit, several
+    # chunk sizes: the vectorized tree equals RecastDemo's recursion with glibc's qsort.
+    rng = np.random.default_rng(23)
+    for trial in range(6):
+        n_tris = int(rng.integers(50, 1500))
+        centers = rng.integers(-4, 4, (n_tris, 1, 3)) + rng.random((n_tris, 1, 3)) * 1.3
+        corners = centers + rng.normal(0, 0.4 + trial * 0.3, (n_tris, 3, 3))
+        verts = corners.reshape(-1, 3).astype(np.float32)
+        tris = np.arange(n_tris * 3, dtype=np.int64).reshape(-1, 3)
+        per_chunk = int(rng.choice([1, 3, 16, 64]))
+        pm = chunky.partition_mesh(verts, tris, per_chunk)
+        order, leaves = _literal_partition(verts, tris, per_chunk)
+        assert np.array_equal(pm.tri_order, order)
+        assert np.array_equal(pm.node_num_tris[pm.leaves()], leaves)
