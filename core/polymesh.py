@@ -687,6 +687,10 @@ def build_poly_mesh(
     area_l = np.asarray(cset.area).tolist()
 
     verts: list[list[int]] = []
+    # x and z of every welded vertex, grown with `verts` (rebuilding them per contour was
+    # quadratic in the vertex count).
+    vx: list[int] = []
+    vz: list[int] = []
     by_xz: dict[tuple[int, int], list[int]] = {}
     vflags: list[int] = []
     polys: list[tuple[int, ...]] = []
@@ -717,6 +721,8 @@ def build_poly_mesh(
             if found < 0:
                 found = len(verts)
                 verts.append([xs[j], ys[j], zs[j]])
+                vx.append(xs[j])
+                vz.append(zs[j])
                 vflags.append(0)
                 if lst is None:
                     by_xz[key] = [found]
@@ -732,7 +738,7 @@ def build_poly_mesh(
         ]
         if not cpolys:
             continue
-        _merge_polys(cpolys, [v[0] for v in verts], [v[2] for v in verts], nvp)
+        _merge_polys(cpolys, vx, vz, nvp)
         polys.extend(cpolys)
         regs.extend([reg_l[c]] * len(cpolys))
         areas.extend([area_l[c]] * len(cpolys))
