@@ -7,7 +7,7 @@ import importlib
 import numpy as np
 import pytest
 
-from .test_extension import box
+from .scenes import box
 
 
 def _overlay_xy(obj) -> np.ndarray:

@@ -7,37 +7,18 @@ import importlib
 import numpy as np
 import pytest
 
+from .scenes import box, overlay_verts
+
 
 def _mod(ext, name):
     return importlib.import_module(f"{ext.root.__name__}.voxnav_addon.{name}")
 
 
-def _box(bpy, name, lo, hi, **transform):
-    (x0, y0, z0), (x1, y1, z1) = lo, hi
-    verts = [(x0, y0, z0), (x1, y0, z0), (x1, y1, z0), (x0, y1, z0)]
-    verts += [(x0, y0, z1), (x1, y0, z1), (x1, y1, z1), (x0, y1, z1)]
-    faces = [(0, 3, 2, 1), (4, 5, 6, 7), (0, 1, 5, 4), (1, 2, 6, 5), (2, 3, 7, 6), (3, 0, 4, 7)]
-    mesh = bpy.data.meshes.new(name)
-    mesh.from_pydata(verts, [], faces)
-    obj = bpy.data.objects.new(name, mesh)
-    for key, value in transform.items():
-        setattr(obj, key, value)
-    bpy.context.scene.collection.objects.link(obj)
-    return obj
-
-
-def _overlay(bpy, ext):
-    mesh = bpy.data.objects[ext.writeback.NAVMESH_NAME].data
-    co = np.zeros(len(mesh.vertices) * 3, dtype=np.float32)
-    mesh.vertices.foreach_get("co", co)
-    return co.reshape(-1, 3)
-
-
 def _scene(bpy, ext):
     """A 24 x 24 floor, tile size 16 cells (4.8 units at cell size 0.3): 5 x 5 tiles; a crate
     ticked Dynamic Obstacle in one corner."""
-    _box(bpy, "Floor", (-12, -12, -0.5), (12, 12, 0))
-    crate = _box(bpy, "Crate", (-1, -1, 0), (1, 1, 2), location=(-7.0, -7.0, 0.0))
+    box(bpy, "Floor", (-12, -12, -0.5), (12, 12, 0))
+    crate = box(bpy, "Crate", (-1, -1, 0), (1, 1, 2), location=(-7.0, -7.0, 0.0))
     crate.voxnav.dynamic_obstacle = True
     settings = bpy.context.scene.voxnav
     settings.tile_size = 16
@@ -72,7 +53,7 @@ def test_moving_an_obstacle_rebuilds_only_its_tiles_and_the_overlay_changes(bpy,
     # The crate is not geometry: the floor under it is a hole in the navmesh, not a roof.
     assert not _walkable_under(live_tiles, (-7.0, -7.0))
     assert _walkable_under(live_tiles, (7.0, 7.0))
-    before = _overlay(bpy, ext)
+    before = overlay_verts(bpy, ext)
     old_box = cache.obstacles.get(next(iter(live_tiles.obstacles.values()))[0]).box_xy()
 
     # No full rebake from here on; the live path is re-run after each rebuild.
@@ -95,7 +76,7 @@ def test_moving_an_obstacle_rebuilds_only_its_tiles_and_the_overlay_changes(bpy,
     assert 0 < len(expect) < 25
     assert settings.obstacle_seconds > 0 and "rebuilt" in settings.obstacle_status
     assert paths == [scene.name]
-    after = _overlay(bpy, ext)
+    after = overlay_verts(bpy, ext)
     assert before.shape != after.shape or not np.array_equal(before, after)
     assert _walkable_under(live_tiles, (-7.0, -7.0))
     assert not _walkable_under(live_tiles, (7.0, 7.0))
@@ -115,7 +96,7 @@ def test_moving_an_obstacle_rebuilds_only_its_tiles_and_the_overlay_changes(bpy,
     assert _walkable_under(live_tiles, (7.0, 7.0))
 
     # Adding a new ticked object (here: an existing box ticked) rebuilds its tiles.
-    post = _box(bpy, "Post", (-0.5, -0.5, 0), (0.5, 0.5, 3), location=(0.0, 0.0, 0.0))
+    post = box(bpy, "Post", (-0.5, -0.5, 0), (0.5, 0.5, 3), location=(0.0, 0.0, 0.0))
     bpy.context.view_layer.update()  # not ticked yet: geometry, ignored by the live cache
     assert not live_tiles.obstacles
     post.voxnav.dynamic_obstacle = True
@@ -126,7 +107,7 @@ def test_moving_an_obstacle_rebuilds_only_its_tiles_and_the_overlay_changes(bpy,
 
 def test_shapes_from_objects(bpy, ext):
     obstacles = _mod(ext, "obstacles")
-    crate = _box(bpy, "Crate", (-1, -1, 0), (1, 1, 2), location=(3.0, 4.0, 1.0))
+    crate = box(bpy, "Crate", (-1, -1, 0), (1, 1, 2), location=(3.0, 4.0, 1.0))
     bpy.context.view_layer.update()  # world matrices follow the next evaluation
     shape = obstacles.obstacle_shape(crate)
     assert shape.kind == "box"
@@ -149,8 +130,8 @@ def test_shapes_from_objects(bpy, ext):
 
 def test_solo_bake_paints_obstacles_and_tile_size_zero_keeps_the_solo_path(bpy, ext):
     obstacles = _mod(ext, "obstacles")
-    _box(bpy, "Floor", (-6, -6, -0.5), (6, 6, 0))
-    crate = _box(bpy, "Crate", (-1, -1, 0), (1, 1, 2))
+    box(bpy, "Floor", (-6, -6, -0.5), (6, 6, 0))
+    crate = box(bpy, "Crate", (-1, -1, 0), (1, 1, 2))
     crate.voxnav.dynamic_obstacle = True
     assert bpy.ops.voxnav.build_navmesh() == {"FINISHED"}
     scene = bpy.context.scene
@@ -165,8 +146,8 @@ def test_solo_bake_paints_obstacles_and_tile_size_zero_keeps_the_solo_path(bpy, 
 
 def test_live_path_follows_a_moved_obstacle_on_the_tiled_navmesh(bpy, ext, monkeypatch):
     live = _mod(ext, "live")
-    _box(bpy, "Floor", (-12, -6, -0.5), (12, 6, 0))
-    wall = _box(bpy, "Wall", (-0.5, -3, 0), (0.5, 3, 2.5), location=(0.0, 9.0, 0.0))
+    box(bpy, "Floor", (-12, -6, -0.5), (12, 6, 0))
+    wall = box(bpy, "Wall", (-0.5, -3, 0), (0.5, 3, 2.5), location=(0.0, 9.0, 0.0))
     wall.voxnav.dynamic_obstacle = True
     scene = bpy.context.scene
     scene.voxnav.tile_size = 16
@@ -189,8 +170,8 @@ def test_live_path_follows_a_moved_obstacle_on_the_tiled_navmesh(bpy, ext, monke
 
 def test_voxel_path_goes_around_a_dynamic_obstacle(bpy, ext):
     live = _mod(ext, "live")
-    _box(bpy, "Floor", (-6, -6, -0.5), (6, 6, 0))
-    crate = _box(bpy, "Crate", (-1, -1, 0), (1, 1, 3))
+    box(bpy, "Floor", (-6, -6, -0.5), (6, 6, 0))
+    crate = box(bpy, "Crate", (-1, -1, 0), (1, 1, 3))
     crate.voxnav.dynamic_obstacle = True  # not geometry: the bake's voxels have no crate
     assert bpy.ops.voxnav.build_navmesh() == {"FINISHED"}
     # Ends just above the floor (a closed box rasterizes hollow: its inside is free voxels).
@@ -213,9 +194,9 @@ def test_a_too_small_tile_size_is_a_clear_error_and_keeps_the_navmesh(bpy, ext):
     _scene(bpy, ext)
     scene = bpy.context.scene
     live_tiles = obstacles.CACHES[scene.session_uid]
-    before = _overlay(bpy, ext)
+    before = overlay_verts(bpy, ext)
     scene.voxnav.tile_size = 4
     with pytest.raises(RuntimeError, match="tile_size must be 0 .* or 8..4096 cells"):
         bpy.ops.voxnav.build_navmesh()
     assert obstacles.CACHES[scene.session_uid] is live_tiles
-    assert np.array_equal(_overlay(bpy, ext), before)
+    assert np.array_equal(overlay_verts(bpy, ext), before)

@@ -7,12 +7,12 @@ import importlib
 
 import numpy as np
 
-from .test_obstacles import _box, _overlay
+from .scenes import box, overlay_verts
 
 
 def _scene(bpy):
-    _box(bpy, "Floor", (-10, -10, -0.5), (10, 10, 0))
-    _box(bpy, "House", (4, 4, 0), (9, 9, 5))  # its flat roof is a walkable island
+    box(bpy, "Floor", (-10, -10, -0.5), (10, 10, 0))
+    box(bpy, "House", (4, 4, 0), (9, 9, 5))  # its flat roof is a walkable island
 
 
 def _roof_polys(outcome) -> int:
@@ -29,7 +29,7 @@ def test_reachable_from_empty_removes_the_rooftop_island(bpy, ext):
     assert bpy.ops.voxnav.build_navmesh() == {"FINISHED"}
     before = ext.bake.LAST[scene.session_uid]
     assert _roof_polys(before) > 0  # the roof is baked without pruning
-    assert _overlay(bpy, ext)[:, 2].max() > 3.0
+    assert overlay_verts(bpy, ext)[:, 2].max() > 3.0
     start = bpy.data.objects.new("Start", None)
     start.location = (-5.0, -5.0, 0.1)
     start.voxnav.reachable_from = True
@@ -41,7 +41,7 @@ def test_reachable_from_empty_removes_the_rooftop_island(bpy, ext):
         after.result.polymesh.npolys
     )
     assert after.counts["polys_pruned"] > 0 and after.counts["pruned_area"] > 0
-    assert _overlay(bpy, ext)[:, 2].max() < 3.0
+    assert overlay_verts(bpy, ext)[:, 2].max() < 3.0
     assert "island pruning removed" in after.summary()
 
 
