@@ -1,0 +1,116 @@
+"""Off-mesh links: Detour's ``dtOffMeshConnection`` inputs, VoxNav's Z-up world frame.
+
+A link joins two points of the navmesh that agents cannot walk between (a gap to jump, a ledge
+to drop from, a ladder). It is given by hand (Blender "Nav Link" objects, ``--offmesh-link``)
+or found automatically from a bake (`core.jumplinks`). Both produce one `OffMeshLinks` value;
+`core.nav.navdata` turns it into Detour's off-mesh polygons and connections.
+
+Fields follow RecastDemo's InputGeom off-mesh arrays (``offMeshConVerts``, ``Rads``, ``Dirs``,
+``Areas``, ``Flags``, ``Id``) so a link set means the same thing in VoxNav and in Detour.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .errors import VoxNavError
+
+#: Detour's DT_OFFMESH_CON_BIDIR: the link may be taken from either end.
+OFFMESH_BIDIRECTIONAL = 1
+#: RecastDemo's SAMPLE_POLYAREA_JUMP and SAMPLE_POLYFLAGS_JUMP: the default area and flags of
+#: a link, so RecastDemo-style filters (and VoxNav's default filter) accept it.
+DEFAULT_LINK_AREA = 5
+DEFAULT_LINK_FLAGS = 0x08
+
+
+@dataclass(frozen=True)
+class OffMeshLinks:
+    """A set of off-mesh links, VoxNav's Z-up world frame.
+
+    All arrays have one row per link; an empty set has zero rows.
+    """
+
+    #: float32 (n, 3) start point (x, y, z). [Units: wu]
+    start: np.ndarray
+    #: float32 (n, 3) end point (x, y, z). [Units: wu]
+    end: np.ndarray
+    #: float32 (n,) endpoint snap radius: an end connects to the navmesh polygon within this
+    #: distance. [Units: wu] [Limit: > 0]
+    radius: np.ndarray
+    #: bool (n,) True: two-way (DT_OFFMESH_CON_BIDIR); False: start -> end only.
+    bidirectional: np.ndarray
+    #: uint8 (n,) Detour area id of the link. [Limit: 0..63]
+    area: np.ndarray
+    #: uint16 (n,) polygon flags of the link (query filters include/exclude on them).
+    flags: np.ndarray
+    #: uint32 (n,) user id stored in dtOffMeshConnection::userId.
+    user_id: np.ndarray
+
+    def __len__(self) -> int:
+        return int(self.start.shape[0])
+
+    @staticmethod
+    def empty() -> OffMeshLinks:
+        return OffMeshLinks.create(np.zeros((0, 3)), np.zeros((0, 3)), np.zeros(0))
+
+    @staticmethod
+    def create(
+        start,
+        end,
+        radius,
+        bidirectional=True,
+        area=DEFAULT_LINK_AREA,
+        flags=DEFAULT_LINK_FLAGS,
+        user_id=None,
+    ) -> OffMeshLinks:
+        """Validated links from array-likes; scalars broadcast to every link.
+
+        Raises `VoxNavError` naming the first bad link (non-finite point, radius <= 0, area
+        outside 0..63, flags outside 0..65535).
+        """
+        start_arr = np.asarray(start, dtype=np.float64).reshape(-1, 3)
+        end_arr = np.asarray(end, dtype=np.float64).reshape(-1, 3)
+        count = start_arr.shape[0]
+        if end_arr.shape[0] != count:
+            raise VoxNavError(
+                f"off-mesh links: {count} start points but {end_arr.shape[0]} end points; "
+                "give one end point per start point"
+            )
+        radius_arr = np.broadcast_to(np.asarray(radius, dtype=np.float64), (count,))
+        area_arr = np.broadcast_to(np.asarray(area, dtype=np.int64), (count,))
+        flags_arr = np.broadcast_to(np.asarray(flags, dtype=np.int64), (count,))
+        bidir_arr = np.broadcast_to(np.asarray(bidirectional, dtype=bool), (count,))
+        ids = np.arange(count) if user_id is None else user_id
+        id_arr = np.broadcast_to(np.asarray(ids, dtype=np.int64), (count,))
+        problems = [
+            (~np.isfinite(start_arr).all(axis=1), "its start point is not a finite number"),
+            (~np.isfinite(end_arr).all(axis=1), "its end point is not a finite number"),
+            (~(radius_arr > 0), "its radius must be > 0 (wu)"),
+            ((area_arr < 0) | (area_arr > 63), "its area must be 0..63"),
+            ((flags_arr < 0) | (flags_arr > 0xFFFF), "its flags must be 0..65535"),
+            ((id_arr < 0) | (id_arr > 0xFFFFFFFF), "its user id must be 0..4294967295"),
+        ]
+        for bad, why in problems:
+            if bad.any():
+                first = int(np.flatnonzero(bad)[0])
+                raise VoxNavError(f"off-mesh link {first}: {why}; fix or remove that link")
+        return OffMeshLinks(
+            start=start_arr.astype(np.float32),
+            end=end_arr.astype(np.float32),
+            radius=radius_arr.astype(np.float32),
+            bidirectional=bidir_arr.copy(),
+            area=area_arr.astype(np.uint8),
+            flags=flags_arr.astype(np.uint16),
+            user_id=id_arr.astype(np.uint32),
+        )
+
+    def concatenate(self, other: OffMeshLinks) -> OffMeshLinks:
+        """This set followed by `other` (hand links first, then automatic ones, say)."""
+        return OffMeshLinks(
+            *(
+                np.concatenate([getattr(self, name), getattr(other, name)])
+                for name in ("start", "end", "radius", "bidirectional", "area", "flags", "user_id")
+            )
+        )
