@@ -34,6 +34,7 @@ from .contours import ContourSet, build_contours
 from .detail import PolyMeshDetail, build_poly_mesh_detail
 from .errors import VoxNavError
 from .heightfield import Heightfield, VoxelGrid
+from .offmesh import OffMeshLinks
 from .polymesh import PolyMesh, build_poly_mesh
 from .prune import PruneReport, prune_islands
 from .regions import (
@@ -194,6 +195,9 @@ class BakeResult:
     memory_estimates: dict[str, int] = field(default_factory=dict)
     #: What island pruning did (`prune_bake`, ``bake(reachable_from=...)``); None: not run.
     prune: PruneReport | None = None
+    #: Off-mesh links of the navmesh (``bake(offmesh_links=...)`` by hand, then any automatic
+    #: jump/drop links), Z-up world; empty when there are none.
+    offmesh_links: OffMeshLinks = field(default_factory=OffMeshLinks.empty)
 
     def voxel_grid(self, walkable_only: bool = False) -> VoxelGrid:
         return VoxelGrid.from_heightfield(self.heightfield, walkable_only)
@@ -340,6 +344,7 @@ def bake(
     ctx: BuildContext | None = None,
     reachable_from=None,
     prune_mode: str = "remove",
+    offmesh_links: OffMeshLinks | None = None,
 ) -> BakeResult:
     """Run the stages on a triangle soup and return a `BakeResult`.
 
@@ -352,6 +357,8 @@ def bake(
     ``reachable_from``: None (no pruning) or float (k, 3) Z-up points [Units: wu]; after the
     navmesh stages, `prune_bake` removes (``prune_mode`` "remove") or disables ("disable") the
     polygons not reachable from them (`core.prune`). The Recast stages are untouched by it.
+    ``offmesh_links``: hand-made off-mesh links (`core.offmesh.OffMeshLinks`), kept in
+    ``result.offmesh_links`` for the navmesh; None: none.
     """
     config = (config or NavConfig()).validate()
     if stop_after not in ("heightfield", "navmesh"):
@@ -380,6 +387,8 @@ def bake(
     result = _heightfield_stages(
         verts, tris, config, derived, bmin, bmax, width, height, ctx, estimates
     )
+    if offmesh_links is not None:
+        result.offmesh_links = offmesh_links
     if stop_after == "navmesh":
         _navmesh_stages(result, derived, volumes, ctx, estimates, memory.input_bytes(verts, tris))
         if reachable_from is not None:
