@@ -1,0 +1,96 @@
+"""The benchmark's bookkeeping on made-up timings: reference scaling, normalisation, verdicts
+and the printed table. Nothing here is timed."""
+
+from __future__ import annotations
+
+import pytest
+
+from core import bench
+from core.errors import VoxNavError
+from core.pipeline import STAGES
+
+
+def fake_timing(scene: str, ms_per_stage: float, speed: float) -> bench.SceneTiming:
+    return bench.SceneTiming(scene, {s: ms_per_stage for s in STAGES}, speed, tris=10, runs=1)
+
+
+def test_recast_stage_figures_are_scaled_to_the_issue_whole():
+    ref = bench.recast_reference("dungeon 10x10")
+    stages = [ref[g] for g in bench.RECAST_GROUPS]
+    assert sum(stages) == pytest.approx(1880.0)
+    # The shares of recast-parity.md are kept: regions / compact = 218 / 131.
+    assert ref["regions"] / ref["compact"] == pytest.approx(218.0 / 131.0)
+    assert bench.recast_reference("undulating") == {}
+    assert bench.recast_reference("no such scene") == {}
+
+
+def test_every_pipeline_stage_belongs_to_one_recast_group():
+    grouped = [s for stages in bench.RECAST_GROUPS.values() for s in stages]
+    assert sorted(grouped) == sorted(STAGES)
+
+
+def test_a_machine_twice_as_slow_keeps_the_ratio():
+    quick = bench.normalised_ratio(100.0, 25.0, bench.speed_factor(0.2, 0.2))
+    slow = bench.normalised_ratio(200.0, 25.0, bench.speed_factor(0.4, 0.2))
+    assert quick == pytest.approx(4.0)
+    assert slow == pytest.approx(4.0)
+    with pytest.raises(VoxNavError):
+        bench.speed_factor(0.0)
+
+
+def test_verdicts_at_and_past_the_limit():
+    assert bench.verdict(4.0, 4.0) == "met"
+    assert bench.verdict(4.01, 4.0) == "NOT MET"
+    assert bench.verdict(None, 4.0).startswith("unknown")
+    assert bench.verdict(9.0, None) == ""
+
+
+def test_scene_report_checks_stages_only_on_the_tilings():
+    solo = fake_timing("dungeon", 1.0, 1.0)
+    lines = bench.scene_report(solo)
+    assert [c.what for c in solo.checks] == ["whole pipeline"]
+    # 12 stages of 1 ms against Recast's 14.8 ms.
+    assert solo.checks[0].value == pytest.approx(12.0 / 14.8)
+    assert solo.checks[0].met is True
+    assert lines[-1].split()[:2] == ["whole", "pipeline"]
+    assert lines[-1].endswith("<= 4x: met")
+
+    tiled = fake_timing("dungeon 4x4", 100.0, 2.0)
+    bench.scene_report(tiled)
+    by_group = {c.what: c for c in tiled.checks}
+    assert set(by_group) == set(bench.RECAST_GROUPS) | {"whole pipeline"}
+    ref = bench.recast_reference("dungeon 4x4")
+    # Three filter stages of 100 ms on a machine twice as slow: 150 ms on the reference one.
+    assert by_group["filters"].value == pytest.approx(150.0 / ref["filters"])
+    assert by_group["whole pipeline"].value == pytest.approx(600.0 / 272.0)
+    assert by_group["whole pipeline"].met is True
+    assert by_group["polymesh"].met is False  # 50 ms against 7 * 272 / 229 = 8.3 ms
+
+
+def test_unknown_reference_gives_unknown_not_met():
+    timing = fake_timing("undulating", 5.0, 1.0)
+    lines = bench.scene_report(timing)
+    assert [c.met for c in timing.checks] == [None]
+    assert "unknown" in lines[-1]
+    text = bench.summary(timing.checks)
+    assert text[0] == "targets met: 0 of 1"
+    assert text[1].strip() == "undulating: whole pipeline unknown (target <= 4x): unknown"
+
+
+def test_summary_counts_met_targets_and_units():
+    checks = [
+        bench.Check("a", "whole pipeline", 3.0, 4.0),
+        bench.Check("b", "whole pipeline", 5.0, 4.0),
+        bench.Check("dungeon 10x10", "peak", 0.5, 0.75, " GiB"),
+    ]
+    text = bench.summary(checks)
+    assert text[0] == "targets met: 2 of 3"
+    assert text[2].strip() == "b: whole pipeline 5.00x (target <= 4x): NOT MET"
+    assert text[3].strip() == "dungeon 10x10: peak 0.50 GiB (target <= 0.75 GiB): met"
+
+
+def test_calibration_workload_is_fixed():
+    data = bench.calibration_data()
+    assert data[0].shape == (1 << 20,) and data[1].shape == (1 << 21,)
+    again = bench.calibration_data()
+    assert bench.calibration_workload(*data) == bench.calibration_workload(*again)
