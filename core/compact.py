@@ -146,20 +146,22 @@ def build_compact_heightfield(
     width, height = int(hf.width), int(hf.height)
     ncols = width * height
     col_start = np.asarray(hf.col_start, dtype=np.int64)
-    smin = np.asarray(hf.smin, dtype=np.int64)
-    smax = np.asarray(hf.smax, dtype=np.int64)
+    # int32 (heights are below 2**14, columns below 2**31): half the traffic of int64.
+    smin = np.asarray(hf.smin).astype(np.int32)
+    smax = np.asarray(hf.smax).astype(np.int32)
     area = np.asarray(hf.area, dtype=np.uint8)
     nsolid = smin.shape[0]
+    index = np.int32 if ncols < 2**31 else np.int64
 
-    # Solid spans: column and ceiling (next span's bottom in the column, else MAX_HEIGHT).
-    solid_col = np.repeat(np.arange(ncols, dtype=np.int64), np.diff(col_start))
-    ceiling = np.full(nsolid, MAX_HEIGHT, dtype=np.int64)
-    if nsolid > 1:
-        same = solid_col[1:] == solid_col[:-1]
-        ceiling[:-1][same] = smin[1:][same]
+    # Solid spans: column and ceiling (next span's bottom in the column, else MAX_HEIGHT: the
+    # last span of each column).
+    counts = np.diff(col_start)
+    ceiling = np.empty(nsolid, dtype=np.int32)
+    ceiling[:-1] = smin[1:]
+    ceiling[col_start[1:][counts > 0] - 1] = MAX_HEIGHT
 
     keep = area != 0
-    col = solid_col[keep]
+    col = np.repeat(np.arange(ncols, dtype=index), counts)[keep]
     y = smax[keep]
     h = np.clip(ceiling[keep] - y, 0, 0xFF)
     n = int(col.shape[0])
@@ -170,41 +172,16 @@ def build_compact_heightfield(
     if progress is not None:
         progress(0.5, "compact: spans")
 
-    # Connections: test every span of every neighbour column, keep the lowest that passes.
+    # Connections, in rounds over the layers of the neighbour columns: round j tests layer j
+    # of the neighbour column for every (span, direction) still unresolved whose neighbour
+    # column has more than j spans. Round 0 covers every pair at once; most columns hold one
+    # span, so later rounds are short. No temporaries per direction or per candidate pair.
     con = np.full((n, 4), NOT_CONNECTED, dtype=np.uint8)
     neighbor = np.full((n, 4), -1, dtype=np.int32)
-    top = y + h
-    max_layer = 0
-    for d in range(4):
-        nx = span_x + DIR_OFFSET_X[d]
-        ny = span_y + DIR_OFFSET_Y[d]
-        inside = (nx >= 0) & (ny >= 0) & (nx < width) & (ny < height)
-        src = np.nonzero(inside)[0]
-        ncol = nx[src] + ny[src] * width
-        first = cell_start[ncol]
-        count = cell_start[ncol + 1] - first
-        # One row per (span, candidate neighbour span), candidates bottom-up.
-        pair_src = np.repeat(src, count)
-        offsets = np.arange(pair_src.shape[0], dtype=np.int64) - np.repeat(
-            np.cumsum(count) - count, count
-        )
-        k = np.repeat(first, count) + offsets
-        bot = np.maximum(y[pair_src], y[k])
-        tp = np.minimum(top[pair_src], top[k])
-        ok = ((tp - bot) >= walkable_height) & (np.abs(y[k] - y[pair_src]) <= walkable_climb)
-        too_deep = ok & (offsets > MAX_LAYERS)
-        if too_deep.any():
-            max_layer = max(max_layer, int(offsets[too_deep].max()))
-            ok &= ~too_deep
-        hit = np.nonzero(ok)[0]
-        # Pairs are grouped by span (ascending) and ordered bottom-up: the first hit per span
-        # wins, found where the span changes (no sort needed).
-        hit_pairs = pair_src[hit]
-        first_hit = np.flatnonzero(np.diff(hit_pairs, prepend=-1))
-        hit_src = hit_pairs[first_hit]
-        layer = offsets[hit[first_hit]]
-        con[hit_src, d] = layer.astype(np.uint8)
-        neighbor[hit_src, d] = (k[hit[first_hit]]).astype(np.int32)
+    max_layer = _link_rounds(
+        span_x, span_y, y, y + h, cell_start, width, height, walkable_height, walkable_climb,
+        con.reshape(-1), neighbor.reshape(-1),
+    )  # fmt: skip
     if max_layer > MAX_LAYERS:
         message = (
             f"compact heightfield: too many layers {max_layer} (max: {MAX_LAYERS}); spans above "
@@ -238,6 +215,69 @@ def build_compact_heightfield(
         span_x=span_x.astype(np.int32),
         span_y=span_y.astype(np.int32),
     )
+
+
+def _link_rounds(
+    span_x,
+    span_y,
+    floor,
+    top,
+    cell_start,
+    width,
+    height,
+    walkable_height,
+    walkable_climb,
+    con_flat,
+    neighbor_flat,
+) -> int:
+    """Fill ``con_flat`` / ``neighbor_flat`` (views of the (n, 4) arrays) with the lowest
+    qualifying span of each direction's neighbour column; returns the highest layer index of a
+    qualifying span that could not be stored (0 if none). [Recast: rcBuildCompactHeightfield]"""
+    ncols = width * height
+    # Neighbour column per (span, direction), flat index 4 * span + d; outside the grid it is
+    # the empty column ``ncols``.
+    # int32 where it fits (heights are below 2**14): half the memory traffic of int64.
+    index = np.int32 if max(4 * floor.shape[0], ncols + 1) < 2**31 else np.int64
+    starts = np.append(cell_start, cell_start[-1]).astype(index)
+    floor = floor.astype(np.int32)
+    top = top.astype(np.int32)
+    sx = span_x.astype(index)
+    sy = span_y.astype(index)
+    offsets = (DIR_OFFSET_X + DIR_OFFSET_Y * width).astype(index)
+    ncol = (sy * width + sx)[:, None] + offsets[None, :]
+    ncol[sx == 0, 0] = ncols
+    ncol[sy == height - 1, 1] = ncols
+    ncol[sx == width - 1, 2] = ncols
+    ncol[sy == 0, 3] = ncols
+    ncol = ncol.reshape(-1)
+    first = starts[ncol]
+    count = starts[ncol + 1] - first
+    del ncol
+    pair = np.flatnonzero(count)
+    first = first[pair]
+    count = count[pair]
+    max_layer = 0
+    layer = 0
+    while pair.shape[0]:
+        src = pair >> 2
+        cand = first + layer
+        ok = np.minimum(top[src], top[cand]) - np.maximum(floor[src], floor[cand])
+        ok = ok >= walkable_height
+        ok &= np.abs(floor[cand] - floor[src]) <= walkable_climb
+        if layer > MAX_LAYERS:
+            # Recast skips such a span and keeps looking (only higher layers follow).
+            if ok.any():
+                max_layer = layer  # layers grow round by round: the last is the highest
+            done = np.zeros_like(ok)
+        else:
+            hit = pair[ok]
+            con_flat[hit] = layer
+            neighbor_flat[hit] = cand[ok]
+            done = ok
+        layer += 1
+        keep = ~done & (count > layer)
+        pair, first, count = pair[keep], first[keep], count[keep]
+    return max_layer
 
 
 def recast_cells(chf: CompactHeightfield, hf: Heightfield | None = None):
