@@ -74,48 +74,81 @@ class _ChamferPlan:
         x2 = 2 * np.asarray(chf.span_x, dtype=np.int64)
         self.x2 = x2 if forward else -x2
         parent = nbx[:, same].copy()  # sentinel n maps to n
-        # Leaves: spans that are nobody's same-row parent.
-        is_parent = np.zeros(n + 1, dtype=bool)
-        is_parent[parent[:n]] = True
-        leaves = np.nonzero(~is_parent[:n])[0]
-        # Binary-lifting tables: lift[k][i] = ancestor 2**k steps up (n when there is none).
-        lift = [parent]
-        while (lift[-1][:n] != n).any():
-            lift.append(lift[-1][lift[-1]])
-        # Depth by walking the lifting table from the top bit down.
-        depth = np.zeros(n + 1, dtype=np.int64)
-        cur = np.arange(n + 1, dtype=np.int64)
-        for k in range(len(lift) - 1, -1, -1):
-            step = lift[k][cur]
-            move = step != n
-            depth[move] += 1 << k
-            cur = np.where(move, step, cur)
-        depth = depth[:n]
-        # Paths root..leaf for every leaf (leaves in span order keep rows contiguous).
-        lengths = depth[leaves] + 1
-        total = int(lengths.sum())
-        seg = np.repeat(np.arange(leaves.shape[0], dtype=np.int64), lengths)
-        starts = np.cumsum(lengths) - lengths
-        pos = np.arange(total, dtype=np.int64) - starts[seg]
-        up = depth[leaves][seg] - pos  # ancestor distance from the leaf
-        node = leaves[seg]
-        for k in range(len(lift)):
-            bit = (up >> k) & 1
-            if bit.any():
-                node = np.where(bit == 1, lift[k][node], node)
-        self.seq = node
+        children = np.bincount(parent[:n], minlength=n + 1)[:n]
+        if n and children.max() <= 1:
+            # No span is the left neighbour of two: the forest is disjoint chains, each path
+            # is one chain, and a span's place is its chain's start plus its depth.
+            seq, seg = _chain_paths(parent, n)
+        else:
+            seq, seg = _tree_paths(parent, children, n)
+        total = int(seq.shape[0])
+        self.seq = seq
         self.seg_off = seg * _SEG
         # Rows: span range and path range per row.
         span_row = np.asarray(chf.span_y, dtype=np.int64)
         rows = np.arange(chf.height + 1)
         self.row_span = np.searchsorted(span_row, rows)
-        self.row_seq = np.searchsorted(span_row[leaves][seg] if total else seg, rows)
+        self.row_seq = np.searchsorted(span_row[seq], rows)
         if forward:
             self.row_order = range(chf.height)
         else:
             self.row_order = range(chf.height - 1, -1, -1)
         self.seq_local = self.seq - self.row_span[span_row[self.seq]] if total else self.seq
         self.seq_x2 = self.x2[self.seq]
+
+
+def _chain_paths(parent: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Root-to-end order of every chain of ``parent`` links (each span has at most one child),
+    chains in the order of their roots: (spans, chain number per position)."""
+    # Pointer jumping: after round k, jump[i] is 2**k links up (or the root) and depth[i]
+    # the links walked so far.
+    idx = np.arange(n + 1, dtype=np.int64)
+    jump = np.where(parent == n, idx, parent)
+    jump[n] = n
+    depth = (jump != idx).astype(np.int64)
+    while True:
+        nxt = jump[jump]
+        if np.array_equal(nxt, jump):
+            break
+        depth += depth[jump]
+        jump = nxt
+    roots = np.flatnonzero(parent[:n] == n)
+    chain_of_root = np.empty(n + 1, dtype=np.int64)
+    chain_of_root[roots] = np.arange(roots.shape[0], dtype=np.int64)
+    chain = chain_of_root[jump[:n]]
+    lengths = np.bincount(chain, minlength=roots.shape[0])
+    start = np.cumsum(lengths) - lengths
+    where = start[chain] + depth[:n]
+    seq = np.empty(n, dtype=np.int64)
+    seq[where] = idx[:n]
+    seg = np.repeat(np.arange(roots.shape[0], dtype=np.int64), lengths)
+    return seq, seg
+
+
+def _tree_paths(parent: np.ndarray, children: np.ndarray, n: int):
+    """Every root-to-leaf path of the ``parent`` forest, leaves in span order, shared prefixes
+    repeated: (spans, path number per position)."""
+    leaves = np.flatnonzero(children == 0)
+    # Binary-lifting tables: lift[k][i] = ancestor 2**k steps up (n when there is none);
+    # depth by pointer jumping alongside.
+    lift = [parent]
+    depth = (parent != n).astype(np.int64)
+    while (lift[-1][:n] != n).any():
+        depth += depth[lift[-1]]
+        lift.append(lift[-1][lift[-1]])
+    # Paths root..leaf for every leaf (leaves in span order keep rows contiguous).
+    lengths = depth[leaves] + 1
+    total = int(lengths.sum())
+    seg = np.repeat(np.arange(leaves.shape[0], dtype=np.int64), lengths)
+    starts = np.cumsum(lengths) - lengths
+    pos = np.arange(total, dtype=np.int64) - starts[seg]
+    up = depth[leaves][seg] - pos  # ancestor distance from the leaf
+    node = leaves[seg]
+    for k in range(len(lift)):
+        bit = (up >> k) & 1
+        if bit.any():
+            node = np.where(bit == 1, lift[k][node], node)
+    return node, seg
 
 
 def _run_pass(plan: _ChamferPlan, d: np.ndarray) -> None:
