@@ -109,29 +109,38 @@ class _Graph:
         self.nsa = np.where(same, nbx, n)
         #: (n+1, 4) Recast's diagonal: same-area neighbour d, then its same-area neighbour d+1.
         self.diag = np.stack([self.nsa[self.nsa[:, d], (d + 1) & 3] for d in range(4)], axis=1)
-        # Reverse same-area links (links need not be symmetric): CSR of the spans linking to t.
-        src = np.repeat(np.arange(n, dtype=np.int64), 4)
-        dst = self.nsa[:n].ravel()
-        keep = dst != n
-        src, dst = src[keep], dst[keep]
-        order = np.argsort(dst, kind="stable")
-        self.rev_src = src[order]
-        self.rev_start = np.zeros(n + 2, dtype=np.int64)
-        np.cumsum(np.bincount(dst, minlength=n + 1), out=self.rev_start[1:])
         #: Scratch of `_flood`: per-span stamp of the last flood that saw it, and a slot table.
         self.flood_stamp = 0
         self.flood_seen = np.zeros(n + 1, dtype=np.int64)
         self.flood_slot = np.empty(n + 1, dtype=np.int64)
+        #: Scratch of `_flood_batch`: the seed label of every span it accepted (-1: rejected).
+        self.flood_label = np.empty(n + 1, dtype=np.int64)
+        # Links need not be symmetric: a link in direction d is returned when the neighbour's
+        # link in the opposite direction (the only one back to this column) leads back.
+        idx = np.arange(n, dtype=np.int64)
+        one_way = np.empty((n, 4), dtype=bool)
+        for d in range(4):
+            target = self.nsa[:n, d]
+            one_way[:, d] = (target != n) & (self.nsa[target, (d + 2) & 3] != idx)
+        #: bool (n+1,): the span has a same-area link that is not returned, or is the target of
+        #: one. Floods through such spans depend on where they start (see `_flood_batch`).
+        self.one_way = np.zeros(n + 1, dtype=bool)
+        self.one_way[:n] = any_of_4(one_way)
+        ow_dst = self.nsa[:n][one_way]
+        self.one_way[ow_dst] = True
+        #: The one-way links as (source, target) pairs: `linked_from` adds them to the
+        #: returned links, which it reads forward.
+        self.ow_src = np.repeat(idx, one_way.sum(axis=1))
+        self.ow_dst = ow_dst
 
     def linked_from(self, spans):
-        """int64: every span with a same-area link to one of ``spans`` (with repeats)."""
-        a = self.rev_start[spans]
-        cnt = self.rev_start[spans + 1] - a
-        total = int(cnt.sum())
-        if total == 0:
-            return np.zeros(0, dtype=np.int64)
-        base = np.repeat(a - (np.cumsum(cnt) - cnt), cnt)
-        return self.rev_src[base + np.arange(total, dtype=np.int64)]
+        """int64: every span with a same-area link to one of ``spans``, and perhaps others
+        (with repeats): the returned links of ``spans`` read forward, plus the one-way ones."""
+        out = self.nsa[spans].ravel()
+        out = out[out != self.n]
+        if self.ow_src.shape[0]:
+            out = np.concatenate([out, self.ow_src[np.isin(self.ow_dst, spans)]])
+        return out
 
 
 def _paint_border(chf: CompactHeightfield, reg: np.ndarray, border_size: int, first_id: int):
@@ -244,6 +253,98 @@ def _flood(g: _Graph, reg, sdist, dist_x, seed: int, lev: int, rid: int):
     region = np.concatenate(members)
     reg[region] = rid
     sdist[region] = 0
+
+
+def _flood_batch(g: _Graph, reg, dist_x, seeds, lev: int):
+    """Recast's floodRegion for every seed of ``seeds`` at once, valid while the floods do not
+    see each other.
+
+    ``seeds``: the stack spans still free and not touching another region, in stack order.
+    Floods them all as one multi-source search on the state before any of them: each region
+    is the connected set of free spans with ``dist >= lev`` that touch no other region, and
+    seeds in one set make one region (the first seed's). Taken in order of their first seed,
+    these regions are what one flood after the other gives, up to the first region that could
+    see an earlier one: one of its spans has a 4-neighbour or a diagonal in it (that span
+    would now touch a region), or it holds a one-way link (`_Graph.one_way`: a flood through
+    it depends on where it starts).
+
+    Returns (regions, stop): ``regions`` a list of span arrays to number in order, and
+    ``stop`` the position in ``seeds`` of the first seed of the first region left out (None:
+    every seed was handled).
+    """
+    n = g.n
+    nsa = g.nsa
+    g.flood_stamp += 1
+    stamp = g.flood_stamp
+    seen = g.flood_seen
+    label = g.flood_label
+    seen[n] = stamp
+    label[n] = -1
+    seen[seeds] = stamp
+    label[seeds] = np.arange(seeds.shape[0], dtype=np.int64)
+    members = [seeds]
+    same_a: list[np.ndarray] = []  # label pairs of one region
+    same_b: list[np.ndarray] = []
+    frontier = seeds
+    while frontier.shape[0]:
+        cand = nsa[frontier].ravel()
+        lab = np.repeat(label[frontier], 4)
+        old = seen[cand] == stamp
+        met = old & (label[cand] >= 0) & (label[cand] != lab)
+        if met.any():
+            same_a.append(lab[met])
+            same_b.append(label[cand[met]])
+        fresh = ~old
+        cand, lab = cand[fresh], lab[fresh]
+        if cand.shape[0] == 0:
+            break
+        # One entry per span, labelled with the lowest label reaching it this round.
+        slot = np.arange(cand.shape[0], dtype=np.int64)
+        g.flood_slot[cand] = slot
+        first = g.flood_slot[cand] == slot
+        label[cand] = _BIG
+        np.minimum.at(label, cand, lab)
+        seen[cand] = stamp
+        uniq = cand[first]
+        ok = (reg[uniq] == 0) & (dist_x[uniq] >= lev)
+        ok[ok] = ~_touching(g, reg, uniq[ok])
+        label[uniq[~ok]] = -1
+        accepted = uniq[ok]
+        # Several labels reaching one accepted span: one region.
+        joined = (label[cand] >= 0) & (label[cand] != lab)
+        if joined.any():
+            same_a.append(lab[joined])
+            same_b.append(label[cand[joined]])
+        members.append(accepted)
+        frontier = accepted
+    spans = np.concatenate(members)
+    # Regions: labels joined by the pairs above, each named by its lowest label (first seed).
+    region_of = np.arange(seeds.shape[0], dtype=np.int64)
+    if same_a:
+        a = np.concatenate(same_a)
+        b = np.concatenate(same_b)
+        while True:
+            before = region_of.copy()
+            np.minimum.at(region_of, a, region_of[b])
+            np.minimum.at(region_of, b, region_of[a])
+            region_of = region_of[region_of]
+            if np.array_equal(region_of, before):
+                break
+    region = region_of[label[spans]]
+    # Could a region see an earlier one? Its spans' 4-neighbours and diagonals (Recast's
+    # touching test) in another region of this batch, with a lower first seed.
+    look = np.concatenate([nsa[spans], g.diag[spans]], axis=1)
+    inside = (seen[look] == stamp) & (label[look] >= 0) & (look != n)
+    other = np.where(inside, region_of[np.where(inside, label[look], 0)], _BIG)
+    earlier = (other < region[:, None]).any(axis=1) | g.one_way[spans]
+    stop_region = int(region[earlier].min()) if earlier.any() else None
+    take = region < stop_region if stop_region is not None else np.ones(spans.shape[0], bool)
+    order = np.argsort(region[take], kind="stable")
+    ordered = spans[take][order]
+    ids = region[take][order]
+    cuts = np.flatnonzero(np.diff(ids)) + 1
+    regions = np.split(ordered, cuts) if ordered.shape[0] else []
+    return regions, stop_region
 
 
 # --------------------------------------------------------------------------------------------
@@ -603,17 +704,31 @@ def _watershed(g: _Graph, dist, max_distance: int, reg, first_id: int, progress=
             idx = np.nonzero(reg[rest] == 0)[0]
             if idx.shape[0] == 0:
                 break
-            ok = ~_touching(g, reg, rest[idx])
-            if not ok.any():
+            idx = idx[~_touching(g, reg, rest[idx])]
+            if idx.shape[0] == 0:
                 break
-            j = int(idx[np.argmax(ok)])
-            _flood(g, reg, sdist, dist_x, int(rest[j]), lev, rid)
-            if rid == 0xFFFF:
-                raise VoxNavError(
-                    "watershed ran out of region ids (65535); raise cell_size or use tiles"
-                )
-            rid += 1
-            pos += j + 1
+            regions, stop = _flood_batch(g, reg, dist_x, rest[idx], lev)
+            for region in regions:
+                reg[region] = rid
+                sdist[region] = 0
+                if rid == 0xFFFF:
+                    raise VoxNavError(
+                        "watershed ran out of region ids (65535); raise cell_size or use tiles"
+                    )
+                rid += 1
+            if stop is None:
+                break
+            j = int(idx[stop])
+            if not regions:
+                # The first region cannot be batched (a one-way link): flood it alone.
+                _flood(g, reg, sdist, dist_x, int(rest[j]), lev, rid)
+                if rid == 0xFFFF:
+                    raise VoxNavError(
+                        "watershed ran out of region ids (65535); raise cell_size or use tiles"
+                    )
+                rid += 1
+                j += 1
+            pos += j
         if progress is not None:
             progress(0.8 * (1.0 - level / top), "regions: watershed")
     free = np.nonzero(walk & (reg[:n] == 0))[0]
