@@ -692,3 +692,73 @@ def test_sweep_past_32767_regions_warns_as_recast_drops_them(build):
 def test_sweep_past_65535_regions_is_an_error_not_a_wrapped_id(build):
     with pytest.raises(VoxNavError, match=r"ran out of region ids \(65535\).*raise cell_size"):
         build(_checkerboard(363), None, 0, 0, 0)
+
+
+@pytest.mark.parametrize("k", RANDOM_FIELDS)
+def test_watershed_on_layered_fields_matches_slow_oracle(k):
+    """Stacked layers give one-way links and regions meeting diagonally: the floods of a level
+    batched together must still come out as one flood after the other."""
+    chf, min_area, merge_area, border_size = _random_field(k)
+    _, dist, max_distance = build_distance_field(chf)
+    reg_raw, rid = slow_watershed(chf, dist, max_distance, border_size)
+    want, want_max = slow_merge_and_filter(chf, reg_raw, rid, min_area, merge_area)
+    got, got_max = build_regions(chf, dist, max_distance, min_area, merge_area, border_size)
+    np.testing.assert_array_equal(got, want)
+    assert got_max == want_max
+
+
+def _one_way_field(seed, size=24):
+    """Floors one or two cells high under slabs exactly ``walkable_height`` (2) above them,
+    climb 3: a slab links down to a neighbour's floor while that floor links to the lower
+    floor of the slab's own column (one-way links)."""
+    rng = np.random.default_rng(seed)
+    cols = {}
+    for y in range(size):
+        for x in range(size):
+            if rng.random() < 0.05:
+                continue
+            top = int(rng.integers(0, 2))
+            spans = [(0, top, 63)]
+            if rng.random() < 0.4:
+                spans.append((top + 2, top + 3, 63))
+            cols[(x, y)] = spans
+    return build_compact_heightfield(make_heightfield(size, size, cols), 2, 3)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_watershed_with_one_way_links_matches_slow_oracle(seed):
+    chf = _one_way_field(seed)
+    _, dist, max_distance = build_distance_field(chf)
+    reg_raw, rid = slow_watershed(chf, dist, max_distance)
+    want, want_max = slow_merge_and_filter(chf, reg_raw, rid, 4, 10)
+    got, got_max = build_regions(chf, dist, max_distance, 4, 10)
+    np.testing.assert_array_equal(got, want)
+    assert got_max == want_max
+
+
+def test_random_fields_exercise_the_flood_batch_cuts(monkeypatch):
+    """The random cases above reach both ways out of a batch of floods: a region that could see
+    an earlier one (the batch is cut), and a one-way link (that region floods alone)."""
+    from core import regions
+
+    seen = {"cut": 0, "alone": 0}
+    batch, single = regions._flood_batch, regions._flood
+
+    def counting_batch(*args):
+        found, stop = batch(*args)
+        seen["cut"] += stop is not None and bool(found)
+        return found, stop
+
+    def counting_single(*args):
+        seen["alone"] += 1
+        return single(*args)
+
+    monkeypatch.setattr(regions, "_flood_batch", counting_batch)
+    monkeypatch.setattr(regions, "_flood", counting_single)
+    cases = [_random_field(k) for k in RANDOM_FIELDS] + [
+        (_one_way_field(s), 4, 10, 0) for s in range(8)
+    ]
+    for chf, min_area, merge_area, border_size in cases:
+        _, dist, max_distance = build_distance_field(chf)
+        build_regions(chf, dist, max_distance, min_area, merge_area, border_size)
+    assert seen["cut"] > 0 and seen["alone"] > 0, seen
