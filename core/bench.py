@@ -9,11 +9,12 @@ machine class; this machine may be faster or slower, or shared. So every run als
 NumPy workload (`calibration_workload`: sorts, a cumulative sum, gathers, a histogram and small
 interpreter-bound operations, the mix VoxNav's stages are made of), once before every bake, and
 divides VoxNav's times by ``speed = median calibration time now / CALIBRATION_REFERENCE_S``
-(the same workload's median on this machine class) before comparing them with Recast's. A
-machine twice as slow times the calibration twice as long, so the ratio stays put. The
-correction is only as good as the workload's likeness to the pipeline (memory-bound stages and
-interpreter-bound stages do not slow down alike), and Recast was not run beside it: the Recast
-figures are fixed numbers, not re-measured.
+before comparing them with Recast's. The reference is the workload's time on a machine as fast
+as the one Recast's figures came from (measured beside a scratch build of Recast, see
+`CALIBRATION_REFERENCE_S`). A machine twice as slow times the calibration twice as long, so the
+ratio stays put. The correction is only as good as the workload's likeness to the pipeline
+(memory-bound and interpreter-bound stages do not slow down alike under load) and as the
+reference (about +-25%); Recast itself is not re-run by the bench.
 
 Targets (issue 14), printed met / NOT MET: the whole pipeline on one process within
 `WHOLE_TARGET` x Recast on every scene; no stage group above `STAGE_TARGET` x on the tilings;
@@ -87,10 +88,14 @@ RECAST_STAGE_MS: dict[str, tuple[float, ...]] = {
     "undulating": (25.0, 10.1, 10.9, 5.1, 10.0, 39.4, 2.9, 1.4, 227.6),
 }
 
-#: Median seconds of `calibration_workload` on this machine class (2-core shared VM, numpy
-#: 1.26, measured 2026-11-23 in several sittings while other jobs ran; see `CALIBRATION_NOTE`).
-CALIBRATION_REFERENCE_S = 0.350
-CALIBRATION_NOTE = "reference 2026-11-23, 2-core shared VM"
+#: Seconds `calibration_workload` takes on a machine that runs Recast at the speed of
+#: `RECAST_WHOLE_MS`: measured beside Recast (9f4ce644 built -O3 in a scratch folder, dungeon
+#: and nav_test with RecastDemo's defaults) in 12 alternations on this busy 2-core VM, each
+#: scaled by the issue's Recast time over Recast's time in that alternation; median 0.200 s,
+#: spread 0.153-0.304 s (2026-11-23). So `speed` says how much slower than the issue's
+#: quiet sitting this run is, and its uncertainty (about +-25%) carries into every ratio.
+CALIBRATION_REFERENCE_S = 0.200
+CALIBRATION_NOTE = "Recast-equivalent machine, measured beside Recast 2026-11-23"
 
 #: Issue 14's targets: whole pipeline / Recast, any stage group / Recast on the tilings,
 #: 10x10 tiling on 2 processes / Recast's solo time, 10x10 tiling's peak. [Units: ratio, bytes]
