@@ -100,25 +100,36 @@ class _ChamferPlan:
 def _chain_paths(parent: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
     """Root-to-end order of every chain of ``parent`` links (each span has at most one child),
     chains in the order of their roots: (spans, chain number per position)."""
-    # Pointer jumping: after round k, jump[i] is 2**k links up (or the root) and depth[i]
-    # the links walked so far.
+    # Spans are in row, column, layer order, so a left link is most often to the span just
+    # before: runs of such links are pieces, and only the pieces' heads need pointer jumping
+    # (after round k, jump[p] is 2**k head links up or the root piece, ``up`` the depth of the
+    # head of p walked so far).
     idx = np.arange(n + 1, dtype=np.int64)
-    jump = np.where(parent == n, idx, parent)
-    jump[n] = n
-    depth = (jump != idx).astype(np.int64)
+    link = parent[:n]
+    head = link != idx[:n] - 1
+    piece = np.cumsum(head) - 1
+    heads = np.flatnonzero(head)
+    offset = idx[:n] - heads[piece]
+    head_link = link[heads]
+    is_root = head_link == n
+    safe = np.where(is_root, 0, head_link)
+    jump = np.where(is_root, np.arange(heads.shape[0]), piece[safe])
+    up = np.where(is_root, 0, offset[safe] + 1)
     while True:
         nxt = jump[jump]
         if np.array_equal(nxt, jump):
             break
-        depth += depth[jump]
+        up += up[jump]
         jump = nxt
+    depth = up[piece] + offset
+    root = heads[jump[piece]]
     roots = np.flatnonzero(parent[:n] == n)
     chain_of_root = np.empty(n + 1, dtype=np.int64)
     chain_of_root[roots] = np.arange(roots.shape[0], dtype=np.int64)
-    chain = chain_of_root[jump[:n]]
+    chain = chain_of_root[root]
     lengths = np.bincount(chain, minlength=roots.shape[0])
     start = np.cumsum(lengths) - lengths
-    where = start[chain] + depth[:n]
+    where = start[chain] + depth
     seq = np.empty(n, dtype=np.int64)
     seq[where] = idx[:n]
     seg = np.repeat(np.arange(roots.shape[0], dtype=np.int64), lengths)
@@ -172,7 +183,9 @@ def _run_pass(plan: _ChamferPlan, d: np.ndarray) -> None:
         d[seq[p:q]] = s
 
 
-def chamfer_distance(chf: CompactHeightfield, init: np.ndarray) -> np.ndarray:
+def chamfer_distance(
+    chf: CompactHeightfield, init: np.ndarray, nbx: np.ndarray | None = None
+) -> np.ndarray:
     """Recast's two-pass chamfer transform (2 straight, 3 diagonal) over the span graph.
 
     ``init``: (n,) integer start values (0 on boundaries, a large value elsewhere; at most
@@ -184,7 +197,7 @@ def chamfer_distance(chf: CompactHeightfield, init: np.ndarray) -> np.ndarray:
     d = np.empty(n + 1, dtype=np.int64)
     d[:n] = np.asarray(init, dtype=np.int64)
     d[n] = _INF
-    for plan in _chamfer_plans(chf):
+    for plan in _chamfer_plans(chf, nbx):
         _run_pass(plan, d)
     return d[:n]
 
@@ -195,12 +208,17 @@ def chamfer_distance(chf: CompactHeightfield, init: np.ndarray) -> np.ndarray:
 _PLAN_CACHE: list[tuple] = []
 
 
-def _chamfer_plans(chf: CompactHeightfield) -> tuple[_ChamferPlan, _ChamferPlan]:
+def _chamfer_plans(
+    chf: CompactHeightfield, nbx: np.ndarray | None = None
+) -> tuple[_ChamferPlan, _ChamferPlan]:
+    """The two pass plans of ``chf`` (cached); ``nbx``: its `_neighbors_with_sentinel` if the
+    caller has it already."""
     if _PLAN_CACHE:
         neighbor, span_x, span_y, plans = _PLAN_CACHE[0]
         if neighbor is chf.neighbor and span_x is chf.span_x and span_y is chf.span_y:
             return plans
-    nbx = _neighbors_with_sentinel(chf)
+    if nbx is None:
+        nbx = _neighbors_with_sentinel(chf)
     plans = (_ChamferPlan(chf, nbx, True), _ChamferPlan(chf, nbx, False))
     _PLAN_CACHE[:] = [(chf.neighbor, chf.span_x, chf.span_y, plans)]
     return plans
@@ -254,7 +272,7 @@ def erosion_distance(chf: CompactHeightfield) -> np.ndarray:
     area_x = np.append(area, np.uint8(NULL_AREA))  # the sentinel counts as null
     inner = (area != NULL_AREA) & all_of_4(area_x[nbx[:n]] != NULL_AREA)
     init = np.where(inner, 255, 0)
-    return chamfer_distance(chf, init)
+    return chamfer_distance(chf, init, nbx)
 
 
 def erode_by_distance(area: np.ndarray, dist: np.ndarray, radius: int) -> np.ndarray:
