@@ -99,14 +99,16 @@ class _Graph:
         n = _check_chf(chf)
         self.n = n
         self.area = np.asarray(chf.area, dtype=np.uint8)
-        nbx = _neighbors_with_sentinel(chf)
+        # int32 tables where they fit: three (n+1, 4) tables are most of this stage's memory.
+        index = np.int32 if 4 * (n + 1) < 2**31 else np.int64
+        nbx: np.ndarray = _neighbors_with_sentinel(chf).astype(index)
         self.nbx = nbx
         area_x = np.append(self.area, 0).astype(np.int16)
         area_x[n] = -1
         same = area_x[nbx] == area_x[:, None]
         same[n] = False
         #: (n+1, 4) neighbour of the same area, n otherwise.
-        self.nsa = np.where(same, nbx, n)
+        self.nsa = np.where(same, nbx, index(n))
         #: (n+1, 4) Recast's diagonal: same-area neighbour d, then its same-area neighbour d+1.
         self.diag = np.stack([self.nsa[self.nsa[:, d], (d + 1) & 3] for d in range(4)], axis=1)
         #: Scratch of `_flood`: per-span stamp of the last flood that saw it, and a slot table.
@@ -364,10 +366,11 @@ def _contour_machine(g: _Graph, reg):
     """Successor and emitted neighbour region of every (span, dir) state of walkContour."""
     n = g.n
     nbx = g.nbx[:n]
-    rn = reg[nbx]  # (n, 4), sentinel -> 0
+    index = nbx.dtype
+    rn = reg[nbx].astype(np.int32)  # (n, 4), sentinel -> 0; ids fit 17 bits
     solid = rn != reg[:n, None]
-    d = np.arange(4)[None, :]
-    rotate = 4 * np.arange(n)[:, None] + ((d + 1) & 3)
+    d = np.arange(4, dtype=index)[None, :]
+    rotate = 4 * np.arange(n, dtype=index)[:, None] + ((d + 1) & 3)
     move = 4 * nbx + ((d + 3) & 3)
     succ = np.where(solid, rotate, move)
     # Walked with .item(): cheaper than turning every state into a list when, on a large
