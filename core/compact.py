@@ -80,6 +80,9 @@ class CompactHeightfield:
         return int(self.y.shape[0])
 
 
+#: Spans linked per chunk in `build_compact_heightfield` (temporaries of about 40 bytes per
+#: span and direction: arrays of at most 8 MiB, which the allocator reuses).
+LINK_CHUNK_SPANS = 1 << 18
 #: Highest layer index a connection can store (63 means "not connected"). [Recast: MAX_LAYERS]
 MAX_LAYERS = NOT_CONNECTED - 1
 #: Ceiling of the topmost span of a column. [Recast: MAX_HEIGHT in rcBuildCompactHeightfield]
@@ -244,39 +247,45 @@ def _link_rounds(
     sx = span_x.astype(index)
     sy = span_y.astype(index)
     offsets = (DIR_OFFSET_X + DIR_OFFSET_Y * width).astype(index)
-    ncol = (sy * width + sx)[:, None] + offsets[None, :]
-    ncol[sx == 0, 0] = ncols
-    ncol[sy == height - 1, 1] = ncols
-    ncol[sx == width - 1, 2] = ncols
-    ncol[sy == 0, 3] = ncols
-    ncol = ncol.reshape(-1)
-    first = starts[ncol]
-    count = starts[ncol + 1] - first
-    del ncol
-    pair = np.flatnonzero(count)
-    first = first[pair]
-    count = count[pair]
     max_layer = 0
-    layer = 0
-    while pair.shape[0]:
-        src = pair >> 2
-        cand = first + layer
-        ok = np.minimum(top[src], top[cand]) - np.maximum(floor[src], floor[cand])
-        ok = ok >= walkable_height
-        ok &= np.abs(floor[cand] - floor[src]) <= walkable_climb
-        if layer > MAX_LAYERS:
-            # Recast skips such a span and keeps looking (only higher layers follow).
-            if ok.any():
-                max_layer = layer  # layers grow round by round: the last is the highest
-            done = np.zeros_like(ok)
-        else:
-            hit = pair[ok]
-            con_flat[hit] = layer
-            neighbor_flat[hit] = cand[ok]
-            done = ok
-        layer += 1
-        keep = ~done & (count > layer)
-        pair, first, count = pair[keep], first[keep], count[keep]
+    # Spans in chunks: each chunk's temporaries (a few MiB) are reused by the allocator
+    # instead of fresh pages for every whole-heightfield array (page faults dominate then).
+    n = int(floor.shape[0])
+    for lo in range(0, n, LINK_CHUNK_SPANS):
+        hi = min(n, lo + LINK_CHUNK_SPANS)
+        x, y = sx[lo:hi], sy[lo:hi]
+        ncol = (y * width + x)[:, None] + offsets[None, :]
+        ncol[x == 0, 0] = ncols
+        ncol[y == height - 1, 1] = ncols
+        ncol[x == width - 1, 2] = ncols
+        ncol[y == 0, 3] = ncols
+        ncol = ncol.reshape(-1)
+        first = starts[ncol]
+        count = starts[ncol + 1] - first
+        del ncol
+        pair = np.flatnonzero(count) + 4 * lo  # flat index 4 * span + direction
+        first = first[pair - 4 * lo]
+        count = count[pair - 4 * lo]
+        layer = 0
+        while pair.shape[0]:
+            src = pair >> 2
+            cand = first + layer
+            ok = np.minimum(top[src], top[cand]) - np.maximum(floor[src], floor[cand])
+            ok = ok >= walkable_height
+            ok &= np.abs(floor[cand] - floor[src]) <= walkable_climb
+            if layer > MAX_LAYERS:
+                # Recast skips such a span and keeps looking (only higher layers follow).
+                if ok.any():
+                    max_layer = max(max_layer, layer)
+                done = np.zeros_like(ok)
+            else:
+                hit = pair[ok]
+                con_flat[hit] = layer
+                neighbor_flat[hit] = cand[ok]
+                done = ok
+            layer += 1
+            keep = ~done & (count > layer)
+            pair, first, count = pair[keep], first[keep], count[keep]
     return max_layer
 
 

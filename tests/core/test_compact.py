@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from core import compact
 from core.compact import (
     DIR_OFFSET_X,
     DIR_OFFSET_Y,
@@ -141,7 +142,10 @@ def test_compact_matches_recast(mesh):
 
 
 @pytest.mark.parametrize("seed", range(12))
-def test_compact_matches_slow_oracle(seed):
+@pytest.mark.parametrize("chunk", [None, 5])
+def test_compact_matches_slow_oracle(seed, chunk, monkeypatch):
+    if chunk is not None:  # links built a few spans at a time, as a large heightfield is
+        monkeypatch.setattr(compact, "LINK_CHUNK_SPANS", chunk)
     rng = np.random.default_rng(seed)
     hf = random_heightfield(rng, max_spans=4)
     wh, wc = int(rng.integers(1, 8)), int(rng.integers(0, 5))
@@ -210,9 +214,12 @@ def test_too_many_layers_warns_and_skips():
     # 70 stacked floors in both columns, 2 apart; connection only to the same height.
     spans = [(2 * k, 2 * k + 1, 63) for k in range(70)]
     hf = make_heightfield(2, 1, {(0, 0): spans, (1, 0): spans})
-    ctx = BuildContext()
-    chf = build_compact_heightfield(hf, 1, 0, ctx=ctx)
-    assert len(ctx.warnings) == 1 and "too many layers 69 (max: 62)" in ctx.warnings[0]
+    for chunk in (compact.LINK_CHUNK_SPANS, 7):
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(compact, "LINK_CHUNK_SPANS", chunk)
+            ctx = BuildContext()
+            chf = build_compact_heightfield(hf, 1, 0, ctx=ctx)
+        assert len(ctx.warnings) == 1 and "too many layers 69 (max: 62)" in ctx.warnings[0]
     con = chf.con[:70, 2].astype(int)
     np.testing.assert_array_equal(con[:63], np.arange(63))
     assert (con[63:] == NOT_CONNECTED).all()
