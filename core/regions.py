@@ -135,6 +135,10 @@ class _Graph:
         self.ow_src = np.repeat(idx, one_way.sum(axis=1))
         self.ow_dst = ow_dst
 
+    def free_flood_scratch(self) -> None:
+        """Drop the flood scratch arrays (three of n+1) before merging."""
+        self.flood_seen = self.flood_slot = self.flood_label = np.zeros(0, dtype=np.int64)
+
     def linked_from(self, spans):
         """int64: every span with a same-area link to one of ``spans``, and perhaps others
         (with repeats): the returned links of ``spans`` read forward, plus the one-way ones."""
@@ -366,16 +370,19 @@ def _contour_machine(g: _Graph, reg):
     """Successor and emitted neighbour region of every (span, dir) state of walkContour."""
     n = g.n
     nbx = g.nbx[:n]
-    index = nbx.dtype
-    rn = reg[nbx].astype(np.int32)  # (n, 4), sentinel -> 0; ids fit 17 bits
-    solid = rn != reg[:n, None]
-    d = np.arange(4, dtype=index)[None, :]
-    rotate = 4 * np.arange(n, dtype=index)[:, None] + ((d + 1) & 3)
-    move = 4 * nbx + ((d + 3) & 3)
-    succ = np.where(solid, rotate, move)
+    emit = reg[nbx].astype(np.int32)  # (n, 4), sentinel -> 0; ids fit 17 bits
+    solid = emit != reg[:n, None]
+    # Not solid: move to the neighbour and turn left; solid: turn right on the spot. Built
+    # in place (one (n, 4) table each): on a big grid these are the stage's largest arrays.
+    succ = 4 * nbx
+    succ += np.array([3, 0, 1, 2], dtype=succ.dtype)[None, :]
+    rows, dirs = np.nonzero(solid)
+    succ[rows, dirs] = 4 * rows + ((dirs + 1) & 3)
+    del rows, dirs
+    emit[~solid] = -1
     # Walked with .item(): cheaper than turning every state into a list when, on a large
     # grid, only the states along region borders are visited.
-    return succ.ravel(), np.where(solid, rn, -1).ravel()
+    return succ.ravel(), emit.ravel()
 
 
 def _walk_contour(start: int, succ, emit, first_reg: int):
@@ -674,6 +681,7 @@ def build_regions(
     reg = np.zeros(n + 1, dtype=np.int64)
     first = _paint_border(chf, reg, border_size, 1)
     rid = _watershed(g, dist, max_distance, reg, first, progress)
+    g.free_flood_scratch()
     max_regions, overlaps = _merge_and_filter(chf, g, reg, rid, min_area, merge_area)
     if overlaps and ctx is not None:
         ctx.warn(
