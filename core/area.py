@@ -40,11 +40,12 @@ def _check_chf(chf: CompactHeightfield) -> int:
 
 
 def _neighbors_with_sentinel(chf: CompactHeightfield) -> np.ndarray:
-    """int64 (n+1, 4): neighbour span per direction, ``n`` (a sentinel row) when unconnected."""
+    """int32 (int64 past 2**31 entries) (n+1, 4): neighbour span per direction, ``n`` (a
+    sentinel row) when unconnected."""
     n = int(chf.y.shape[0])
-    nb = np.asarray(chf.neighbor, dtype=np.int64)
-    out = np.full((n + 1, 4), n, dtype=np.int64)
-    out[:n] = np.where(nb < 0, n, nb)
+    nb = np.asarray(chf.neighbor)
+    out = np.full((n + 1, 4), n, dtype=np.int32 if 4 * (n + 1) < 2**31 else np.int64)
+    np.copyto(out[:n], nb, where=nb >= 0)
     return out
 
 
@@ -69,9 +70,15 @@ class _ChamferPlan:
         n = int(chf.y.shape[0])
         same, first, second, diag_a, diag_b = (0, 3, 2, 3, 2) if forward else (2, 1, 0, 1, 0)
         # Previous-row sources: straight (cost 2) and the two L-shaped diagonals (cost 3).
-        # One contiguous array per source: a min over a short middle axis is slow.
-        self.prev = (nbx[:n, first], nbx[nbx[:n, same], diag_a], nbx[nbx[:n, first], diag_b])
-        x2 = 2 * np.asarray(chf.span_x, dtype=np.int64)
+        # One contiguous array per source: a min over a short middle axis is slow. The plans
+        # are kept for the distance field, so their index tables are int32 where they fit.
+        index = np.int32 if 2 * (n + 1) < 2**31 else np.int64
+        self.prev = tuple(
+            a.astype(index)
+            for a in (nbx[:n, first], nbx[nbx[:n, same], diag_a], nbx[nbx[:n, first], diag_b])
+        )
+        x2: np.ndarray = np.asarray(chf.span_x).astype(index)
+        x2 *= 2
         self.x2 = x2 if forward else -x2
         parent = nbx[:, same].copy()  # sentinel n maps to n
         children = np.bincount(parent[:n], minlength=n + 1)[:n]
@@ -81,8 +88,11 @@ class _ChamferPlan:
             seq, seg = _chain_paths(parent, n)
         else:
             seq, seg = _tree_paths(parent, children, n)
+        del parent, children
         total = int(seq.shape[0])
-        self.seq = seq
+        if total >= 2**31:
+            index = np.int64
+        self.seq = seq.astype(index)
         self.seg_off = seg * _SEG
         # Rows: span range and path range per row.
         span_row = np.asarray(chf.span_y, dtype=np.int64)
@@ -93,7 +103,8 @@ class _ChamferPlan:
             self.row_order = range(chf.height)
         else:
             self.row_order = range(chf.height - 1, -1, -1)
-        self.seq_local = self.seq - self.row_span[span_row[self.seq]] if total else self.seq
+        local = self.seq - self.row_span[span_row[self.seq]] if total else self.seq
+        self.seq_local = local.astype(index)
         self.seq_x2 = self.x2[self.seq]
 
 
@@ -123,13 +134,16 @@ def _chain_paths(parent: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
         jump = nxt
     depth = up[piece] + offset
     root = heads[jump[piece]]
+    del head, piece, offset, heads, jump, up, safe, is_root, head_link
     roots = np.flatnonzero(parent[:n] == n)
     chain_of_root = np.empty(n + 1, dtype=np.int64)
     chain_of_root[roots] = np.arange(roots.shape[0], dtype=np.int64)
     chain = chain_of_root[root]
+    del root, chain_of_root
     lengths = np.bincount(chain, minlength=roots.shape[0])
     start = np.cumsum(lengths) - lengths
     where = start[chain] + depth
+    del chain, depth
     seq = np.empty(n, dtype=np.int64)
     seq[where] = idx[:n]
     seg = np.repeat(np.arange(roots.shape[0], dtype=np.int64), lengths)

@@ -101,7 +101,7 @@ class _Graph:
         self.area = np.asarray(chf.area, dtype=np.uint8)
         # int32 tables where they fit: three (n+1, 4) tables are most of this stage's memory.
         index = np.int32 if 4 * (n + 1) < 2**31 else np.int64
-        nbx: np.ndarray = _neighbors_with_sentinel(chf).astype(index)
+        nbx: np.ndarray = _neighbors_with_sentinel(chf).astype(index, copy=False)
         self.nbx = nbx
         area_x = np.append(self.area, 0).astype(np.int16)
         area_x[n] = -1
