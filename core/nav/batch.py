@@ -64,11 +64,16 @@ def _edge_table(nav: NavMesh) -> np.ndarray:
 
 
 def point_in_polygon(nav: NavMesh, refs: np.ndarray, pos: np.ndarray) -> np.ndarray:
-    """dtPointInPolygon of pos[m] in polygon refs[m] (2D, x/z) -> bool (m,).
+    """dtPointInPolygon of pos[m] in polygon refs[m] (2D, x/z) -> bool (m,)."""
+    return _inside_xz(nav, refs, pos[:, 0], pos[:, 2])
+
+
+def _inside_xz(nav: NavMesh, refs: np.ndarray, px: np.ndarray, pz: np.ndarray) -> np.ndarray:
+    """dtPointInPolygon of the points (px, pz) (float32 (m,) each) in polygons refs[m].
 
     All edges of all queries at once: the crossing count's parity is Detour's toggled flag."""
     e = _edge_table(nav)[refs]  # (m, 5, 6)
-    px, pz = pos[:, 0:1], pos[:, 2:3]
+    px, pz = px[:, None], pz[:, None]
     xi, zi, zj, dx, dz = e[:, 0], e[:, 1], e[:, 2], e[:, 3], e[:, 4]
     with np.errstate(divide="ignore", invalid="ignore"):
         x = dx * (pz - zi) / dz + xi
@@ -95,28 +100,35 @@ def _detail_tri_table(nav: NavMesh) -> np.ndarray:
 
 
 def poly_height(nav: NavMesh, refs: np.ndarray, pos: np.ndarray):
-    """dtNavMesh::getPolyHeight for ground polygons -> (ok bool (m,), height float32 (m,)).
+    """dtNavMesh::getPolyHeight for ground polygons -> (ok bool (m,), height float32 (m,))."""
+    m = refs.shape[0]
+    height = np.zeros(m, dtype=F32)
+    if m == 0:
+        return np.zeros(0, dtype=bool), height
+    px, pz = pos[:, 0], pos[:, 2]
+    ok = _inside_xz(nav, refs, px, pz)
+    ok &= nav.poly_type[refs] != POLYTYPE_OFFMESH_CONNECTION
+    idx = np.flatnonzero(ok)
+    if idx.shape[0]:
+        height[idx] = _height_inside(nav, refs[idx], px[idx], pz[idx], pos[idx])
+    return ok, height
+
+
+def _height_inside(nav: NavMesh, refs, px, pz, pos) -> np.ndarray:
+    """getPolyHeight's height (float32 (m,)) of points (px, pz) known to be inside their ground
+    polygons refs (pos: the (m, 3) points, read only for the rare detail-edge fallback).
 
     The (query, detail triangle) pairs of all queries are tested at once (flat, no padding);
     each query takes its first hit in triangle order, as Detour's loop returns on it."""
     m = refs.shape[0]
     height = np.zeros(m, dtype=F32)
-    if m == 0:
-        return np.zeros(0, dtype=bool), height
-    ok = point_in_polygon(nav, refs, pos)
-    ok &= nav.poly_type[refs] != POLYTYPE_OFFMESH_CONNECTION
-    idx = np.nonzero(ok)[0]
-    if idx.shape[0] == 0:
-        return ok, height
     terms, ys = _detail_tri_table(nav)
-    r = refs[idx]
-    counts = nav.detail_tri_count[r].astype(np.int64)
-    rows = _ranges(nav.detail_tri_base[r], counts)
-    owner = np.repeat(np.arange(idx.shape[0]), counts)
+    counts = nav.detail_tri_count[refs].astype(np.int64)
+    rows = _ranges(nav.detail_tri_base[refs], counts)
+    owner = np.repeat(np.arange(m), counts)
     tt = terms[rows]
-    p = pos[idx[owner]]
-    v2x = p[:, 0] - tt[:, 0]
-    v2z = p[:, 2] - tt[:, 1]
+    v2x = px[owner] - tt[:, 0]
+    v2z = pz[owner] - tt[:, 1]
     v0x, v0z, v1x, v1z, denom = tt[:, 3], tt[:, 4], tt[:, 5], tt[:, 6], tt[:, 7]
     u = v1z * v2x - v1x * v2z
     v = v0x * v2z - v0z * v2x
@@ -125,19 +137,18 @@ def poly_height(nav: NavMesh, refs: np.ndarray, pos: np.ndarray):
     u = np.where(neg, -u, u)
     v = np.where(neg, -v, v)
     hit = (denom >= _EPS_HEIGHT) & (u >= _ZERO) & (v >= _ZERO) & ((u + v) <= denom)
-    hits = np.nonzero(hit)[0]
+    hits = np.flatnonzero(hit)
     # First hit per query: assigning in reverse leaves each query's smallest pair index.
-    first = np.full(idx.shape[0], -1, dtype=np.int64)
+    first = np.full(m, -1, dtype=np.int64)
     first[owner[hits[::-1]]] = hits[::-1]
     got = first >= 0
     f = first[got]
     yy = ys[rows[f]]
-    h = tt[f, 2] + (yy[:, 0] * u[f] + yy[:, 1] * v[f]) / denom[f]
-    height[idx[got]] = h
-    miss = idx[~got]
+    height[got] = tt[f, 2] + (yy[:, 0] * u[f] + yy[:, 1] * v[f]) / denom[f]
+    miss = np.flatnonzero(~got)
     if miss.shape[0]:
         height[miss] = closest_on_detail_edges(nav, refs[miss], pos[miss], False)[:, 1]
-    return ok, height
+    return height
 
 
 def dist_pt_seg_sqr_2d(pt, p, q):
@@ -327,6 +338,267 @@ def query_polygon_pairs(nav: NavMesh, centers, halves, pass_flags):
     return q[sort], r[sort]
 
 
+# ----------------------------------------------------------------- candidate grid (nearest)
+#: Bits per axis in a packed quantized box (3 axes in one int64): 16-bit values plus the
+#: carry bit that says whether a per-axis difference went negative.
+_PACK = 17
+_CARRY = 1 << 16
+_OVERLAP = _CARRY | (_CARRY << _PACK) | (_CARRY << (2 * _PACK))
+#: Candidate grid cell size as a multiple of the query box's smaller X/Z half extent: smaller
+#: cells give fewer surplus candidates and finer inside/outside classes, more entries.
+GRID_CELL_FACTOR = 0.25
+#: Largest candidate grid, in cells. [Limit: >= 1]
+GRID_MAX_CELLS = 1 << 20
+#: Entry classes of the candidate grid: the whole cell inside the polygon (2D, by a margin),
+#: the whole cell outside it (with a lower bound of the squared distance), or neither.
+_IN, _MIXED, _OUT = 0, 1, 2
+
+
+def _pack3(v: np.ndarray) -> np.ndarray:
+    """Three non-negative 16-bit values per row (int64 (m, 3)) packed into one int64."""
+    return v[:, 0] | (v[:, 1] << _PACK) | (v[:, 2] << (2 * _PACK))
+
+
+def _poly_halfplanes(nav: NavMesh):
+    """Per polygon the outward unit normals (nx, nz float64 (npolys, 6)) and offsets of its
+    edge lines in X/Z, and `safe` bool (npolys,): a convex ground polygon with boundary detail
+    edges, for which the largest signed edge distance of a point outside bounds its distance
+    to every point closestPointOnPoly can return. Unused slots get a zero normal and offset
+    +inf (they never raise a maximum)."""
+    v = nav.poly_pos.astype(np.float64)
+    nv = nav.poly_vert_count.astype(np.int64)
+    npolys = v.shape[0]
+    k = np.arange(6)[None, :]
+    nxt = np.where(k + 1 < nv[:, None], k + 1, 0)
+    rows = np.arange(npolys)[:, None]
+    ax, az = v[:, :6, 0], v[:, :6, 2]
+    bx, bz = ax[rows, nxt], az[rows, nxt]
+    valid = k < nv[:, None]
+    ex, ez = np.where(valid, bx - ax, 0.0), np.where(valid, bz - az, 0.0)
+    area = np.where(valid, ax * bz - bx * az, 0.0).sum(axis=1)
+    length = np.hypot(ex, ez)
+    sign = np.where(area > 0, 1.0, -1.0)[:, None]  # outward: right of a CCW edge in (x, z)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        nx = np.where(length > 0, sign * ez / length, 0.0)
+        nz = np.where(length > 0, -sign * ex / length, 0.0)
+    off = np.where(valid & (length > 0), nx * ax + nz * az, np.inf)
+    # Convex: every vertex on the inner side of every edge line (with rounding slack).
+    s = nx[:, :, None] * ax[:, None, :] + nz[:, :, None] * az[:, None, :] - off[:, :, None]
+    s = np.where(valid[:, None, :], s, -np.inf)
+    scale = 1e-6 * (1.0 + np.abs(np.where(valid, np.abs(ax) + np.abs(az), 0.0)).max(axis=1))
+    convex = (nv >= 3) & (np.abs(area) > 0) & (s.max(axis=(1, 2)) <= scale)
+    convex &= (length > 0).sum(axis=1) == nv
+    lo, count, _a, _b = _detail_edges(nav, True)
+    safe = convex & (count > 0) & (nav.poly_type != POLYTYPE_OFFMESH_CONNECTION)
+    return nx, nz, off, safe
+
+
+def _halfplane_table(nav: NavMesh):
+    """`_poly_halfplanes` as float32 (npolys, 6) rows nx, nz, offset (offset +inf on unused
+    slots and on polygons that are not `safe`, which so never get a positive bound)."""
+
+    def build():
+        nx, nz, off, safe = _poly_halfplanes(nav)
+        off = np.where(safe[:, None], off, np.inf)
+        return nx.astype(F32), nz.astype(F32), off.astype(F32)
+
+    return _cached(nav, "_halfplane_cache", nav.poly_pos, build)
+
+
+def _outside_bound(nav: NavMesh, refs, px, pz) -> np.ndarray:
+    """float32 (m,): a lower bound of the squared distance from points (px, pz) outside their
+    polygons refs to anything closestPointOnPoly returns there (0 when none is known): the
+    largest signed distance to the polygon's edge lines, less a margin for the boundary detail
+    edges (within 1e-3 of the polygon edges) and rounding."""
+    nx, nz, off = _halfplane_table(nav)
+    s = (nx[refs] * px[:, None] + nz[refs] * pz[:, None] - off[refs]).max(axis=1)
+    s -= _bound_margin(nav)
+    return np.where(s > _ZERO, s * s, _ZERO).astype(F32)
+
+
+def _bound_margin(nav: NavMesh) -> np.float32:
+    """Slack of the X/Z distance bounds [Units: wu]: 1e-2 plus 1e-5 of the coordinates' size
+    (boundary detail vertices lie within 1e-3 of their polygon's edges)."""
+    return F32(1e-2 + 1e-5 * _coord_scale(nav))
+
+
+def _coord_scale(nav: NavMesh) -> float:
+    """The navmesh's largest absolute coordinate (at least 1) [Units: wu]."""
+    return max(1.0, float(np.abs(nav.tile_bmin).max(initial=0.0)),
+               float(np.abs(nav.tile_bmax).max(initial=0.0)))  # fmt: skip
+
+
+def _candidate_grid(nav: NavMesh, hx: float, hz: float):
+    """The candidate table of findNearestPoly for query boxes of X/Z half extents up to
+    (hx, hz) [Units: wu], or None when a tile has no BV tree.
+
+    A uniform X/Z grid; cell c lists, in Detour's visiting order (tile row, tile column, tile
+    lookup order, BV leaf order), every BV leaf whose quantized box the (quantized, clamped)
+    query box of some center in the cell may overlap: a superset that `_grid_pairs` trims with
+    Detour's exact test. Per entry: the polygon, its packed quantized box, and how the cell
+    lies against the polygon in X/Z (class and a lower bound of the squared distance)."""
+    cache = getattr(nav, "_candidate_grid_cache", None)
+    if cache is None or cache[0] is not nav.poly_pos:
+        cache = (nav.poly_pos, {})
+        nav._candidate_grid_cache = cache  # type: ignore[attr-defined]
+    key = (float(hx), float(hz))
+    if key in cache[1]:
+        return cache[1][key]
+    grid = _build_candidate_grid(nav, hx, hz)
+    if len(cache[1]) >= 8:
+        cache[1].clear()
+    cache[1][key] = grid
+    return grid
+
+
+def _build_candidate_grid(nav: NavMesh, hx: float, hz: float):
+    p = nav.params
+    parts = []
+    for tile in range(nav.tile_count):
+        data = nav.tiles[tile]
+        if data.npolys == 0:
+            continue
+        if data.bv_i.shape[0] == 0:
+            return None
+        tx, ty, _ = (int(v) for v in nav.tile_xy[tile])
+        rank = nav.tiles_at(tx, ty).index(tile)
+        leaf = np.flatnonzero(data.bv_i >= 0)
+        parts.append((tile, ty, tx, rank, leaf, int(nav.tile_poly_base[tile]) + data.bv_i[leaf]))
+    if not parts:
+        return None
+    tile_of = np.concatenate([np.full(t[4].shape[0], t[0]) for t in parts])
+    key = np.concatenate(
+        [np.stack([np.full(t[4].shape[0], t[1]), np.full(t[4].shape[0], t[2]),
+                   np.full(t[4].shape[0], t[3]), t[4]], axis=1) for t in parts]
+    )  # fmt: skip
+    lmin = np.concatenate([nav.tiles[t[0]].bv_bmin[t[4]] for t in parts]).astype(np.int64)
+    lmax = np.concatenate([nav.tiles[t[0]].bv_bmax[t[4]] for t in parts]).astype(np.int64)
+    poly = np.concatenate([t[5] for t in parts]).astype(np.int64)
+    order = np.lexsort((key[:, 3], key[:, 2], key[:, 1], key[:, 0]))
+    tile_of, lmin, lmax, poly = tile_of[order], lmin[order], lmax[order], poly[order]
+    nleaf = poly.shape[0]
+    # Conservative X/Z intervals of the centers whose query box may overlap each leaf:
+    # bmin >= qfac * (qmin - tbmin) - 2 and bmax <= qfac * (qmax - tbmin) + 2 (truncation
+    # and the low-bit rounding), one more unit for float32 rounding. A query box wholly
+    # beyond the tile's bounds is clamped onto its edge, so leaves touching an edge are
+    # candidates all the way out on that side.
+    tbmin = nav.tile_bmin[tile_of].astype(np.float64)
+    tbmax = nav.tile_bmax[tile_of].astype(np.float64)
+    qfac = np.array([nav.tiles[t].bv_quant_factor for t in tile_of], dtype=np.float64)
+    qf32 = qfac.astype(F32)
+    top = ((qf32[:, None] * (nav.tile_bmax[tile_of] - nav.tile_bmin[tile_of])).astype(np.int64)
+           & 0xFFFE)  # fmt: skip
+    half = np.array([hx, 0.0, hz])
+    eps = 1e-3 + 1e-5 * (_coord_scale(nav) + max(hx, hz))
+    lo = tbmin + (lmin - 3) / qfac[:, None] - half - eps
+    hi = tbmin + (lmax + 3) / qfac[:, None] + half + eps
+    lo = np.where(lmin <= 3, -np.inf, lo)
+    hi = np.where(lmax >= top - 3, np.inf, hi)
+    # The grid covers every center whose box can reach a tile in range (tiles' grid cells).
+    txy = nav.tile_xy[np.unique(tile_of)]
+    tw, th = float(p.tile_width), float(p.tile_height)
+    gx0 = float(p.orig[0]) + txy[:, 0].min() * tw - hx - 2 * eps
+    gz0 = float(p.orig[2]) + txy[:, 1].min() * th - hz - 2 * eps
+    gx1 = float(p.orig[0]) + (txy[:, 0].max() + 1) * tw + hx + 2 * eps
+    gz1 = float(p.orig[2]) + (txy[:, 1].max() + 1) * th + hz + 2 * eps
+    size = GRID_CELL_FACTOR * min(hx, hz)
+    size = max(size, (gx1 - gx0) / 4096, (gz1 - gz0) / 4096, 1e-3)
+    while ((gx1 - gx0) / size + 1) * ((gz1 - gz0) / size + 1) > GRID_MAX_CELLS:
+        size *= 2.0
+    inv = 1.0 / size
+    gw = int((gx1 - gx0) * inv) + 1
+    gh = int((gz1 - gz0) * inv) + 1
+    with np.errstate(invalid="ignore"):
+        ix0 = np.clip(np.floor((lo[:, 0] - gx0) * inv), 0, gw - 1).astype(np.int64)
+        ix1 = np.clip(np.floor((hi[:, 0] - gx0) * inv), 0, gw - 1).astype(np.int64)
+        iz0 = np.clip(np.floor((lo[:, 2] - gz0) * inv), 0, gh - 1).astype(np.int64)
+        iz1 = np.clip(np.floor((hi[:, 2] - gz0) * inv), 0, gh - 1).astype(np.int64)
+    nx = ix1 - ix0 + 1
+    per = nx * (iz1 - iz0 + 1)
+    owner = np.repeat(np.arange(nleaf), per)
+    local = np.arange(owner.shape[0]) - np.repeat(np.cumsum(per) - per, per)
+    row, col = np.divmod(local, nx[owner])
+    cx, cz = ix0[owner] + col, iz0[owner] + row
+    cell = cz * gw + cx
+    sort = np.argsort(cell * max(1, nleaf) + owner, kind="stable")
+    owner, cell, cx, cz = owner[sort], cell[sort], cx[sort], cz[sort]
+    cell_start = np.zeros(gw * gh + 1, dtype=np.int64)
+    np.cumsum(np.bincount(cell, minlength=gw * gh), out=cell_start[1:])
+    e_poly = poly[owner]
+    # How each cell lies against its polygon: by the signed distances of the cell's center
+    # to the edge lines, +- the cell's reach along each normal.
+    nxn, nzn, off, safe = _poly_halfplanes(nav)
+    mx = gx0 + (cx + 0.5) * size
+    mz = gz0 + (cz + 0.5) * size
+    en, ez = nxn[e_poly], nzn[e_poly]
+    sc = en * mx[:, None] + ez * mz[:, None] - off[e_poly]
+    reach = (np.abs(en) + np.abs(ez)) * (0.5 * size)
+    margin = float(_bound_margin(nav))
+    with np.errstate(invalid="ignore"):
+        far = (sc - reach).max(axis=1)
+        near = (sc + reach).max(axis=1)
+    ok = safe[e_poly]
+    kind = np.full(e_poly.shape[0], _MIXED, dtype=np.int8)
+    kind[ok & (near < -margin)] = _IN
+    out = ok & (far > margin)
+    kind[out] = _OUT
+    lb = np.zeros(e_poly.shape[0], dtype=F32)
+    lb[out] = ((far[out] - margin) ** 2).astype(F32)
+    e_tile = tile_of[owner]
+    return {
+        "x0": gx0, "z0": gz0, "inv": inv, "gw": gw, "gh": gh, "cell_start": cell_start,
+        "poly": e_poly, "tile": e_tile, "kind": kind, "lb": lb,
+        "lo": _pack3(lmin[owner]), "hi": _pack3(lmax[owner] + _CARRY),
+    }  # fmt: skip
+
+
+def _grid_pairs(nav: NavMesh, grid, qmin, qmax, cx, cz, pass_flags):
+    """queryPolygons for many boxes through the candidate grid -> (query ids, grid entry rows)
+    in Detour's visiting order per query (the same pairs as `query_polygon_pairs`)."""
+    n = cx.shape[0]
+    p = nav.params
+    with np.errstate(invalid="ignore"):
+        fx = np.floor((cx.astype(np.float64) - grid["x0"]) * grid["inv"])
+        fz = np.floor((cz.astype(np.float64) - grid["z0"]) * grid["inv"])
+        on = (fx >= 0) & (fx < grid["gw"]) & (fz >= 0) & (fz < grid["gh"])
+        tminx = np.floor((qmin[:, 0] - p.orig[0]) / F32(p.tile_width))
+        tminy = np.floor((qmin[:, 2] - p.orig[2]) / F32(p.tile_height))
+        tmaxx = np.floor((qmax[:, 0] - p.orig[0]) / F32(p.tile_width))
+        tmaxy = np.floor((qmax[:, 2] - p.orig[2]) / F32(p.tile_height))
+    cell = np.where(on, fz * grid["gw"] + fx, 0).astype(np.int64)
+    cs = grid["cell_start"]
+    start = cs[cell]
+    count = np.where(on, cs[cell + 1] - start, 0)
+    if nav.tile_count == 1:
+        tx, ty, _ = (int(v) for v in nav.tile_xy[0])
+        count[~((tminx <= tx) & (tx <= tmaxx) & (tminy <= ty) & (ty <= tmaxy))] = 0
+        bmin, bmax = _quantized_box(nav, 0, qmin, qmax)
+        rows = _ranges(start, count)
+        q = np.repeat(np.arange(n), count)
+        qa = np.repeat(_pack3(bmin), count)
+        qb = np.repeat(_pack3(bmax + _CARRY), count)
+        hit = ((grid["hi"][rows] - qa) & (qb - grid["lo"][rows]) & _OVERLAP) == _OVERLAP
+    else:
+        rows = _ranges(start, count)
+        q = np.repeat(np.arange(n), count)
+        t = grid["tile"][rows]
+        txy = nav.tile_xy[t]
+        hit = (tminx[q] <= txy[:, 0]) & (txy[:, 0] <= tmaxx[q])
+        hit &= (tminy[q] <= txy[:, 1]) & (txy[:, 1] <= tmaxy[q])
+        tbmin, tbmax = nav.tile_bmin[t], nav.tile_bmax[t]
+        qfac = np.array([d.bv_quant_factor for d in nav.tiles], dtype=F32)[t][:, None]
+        lo = np.minimum(np.maximum(qmin[q], tbmin), tbmax) - tbmin
+        hi = np.minimum(np.maximum(qmax[q], tbmin), tbmax) - tbmin
+        bmin = (qfac * lo).astype(np.int64) & 0xFFFE
+        bmax = ((qfac * hi + _ONE).astype(np.int64) | 1) & 0xFFFF
+        qa, qb = _pack3(bmin), _pack3(bmax + _CARRY)
+        hit &= ((grid["hi"][rows] - qa) & (qb - grid["lo"][rows]) & _OVERLAP) == _OVERLAP
+    if not pass_flags.all():
+        hit &= pass_flags[grid["poly"][rows]]
+    sel = np.flatnonzero(hit)
+    return q[sel], rows[sel]
+
+
 def _poly_boxes(nav: NavMesh) -> np.ndarray:
     """float64 (npolys, 2, 3): a box holding every point closestPointOnPoly can return for the
     polygon (its vertices and detail triangles), widened by a margin far above float32
@@ -367,6 +639,89 @@ def _nearest_distance(nav: NavMesh, r, c):
 
 
 def find_nearest_poly(nav: NavMesh, centers, halves, pass_flags):
+    """findNearestPoly for many points -> (ref int64 (n,), point (n, 3) NaN none, over bool).
+
+    Detour computes closestPointOnPoly for every candidate and keeps the first strictly
+    nearest. Here the candidates come from the candidate grid (`_candidate_grid`), whose
+    entries say whether the query's cell lies inside its polygon (2D) or outside it with a
+    lower bound of the distance. Candidates over their polygon (inside, or found inside by
+    dtPointInPolygon) are evaluated exactly first; that bounds each query's answer, and the
+    candidates outside are evaluated only when their lower bound does not exceed it. A skipped
+    candidate's distance is strictly above the minimum, so the first strict minimum (Detour's
+    answer) is unchanged. Non-finite points are the caller's business (INVALID_PARAM)."""
+    n = centers.shape[0]
+    qmin = (centers - halves).astype(F32)
+    qmax = (centers + halves).astype(F32)
+    hx = float(halves[:, 0].max()) if n else 0.0
+    hz = float(halves[:, 2].max()) if n else 0.0
+    grid = _candidate_grid(nav, hx, hz) if n and hx >= 0 and hz >= 0 else None
+    if grid is None:
+        return _find_nearest_poly_pruned(nav, centers, halves, pass_flags)
+    ref = np.full(n, -1, dtype=np.int64)
+    point = np.full((n, 3), np.nan, dtype=F32)
+    over = np.zeros(n, dtype=bool)
+    cx, cy, cz = (np.ascontiguousarray(centers[:, k]) for k in range(3))
+    q, rows = _grid_pairs(nav, grid, qmin, qmax, cx, cz, pass_flags)
+    if q.shape[0] == 0:
+        return ref, point, over
+    poly = grid["poly"][rows]
+    kind = grid["kind"][rows]
+    # Over-polygon candidates: the cell inside, or dtPointInPolygon on a mixed cell.
+    inside = kind == _IN
+    mixed = np.flatnonzero(kind == _MIXED)
+    if mixed.shape[0]:
+        qm, pm = q[mixed], poly[mixed]
+        on = _inside_xz(nav, pm, cx[qm], cz[qm])
+        on &= nav.poly_type[pm] != POLYTYPE_OFFMESH_CONNECTION
+        inside[mixed[on]] = True
+    j = np.flatnonzero(inside)
+    qj, pj = q[j], poly[j]
+    hj = _height_inside(nav, pj, cx[qj], cz[qj], centers[qj])
+    dy = np.abs(cy[qj] - hj) - nav.tile_walkable_climb[nav.poly_tile[pj]]
+    dj = np.where(dy > _ZERO, dy * dy, _ZERO).astype(F32)
+    # Each query's best over-polygon distance bounds its answer (slack for float32).
+    upper = np.full(n, np.inf, dtype=np.float64)
+    if j.shape[0]:
+        first = np.flatnonzero(np.r_[True, qj[1:] != qj[:-1]])
+        upper[qj[first]] = np.minimum.reduceat(dj, first).astype(np.float64) * (1.0 + 1e-5)
+    # Outside candidates: the cell's bound, or on a mixed cell the point's own distance to
+    # the polygon's edge lines (convex polygons only), against the query's bound.
+    lb = grid["lb"][rows]
+    out_mixed = mixed[~on] if mixed.shape[0] else mixed
+    if out_mixed.shape[0]:
+        lb[out_mixed] = _outside_bound(nav, poly[out_mixed], cx[q[out_mixed]], cz[q[out_mixed]])
+    k = np.flatnonzero(~inside)
+    k = k[lb[k] <= upper[q[k]]]
+    qk = q[k]
+    ck = closest_on_detail_edges(nav, poly[k], centers[qk], True)
+    diff = centers[qk] - ck
+    dk = (diff[:, 0] * diff[:, 0] + diff[:, 1] * diff[:, 1] + diff[:, 2] * diff[:, 2]).astype(F32)
+    # All evaluated candidates in pair order; first strict minimum below FLT_MAX per query.
+    rows_all = np.concatenate([j, k])
+    order = np.argsort(rows_all, kind="stable")
+    rows_all = rows_all[order]
+    d = np.concatenate([dj, dk])[order]
+    qq = q[rows_all]
+    starts = np.flatnonzero(np.r_[True, qq[1:] != qq[:-1]])
+    dmin = np.minimum.reduceat(d, starts)
+    sizes = np.diff(np.r_[starts, qq.shape[0]])
+    hits = np.flatnonzero((d == np.repeat(dmin, sizes)) & (d < FLT_MAX))
+    gq = qq[hits]
+    keep = hits[np.r_[True, gq[1:] != gq[:-1]]] if hits.shape[0] else hits
+    src = order[keep]  # index into concatenate([j, k])
+    qs = qq[keep]
+    nj = j.shape[0]
+    from_j = src < nj
+    ref[qs] = poly[rows_all[keep]]
+    over[qs] = from_j
+    a, b = qs[from_j], src[from_j]
+    point[a, 0], point[a, 1], point[a, 2] = cx[a], hj[b], cz[a]
+    a, b = qs[~from_j], src[~from_j] - nj
+    point[a] = ck[b]
+    return ref, point, over
+
+
+def _find_nearest_poly_pruned(nav: NavMesh, centers, halves, pass_flags):
     """findNearestPoly for many points -> (ref int64 (n,), point (n, 3) NaN none, over bool).
 
     Detour computes closestPointOnPoly for every candidate. Here a lower bound of each
