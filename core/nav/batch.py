@@ -114,28 +114,36 @@ def poly_height(nav: NavMesh, refs: np.ndarray, pos: np.ndarray):
     return ok, height
 
 
-def _height_inside(nav: NavMesh, refs, px, pz, pos) -> np.ndarray:
+def _height_inside(nav: NavMesh, refs, px, pz, pos, pos_rows=None, tris=None) -> np.ndarray:
     """getPolyHeight's height (float32 (m,)) of points (px, pz) known to be inside their ground
-    polygons refs (pos: the (m, 3) points, read only for the rare detail-edge fallback).
+    polygons refs (pos[pos_rows] or pos: the (m, 3) points, read only for the rare detail-edge
+    fallback). tris: optional int (m,) detail triangle known to be Detour's first hit (-1:
+    unknown, searched).
 
     The (query, detail triangle) pairs of all queries are tested at once (flat, no padding);
     each query takes its first hit in triangle order, as Detour's loop returns on it."""
     m = refs.shape[0]
-    height = np.zeros(m, dtype=F32)
     terms, ys = _detail_tri_table(nav)
+    if tris is not None:
+        height = np.zeros(m, dtype=F32)
+        known = tris >= 0
+        k = np.flatnonzero(known)
+        t = tris[k]
+        tt = terms[t]
+        u, v, denom = _tri_uv(tt, px[k], pz[k])
+        yy = ys[t]
+        height[k] = tt[:, 2] + (yy[:, 0] * u + yy[:, 1] * v) / denom
+        rest = np.flatnonzero(~known)
+        if rest.shape[0]:
+            rows = rest if pos_rows is None else pos_rows[rest]
+            height[rest] = _height_inside(nav, refs[rest], px[rest], pz[rest], pos, rows)
+        return height
+    height = np.zeros(m, dtype=F32)
     counts = nav.detail_tri_count[refs].astype(np.int64)
     rows = _ranges(nav.detail_tri_base[refs], counts)
     owner = np.repeat(np.arange(m), counts)
     tt = terms[rows]
-    v2x = px[owner] - tt[:, 0]
-    v2z = pz[owner] - tt[:, 1]
-    v0x, v0z, v1x, v1z, denom = tt[:, 3], tt[:, 4], tt[:, 5], tt[:, 6], tt[:, 7]
-    u = v1z * v2x - v1x * v2z
-    v = v0x * v2z - v0z * v2x
-    neg = denom < _ZERO
-    denom = np.where(neg, -denom, denom)
-    u = np.where(neg, -u, u)
-    v = np.where(neg, -v, v)
+    u, v, denom = _tri_uv(tt, px[owner], pz[owner])
     hit = (denom >= _EPS_HEIGHT) & (u >= _ZERO) & (v >= _ZERO) & ((u + v) <= denom)
     hits = np.flatnonzero(hit)
     # First hit per query: assigning in reverse leaves each query's smallest pair index.
@@ -147,8 +155,21 @@ def _height_inside(nav: NavMesh, refs, px, pz, pos) -> np.ndarray:
     height[got] = tt[f, 2] + (yy[:, 0] * u[f] + yy[:, 1] * v[f]) / denom[f]
     miss = np.flatnonzero(~got)
     if miss.shape[0]:
-        height[miss] = closest_on_detail_edges(nav, refs[miss], pos[miss], False)[:, 1]
+        at = pos[miss] if pos_rows is None else pos[pos_rows[miss]]
+        height[miss] = closest_on_detail_edges(nav, refs[miss], at, False)[:, 1]
     return height
+
+
+def _tri_uv(tt, px, pz):
+    """dtClosestHeightPointTriangle's (u, v, denom) with denom made positive (float32), for
+    `_detail_tri_table` rows tt (m, 8) and points (px, pz)."""
+    v2x = px - tt[:, 0]
+    v2z = pz - tt[:, 1]
+    v0x, v0z, v1x, v1z, denom = tt[:, 3], tt[:, 4], tt[:, 5], tt[:, 6], tt[:, 7]
+    u = v1z * v2x - v1x * v2z
+    v = v0x * v2z - v0z * v2x
+    neg = denom < _ZERO
+    return np.where(neg, -u, u), np.where(neg, -v, v), np.where(neg, -denom, denom)
 
 
 def dist_pt_seg_sqr_2d(pt, p, q):
@@ -346,7 +367,7 @@ _CARRY = 1 << 16
 _OVERLAP = _CARRY | (_CARRY << _PACK) | (_CARRY << (2 * _PACK))
 #: Candidate grid cell size as a multiple of the query box's smaller X/Z half extent: smaller
 #: cells give fewer surplus candidates and finer inside/outside classes, more entries.
-GRID_CELL_FACTOR = 0.25
+GRID_CELL_FACTOR = 0.125
 #: Largest candidate grid, in cells. [Limit: >= 1]
 GRID_MAX_CELLS = 1 << 20
 #: Entry classes of the candidate grid: the whole cell inside the polygon (2D, by a margin),
@@ -494,9 +515,16 @@ def _build_candidate_grid(nav: NavMesh, hx: float, hz: float):
     hi = tbmin + (lmax + 3) / qfac[:, None] + half + eps
     lo = np.where(lmin <= 3, -np.inf, lo)
     hi = np.where(lmax >= top - 3, np.inf, hi)
-    # The grid covers every center whose box can reach a tile in range (tiles' grid cells).
-    txy = nav.tile_xy[np.unique(tile_of)]
+    # Detour visits a tile only when the query box reaches the tile's grid cell: this bounds
+    # every leaf's interval (the open ones above included) and the grid.
     tw, th = float(p.tile_width), float(p.tile_height)
+    lxy = nav.tile_xy[tile_of].astype(np.float64)
+    reach_lo = np.stack([p.orig[0] + lxy[:, 0] * tw, p.orig[2] + lxy[:, 1] * th], axis=1)
+    reach_hi = reach_lo + np.array([tw, th])
+    hxz = np.array([hx, hz])
+    lo[:, [0, 2]] = np.maximum(lo[:, [0, 2]], reach_lo - hxz - 2 * eps)
+    hi[:, [0, 2]] = np.minimum(hi[:, [0, 2]], reach_hi + hxz + 2 * eps)
+    txy = nav.tile_xy[np.unique(tile_of)]
     gx0 = float(p.orig[0]) + txy[:, 0].min() * tw - hx - 2 * eps
     gz0 = float(p.orig[2]) + txy[:, 1].min() * th - hz - 2 * eps
     gx1 = float(p.orig[0]) + (txy[:, 0].max() + 1) * tw + hx + 2 * eps
@@ -522,8 +550,6 @@ def _build_candidate_grid(nav: NavMesh, hx: float, hz: float):
     cell = cz * gw + cx
     sort = np.argsort(cell * max(1, nleaf) + owner, kind="stable")
     owner, cell, cx, cz = owner[sort], cell[sort], cx[sort], cz[sort]
-    cell_start = np.zeros(gw * gh + 1, dtype=np.int64)
-    np.cumsum(np.bincount(cell, minlength=gw * gh), out=cell_start[1:])
     e_poly = poly[owner]
     # How each cell lies against its polygon: by the signed distances of the cell's center
     # to the edge lines, +- the cell's reach along each normal.
@@ -536,106 +562,170 @@ def _build_candidate_grid(nav: NavMesh, hx: float, hz: float):
     margin = float(_bound_margin(nav))
     with np.errstate(invalid="ignore"):
         far = (sc - reach).max(axis=1)
-        near = (sc + reach).max(axis=1)
+        inner = (sc + reach).max(axis=1)
     ok = safe[e_poly]
     kind = np.full(e_poly.shape[0], _MIXED, dtype=np.int8)
-    kind[ok & (near < -margin)] = _IN
+    kind[ok & (inner < -margin)] = _IN
     out = ok & (far > margin)
     kind[out] = _OUT
     lb = np.zeros(e_poly.shape[0], dtype=F32)
     lb[out] = ((far[out] - margin) ** 2).astype(F32)
-    e_tile = tile_of[owner]
+    tri = _known_triangles(nav, e_poly, mx, mz, 0.5 * size, margin, kind == _IN)
+    # Two tables: entries over or near their polygon (always tested), and entries whose cell
+    # is outside (sorted by bound within the cell: a query reads them only when its best
+    # over-polygon distance reaches the cell's smallest bound).
+    near = kind != _OUT
+    cells = gw * gh
+
+    def table(sel, by_bound):
+        c = cell[sel]
+        rows = np.flatnonzero(sel)
+        if by_bound:
+            o = np.lexsort((owner[rows], lb[rows], c))
+            rows, c = rows[o], c[o]
+        # One more (empty) cell: the cell of centers off the grid.
+        start = np.zeros(cells + 2, dtype=np.int64)
+        np.cumsum(np.bincount(c, minlength=cells + 1), out=start[1:])
+        o = owner[rows]
+        return {
+            "start": start, "poly": poly[o], "rank": o, "tile": tile_of[o], "kind": kind[rows],
+            "lb": lb[rows], "lo": _pack3(lmin[o]), "hi": _pack3(lmax[o] + _CARRY),
+            "tri": tri[rows],
+        }  # fmt: skip
+
+    out_table = table(~near, True)
+    first_lb = np.full(cells + 1, np.inf, dtype=F32)
+    st = out_table["start"]
+    has = st[1:] > st[:-1]
+    first_lb[has] = out_table["lb"][st[:-1][has]]
     return {
-        "x0": gx0, "z0": gz0, "inv": inv, "gw": gw, "gh": gh, "cell_start": cell_start,
-        "poly": e_poly, "tile": e_tile, "kind": kind, "lb": lb,
-        "lo": _pack3(lmin[owner]), "hi": _pack3(lmax[owner] + _CARRY),
+        "x0": gx0, "z0": gz0, "inv": inv, "gw": gw, "gh": gh,
+        "near": table(near, False), "out": out_table, "out_min_lb": first_lb,
     }  # fmt: skip
 
 
-def _grid_pairs(nav: NavMesh, grid, qmin, qmax, cx, cz, pass_flags):
-    """queryPolygons for many boxes through the candidate grid -> (query ids, grid entry rows)
-    in Detour's visiting order per query (the same pairs as `query_polygon_pairs`)."""
-    n = cx.shape[0]
-    p = nav.params
+def _known_triangles(nav: NavMesh, polys, mx, mz, half: float, margin: float, which):
+    """Per grid entry (polygon, square cell of center (mx, mz) and half size `half`) the
+    detail triangle getPolyHeight picks for every point of the cell, or -1: for the entries
+    `which`, when the cell is inside a triangle by `margin` and every earlier triangle of the
+    polygon is outside by `margin` or never hit (|denom| below Detour's epsilon)."""
+    tri = np.full(polys.shape[0], -1, dtype=np.int64)
+    e = np.flatnonzero(which)
+    if e.shape[0] == 0 or nav.detail_tri_pos.shape[0] == 0:
+        return tri
+    terms, _ys = _detail_tri_table(nav)
+    t = nav.detail_tri_pos.astype(np.float64)
+    ax, az = t[:, :, 0], t[:, :, 2]
+    bx, bz = np.roll(ax, -1, axis=1), np.roll(az, -1, axis=1)
+    area = (ax * bz - bx * az).sum(axis=1)
+    ex, ez = bx - ax, bz - az
+    length = np.hypot(ex, ez)
+    sign = np.where(area > 0, 1.0, -1.0)[:, None]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        nx = sign * ez / length
+        nz = -sign * ex / length
+    off = nx * ax + nz * az
+    never = np.abs(terms[:, 7]) < _EPS_HEIGHT
+    scale = 1e-9 * (1.0 + np.abs(ax).max(axis=1) + np.abs(az).max(axis=1)) ** 2
+    sound = (np.abs(area) > scale) & (length > 0).all(axis=1)
+    counts = nav.detail_tri_count[polys[e]].astype(np.int64)
+    rows = _ranges(nav.detail_tri_base[polys[e]], counts)
+    owner = np.repeat(np.arange(e.shape[0]), counts)
+    px, pz = mx[e][owner][:, None], mz[e][owner][:, None]
+    sc = nx[rows] * px + nz[rows] * pz - off[rows]
+    reach = (np.abs(nx[rows]) + np.abs(nz[rows])) * half
+    with np.errstate(invalid="ignore"):
+        inside = sound[rows] & ((sc + reach).max(axis=1) < -margin) & ~never[rows]
+        outside = never[rows] | (sound[rows] & ((sc - reach).max(axis=1) > margin))
+    # The first triangle not surely missed decides: known when the cell is surely inside it.
+    live = np.flatnonzero(~outside)
+    first = np.full(e.shape[0], -1, dtype=np.int64)
+    first[owner[live[::-1]]] = live[::-1]
+    ok = first >= 0
+    ok[ok] = inside[first[ok]]
+    tri[e[ok]] = rows[first[ok]]
+    return tri
+
+
+def _query_cells(grid, cx, cz):
+    """Grid cell of each center (the extra cell gw * gh, with no entries, off the grid)."""
     with np.errstate(invalid="ignore"):
         fx = np.floor((cx.astype(np.float64) - grid["x0"]) * grid["inv"])
         fz = np.floor((cz.astype(np.float64) - grid["z0"]) * grid["inv"])
         on = (fx >= 0) & (fx < grid["gw"]) & (fz >= 0) & (fz < grid["gh"])
-        tminx = np.floor((qmin[:, 0] - p.orig[0]) / F32(p.tile_width))
-        tminy = np.floor((qmin[:, 2] - p.orig[2]) / F32(p.tile_height))
-        tmaxx = np.floor((qmax[:, 0] - p.orig[0]) / F32(p.tile_width))
-        tmaxy = np.floor((qmax[:, 2] - p.orig[2]) / F32(p.tile_height))
-    cell = np.where(on, fz * grid["gw"] + fx, 0).astype(np.int64)
-    cs = grid["cell_start"]
-    start = cs[cell]
-    count = np.where(on, cs[cell + 1] - start, 0)
-    if nav.tile_count == 1:
-        tx, ty, _ = (int(v) for v in nav.tile_xy[0])
-        count[~((tminx <= tx) & (tx <= tmaxx) & (tminy <= ty) & (ty <= tmaxy))] = 0
-        bmin, bmax = _quantized_box(nav, 0, qmin, qmax)
+    return np.where(on, fz * grid["gw"] + fx, grid["gw"] * grid["gh"]).astype(np.int64)
+
+
+class _BoxTest:
+    """Detour's per-tile test of many query boxes against grid entries: the tile in the
+    query's tile range, then the quantized (clamped) query box overlapping the leaf's box."""
+
+    def __init__(self, nav: NavMesh, qmin, qmax):
+        p = nav.params
+        self.nav, self.qmin, self.qmax = nav, qmin, qmax
+        with np.errstate(invalid="ignore"):
+            self.tminx = np.floor((qmin[:, 0] - p.orig[0]) / F32(p.tile_width))
+            self.tminy = np.floor((qmin[:, 2] - p.orig[2]) / F32(p.tile_height))
+            self.tmaxx = np.floor((qmax[:, 0] - p.orig[0]) / F32(p.tile_width))
+            self.tmaxy = np.floor((qmax[:, 2] - p.orig[2]) / F32(p.tile_height))
+        self.single = nav.tile_count == 1
+        if self.single:
+            tx, ty, _ = (int(v) for v in nav.tile_xy[0])
+            self.in_range = (self.tminx <= tx) & (tx <= self.tmaxx)
+            self.in_range &= (self.tminy <= ty) & (ty <= self.tmaxy)
+            bmin, bmax = _quantized_box(nav, 0, qmin, qmax)
+            self.qa, self.qb = _pack3(bmin), _pack3(bmax + _CARRY)
+
+    def pairs(self, table, queries, cells, pass_flags):
+        """(query ids, table rows) of the entries of cells[i] that query queries[i] visits, in
+        table order per query."""
+        start = table["start"][cells]
+        count = table["start"][cells + 1] - start
+        if self.single:
+            count[~self.in_range[queries]] = 0
         rows = _ranges(start, count)
-        q = np.repeat(np.arange(n), count)
-        qa = np.repeat(_pack3(bmin), count)
-        qb = np.repeat(_pack3(bmax + _CARRY), count)
-        hit = ((grid["hi"][rows] - qa) & (qb - grid["lo"][rows]) & _OVERLAP) == _OVERLAP
-    else:
-        rows = _ranges(start, count)
-        q = np.repeat(np.arange(n), count)
-        t = grid["tile"][rows]
-        txy = nav.tile_xy[t]
-        hit = (tminx[q] <= txy[:, 0]) & (txy[:, 0] <= tmaxx[q])
-        hit &= (tminy[q] <= txy[:, 1]) & (txy[:, 1] <= tmaxy[q])
-        tbmin, tbmax = nav.tile_bmin[t], nav.tile_bmax[t]
-        qfac = np.array([d.bv_quant_factor for d in nav.tiles], dtype=F32)[t][:, None]
-        lo = np.minimum(np.maximum(qmin[q], tbmin), tbmax) - tbmin
-        hi = np.minimum(np.maximum(qmax[q], tbmin), tbmax) - tbmin
-        bmin = (qfac * lo).astype(np.int64) & 0xFFFE
-        bmax = ((qfac * hi + _ONE).astype(np.int64) | 1) & 0xFFFF
-        qa, qb = _pack3(bmin), _pack3(bmax + _CARRY)
-        hit &= ((grid["hi"][rows] - qa) & (qb - grid["lo"][rows]) & _OVERLAP) == _OVERLAP
-    if not pass_flags.all():
-        hit &= pass_flags[grid["poly"][rows]]
-    sel = np.flatnonzero(hit)
-    return q[sel], rows[sel]
+        q = np.repeat(queries, count)
+        if self.single:
+            qa, qb = self.qa[q], self.qb[q]
+            hit = ((table["hi"][rows] - qa) & (qb - table["lo"][rows]) & _OVERLAP) == _OVERLAP
+        else:
+            nav = self.nav
+            t = table["tile"][rows]
+            txy = nav.tile_xy[t]
+            hit = (self.tminx[q] <= txy[:, 0]) & (txy[:, 0] <= self.tmaxx[q])
+            hit &= (self.tminy[q] <= txy[:, 1]) & (txy[:, 1] <= self.tmaxy[q])
+            tbmin, tbmax = nav.tile_bmin[t], nav.tile_bmax[t]
+            qfac = np.array([d.bv_quant_factor for d in nav.tiles], dtype=F32)[t][:, None]
+            lo = np.minimum(np.maximum(self.qmin[q], tbmin), tbmax) - tbmin
+            hi = np.minimum(np.maximum(self.qmax[q], tbmin), tbmax) - tbmin
+            bmin = (qfac * lo).astype(np.int64) & 0xFFFE
+            bmax = ((qfac * hi + _ONE).astype(np.int64) | 1) & 0xFFFF
+            qa, qb = _pack3(bmin), _pack3(bmax + _CARRY)
+            hit &= ((table["hi"][rows] - qa) & (qb - table["lo"][rows]) & _OVERLAP) == _OVERLAP
+        if not pass_flags.all():
+            hit &= pass_flags[table["poly"][rows]]
+        sel = np.flatnonzero(hit)
+        return q[sel], rows[sel]
 
 
-def _poly_boxes(nav: NavMesh) -> np.ndarray:
-    """float64 (npolys, 2, 3): a box holding every point closestPointOnPoly can return for the
-    polygon (its vertices and detail triangles), widened by a margin far above float32
-    rounding (1e-3 wu plus 1e-5 of the coordinates' size)."""
-
-    def build():
-        n = nav.poly_count
-        lo = nav.poly_pos.astype(np.float64).copy()
-        nv = nav.poly_vert_count.astype(np.int64)
-        pad = np.arange(lo.shape[1])[None, :] >= nv[:, None]
-        hi = lo.copy()
-        lo[pad] = np.inf
-        hi[pad] = -np.inf
-        bmin, bmax = lo.min(axis=1), hi.max(axis=1)
-        tri = nav.detail_tri_pos.astype(np.float64)
-        counts = nav.detail_tri_count.astype(np.int64)
-        if tri.shape[0]:
-            owner = np.repeat(np.arange(n), counts)
-            rows = _ranges(nav.detail_tri_base, counts)
-            np.minimum.at(bmin, owner, tri[rows].min(axis=1))
-            np.maximum.at(bmax, owner, tri[rows].max(axis=1))
-        size = np.maximum(np.abs(bmin), np.abs(bmax)).max(axis=1, keepdims=True)
-        margin = 1e-3 + 1e-5 * np.where(np.isfinite(size), size, 0.0)
-        return np.stack([bmin - margin, bmax + margin], axis=1)
-
-    return _cached(nav, "_poly_box_cache", nav.detail_tri_pos, build)
-
-
-def _nearest_distance(nav: NavMesh, r, c):
-    """findNearestPoly's per-candidate distance (float32) and closest point / over flag."""
-    closest, is_over = closest_point_on_poly(nav, r, c)
-    climb = nav.tile_walkable_climb[nav.poly_tile[r]]
-    dy = np.abs(c[:, 1] - closest[:, 1]) - climb
-    d_over = np.where(dy > _ZERO, dy * dy, _ZERO)
-    diff = c - closest
-    d_out = diff[:, 0] * diff[:, 0] + diff[:, 1] * diff[:, 1] + diff[:, 2] * diff[:, 2]
-    return np.where(is_over, d_over, d_out).astype(F32), closest, is_over
+def _first_nearest(q, d, n):
+    """Per query the first strictly smallest distance below FLT_MAX among candidates listed
+    query by query (q ascending) in Detour's visiting order -> (index into the candidates or
+    -1 (n,), distance float32 (n,) +inf when none)."""
+    best = np.full(n, -1, dtype=np.int64)
+    dist = np.full(n, np.inf, dtype=F32)
+    ok = np.flatnonzero(d < FLT_MAX)
+    if ok.shape[0] == 0:
+        return best, dist
+    q, d = q[ok], d[ok]
+    starts = np.flatnonzero(np.r_[True, q[1:] != q[:-1]])
+    dmin = np.minimum.reduceat(d, starts)
+    hits = np.flatnonzero(d == np.repeat(dmin, np.diff(np.r_[starts, q.shape[0]])))
+    gq = q[hits]
+    hits = hits[np.r_[True, gq[1:] != gq[:-1]]]
+    best[q[hits]] = ok[hits]
+    dist[q[hits]] = d[hits]
+    return best, dist
 
 
 def find_nearest_poly(nav: NavMesh, centers, halves, pass_flags):
@@ -647,11 +737,10 @@ def find_nearest_poly(nav: NavMesh, centers, halves, pass_flags):
     lower bound of the distance. Candidates over their polygon (inside, or found inside by
     dtPointInPolygon) are evaluated exactly first; that bounds each query's answer, and the
     candidates outside are evaluated only when their lower bound does not exceed it. A skipped
-    candidate's distance is strictly above the minimum, so the first strict minimum (Detour's
-    answer) is unchanged. Non-finite points are the caller's business (INVALID_PARAM)."""
+    candidate's distance is strictly above the minimum, so the first strict minimum in
+    Detour's visiting order (the BV rank) is unchanged. Non-finite points are the caller's
+    business (INVALID_PARAM)."""
     n = centers.shape[0]
-    qmin = (centers - halves).astype(F32)
-    qmax = (centers + halves).astype(F32)
     hx = float(halves[:, 0].max()) if n else 0.0
     hz = float(halves[:, 2].max()) if n else 0.0
     grid = _candidate_grid(nav, hx, hz) if n and hx >= 0 and hz >= 0 else None
@@ -661,63 +750,64 @@ def find_nearest_poly(nav: NavMesh, centers, halves, pass_flags):
     point = np.full((n, 3), np.nan, dtype=F32)
     over = np.zeros(n, dtype=bool)
     cx, cy, cz = (np.ascontiguousarray(centers[:, k]) for k in range(3))
-    q, rows = _grid_pairs(nav, grid, qmin, qmax, cx, cz, pass_flags)
-    if q.shape[0] == 0:
-        return ref, point, over
-    poly = grid["poly"][rows]
-    kind = grid["kind"][rows]
+    box = _BoxTest(nav, (centers - halves).astype(F32), (centers + halves).astype(F32))
+    cells = _query_cells(grid, cx, cz)
+    near = grid["near"]
+    q, rows = box.pairs(near, np.arange(n), cells, pass_flags)
+    poly = near["poly"][rows]
+    kind = near["kind"][rows]
     # Over-polygon candidates: the cell inside, or dtPointInPolygon on a mixed cell.
     inside = kind == _IN
-    mixed = np.flatnonzero(kind == _MIXED)
-    if mixed.shape[0]:
-        qm, pm = q[mixed], poly[mixed]
-        on = _inside_xz(nav, pm, cx[qm], cz[qm])
-        on &= nav.poly_type[pm] != POLYTYPE_OFFMESH_CONNECTION
-        inside[mixed[on]] = True
+    mixed = np.flatnonzero(~inside)
+    qm, pm = q[mixed], poly[mixed]
+    on = _inside_xz(nav, pm, cx[qm], cz[qm])
+    on &= nav.poly_type[pm] != POLYTYPE_OFFMESH_CONNECTION
+    inside[mixed[on]] = True
     j = np.flatnonzero(inside)
     qj, pj = q[j], poly[j]
-    hj = _height_inside(nav, pj, cx[qj], cz[qj], centers[qj])
+    hj = _height_inside(nav, pj, cx[qj], cz[qj], centers, qj, near["tri"][rows[j]])
     dy = np.abs(cy[qj] - hj) - nav.tile_walkable_climb[nav.poly_tile[pj]]
     dj = np.where(dy > _ZERO, dy * dy, _ZERO).astype(F32)
-    # Each query's best over-polygon distance bounds its answer (slack for float32).
-    upper = np.full(n, np.inf, dtype=np.float64)
-    if j.shape[0]:
-        first = np.flatnonzero(np.r_[True, qj[1:] != qj[:-1]])
-        upper[qj[first]] = np.minimum.reduceat(dj, first).astype(np.float64) * (1.0 + 1e-5)
-    # Outside candidates: the cell's bound, or on a mixed cell the point's own distance to
-    # the polygon's edge lines (convex polygons only), against the query's bound.
-    lb = grid["lb"][rows]
-    out_mixed = mixed[~on] if mixed.shape[0] else mixed
-    if out_mixed.shape[0]:
-        lb[out_mixed] = _outside_bound(nav, poly[out_mixed], cx[q[out_mixed]], cz[q[out_mixed]])
-    k = np.flatnonzero(~inside)
-    k = k[lb[k] <= upper[q[k]]]
-    qk = q[k]
-    ck = closest_on_detail_edges(nav, poly[k], centers[qk], True)
+    best_j, dist_j = _first_nearest(qj, dj, n)
+    # Each query's best over-polygon distance bounds its answer (slack for float32 rounding).
+    upper = dist_j.astype(np.float64) * (1.0 + 1e-5)
+    # Outside candidates within the bound: mixed cells by the point's own distance to the
+    # polygon's edge lines, then the outside entries of the queries whose cell's smallest
+    # bound does not exceed theirs.
+    mo = mixed[~on]
+    lb = _outside_bound(nav, poly[mo], cx[q[mo]], cz[q[mo]])
+    mo = mo[lb <= upper[q[mo]]]
+    kq, kp, kr = [q[mo]], [poly[mo]], [near["rank"][rows[mo]]]
+    far = np.flatnonzero(grid["out_min_lb"][cells] <= upper)
+    if far.shape[0]:
+        out = grid["out"]
+        fq, frows = box.pairs(out, far, cells[far], pass_flags)
+        keep = out["lb"][frows] <= upper[fq]
+        kq.append(fq[keep])
+        kp.append(out["poly"][frows[keep]])
+        kr.append(out["rank"][frows[keep]])
+    qk, pk, rk = np.concatenate(kq), np.concatenate(kp), np.concatenate(kr)
+    order = np.lexsort((rk, qk))
+    qk, pk, rk = qk[order], pk[order], rk[order]
+    ck = closest_on_detail_edges(nav, pk, centers[qk], True)
     diff = centers[qk] - ck
     dk = (diff[:, 0] * diff[:, 0] + diff[:, 1] * diff[:, 1] + diff[:, 2] * diff[:, 2]).astype(F32)
-    # All evaluated candidates in pair order; first strict minimum below FLT_MAX per query.
-    rows_all = np.concatenate([j, k])
-    order = np.argsort(rows_all, kind="stable")
-    rows_all = rows_all[order]
-    d = np.concatenate([dj, dk])[order]
-    qq = q[rows_all]
-    starts = np.flatnonzero(np.r_[True, qq[1:] != qq[:-1]])
-    dmin = np.minimum.reduceat(d, starts)
-    sizes = np.diff(np.r_[starts, qq.shape[0]])
-    hits = np.flatnonzero((d == np.repeat(dmin, sizes)) & (d < FLT_MAX))
-    gq = qq[hits]
-    keep = hits[np.r_[True, gq[1:] != gq[:-1]]] if hits.shape[0] else hits
-    src = order[keep]  # index into concatenate([j, k])
-    qs = qq[keep]
-    nj = j.shape[0]
-    from_j = src < nj
-    ref[qs] = poly[rows_all[keep]]
-    over[qs] = from_j
-    a, b = qs[from_j], src[from_j]
+    best_k, dist_k = _first_nearest(qk, dk, n)
+    # The over-polygon winner unless an outside one is nearer, or as near and visited first.
+    rank_j = np.zeros(n, dtype=np.int64)
+    rank_k = np.zeros(n, dtype=np.int64)
+    got_j, got_k = best_j >= 0, best_k >= 0
+    rank_j[got_j] = near["rank"][rows[j[best_j[got_j]]]]
+    rank_k[got_k] = rk[best_k[got_k]]
+    take_k = (best_k >= 0) & (
+        (best_j < 0) | (dist_k < dist_j) | ((dist_k == dist_j) & (rank_k < rank_j))
+    )
+    take_j = (best_j >= 0) & ~take_k
+    a, b = np.flatnonzero(take_j), best_j[take_j]
+    ref[a], over[a] = pj[b], True
     point[a, 0], point[a, 1], point[a, 2] = cx[a], hj[b], cz[a]
-    a, b = qs[~from_j], src[~from_j] - nj
-    point[a] = ck[b]
+    a, b = np.flatnonzero(take_k), best_k[take_k]
+    ref[a], point[a] = pk[b], ck[b]
     return ref, point, over
 
 
