@@ -645,3 +645,75 @@ def test_batch_random_points_closest_points_and_moves():
     )
     np.testing.assert_allclose(moves.position, [zpt(15, 5), zpt(5, 10)])
     assert moves.polys[moves.start[0] : moves.start[0] + moves.count[0]].tolist() == [0, 1]
+
+
+@pytest.mark.parametrize("tiled", [False, True])
+def test_batch_nearest_grid_edge_cases_match_single_port(tiled):
+    """The candidate grid of the batch nearest search against the literal port where it is
+    easy to get wrong: boxes beyond a tile's bounds (Detour clamps them onto its edge), far
+    above and below the surface, on tile borders, tiny, zero and large boxes in one batch,
+    and a filter that rejects some polygons."""
+    from core.config import NavConfig
+    from core.nav.bench import _surface_points
+    from core.nav.cli import build_navmesh
+
+    if tiled:
+        nav = _tiled_navmesh_from_reference(load_reference("dungeon_tiled"))
+    else:
+        nav = build_navmesh(mesh_path("dungeon"), True, NavConfig())
+    nav.poly_flags[::5] = 2  # rejected by the filter below (include 1)
+    q = NavMeshQuery(nav)
+    flt = QueryFilter(include_flags=1)
+    rng = np.random.default_rng(5)
+    pts = np.concatenate([_random_points(q, 500, 9), _surface_points(q, 500, rng)])
+    lo = nav.tile_bmin.min(axis=0)[[0, 2, 1]]
+    hi = nav.tile_bmax.max(axis=0)[[0, 2, 1]]
+    # Beyond the bounds by up to 3 wu on every side, and far above / below.
+    edge = (lo + (hi - lo) * rng.random((300, 3))).astype(F32)
+    side = rng.integers(0, 6, 300)
+    for k in range(3):
+        edge[side == k, k] = lo[k] - rng.random(np.count_nonzero(side == k)) * 3
+        edge[side == k + 3, k] = hi[k] + rng.random(np.count_nonzero(side == k + 3)) * 3
+    # On tile borders (x or y exactly on a tile's grid line).
+    p = nav.params
+    border = pts[:200].copy()
+    border[:100, 0] = p.orig[0] + p.tile_width * rng.integers(0, 4, 100)
+    border[100:, 1] = p.orig[2] + p.tile_height * rng.integers(0, 4, 100)
+    pts = np.concatenate([pts, edge.astype(F32), border.astype(F32)])
+    pts[::9, 2] += rng.normal(0, 20, pts[::9].shape[0]).astype(F32)
+    halves = np.array([[0.05, 0.05, 0.1], [2, 2, 4], [6, 6, 9], [0, 0, 0], [2, 2, 40]], F32)
+    for half in (rng.choice(halves, pts.shape[0]), halves[1]):
+        near = q.find_nearest_poly_batch(pts, half, flt)
+        per_point = half.ndim == 2
+        for i, pt in enumerate(pts):
+            one = q.find_nearest_poly(pt, half[i] if per_point else half, flt)
+            assert (near.ref[i], near.over_poly[i]) == (one.ref, one.over_poly), i
+            np.testing.assert_array_equal(near.point[i], one.point, err_msg=str(i))
+        found = near.ref >= 0
+        assert np.count_nonzero(found) > 500 and np.count_nonzero(~found) > 50
+        assert np.all(nav.poly_flags[near.ref[found]] == 1)
+
+
+def test_batch_nearest_box_clamped_onto_tile_edge_matches_single_port():
+    """A tile grid cell wider than the tile's bounds: Detour clamps a query box lying wholly
+    beyond the bounds onto the tile's edge, so polygons on that edge are candidates for
+    points several units away; the batch search's grid must list them too."""
+    data = tile_data(polymesh(
+        [(0, 0, 0), (0, 0, 10), (10, 0, 10), (10, 0, 0), (30, 0, 10), (30, 0, 0)],
+        [([0, 1, 2, 3], [None, None, 1, None]), ([3, 2, 4, 5], [0, None, None, None])],
+    ))  # fmt: skip
+    params = NavMeshParams(np.asarray(data.bmin, F32) - F32(8), 50.0, 50.0, 1, 2)
+    nav = NavMesh(params)
+    nav.add_tile(data)
+    q = NavMeshQuery(nav)
+    rng = np.random.default_rng(2)
+    pts = np.stack([rng.uniform(-8, 40, 3000), rng.uniform(-8, 20, 3000),
+                    rng.uniform(-3, 3, 3000)], axis=1).astype(F32)  # fmt: skip
+    half = rng.choice(np.array([[0.5, 0.5, 1], [2, 2, 4]], F32), pts.shape[0])
+    near = q.find_nearest_poly_batch(pts, half)
+    for i, p in enumerate(pts):
+        one = q.find_nearest_poly(p, half[i])
+        assert (near.ref[i], near.over_poly[i]) == (one.ref, one.over_poly), i
+        np.testing.assert_array_equal(near.point[i], one.point, err_msg=str(i))
+    beyond = (pts[:, 0] > 30 + half[:, 0] + 1) | (pts[:, 1] > 10 + half[:, 1] + 1)
+    assert np.count_nonzero(beyond & (near.ref >= 0)) > 100, "the clamp quirk is not exercised"
