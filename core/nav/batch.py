@@ -39,9 +39,11 @@ def _cached(nav: NavMesh, key: str, source, build):
 
 
 def _edge_table(nav: NavMesh) -> np.ndarray:
-    """Per polygon and edge slot i (vertex i and its predecessor j): float32 (npolys, 5, 6)
+    """Per polygon and edge slot i (vertex i and its predecessor j): float32 (5, 6, npolys)
     rows xi, zi, zj, xj - xi, zj - zi as dtPointInPolygon reads them (query-independent, so
-    computed once). Slots i >= nv get zi = zj = +inf: they never cross any z."""
+    computed once). Slots i >= nv get zi = zj = +inf: they never cross any z. Slot-major:
+    gathered per query as (.., 6, m) arrays, whose row-wise arithmetic NumPy runs much faster
+    than (m, 6) arrays broadcast against (m, 1) columns."""
 
     def build():
         v = nav.poly_pos.astype(F32)
@@ -52,12 +54,12 @@ def _edge_table(nav: NavMesh) -> np.ndarray:
         rows = np.arange(v.shape[0])[:, None]
         vi, vj = v[:, :6], v[rows, j]
         valid = i < nv[:, None]
-        table = np.zeros((v.shape[0], 5, 6), dtype=F32)
-        table[:, 0] = np.where(valid, vi[..., 0], _ZERO)
-        table[:, 1] = np.where(valid, vi[..., 2], np.inf)
-        table[:, 2] = np.where(valid, vj[..., 2], np.inf)
-        table[:, 3] = np.where(valid, vj[..., 0] - vi[..., 0], _ZERO)
-        table[:, 4] = np.where(valid, vj[..., 2] - vi[..., 2], _ONE)
+        table = np.zeros((5, 6, v.shape[0]), dtype=F32)
+        table[0] = np.where(valid, vi[..., 0], _ZERO).T
+        table[1] = np.where(valid, vi[..., 2], np.inf).T
+        table[2] = np.where(valid, vj[..., 2], np.inf).T
+        table[3] = np.where(valid, vj[..., 0] - vi[..., 0], _ZERO).T
+        table[4] = np.where(valid, vj[..., 2] - vi[..., 2], _ONE).T
         return table
 
     return _cached(nav, "_edge_table_cache", nav.poly_pos, build)
@@ -72,20 +74,18 @@ def _inside_xz(nav: NavMesh, refs: np.ndarray, px: np.ndarray, pz: np.ndarray) -
     """dtPointInPolygon of the points (px, pz) (float32 (m,) each) in polygons refs[m].
 
     All edges of all queries at once: the crossing count's parity is Detour's toggled flag."""
-    e = _edge_table(nav)[refs]  # (m, 5, 6)
-    px, pz = px[:, None], pz[:, None]
-    xi, zi, zj, dx, dz = e[:, 0], e[:, 1], e[:, 2], e[:, 3], e[:, 4]
+    xi, zi, zj, dx, dz = _edge_table(nav)[:, :, refs]  # (6, m) each
     with np.errstate(divide="ignore", invalid="ignore"):
         x = dx * (pz - zi) / dz + xi
     crosses = (zi > pz) != (zj > pz)
     crosses &= px < x
-    return (np.count_nonzero(crosses, axis=1) & 1).astype(bool)
+    return np.logical_xor.reduce(crosses, axis=0)
 
 
 def _detail_tri_table(nav: NavMesh) -> np.ndarray:
     """Per detail triangle the query-independent terms of dtClosestHeightPointTriangle, float32
-    (ntris, 8): ax, az, ay, v0x, v0z, v1x, v1z as Detour computes them, then denom; v0y and v1y
-    in a second (ntris, 2) array. Returned as (terms, ys)."""
+    (8, ntris): ax, az, ay, v0x, v0z, v1x, v1z as Detour computes them, then denom; v0y and v1y
+    in a second (2, ntris) array. Returned as (terms, ys)."""
 
     def build():
         t = nav.detail_tri_pos.astype(F32)
@@ -93,8 +93,8 @@ def _detail_tri_table(nav: NavMesh) -> np.ndarray:
         v0x, v0y, v0z = c[:, 0] - a[:, 0], c[:, 1] - a[:, 1], c[:, 2] - a[:, 2]
         v1x, v1y, v1z = b[:, 0] - a[:, 0], b[:, 1] - a[:, 1], b[:, 2] - a[:, 2]
         denom = v0x * v1z - v0z * v1x
-        terms = np.stack([a[:, 0], a[:, 2], a[:, 1], v0x, v0z, v1x, v1z, denom], axis=1)
-        return terms.astype(F32), np.stack([v0y, v1y], axis=1).astype(F32)
+        terms = np.stack([a[:, 0], a[:, 2], a[:, 1], v0x, v0z, v1x, v1z, denom], axis=0)
+        return terms.astype(F32), np.stack([v0y, v1y], axis=0).astype(F32)
 
     return _cached(nav, "_detail_tri_table_cache", nav.detail_tri_pos, build)
 
@@ -129,10 +129,10 @@ def _height_inside(nav: NavMesh, refs, px, pz, pos, pos_rows=None, tris=None) ->
         known = tris >= 0
         k = np.flatnonzero(known)
         t = tris[k]
-        tt = terms[t]
+        tt = terms[:, t]
         u, v, denom = _tri_uv(tt, px[k], pz[k])
-        yy = ys[t]
-        height[k] = tt[:, 2] + (yy[:, 0] * u + yy[:, 1] * v) / denom
+        yy = ys[:, t]
+        height[k] = tt[2] + (yy[0] * u + yy[1] * v) / denom
         rest = np.flatnonzero(~known)
         if rest.shape[0]:
             rows = rest if pos_rows is None else pos_rows[rest]
@@ -142,7 +142,7 @@ def _height_inside(nav: NavMesh, refs, px, pz, pos, pos_rows=None, tris=None) ->
     counts = nav.detail_tri_count[refs].astype(np.int64)
     rows = _ranges(nav.detail_tri_base[refs], counts)
     owner = np.repeat(np.arange(m), counts)
-    tt = terms[rows]
+    tt = terms[:, rows]
     u, v, denom = _tri_uv(tt, px[owner], pz[owner])
     hit = (denom >= _EPS_HEIGHT) & (u >= _ZERO) & (v >= _ZERO) & ((u + v) <= denom)
     hits = np.flatnonzero(hit)
@@ -151,8 +151,8 @@ def _height_inside(nav: NavMesh, refs, px, pz, pos, pos_rows=None, tris=None) ->
     first[owner[hits[::-1]]] = hits[::-1]
     got = first >= 0
     f = first[got]
-    yy = ys[rows[f]]
-    height[got] = tt[f, 2] + (yy[:, 0] * u[f] + yy[:, 1] * v[f]) / denom[f]
+    yy = ys[:, rows[f]]
+    height[got] = tt[2, f] + (yy[0] * u[f] + yy[1] * v[f]) / denom[f]
     miss = np.flatnonzero(~got)
     if miss.shape[0]:
         at = pos[miss] if pos_rows is None else pos[pos_rows[miss]]
@@ -162,10 +162,10 @@ def _height_inside(nav: NavMesh, refs, px, pz, pos, pos_rows=None, tris=None) ->
 
 def _tri_uv(tt, px, pz):
     """dtClosestHeightPointTriangle's (u, v, denom) with denom made positive (float32), for
-    `_detail_tri_table` rows tt (m, 8) and points (px, pz)."""
-    v2x = px - tt[:, 0]
-    v2z = pz - tt[:, 1]
-    v0x, v0z, v1x, v1z, denom = tt[:, 3], tt[:, 4], tt[:, 5], tt[:, 6], tt[:, 7]
+    `_detail_tri_table` columns tt (8, m) and points (px, pz)."""
+    v2x = px - tt[0]
+    v2z = pz - tt[1]
+    v0x, v0z, v1x, v1z, denom = tt[3], tt[4], tt[5], tt[6], tt[7]
     u = v1z * v2x - v1x * v2z
     v = v0x * v2z - v0z * v2x
     neg = denom < _ZERO
@@ -415,13 +415,13 @@ def _poly_halfplanes(nav: NavMesh):
 
 
 def _halfplane_table(nav: NavMesh):
-    """`_poly_halfplanes` as float32 (npolys, 6) rows nx, nz, offset (offset +inf on unused
+    """`_poly_halfplanes` as float32 (6, npolys) rows nx, nz, offset (offset +inf on unused
     slots and on polygons that are not `safe`, which so never get a positive bound)."""
 
     def build():
         nx, nz, off, safe = _poly_halfplanes(nav)
         off = np.where(safe[:, None], off, np.inf)
-        return nx.astype(F32), nz.astype(F32), off.astype(F32)
+        return np.stack([nx.T, nz.T, off.T]).astype(F32)
 
     return _cached(nav, "_halfplane_cache", nav.poly_pos, build)
 
@@ -431,8 +431,8 @@ def _outside_bound(nav: NavMesh, refs, px, pz) -> np.ndarray:
     polygons refs to anything closestPointOnPoly returns there (0 when none is known): the
     largest signed distance to the polygon's edge lines, less a margin for the boundary detail
     edges (within 1e-3 of the polygon edges) and rounding."""
-    nx, nz, off = _halfplane_table(nav)
-    s = (nx[refs] * px[:, None] + nz[refs] * pz[:, None] - off[refs]).max(axis=1)
+    nx, nz, off = _halfplane_table(nav)[:, :, refs]
+    s = np.maximum.reduce(nx * px + nz * pz - off, axis=0)
     s -= _bound_margin(nav)
     return np.where(s > _ZERO, s * s, _ZERO).astype(F32)
 
@@ -625,7 +625,7 @@ def _known_triangles(nav: NavMesh, polys, mx, mz, half: float, margin: float, wh
         nx = sign * ez / length
         nz = -sign * ex / length
     off = nx * ax + nz * az
-    never = np.abs(terms[:, 7]) < _EPS_HEIGHT
+    never = np.abs(terms[7]) < _EPS_HEIGHT
     scale = 1e-9 * (1.0 + np.abs(ax).max(axis=1) + np.abs(az).max(axis=1)) ** 2
     sound = (np.abs(area) > scale) & (length > 0).all(axis=1)
     counts = nav.detail_tri_count[polys[e]].astype(np.int64)
@@ -656,6 +656,21 @@ def _query_cells(grid, cx, cz):
     return np.where(on, fz * grid["gw"] + fx, grid["gw"] * grid["gh"]).astype(np.int64)
 
 
+def _packed_query_box(nav: NavMesh, qmin, qmax):
+    """`_quantized_box` of tile 0, packed: (bmin, bmax + carry) as int64 (n,) each. Column by
+    column (NumPy is slow at broadcasting a (3,) row over (n, 3)); same float32 operations."""
+    tbmin, tbmax = nav.tile_bmin[0], nav.tile_bmax[0]
+    qfac = F32(nav.tiles[0].bv_quant_factor)
+    qa = np.zeros(qmin.shape[0], dtype=np.int64)
+    qb = np.zeros(qmin.shape[0], dtype=np.int64)
+    for k in range(3):
+        lo = np.minimum(np.maximum(qmin[:, k], tbmin[k]), tbmax[k]) - tbmin[k]
+        hi = np.minimum(np.maximum(qmax[:, k], tbmin[k]), tbmax[k]) - tbmin[k]
+        qa |= ((qfac * lo).astype(np.int64) & 0xFFFE) << (_PACK * k)
+        qb |= ((((qfac * hi + _ONE).astype(np.int64) | 1) & 0xFFFF) + _CARRY) << (_PACK * k)
+    return qa, qb
+
+
 class _BoxTest:
     """Detour's per-tile test of many query boxes against grid entries: the tile in the
     query's tile range, then the quantized (clamped) query box overlapping the leaf's box."""
@@ -673,8 +688,7 @@ class _BoxTest:
             tx, ty, _ = (int(v) for v in nav.tile_xy[0])
             self.in_range = (self.tminx <= tx) & (tx <= self.tmaxx)
             self.in_range &= (self.tminy <= ty) & (ty <= self.tmaxy)
-            bmin, bmax = _quantized_box(nav, 0, qmin, qmax)
-            self.qa, self.qb = _pack3(bmin), _pack3(bmax + _CARRY)
+            self.qa, self.qb = _packed_query_box(nav, qmin, qmax)
 
     def pairs(self, table, queries, cells, pass_flags):
         """(query ids, table rows) of the entries of cells[i] that query queries[i] visits, in
