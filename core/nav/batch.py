@@ -38,6 +38,12 @@ def _cached(nav: NavMesh, key: str, source, build):
     return value
 
 
+def _columns(table: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    """table[..., idx] as a C-ordered array (indexing the last axis with `[:, idx]` returns a
+    Fortran-ordered one, on which NumPy's row-wise arithmetic is an order of magnitude slower)."""
+    return np.take(table, idx, axis=-1)
+
+
 def _edge_table(nav: NavMesh) -> np.ndarray:
     """Per polygon and edge slot i (vertex i and its predecessor j): float32 (5, 6, npolys)
     rows xi, zi, zj, xj - xi, zj - zi as dtPointInPolygon reads them (query-independent, so
@@ -74,7 +80,7 @@ def _inside_xz(nav: NavMesh, refs: np.ndarray, px: np.ndarray, pz: np.ndarray) -
     """dtPointInPolygon of the points (px, pz) (float32 (m,) each) in polygons refs[m].
 
     All edges of all queries at once: the crossing count's parity is Detour's toggled flag."""
-    xi, zi, zj, dx, dz = _edge_table(nav)[:, :, refs]  # (6, m) each
+    xi, zi, zj, dx, dz = _columns(_edge_table(nav), refs)  # (6, m) each
     with np.errstate(divide="ignore", invalid="ignore"):
         x = dx * (pz - zi) / dz + xi
     crosses = (zi > pz) != (zj > pz)
@@ -129,9 +135,9 @@ def _height_inside(nav: NavMesh, refs, px, pz, pos, pos_rows=None, tris=None) ->
         known = tris >= 0
         k = np.flatnonzero(known)
         t = tris[k]
-        tt = terms[:, t]
+        tt = _columns(terms, t)
         u, v, denom = _tri_uv(tt, px[k], pz[k])
-        yy = ys[:, t]
+        yy = _columns(ys, t)
         height[k] = tt[2] + (yy[0] * u + yy[1] * v) / denom
         rest = np.flatnonzero(~known)
         if rest.shape[0]:
@@ -142,7 +148,7 @@ def _height_inside(nav: NavMesh, refs, px, pz, pos, pos_rows=None, tris=None) ->
     counts = nav.detail_tri_count[refs].astype(np.int64)
     rows = _ranges(nav.detail_tri_base[refs], counts)
     owner = np.repeat(np.arange(m), counts)
-    tt = terms[:, rows]
+    tt = _columns(terms, rows)
     u, v, denom = _tri_uv(tt, px[owner], pz[owner])
     hit = (denom >= _EPS_HEIGHT) & (u >= _ZERO) & (v >= _ZERO) & ((u + v) <= denom)
     hits = np.flatnonzero(hit)
@@ -151,7 +157,7 @@ def _height_inside(nav: NavMesh, refs, px, pz, pos, pos_rows=None, tris=None) ->
     first[owner[hits[::-1]]] = hits[::-1]
     got = first >= 0
     f = first[got]
-    yy = ys[:, rows[f]]
+    yy = _columns(ys, rows[f])
     height[got] = tt[2, f] + (yy[0] * u[f] + yy[1] * v[f]) / denom[f]
     miss = np.flatnonzero(~got)
     if miss.shape[0]:
@@ -431,7 +437,7 @@ def _outside_bound(nav: NavMesh, refs, px, pz) -> np.ndarray:
     polygons refs to anything closestPointOnPoly returns there (0 when none is known): the
     largest signed distance to the polygon's edge lines, less a margin for the boundary detail
     edges (within 1e-3 of the polygon edges) and rounding."""
-    nx, nz, off = _halfplane_table(nav)[:, :, refs]
+    nx, nz, off = _columns(_halfplane_table(nav), refs)
     s = np.maximum.reduce(nx * px + nz * pz - off, axis=0)
     s -= _bound_margin(nav)
     return np.where(s > _ZERO, s * s, _ZERO).astype(F32)
@@ -892,9 +898,10 @@ def _find_nearest_poly_pruned(nav: NavMesh, centers, halves, pass_flags):
 
 
 def _ray_edge_table(nav: NavMesh) -> np.ndarray:
-    """Per polygon and edge slot i (from vertex j = i - 1 to vertex i): float32 (npolys, 4, 6)
+    """Per polygon and edge slot i (from vertex j = i - 1 to vertex i): float32 (4, 6, npolys)
     rows xj, zj, ex = xi - xj, ez = zi - zj as dtIntersectSegmentPoly2D computes them. Slots
-    i >= nv get a zero edge: parallel to every ray with n = 0, so they neither fail nor clip."""
+    i >= nv get a zero edge: parallel to every ray with n = 0, so they neither fail nor clip.
+    Slot-major (see `_edge_table`)."""
 
     def build():
         v = nav.poly_pos.astype(F32)
@@ -906,7 +913,8 @@ def _ray_edge_table(nav: NavMesh) -> np.ndarray:
         valid = i < nv[:, None]
         ex = np.where(valid, vi[..., 0] - vj[..., 0], _ZERO)
         ez = np.where(valid, vi[..., 2] - vj[..., 2], _ZERO)
-        return np.stack([vj[..., 0], vj[..., 2], ex, ez], axis=1).astype(F32)
+        table = np.stack([vj[..., 0], vj[..., 2], ex, ez], axis=0).astype(F32)
+        return np.ascontiguousarray(table.transpose(0, 2, 1))
 
     return _cached(nav, "_ray_edge_table_cache", nav.poly_pos, build)
 
@@ -923,23 +931,26 @@ def intersect_segment_poly_2d(p0x, p0z, dirx, dirz, nav: NavMesh, refs):
     each updated only on a strictly better value, and fails when they cross or a parallel edge
     has the segment outside. Both running values are monotone, so this equals: the first
     maximum / first minimum over all edges at once, failing when the final ones cross."""
-    e = _ray_edge_table(nav)[refs]  # (m, 4, 6)
-    xj, zj, ex, ez = e[:, 0], e[:, 1], e[:, 2], e[:, 3]
-    dx = p0x[:, None] - xj
-    dz = p0z[:, None] - zj
-    n = ez * dx - ex * dz
-    d = dirz[:, None] * ex - dirx[:, None] * ez
+    xj, zj, ex, ez = _columns(_ray_edge_table(nav), refs)  # (6, m) each
+    n = ez * (p0x - xj) - ex * (p0z - zj)
+    d = dirz * ex - dirx * ez
     par = np.abs(d) < _EPS_SEG
-    fail = np.any(par & (n < _ZERO), axis=1)
+    fail = np.logical_or.reduce(par & (n < _ZERO), axis=0)
     with np.errstate(divide="ignore", invalid="ignore"):
         t = n / d
     enter = np.where(par | (d >= _ZERO), -_INF32, t)
     leave = np.where(par | (d < _ZERO), _INF32, t)
-    rows = np.arange(refs.shape[0])
-    k_min = np.argmax(enter, axis=1)
-    k_max = np.argmin(leave, axis=1)
-    t_enter = enter[rows, k_min]
-    t_leave = leave[rows, k_max]
+    # First maximum / minimum over the slots (strictly better replaces, as Detour's scan).
+    t_enter, t_leave = enter[0], leave[0]
+    k_min = np.zeros(refs.shape[0], dtype=np.int64)
+    k_max = np.zeros(refs.shape[0], dtype=np.int64)
+    for k in range(1, 6):
+        better = enter[k] > t_enter
+        t_enter = np.where(better, enter[k], t_enter)
+        k_min[better] = k
+        better = leave[k] < t_leave
+        t_leave = np.where(better, leave[k], t_leave)
+        k_max[better] = k
     # The edge index Detour reports is j, the edge's first vertex (slot i's predecessor).
     nv = nav.poly_vert_count[refs].astype(np.int64)
     moved_min = t_enter > _ZERO
@@ -955,7 +966,9 @@ def intersect_segment_poly_2d(p0x, p0z, dirx, dirz, nav: NavMesh, refs):
 def _ray_links(nav: NavMesh, pass_flags):
     """Per (polygon, edge) the links raycast may follow across that edge, in Detour's link
     order, with their query-independent crossing interval: (rows (npolys * 6, K) link index
-    or -1, full bool (L,), axis (L,), lmin, lmax float32 (L,), sided bool (L,))."""
+    or -1, full bool (L,), axis (L,), lmin, lmax float32 (L,), sided bool (L,), direct
+    (npolys * 6,) the next polygon when the slot's first link spans the edge, -1 none, -2 test
+    the links)."""
     key = "_ray_link_cache"
     hit = getattr(nav, key, None)
     if hit is not None and hit[0] is nav.link_start and np.array_equal(hit[1], pass_flags):
@@ -991,7 +1004,14 @@ def _ray_links(nav: NavMesh, pass_flags):
     lmax = la + (ra - la) * (hi.astype(F32) * sc)
     lmin, lmax = np.minimum(lmin, lmax), np.maximum(lmin, lmax)
     sided = (side == 0) | (side == 4) | (side == 2) | (side == 6)
-    value = (rows, full, axis, lmin.astype(F32), lmax.astype(F32), sided)
+    # The common case needs no interval test: the slot's first usable link crosses the whole
+    # edge, so raycast takes it (-1: no usable link, a wall; -2: test the links in order).
+    first_link = rows[:, 0]
+    direct = np.where(first_link < 0, -1, -2)
+    whole = first_link >= 0
+    whole[whole] = full[first_link[whole]]
+    direct[whole] = nav.link_ref[first_link[whole]]
+    value = (rows, full, axis, lmin.astype(F32), lmax.astype(F32), sided, direct)
     setattr(nav, key, (nav.link_start, pass_flags.copy(), value))
     return value
 
@@ -1018,6 +1038,34 @@ def _wall_normals(nav: NavMesh) -> np.ndarray:
     return _cached(nav, "_wall_normal_cache", nav.poly_pos, build)
 
 
+def _ray_exit(p0x, p0z, dirx, dirz, nav: NavMesh, refs):
+    """The part of `intersect_segment_poly_2d` raycast reads -> (hit, tmax, seg_max): the
+    same values, without the entering edge's index."""
+    xj, zj, ex, ez = _columns(_ray_edge_table(nav), refs)  # (6, m) each
+    n = ez * (p0x - xj) - ex * (p0z - zj)
+    d = dirz * ex - dirx * ez
+    par = np.abs(d) < _EPS_SEG
+    fail = np.logical_or.reduce(par & (n < _ZERO), axis=0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = n / d
+    neg = d < _ZERO
+    # fmax / fmin skip NaN as Detour's comparisons do.
+    t_enter = np.fmax.reduce(np.where(par | ~neg, -_INF32, t), axis=0)
+    leave = np.where(par | neg, _INF32, t)
+    t_leave = np.fmin.reduce(leave, axis=0)
+    # First slot holding the minimum (Detour's scan replaces only on a strictly smaller t).
+    k_max = np.zeros(refs.shape[0], dtype=np.int64)
+    for k in range(5, -1, -1):
+        k_max[leave[k] == t_leave] = k
+    moved_min = t_enter > _ZERO
+    moved_max = t_leave < _ONE
+    tmin = np.where(moved_min, t_enter, _ZERO)
+    tmax = np.where(moved_max, t_leave, _ONE)
+    nv = nav.poly_vert_count[refs].astype(np.int64)
+    seg_max = np.where(moved_max, np.where(k_max == 0, nv - 1, k_max - 1), -1)
+    return ~fail & ~(tmin > tmax), tmax, seg_max
+
+
 def raycast(nav: NavMesh, start_refs, starts, ends, pass_flags, max_path: int):
     """raycast for many rays (valid refs and finite points assumed) ->
     (status-bits partial/buffer int64 (n,), t float32, normal (n, 3), query ids, refs).
@@ -1028,66 +1076,84 @@ def raycast(nav: NavMesh, start_refs, starts, ends, pass_flags, max_path: int):
     t_hit = np.zeros(n, dtype=F32)
     normal = np.zeros((n, 3), dtype=F32)
     extra = np.zeros(n, dtype=np.int64)
-    count = np.zeros(n, dtype=np.int64)
-    cur = start_refs.astype(np.int64).copy()
-    active = np.nonzero(cur >= 0)[0]
-    link_rows, full, axis, lmin, lmax, sided = _ray_links(nav, pass_flags)
+    link_rows, full, axis, lmin, lmax, sided, direct = _ray_links(nav, pass_flags)
     normals = _wall_normals(nav)
     rec_q, rec_r = [], []
-    sx, sz = starts[:, 0].copy(), starts[:, 2].copy()
-    dirx, dirz = ends[:, 0] - starts[:, 0], ends[:, 2] - starts[:, 2]
-    while active.shape[0]:
-        c = cur[active]
-        ok, _tmin, tmax, _smin, smax = intersect_segment_poly_2d(
-            sx[active], sz[active], dirx[active], dirz[active], nav, c
-        )
+    # The live rays' state, compacted every round: ray id, polygon, origin, direction, count.
+    ray = np.flatnonzero(start_refs >= 0)
+    cur = start_refs[ray].astype(np.int64)
+    sx, sz = starts[ray, 0], starts[ray, 2]
+    dirx, dirz = ends[ray, 0] - sx, ends[ray, 2] - sz
+    count = np.zeros(ray.shape[0], dtype=np.int64)
+    while ray.shape[0]:
+        ok, tmax, smax = _ray_exit(sx, sz, dirx, dirz, nav, cur)
         # Rays that miss the polygon stop here (t as it is).
-        a = active[ok]
-        tmax_g = tmax[ok]
-        t_hit[a] = np.where(tmax_g > t_hit[a], tmax_g, t_hit[a])
-        room = count[a] < max_path
-        rec_q.append(a[room])
-        rec_r.append(c[ok][room])
-        count[a[room]] += 1
-        extra[a[~room]] |= 0x10
-        smax_g = smax[ok]
-        reached = smax_g == -1
-        t_hit[a[reached]] = FLT_MAX
-        a = a[~reached]
-        seg = smax_g[~reached]
-        tm = tmax_g[~reached]
-        cr = c[ok][~reached]
-        slots = link_rows[cr * 6 + seg]  # (m, K)
-        nxt = np.full(a.shape[0], -1, dtype=np.int64)
-        todo = np.ones(a.shape[0], dtype=bool)
-        rows = np.arange(a.shape[0])
-        for kk in range(slots.shape[1]):
-            k = slots[:, kk]
-            has = todo & (k >= 0)
-            if not has.any():
-                break
-            ks = np.where(has, k, 0)
-            ax = axis[ks]
-            sa = starts[a, ax]
-            x = sa + (ends[a, ax] - sa) * tm
-            take = has & (full[ks] | ((x >= lmin[ks]) & (x <= lmax[ks]) & sided[ks]))
-            nxt = np.where(take, nav.link_ref[ks], nxt)
-            todo &= ~take
-        del rows
-        wall = nxt < 0
-        if wall.any():
-            w = np.nonzero(wall)[0]
-            normal[a[w]] = normals[cr[w], seg[w]]
-        cont = a[~wall]
-        cur[cont] = nxt[~wall]
-        full_buf = (extra[cont] & 0x10) != 0
-        extra[cont[full_buf]] |= 0x40
-        active = cont[~full_buf]
+        if not ok.all():
+            keep = np.flatnonzero(ok)
+            ray, cur, sx, sz, dirx, dirz, count, tmax, smax = (
+                v[keep] for v in (ray, cur, sx, sz, dirx, dirz, count, tmax, smax)
+            )
+        t_hit[ray] = np.maximum(t_hit[ray], tmax)
+        room = count < max_path
+        if room.all():
+            rec_q.append(ray)
+            rec_r.append(cur)
+            count += 1
+        else:
+            rec_q.append(ray[room])
+            rec_r.append(cur[room])
+            count[room] += 1
+            extra[ray[~room]] |= 0x10
+        reached = smax == -1
+        t_hit[ray[reached]] = FLT_MAX
+        slot = cur * 6 + smax
+        nxt = direct[np.where(reached, 0, slot)]
+        nxt[reached] = -3
+        test = np.flatnonzero(nxt == -2)
+        if test.shape[0]:
+            nxt[test] = _follow_links(
+                link_rows[slot[test]], full, axis, lmin, lmax, sided, nav.link_ref,
+                starts[ray[test]], ends[ray[test]], tmax[test],
+            )  # fmt: skip
+        wall = np.flatnonzero(nxt == -1)
+        if wall.shape[0]:
+            normal[ray[wall]] = normals[cur[wall], smax[wall]]
+        go = nxt >= 0
+        # A ray that found its buffer full stops after the step that did not fit.
+        full_buf = ~room
+        extra[ray[go & full_buf]] |= 0x40
+        go &= ~full_buf
+        keep = np.flatnonzero(go)
+        ray, sx, sz, dirx, dirz, count = (v[keep] for v in (ray, sx, sz, dirx, dirz, count))
+        cur = nxt[keep]
     q = np.concatenate(rec_q) if rec_q else np.zeros(0, np.int64)
     r = np.concatenate(rec_r) if rec_r else np.zeros(0, np.int64)
     # Rounds visit each ray's polygons in order: a stable sort by ray keeps that order.
     order = np.argsort(q, kind="stable")
     return extra, t_hit, normal, q[order], r[order]
+
+
+def _follow_links(slots, full, axis, lmin, lmax, sided, link_ref, starts, ends, tm):
+    """The polygon raycast enters through the first of each ray's edge links (slots (m, K),
+    -1 padded, in Detour's order) that spans the edge or whose crossing interval holds the
+    ray's exit point at t = tm; -1 where none does (a wall)."""
+    m = slots.shape[0]
+    nxt = np.full(m, -1, dtype=np.int64)
+    todo = np.ones(m, dtype=bool)
+    rows = np.arange(m)
+    for kk in range(slots.shape[1]):
+        k = slots[:, kk]
+        has = todo & (k >= 0)
+        if not has.any():
+            break
+        ks = np.where(has, k, 0)
+        ax = axis[ks]
+        sa = starts[rows, ax]
+        x = sa + (ends[rows, ax] - sa) * tm
+        take = has & (full[ks] | ((x >= lmin[ks]) & (x <= lmax[ks]) & sided[ks]))
+        nxt = np.where(take, link_ref[ks], nxt)
+        todo &= ~take
+    return nxt
 
 
 def _boundary_edge_table(nav: NavMesh) -> np.ndarray:
