@@ -65,23 +65,23 @@ def _surfaces(verts, tris) -> tuple[np.ndarray, np.ndarray]:
         raise VoxNavError(
             f"tris refer to vertices outside 0..{v.shape[0] - 1}: check the triangle indices"
         )
-    corners = v[t].astype(np.float64)  # (m, 3 corners, 3 axes)
-    a = corners[:, 0]
-    e1 = corners[:, 1] - a
-    e2 = corners[:, 2] - a
-    det = e1[:, 0] * e2[:, 1] - e1[:, 1] * e2[:, 0]
+    # Component by component (1-D gathers and arithmetic; no (m, 3, 3) temporaries).
+    comp = [np.ascontiguousarray(v[:, c], dtype=np.float64) for c in range(3)]
+    ia, ib, ic = (np.ascontiguousarray(t[:, j]) for j in range(3))
+    a = [c.take(ia) for c in comp]
+    e1 = [c.take(ib) - a0 for c, a0 in zip(comp, a)]
+    e2 = [c.take(ic) - a0 for c, a0 in zip(comp, a)]
+    det = e1[0] * e2[1] - e1[1] * e2[0]
+    finite_vert = np.isfinite(comp[0]) & np.isfinite(comp[1]) & np.isfinite(comp[2])
     with np.errstate(invalid="ignore"):
-        keep = np.isfinite(det) & (det != 0) & np.isfinite(corners).all(axis=(1, 2))
-    ids = np.nonzero(keep)[0]
+        keep = np.isfinite(det) & (det != 0)
+    keep &= finite_vert.take(ia) & finite_vert.take(ib) & finite_vert.take(ic)
+    ids = np.flatnonzero(keep)
     plane = np.empty((10, ids.shape[0]))
-    plane[_X0 : _Z0 + 1] = a[ids].T
-    plane[_E1X] = e1[ids, 0]
-    plane[_E1Y] = e1[ids, 1]
-    plane[_E2X] = e2[ids, 0]
-    plane[_E2Y] = e2[ids, 1]
-    plane[_DZ1] = e1[ids, 2]
-    plane[_DZ2] = e2[ids, 2]
-    plane[_INV] = 1.0 / det[ids]
+    for row, values in ((_X0, a[0]), (_Y0, a[1]), (_Z0, a[2]), (_E1X, e1[0]), (_E1Y, e1[1]),
+                        (_E2X, e2[0]), (_E2Y, e2[1]), (_DZ1, e1[2]), (_DZ2, e2[2])):  # fmt: skip
+        values.take(ids, out=plane[row])
+    plane[_INV] = 1.0 / det.take(ids)
     return ids, plane
 
 
@@ -102,6 +102,13 @@ def _inside(rows, px, py):
     w = (dy * rows[_E1X] - dx * rows[_E1Y]) * inv
     inside = (u >= -EDGE_TOLERANCE) & (w >= -EDGE_TOLERANCE) & (u + w <= 1.0 + EDGE_TOLERANCE)
     return inside, u, w
+
+
+#: Resolution of the per-entry box pre-test: 1/128 of a grid cell per step. The packed test
+#: holds four 8-bit fields, hi_x - qx, hi_y - qy, qx - lo_x, qy - lo_y, each offset by 128:
+#: bit 7 of a field is set exactly when its difference is >= 0 (no field borrows from the next).
+_BOX_STEPS = 128
+_BOX_MASK = np.uint32(0x80808080)
 
 
 def _stable_argsort(keys: np.ndarray) -> np.ndarray:
@@ -223,6 +230,28 @@ class HeightIndex:
         self._inv = inv
         self.shape = (gh, gw)
         self.entries = owner[order]
+        # Per entry the triangle's box inside the cell, in 1/128 cell steps, packed for
+        # `_box_pretest` (box widened by a margin far above EDGE_TOLERANCE's reach).
+        scale = 1.0 + float(max(np.abs(origin).max(), np.abs(origin + extent).max()))
+        tol = 1e-6 * scale
+        steps = []
+        for axis, (lo, hi, i0) in enumerate(((lo_x, hi_x, ix0), (lo_y, hi_y, iy0))):
+            lo, hi = lo[spatial], hi[spatial]
+            a = np.floor((((lo - tol) - origin[axis]) * inv - i0) * _BOX_STEPS)
+            b = np.floor((((hi + tol) - origin[axis]) * inv - i0) * _BOX_STEPS)
+            steps.append((a.astype(np.int32), b.astype(np.int32)))
+        (qlx, qhx), (qly, qhy) = steps
+        # A box starts in the entry's cell or before it and ends in it or after it: one clamp
+        # each side suffices.
+        # (np.repeat over the triangles' entry counts is qlx[owner], cheaper than a gather.)
+        lox = np.maximum(np.repeat(qlx, per) - col * _BOX_STEPS, 0).astype(np.uint32)
+        loy = np.maximum(np.repeat(qly, per) - row * _BOX_STEPS, 0).astype(np.uint32)
+        hix = np.minimum(np.repeat(qhx, per) - col * _BOX_STEPS, _BOX_STEPS - 1)
+        hiy = np.minimum(np.repeat(qhy, per) - row * _BOX_STEPS, _BOX_STEPS - 1)
+        hix, hiy = hix.astype(np.uint32), hiy.astype(np.uint32)
+        packed = (hix + _BOX_STEPS) | ((hiy + _BOX_STEPS) << 8)
+        packed |= ((_BOX_STEPS - lox) << 16) | ((_BOX_STEPS - loy) << 24)
+        self._entry_box = packed[order]
         self.cell_start = np.zeros(gw * gh + 1, dtype=np.int64)
         np.cumsum(np.bincount(cell, minlength=gw * gh), out=self.cell_start[1:])
 
@@ -260,14 +289,16 @@ class HeightIndex:
             return
         gh, gw = self.shape
         with np.errstate(invalid="ignore"):
-            fx = np.floor((px - self.origin[0]) * self._inv)
-            fy = np.floor((py - self.origin[1]) * self._inv)
+            gx = (px - self.origin[0]) * self._inv
+            gy = (py - self.origin[1]) * self._inv
+            fx = np.floor(gx)
+            fy = np.floor(gy)
             on = (fx >= 0) & (fx < gw) & (fy >= 0) & (fy < gh)
         pts = np.nonzero(on)[0]
         cell = fy[pts].astype(np.int64) * gw + fx[pts].astype(np.int64)
         # Points in cell order: their candidates' plane rows are then read in ascending
         # order (spatially sorted surfaces), not at random (about 1.5x on 1M triangles).
-        order = np.argsort(cell, kind="stable")  # nearly sorted already: merge sort is quick
+        order = _stable_argsort(cell)
         pts, cell = pts[order], cell[order]
         start = self.cell_start[cell]
         count = self.cell_start[cell + 1] - start
@@ -278,6 +309,13 @@ class HeightIndex:
         first = np.cumsum(count) - count
         pair_pt = np.repeat(pts, count)
         pair_entry = np.repeat(start - first, count) + np.arange(pair_pt.shape[0])
+        # The box pre-test: the point's position in its cell against each candidate's box.
+        qx = np.floor((gx[pts] - fx[pts]) * _BOX_STEPS).astype(np.int64)
+        qy = np.floor((gy[pts] - fy[pts]) * _BOX_STEPS).astype(np.int64)
+        point_box = (((qx << 16) + (qy << 24) - qx - (qy << 8)) & 0xFFFFFFFF).astype(np.uint32)
+        fields = self._entry_box[pair_entry] + np.repeat(point_box, count)
+        passed = np.flatnonzero((fields & _BOX_MASK) == _BOX_MASK)
+        pair_entry, pair_pt = pair_entry[passed], pair_pt[passed]
         k = self.entries[pair_entry]
         # The barycentric test first (7 of the 10 plane rows); the heights of inside pairs only.
         rows = [None] * 10
