@@ -468,13 +468,14 @@ def _candidate_grid(nav: NavMesh, hx: float, hz: float):
     if cache is None or cache[0] is not nav.poly_pos:
         cache = (nav.poly_pos, {})
         nav._candidate_grid_cache = cache  # type: ignore[attr-defined]
+    grids: dict[tuple[float, float], dict | None] = cache[1]
     key = (float(hx), float(hz))
-    if key in cache[1]:
-        return cache[1][key]
+    if key in grids:
+        return grids[key]
     grid = _build_candidate_grid(nav, hx, hz)
-    if len(cache[1]) >= 8:
-        cache[1].clear()
-    cache[1][key] = grid
+    if len(grids) >= 8:  # a few box sizes in use at a time
+        grids.clear()
+    grids[key] = grid
     return grid
 
 
@@ -510,7 +511,6 @@ def _build_candidate_grid(nav: NavMesh, hx: float, hz: float):
     # beyond the tile's bounds is clamped onto its edge, so leaves touching an edge are
     # candidates all the way out on that side.
     tbmin = nav.tile_bmin[tile_of].astype(np.float64)
-    tbmax = nav.tile_bmax[tile_of].astype(np.float64)
     qfac = np.array([nav.tiles[t].bv_quant_factor for t in tile_of], dtype=np.float64)
     qf32 = qfac.astype(F32)
     top = ((qf32[:, None] * (nav.tile_bmax[tile_of] - nav.tile_bmin[tile_of])).astype(np.int64)
@@ -829,6 +829,45 @@ def find_nearest_poly(nav: NavMesh, centers, halves, pass_flags):
     a, b = np.flatnonzero(take_k), best_k[take_k]
     ref[a], point[a] = pk[b], ck[b]
     return ref, point, over
+
+
+def _poly_boxes(nav: NavMesh) -> np.ndarray:
+    """float64 (npolys, 2, 3): a box holding every point closestPointOnPoly can return for the
+    polygon (its vertices and detail triangles), widened by a margin far above float32
+    rounding (1e-3 wu plus 1e-5 of the coordinates' size)."""
+
+    def build():
+        n = nav.poly_count
+        lo = nav.poly_pos.astype(np.float64).copy()
+        nv = nav.poly_vert_count.astype(np.int64)
+        pad = np.arange(lo.shape[1])[None, :] >= nv[:, None]
+        hi = lo.copy()
+        lo[pad] = np.inf
+        hi[pad] = -np.inf
+        bmin, bmax = lo.min(axis=1), hi.max(axis=1)
+        tri = nav.detail_tri_pos.astype(np.float64)
+        counts = nav.detail_tri_count.astype(np.int64)
+        if tri.shape[0]:
+            owner = np.repeat(np.arange(n), counts)
+            rows = _ranges(nav.detail_tri_base, counts)
+            np.minimum.at(bmin, owner, tri[rows].min(axis=1))
+            np.maximum.at(bmax, owner, tri[rows].max(axis=1))
+        size = np.maximum(np.abs(bmin), np.abs(bmax)).max(axis=1, keepdims=True)
+        margin = 1e-3 + 1e-5 * np.where(np.isfinite(size), size, 0.0)
+        return np.stack([bmin - margin, bmax + margin], axis=1)
+
+    return _cached(nav, "_poly_box_cache", nav.detail_tri_pos, build)
+
+
+def _nearest_distance(nav: NavMesh, r, c):
+    """findNearestPoly's per-candidate distance (float32) and closest point / over flag."""
+    closest, is_over = closest_point_on_poly(nav, r, c)
+    climb = nav.tile_walkable_climb[nav.poly_tile[r]]
+    dy = np.abs(c[:, 1] - closest[:, 1]) - climb
+    d_over = np.where(dy > _ZERO, dy * dy, _ZERO)
+    diff = c - closest
+    d_out = diff[:, 0] * diff[:, 0] + diff[:, 1] * diff[:, 1] + diff[:, 2] * diff[:, 2]
+    return np.where(is_over, d_over, d_out).astype(F32), closest, is_over
 
 
 def _find_nearest_poly_pruned(nav: NavMesh, centers, halves, pass_flags):

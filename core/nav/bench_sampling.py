@@ -58,8 +58,8 @@ def main(argv=None) -> int:
           f"{index.entries.shape[0]:,} cell entries):")  # fmt: skip
     print(f"  index build {build:.3f} s (target <= 1 s: {_verdict(build <= 1.0)})")
     hit = np.isfinite(hits.height).mean()
-    print(f"  {args.points:,} points in {query:.3f} s = {rate / 1e6:.2f} M points/s "
-          f"(target >= 2 M/s: {rate / 2e6:.2f}x, {_verdict(rate >= 2e6)}); {hit:.0%} hit")  # fmt: skip
+    print(f"  {args.points:,} points in {query:.3f} s = {rate / 1e6:.2f} M points/s (target "
+          f">= 2 M/s: {rate / 2e6:.2f}x, {_verdict(rate >= 2e6)}); {hit:.0%} hit")  # fmt: skip
 
     result = pipeline.bake(verts, tris, NavConfig())
     chf = result.compact

@@ -69,9 +69,9 @@ def _surfaces(verts, tris) -> tuple[np.ndarray, np.ndarray]:
     comp = [np.ascontiguousarray(v[:, c], dtype=np.float64) for c in range(3)]
     ia, ib, ic = (np.ascontiguousarray(t[:, j]) for j in range(3))
     a = [c.take(ia) for c in comp]
-    e1 = [c.take(ib) - a0 for c, a0 in zip(comp, a)]
-    e2 = [c.take(ic) - a0 for c, a0 in zip(comp, a)]
-    det = e1[0] * e2[1] - e1[1] * e2[0]
+    e1 = [c.take(ib) - a0 for c, a0 in zip(comp, a, strict=True)]
+    e2 = [c.take(ic) - a0 for c, a0 in zip(comp, a, strict=True)]
+    det: np.ndarray = e1[0] * e2[1] - e1[1] * e2[0]
     finite_vert = np.isfinite(comp[0]) & np.isfinite(comp[1]) & np.isfinite(comp[2])
     with np.errstate(invalid="ignore"):
         keep = np.isfinite(det) & (det != 0)

@@ -717,3 +717,23 @@ def test_batch_nearest_box_clamped_onto_tile_edge_matches_single_port():
         np.testing.assert_array_equal(near.point[i], one.point, err_msg=str(i))
     beyond = (pts[:, 0] > 30 + half[:, 0] + 1) | (pts[:, 1] > 10 + half[:, 1] + 1)
     assert np.count_nonzero(beyond & (near.ref >= 0)) > 100, "the clamp quirk is not exercised"
+
+
+def test_batch_nearest_without_bv_tree_matches_single_port():
+    """A tile built without a BV tree (Detour then tests every polygon's own box in float):
+    the batch search's fallback path against the literal port."""
+    data = tile_data(polymesh(
+        [(0, 0, 0), (0, 0, 10), (10, 0, 10), (10, 0, 0), (30, 0, 10), (30, 0, 0)],
+        [([0, 1, 2, 3], [None, None, 1, None]), ([3, 2, 4, 5], [0, None, None, None])],
+    ), build_bv_tree=False)  # fmt: skip
+    assert data.bv_i.shape[0] == 0
+    q = NavMeshQuery(NavMesh.from_data(data))
+    rng = np.random.default_rng(8)
+    pts = np.stack([rng.uniform(-5, 35, 2000), rng.uniform(-5, 15, 2000),
+                    rng.uniform(-3, 3, 2000)], axis=1).astype(F32)  # fmt: skip
+    near = q.find_nearest_poly_batch(pts, (2, 2, 4))
+    for i, p in enumerate(pts):
+        one = q.find_nearest_poly(p, (2, 2, 4))
+        assert (near.ref[i], near.over_poly[i]) == (one.ref, one.over_poly), i
+        np.testing.assert_array_equal(near.point[i], one.point, err_msg=str(i))
+    assert np.count_nonzero(near.ref >= 0) > 500 and np.count_nonzero(near.ref < 0) > 100
