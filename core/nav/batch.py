@@ -562,13 +562,14 @@ def _build_candidate_grid(nav: NavMesh, hx: float, hz: float):
     nxn, nzn, off, safe = _poly_halfplanes(nav)
     mx = gx0 + (cx + 0.5) * size
     mz = gz0 + (cz + 0.5) * size
-    en, ez = nxn[e_poly], nzn[e_poly]
-    sc = en * mx[:, None] + ez * mz[:, None] - off[e_poly]
+    # Slot-major (6, entries) arrays: row-wise arithmetic and reductions are fast.
+    en, ez, eoff = (_columns(np.ascontiguousarray(a.T), e_poly) for a in (nxn, nzn, off))
+    sc = en * mx + ez * mz - eoff
     reach = (np.abs(en) + np.abs(ez)) * (0.5 * size)
     margin = float(_bound_margin(nav))
     with np.errstate(invalid="ignore"):
-        far = (sc - reach).max(axis=1)
-        inner = (sc + reach).max(axis=1)
+        far = np.maximum.reduce(sc - reach, axis=0)
+        inner = np.maximum.reduce(sc + reach, axis=0)
     ok = safe[e_poly]
     kind = np.full(e_poly.shape[0], _MIXED, dtype=np.int8)
     kind[ok & (inner < -margin)] = _IN
@@ -637,12 +638,15 @@ def _known_triangles(nav: NavMesh, polys, mx, mz, half: float, margin: float, wh
     counts = nav.detail_tri_count[polys[e]].astype(np.int64)
     rows = _ranges(nav.detail_tri_base[polys[e]], counts)
     owner = np.repeat(np.arange(e.shape[0]), counts)
-    px, pz = mx[e][owner][:, None], mz[e][owner][:, None]
-    sc = nx[rows] * px + nz[rows] * pz - off[rows]
-    reach = (np.abs(nx[rows]) + np.abs(nz[rows])) * half
+    px, pz = mx[e][owner], mz[e][owner]
+    tnx, tnz, toff = (_columns(np.ascontiguousarray(a.T), rows) for a in (nx, nz, off))
+    sc = tnx * px + tnz * pz - toff  # (3, pairs)
+    reach = (np.abs(tnx) + np.abs(tnz)) * half
     with np.errstate(invalid="ignore"):
-        inside = sound[rows] & ((sc + reach).max(axis=1) < -margin) & ~never[rows]
-        outside = never[rows] | (sound[rows] & ((sc - reach).max(axis=1) > margin))
+        inside = np.maximum.reduce(sc + reach, axis=0) < -margin
+        inside &= sound[rows] & ~never[rows]
+        outside = np.maximum.reduce(sc - reach, axis=0) > margin
+        outside = never[rows] | (sound[rows] & outside)
     # The first triangle not surely missed decides: known when the cell is surely inside it.
     live = np.flatnonzero(~outside)
     first = np.full(e.shape[0], -1, dtype=np.int64)

@@ -90,6 +90,12 @@ def _finite(p) -> bool:
     return bool(np.all(np.isfinite(p)))
 
 
+def _finite_rows(p: np.ndarray) -> np.ndarray:
+    """bool (n,): every coordinate of row i of p (n, 3) finite (column by column: NumPy's
+    reductions over a short last axis are slow)."""
+    return np.isfinite(p[:, 0]) & np.isfinite(p[:, 1]) & np.isfinite(p[:, 2])
+
+
 @dataclass
 class QueryFilter:
     """``dtQueryFilter``: which polygons a query may visit and what walking them costs.
@@ -1287,12 +1293,17 @@ class NavMeshQuery:
         n = p.shape[0]
         c = _zup(p)
         h = np.broadcast_to(_zup(np.asarray(half_extents, dtype=F32)), (n, 3)).astype(F32)
-        finite = np.all(np.isfinite(c), axis=1) & np.all(np.isfinite(h), axis=1)
+        finite = _finite_rows(c) & _finite_rows(h)
+        pass_flags = self._pass_flags(flt)
+        if finite.all():  # the common case: no gathers and scatters
+            ref, point, over = batch.find_nearest_poly(self.nav, c, h, pass_flags)
+            status = np.full(n, SUCCESS, dtype=np.uint32)
+            return NearestPolyBatch(status, ref, _zup(point), over)
         ref = np.full(n, NO_POLY, dtype=np.int64)
         point = np.full((n, 3), np.nan, dtype=F32)
         over = np.zeros(n, dtype=bool)
         idx = np.nonzero(finite)[0]
-        r, pt, ov = batch.find_nearest_poly(self.nav, c[idx], h[idx], self._pass_flags(flt))
+        r, pt, ov = batch.find_nearest_poly(self.nav, c[idx], h[idx], pass_flags)
         ref[idx], point[idx], over[idx] = r, pt, ov
         status = np.where(finite, SUCCESS, FAILURE | INVALID_PARAM).astype(np.uint32)
         return NearestPolyBatch(status, ref, _zup(point), over)
@@ -1440,7 +1451,7 @@ class NavMeshQuery:
         if e.shape[0] != n:
             raise VoxNavError(f"raycast_batch: {n} starts but {e.shape[0]} ends")
         r = self._refs(start_refs, n, "raycast_batch")
-        ok = self._valid_refs(r) & np.all(np.isfinite(s), axis=1) & np.all(np.isfinite(e), axis=1)
+        ok = self._valid_refs(r) & _finite_rows(s) & _finite_rows(e)
         run = np.where(ok, r, NO_POLY)
         extra, t, normal, q, polys = batch.raycast(
             self.nav, run, s, e, self._pass_flags(flt), int(max_path)
