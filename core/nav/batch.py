@@ -252,21 +252,51 @@ def first_min_per_group(values: np.ndarray, counts: np.ndarray):
     return out
 
 
+def _detail_edge_columns(nav: NavMesh, only_boundary: bool) -> np.ndarray:
+    """`_detail_edges`' end points as float32 (6, E) rows ax, ay, az, bx, by, bz (cached)."""
+    source = nav.detail_tri_pos
+
+    def build():
+        _lo, _count, a, b = _detail_edges(nav, only_boundary)
+        return np.ascontiguousarray(np.concatenate([a, b], axis=1).T.astype(F32))
+
+    key = "_detail_edge_columns_" + ("b" if only_boundary else "a")
+    return _cached(nav, key, source, build)
+
+
 def closest_on_detail_edges(nav: NavMesh, refs, pos, only_boundary: bool) -> np.ndarray:
-    """closestPointOnDetailEdges for each (ref, pos) -> float32 (m, 3)."""
+    """closestPointOnDetailEdges for each (ref, pos) -> float32 (m, 3).
+
+    dtDistancePtSegSqr2D and dtVlerp on x, y, z columns (the float32 operations of
+    `dist_pt_seg_sqr_2d` and `lerp`, without their (m, 3) strided arithmetic)."""
     m = refs.shape[0]
     if m == 0:
         return np.zeros((0, 3), dtype=F32)
-    lo, count, ea, eb = _detail_edges(nav, only_boundary)
+    lo, count, _a, _b = _detail_edges(nav, only_boundary)
     counts = count[refs]
     rows = _ranges(lo[refs], counts)
     rep = np.repeat(np.arange(m), counts)
-    d, t = dist_pt_seg_sqr_2d(pos[rep], ea[rows], eb[rows])
-    best = first_min_per_group(d, counts)
+    ax, ay, az, bx, by, bz = _columns(_detail_edge_columns(nav, only_boundary), rows)
+    ptx = np.ascontiguousarray(pos[:, 0], dtype=F32)[rep]
+    ptz = np.ascontiguousarray(pos[:, 2], dtype=F32)[rep]
+    pqx = bx - ax
+    pqz = bz - az
+    dx = ptx - ax
+    dz = ptz - az
+    d = pqx * pqx + pqz * pqz
+    t = pqx * dx + pqz * dz
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = np.where(d > _ZERO, t / np.where(d > _ZERO, d, _ONE), t)
+    t = np.where(t < _ZERO, _ZERO, np.where(t > _ONE, _ONE, t)).astype(F32)
+    dx = ax + t * pqx - ptx
+    dz = az + t * pqz - ptz
+    best = first_min_per_group(dx * dx + dz * dz, counts)
     out = pos.astype(F32, copy=True)
-    ok = best >= 0
+    ok = np.flatnonzero(best >= 0)
     b = best[ok]
-    out[ok] = lerp(ea[rows[b]], eb[rows[b]], t[b]).astype(F32)
+    tb = t[b]
+    for k, (a_k, b_k) in enumerate(((ax, bx), (ay, by), (az, bz))):
+        out[ok, k] = a_k[b] + (b_k[b] - a_k[b]) * tb
     return out
 
 
