@@ -221,9 +221,9 @@ class HeightIndex:
         owner = np.repeat(np.arange(k, dtype=np.int32), per)
         local = np.arange(owner.shape[0], dtype=np.int32)
         local -= np.repeat((np.cumsum(per) - per).astype(np.int32), per)
-        nxo = nx[owner]
+        nxo = np.repeat(nx, per)  # nx[owner]: owner is arange(k) repeated per
         row, col = np.divmod(local, nxo)
-        cell = first[owner] + row * gw + col
+        cell = np.repeat(first, per) + row * gw + col
         order = np.argsort(cell, kind="stable")  # nearly sorted already: merge sort is quick
         self.origin = origin
         self.cell_size = cell_size
@@ -316,7 +316,7 @@ class HeightIndex:
         fields = self._entry_box[pair_entry] + np.repeat(point_box, count)
         passed = np.flatnonzero((fields & _BOX_MASK) == _BOX_MASK)
         pair_entry, pair_pt = pair_entry[passed], pair_pt[passed]
-        k = self.entries[pair_entry]
+        k = self.entries[pair_entry].astype(np.int64)  # take() is slower with int32 indices
         # The barycentric test first (7 of the 10 plane rows); the heights of inside pairs only.
         rows = [None] * 10
         for r in (_X0, _Y0, _E1X, _E1Y, _E2X, _E2Y, _INV):
