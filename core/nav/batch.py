@@ -8,6 +8,11 @@ polygon edges (<= 6), detail triangles of one polygon, link slots of one polygon
 steps, never over queries.
 
 All positions are float32 (n, 3) in Detour's Y-up frame; refs are NavMesh refs (-1 = none).
+
+Per-polygon tables are cached on the navmesh and kept slot-major ((k, 6, npolys): a gather for
+m queries gives (k, 6, m) rows): NumPy runs row-wise arithmetic and reductions over the first
+axis several times faster than on (m, 6) arrays broadcast against (m, 1) columns. Gathers
+along the last axis go through `_columns` (np.take), whose result is C-ordered.
 """
 
 from __future__ import annotations

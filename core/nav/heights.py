@@ -9,7 +9,10 @@ bounding box overlaps it (CSR arrays). A uniform grid rather than a BVH because 
 vertical line: a point touches exactly one cell, so a batch is one gather of candidate
 triangles per point, with no tree walk and no per-level Python loop; level geometry is spread
 fairly evenly over X/Y, where a grid's cells stay short. Cells are sized from the triangles'
-median X/Y extent (and never so small that the grid outgrows a few cells per triangle).
+median X/Y extent (and never so small that the grid outgrows a few cells per triangle). Each
+cell entry also holds the triangle's box clipped to the cell in 1/128 cell steps (four bytes):
+one integer add and mask per candidate drops most candidates before the float64 barycentric
+test.
 
 Data forms: vertices float32 (n, 3) Z-up world [Units: wu], triangles int (m, 3). Triangles with
 no X/Y area (vertical walls, degenerate ones) are not surfaces from above and are skipped.
@@ -161,8 +164,9 @@ class HeightIndex:
     """A uniform X/Y grid over a triangle soup answering "highest surface under (x, y)".
 
     Build: O(triangles + cell entries) with one sort of the entries by cell. Memory: 80 bytes
-    per triangle for the plane table, 4 per cell entry, 8 per grid cell. Queries run in
-    blocks of `QUERY_BLOCK` points, vectorized over (point, candidate triangle) pairs.
+    per triangle for the plane table, 8 per cell entry (triangle id and packed box), 8 per grid
+    cell. Queries run in blocks of `QUERY_BLOCK` points, vectorized over (point, candidate
+    triangle) pairs.
     """
 
     def __init__(self, verts, tris, cell_size: float | None = None):
