@@ -450,8 +450,18 @@ def _poly_halfplanes(nav: NavMesh):
     scale = 1e-6 * (1.0 + np.abs(np.where(valid, np.abs(ax) + np.abs(az), 0.0)).max(axis=1))
     convex = (nv >= 3) & (np.abs(area) > 0) & (s.max(axis=(1, 2)) <= scale)
     convex &= (length > 0).sum(axis=1) == nv
-    lo, count, _a, _b = _detail_edges(nav, True)
+    lo, count, ea, eb = _detail_edges(nav, True)
     safe = convex & (count > 0) & (nav.poly_type != POLYTYPE_OFFMESH_CONNECTION)
+    # The bounds assume every boundary detail edge within 1e-3 of the polygon's outline (as
+    # Recast flags them); a polygon whose edges stray further is not safe.
+    if ea.shape[0]:
+        owner = np.repeat(np.arange(npolys), count)
+        stray = np.zeros(npolys)
+        for end in (ea, eb):
+            px, pz = end[:, 0].astype(np.float64), end[:, 2].astype(np.float64)
+            d = (nx[owner] * px[:, None] + nz[owner] * pz[:, None] - off[owner]).max(axis=1)
+            np.maximum.at(stray, owner, d)
+        safe &= stray <= 2e-3 + 1e-5 * _coord_scale(nav)
     return nx, nz, off, safe
 
 
