@@ -132,6 +132,20 @@ class TileCache:
         bake = TiledBake(plan.config, plan.grid, list(tiles.values()))
         return cls(plan.config, plan.grid, compact, tiles, bake.navmesh())
 
+    def save(self, path, *, key: str = ""):
+        """Write this cache to one ``.npz`` (see `core.tilecache_io.save`); returns the path."""
+        from .tilecache_io import save
+
+        return save(self, path, key=key)
+
+    @classmethod
+    def load(cls, path, *, key: str | None = None, obstacles: bool = True) -> TileCache:
+        """A cache saved by `save` (see `core.tilecache_io.load`: ``key`` the expected bake
+        key, a stale or damaged file is a `VoxNavError` saying to rebake)."""
+        from .tilecache_io import load
+
+        return load(path, key=key, obstacles=obstacles)
+
     # -- tiles ----------------------------------------------------------------------------------
 
     def _tile_rects(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
