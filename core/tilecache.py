@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from typing import cast
 
@@ -112,6 +112,32 @@ class TileCache:
         """Bake tiled (see `core.tiles.bake_tiled`; same arguments) and keep every tile's
         compact heightfield for rebuilds. verts float32 (n, 3) Z-up [Units: wu].
         ``progress(done, total)`` after each tile with geometry (total: tiles of the grid)."""
+        steps = cls.build_steps(
+            verts, tris, config, tile_size, volumes=volumes, executor=executor, workers=workers
+        )
+        while True:
+            try:
+                done, total = next(steps)
+            except StopIteration as stop:
+                return cast(TileCache, stop.value)
+            if progress is not None:
+                progress(done, total)
+
+    @classmethod
+    def build_steps(
+        cls,
+        verts,
+        tris,
+        config: NavConfig | None = None,
+        tile_size: int | None = None,
+        *,
+        volumes: tuple = (),
+        executor: cf.Executor | None = None,
+        workers: int | None = None,
+    ) -> Generator[tuple[int, int], None, TileCache]:
+        """`build` one tile at a time: a generator yielding (done, total) after each tile with
+        geometry and returning the cache (``StopIteration.value``). A caller that stops early
+        (``close()``) keeps nothing; an interactive caller runs other work between steps."""
         plan = plan_tiles(verts, tris, config, tile_size, volumes=volumes)
         compact: dict[tuple[int, int], CompactHeightfield] = {}
         tiles: dict[tuple[int, int], TileResult] = {}
@@ -119,14 +145,13 @@ class TileCache:
         for done, result in enumerate(
             iter_tiles(plan, executor=executor, workers=workers, keep_compact=True), 1
         ):
-            if progress is not None:
-                progress(done, total)
             key = (result.tx, result.ty)
             if result.compact is not None:
                 compact[key] = result.compact
                 result.compact = None
             if result.has_data:
                 tiles[key] = result
+            yield done, total
         from .tiles import TiledBake
 
         bake = TiledBake(plan.config, plan.grid, list(tiles.values()))
