@@ -50,6 +50,9 @@ ROUND_TOLERANCE = 0.02
 YAW_TOLERANCE = 1e-4
 #: Tile cache files kept in the extension's user folder (the newest; one per bake key).
 USER_CACHE_FILES = 8
+#: False while a caller writes the cache beside a .blend itself (the batch command: it never
+#: writes beside its input .blend, and saves its output .blend under a temp name).
+SIDECAR = [True]
 
 
 @dataclass
@@ -342,7 +345,7 @@ def rebuild(scene, depsgraph=None, view_layer=None) -> Any:
     live_tiles = CACHES.get(scene.session_uid)
     if live_tiles is None:
         if scene.voxnav.tile_cache_key and scene.voxnav.tile_size > 0:
-            live_tiles = restore(scene, view_layer)
+            live_tiles = restore(scene, view_layer, depsgraph)
             if live_tiles is None:
                 _rebake(scene, "no usable tile cache")
                 return None
@@ -406,7 +409,7 @@ def save_cache(scene, live_tiles: LiveTiles, blend_path: str | None = None) -> s
 
     problems = []
     targets = [user_cache_path(live_tiles.key)]
-    beside = sidecar_path(scene, blend_path)
+    beside = sidecar_path(scene, blend_path) if SIDECAR[0] else None
     if beside is not None:
         targets.append(beside)
     for target in targets:
@@ -434,11 +437,12 @@ def _prune_user_cache() -> None:
         pass  # another process pruned it first: nothing to do
 
 
-def restore(scene, view_layer=None) -> LiveTiles | None:
+def restore(scene, view_layer=None, depsgraph=None) -> LiveTiles | None:
     """Load the scene's saved tile cache (beside the .blend, then the user folder) when the
     scene has a tiled bake (``tile_cache_key``), add the scene's obstacles and rebuild their
     tiles: obstacles are live again without a rebake. Returns the live cache, or None with
-    the reason in ``obstacle_status``."""
+    the reason in ``obstacle_status``. ``depsgraph``: an evaluated one (right after loading a
+    file the objects' world matrices are not evaluated yet)."""
     from ..core.tilecache import TileCache
 
     settings = scene.voxnav
@@ -454,7 +458,7 @@ def restore(scene, view_layer=None) -> LiveTiles | None:
             reasons.append(str(exc))
             continue
         live_tiles = LiveTiles(cache, key=key)
-        _sync(scene, live_tiles, None, view_layer)
+        _sync(scene, live_tiles, depsgraph, view_layer)
         try:
             cache.update()
         except VoxNavError as exc:
@@ -553,27 +557,33 @@ def _on_depsgraph_update(scene, depsgraph) -> None:
 
 @bpy.app.handlers.persistent
 def _on_load_post(*_args) -> None:
-    """A new file: forget the old caches, load the saved ones of its tiled bakes."""
+    """A new file: forget the old caches, load the saved one of the active scene's tiled bake
+    (the obstacles read from the evaluated depsgraph; another scene's cache loads when one of
+    its obstacles changes, see `rebuild`)."""
     global _updating
     CACHES.clear()
     _pending.clear()
-    _updating = True  # restoring touches no object, but be safe from re-entry
+    scene = bpy.context.scene
+    if scene is None or not scene.voxnav.tile_cache_key:
+        return
+    _updating = True  # evaluating the depsgraph must not re-enter the handler
     try:
-        for scene in bpy.data.scenes:
-            view_layer = bpy.context.view_layer if bpy.context.scene == scene else None
-            restore(scene, view_layer)
+        restore(scene, bpy.context.view_layer, bpy.context.evaluated_depsgraph_get())
     finally:
         _updating = False
 
 
 @bpy.app.handlers.persistent
-def _on_save_post(*_args) -> None:
-    """Saved under a (new) name: write each live tile cache beside the .blend."""
+def _on_save_post(filepath=None, *_args) -> None:
+    """Saved (also as a copy): write each live tile cache beside the saved .blend."""
+    if not SIDECAR[0]:
+        return
+    blend = filepath if isinstance(filepath, str) and filepath else None
     scene: Any
     for scene in bpy.data.scenes:
         live_tiles = CACHES.get(scene.session_uid)
         if live_tiles is not None and live_tiles.key:
-            problem = save_cache(scene, live_tiles)
+            problem = save_cache(scene, live_tiles, blend)
             if problem:
                 scene.voxnav.obstacle_status = f"tile cache not saved: {problem}"
 
