@@ -4,6 +4,8 @@ With a real Blender (the add-on registers the command)::
 
     blender --background --command voxnav level.blend --set cell_size=0.2 \\
         --obj navmesh.obj --png preview.png --save-blend baked.blend
+    blender --background --command voxnav level.blend --tile-size 64 --workers 2 \\
+        --obj navmesh.obj --save-blend baked.blend     # tiled, tile cache beside baked.blend
 
 With the bpy wheel, call `main(argv)` after enabling the extension (tests/blender/harness.py
 ``cli`` does this). `main` returns the exit code, the same table as ``python -m core``
