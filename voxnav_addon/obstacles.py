@@ -563,7 +563,7 @@ def _on_load_post(*_args) -> None:
     global _updating
     CACHES.clear()
     _pending.clear()
-    scene = bpy.context.scene
+    scene: Any = bpy.context.scene
     if scene is None or not scene.voxnav.tile_cache_key:
         return
     _updating = True  # evaluating the depsgraph must not re-enter the handler
