@@ -124,9 +124,11 @@ class VOXNAV_OT_build_navmesh(_BakeOperator, bpy.types.Operator):
         deadline = time.perf_counter() + self.STEP_SECONDS
         text = ""
         try:
-            while time.perf_counter() < deadline:
+            while True:  # at least one step per event, more while the time slice lasts
                 fraction, text = next(self._steps)
                 context.window_manager.progress_update(int(max(0.0, min(1.0, fraction)) * 1000))
+                if time.perf_counter() >= deadline:
+                    break
         except StopIteration as stop:
             self._end_modal(context)
             return self._finished(context, stop.value)

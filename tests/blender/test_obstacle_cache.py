@@ -194,3 +194,48 @@ def test_cli_bakes_tiled_with_tile_size_and_workers(bpy, ext, tmp_path, capsys):
     assert "--npz with --tile-size 16" in capsys.readouterr().err and not npz.exists()
     assert ext.cli.main([str(src), "--tile-size", "4", "--obj", str(obj)]) == 2
     assert "--tile-size: tile_size must be 0" in capsys.readouterr().err
+
+
+def _modal_operator(ext, bpy, reports, ended):
+    """The Build Navmesh operator's modal loop on a stand-in ``self`` (a real modal run needs
+    a window and its event loop, which the wheel has not)."""
+    from types import SimpleNamespace
+
+    cls = ext.operators.VOXNAV_OT_build_navmesh
+    fake = SimpleNamespace(
+        _steps=ext.bake.tiled_bake_steps(bpy.context),
+        STEP_SECONDS=0.0,  # one tile per timer event
+        stop_after="navmesh",
+        report=lambda kind, message: reports.append((set(kind), message)),
+        _end_modal=lambda context: ended.append(True),
+    )
+    fake._finished = lambda context, outcome: cls._finished(fake, context, outcome)
+    return cls, fake
+
+
+def test_modal_build_navmesh_steps_a_tile_per_event_and_esc_cancels(bpy, ext):
+    from types import SimpleNamespace
+
+    obstacles = _mod(ext, "obstacles")
+    _scene(bpy, ext)
+    scene = bpy.context.scene
+    first = obstacles.CACHES[scene.session_uid]
+    timer, esc = SimpleNamespace(type="TIMER"), SimpleNamespace(type="ESC")
+    reports, ended = [], []
+    cls, op = _modal_operator(ext, bpy, reports, ended)
+    assert cls.modal(op, bpy.context, SimpleNamespace(type="MOUSEMOVE")) == {"PASS_THROUGH"}
+    assert cls.modal(op, bpy.context, timer) == {"RUNNING_MODAL"}
+    assert cls.modal(op, bpy.context, timer) == {"RUNNING_MODAL"}
+    assert scene.voxnav.tile_progress == "tile 2 of 25"
+    assert cls.modal(op, bpy.context, esc) == {"CANCELLED"}
+    assert ended and reports[-1] == ({"WARNING"}, "VoxNav: tiled bake cancelled, nothing changed")
+    assert obstacles.CACHES[scene.session_uid] is first and scene.voxnav.tile_progress == ""
+    reports, ended = [], []
+    cls, op = _modal_operator(ext, bpy, reports, ended)
+    events = 0
+    while (state := cls.modal(op, bpy.context, timer)) == {"RUNNING_MODAL"}:
+        events += 1
+    assert state == {"FINISHED"} and ended and events >= 20
+    assert reports[-1][0] == {"INFO"} and "Build Navmesh" in reports[-1][1]
+    assert obstacles.CACHES[scene.session_uid] is not first
+    _assert_same_tiles(_tiles_of(obstacles.CACHES[scene.session_uid]), _tiles_of(first))
