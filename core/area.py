@@ -10,6 +10,7 @@ Recast uses both for erosion (here) and for the region distance field (core/regi
 
 from __future__ import annotations
 
+import threading
 import weakref
 from collections import OrderedDict
 
@@ -168,15 +169,21 @@ _PLAN_CACHE: OrderedDict[int, tuple[tuple, tuple[_ChamferPlan, _ChamferPlan], in
 _PLAN_CACHE_SPANS = 1 << 18
 
 
+#: Guards the cache (tiles may bake in threads); re-entrant because a weakref callback may run
+#: during a garbage collection inside the guarded block.
+_PLAN_LOCK = threading.RLock()
+
+
 def _chamfer_plans(chf: CompactHeightfield) -> tuple[_ChamferPlan, _ChamferPlan]:
     key = id(chf.neighbor)
-    entry = _PLAN_CACHE.get(key)
-    if entry is not None:
-        refs, plans, _ = entry
-        if refs[0]() is chf.neighbor and refs[1]() is chf.span_x and refs[2]() is chf.span_y:
-            _PLAN_CACHE.move_to_end(key)
-            return plans
-        del _PLAN_CACHE[key]
+    with _PLAN_LOCK:
+        entry = _PLAN_CACHE.get(key)
+        if entry is not None:
+            refs, plans, _ = entry
+            if refs[0]() is chf.neighbor and refs[1]() is chf.span_x and refs[2]() is chf.span_y:
+                _PLAN_CACHE.move_to_end(key)
+                return plans
+            _PLAN_CACHE.pop(key, None)
     nbx = _neighbors_with_sentinel(chf)
     plans = (_ChamferPlan(chf, nbx, True), _ChamferPlan(chf, nbx, False))
     try:
@@ -185,10 +192,11 @@ def _chamfer_plans(chf: CompactHeightfield) -> tuple[_ChamferPlan, _ChamferPlan]
         )
     except TypeError:  # not weakly referenceable (a plain sequence): do not cache
         return plans
-    _PLAN_CACHE[key] = (refs, plans, int(chf.y.shape[0]))
-    total = sum(e[2] for e in _PLAN_CACHE.values())
-    while len(_PLAN_CACHE) > 1 and total > _PLAN_CACHE_SPANS:
-        total -= _PLAN_CACHE.popitem(last=False)[1][2]
+    with _PLAN_LOCK:
+        _PLAN_CACHE[key] = (refs, plans, int(chf.y.shape[0]))
+        total = sum(e[2] for e in _PLAN_CACHE.values())
+        while len(_PLAN_CACHE) > 1 and total > _PLAN_CACHE_SPANS:
+            total -= _PLAN_CACHE.popitem(last=False)[1][2]
     return plans
 
 
@@ -196,9 +204,10 @@ def _forget_plans(key: int):
     """A weakref callback dropping the cache entry ``key`` once one of its arrays dies."""
 
     def forget(ref) -> None:
-        entry = _PLAN_CACHE.get(key)
-        if entry is not None and any(r is ref for r in entry[0]):
-            del _PLAN_CACHE[key]
+        with _PLAN_LOCK:
+            entry = _PLAN_CACHE.get(key)
+            if entry is not None and any(r is ref for r in entry[0]):
+                _PLAN_CACHE.pop(key, None)
 
     return forget
 
