@@ -28,6 +28,7 @@ from __future__ import annotations
 import math
 import os
 import re
+import shutil
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -405,6 +406,7 @@ def save_cache(scene, live_tiles: LiveTiles, blend_path: str | None = None) -> s
     """Save the scene's tile cache under its key in the user folder and beside the .blend
     (or ``blend_path``); returns "" or the reason a file could not be written (the bake
     stands either way)."""
+    from ..core import atomic
     from ..core.tilecache_io import read_key, save
 
     problems = []
@@ -412,14 +414,22 @@ def save_cache(scene, live_tiles: LiveTiles, blend_path: str | None = None) -> s
     beside = sidecar_path(scene, blend_path) if SIDECAR[0] else None
     if beside is not None:
         targets.append(beside)
+    written = None  # a complete file of this bake: the other targets are copies of it
     for target in targets:
         try:
             if os.path.isfile(target) and read_key(target) == live_tiles.key:
+                os.utime(target)  # the newest for `_prune_user_cache`
+                written = written or target
                 continue  # the same bake: the same file
-        except VoxNavError:
+        except (VoxNavError, OSError):
             pass  # damaged or another format: write it again
         try:
-            save(live_tiles.cache, target, key=live_tiles.key)
+            if written is None:
+                save(live_tiles.cache, target, key=live_tiles.key)
+            else:  # a byte copy: compressing once is the slow part
+                with atomic.replacing(target) as temp:
+                    shutil.copyfile(written, temp)
+            written = target
         except (VoxNavError, OSError) as exc:
             problems.append(str(exc))
     _prune_user_cache()
