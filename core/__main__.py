@@ -6,6 +6,7 @@
     python -m core bake MESH.obj --out navmesh.bin --tile-size 32 [--workers N]
     python -m core bake MESH.obj --out navmesh.obj --agent small:radius=0.3 --agent large:radius=1.2
     python -m core bench [--runs 5] [--quick]
+    python -m core bench --obstacles [--runs 20]   (obstacle rebuild ms per tile, before/after)
     python -m core query MESH.obj --recast-frame --queries Q.npz --out OUT.npz [settings]
     python -m core path MESH.obj --from X Y Z --to X Y Z [settings]
     python -m core bench-queries [--meshes DIR]
