@@ -9,6 +9,7 @@ polygons keeps the previous result and reports why. Operators that change data h
 from __future__ import annotations
 
 import os
+import time
 
 import bpy
 from bpy.props import EnumProperty, StringProperty
@@ -81,6 +82,84 @@ class VOXNAV_OT_build_navmesh(_BakeOperator, bpy.types.Operator):
     bl_label = "Build Navmesh"
     bl_options = {"REGISTER", "UNDO"}
     stop_after = "navmesh"
+
+    #: Seconds of tile work per timer event of the modal tiled bake (the UI redraws between).
+    STEP_SECONDS = 0.05
+
+    def invoke(self, context, event):
+        """From the UI with tiles: bake tile by tile in a modal loop (the viewport stays
+        responsive, the status bar and the panel say "tile k of n", Esc cancels with nothing
+        written). Headless, solo or with agent rows: `execute` at once."""
+        settings = context.scene.voxnav
+        if bpy.app.background or settings.tile_size == 0 or len(settings.agents) > 0:
+            return self.execute(context)
+        try:
+            self._steps = bake.tiled_bake_steps(bpy.context)
+        except VoxNavError as exc:
+            self.report({"ERROR"}, str(exc))
+            return {"CANCELLED"}
+        wm = context.window_manager
+        self._timer = wm.event_timer_add(0.001, window=context.window)
+        wm.modal_handler_add(self)
+        wm.progress_begin(0, 1000)
+        return {"RUNNING_MODAL"}
+
+    def _end_modal(self, context) -> None:
+        wm = context.window_manager
+        wm.event_timer_remove(self._timer)
+        wm.progress_end()
+        if context.workspace is not None:
+            context.workspace.status_text_set(None)
+        context.scene.voxnav.tile_progress = ""
+        _redraw_panels(context)
+
+    def modal(self, context, event):
+        if event.type == "ESC":
+            self._steps.close()  # nothing written
+            self._end_modal(context)
+            self.report({"WARNING"}, "VoxNav: tiled bake cancelled, nothing changed")
+            return {"CANCELLED"}
+        if event.type != "TIMER":
+            return {"PASS_THROUGH"}
+        deadline = time.perf_counter() + self.STEP_SECONDS
+        text = ""
+        try:
+            while True:  # at least one step per event, more while the time slice lasts
+                fraction, text = next(self._steps)
+                context.window_manager.progress_update(int(max(0.0, min(1.0, fraction)) * 1000))
+                if time.perf_counter() >= deadline:
+                    break
+        except StopIteration as stop:
+            self._end_modal(context)
+            return self._finished(context, stop.value)
+        except VoxNavError as exc:
+            self._end_modal(context)
+            self.report({"ERROR"}, str(exc))
+            return {"CANCELLED"}
+        except MemoryError:
+            self._end_modal(context)
+            self.report({"ERROR"}, "out of memory: raise Cell Size / Tile Size or limit the bounds")
+            return {"CANCELLED"}
+        if context.workspace is not None and text:
+            context.workspace.status_text_set(f"VoxNav: baking {text} (Esc cancels)")
+        _redraw_panels(context)
+        return {"RUNNING_MODAL"}
+
+    def _finished(self, context, outcome):
+        for warning in outcome.warnings:
+            self.report({"WARNING"}, warning)
+        if outcome.empty:
+            self.report({"WARNING"}, f"VoxNav: {context.scene.voxnav.last_message}")
+            return {"FINISHED"}
+        self.report({"INFO"}, f"VoxNav {bake.STAGES[self.stop_after]}: {outcome.summary()}")
+        return {"FINISHED"}
+
+
+def _redraw_panels(context) -> None:
+    screen = getattr(context, "screen", None)
+    for area in screen.areas if screen is not None else ():
+        if area.type == "VIEW_3D":
+            area.tag_redraw()
 
 
 class VOXNAV_OT_clear(bpy.types.Operator):

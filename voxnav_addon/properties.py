@@ -349,6 +349,43 @@ class VOXNAV_PG_settings(bpy.types.PropertyGroup):
         max=4096,
         soft_max=256,
     )
+    tile_workers: IntProperty(  # type: ignore[valid-type]
+        name="Tile Workers",
+        description=(
+            "Tiles baked at once by Build Navmesh with tiles (0: one per core). Worker "
+            "processes start with Blender's bundled Python (about a second); 1 bakes tile after "
+            "tile in Blender, which suits small scenes"
+        ),
+        default=1,
+        min=0,
+        max=256,
+        soft_max=32,
+    )
+    tile_parallel: EnumProperty(  # type: ignore[valid-type]
+        name="Parallel Tiles",
+        description="How tiles run in parallel when Tile Workers is not 1",
+        items=[
+            (
+                "PROCESSES",
+                "Processes",
+                "Worker processes (Blender's bundled Python): real speed-up",
+            ),
+            ("THREADS", "Threads", "Threads in Blender: start at once, small speed-up (the GIL)"),
+        ],
+        default="PROCESSES",
+    )
+    tile_cache_key: StringProperty(  # type: ignore[valid-type]
+        name="Tile Cache Key",
+        description=(
+            "Names the last tiled bake's input; its tile cache file (next to the .blend, or in "
+            "the extension's user folder) carries the same key"
+        ),
+        default="",
+        options={"HIDDEN"},
+    )
+    tile_progress: StringProperty(  # type: ignore[valid-type]
+        name="Tile Progress", description="Tile k of n of the running tiled bake", default=""
+    )
     obstacle_status: StringProperty(  # type: ignore[valid-type]
         name="Obstacles", description="Result of the last live obstacle rebuild", default=""
     )
