@@ -197,7 +197,10 @@ def _agent_tail(
     pipeline._navmesh_stages(
         result, derived, volumes, ctx, est, inputs, compact=chf, erosion_distance=erosion_dist
     )
-    names = ("area_initial", "dist_raw", "compact", "contours", "polymesh", "detail")
+    names = (
+        "area_initial", "dist_raw", "compact", "contours", "polymesh", "detail",
+        "offmesh_links", "auto_link_count",
+    )  # fmt: skip
     return {n: getattr(result, n) for n in names}, ctx.timings, ctx.warnings, est
 
 
