@@ -372,6 +372,11 @@ def cmd_bake(args) -> int:
                 raise UsageError(
                     "--reachable-from: island pruning needs a bake without --tile-size"
                 )
+            if config.auto_links:
+                raise UsageError(
+                    "--auto-links: automatic links are found on a solo bake; bake without "
+                    "--tile-size"
+                )
             return _bake_tiled_out(args, verts, tris, config, batch)
         reachable = _reachable_points(args)
         result = pipeline.bake(

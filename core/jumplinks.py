@@ -69,6 +69,22 @@ def arc_points(start, end, segments: int = ARC_SEGMENTS) -> np.ndarray:
     return _arc(start, end, t)
 
 
+def link_arc_mesh(links: OffMeshLinks, segments: int = ARC_SEGMENTS):
+    """Every link as an arc of ``segments`` edges, as an edge mesh for the overlay.
+
+    Returns float32 (n * (segments + 1), 3) vertices (Z-up world) [Units: wu], int32
+    (n * segments, 2) edges, and bool (n * segments,) two-way flag of each edge's link.
+    """
+    segments = int(segments)
+    n = len(links)
+    verts = arc_points(links.start, links.end, segments).reshape(-1, 3).astype(np.float32)
+    first = (np.arange(n, dtype=np.int32) * (segments + 1))[:, None]
+    a = (first + np.arange(segments, dtype=np.int32)[None, :]).ravel()
+    edges = np.stack([a, a + 1], axis=1).astype(np.int32)
+    two_way = np.repeat(np.asarray(links.bidirectional, dtype=bool), segments)
+    return verts, edges, two_way
+
+
 def _arc(start: np.ndarray, end: np.ndarray, t: np.ndarray) -> np.ndarray:
     """Arc points at parameters t (k,) for every link: float64 (n, k, 3)."""
     horizontal = np.hypot(end[:, 0] - start[:, 0], end[:, 1] - start[:, 1])

@@ -117,6 +117,13 @@ def _parser() -> argparse.ArgumentParser:
         "(area 0, flag 0x10); default: the scene's Prune setting (Remove)",
     )
     p.add_argument(
+        "--auto-links",
+        action="store_true",
+        help="find jump and drop off-mesh links automatically (the same as --set "
+        "auto_links=on; tune with --set max_drop=.., max_jump_distance=.., link_spacing=..): "
+        "drawn as arcs in the overlay, counted in the summary",
+    )
+    p.add_argument(
         "--resolution", default="1280x720", metavar="WxH", help="preview size (1280x720)"
     )
     p.add_argument(
@@ -332,6 +339,8 @@ def _check_complete(path, kind: str) -> None:
 
 def run(args) -> int:
     overrides = parse_overrides(args.overrides)
+    if args.auto_links:
+        overrides["auto_links"] = True
     try:
         width, height = (int(v) for v in args.resolution.lower().split("x"))
     except ValueError:

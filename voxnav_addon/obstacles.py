@@ -224,6 +224,7 @@ def _write(scene, live_tiles: LiveTiles) -> None:
     writeback.write_overlay(
         scene, live_tiles.cache.overlay(), bake.overlay_lift(scene.voxnav.cell_height), True
     )
+    writeback.write_links(scene, None, 0.0)  # tiled bakes have no automatic links
     live.store_navmesh_tiles(scene, live_tiles.cache.navmesh)
     live.update_path(scene)
 
