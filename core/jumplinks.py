@@ -152,14 +152,14 @@ def boundary_edges(pmesh: PolyMesh) -> tuple[np.ndarray, np.ndarray, np.ndarray]
     a = verts[ids[poly, edge]]
     b = verts[ids[poly, following]]
     safe_ids = np.where(valid, ids, 0)
-    centroid = (verts[safe_ids][:, :, :2] * valid[:, :, None]).sum(axis=1) / np.maximum(
-        counts, 1
-    )[:, None]
-    direction = b[:, :2] - a[:, :2]
-    length = np.hypot(direction[:, 0], direction[:, 1])
-    normal = np.stack([direction[:, 1], -direction[:, 0]], axis=1) / np.maximum(length, 1e-12)[
+    centroid = (verts[safe_ids][:, :, :2] * valid[:, :, None]).sum(axis=1) / np.maximum(counts, 1)[
         :, None
     ]
+    direction = b[:, :2] - a[:, :2]
+    length = np.hypot(direction[:, 0], direction[:, 1])
+    normal = (
+        np.stack([direction[:, 1], -direction[:, 0]], axis=1) / np.maximum(length, 1e-12)[:, None]
+    )
     middle = 0.5 * (a[:, :2] + b[:, :2])
     outward = ((middle - centroid[poly]) * normal).sum(axis=1) >= 0.0
     normal = np.where(outward[:, None], normal, -normal)

@@ -10,6 +10,7 @@
     8 contours     region outlines                           contours.build_contours
     9 polymesh     convex polygons                           polymesh.build_poly_mesh
    10 detail       height detail triangles                   detail.build_poly_mesh_detail
+   11 links        automatic jump/drop links (auto_links)    jumplinks.find_auto_links
 
 Input is a triangle soup in world units, Z-up: verts float32 (n, 3), tris int32 (m, 3). It is
 validated first (`VoxNavError` on anything unusable) and the grid's memory is estimated before

@@ -118,11 +118,9 @@ class VOXNAV_PT_filters(_VoxNavPanel, bpy.types.Panel):
 
 @_sub("Off-Mesh Links", 7)
 class VOXNAV_PT_links(_VoxNavPanel, bpy.types.Panel):
-    def draw_header(self, context):
-        self.layout.prop(context.scene.voxnav, "auto_links", text="")
-
     def draw(self, context):
         settings = context.scene.voxnav
+        self.layout.prop(settings, "auto_links")
         col = self.layout.column(align=True)
         col.use_property_split = True
         col.use_property_decorate = False

@@ -1,4 +1,4 @@
-"""Automatic jump and drop links (core.jumplinks) on the gap-and-ledge scene (tests/core/linkscenes):
+"""Automatic jump and drop links (core.jumplinks) on the gap-and-ledge scene (linkscenes):
 links across the gap from both sides, down the ledge and never up, none through solid (an
 independent slow check on the heightfield), spacing, a wall that blocks jumps, the literal
 oracle, settings and the several-agents bake."""
@@ -95,9 +95,7 @@ def _solid_hits(result, links, samples=400):
                 if bottom < z + height and top > z + ch + 1e-6:
                     bad.add(i)
         for x, y, z in (links.start[i], links.end[i]):
-            tops = [
-                z0 + float(hf.smax[s]) * ch for s in _spans_of(hf, x, y) if hf.area[s] != 0
-            ]
+            tops = [z0 + float(hf.smax[s]) * ch for s in _spans_of(hf, x, y) if hf.area[s] != 0]
             if not any(abs(t - z) <= climb + 1e-5 for t in tops):
                 bad.add(i)
     return sorted(bad)
