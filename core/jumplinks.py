@@ -22,9 +22,10 @@ The rule, for every boundary edge at once:
    drop from up there is the link).
 4. Clearance: the agent follows `arc_points`, a parabola from start to end that peaks a quarter
    of its horizontal length above the higher end (a 45 degree jump); at every step of it (a
-   half cell apart) the agent's column, from the arc up to the agent's height above it (the
-   whole height swept between two steps), must be free of solid spans. One cell height under
-   the arc is tolerated (voxel rounding of floors the arc starts from and lands on).
+   half cell apart) the agent's columns (its centre, and agent_radius to either side across
+   the link), from the arc up to the agent's height above it (the whole height swept between
+   two steps), must be free of solid spans. One cell height under the arc is tolerated (voxel
+   rounding of floors the arc starts from and lands on).
 5. Connection: both ends must connect to the navmesh as Detour connects them (its nearest
    polygon within the link radius horizontally and climb vertically; `core.nav.batch`).
 6. Deduplication: of two links in the same direction whose starts and ends are both closer
@@ -250,7 +251,7 @@ def find_auto_links(
     drop = end[:, 2] < start[:, 2] - agent_climb - 1e-6
 
     # 4. Clearance along the arc.
-    clear = _arc_clear(hf, start, end, agent_height, step)
+    clear = _arc_clear(hf, start, end, agent_height, float(agent_radius), step)
     # 5. Both ends connect to the navmesh as Detour connects them.
     connects = _connects(pmesh, detail, start, radius, agent_height, agent_radius, agent_climb)
     connects &= _connects(pmesh, detail, end, radius, agent_height, agent_radius, agent_climb)
@@ -271,13 +272,20 @@ def _region_span(chf: CompactHeightfield, span: np.ndarray) -> np.ndarray:
 
 
 def _arc_clear(
-    hf: Heightfield, start: np.ndarray, end: np.ndarray, agent_height: float, step: float
+    hf: Heightfield,
+    start: np.ndarray,
+    end: np.ndarray,
+    agent_height: float,
+    agent_radius: float,
+    step: float,
 ) -> np.ndarray:
-    """bool (n,): no solid span meets the agent's column swept along each link's arc.
+    """bool (n,): no solid span meets the agent swept along each link's arc.
 
-    Arc steps at most ``step`` apart horizontally; between two steps the column from the lower
-    step's height (less one cell height of tolerance) to the higher step's height plus the
-    agent's height is checked in both steps' columns."""
+    The agent is three upright lines: its centre and its sides (``agent_radius`` either side,
+    across the link in plan). Arc steps are at most ``step`` apart horizontally; between two
+    steps each line's column, from the lower step's height (less one cell height of
+    tolerance) to the higher step's height plus the agent's height, is checked in both steps'
+    columns."""
     n = start.shape[0]
     if n == 0:
         return np.zeros(0, dtype=bool)
@@ -290,13 +298,19 @@ def _arc_clear(
     hi = np.maximum(arc[:, :-1, 2], arc[:, 1:, 2]) + agent_height - float(hf.bmin[2])
     lo_cells = np.concatenate([lo, lo], axis=1).ravel() / ch + (1.0 - 1e-6)
     hi_cells = np.concatenate([hi, hi], axis=1).ravel() / ch
-    ends = np.concatenate([arc[:, :-1], arc[:, 1:]], axis=1).reshape(-1, 3)
-    cols = _columns(ends[:, 0], ends[:, 1], hf.bmin, hf.cs, hf.width, hf.height)
-    q, span = _column_pairs(hf.col_start, cols)
-    hit = (hf.smin[span].astype(np.float64) < hi_cells[q]) & (
-        hf.smax[span].astype(np.float64) > lo_cells[q]
-    )
-    blocked = np.bincount(q[hit], minlength=cols.shape[0]).reshape(n, -1).any(axis=1)
+    ends = np.concatenate([arc[:, :-1], arc[:, 1:]], axis=1)  # (n, 2 * nsteps, 3)
+    across = np.stack([start[:, 1] - end[:, 1], end[:, 0] - start[:, 0]], axis=1)
+    across /= np.maximum(horizontal, 1e-12)[:, None]
+    blocked = np.zeros(n, dtype=bool)
+    for side in (0.0, -1.0, 1.0):  # the agent's centre line, then its two sides
+        x = ends[:, :, 0] + side * agent_radius * across[:, None, 0]
+        y = ends[:, :, 1] + side * agent_radius * across[:, None, 1]
+        cols = _columns(x.ravel(), y.ravel(), hf.bmin, hf.cs, hf.width, hf.height)
+        q, span = _column_pairs(hf.col_start, cols)
+        hit = (hf.smin[span].astype(np.float64) < hi_cells[q]) & (
+            hf.smax[span].astype(np.float64) > lo_cells[q]
+        )
+        blocked |= np.bincount(q[hit], minlength=cols.shape[0]).reshape(n, -1).any(axis=1)
     return ~blocked
 
 

@@ -754,6 +754,7 @@ def auto_links_slow(pmesh, detail, chf, hf, *, agent_height, agent_radius, agent
     """core.jumplinks.find_auto_links, literally: one edge, sample, probe and arc step at a
     time (the Detour connection check reuses core.jumplinks._connects, the Detour port).
     Returns a list of (start (3,), end (3,), bidirectional) in the fast version's order."""
+    import itertools
     import math
 
     from core.jumplinks import STEP_CELLS, _arc, _connects
@@ -836,15 +837,18 @@ def auto_links_slow(pmesh, detail, chf, hf, *, agent_height, agent_radius, agent
     nsteps = max(2, math.ceil(max(h for *_, h in kept) / step) + 1)
     t = np.linspace(0.0, 1.0, nsteps + 1)
     clear_links = []
-    for start, end, bidir, _h in kept:
+    for start, end, bidir, h in kept:
         arc = _arc(start[None], end[None], t)[0]
+        across = np.array([start[1] - end[1], end[0] - start[0]]) / max(h, 1e-12)
         blocked = False
-        for i in range(nsteps):
+        for i, side in itertools.product(range(nsteps), (0.0, -1.0, 1.0)):
             p, q = arc[i], arc[i + 1]
             lo = (min(p[2], q[2]) - float(hf.bmin[2])) / ch + (1.0 - 1e-6)
             hi = (max(p[2], q[2]) + agent_height - float(hf.bmin[2])) / ch
             for pt in (p, q):
-                c = column(pt[0], pt[1], hf.bmin, hf.width, hf.height)
+                x = pt[0] + side * agent_radius * across[0]
+                y = pt[1] + side * agent_radius * across[1]
+                c = column(x, y, hf.bmin, hf.width, hf.height)
                 if c < 0:
                     continue
                 for s in range(int(hf.col_start[c]), int(hf.col_start[c + 1])):

@@ -151,9 +151,9 @@ def test_a_wall_in_the_gap_blocks_the_jumps_behind_it():
         across = (_on_floor_a(links.start) & _on_floor_b(links.end)) | (
             _on_floor_b(links.start) & _on_floor_a(links.end)
         )
-        # The clearance is checked along the arc's centre line (the agent's column).
-        behind = across & (links.start[:, 1] < 4.0)
-        free = across & (links.start[:, 1] > 4.0 + 1.5)
+        # The agent (radius 0.6) brushes the wall within 0.6 of its end.
+        behind = across & (links.start[:, 1] < 4.0 + 0.6)
+        free = across & (links.start[:, 1] > 4.0 + 0.6 + 1.5)
         if result is open_bake:
             assert behind.sum() >= 4 and free.sum() >= 2
         else:
