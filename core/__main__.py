@@ -32,6 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from . import atomic, pipeline
+from .agents import agent_output
 from .cliutil import (
     EXIT_CODES_TEXT,
     EXIT_FAILED,
@@ -413,12 +414,6 @@ def cmd_bake(args) -> int:
     for path in written:
         print(f"wrote {path}")
     return EXIT_OK
-
-
-def agent_output(path: str, name: str) -> str:
-    """``navmesh.obj`` -> ``navmesh_NAME.obj``: an agent's output beside the given path."""
-    p = Path(path)
-    return str(p.with_name(f"{p.stem}_{name}{p.suffix}"))
 
 
 def _reachable_points(args) -> np.ndarray | None:
