@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import math
 import os
 import sys
 import time
@@ -115,6 +116,17 @@ def _parser() -> argparse.ArgumentParser:
         default=None,
         help="with --reachable-from: remove the unreachable polygons, or keep them disabled "
         "(area 0, flag 0x10); default: the scene's Prune setting (Remove)",
+    )
+    p.add_argument(
+        "--agent",
+        action="append",
+        default=[],
+        metavar="NAME[:KEY=VALUE,...]",
+        help="bake for this agent type (repeatable; keys radius, height, max_climb, max_slope "
+        "in wu / degrees, omitted keys from the scene's Agent settings, e.g. "
+        "small:radius=0.3,height=1.8): replaces the scene's agent rows; each agent gets its own "
+        "overlay, and --obj/--json write one file per agent, its name before the extension "
+        "(nav.obj -> nav_small.obj)",
     )
     p.add_argument(
         "--auto-links",
@@ -379,6 +391,8 @@ def _bake_and_write(args, targets, batch, resolution, overrides, test_paths) -> 
         except VoxNavError as exc:
             raise UsageError(f"--set: {exc}") from None
         properties.set_from_config(scene.voxnav, config)
+    if args.agent:
+        _set_agent_rows(scene.voxnav, args.agent)
     stop_after = "heightfield" if args.voxels_only else "navmesh"
     if scene.voxnav.tile_size > 0:
         # The batch outputs (npz, OBJ, JSON, PNG) read one solo bake.
@@ -442,6 +456,26 @@ def _bake_and_write(args, targets, batch, resolution, overrides, test_paths) -> 
                 bpy.ops.wm.save_as_mainfile(filepath=os.fspath(temp), copy=True)
             _check_complete(temp, "blend")
     return batch.commit()
+
+
+def _set_agent_rows(settings, specs: Sequence[str]) -> None:
+    """Replace the scene's agent rows by the ``--agent`` specs (`UsageError` for a bad one)."""
+    from ..core.agents import check_agents, parse_agent_spec
+
+    base = properties.to_config(settings)
+    try:
+        agents = [parse_agent_spec(spec, base) for spec in specs]
+        check_agents(agents, base)
+    except VoxNavError as exc:
+        raise UsageError(f"--agent: {exc}") from None
+    settings.agents.clear()
+    for agent in agents:
+        row = settings.agents.add()
+        row.name = agent.name
+        row.radius = agent.radius
+        row.height = agent.height
+        row.max_climb = agent.max_climb
+        row.max_slope = math.radians(agent.max_slope)
 
 
 def png_path(path: str) -> str:
