@@ -27,6 +27,8 @@ COLLECTION_NAME = "VoxNav"
 VOXELS_NAME = "VoxNav Voxels"
 NAVMESH_NAME = "VoxNav Navmesh"
 LINKS_NAME = "VoxNav Links"
+#: Custom property on a link arcs object: how many links it draws.
+LINKS_TAG = "voxnav_links"
 NODE_GROUP_NAME = "VoxNav Voxel Boxes"
 
 #: Gap between neighbouring boxes so single voxels stay readable. [Units: fraction of a cell]
@@ -436,7 +438,7 @@ def write_links(scene, links, lift: float, name: str = LINKS_NAME):
     mesh.validate()
     obj.color = LINK_COLOR
     obj.show_in_front = True
-    obj["voxnav_links"] = len(links)
+    obj[LINKS_TAG] = len(links)
     return obj
 
 

@@ -62,3 +62,29 @@ def test_no_arcs_without_auto_links(bpy, ext):
     scene.voxnav.auto_links = False
     assert bpy.ops.voxnav.build_navmesh() == {"FINISHED"}
     assert ext.writeback.LINKS_NAME not in bpy.data.objects
+
+
+def test_each_agent_gets_its_own_link_arcs(bpy, ext):
+    agents = importlib.import_module(f"{ext.root.__name__}.voxnav_addon.agents")
+    _scene(bpy)
+    scene = bpy.context.scene
+    scene.voxnav.auto_links = True
+    for name, radius in (("small", 0.3), ("big", 0.6)):
+        assert bpy.ops.voxnav.agent_add() == {"FINISHED"}
+        row = scene.voxnav.agents[-1]
+        row.name, row.radius = name, radius
+    assert bpy.ops.voxnav.build_navmesh() == {"FINISHED"}
+    outcome = ext.bake.LAST[scene.session_uid]
+    assert ext.writeback.LINKS_NAME not in bpy.data.objects  # replaced by one per agent
+    objs = {n: bpy.data.objects[agents.links_name(n)] for n in ("small", "big")}
+    for name, obj in objs.items():
+        links = outcome.agents[name].offmesh_links
+        assert len(links) > 0
+        assert len(obj.data.edges) == len(links) * 8
+    scene.voxnav.agents[0].show = False
+    assert objs["small"].hide_viewport and not objs["big"].hide_viewport
+    scene.voxnav.show_links = False
+    assert objs["big"].hide_viewport
+    assert not bpy.data.objects[agents.overlay_name("big")].hide_viewport
+    assert bpy.ops.voxnav.clear() == {"FINISHED"}
+    assert not [o for o in bpy.data.objects if o.name.startswith(ext.writeback.LINKS_NAME)]
