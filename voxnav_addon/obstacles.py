@@ -182,6 +182,11 @@ def bake_tiled(context, gathered, config, volumes, timings: dict, progress=None)
     npolys = sum(t.npolys for t in cache.tiles.values())
     outcome = bake.BakeOutcome(None, gathered, config, timings=timings)  # type: ignore[arg-type]
     outcome.warnings = [w for t in cache.tiles.values() for w in t.warnings]
+    if config.auto_links:
+        outcome.warnings.append(
+            "Auto Links finds jump and drop links on solo bakes only: set Tile Size to 0 to "
+            "find them (this tiled bake has none)"
+        )
     outcome.counts = {
         "triangles": gathered.triangle_count,
         "tiles": len(cache.tiles),

@@ -88,3 +88,16 @@ def test_each_agent_gets_its_own_link_arcs(bpy, ext):
     assert not bpy.data.objects[agents.overlay_name("big")].hide_viewport
     assert bpy.ops.voxnav.clear() == {"FINISHED"}
     assert not [o for o in bpy.data.objects if o.name.startswith(ext.writeback.LINKS_NAME)]
+
+
+def test_tiled_bake_warns_that_auto_links_need_a_solo_bake(bpy, ext):
+    _scene(bpy)
+    scene = bpy.context.scene
+    scene.voxnav.auto_links = True
+    assert bpy.ops.voxnav.build_navmesh() == {"FINISHED"}
+    assert ext.writeback.LINKS_NAME in bpy.data.objects
+    scene.voxnav.tile_size = 32
+    assert bpy.ops.voxnav.build_navmesh() == {"FINISHED"}
+    warnings = [w.text for w in scene.voxnav.last_warnings]
+    assert any("solo bakes only" in w for w in warnings), warnings
+    assert ext.writeback.LINKS_NAME not in bpy.data.objects  # no stale arcs
