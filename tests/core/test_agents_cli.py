@@ -10,7 +10,7 @@ import numpy as np
 
 from core.__main__ import main
 
-from .linkscenes import box, merge
+from .linkscenes import box, merge, write_obj
 
 
 def _door_mesh(tmp_path: Path) -> Path:
@@ -20,12 +20,7 @@ def _door_mesh(tmp_path: Path) -> Path:
         box((5.8, 0.0, 0.0), (6.2, 2.5, 3.0)),
         box((5.8, 3.5, 0.0), (6.2, 6.0, 3.0)),
     )
-    # OBJ is Y-up: Z-up (x, y, z) is written as (x, z, -y), as Blender's exporter does.
-    lines = [f"v {x:g} {z:g} {-y:g}" for x, y, z in verts.tolist()]
-    lines += [f"f {a + 1} {b + 1} {c + 1}" for a, b, c in tris.tolist()]
-    path = tmp_path / "door.obj"
-    path.write_text("\n".join(lines) + "\n")
-    return path
+    return write_obj(tmp_path / "door.obj", verts, tris)
 
 
 ROUTE = ["--from", "2", "3", "0", "--to", "10", "3", "0", "--cell-size", "0.1"]

@@ -237,3 +237,21 @@ def test_agents_bake_finds_each_agents_links_as_a_separate_bake():
         assert len(mine) > 0
         for name in ("start", "end", "bidirectional", "radius", "user_id"):
             np.testing.assert_array_equal(getattr(mine, name), getattr(alone.offmesh_links, name))
+
+
+def test_core_cli_bake_with_auto_links(tmp_path, capsys):
+    from core.__main__ import main
+
+    mesh = linkscenes.write_obj(tmp_path / "scene.obj", *linkscenes.gap_and_ledge_scene())
+    out = tmp_path / "nav.obj"
+    assert main(["bake", str(mesh), "--out", str(out), "--auto-links", "on"]) == 0
+    text = capsys.readouterr().out
+    count = int(text.split("auto_links=")[1].split()[0])
+    assert count == len(_bake().offmesh_links) > 0
+    assert main(["bake", str(mesh), "--out", str(out), "--max-drop", "-1"]) == 2
+    assert "max_drop" in capsys.readouterr().err
+    tiled = tmp_path / "nav.bin"
+    argv = ["bake", str(mesh), "--out", str(tiled), "--auto-links", "on", "--tile-size", "32"]
+    assert main(argv) == 2
+    assert "solo bake" in capsys.readouterr().err
+    assert not tiled.exists()
