@@ -52,6 +52,8 @@ from .polymesh import MESH_NULL_IDX, PolyMesh
 _BORDER_REG = 0x8000
 #: Probe and arc step as a fraction of the cell size: finer than a cell so no column is skipped.
 STEP_CELLS = 0.5
+#: Probes (and arc steps) handled per chunk: bounds the temporary arrays (a few hundred MB).
+CHUNK_PROBES = 1 << 20
 #: Segments of a drawn arc (`arc_points`).
 ARC_SEGMENTS = 8
 
@@ -218,14 +220,67 @@ def find_auto_links(
     if nsamples == 0:
         return OffMeshLinks.empty()
 
-    # 2. Probes straight out of the polygon.
+    # 2.-3. Probes straight out of the polygon, in chunks of samples (bounded temporaries).
     step = STEP_CELLS * cs
     nprobes = max(1, int(np.floor(max_jump_distance / step + 1e-9)))
     dist = step * np.arange(1, nprobes + 1, dtype=np.float64)
+    chunk = max(1, CHUNK_PROBES // nprobes)
+    found_parts, dist_parts, z_parts = [], [], []
+    for lo in range(0, nsamples, chunk):  # chunks of samples, not single samples
+        part = slice(lo, lo + chunk)
+        found_c, dist_c, z_c = _first_landing(
+            chf, hf, point[part], out[part], z0[part], dist, agent_climb, max_drop
+        )
+        found_parts.append(found_c)
+        dist_parts.append(dist_c)
+        z_parts.append(z_c)
+    found = np.concatenate(found_parts)
+    land_dist, land_z = np.concatenate(dist_parts), np.concatenate(z_parts)
+    start = np.column_stack([point[found, :2], z0[found]])
+    end_xy = point[found, :2] + out[found] * land_dist[:, None]
+    end = np.column_stack([end_xy, land_z])
+    drop = end[:, 2] < start[:, 2] - agent_climb - 1e-6
+
+    # 4. Clearance along the arc (in chunks of links).
+    nsteps = _arc_steps(start, end, step)
+    per = max(1, CHUNK_PROBES // (2 * nsteps))
+    clear = np.concatenate(
+        [np.zeros(0, dtype=bool)]
+        + [
+            _arc_clear(hf, start[i : i + per], end[i : i + per], agent_height,
+                       float(agent_radius), nsteps)
+            for i in range(0, start.shape[0], per)
+        ]
+    )  # fmt: skip
+    # 5. Both ends connect to the navmesh as Detour connects them.
+    connects = _connects(pmesh, detail, start, radius, agent_height, agent_radius, agent_climb)
+    connects &= _connects(pmesh, detail, end, radius, agent_height, agent_radius, agent_climb)
+    keep = clear & connects
+    start, end, drop = start[keep], end[keep], drop[keep]
+    # 6. Near-identical links.
+    unique = _dedup(start, end, ~drop, spacing)
+    start, end, drop = start[unique], end[unique], drop[unique]
+    return OffMeshLinks.create(start, end, radius, bidirectional=~drop)
+
+
+def _first_landing(
+    chf: CompactHeightfield,
+    hf: Heightfield,
+    point: np.ndarray,
+    out: np.ndarray,
+    z0: np.ndarray,
+    dist: np.ndarray,
+    agent_climb: float,
+    max_drop: float,
+):
+    """Steps 2-3 for some samples: bool (s,) a landing was found; for those, its horizontal
+    distance (float64) and floor height (float64) [Units: wu]."""
+    nsamples, nprobes = point.shape[0], dist.shape[0]
+    ch = float(chf.ch)
     px = point[:, None, 0] + out[:, None, 0] * dist[None, :]
     py = point[:, None, 1] + out[:, None, 1] * dist[None, :]
     pz = np.repeat(z0, nprobes)
-    pcols = _columns(px.ravel(), py.ravel(), hf.bmin, cs, hf.width, hf.height)
+    pcols = _columns(px.ravel(), py.ravel(), hf.bmin, hf.cs, hf.width, hf.height)
     q, span = _column_pairs(hf.col_start, pcols)
     top = float(hf.bmin[2]) + hf.smax[span].astype(np.float64) * ch
     ground_near = np.abs(top - pz[q]) <= agent_climb + 1e-6
@@ -245,22 +300,7 @@ def find_auto_links(
     landing = np.isfinite(landing_z) & gap_before
     found = landing.any(axis=1)
     first = np.argmax(landing, axis=1)[found]
-    start = np.column_stack([point[found, :2], z0[found]])
-    end_xy = point[found, :2] + out[found] * dist[first][:, None]
-    end = np.column_stack([end_xy, landing_z[found, first]])
-    drop = end[:, 2] < start[:, 2] - agent_climb - 1e-6
-
-    # 4. Clearance along the arc.
-    clear = _arc_clear(hf, start, end, agent_height, float(agent_radius), step)
-    # 5. Both ends connect to the navmesh as Detour connects them.
-    connects = _connects(pmesh, detail, start, radius, agent_height, agent_radius, agent_climb)
-    connects &= _connects(pmesh, detail, end, radius, agent_height, agent_radius, agent_climb)
-    keep = clear & connects
-    start, end, drop = start[keep], end[keep], drop[keep]
-    # 6. Near-identical links.
-    unique = _dedup(start, end, ~drop, spacing)
-    start, end, drop = start[unique], end[unique], drop[unique]
-    return OffMeshLinks.create(start, end, radius, bidirectional=~drop)
+    return found, dist[first], landing_z[found, first]
 
 
 def _region_span(chf: CompactHeightfield, span: np.ndarray) -> np.ndarray:
@@ -271,26 +311,33 @@ def _region_span(chf: CompactHeightfield, span: np.ndarray) -> np.ndarray:
     return (reg != 0) & ((reg & _BORDER_REG) == 0)
 
 
+def _arc_steps(start: np.ndarray, end: np.ndarray, step: float) -> int:
+    """Arc steps for every link: the longest link's horizontal length over ``step``, + 1."""
+    if start.shape[0] == 0:
+        return 2
+    horizontal = np.hypot(end[:, 0] - start[:, 0], end[:, 1] - start[:, 1])
+    return max(2, int(np.ceil(float(horizontal.max()) / step)) + 1)
+
+
 def _arc_clear(
     hf: Heightfield,
     start: np.ndarray,
     end: np.ndarray,
     agent_height: float,
     agent_radius: float,
-    step: float,
+    nsteps: int,
 ) -> np.ndarray:
     """bool (n,): no solid span meets the agent swept along each link's arc.
 
     The agent is three upright lines: its centre and its sides (``agent_radius`` either side,
-    across the link in plan). Arc steps are at most ``step`` apart horizontally; between two
-    steps each line's column, from the lower step's height (less one cell height of
-    tolerance) to the higher step's height plus the agent's height, is checked in both steps'
-    columns."""
+    across the link in plan). ``nsteps`` arc steps (`_arc_steps`: at most a step apart
+    horizontally); between two steps each line's column, from the lower step's height (less
+    one cell height of tolerance) to the higher step's height plus the agent's height, is
+    checked in both steps' columns."""
     n = start.shape[0]
     if n == 0:
         return np.zeros(0, dtype=bool)
     horizontal = np.hypot(end[:, 0] - start[:, 0], end[:, 1] - start[:, 1])
-    nsteps = max(2, int(np.ceil(float(horizontal.max()) / step)) + 1)
     t = np.linspace(0.0, 1.0, nsteps + 1)
     arc = _arc(start, end, t)
     ch = float(hf.ch)

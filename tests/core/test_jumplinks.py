@@ -255,3 +255,25 @@ def test_core_cli_bake_with_auto_links(tmp_path, capsys):
     assert main(argv) == 2
     assert "solo bake" in capsys.readouterr().err
     assert not tiled.exists()
+
+
+def test_chunked_work_gives_the_same_links(scene_bake, monkeypatch):
+    from core import jumplinks
+
+    result = scene_bake
+    d = result.config.derived()
+    kwargs = dict(
+        agent_height=float(d.walkable_height * d.ch),
+        agent_radius=0.6,
+        agent_climb=float(d.walkable_climb * d.ch),
+        max_drop=3.0,
+        max_jump_distance=3.5,
+        spacing=1.0,
+    )
+    args = (result.polymesh, result.detail, result.compact, result.heightfield)
+    whole = find_auto_links(*args, **kwargs)
+    monkeypatch.setattr(jumplinks, "CHUNK_PROBES", 50)  # a few samples / links per chunk
+    chunked = find_auto_links(*args, **kwargs)
+    assert len(whole) > 0
+    for name in ("start", "end", "bidirectional"):
+        np.testing.assert_array_equal(getattr(chunked, name), getattr(whole, name))
