@@ -33,6 +33,7 @@ from pathlib import Path
 import numpy as np
 
 from . import atomic, pipeline
+from .agents import agent_output
 from .cliutil import (
     EXIT_CODES_TEXT,
     EXIT_FAILED,
@@ -373,6 +374,11 @@ def cmd_bake(args) -> int:
                 raise UsageError(
                     "--reachable-from: island pruning needs a bake without --tile-size"
                 )
+            if config.auto_links:
+                raise UsageError(
+                    "--auto-links: automatic links are found on a solo bake; bake without "
+                    "--tile-size"
+                )
             return _bake_tiled_out(args, verts, tris, config, batch)
         reachable = _reachable_points(args)
         result = pipeline.bake(
@@ -409,12 +415,6 @@ def cmd_bake(args) -> int:
     for path in written:
         print(f"wrote {path}")
     return EXIT_OK
-
-
-def agent_output(path: str, name: str) -> str:
-    """``navmesh.obj`` -> ``navmesh_NAME.obj``: an agent's output beside the given path."""
-    p = Path(path)
-    return str(p.with_name(f"{p.stem}_{name}{p.suffix}"))
 
 
 def _reachable_points(args) -> np.ndarray | None:

@@ -263,6 +263,7 @@ def write_result(scene, outcome: BakeOutcome, context=None) -> None:
     overlay = result.overlay()
     by_region = result.polymesh is not None
     writeback.write_overlay(scene, overlay, overlay_lift(hf.ch), by_region)
+    writeback.write_links(scene, getattr(result, "offmesh_links", None), overlay_lift(hf.ch))
     writeback.apply_visibility(scene)
     writeback.use_material_colors(context, scene)
     pmesh = getattr(result, "polymesh", None)

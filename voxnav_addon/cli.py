@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import math
 import os
 import sys
 import time
@@ -135,6 +136,24 @@ def _parser() -> argparse.ArgumentParser:
         metavar="N",
         help="tiles baked at once in worker processes (0: one per core; default: the scene's "
         "Tile Workers, 1 = in this process)",
+    )
+    p.add_argument(
+        "--agent",
+        action="append",
+        default=[],
+        metavar="NAME[:KEY=VALUE,...]",
+        help="bake for this agent type (repeatable; keys radius, height, max_climb, max_slope "
+        "in wu / degrees, omitted keys from the scene's Agent settings, e.g. "
+        "small:radius=0.3,height=1.8): replaces the scene's agent rows; each agent gets its own "
+        "overlay, and --obj/--json write one file per agent, its name before the extension "
+        "(nav.obj -> nav_small.obj)",
+    )
+    p.add_argument(
+        "--auto-links",
+        action="store_true",
+        help="find jump and drop off-mesh links automatically (the same as --set "
+        "auto_links=on; tune with --set max_drop=.., max_jump_distance=.., link_spacing=..): "
+        "drawn as arcs in the overlay, counted in the summary",
     )
     p.add_argument(
         "--resolution", default="1280x720", metavar="WxH", help="preview size (1280x720)"
@@ -371,6 +390,8 @@ def _check_complete(path, kind: str) -> None:
 
 def run(args) -> int:
     overrides = parse_overrides(args.overrides)
+    if args.auto_links:
+        overrides["auto_links"] = True
     try:
         width, height = (int(v) for v in args.resolution.lower().split("x"))
     except ValueError:
@@ -428,6 +449,8 @@ def _bake_and_write_outputs(args, targets, batch, resolution, overrides, test_pa
         except VoxNavError as exc:
             raise UsageError(f"--set: {exc}") from None
         properties.set_from_config(scene.voxnav, config)
+    if args.agent:
+        _set_agent_rows(scene.voxnav, args.agent)
     stop_after = "heightfield" if args.voxels_only else "navmesh"
     if args.tile_size is not None:
         if args.tile_size:
@@ -588,6 +611,26 @@ def write_tiled_obj(path: str, navmesh) -> None:
             lines.append("f " + " ".join(map(str, rows[p][: counts[p]])))
     with open(path, "w", encoding="ascii") as fh:
         fh.write("\n".join(lines) + "\n")
+
+
+def _set_agent_rows(settings, specs: Sequence[str]) -> None:
+    """Replace the scene's agent rows by the ``--agent`` specs (`UsageError` for a bad one)."""
+    from ..core.agents import check_agents, parse_agent_spec
+
+    base = properties.to_config(settings)
+    try:
+        agents = [parse_agent_spec(spec, base) for spec in specs]
+        check_agents(agents, base)
+    except VoxNavError as exc:
+        raise UsageError(f"--agent: {exc}") from None
+    settings.agents.clear()
+    for agent in agents:
+        row = settings.agents.add()
+        row.name = agent.name
+        row.radius = agent.radius
+        row.height = agent.height
+        row.max_climb = agent.max_climb
+        row.max_slope = math.radians(agent.max_slope)
 
 
 def png_path(path: str) -> str:

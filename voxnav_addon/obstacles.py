@@ -244,6 +244,11 @@ def bake_tiled_steps(context, gathered, config, volumes, timings: dict, workers=
     npolys = sum(t.npolys for t in cache.tiles.values())
     outcome = bake.BakeOutcome(None, gathered, config, timings=timings)  # type: ignore[arg-type]
     outcome.warnings = [w for t in cache.tiles.values() for w in t.warnings]
+    if config.auto_links:
+        outcome.warnings.append(
+            "Auto Links finds jump and drop links on solo bakes only: set Tile Size to 0 to "
+            "find them (this tiled bake has none)"
+        )
     outcome.counts = {
         "triangles": gathered.triangle_count,
         "tiles": len(cache.tiles),
@@ -292,6 +297,7 @@ def _write(scene, live_tiles: LiveTiles) -> None:
     writeback.write_overlay(
         scene, live_tiles.cache.overlay(), bake.overlay_lift(scene.voxnav.cell_height), True
     )
+    writeback.write_links(scene, None, 0.0)  # tiled bakes have no automatic links
     live.store_navmesh_tiles(scene, live_tiles.cache.navmesh)
     live.update_path(scene)
 

@@ -246,14 +246,15 @@ class VOXNAV_OT_export_navmesh(bpy.types.Operator, ExportHelper):  # type: ignor
         else:
             path += FORMAT_EXTENSIONS[self.file_format]
         try:
-            export_navmesh(bake.LAST[context.scene.session_uid], path, self.file_format)
+            written = export_navmesh(bake.LAST[context.scene.session_uid], path, self.file_format)
         except VoxNavError as exc:
             self.report({"ERROR"}, str(exc))
             return {"CANCELLED"}
         except OSError as exc:
             self.report({"ERROR"}, f"cannot write {path}: {exc.strerror or exc}")
             return {"CANCELLED"}
-        self.report({"INFO"}, f"VoxNav: navmesh written to {path}")
+        what = "navmesh" if len(written) == 1 else f"{len(written)} agents' navmeshes"
+        self.report({"INFO"}, f"VoxNav: {what} written to {', '.join(written)}")
         return {"FINISHED"}
 
 
@@ -263,20 +264,47 @@ def export_navmesh(
     file_format: str = "OBJ",
     paths=None,
     batch=None,
-) -> None:
+) -> list[str]:
     """Write the navmesh of ``outcome`` with ``core.export``; VoxNavError if there is none.
 
-    paths: test paths for the JSON's ``paths`` entry (`live.PathReport.as_json` dicts).
-    The file replaces ``path`` only when complete (``core.atomic``; with ``batch``, when the
-    batch commits); the .blend open in this session is never overwritten.
+    With agent types (``outcome.agents``), one file per agent, its name inserted before the
+    extension (``navmesh.obj`` -> ``navmesh_small.obj``, `core.agents.agent_output`), all
+    written or none. paths: test paths for the JSON's ``paths`` entry
+    (`live.PathReport.as_json` dicts). The files replace their targets only when complete
+    (``core.atomic``; with ``batch``, when the batch commits; ``path`` reserved in it is
+    released for the agents' files); the .blend open in this session is never overwritten.
+    Returns the paths written (or to be written by ``batch``).
     """
     try:
-        from ..core import atomic, export
+        from ..core import atomic
+        from ..core.agents import agent_output
     except ImportError as exc:  # pragma: no cover - the exporter lands separately
         message = f"this VoxNav build has no navmesh exporter (core.export): {exc}"
         raise VoxNavError(message) from exc
 
-    result = outcome.result
+    agents = dict(getattr(outcome, "agents", None) or {})
+    if not agents:
+        _export_one(outcome.result, path, file_format, paths, batch)
+        return [path]
+    targets = [(agent_output(path, name), result) for name, result in agents.items()]
+    if batch is not None:
+        batch.release(path)
+        for target, result in targets:
+            _export_one(result, target, file_format, paths, batch)
+    else:
+        with atomic.Batch(inputs=[bpy.data.filepath]) as own:
+            for target, _result in targets:
+                own.add(target)
+            for target, result in targets:
+                _export_one(result, target, file_format, paths, own)
+            own.commit()
+    return [target for target, _result in targets]
+
+
+def _export_one(result, path: str, file_format: str, paths, batch) -> None:
+    """One bake result's navmesh to ``path`` (see `export_navmesh`)."""
+    from ..core import atomic, export
+
     pmesh = result.polymesh
     if pmesh is None:
         raise VoxNavError(

@@ -225,6 +225,28 @@ class VOXNAV_PG_settings(bpy.types.PropertyGroup):
         description=tooltip("filter_walkable_low_height_spans"),
         default=_DEFAULTS.filter_walkable_low_height_spans,
     )
+    # --- Automatic off-mesh links (core.jumplinks) ---------------------------------------
+    auto_links: BoolProperty(  # type: ignore[valid-type]
+        name="Auto Links",
+        description=tooltip("auto_links"),
+        default=_DEFAULTS.auto_links,
+    )
+    max_drop: _distance(  # type: ignore[valid-type]
+        "Max Drop",
+        10.0,
+        field="max_drop",
+    )
+    max_jump_distance: _distance(  # type: ignore[valid-type]
+        "Max Jump Distance",
+        10.0,
+        field="max_jump_distance",
+    )
+    link_spacing: _distance(  # type: ignore[valid-type]
+        "Link Spacing",
+        5.0,
+        field="link_spacing",
+        soft_min=0.1,
+    )
     # --- Build volume and memory --------------------------------------------------------
     use_bounds: BoolProperty(  # type: ignore[valid-type]
         name="Limit Bounds",
@@ -284,6 +306,12 @@ class VOXNAV_PG_settings(bpy.types.PropertyGroup):
     show_navmesh: BoolProperty(  # type: ignore[valid-type]
         name="Show Navmesh",
         description="Draw the navigation overlay",
+        default=True,
+        update=_update_visibility,
+    )
+    show_links: BoolProperty(  # type: ignore[valid-type]
+        name="Show Links",
+        description="Draw the navmesh's off-mesh links (jumps, drops) as arcs",
         default=True,
         update=_update_visibility,
     )
