@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .navdata import EXT_LINK, POLYTYPE_OFFMESH_CONNECTION
+from .navdata import EXT_LINK, POLYTYPE_OFFMESH_CONNECTION, _ranges
 from .navmesh import SIDE_INTERNAL, NavMesh
 
 F32 = np.float32
@@ -142,24 +142,293 @@ def find_paths(
     max_path: int,
 ):
     """findPath for many queries (refs valid, positions finite, start != end, max_path > 0)
-    -> (status int64 (n,), count int64 (n,), refs int64 flat, query by query)."""
+    -> (status int64 (n,), count int64 (n,), refs int64 flat, query by query).
+
+    The open-list engine (`_find_paths_open`) pops the open node of least total of every query
+    by an argmin over per-node totals: that is exactly the node Detour's heap pops whenever the
+    least total is unique. A query that meets a tie (another open node with the same total
+    when popping) is answered again by an engine that keeps Detour's heap layout (the
+    single-query engine for a few, `_find_paths_chunk` in lockstep for many), so ties break as
+    in Detour."""
     n = start_ref.shape[0]
     status = np.zeros(n, dtype=np.int64)
     count = np.zeros(n, dtype=np.int64)
-    flats = []
+    parts = []
     multi = nav.tile_count > 1
     states = 4 if multi else 1
     keys = nav.poly_count * states
     cap = int(min(max_nodes, keys))
+    redo = []
     for chunk in _chunks(n, keys):
-        st, cnt, flat = _find_paths_chunk(
+        st, cnt, flat, tie = _find_paths_open(
             nav, start_ref[chunk], end_ref[chunk], start_pos[chunk], end_pos[chunk], pass_ok,
-            area_cost, max_nodes, max_path, states, cap,
+            area_cost, max_nodes, max_path, states,
         )  # fmt: skip
         status[chunk] = st
         count[chunk] = cnt
-        flats.append(flat)
-    return status, count, np.concatenate(flats) if flats else np.zeros(0, np.int64)
+        parts.append((chunk[~tie], flat))
+        redo.append(chunk[tie])
+    tied = np.concatenate(redo) if redo else np.zeros(0, np.int64)
+    if tied.shape[0] > TIES_ONE_BY_ONE:
+        for chunk in _chunks(tied.shape[0], keys):
+            rows = tied[chunk]
+            st, cnt, flat = _find_paths_chunk(
+                nav, start_ref[rows], end_ref[rows], start_pos[rows], end_pos[rows], pass_ok,
+                area_cost, max_nodes, max_path, states, cap,
+            )  # fmt: skip
+            status[rows] = st
+            count[rows] = cnt
+            parts.append((rows, flat))
+    elif tied.shape[0]:
+        from . import search
+
+        tables = _search_tables(nav)
+        ok_list = np.asarray(pass_ok, bool).tolist()
+        for row in tied.tolist():
+            st1, path = search.find_path(
+                tables, int(start_ref[row]), int(end_ref[row]), start_pos[row], end_pos[row],
+                ok_list, area_cost, max_nodes, max_path,
+            )  # fmt: skip
+            status[row] = st1
+            count[row] = len(path)
+            parts.append((np.array([row]), np.asarray(path, dtype=np.int64)))
+    start = np.cumsum(count) - count
+    out = np.zeros(int(count.sum()), dtype=np.int64)
+    for rows, flat in parts:
+        if rows.shape[0]:
+            out[_ranges(start[rows], count[rows])] = flat
+    return status, count, out
+
+
+#: Up to this many tied queries are answered one by one (`core.nav.search`), more in lockstep.
+TIES_ONE_BY_ONE = 48
+_INF = F32(np.inf)
+
+
+def _search_tables(nav: NavMesh):
+    from .search import SearchTables
+
+    cached = getattr(nav, "_lockstep_tables", None)
+    if cached is None or cached.nav is not nav or cached.mid is not _mid_first(nav):
+        cached = SearchTables(nav)
+        nav._lockstep_tables = cached  # type: ignore[attr-defined]
+    return cached
+
+
+def _find_paths_open(
+    nav, start_ref, end_ref, start_pos, end_pos, pass_ok, area_cost, max_nodes, max_path, states
+):
+    """findPath for one chunk of queries, nodes keyed densely by (polygon, state): the open
+    list is a (queries, keys) array of totals (+inf = not open) and a pop is its row argmin.
+    -> (status, count, flat refs of the untied queries, tie mask). A tied query (two open
+    nodes of equal least total at a pop) stops at once; its outputs are left to the caller."""
+    nq = start_ref.shape[0]
+    K = nav.poly_count * states
+    mid = _mid_first(nav)
+    ac = np.asarray(area_cost, dtype=F32)
+    link_start, link_ref, link_side = nav.link_start, nav.link_ref, nav.link_side
+    link_state = np.where(link_side != SIDE_INTERNAL, link_side >> 1, 0) if states > 1 else 0
+    deg_all = np.diff(link_start)
+    width = max(int(deg_all.max()) if deg_all.shape[0] else 0, 1)
+    nl = link_ref.shape[0]
+    # Per link: target, node key, filter verdict; a sentinel link nl that never passes pads
+    # each polygon's row of the slot table.
+    l_ref = np.r_[link_ref, -2]
+    l_key = np.r_[link_ref * states + link_state, 0]
+    l_ok = np.r_[np.asarray(pass_ok, bool)[link_ref], False]
+    cols = np.arange(width)[None, :]
+    slot_table = np.where(cols < deg_all[:, None], link_start[:-1, None] + cols, nl)
+    slot_ref = l_ref[slot_table]
+    slot_ok = l_ok[slot_table]
+    slot_key = l_key[slot_table]
+    # Two links of one polygon to the same node (tile borders): the second visit computes the
+    # same total as the first and is always skipped, so it is dropped.
+    sk = np.where(slot_ok, slot_key, -1 - cols)
+    sk = np.sort(sk, axis=1)
+    if np.any((sk[:, 1:] == sk[:, :-1]) & (sk[:, 1:] >= 0)):
+        for c in range(1, width):
+            dup = np.any((slot_key[:, :c] == slot_key[:, c : c + 1]) & slot_ok[:, :c], axis=1)
+            slot_ok[:, c] &= ~dup
+    slot_table_f = slot_table.reshape(-1)
+    slot_ref_f = slot_ref.reshape(-1)
+    slot_key_f = slot_key.reshape(-1)
+    walk = ac[nav.poly_area]
+    mx, my, mz = (np.ascontiguousarray(mid[:, k]) for k in range(3))
+    sx, sy, sz = (np.ascontiguousarray(start_pos[:, k], dtype=F32) for k in range(3))
+    ex, ey, ez = (np.ascontiguousarray(end_pos[:, k], dtype=F32) for k in range(3))
+    start_ref = start_ref.astype(np.int64)
+    end_ref = end_ref.astype(np.int64)
+    end_area_cost = ac[nav.poly_area[end_ref]]
+    limited = max_nodes < K
+    # Node state per (query, key), flat at query * K + key.
+    total = np.zeros(nq * K, dtype=F32)
+    cost = np.zeros(nq * K, dtype=F32)
+    flags = np.zeros(nq * K, dtype=np.int8)  # 1 open, 2 closed, 0 not in the pool
+    parent = np.zeros(nq * K, dtype=np.int64)  # parent key + 1, 0 = none
+    came = np.full(nq * K, -1, dtype=np.int64)  # link that created the node (-1: start)
+    rows_all = np.arange(nq)
+    s_key = start_ref * states
+    t0 = _dist(start_pos, end_pos) * H_SCALE
+    i0 = rows_all * K + s_key
+    total[i0] = t0
+    flags[i0] = 1
+    used = np.ones(nq, dtype=np.int64)
+    last_best = s_key.copy()
+    last_best_cost = t0.copy()
+    out_of_nodes = np.zeros(nq, dtype=bool)
+    tie = np.zeros(nq, dtype=bool)
+    # Open totals of the rows still searched (compacted now and then): row act[i] of the chunk.
+    block = np.full((nq, K), _INF, dtype=F32)
+    block[rows_all, s_key] = t0
+    act = rows_all
+    live = np.ones(nq, dtype=bool)
+    while True:
+        mb = act.shape[0]
+        bf = block.reshape(-1)
+        j = block.argmin(axis=1)
+        fj = np.arange(mb) * K + j
+        least = bf[fj]
+        bf[fj] = _INF
+        live &= least < _INF
+        tied = live & (block.min(axis=1) == least)
+        if tied.any():
+            tie[act[tied]] = True
+            live &= ~tied
+        li = np.flatnonzero(live)
+        if not li.shape[0]:
+            break
+        g = act[li]
+        b = j[li]
+        ib = g * K + b
+        flags[ib] = 2
+        bref = b // states if states > 1 else b
+        reached = bref == end_ref[g]
+        if reached.any():
+            last_best[g[reached]] = b[reached]
+            live[li[reached]] = False
+            keep = ~reached
+            li, g, b, ib, bref = li[keep], g[keep], b[keep], ib[keep], bref[keep]
+        pk = parent[ib]
+        parent_ref = np.where(pk > 0, (pk - 1) // states, -1)
+        bcost = cost[ib]
+        cb = came[ib]
+        has = cb >= 0
+        cc = np.maximum(cb, 0)
+        bx = np.where(has, mx[cc], sx[g])
+        by = np.where(has, my[cc], sy[g])
+        bz = np.where(has, mz[cc], sz[g])
+        srow = bref * width
+        sel = srow[:, None] + cols
+        m = slot_ok[bref] & (slot_ref[bref] != parent_ref[:, None])
+        fm = np.flatnonzero(m)
+        if fm.shape[0]:
+            pi = fm // width
+            fs = sel.reshape(-1)[fm]
+            ks = slot_table_f[fs]
+            nr = slot_ref_f[fs]
+            key = slot_key_f[fs]
+            rs = g[pi]
+            ix = rs * K + key
+            new = flags[ix] == 0
+            if limited and new.any():
+                full = _pool_full(new, pi, used, rs, max_nodes)
+                if full.any():
+                    out_of_nodes[rs[full]] = True
+                    keep = ~full
+                    pi, ks, nr, key, rs, ix, new = (
+                        pi[keep], ks[keep], nr[keep], key[keep], rs[keep], ix[keep], new[keep]
+                    )  # fmt: skip
+                np.add.at(used, rs[new], 1)
+            nc = np.where(new, ks, came[ix])
+            nx, ny, nz = mx[nc], my[nc], mz[nc]
+            dx, dy, dz = nx - bx[pi], ny - by[pi], nz - bz[pi]
+            cur = np.sqrt(dx * dx + dy * dy + dz * dz) * walk[bref][pi]
+            dx, dy, dz = ex[rs] - nx, ey[rs] - ny, ez[rs] - nz
+            d_end = np.sqrt(dx * dx + dy * dy + dz * dz)
+            is_end = nr == end_ref[rs]
+            base = bcost[pi] + cur
+            if is_end.any():
+                c = np.where(is_end, base + d_end * end_area_cost[rs], base).astype(F32)
+                heur = np.where(is_end, _ZERO, d_end * H_SCALE).astype(F32)
+            else:
+                c = base
+                heur = d_end * H_SCALE
+            tot = c + heur
+            go = new | ~(tot >= total[ix])
+            if not go.all():
+                pi, key, rs, ix, c, heur, tot, nc = (
+                    pi[go], key[go], rs[go], ix[go], c[go], heur[go], tot[go], nc[go]
+                )  # fmt: skip
+            parent[ix] = b[pi] + 1
+            flags[ix] = 1
+            cost[ix] = c
+            total[ix] = tot
+            came[ix] = nc
+            bf[li[pi] * K + key] = tot
+            better = heur < last_best_cost[rs]
+            if better.any():
+                w = np.flatnonzero(better)
+                _first_least(w, pi[w], heur[w], rs[w], key[w], last_best, last_best_cost)
+        n_live = int(np.count_nonzero(live))
+        if not n_live:
+            break
+        if n_live < mb - (mb >> 2):
+            idx = np.flatnonzero(live)
+            block = block[idx]
+            act = act[idx]
+            live = np.ones(idx.shape[0], dtype=bool)
+    # Corridors: follow parents from the last best node.
+    status = np.full(nq, SUCCESS, dtype=np.int64)
+    chains = []
+    cur_key = last_best.copy()
+    alive = ~tie
+    while alive.any():
+        rr = np.flatnonzero(alive)
+        kk = cur_key[rr]
+        chains.append((rr, kk // states if states > 1 else kk))
+        p = parent[rr * K + kk]
+        cur_key[rr] = p - 1
+        alive[rr[p == 0]] = False
+    length = np.zeros(nq, dtype=np.int64)
+    for rr, _ in chains:
+        length[rr] += 1
+    count = np.minimum(length, max_path)
+    start = np.cumsum(count) - count
+    flat = np.empty(int(count.sum()), dtype=np.int64)
+    for depth, (rr, refs) in enumerate(chains):
+        at = length[rr] - 1 - depth  # position from the start of the corridor
+        keep = at < max_path
+        flat[start[rr[keep]] + at[keep]] = refs[keep]
+    status[length > max_path] |= BUFFER_TOO_SMALL
+    best_ref = last_best // states if states > 1 else last_best
+    status[best_ref != end_ref] |= PARTIAL_RESULT
+    status[out_of_nodes] |= OUT_OF_NODES
+    return status, count, flat, tie
+
+
+def _pool_full(new, pi, used, rs, max_nodes):
+    """Candidates that find the node pool full: new nodes get ids used, used + 1, ... in link
+    order within each pop (pi sorted); ids >= max_nodes are refused (dtNodePool's limit)."""
+    cn = np.cumsum(new)
+    first = np.r_[True, pi[1:] != pi[:-1]]
+    group = np.cumsum(first) - 1
+    before = (cn - new)[np.flatnonzero(first)][group]
+    rank = cn - new - before
+    return new & (used[rs] + rank >= max_nodes)
+
+
+def _first_least(w, pop, heur, rows, key, last_best, last_best_cost):
+    """lastBestNode updates of one round: per pop, the first candidate of least heuristic
+    (all candidates here beat the query's current best, candidates in link order)."""
+    first = np.r_[True, pop[1:] != pop[:-1]]
+    starts = np.flatnonzero(first)
+    least = np.minimum.reduceat(heur, starts)
+    group = np.cumsum(first) - 1
+    at = np.flatnonzero(heur == least[group])
+    ga = group[at]
+    at = at[np.r_[True, ga[1:] != ga[:-1]]]
+    last_best_cost[rows[at]] = heur[at]
+    last_best[rows[at]] = key[at]
 
 
 def _find_paths_chunk(
