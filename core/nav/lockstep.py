@@ -229,14 +229,14 @@ def _find_paths_open(
     link_start, link_ref, link_side = nav.link_start, nav.link_ref, nav.link_side
     link_state = np.where(link_side != SIDE_INTERNAL, link_side >> 1, 0) if states > 1 else 0
     deg_all = np.diff(link_start)
-    width = max(int(deg_all.max()) if deg_all.shape[0] else 0, 1)
+    slots = max(int(deg_all.max()) if deg_all.shape[0] else 0, 1)
     nl = link_ref.shape[0]
     # Per link: target, node key, filter verdict; a sentinel link nl that never passes pads
     # each polygon's row of the slot table.
     l_ref = np.r_[link_ref, -2]
     l_key = np.r_[link_ref * states + link_state, 0]
     l_ok = np.r_[np.asarray(pass_ok, bool)[link_ref], False]
-    cols = np.arange(width)[None, :]
+    cols = np.arange(slots)[None, :]
     slot_table = np.where(cols < deg_all[:, None], link_start[:-1, None] + cols, nl)
     slot_ref = l_ref[slot_table]
     slot_ok = l_ok[slot_table]
@@ -246,7 +246,7 @@ def _find_paths_open(
     sk = np.where(slot_ok, slot_key, -1 - cols)
     sk = np.sort(sk, axis=1)
     if np.any((sk[:, 1:] == sk[:, :-1]) & (sk[:, 1:] >= 0)):
-        for c in range(1, width):
+        for c in range(1, slots):
             dup = np.any((slot_key[:, :c] == slot_key[:, c : c + 1]) & slot_ok[:, :c], axis=1)
             slot_ok[:, c] &= ~dup
     slot_table_f = slot_table.reshape(-1)
@@ -260,47 +260,68 @@ def _find_paths_open(
     end_ref = end_ref.astype(np.int64)
     end_area_cost = ac[nav.poly_area[end_ref]]
     limited = max_nodes < K
-    # Node state per (query, key), flat at query * K + key.
-    total = np.zeros(nq * K, dtype=F32)
+    # Node state per (query, key), flat at query * K + key. A node not in the pool has total
+    # +inf, so every first visit beats it; opos is its slot in the query's open list (-1: not
+    # open, i.e. closed or not in the pool).
+    total = np.full(nq * K, _INF, dtype=F32)
     cost = np.zeros(nq * K, dtype=F32)
-    flags = np.zeros(nq * K, dtype=np.int8)  # 1 open, 2 closed, 0 not in the pool
-    parent = np.zeros(nq * K, dtype=np.int64)  # parent key + 1, 0 = none
-    came = np.full(nq * K, -1, dtype=np.int64)  # link that created the node (-1: start)
+    parent = np.zeros(nq * K, dtype=np.int32)  # parent key + 1, 0 = none
+    came = np.full(nq * K, -1, dtype=np.int32)  # link that created the node (-1: start)
+    opos = np.full(nq * K, -1, dtype=np.int32)
     rows_all = np.arange(nq)
     s_key = start_ref * states
     t0 = _dist(start_pos, end_pos) * H_SCALE
     i0 = rows_all * K + s_key
     total[i0] = t0
-    flags[i0] = 1
+    opos[i0] = 0
     used = np.ones(nq, dtype=np.int64)
     last_best = s_key.copy()
     last_best_cost = t0.copy()
     out_of_nodes = np.zeros(nq, dtype=bool)
     tie = np.zeros(nq, dtype=bool)
-    # Open totals of the rows still searched (compacted now and then): row act[i] of the chunk.
-    block = np.full((nq, K), _INF, dtype=F32)
-    block[rows_all, s_key] = t0
+    # Open lists of the queries still searched, one row each (row i is query act[i]; rows are
+    # compacted now and then): totals (+inf past the end) and keys, in no particular order.
+    width = 16
+    otot = np.full((nq, width), _INF, dtype=F32)
+    okey = np.zeros((nq, width), dtype=np.int64)
+    otot[:, 0] = t0
+    okey[:, 0] = s_key
+    osize = np.ones(nq, dtype=np.int64)
     act = rows_all
     live = np.ones(nq, dtype=bool)
     while True:
         mb = act.shape[0]
-        bf = block.reshape(-1)
-        j = block.argmin(axis=1)
-        fj = np.arange(mb) * K + j
-        least = bf[fj]
-        bf[fj] = _INF
-        live &= least < _INF
-        tied = live & (block.min(axis=1) == least)
-        if tied.any():
-            tie[act[tied]] = True
-            live &= ~tied
+        j = otot.argmin(axis=1)
+        of = otot.reshape(-1)
+        kf = okey.reshape(-1)
         li = np.flatnonzero(live)
+        fj = li * width + j[li]
+        least = of[fj]
+        go_on = least < _INF
+        if not go_on.all():
+            live[li[~go_on]] = False
+            li, fj, least = li[go_on], fj[go_on], least[go_on]
         if not li.shape[0]:
             break
+        # Pop: the list's last entry takes the popped slot.
         g = act[li]
-        b = j[li]
+        b = kf[fj]
+        lastp = li * width + osize[li] - 1
+        moved = kf[lastp]
+        of[fj] = of[lastp]
+        kf[fj] = moved
+        opos[g * K + moved] = fj - li * width
+        of[lastp] = _INF
+        osize[li] -= 1
         ib = g * K + b
-        flags[ib] = 2
+        opos[ib] = -1
+        # Another open node with the popped total: Detour's heap layout decides; redo later.
+        tied = otot[li].min(axis=1) == least
+        if tied.any():
+            tie[g[tied]] = True
+            live[li[tied]] = False
+            keep = ~tied
+            li, g, b, ib = li[keep], g[keep], b[keep], ib[keep]
         bref = b // states if states > 1 else b
         reached = bref == end_ref[g]
         if reached.any():
@@ -317,26 +338,26 @@ def _find_paths_open(
         bx = np.where(has, mx[cc], sx[g])
         by = np.where(has, my[cc], sy[g])
         bz = np.where(has, mz[cc], sz[g])
-        srow = bref * width
-        sel = srow[:, None] + cols
         m = slot_ok[bref] & (slot_ref[bref] != parent_ref[:, None])
         fm = np.flatnonzero(m)
         if fm.shape[0]:
-            pi = fm // width
-            fs = sel.reshape(-1)[fm]
+            pi = fm // slots
+            fs = bref[pi] * slots + (fm - pi * slots)
             ks = slot_table_f[fs]
             nr = slot_ref_f[fs]
             key = slot_key_f[fs]
             rs = g[pi]
             ix = rs * K + key
-            new = flags[ix] == 0
+            told = total[ix]
+            new = told == _INF
             if limited and new.any():
                 full = _pool_full(new, pi, used, rs, max_nodes)
                 if full.any():
                     out_of_nodes[rs[full]] = True
                     keep = ~full
-                    pi, ks, nr, key, rs, ix, new = (
-                        pi[keep], ks[keep], nr[keep], key[keep], rs[keep], ix[keep], new[keep]
+                    pi, ks, nr, key, rs, ix, new, told = (
+                        pi[keep], ks[keep], nr[keep], key[keep], rs[keep], ix[keep], new[keep],
+                        told[keep],
                     )  # fmt: skip
                 np.add.at(used, rs[new], 1)
             nc = np.where(new, ks, came[ix])
@@ -354,17 +375,34 @@ def _find_paths_open(
                 c = base
                 heur = d_end * H_SCALE
             tot = c + heur
-            go = new | ~(tot >= total[ix])
+            go = ~(tot >= told)
             if not go.all():
                 pi, key, rs, ix, c, heur, tot, nc = (
                     pi[go], key[go], rs[go], ix[go], c[go], heur[go], tot[go], nc[go]
                 )  # fmt: skip
             parent[ix] = b[pi] + 1
-            flags[ix] = 1
             cost[ix] = c
             total[ix] = tot
             came[ix] = nc
-            bf[li[pi] * K + key] = tot
+            # Open list: update in place, or append (closed or new nodes), in link order.
+            op = opos[ix].astype(np.int64)
+            lrow = li[pi]
+            ins = op < 0
+            if ins.any():
+                rank = _rank_in_pop(ins, pi)
+                op[ins] = osize[lrow[ins]] + rank[ins]
+                need = int(op.max()) + 1
+                if need > width:
+                    grown = max(need, width * 2)
+                    otot = np.pad(otot, ((0, 0), (0, grown - width)), constant_values=_INF)
+                    okey = np.pad(okey, ((0, 0), (0, grown - width)))
+                    width = grown
+                    of = otot.reshape(-1)
+                    kf = okey.reshape(-1)
+                osize += np.bincount(lrow[ins], minlength=mb)
+                opos[ix[ins]] = op[ins]
+                kf[lrow[ins] * width + op[ins]] = key[ins]
+            of[lrow * width + op] = tot
             better = heur < last_best_cost[rs]
             if better.any():
                 w = np.flatnonzero(better)
@@ -374,8 +412,7 @@ def _find_paths_open(
             break
         if n_live < mb - (mb >> 2):
             idx = np.flatnonzero(live)
-            block = block[idx]
-            act = act[idx]
+            otot, okey, osize, act = otot[idx], okey[idx], osize[idx], act[idx]
             live = np.ones(idx.shape[0], dtype=bool)
     # Corridors: follow parents from the last best node.
     status = np.full(nq, SUCCESS, dtype=np.int64)
@@ -409,12 +446,15 @@ def _find_paths_open(
 def _pool_full(new, pi, used, rs, max_nodes):
     """Candidates that find the node pool full: new nodes get ids used, used + 1, ... in link
     order within each pop (pi sorted); ids >= max_nodes are refused (dtNodePool's limit)."""
-    cn = np.cumsum(new)
+    return new & (used[rs] + _rank_in_pop(new, pi) >= max_nodes)
+
+
+def _rank_in_pop(mask, pi):
+    """Per candidate: how many candidates of the same pop (pi sorted) before it are in mask."""
+    cn = np.cumsum(mask)
     first = np.r_[True, pi[1:] != pi[:-1]]
     group = np.cumsum(first) - 1
-    before = (cn - new)[np.flatnonzero(first)][group]
-    rank = cn - new - before
-    return new & (used[rs] + rank >= max_nodes)
+    return cn - mask - (cn - mask)[np.flatnonzero(first)][group]
 
 
 def _first_least(w, pop, heur, rows, key, last_best, last_best_cost):
