@@ -203,6 +203,8 @@ def find_paths(
 #: Up to this many tied queries are answered one by one (`core.nav.search`), more in lockstep.
 TIES_ONE_BY_ONE = 48
 _INF = F32(np.inf)
+#: Open-list slot k counts as 1 + (k << 16) in the pop's equal-to-least sum.
+_SLOT_CODE = (1 + (np.arange(1 << 15, dtype=np.uint32) << 16))[:, None]
 
 
 def _search_tables(nav: NavMesh):
@@ -279,49 +281,49 @@ def _find_paths_open(
     last_best_cost = t0.copy()
     out_of_nodes = np.zeros(nq, dtype=bool)
     tie = np.zeros(nq, dtype=bool)
-    # Open lists of the queries still searched, one row each (row i is query act[i]; rows are
-    # compacted now and then): totals (+inf past the end) and keys, in no particular order.
+    # Open lists of the queries still searched, one column each (column i is query act[i];
+    # columns are compacted now and then): totals (+inf past the end) and keys, in no
+    # particular order. Column-major so that per-query reductions run along contiguous rows.
     width = 16
-    otot = np.full((nq, width), _INF, dtype=F32)
-    okey = np.zeros((nq, width), dtype=np.int64)
-    otot[:, 0] = t0
-    okey[:, 0] = s_key
+    otot = np.full((width, nq), _INF, dtype=F32)
+    okey = np.zeros((width, nq), dtype=np.int64)
+    otot[0] = t0
+    okey[0] = s_key
     osize = np.ones(nq, dtype=np.int64)
     act = rows_all
     live = np.ones(nq, dtype=bool)
     while True:
         mb = act.shape[0]
-        j = otot.argmin(axis=1)
-        of = otot.reshape(-1)
-        kf = okey.reshape(-1)
+        view = otot[: max(int(osize.max()), 1)]
+        least = view.min(axis=0)
+        # Per query: how many open totals equal the least (low 16 bits) and, when one does,
+        # its slot (high bits).
+        code = np.add.reduce((view == least) * _SLOT_CODE[: view.shape[0]], axis=0)
+        live &= least < _INF
+        # Another open node with the least total: Detour's heap layout decides; redo later.
+        tied = live & ((code & 0xFFFF) > 1)
+        if tied.any():
+            tie[act[tied]] = True
+            live &= ~tied
         li = np.flatnonzero(live)
-        fj = li * width + j[li]
-        least = of[fj]
-        go_on = least < _INF
-        if not go_on.all():
-            live[li[~go_on]] = False
-            li, fj, least = li[go_on], fj[go_on], least[go_on]
         if not li.shape[0]:
             break
+        of = otot.reshape(-1)
+        kf = okey.reshape(-1)
+        j = (code[li] >> 16).astype(np.int64)
+        fj = j * mb + li
         # Pop: the list's last entry takes the popped slot.
         g = act[li]
         b = kf[fj]
-        lastp = li * width + osize[li] - 1
+        lastp = (osize[li] - 1) * mb + li
         moved = kf[lastp]
         of[fj] = of[lastp]
         kf[fj] = moved
-        opos[g * K + moved] = fj - li * width
+        opos[g * K + moved] = j
         of[lastp] = _INF
         osize[li] -= 1
         ib = g * K + b
         opos[ib] = -1
-        # Another open node with the popped total: Detour's heap layout decides; redo later.
-        tied = otot[li].min(axis=1) == least
-        if tied.any():
-            tie[g[tied]] = True
-            live[li[tied]] = False
-            keep = ~tied
-            li, g, b, ib = li[keep], g[keep], b[keep], ib[keep]
         bref = b // states if states > 1 else b
         reached = bref == end_ref[g]
         if reached.any():
@@ -394,15 +396,15 @@ def _find_paths_open(
                 need = int(op.max()) + 1
                 if need > width:
                     grown = max(need, width * 2)
-                    otot = np.pad(otot, ((0, 0), (0, grown - width)), constant_values=_INF)
-                    okey = np.pad(okey, ((0, 0), (0, grown - width)))
+                    otot = np.concatenate([otot, np.full((grown - width, mb), _INF, F32)])
+                    okey = np.concatenate([okey, np.zeros((grown - width, mb), np.int64)])
                     width = grown
                     of = otot.reshape(-1)
                     kf = okey.reshape(-1)
                 osize += np.bincount(lrow[ins], minlength=mb)
                 opos[ix[ins]] = op[ins]
-                kf[lrow[ins] * width + op[ins]] = key[ins]
-            of[lrow * width + op] = tot
+                kf[op[ins] * mb + lrow[ins]] = key[ins]
+            of[op * mb + lrow] = tot
             better = heur < last_best_cost[rs]
             if better.any():
                 w = np.flatnonzero(better)
@@ -412,7 +414,9 @@ def _find_paths_open(
             break
         if n_live < mb - (mb >> 2):
             idx = np.flatnonzero(live)
-            otot, okey, osize, act = otot[idx], okey[idx], osize[idx], act[idx]
+            # np.take along axis 1 gives C-ordered copies: of / kf stay views of them.
+            otot, okey = np.take(otot, idx, axis=1), np.take(okey, idx, axis=1)
+            osize, act = osize[idx], act[idx]
             live = np.ones(idx.shape[0], dtype=bool)
     # Corridors: follow parents from the last best node.
     status = np.full(nq, SUCCESS, dtype=np.int64)
