@@ -680,10 +680,39 @@ def _portal_lookup(nav: NavMesh):
     return result
 
 
+#: Navmeshes with at most this many (from, to) polygon pairs get a dense portal-link table.
+PORTAL_TABLE_MAX = 1 << 22
+
+
+def _portal_table(nav: NavMesh):
+    """int64 (npolys * npolys): first link row from -> to (-1: none), or None when the mesh
+    has too many polygons for a dense table (cached)."""
+    n = nav.poly_count
+    if n * n > PORTAL_TABLE_MAX:
+        return None
+
+    def build():
+        keys, rows = _portal_lookup(nav)
+        table = np.full(n * n, -1, dtype=np.int64)
+        table[keys] = rows
+        return table
+
+    return _cached(nav, "_portal_table_cache", nav.link_start, build)
+
+
 def portal_links(nav: NavMesh, frm: np.ndarray, to: np.ndarray) -> np.ndarray:
     """Link row getPortalPoints uses for each (from, to) pair, -1 when they are not linked."""
+    n = max(1, nav.poly_count)
+    frm = frm.astype(np.int64)
+    to = to.astype(np.int64)
+    table = _portal_table(nav)
+    if table is not None:
+        inside = (frm >= 0) & (frm < n) & (to >= 0) & (to < n)
+        if inside.all():
+            return table[frm * n + to]
+        return np.where(inside, table[np.where(inside, frm * n + to, 0)], -1)
     keys, rows = _portal_lookup(nav)
-    k = frm.astype(np.int64) * max(1, nav.poly_count) + to.astype(np.int64)
+    k = frm * n + to
     if keys.shape[0] == 0:
         return np.full(k.shape, -1, dtype=np.int64)
     pos = np.minimum(np.searchsorted(keys, k), keys.shape[0] - 1)
@@ -730,21 +759,26 @@ def straight_paths(nav: NavMesh, count, start, polys, starts, ends, max_straight
     pts[:, 0] = start_c
     flags[:, 0] = 1
     refs[:, 0] = first
-    # Portals of every corridor step (flat index start + i); the last step is the end point.
+    # Portals of every corridor step, query by query (query q's step 0 at row cstart[q]); the
+    # last step's portal is the end point. Positions as separate x, y, z arrays: 1-D gathers
+    # are much cheaper than (n, 3) row gathers.
     total = int(count.sum())
-    flat_q = np.repeat(np.arange(n), count)
-    flat_i = np.arange(total) - np.repeat(np.cumsum(count) - count, count)
-    flat_pos = start[flat_q] + flat_i
-    has_next = flat_i + 1 < count[flat_q]
-    nxt = np.where(has_next, polys[np.where(has_next, flat_pos + 1, flat_pos)], -1)
-    link = portal_links(nav, polys[flat_pos], np.maximum(nxt, 0))
-    p_left = np.where(has_next[:, None], nav.link_left[np.maximum(link, 0)], end_c[flat_q])
-    p_right = np.where(has_next[:, None], nav.link_right[np.maximum(link, 0)], end_c[flat_q])
-    cstart = np.cumsum(count) - count  # row of query q's step 0 in the flat arrays
-
-    # Positions as separate x, y, z arrays: 1-D gathers are much cheaper than (n, 3) row gathers.
-    plx, ply, plz = (np.ascontiguousarray(p_left[:, k]) for k in range(3))
-    prx, pry, prz = (np.ascontiguousarray(p_right[:, k]) for k in range(3))
+    cstart = np.cumsum(count) - count
+    if polys.shape[0] == total and np.array_equal(start, cstart):
+        flat_polys = polys.astype(np.int64)
+    else:
+        flat_polys = polys[_ranges(start, count)].astype(np.int64)
+    last_rows = cstart + count - 1
+    nxt = np.empty(total, dtype=np.int64)
+    nxt[:-1] = flat_polys[1:]
+    nxt[last_rows] = -1
+    has_next = nxt >= 0
+    link = np.maximum(portal_links(nav, flat_polys, np.maximum(nxt, 0)), 0)
+    plx, ply, plz = (nav.link_left[:, k][link] for k in range(3))
+    prx, pry, prz = (nav.link_right[:, k][link] for k in range(3))
+    for k, (pl, pr) in enumerate(((plx, prx), (ply, pry), (plz, prz))):
+        pl[last_rows] = end_c[:, k]
+        pr[last_rows] = end_c[:, k]
     done = np.zeros(n, dtype=bool)
 
     # Output points as flat x, y, z arrays (query q's slot k at q * width + k).
@@ -782,7 +816,11 @@ def straight_paths(nav: NavMesh, count, start, polys, starts, ends, max_straight
 
     # Step 0 with a portal right at the start point is skipped (Detour's "starting really
     # close the portal"); later steps never have index 0 (a restart resumes after the apex).
-    d0, _t = dist_pt_seg_sqr_2d(start_c, p_left[cstart], p_right[cstart])
+    d0, _t = dist_pt_seg_sqr_2d(
+        start_c,
+        np.stack([plx[cstart], ply[cstart], plz[cstart]], axis=1),
+        np.stack([prx[cstart], pry[cstart], prz[cstart]], axis=1),
+    )
     skip0 = has_next[cstart] & (d0 < _PORTAL_EPS)
     # Funnel state of the queries being string-pulled, compact: entry k is query act[k]
     # (entries of finished queries linger, masked by `alive`, until the next compaction).

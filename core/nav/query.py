@@ -1513,14 +1513,14 @@ class NavMeshQuery:
             valid = (cpolys >= 0) & (cpolys < nav.poly_count)
             owner = np.repeat(np.arange(n), ccount)
             bad = np.zeros(n, dtype=bool)
-            np.logical_or.at(bad, owner[~valid], True)
+            bad[owner[~valid]] = True
             step_q = owner[:-1][owner[:-1] == owner[1:]]
             frm = cpolys[:-1][owner[:-1] == owner[1:]]
             to = cpolys[1:][owner[:-1] == owner[1:]]
             ok_pair = valid[:-1][owner[:-1] == owner[1:]] & valid[1:][owner[:-1] == owner[1:]]
             link = np.where(ok_pair, batch.portal_links(nav, np.maximum(frm, 0),
                                                         np.maximum(to, 0)), -1)  # fmt: skip
-            np.logical_or.at(bad, step_q[link < 0], True)
+            bad[step_q[link < 0]] = True
             fast &= ~bad
         fq = np.nonzero(fast)[0]
         status = np.zeros(n, dtype=np.uint32)
