@@ -255,8 +255,8 @@ def _find_paths_open(
     slot_ref_f = slot_ref.reshape(-1)
     slot_key_f = slot_key.reshape(-1)
     walk = ac[nav.poly_area]
-    mx, my, mz = (np.ascontiguousarray(mid[:, k]) for k in range(3))
-    sx, sy, sz = (np.ascontiguousarray(start_pos[:, k], dtype=F32) for k in range(3))
+    # Node positions: link k's portal mid point at k < nl, query q's start point at nl + q.
+    mx, my, mz = (np.r_[mid[:, k], start_pos[:, k]].astype(F32) for k in range(3))
     ex, ey, ez = (np.ascontiguousarray(end_pos[:, k], dtype=F32) for k in range(3))
     start_ref = start_ref.astype(np.int64)
     end_ref = end_ref.astype(np.int64)
@@ -268,7 +268,7 @@ def _find_paths_open(
     total = np.full(nq * K, _INF, dtype=F32)
     cost = np.zeros(nq * K, dtype=F32)
     parent = np.zeros(nq * K, dtype=np.int32)  # parent key + 1, 0 = none
-    came = np.full(nq * K, -1, dtype=np.int32)  # link that created the node (-1: start)
+    came = np.zeros(nq * K, dtype=np.int32)  # link that created the node (nl + q: start)
     opos = np.full(nq * K, -1, dtype=np.int32)
     rows_all = np.arange(nq)
     s_key = start_ref * states
@@ -276,6 +276,7 @@ def _find_paths_open(
     i0 = rows_all * K + s_key
     total[i0] = t0
     opos[i0] = 0
+    came[i0] = nl + rows_all
     used = np.ones(nq, dtype=np.int64)
     last_best = s_key.copy()
     last_best_cost = t0.copy()
@@ -331,15 +332,11 @@ def _find_paths_open(
             live[li[reached]] = False
             keep = ~reached
             li, g, b, ib, bref = li[keep], g[keep], b[keep], ib[keep], bref[keep]
-        pk = parent[ib]
-        parent_ref = np.where(pk > 0, (pk - 1) // states, -1)
+        # (pk - 1) // states is -1 for the start node (pk = 0): no parent.
+        parent_ref = (parent[ib] - 1) // states
         bcost = cost[ib]
         cb = came[ib]
-        has = cb >= 0
-        cc = np.maximum(cb, 0)
-        bx = np.where(has, mx[cc], sx[g])
-        by = np.where(has, my[cc], sy[g])
-        bz = np.where(has, mz[cc], sz[g])
+        bx, by, bz = mx[cb], my[cb], mz[cb]
         m = slot_ok[bref] & (slot_ref[bref] != parent_ref[:, None])
         fm = np.flatnonzero(m)
         if fm.shape[0]:
