@@ -376,8 +376,9 @@ def _find_paths_open(
             tot = c + heur
             go = ~(tot >= told)
             if not go.all():
+                w = np.flatnonzero(go)
                 pi, key, rs, ix, c, heur, tot, nc = (
-                    pi[go], key[go], rs[go], ix[go], c[go], heur[go], tot[go], nc[go]
+                    pi[w], key[w], rs[w], ix[w], c[w], heur[w], tot[w], nc[w]
                 )  # fmt: skip
             parent[ix] = b[pi] + 1
             cost[ix] = c
@@ -386,11 +387,18 @@ def _find_paths_open(
             # Open list: update in place, or append (closed or new nodes), in link order.
             op = opos[ix].astype(np.int64)
             lrow = li[pi]
-            ins = op < 0
-            if ins.any():
-                rank = _rank_in_pop(ins, pi)
-                op[ins] = osize[lrow[ins]] + rank[ins]
-                need = int(op.max()) + 1
+            w = np.flatnonzero(op < 0)
+            if w.shape[0]:
+                # Appended after the list's end in link order: rank among the pop's appends.
+                lw = lrow[w]
+                pw = pi[w]
+                at = np.arange(w.shape[0])
+                first = np.empty(w.shape[0], dtype=bool)
+                first[0] = True
+                np.not_equal(pw[1:], pw[:-1], out=first[1:])
+                opw = osize[lw] + at - np.maximum.accumulate(np.where(first, at, 0))
+                op[w] = opw
+                need = int(opw.max()) + 1
                 if need > width:
                     grown = max(need, width * 2)
                     otot = np.concatenate([otot, np.full((grown - width, mb), _INF, F32)])
@@ -398,9 +406,9 @@ def _find_paths_open(
                     width = grown
                     of = otot.reshape(-1)
                     kf = okey.reshape(-1)
-                osize += np.bincount(lrow[ins], minlength=mb)
-                opos[ix[ins]] = op[ins]
-                kf[op[ins] * mb + lrow[ins]] = key[ins]
+                osize += np.bincount(lw, minlength=mb)
+                opos[ix[w]] = opw
+                kf[opw * mb + lw] = key[w]
             of[op * mb + lrow] = tot
             better = heur < last_best_cost[rs]
             if better.any():
