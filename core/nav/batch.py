@@ -839,11 +839,15 @@ def straight_paths(nav: NavMesh, count, start, polys, starts, ends, max_straight
     alive = np.ones(act.shape[0], dtype=bool)
 
     def restart(w, to_left):
-        """Move the apex of entries w to the funnel's left (or right) point, append it and
-        restart the scan there (queries whose output is complete are marked done)."""
-        sx, sy, sz, si, sref = (lx, ly, lz, li, lref) if to_left else (rx, ry, rz, ri, rref)
-        px, py, pz, pi_ = sx[w], sy[w], sz[w], si[w]
-        ref = sref[w]
+        """Move the apex of entries w to the funnel's left point (where to_left, else its
+        right point), append it and restart the scan there (queries whose output is complete
+        are marked done)."""
+
+        def side(a, b):
+            return np.where(to_left, a[w], b[w])
+
+        px, py, pz, pi_ = side(lx, rx), side(ly, ry), side(lz, rz), side(li, ri)
+        ref = side(lref, rref)
         fl = np.where(ref < 0, 2, 0).astype(np.uint8)
         stop = append(act[w], px, py, pz, fl, ref)
         done[stop] = True
@@ -869,13 +873,11 @@ def straight_paths(nav: NavMesh, count, start, polys, starts, ends, max_straight
             )
             rref = np.where(tight, nref, rref)
             ri = np.where(tight, i, ri)
-        jump = r_test & ~tight
-        restarted = bool(jump.any())
-        if restarted:
-            restart(np.flatnonzero(jump), True)
-            l_test = ~jump & alive
-        else:
-            l_test = alive
+        # A restart on the right skips the left side; restarts run after both sides (they
+        # only touch their own entries).
+        jump_r = r_test & ~tight
+        restarted = bool(jump_r.any())
+        l_test = ~jump_r & alive if restarted else alive
         # Left side (entries that did not restart).
         l_test = l_test & (area(ax, az, lx, lz, qlx, qlz) >= _ZERO)
         tight = l_test & (equal(ax, ay, az, lx, ly, lz) | (area(ax, az, rx, rz, qlx, qlz) < _ZERO))
@@ -888,9 +890,10 @@ def straight_paths(nav: NavMesh, count, start, polys, starts, ends, max_straight
             lref = np.where(tight, nref, lref)
             li = np.where(tight, i, li)
         jump = l_test & ~tight
-        if jump.any():
+        if restarted or jump.any():
             restarted = True
-            restart(np.flatnonzero(jump), False)
+            w = np.flatnonzero(jump_r | jump)
+            restart(w, jump_r[w])
         i += 1
         alive &= i < cnt
         if restarted:
