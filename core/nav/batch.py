@@ -900,14 +900,15 @@ def straight_paths(nav: NavMesh, count, start, polys, starts, ends, max_straight
             alive &= ~done[act]
         n_alive = int(np.count_nonzero(alive))
         if n_alive < act.shape[0] - (act.shape[0] >> 2):
-            k = np.flatnonzero(alive)
-            act, cst, cnt, i, ai, li, ri, lref, rref = (
-                act[k], cst[k], cnt[k], i[k], ai[k], li[k], ri[k], lref[k], rref[k]
+            kept = np.flatnonzero(alive)
+            act, cst, cnt, i, ai, li, ri = (
+                act[kept], cst[kept], cnt[kept], i[kept], ai[kept], li[kept], ri[kept]
             )  # fmt: skip
-            ax, ay, az, lx, ly, lz, rx, ry, rz = (
-                ax[k], ay[k], az[k], lx[k], ly[k], lz[k], rx[k], ry[k], rz[k]
-            )  # fmt: skip
-            alive = np.ones(k.shape[0], dtype=bool)
+            lref, rref = lref[kept], rref[kept]
+            ax, ay, az = ax[kept], ay[kept], az[kept]
+            lx, ly, lz = lx[kept], ly[kept], lz[kept]
+            rx, ry, rz = rx[kept], ry[kept], rz[kept]
+            alive = np.ones(kept.shape[0], dtype=bool)
     # The end point for every query that ran through its corridor.
     fin = np.nonzero(~done)[0]
     if fin.shape[0]:

@@ -112,6 +112,16 @@ def run_query_bench(meshes=None, n: int = 10000, runs: int = 3) -> int:
             + (f"{det:>11,.0f}{det / rate:>10.1f}" if det else f"{'':>21}")
             + (f"{tgt:>10,.0f}{'  ok' if rate >= tgt else '  BELOW'}" if tgt else "")
         )
+    # The headline figure (#12): path pairs per CPU-second against target and Detour.
+    name = "find_path+find_straight_path"
+    _, count, _, sec = next(r for r in rows if r[0] == name)
+    rate = count / sec if sec > 0 else float("inf")
+    target, native = TARGET_RATE[name], DETOUR_RATE[name]
+    print(
+        f"find_path + find_straight_path: {rate:,.0f} pairs per CPU-second; target "
+        f"{target:,.0f}: {'met' if rate >= target else 'NOT met'}; Detour native "
+        f"{native:,.0f}/s: {native / rate:.1f}x slower"
+    )
     # One interactive query: nearest x2, path, straight path (median of 50).
     times = []
     for i in range(50):

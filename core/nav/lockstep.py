@@ -1,12 +1,19 @@
 """Detour's graph searches run in lockstep across many queries: ``findPath`` (A*) and
 ``findDistanceToWall`` (Dijkstra), vectorized with NumPy.
 
-Every query keeps its own node pool (nodes keyed by (polygon, crossed side) as dtNodePool, with
-its size limit) and its own binary heap laid out exactly as dtNodeQueue (same sift-up and
-trickle-down moves), stored as rows of 2D arrays. One iteration pops one node of every live query
-and relaxes its links slot by slot; heap moves loop over heap levels (<= log2 of the pool size),
-never over queries. Costs are float32 in Detour's order, so every query's answer equals the
-literal port's (`core.nav.query`), including ties and out-of-nodes cut-offs.
+findPath (`find_paths`): every query keeps its node state densely per node key ((polygon,
+crossed side) as dtNodePool's keys, with the pool's size limit counted in Detour's allocation
+order) and an unordered open list (a column of a 2D array). One round pops the open node of
+least total of every live query (a column-wise min) and relaxes all its links at once (flat
+arrays over (query, link) candidates). Where the least total is unique this is exactly the node
+Detour's binary heap pops; a query that meets two open nodes of equal least total is answered
+again by an engine that keeps dtNodeQueue's layout (`_find_paths_chunk`: heaps as rows of 2D
+arrays, the same sift-up and trickle-down moves, looping over heap levels, never over queries;
+or `core.nav.search` one by one when few), so ties break as in Detour. Costs are float32 in
+Detour's order, so every answer equals the literal port's (`core.nav.query`), including ties
+and out-of-nodes cut-offs.
+
+findDistanceToWall (`find_distance_to_wall`) runs on the heap engine directly.
 
 Positions are Detour's Y-up frame; refs are NavMesh refs.
 """
@@ -220,10 +227,11 @@ def _search_tables(nav: NavMesh):
 def _find_paths_open(
     nav, start_ref, end_ref, start_pos, end_pos, pass_ok, area_cost, max_nodes, max_path, states
 ):
-    """findPath for one chunk of queries, nodes keyed densely by (polygon, state): the open
-    list is a (queries, keys) array of totals (+inf = not open) and a pop is its row argmin.
-    -> (status, count, flat refs of the untied queries, tie mask). A tied query (two open
-    nodes of equal least total at a pop) stops at once; its outputs are left to the caller."""
+    """findPath for one chunk of queries, nodes keyed densely by (polygon, state), open lists
+    unordered (a pop takes the least total) -> (status, count, flat refs of the untied queries,
+    tie mask). A tied query (two open nodes of equal least total at a pop) stops at once; its
+    outputs are left to the caller. Memory: about 21 bytes per (query, key) [Limit: chunked by
+    MAP_BUDGET keys]."""
     nq = start_ref.shape[0]
     K = nav.poly_count * states
     mid = _mid_first(nav)

@@ -1456,7 +1456,8 @@ class NavMeshQuery:
         max_path: int = 256,
     ) -> CorridorBatch:  # fmt: skip
         """Batch `find_path`: Detour's A* for every query in lockstep (`core.nav.lockstep`:
-        per-query node pools and heaps as array rows, one pop per query per iteration)."""
+        per-query node state and open lists as array rows, one pop per query per round; ties
+        between equal totals are broken by Detour's heap layout)."""
         s = _points(starts, "starts")
         e = _points(ends, "ends")
         n = s.shape[0]
