@@ -262,6 +262,7 @@ def _find_paths_open(
     slot_table_f = slot_table.reshape(-1)
     slot_ref_f = slot_ref.reshape(-1)
     slot_key_f = slot_key.reshape(-1)
+    combos = _candidate_lists(nav, slot_table, slot_ref, slot_ok, slot_key)
     walk = ac[nav.poly_area]
     # Node positions: link k's portal mid point at k < nl, query q's start point at nl + q.
     mx, my, mz = (np.r_[mid[:, k], start_pos[:, k]].astype(F32) for k in range(3))
@@ -345,14 +346,26 @@ def _find_paths_open(
         bcost = cost[ib]
         cb = came[ib]
         bx, by, bz = mx[cb], my[cb], mz[cb]
-        m = slot_ok[bref] & (slot_ref[bref] != parent_ref[:, None])
-        fm = np.flatnonzero(m)
-        if fm.shape[0]:
-            pi = fm // slots
-            fs = bref[pi] * slots + (fm - pi * slots)
-            ks = slot_table_f[fs]
-            nr = slot_ref_f[fs]
-            key = slot_key_f[fs]
+        if combos is not None:
+            # The best node's links that pass the filter and do not lead back to its parent,
+            # in link order: one precomputed list per (polygon, parent).
+            c_of, c_deg, c_start, c_link, c_ref, c_key = combos
+            combo = c_of[bref * (nav.poly_count + 1) + parent_ref + 1]
+            deg = c_deg[combo]
+            n_cand = int(deg.sum())
+            if n_cand:
+                pi = np.repeat(np.arange(deg.shape[0]), deg)
+                fs = np.repeat(c_start[combo] - (np.cumsum(deg) - deg), deg) + np.arange(n_cand)
+                ks, nr, key = c_link[fs], c_ref[fs], c_key[fs]
+        else:
+            m = slot_ok[bref] & (slot_ref[bref] != parent_ref[:, None])
+            fm = np.flatnonzero(m)
+            n_cand = fm.shape[0]
+            if n_cand:
+                pi = fm // slots
+                fs = bref[pi] * slots + (fm - pi * slots)
+                ks, nr, key = slot_table_f[fs], slot_ref_f[fs], slot_key_f[fs]
+        if n_cand:
             rs = g[pi]
             ix = rs * K + key
             told = total[ix]
@@ -458,6 +471,36 @@ def _find_paths_open(
     status[best_ref != end_ref] |= PARTIAL_RESULT
     status[out_of_nodes] |= OUT_OF_NODES
     return status, count, flat, tie
+
+
+#: Polygon counts n with n * (n + 1) up to this get per-(polygon, parent) candidate lists.
+COMBO_TABLE_MAX = 1 << 22
+
+
+def _candidate_lists(nav: NavMesh, slot_table, slot_ref, slot_ok, slot_key):
+    """Per (polygon p, parent ref r): the links of p that pass the filter and do not lead to r,
+    in link order, as CSR lists -> (combo of p * (npolys + 1) + r + 1, degree, start, link,
+    target ref, node key), or None for navmeshes too large for the dense table. Combo
+    p * (slots + 1) is "no parent among p's links"; p * (slots + 1) + s + 1 excludes the
+    target of p's slot s."""
+    n, slots = slot_table.shape
+    if n * (n + 1) > COMBO_TABLE_MAX:
+        return None
+    mask = np.empty((n, slots + 1, slots), dtype=bool)
+    mask[:, 0] = slot_ok
+    mask[:, 1:] = slot_ok[:, None, :] & (slot_ref[:, None, :] != slot_ref[:, :, None])
+    polys = np.arange(n)
+    combo_of = np.repeat((polys * (slots + 1))[:, None], n + 1, axis=1)
+    real = slot_ref >= 0  # sentinel slots (ref -2) lead nowhere
+    p_idx, s_idx = np.nonzero(real)
+    combo_of[p_idx, slot_ref[p_idx, s_idx] + 1] = p_idx * (slots + 1) + s_idx + 1
+    flat = mask.reshape(-1, slots)
+    deg = flat.sum(axis=1).astype(np.int64)
+    start = np.cumsum(deg) - deg
+    c_idx, s_of = np.nonzero(flat)
+    owner = c_idx // (slots + 1)
+    link = slot_table[owner, s_of]
+    return (combo_of.reshape(-1), deg, start, link, slot_ref[owner, s_of], slot_key[owner, s_of])
 
 
 def _pool_full(new, pi, used, rs, max_nodes):
