@@ -528,6 +528,29 @@ def test_batch_paths_and_straight_paths_match_single_ports(dungeon_query):
             assert sb.refs[s0 : s0 + sc].tolist() == one.refs.tolist()
 
 
+def test_batch_straight_paths_all_on_the_lockstep_path_match_single_port(dungeon_query):
+    """Every query valid and linked (no query falls back to the single-query port): the
+    packed output of the lockstep string pulling equals the single port query by query."""
+    q = dungeon_query
+    pts = _random_points(q, 300, 71)
+    near = q.find_nearest_poly_batch(pts, np.array([2.0, 2.0, 4.0], F32))
+    ok = np.nonzero(near.ref >= 0)[0]
+    rng = np.random.default_rng(72)
+    a, b = ok[rng.integers(0, ok.shape[0], 200)], ok[rng.integers(0, ok.shape[0], 200)]
+    corr = q.find_path_batch(near.ref[a], near.ref[b], near.point[a], near.point[b])
+    assert np.all(corr.count >= 1)
+    for limit in (256, 3):
+        sb = q.find_straight_path_batch(near.point[a], near.point[b], corr, limit)
+        for j in range(200):
+            polys = corr.polys[corr.start[j] : corr.start[j] + corr.count[j]]
+            one = q.find_straight_path(near.point[a[j]], near.point[b[j]], polys, limit)
+            s0, sc = sb.start[j], sb.count[j]
+            assert sb.status[j] == one.status, (limit, j)
+            np.testing.assert_array_equal(sb.points[s0 : s0 + sc], one.points)
+            assert sb.flags[s0 : s0 + sc].tolist() == one.flags.tolist()
+            assert sb.refs[s0 : s0 + sc].tolist() == one.refs.tolist()
+
+
 @pytest.mark.parametrize("one_by_one", [48, 0])
 def test_batch_paths_with_equal_totals_break_ties_as_the_heap(monkeypatch, one_by_one):
     """Queries whose A* meets two open nodes of equal least total are answered again with
