@@ -1293,10 +1293,39 @@ def _portal_lookup(nav: NavMesh):
     return result
 
 
+#: Navmeshes with at most this many (from, to) polygon pairs get a dense portal-link table.
+PORTAL_TABLE_MAX = 1 << 22
+
+
+def _portal_table(nav: NavMesh):
+    """int64 (npolys * npolys): first link row from -> to (-1: none), or None when the mesh
+    has too many polygons for a dense table (cached)."""
+    n = nav.poly_count
+    if n * n > PORTAL_TABLE_MAX:
+        return None
+
+    def build():
+        keys, rows = _portal_lookup(nav)
+        table = np.full(n * n, -1, dtype=np.int64)
+        table[keys] = rows
+        return table
+
+    return _cached(nav, "_portal_table_cache", nav.link_start, build)
+
+
 def portal_links(nav: NavMesh, frm: np.ndarray, to: np.ndarray) -> np.ndarray:
     """Link row getPortalPoints uses for each (from, to) pair, -1 when they are not linked."""
+    n = max(1, nav.poly_count)
+    frm = frm.astype(np.int64)
+    to = to.astype(np.int64)
+    table = _portal_table(nav)
+    if table is not None:
+        inside = (frm >= 0) & (frm < n) & (to >= 0) & (to < n)
+        if inside.all():
+            return table[frm * n + to]
+        return np.where(inside, table[np.where(inside, frm * n + to, 0)], -1)
     keys, rows = _portal_lookup(nav)
-    k = frm.astype(np.int64) * max(1, nav.poly_count) + to.astype(np.int64)
+    k = frm * n + to
     if keys.shape[0] == 0:
         return np.full(k.shape, -1, dtype=np.int64)
     pos = np.minimum(np.searchsorted(keys, k), keys.shape[0] - 1)
@@ -1343,33 +1372,27 @@ def straight_paths(nav: NavMesh, count, start, polys, starts, ends, max_straight
     pts[:, 0] = start_c
     flags[:, 0] = 1
     refs[:, 0] = first
-    # Portals of every corridor step (flat index start + i); the last step is the end point.
+    # Portals of every corridor step, query by query (query q's step 0 at row cstart[q]); the
+    # last step's portal is the end point. Positions as separate x, y, z arrays: 1-D gathers
+    # are much cheaper than (n, 3) row gathers.
     total = int(count.sum())
-    flat_q = np.repeat(np.arange(n), count)
-    flat_i = np.arange(total) - np.repeat(np.cumsum(count) - count, count)
-    flat_pos = start[flat_q] + flat_i
-    has_next = flat_i + 1 < count[flat_q]
-    nxt = np.where(has_next, polys[np.where(has_next, flat_pos + 1, flat_pos)], -1)
-    link = portal_links(nav, polys[flat_pos], np.maximum(nxt, 0))
-    p_left = np.where(has_next[:, None], nav.link_left[np.maximum(link, 0)], end_c[flat_q])
-    p_right = np.where(has_next[:, None], nav.link_right[np.maximum(link, 0)], end_c[flat_q])
-    cstart = np.cumsum(count) - count  # row of query q's step 0 in the flat arrays
-
-    # Positions as separate x, y, z arrays: 1-D gathers are much cheaper than (n, 3) row gathers.
-    plx, ply, plz = (np.ascontiguousarray(p_left[:, k]) for k in range(3))
-    prx, pry, prz = (np.ascontiguousarray(p_right[:, k]) for k in range(3))
-    apex = [start_c[:, k].copy() for k in range(3)]
-    left = [start_c[:, k].copy() for k in range(3)]
-    right = [start_c[:, k].copy() for k in range(3)]
-    apex_i = np.zeros(n, dtype=np.int64)
-    left_i = np.zeros(n, dtype=np.int64)
-    right_i = np.zeros(n, dtype=np.int64)
-    left_ref = first.astype(np.int64).copy()
-    right_ref = first.astype(np.int64).copy()
-    i = np.zeros(n, dtype=np.int64)
+    cstart = np.cumsum(count) - count
+    if polys.shape[0] == total and np.array_equal(start, cstart):
+        flat_polys = polys.astype(np.int64)
+    else:
+        flat_polys = polys[_ranges(start, count)].astype(np.int64)
+    last_rows = cstart + count - 1
+    nxt = np.empty(total, dtype=np.int64)
+    nxt[:-1] = flat_polys[1:]
+    nxt[last_rows] = -1
+    has_next = nxt >= 0
+    link = np.maximum(portal_links(nav, flat_polys, np.maximum(nxt, 0)), 0)
+    plx, ply, plz = (nav.link_left[:, k][link] for k in range(3))
+    prx, pry, prz = (nav.link_right[:, k][link] for k in range(3))
+    for k, (pl, pr) in enumerate(((plx, prx), (ply, pry), (plz, prz))):
+        pl[last_rows] = end_c[:, k]
+        pr[last_rows] = end_c[:, k]
     done = np.zeros(n, dtype=bool)
-    finished_loop = count <= 1
-    active = np.nonzero(~finished_loop)[0]
 
     # Output points as flat x, y, z arrays (query q's slot k at q * width + k).
     out_x, out_y, out_z = (np.ascontiguousarray(pts[:, :, k]).reshape(-1) for k in range(3))
@@ -1404,74 +1427,101 @@ def straight_paths(nav: NavMesh, count, start, polys, starts, ends, max_straight
         dx, dy, dz = bx - ax, by - ay, bz - az
         return (dx * dx + dy * dy + dz * dz) < _EQUAL_THR
 
-    def jump_to(qj, side, side_i, side_ref):
-        """Move the apex of queries qj to the given side's point, append it, restart there."""
-        for k in range(3):
-            apex[k][qj] = side[k][qj]
-        apex_i[qj] = side_i[qj]
-        fl = np.where(side_ref[qj] < 0, 2, 0).astype(np.uint8)
-        stop = append(qj, apex[0][qj], apex[1][qj], apex[2][qj], fl, side_ref[qj])
-        done[stop] = True
-        for k in range(3):
-            left[k][qj] = apex[k][qj]
-            right[k][qj] = apex[k][qj]
-        left_i[qj] = apex_i[qj]
-        right_i[qj] = apex_i[qj]
-        i[qj] = apex_i[qj]
+    # Step 0 with a portal right at the start point is skipped (Detour's "starting really
+    # close the portal"); later steps never have index 0 (a restart resumes after the apex).
+    d0, _t = dist_pt_seg_sqr_2d(
+        start_c,
+        np.stack([plx[cstart], ply[cstart], plz[cstart]], axis=1),
+        np.stack([prx[cstart], pry[cstart], prz[cstart]], axis=1),
+    )
+    skip0 = has_next[cstart] & (d0 < _PORTAL_EPS)
+    # Funnel state of the queries being string-pulled, compact: entry k is query act[k]
+    # (entries of finished queries linger, masked by `alive`, until the next compaction).
+    act = np.flatnonzero(count > 1)
+    st = [start_c[act, k].copy() for k in range(3)]
+    ax, ay, az = st[0], st[1], st[2]
+    lx, ly, lz = st[0].copy(), st[1].copy(), st[2].copy()
+    rx, ry, rz = st[0].copy(), st[1].copy(), st[2].copy()
+    ai = np.zeros(act.shape[0], dtype=np.int64)
+    li, ri = ai.copy(), ai.copy()
+    lref = first[act].astype(np.int64)
+    rref = lref.copy()
+    i = skip0[act].astype(np.int64)
+    cst = cstart[act]
+    cnt = count[act]
+    alive = np.ones(act.shape[0], dtype=bool)
 
-    while active.shape[0]:
-        q = active
-        iq = i[q]
-        row = cstart[q] + iq
-        lx, ly, lz = plx[row], ply[row], plz[row]
-        rx, ry, rz = prx[row], pry[row], prz[row]
+    def restart(w, to_left):
+        """Move the apex of entries w to the funnel's left point (where to_left, else its
+        right point), append it and restart the scan there (queries whose output is complete
+        are marked done)."""
+
+        def side(a, b):
+            return np.where(to_left, a[w], b[w])
+
+        px, py, pz, pi_ = side(lx, rx), side(ly, ry), side(lz, rz), side(li, ri)
+        ref = side(lref, rref)
+        fl = np.where(ref < 0, 2, 0).astype(np.uint8)
+        stop = append(act[w], px, py, pz, fl, ref)
+        done[stop] = True
+        for arr, v in ((ax, px), (ay, py), (az, pz), (lx, px), (ly, py), (lz, pz)):
+            arr[w] = v
+        for arr, v in ((rx, px), (ry, py), (rz, pz), (ai, pi_), (li, pi_), (ri, pi_)):
+            arr[w] = v
+        i[w] = pi_
+
+    while act.shape[0]:
+        row = cst + np.minimum(i, cnt - 1)
+        qlx, qly, qlz = plx[row], ply[row], plz[row]
+        qrx, qry, qrz = prx[row], pry[row], prz[row]
         nref = nxt[row]
-        ax, ay, az = apex[0][q], apex[1][q], apex[2][q]
-        # First portal right at the start point: skip it.
-        skip = (iq == 0) & has_next[row]
-        if np.any(skip):
-            w = np.nonzero(skip)[0]
-            d, _t = dist_pt_seg_sqr_2d(
-                np.stack([ax[w], ay[w], az[w]], axis=1),
-                np.stack([lx[w], ly[w], lz[w]], axis=1),
-                np.stack([rx[w], ry[w], rz[w]], axis=1),
-            )
-            skip[w] = d < _PORTAL_EPS
         # Right side.
-        qrx, qry, qrz = right[0][q], right[1][q], right[2][q]
-        qlx, qlz = left[0][q], left[2][q]
-        r_test = ~skip & (area(ax, az, qrx, qrz, rx, rz) <= _ZERO)
-        tighten = r_test & (
-            equal(ax, ay, az, qrx, qry, qrz) | (area(ax, az, qlx, qlz, rx, rz) > _ZERO)
-        )
-        t = q[tighten]
-        right[0][t], right[1][t], right[2][t] = rx[tighten], ry[tighten], rz[tighten]
-        right_ref[t] = nref[tighten]
-        right_i[t] = iq[tighten]
-        jump = r_test & ~tighten
-        restart = jump
-        if np.any(jump):
-            jump_to(q[jump], left, left_i, left_ref)
-            ax, ay, az = apex[0][q], apex[1][q], apex[2][q]
-        # Left side (queries that did not restart).
-        qlx, qly, qlz = left[0][q], left[1][q], left[2][q]
-        qrx, qrz = right[0][q], right[2][q]
-        l_test = ~skip & ~restart & (area(ax, az, qlx, qlz, lx, lz) >= _ZERO)
-        tighten = l_test & (
-            equal(ax, ay, az, qlx, qly, qlz) | (area(ax, az, qrx, qrz, lx, lz) < _ZERO)
-        )
-        t = q[tighten]
-        left[0][t], left[1][t], left[2][t] = lx[tighten], ly[tighten], lz[tighten]
-        left_ref[t] = nref[tighten]
-        left_i[t] = iq[tighten]
-        jump = l_test & ~tighten
-        if np.any(jump):
-            jump_to(q[jump], right, right_i, right_ref)
-        i[q] += 1
-        iq = i[q]
-        alive = ~done[q] & (iq < count[q])
-        finished_loop[q] = iq >= count[q]
-        active = q[alive]
+        r_test = alive & (area(ax, az, rx, rz, qrx, qrz) <= _ZERO)
+        tight = r_test & (equal(ax, ay, az, rx, ry, rz) | (area(ax, az, lx, lz, qrx, qrz) > _ZERO))
+        if tight.any():
+            rx, ry, rz = (
+                np.where(tight, qrx, rx),
+                np.where(tight, qry, ry),
+                np.where(tight, qrz, rz),
+            )
+            rref = np.where(tight, nref, rref)
+            ri = np.where(tight, i, ri)
+        # A restart on the right skips the left side; restarts run after both sides (they
+        # only touch their own entries).
+        jump_r = r_test & ~tight
+        restarted = bool(jump_r.any())
+        l_test = ~jump_r & alive if restarted else alive
+        # Left side (entries that did not restart).
+        l_test = l_test & (area(ax, az, lx, lz, qlx, qlz) >= _ZERO)
+        tight = l_test & (equal(ax, ay, az, lx, ly, lz) | (area(ax, az, rx, rz, qlx, qlz) < _ZERO))
+        if tight.any():
+            lx, ly, lz = (
+                np.where(tight, qlx, lx),
+                np.where(tight, qly, ly),
+                np.where(tight, qlz, lz),
+            )
+            lref = np.where(tight, nref, lref)
+            li = np.where(tight, i, li)
+        jump = l_test & ~tight
+        if restarted or jump.any():
+            restarted = True
+            w = np.flatnonzero(jump_r | jump)
+            restart(w, jump_r[w])
+        i += 1
+        alive &= i < cnt
+        if restarted:
+            alive &= ~done[act]
+        n_alive = int(np.count_nonzero(alive))
+        if n_alive < act.shape[0] - (act.shape[0] >> 2):
+            kept = np.flatnonzero(alive)
+            act, cst, cnt, i, ai, li, ri = (
+                act[kept], cst[kept], cnt[kept], i[kept], ai[kept], li[kept], ri[kept]
+            )  # fmt: skip
+            lref, rref = lref[kept], rref[kept]
+            ax, ay, az = ax[kept], ay[kept], az[kept]
+            lx, ly, lz = lx[kept], ly[kept], lz[kept]
+            rx, ry, rz = rx[kept], ry[kept], rz[kept]
+            alive = np.ones(kept.shape[0], dtype=bool)
     # The end point for every query that ran through its corridor.
     fin = np.nonzero(~done)[0]
     if fin.shape[0]:

@@ -113,6 +113,16 @@ def run_query_bench(meshes=None, n: int = 10000, runs: int = 3) -> int:
             + (f"{tgt:>11,.0f}{verdict:>9}" if tgt else f"{'':>20}")
             + (f"{det:>12,.0f}{rate / det:>11.2f}x" if det else "")
         )
+    # The headline figure (#12): path pairs per CPU-second against target and Detour.
+    name = "find_path+find_straight_path"
+    _, count, _, sec = next(r for r in rows if r[0] == name)
+    rate = count / sec if sec > 0 else float("inf")
+    target, native = TARGET_RATE[name], DETOUR_RATE[name]
+    print(
+        f"find_path + find_straight_path: {rate:,.0f} pairs per CPU-second; target "
+        f"{target:,.0f}: {'met' if rate >= target else 'NOT met'}; Detour native "
+        f"{native:,.0f}/s: {native / rate:.1f}x slower"
+    )
     # One interactive query: nearest x2, path, straight path (median of 50).
     times = []
     for i in range(50):

@@ -105,6 +105,20 @@ def l_shape():
     return NavMesh.from_data(tile_data(polymesh(verts, polys)))
 
 
+def ring():
+    """A 3 x 3 grid of 10-unit squares without the middle one: from one corner to the opposite
+    corner two mirror-image routes cost exactly the same (A* meets equal totals)."""
+    verts = [(10 * i, 0, 10 * j) for i in range(4) for j in range(4)]
+    cells = [(i, j) for i in range(3) for j in range(3) if (i, j) != (1, 1)]
+    index = {c: k for k, c in enumerate(cells)}
+    polys = []
+    for i, j in cells:
+        ids = [4 * i + j, 4 * i + j + 1, 4 * (i + 1) + j + 1, 4 * (i + 1) + j]
+        neis = [index.get(c) for c in ((i - 1, j), (i, j + 1), (i + 1, j), (i, j - 1))]
+        polys.append((ids, neis))
+    return NavMesh.from_data(tile_data(polymesh(verts, polys)))
+
+
 def zpt(x, z, up=0.0):
     """A Z-up point from Detour's (x, z) ground coordinates."""
     return np.array([x, z, up], dtype=F32)
@@ -512,6 +526,56 @@ def test_batch_paths_and_straight_paths_match_single_ports(dungeon_query):
             np.testing.assert_array_equal(sb.points[s0 : s0 + sc], one.points)
             assert sb.flags[s0 : s0 + sc].tolist() == one.flags.tolist()
             assert sb.refs[s0 : s0 + sc].tolist() == one.refs.tolist()
+
+
+def test_batch_straight_paths_all_on_the_lockstep_path_match_single_port(dungeon_query):
+    """Every query valid and linked (no query falls back to the single-query port): the
+    packed output of the lockstep string pulling equals the single port query by query."""
+    q = dungeon_query
+    pts = _random_points(q, 300, 71)
+    near = q.find_nearest_poly_batch(pts, np.array([2.0, 2.0, 4.0], F32))
+    ok = np.nonzero(near.ref >= 0)[0]
+    rng = np.random.default_rng(72)
+    a, b = ok[rng.integers(0, ok.shape[0], 200)], ok[rng.integers(0, ok.shape[0], 200)]
+    corr = q.find_path_batch(near.ref[a], near.ref[b], near.point[a], near.point[b])
+    assert np.all(corr.count >= 1)
+    for limit in (256, 3):
+        sb = q.find_straight_path_batch(near.point[a], near.point[b], corr, limit)
+        for j in range(200):
+            polys = corr.polys[corr.start[j] : corr.start[j] + corr.count[j]]
+            one = q.find_straight_path(near.point[a[j]], near.point[b[j]], polys, limit)
+            s0, sc = sb.start[j], sb.count[j]
+            assert sb.status[j] == one.status, (limit, j)
+            np.testing.assert_array_equal(sb.points[s0 : s0 + sc], one.points)
+            assert sb.flags[s0 : s0 + sc].tolist() == one.flags.tolist()
+            assert sb.refs[s0 : s0 + sc].tolist() == one.refs.tolist()
+
+
+@pytest.mark.parametrize("one_by_one", [48, 0])
+def test_batch_paths_with_equal_totals_break_ties_as_the_heap(monkeypatch, one_by_one):
+    """Queries whose A* meets two open nodes of equal least total are answered again with
+    Detour's heap layout (one by one, or in lockstep when many): same corridors as the
+    single-query port, whose heap is Detour's."""
+    from core.nav import lockstep
+
+    monkeypatch.setattr(lockstep, "TIES_ONE_BY_ONE", one_by_one)
+    q = NavMeshQuery(ring())
+    centers = [zpt(10 * i + 5, 10 * j + 5) for i in range(3) for j in range(3) if (i, j) != (1, 1)]
+    pairs = [(a, b) for a in range(8) for b in range(8) if a != b]
+    starts = np.array([centers[a] for a, _ in pairs], F32)
+    ends = np.array([centers[b] for _, b in pairs], F32)
+    sref = np.array([a for a, _ in pairs])
+    eref = np.array([b for _, b in pairs])
+    tie = lockstep._find_paths_open(
+        q.nav, sref, eref, starts[:, [0, 2, 1]], ends[:, [0, 2, 1]], q._pass_flags(q._filter(None)),
+        QueryFilter().area_cost, q.max_nodes, 256, 1,
+    )[3]  # fmt: skip
+    assert tie.any() and not tie.all()
+    corr = q.find_path_batch(sref, eref, starts, ends)
+    for k, (a, b) in enumerate(pairs):
+        one = q.find_path(a, b, starts[k], ends[k])
+        got = corr.polys[corr.start[k] : corr.start[k] + corr.count[k]]
+        assert corr.status[k] == one.status and got.tolist() == one.polys.tolist(), (a, b)
 
 
 def test_batch_wall_distance_matches_single_port(dungeon_query):
