@@ -166,7 +166,8 @@ def _msort_runs(ids, okeys, tkeys, seg_n) -> np.ndarray:
     upper = max(0, depth - _BLOCK_ITEMS.bit_length() + 1)
     up_starts, up_sizes = _split(seg_lo, seg_n, upper)
     per_block = max(1, _BLOCK_ITEMS // ((top >> upper) + 1))
-    blocks = []
+    block_ids, block_keys = [], []
+    width = 1
     for first in range(0, up_starts.shape[0], per_block):
         starts, sizes = _split(
             up_starts[first : first + per_block], up_sizes[first : first + per_block],
@@ -174,29 +175,28 @@ def _msort_runs(ids, okeys, tkeys, seg_n) -> np.ndarray:
         )  # fmt: skip
         real = sizes > 0
         at = np.minimum(starts, n_items - 1)
-        block = [
-            _odd_even(np.where(real, values[at], pad), 1)
-            for values, pad in ((ids, 0), (keys, _PAD_KEYS))
-        ]
+        some_ids = _odd_even(np.where(real, ids[at], 0), 1)
+        some_keys = _odd_even(np.where(real, keys[at], _PAD_KEYS), 1)
         n_nodes = min(per_block, up_starts.shape[0] - first)
         width = 1
         for level in range(depth - 1, upper - 1, -1):
             out_width = (top >> level) + 1
-            block = list(
-                _merge_round(*block, n_nodes << (level - upper), width, out_width, level > upper)
+            some_ids, some_keys = _merge_round(
+                some_ids, some_keys, n_nodes << (level - upper), width, out_width, level > upper
             )
             width = out_width
-        blocks.append(block)
-    merged = [np.concatenate(parts) for parts in zip(*blocks, strict=True)]
-    del blocks
+        block_ids.append(some_ids)
+        block_keys.append(some_keys)
+    ids, keys = np.concatenate(block_ids), np.concatenate(block_keys)
+    del block_ids, block_keys
     for level in range(upper - 1, -1, -1):
         if level == upper - 1:
-            merged = [_odd_even(values, width) for values in merged]
+            ids, keys = _odd_even(ids, width), _odd_even(keys, width)
         out_width = (top >> level) + 1
-        merged = list(_merge_round(*merged, seg_n.shape[0] << level, width, out_width, level > 0))
+        ids, keys = _merge_round(ids, keys, seg_n.shape[0] << level, width, out_width, level > 0)
         width = out_width
     valid = np.arange(width)[None, :] < seg_n[:, None]
-    return merged[0].reshape(-1, width)[valid]
+    return ids.reshape(-1, width)[valid]
 
 
 def _msort_segments(order: np.ndarray, okey, tkey, seg_lo, seg_n) -> None:
