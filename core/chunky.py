@@ -33,6 +33,8 @@ state stays cache-sized. Work: O(n log n) per sort, which RecastDemo does once p
 from __future__ import annotations
 
 import math
+import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -52,6 +54,8 @@ _PAD_KEYS = np.array([[_PAD_OKEY, _PAD_TKEY]], dtype=np.int32).view(np.int64)[0,
 #: row's (order keys are int32).
 _ROW_SHIFT = np.int64(33)
 _KEY_BIAS = np.int64(1) << np.int64(31)
+#: Threads merging the lower levels' blocks at once.
+WORKERS = min(2, os.cpu_count() or 1)
 #: Items per block of the merge sort's lower levels (merged block after block; cache-sized).
 _BLOCK_ITEMS = 1 << 16
 
@@ -147,12 +151,13 @@ def _odd_even(values: np.ndarray, width: int) -> np.ndarray:
     return np.concatenate([rows[1::2], rows[0::2]]).reshape(-1)
 
 
-def _msort_runs(ids, okeys, tkeys, seg_n) -> np.ndarray:
+def _msort_runs(ids, keys, seg_n) -> np.ndarray:
     """glibc's msort of every run of ``ids`` (runs of seg_n items, back to back), all at once.
 
-    ids int (n,); okeys/tkeys int32 (n,) the order keys and take-right bounds of the items at
-    each place (`_f32_order_keys`, `_take_right_bound`); seg_n int (runs,) [Limit: >= 0].
-    Returns the ids, each run in glibc's sorted order.
+    ids int (n,); keys int64 (n,) the `_pack_keys` of the items at each place; seg_n int
+    (runs,) [Limit: >= 0]. Returns the ids, each run in glibc's sorted order. The lower levels'
+    blocks are merged on `WORKERS` threads (NumPy releases the GIL in its loops). Memory: about
+    32 bytes per item and level slot (a slot per item, plus one per node of the level).
     """
     seg_n = np.asarray(seg_n, dtype=np.int64)
     top = int(seg_n.max(initial=0))
@@ -160,15 +165,15 @@ def _msort_runs(ids, okeys, tkeys, seg_n) -> np.ndarray:
         return ids.copy()
     depth = top.bit_length()  # 2**depth > top: the deepest level's nodes hold 0 or 1 items
     n_items = ids.shape[0]
-    keys = _pack_keys(okeys, tkeys)
     seg_lo = np.cumsum(seg_n) - seg_n
     # The levels below ``upper`` run block by block: whole subtrees of the upper level's nodes.
     upper = max(0, depth - _BLOCK_ITEMS.bit_length() + 1)
     up_starts, up_sizes = _split(seg_lo, seg_n, upper)
     per_block = max(1, _BLOCK_ITEMS // ((top >> upper) + 1))
-    block_ids, block_keys = [], []
-    width = 1
-    for first in range(0, up_starts.shape[0], per_block):
+    n_upper = up_starts.shape[0]
+
+    def merge_block(first: int) -> tuple[np.ndarray, np.ndarray, int]:
+        """The block of upper-level nodes first.. merged up to the upper level."""
         starts, sizes = _split(
             up_starts[first : first + per_block], up_sizes[first : first + per_block],
             depth - upper,
@@ -177,7 +182,8 @@ def _msort_runs(ids, okeys, tkeys, seg_n) -> np.ndarray:
         at = np.minimum(starts, n_items - 1)
         some_ids = _odd_even(np.where(real, ids[at], 0), 1)
         some_keys = _odd_even(np.where(real, keys[at], _PAD_KEYS), 1)
-        n_nodes = min(per_block, up_starts.shape[0] - first)
+        del starts, sizes, real, at
+        n_nodes = min(per_block, n_upper - first)
         width = 1
         for level in range(depth - 1, upper - 1, -1):
             out_width = (top >> level) + 1
@@ -185,10 +191,18 @@ def _msort_runs(ids, okeys, tkeys, seg_n) -> np.ndarray:
                 some_ids, some_keys, n_nodes << (level - upper), width, out_width, level > upper
             )
             width = out_width
-        block_ids.append(some_ids)
-        block_keys.append(some_keys)
-    ids, keys = np.concatenate(block_ids), np.concatenate(block_keys)
-    del block_ids, block_keys
+        return some_ids, some_keys, width
+
+    firsts = range(0, n_upper, per_block)
+    if WORKERS > 1 and len(firsts) > 1:
+        with ThreadPoolExecutor(WORKERS) as pool:
+            blocks = list(pool.map(merge_block, firsts))
+    else:
+        blocks = [merge_block(first) for first in firsts]
+    width = blocks[0][2]
+    ids = np.concatenate([b[0] for b in blocks])
+    keys = np.concatenate([b[1] for b in blocks])
+    del blocks
     for level in range(upper - 1, -1, -1):
         if level == upper - 1:
             ids, keys = _odd_even(ids, width), _odd_even(keys, width)
@@ -209,7 +223,8 @@ def _msort_segments(order: np.ndarray, okey, tkey, seg_lo, seg_n) -> None:
         return
     pos = np.repeat(seg_lo - np.cumsum(seg_n) + seg_n, seg_n) + np.arange(int(seg_n.sum()))
     ids = order[pos]
-    order[pos] = _msort_runs(ids, np.asarray(okey)[ids], np.asarray(tkey)[ids], seg_n)
+    keys = _pack_keys(np.asarray(okey)[ids], np.asarray(tkey)[ids])
+    order[pos] = _msort_runs(ids, keys, seg_n)
 
 
 @dataclass
@@ -275,7 +290,8 @@ def partition_mesh(verts, tris, tris_per_chunk: int = TRIS_PER_CHUNK) -> Partiti
     The k-d tree is built depth by depth: every node of one depth is sorted at once by
     `_msort_runs` (glibc's merge sort, each level of its recursion one vectorized round over
     all nodes), then the nodes are numbered depth first as RecastDemo's recursion numbers them.
-    Memory: about 60 bytes per triangle besides the input.
+    Memory: about 80 bytes per triangle besides the input (at most 32 of them per slot in the
+    merge sort's largest levels).
     """
     verts = np.asarray(verts, dtype=np.float32)
     tris = np.asarray(tris)
@@ -284,23 +300,26 @@ def partition_mesh(verts, tris, tris_per_chunk: int = TRIS_PER_CHUNK) -> Partiti
     m = int(tris.shape[0])
     if tris_per_chunk < 1:
         raise ValueError(f"tris_per_chunk must be >= 1, got {tris_per_chunk}")
-    xy = verts[:, :2]
-    # Pairwise over the three corners: a reduction over a middle axis is several times slower.
-    tmin = np.minimum(xy[tris[:, 0]], xy[tris[:, 1]])
-    np.minimum(tmin, xy[tris[:, 2]], out=tmin)
-    tmax = np.maximum(xy[tris[:, 0]], xy[tris[:, 1]])
-    np.maximum(tmax, xy[tris[:, 2]], out=tmax)
+    # Per axis (contiguous), pairwise over the three corners: a reduction over a middle axis is
+    # several times slower.
+    tmin, tmax = [], []
+    for k in range(2):
+        coord = np.ascontiguousarray(verts[:, k])
+        a, b, c = coord[tris[:, 0]], coord[tris[:, 1]], coord[tris[:, 2]]
+        tmin.append(np.minimum(np.minimum(a, b), c))
+        tmax.append(np.maximum(np.maximum(a, b), c))
+        del a, b, c
     order = np.arange(m, dtype=np.int32 if m < 1 << 31 else np.int64)
     found: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
     lo = np.zeros(1 if m else 0, dtype=np.int64)
     n = np.full(lo.shape[0], m, dtype=np.int64)
     while lo.shape[0]:
         starts = np.cumsum(n) - n
-        pos = np.repeat(lo - starts, n)
-        pos += np.arange(pos.shape[0])
+        pos = np.repeat((lo - starts).astype(order.dtype), n)
+        pos += np.arange(pos.shape[0], dtype=order.dtype)
         items = order[pos]
-        bmin = np.stack([np.minimum.reduceat(tmin[:, k][items], starts) for k in range(2)], axis=1)
-        bmax = np.stack([np.maximum.reduceat(tmax[:, k][items], starts) for k in range(2)], axis=1)
+        bmin = np.stack([np.minimum.reduceat(t[items], starts) for t in tmin], axis=1)
+        bmax = np.stack([np.maximum.reduceat(t[items], starts) for t in tmax], axis=1)
         for k in range(lo.shape[0]):
             found[(int(lo[k]), int(n[k]))] = (bmin[k], bmax[k])
         inner = n > tris_per_chunk
@@ -311,11 +330,11 @@ def partition_mesh(verts, tris, tris_per_chunk: int = TRIS_PER_CHUNK) -> Partiti
             in_inner = np.repeat(inner, n)
             pos, items = pos[in_inner], items[in_inner]
             lo, n, use_x = lo[inner], n[inner], use_x[inner]
-        key = np.where(np.repeat(use_x, n), tmin[:, 0][items], tmin[:, 1][items])
-        okeys, tkeys = _f32_order_keys(key), _take_right_bound(key)
+        key = np.where(np.repeat(use_x, n), tmin[0][items], tmin[1][items])
+        keys = _pack_keys(_f32_order_keys(key), _take_right_bound(key))
         del key
-        order[pos] = _msort_runs(items, okeys, tkeys, n)
-        del pos, items, okeys, tkeys
+        order[pos] = _msort_runs(items, keys, n)
+        del pos, items, keys
         half = n // 2
         lo = np.stack([lo, lo + half], axis=1).ravel()
         n = np.stack([half, n - half], axis=1).ravel()

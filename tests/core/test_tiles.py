@@ -374,10 +374,12 @@ def test_merge_round_of_many_padded_rows_is_the_sequential_merge():
         assert _merge_rows(keys, runs, width) == expect
 
 
-def test_msort_in_blocks_matches_literal_glibc_order(monkeypatch):
-    # Tiny blocks: the lower levels of the merge sort run block by block, the upper ones on
-    # the whole; the order must not change.
+@pytest.mark.parametrize("workers", [1, 2])
+def test_msort_in_blocks_matches_literal_glibc_order(monkeypatch, workers):
+    # Tiny blocks: the lower levels of the merge sort run block by block (on one or two
+    # threads), the upper ones on the whole; the order must not change.
     monkeypatch.setattr(chunky, "_BLOCK_ITEMS", 16)
+    monkeypatch.setattr(chunky, "WORKERS", workers)
     rng = np.random.default_rng(29)
     for _ in range(6):
         sizes = rng.integers(1, 400, rng.integers(1, 4))
