@@ -315,8 +315,8 @@ def partition_mesh(verts, tris, tris_per_chunk: int = TRIS_PER_CHUNK) -> Partiti
     n = np.full(lo.shape[0], m, dtype=np.int64)
     while lo.shape[0]:
         starts = np.cumsum(n) - n
-        pos = np.repeat((lo - starts).astype(order.dtype), n)
-        pos += np.arange(pos.shape[0], dtype=order.dtype)
+        pos = np.repeat(lo - starts, n).astype(order.dtype)
+        np.add(pos, np.arange(pos.shape[0], dtype=order.dtype), out=pos)
         items = order[pos]
         bmin = np.stack([np.minimum.reduceat(t[items], starts) for t in tmin], axis=1)
         bmax = np.stack([np.maximum.reduceat(t[items], starts) for t in tmax], axis=1)
