@@ -300,14 +300,16 @@ def partition_mesh(verts, tris, tris_per_chunk: int = TRIS_PER_CHUNK) -> Partiti
     m = int(tris.shape[0])
     if tris_per_chunk < 1:
         raise ValueError(f"tris_per_chunk must be >= 1, got {tris_per_chunk}")
-    # Per axis (contiguous), pairwise over the three corners: a reduction over a middle axis is
-    # several times slower.
-    tmin, tmax = [], []
+    # Each triangle's X/Y minimum and maximum, one row of 16 bytes per triangle kept in chunk
+    # order (moved with it as one complex128: reading per-triangle data through the order
+    # would be a random gather per depth and column). Pairwise over the three corners: a
+    # reduction over a middle axis is several times slower.
+    bounds = np.empty((m, 4), dtype=np.float32)
     for k in range(2):
         coord = np.ascontiguousarray(verts[:, k])
         a, b, c = coord[tris[:, 0]], coord[tris[:, 1]], coord[tris[:, 2]]
-        tmin.append(np.minimum(np.minimum(a, b), c))
-        tmax.append(np.maximum(np.maximum(a, b), c))
+        np.minimum(np.minimum(a, b), c, out=bounds[:, k])
+        np.maximum(np.maximum(a, b), c, out=bounds[:, 2 + k])
         del a, b, c
     order = np.arange(m, dtype=np.int32 if m < 1 << 31 else np.int64)
     found: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
@@ -315,11 +317,15 @@ def partition_mesh(verts, tris, tris_per_chunk: int = TRIS_PER_CHUNK) -> Partiti
     n = np.full(lo.shape[0], m, dtype=np.int64)
     while lo.shape[0]:
         starts = np.cumsum(n) - n
-        pos = np.repeat(lo - starts, n).astype(order.dtype)
-        np.add(pos, np.arange(pos.shape[0], dtype=order.dtype), out=pos)
-        items = order[pos]
-        bmin = np.stack([np.minimum.reduceat(t[items], starts) for t in tmin], axis=1)
-        bmax = np.stack([np.maximum.reduceat(t[items], starts) for t in tmax], axis=1)
+        # The nodes cover every place unless an earlier depth left some leaves.
+        whole = int(n.sum()) == m
+        pos = None
+        if not whole:
+            pos = np.repeat(lo - starts, n).astype(order.dtype)
+            np.add(pos, np.arange(pos.shape[0], dtype=order.dtype), out=pos)
+        here = bounds if pos is None else bounds[pos]
+        bmin = np.stack([np.minimum.reduceat(here[:, k], starts) for k in (0, 1)], axis=1)
+        bmax = np.stack([np.maximum.reduceat(here[:, k], starts) for k in (2, 3)], axis=1)
         for k in range(lo.shape[0]):
             found[(int(lo[k]), int(n[k]))] = (bmin[k], bmax[k])
         inner = n > tris_per_chunk
@@ -328,13 +334,26 @@ def partition_mesh(verts, tris, tris_per_chunk: int = TRIS_PER_CHUNK) -> Partiti
         use_x = (bmax[:, 0] - bmin[:, 0]) >= (bmax[:, 1] - bmin[:, 1])  # float32, as Recast
         if not inner.all():
             in_inner = np.repeat(inner, n)
-            pos, items = pos[in_inner], items[in_inner]
+            if pos is None:
+                pos = np.nonzero(in_inner)[0].astype(order.dtype)
+            else:
+                pos = pos[in_inner]
+            here = here[in_inner]
             lo, n, use_x = lo[inner], n[inner], use_x[inner]
-        key = np.where(np.repeat(use_x, n), tmin[0][items], tmin[1][items])
+        key = np.where(np.repeat(use_x, n), here[:, 0], here[:, 1])
         keys = _pack_keys(_f32_order_keys(key), _take_right_bound(key))
         del key
-        order[pos] = _msort_runs(items, keys, n)
-        del pos, items, keys
+        # Sort places (not triangles): one permutation moves both the order and the bounds.
+        perm = _msort_runs(np.arange(keys.shape[0], dtype=order.dtype), keys, n)
+        del keys
+        packed = here.view(np.complex128).reshape(-1)
+        if pos is None:
+            order = order[perm]
+            bounds = packed[perm].view(np.float32).reshape(-1, 4)
+        else:
+            order[pos] = order[pos][perm]
+            bounds[pos] = packed[perm].view(np.float32).reshape(-1, 4)
+        del perm, packed, here, pos
         half = n // 2
         lo = np.stack([lo, lo + half], axis=1).ravel()
         n = np.stack([half, n - half], axis=1).ravel()
