@@ -351,6 +351,11 @@ def test_process_pool_bake_equals_local_bake():
     a = tiles.tiled_dump_arrays(pooled)
     b = tiles.tiled_dump_arrays(dungeon_tiled())
     assert all(np.array_equal(a[k], b[k]) for k in b)
+    # Each worker reports its CPU time and peak memory (they are not this process's children
+    # to ask: they start from a forkserver).
+    assert pooled.tile_cpu_seconds > 0
+    if os.path.exists("/proc/self/status"):
+        assert pooled.tile_peak_rss > 2**20
 
 
 def test_merge_round_of_many_padded_rows_is_the_sequential_merge():
