@@ -26,8 +26,11 @@ sequential merge does. glibc's recursion splits every node into halves of ``n //
 2-D array of rows (nodes) of equal width, the shorter rows padded at their end with keys above
 every real one (pads merge to the end of their row and never move a real item). A whole level is
 then merged with one stable argsort (two sorted runs: NumPy's timsort merges them in linear
-time) and three gathers. The lower levels run block by block (`_BLOCK_ITEMS` items), so their
-state stays cache-sized. Work: O(n log n) per sort, which RecastDemo does once per tree depth.
+time) and two gathers (the ids, and both keys packed in one int64). The lower levels run block
+by block (`_BLOCK_ITEMS` items, on `WORKERS` threads), so their state stays cache-sized.
+Work: O(n log n) per sort and one sort per tree depth, O(n log^2 n) in all as in RecastDemo
+(about 15 ns per item and level here, some 20 times C's: 3-4 s of CPU for 1M triangles, 60-70
+s for 9M).
 """
 
 from __future__ import annotations
