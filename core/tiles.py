@@ -490,8 +490,11 @@ def iter_tiles(
 
     executor: any `concurrent.futures.Executor` (a Dask ``distributed`` client's
     ``get_executor()``, Ray's, a thread or process pool); None = a process pool of
-    ``workers`` processes (default: all cores; started by `_pool_context`), or in this
-    process when ``workers`` is 1.
+    ``workers`` processes (default: all cores; the platform's start method: forked workers
+    share this process's memory, the whole world's, and count it in their resident size), or
+    in this process when ``workers`` is 1. For workers that hold only their tiles, pass
+    ``ProcessPoolExecutor(mp_context=multiprocessing.get_context("forkserver"))`` (the calling
+    script then needs an ``if __name__ == "__main__":`` guard).
     At most ``max_in_flight`` tiles (default 2 per worker, at least 2) are submitted at a
     time, so memory holds only those tiles' inputs and results plus what the caller keeps.
     A failing tile raises `TileBakeError` naming the tile; the remaining tiles are cancelled.
@@ -510,7 +513,7 @@ def iter_tiles(
         return
     own = executor is None
     if own:
-        executor = cf.ProcessPoolExecutor(max_workers=n_workers, mp_context=_pool_context())
+        executor = cf.ProcessPoolExecutor(max_workers=n_workers)
     assert executor is not None
     window = max_in_flight if max_in_flight is not None else max(2, 2 * n_workers)
     pending: deque[tuple[TileJob, cf.Future]] = deque()
@@ -526,18 +529,6 @@ def iter_tiles(
             future.cancel()
         if own:
             executor.shutdown(wait=True, cancel_futures=True)
-
-
-def _pool_context():
-    """The start method of the default pool: ``forkserver`` where there is one, so workers
-    start from a small server process instead of a copy of this one (which holds the whole
-    world's triangles and chunk tree: forked workers would each show it in their resident
-    memory, and write to parts of it); else the platform's default."""
-    import multiprocessing
-
-    if "forkserver" in multiprocessing.get_all_start_methods():
-        return multiprocessing.get_context("forkserver")
-    return None
 
 
 def _run_local(job: TileJob) -> TileResult:

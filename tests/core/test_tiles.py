@@ -351,8 +351,8 @@ def test_process_pool_bake_equals_local_bake():
     a = tiles.tiled_dump_arrays(pooled)
     b = tiles.tiled_dump_arrays(dungeon_tiled())
     assert all(np.array_equal(a[k], b[k]) for k in b)
-    # Each worker reports its CPU time and peak memory (they are not this process's children
-    # to ask: they start from a forkserver).
+    # Each worker reports its CPU time and peak memory with its tiles (an executor's workers
+    # need not be this process's children, e.g. a forkserver's or a cluster's).
     assert pooled.tile_cpu_seconds > 0
     if os.path.exists("/proc/self/status"):
         assert pooled.tile_peak_rss > 2**20
