@@ -6,6 +6,7 @@
     python -m core bake MESH.obj --out navmesh.bin --tile-size 32 [--workers N]
     python -m core bake MESH.obj --out navmesh.obj --agent small:radius=0.3 --agent large:radius=1.2
     python -m core bench [--runs 5] [--quick]
+    python -m core bench --obstacles [--runs 20]   (obstacle rebuild ms per tile, before/after)
     python -m core query MESH.obj --recast-frame --queries Q.npz --out OUT.npz [settings]
     python -m core path MESH.obj --from X Y Z --to X Y Z [settings]
     python -m core bench-queries [--meshes DIR]
@@ -32,6 +33,7 @@ from pathlib import Path
 import numpy as np
 
 from . import atomic, pipeline
+from .agents import agent_output
 from .cliutil import (
     EXIT_CODES_TEXT,
     EXIT_FAILED,
@@ -372,6 +374,11 @@ def cmd_bake(args) -> int:
                 raise UsageError(
                     "--reachable-from: island pruning needs a bake without --tile-size"
                 )
+            if config.auto_links:
+                raise UsageError(
+                    "--auto-links: automatic links are found on a solo bake; bake without "
+                    "--tile-size"
+                )
             return _bake_tiled_out(args, verts, tris, config, batch)
         reachable = _reachable_points(args)
         result = pipeline.bake(
@@ -408,12 +415,6 @@ def cmd_bake(args) -> int:
     for path in written:
         print(f"wrote {path}")
     return EXIT_OK
-
-
-def agent_output(path: str, name: str) -> str:
-    """``navmesh.obj`` -> ``navmesh_NAME.obj``: an agent's output beside the given path."""
-    p = Path(path)
-    return str(p.with_name(f"{p.stem}_{name}{p.suffix}"))
 
 
 def _reachable_points(args) -> np.ndarray | None:
@@ -491,6 +492,13 @@ def _bake_agents_out(args, config: NavConfig) -> int:
 def cmd_bench(args) -> int:
     from .bench import run_bench, run_tiled_bench
 
+    if args.obstacles:
+        from .bench import _find_meshes
+        from .bench_obstacles import report
+        from .bench_obstacles import run as run_obstacles
+
+        print("\n".join(report(run_obstacles(_find_meshes(args.meshes), args.runs))))
+        return EXIT_OK
     if args.tile_size:
         return run_tiled_bench(args)
     return run_bench(args)
@@ -629,6 +637,12 @@ def _add_bench(sub) -> None:
     bench = sub.add_parser("bench", help="per-stage times and peak memory", epilog=EXIT_CODES_TEXT)
     bench.add_argument("--runs", type=_positive_int, default=5, help="runs per mesh (>= 1)")
     bench.add_argument("--quick", action="store_true", help="skip the 10x10 tiling")
+    bench.add_argument(
+        "--obstacles",
+        action="store_true",
+        help="obstacle rebuild ms per tile on the dungeon (before/after the tile cache's "
+        "shortcuts, --runs obstacles)",
+    )
     bench.add_argument("--meshes", default=None, help="folder with dungeon.obj and nav_test.obj")
     _common(bench)
     add_tile_flags(bench)

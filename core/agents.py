@@ -25,6 +25,7 @@ import concurrent.futures as cf
 import dataclasses
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -45,6 +46,13 @@ AGENT_KEYS = {
 }
 #: An agent name: letters, digits, ``_`` and ``-`` (it becomes part of file and object names).
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9_-]{1,63}$")
+
+
+def agent_output(path, name: str) -> str:
+    """``navmesh.obj`` -> ``navmesh_NAME.obj``: an agent's output file beside the given path
+    (every export and query with several agents names its files so)."""
+    p = Path(path)
+    return str(p.with_name(f"{p.stem}_{name}{p.suffix}"))
 
 
 def _agent_field(setting: str):
@@ -197,7 +205,10 @@ def _agent_tail(
     pipeline._navmesh_stages(
         result, derived, volumes, ctx, est, inputs, compact=chf, erosion_distance=erosion_dist
     )
-    names = ("area_initial", "dist_raw", "compact", "contours", "polymesh", "detail")
+    names = (
+        "area_initial", "dist_raw", "compact", "contours", "polymesh", "detail",
+        "offmesh_links", "auto_link_count",
+    )  # fmt: skip
     return {n: getattr(result, n) for n in names}, ctx.timings, ctx.warnings, est
 
 

@@ -10,6 +10,10 @@ Recast uses both for erosion (here) and for the region distance field (core/regi
 
 from __future__ import annotations
 
+import threading
+import weakref
+from collections import OrderedDict
+
 import numpy as np
 
 from .compact import CompactHeightfield, all_of_4
@@ -156,21 +160,56 @@ def chamfer_distance(chf: CompactHeightfield, init: np.ndarray) -> np.ndarray:
     return d[:n]
 
 
-#: The last compact heightfield's pass plans: erosion and the distance field run on the same
-#: links, and building the plans is most of a chamfer's cost. Keyed on the identity of the
-#: link and position arrays, which no stage modifies.
-_PLAN_CACHE: list[tuple] = []
+#: Pass plans of recent compact heightfields, keyed by the identity of their link array:
+#: erosion and the distance field run on the same links, a tile cache rebuilds the same tiles'
+#: distance fields again and again, and building the plans is most of a chamfer's cost. The
+#: entries hold weak references (an entry dies with its heightfield's arrays, which no stage
+#: modifies) and at most `_PLAN_CACHE_SPANS` spans in all (the newest entry always stays).
+_PLAN_CACHE: OrderedDict[int, tuple[tuple, tuple[_ChamferPlan, _ChamferPlan], int]] = OrderedDict()
+_PLAN_CACHE_SPANS = 1 << 18
+
+
+#: Guards the cache (tiles may bake in threads); re-entrant because a weakref callback may run
+#: during a garbage collection inside the guarded block.
+_PLAN_LOCK = threading.RLock()
 
 
 def _chamfer_plans(chf: CompactHeightfield) -> tuple[_ChamferPlan, _ChamferPlan]:
-    if _PLAN_CACHE:
-        neighbor, span_x, span_y, plans = _PLAN_CACHE[0]
-        if neighbor is chf.neighbor and span_x is chf.span_x and span_y is chf.span_y:
-            return plans
+    key = id(chf.neighbor)
+    with _PLAN_LOCK:
+        entry = _PLAN_CACHE.get(key)
+        if entry is not None:
+            refs, plans, _ = entry
+            if refs[0]() is chf.neighbor and refs[1]() is chf.span_x and refs[2]() is chf.span_y:
+                _PLAN_CACHE.move_to_end(key)
+                return plans
+            _PLAN_CACHE.pop(key, None)
     nbx = _neighbors_with_sentinel(chf)
     plans = (_ChamferPlan(chf, nbx, True), _ChamferPlan(chf, nbx, False))
-    _PLAN_CACHE[:] = [(chf.neighbor, chf.span_x, chf.span_y, plans)]
+    try:
+        refs = tuple(
+            weakref.ref(a, _forget_plans(key)) for a in (chf.neighbor, chf.span_x, chf.span_y)
+        )
+    except TypeError:  # not weakly referenceable (a plain sequence): do not cache
+        return plans
+    with _PLAN_LOCK:
+        _PLAN_CACHE[key] = (refs, plans, int(chf.y.shape[0]))
+        total = sum(e[2] for e in _PLAN_CACHE.values())
+        while len(_PLAN_CACHE) > 1 and total > _PLAN_CACHE_SPANS:
+            total -= _PLAN_CACHE.popitem(last=False)[1][2]
     return plans
+
+
+def _forget_plans(key: int):
+    """A weakref callback dropping the cache entry ``key`` once one of its arrays dies."""
+
+    def forget(ref) -> None:
+        with _PLAN_LOCK:
+            entry = _PLAN_CACHE.get(key)
+            if entry is not None and any(r is ref for r in entry[0]):
+                _PLAN_CACHE.pop(key, None)
+
+    return forget
 
 
 def erode_walkable_area(

@@ -202,6 +202,17 @@ class Batch:
         self.outputs.append(staged)
         return staged.path
 
+    def release(self, path: PathLike) -> bool:
+        """Give up the output ``path`` reserved earlier (its temp file is removed, its target
+        left as it was); True if it was reserved. For a run that learns late that it writes
+        other files instead (one per agent)."""
+        staged = self.find(path)
+        if staged is None or staged.temp == staged.real:
+            return False
+        _remove(staged.temp)
+        self.outputs.remove(staged)
+        return True
+
     def commit(self) -> list[Path]:
         """Replace every target by its complete temp file; return the paths written.
 

@@ -268,6 +268,28 @@ class NavConfig:
         "anything large is allocated)",
     )  # fmt: skip
 
+    auto_links: bool = _setting(
+        False, label="Auto Links", limits_text="on | off",
+        meaning="Find jump and drop off-mesh links automatically from the navmesh's boundary "
+        "edges (core.jumplinks): drop down a ledge to ground at most max_drop below, jump "
+        "across a gap to ground within climb, each arc checked for clearance",
+    )  # fmt: skip
+    max_drop: float = _setting(
+        3.0, label="Max Drop", unit="wu", lo=0.0, hi=MAX_LENGTH,
+        meaning="Auto links: deepest drop off a ledge (one-way link down; never up)",
+    )  # fmt: skip
+    max_jump_distance: float = _setting(
+        3.5, label="Max Jump Distance", unit="wu", lo=0.0, hi=MAX_LENGTH,
+        meaning="Auto links: longest horizontal reach of a jump or drop, from navmesh edge to "
+        "landing; the navmesh ends agent_radius from an edge, so a gap of g between floors "
+        "needs about g + 2 * agent_radius",
+    )  # fmt: skip
+    link_spacing: float = _setting(
+        1.0, label="Link Spacing", unit="wu", lo=0.0, lo_open=True, hi=MAX_LENGTH,
+        meaning="Auto links: distance between links along an edge (one link per edge shorter "
+        "than this)",
+    )  # fmt: skip
+
     def __post_init__(self) -> None:
         for f in fields(self):
             value = getattr(self, f.name)
@@ -352,6 +374,7 @@ class NavConfig:
             "filter_low_hanging_obstacles",
             "filter_ledge_spans",
             "filter_walkable_low_height_spans",
+            "auto_links",
         ):
             if not isinstance(getattr(self, name), bool):
                 raise VoxNavError(f"{name} must be on or off, got {getattr(self, name)!r}")

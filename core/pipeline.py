@@ -10,6 +10,7 @@
     8 contours     region outlines                           contours.build_contours
     9 polymesh     convex polygons                           polymesh.build_poly_mesh
    10 detail       height detail triangles                   detail.build_poly_mesh_detail
+   11 links        automatic jump/drop links (auto_links)    jumplinks.find_auto_links
 
 Input is a triangle soup in world units, Z-up: verts float32 (n, 3), tris int32 (m, 3). It is
 validated first (`VoxNavError` on anything unusable) and the grid's memory is estimated before
@@ -18,6 +19,7 @@ anything large is allocated.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -34,6 +36,7 @@ from .contours import ContourSet, build_contours
 from .detail import PolyMeshDetail, build_poly_mesh_detail
 from .errors import VoxNavError
 from .heightfield import Heightfield, VoxelGrid
+from .jumplinks import find_auto_links
 from .offmesh import OffMeshLinks
 from .polymesh import PolyMesh, build_poly_mesh
 from .prune import PruneReport, prune_islands
@@ -198,6 +201,8 @@ class BakeResult:
     #: Off-mesh links of the navmesh (``bake(offmesh_links=...)`` by hand, then any automatic
     #: jump/drop links), Z-up world; empty when there are none.
     offmesh_links: OffMeshLinks = field(default_factory=OffMeshLinks.empty)
+    #: How many of ``offmesh_links`` the auto-links stage found (the last ones); 0 without it.
+    auto_link_count: int = 0
 
     def voxel_grid(self, walkable_only: bool = False) -> VoxelGrid:
         return VoxelGrid.from_heightfield(self.heightfield, walkable_only)
@@ -534,6 +539,37 @@ def _navmesh_stages(
             float(derived.detail_sample_max_error),
             ctx=ctx,
         )
+    if config.auto_links:
+        auto_links_stage(result, derived, ctx)
+
+
+def auto_links_stage(result: BakeResult, derived: DerivedConfig, ctx: BuildContext) -> None:
+    """Stage 11 (with ``auto_links``): jump and drop links found from the navmesh's boundary
+    edges (`core.jumplinks`), appended to ``result.offmesh_links`` after the hand-made ones
+    with user ids following theirs; ``result.auto_link_count`` says how many."""
+    config = result.config
+    pmesh, chf = result.polymesh, result.compact
+    if pmesh is None or chf is None or pmesh.npolys == 0:
+        result.auto_link_count = 0
+        return
+    with ctx.stage("links"):
+        links = find_auto_links(
+            pmesh,
+            result.detail,
+            chf,
+            result.heightfield,
+            agent_height=float(derived.walkable_height * derived.ch),
+            agent_radius=float(np.float32(config.agent_radius)),
+            agent_climb=float(derived.walkable_climb * derived.ch),
+            max_drop=float(np.float32(config.max_drop)),
+            max_jump_distance=float(np.float32(config.max_jump_distance)),
+            spacing=float(np.float32(config.link_spacing)),
+        )
+    hand = result.offmesh_links
+    first_id = int(hand.user_id.max()) + 1 if len(hand) else 0
+    links = dataclasses.replace(links, user_id=(links.user_id + first_id).astype(np.uint32))
+    result.offmesh_links = hand.concatenate(links)
+    result.auto_link_count = len(links)
 
 
 def prune_bake(
@@ -695,4 +731,6 @@ def _counts(result: BakeResult, n_tris: int) -> dict[str, int]:
         counts["detail_verts"] = int(result.detail.verts.shape[0])
     if result.prune is not None:
         counts["polys_pruned"] = int(result.prune.polys_cut)
+    if result.config.auto_links:
+        counts["auto_links"] = int(result.auto_link_count)
     return counts

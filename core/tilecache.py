@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from typing import cast
 
@@ -48,6 +48,9 @@ class UpdateReport:
 
     #: (tx, ty) of the tiles rebuilt, in build order (row by row).
     rebuilt: list[tuple[int, int]] = field(default_factory=list)
+    #: Those of ``rebuilt`` whose marked areas equal the obstacle-free bake's or the tile's
+    #: current ones: their result is that bake's (or the current) tile, no stage re-runs.
+    reused: list[tuple[int, int]] = field(default_factory=list)
     #: Wall time of the rebuilds and of the relink. [Units: s]
     rebuild_seconds: float = 0.0
     relink_seconds: float = 0.0
@@ -83,6 +86,15 @@ class TileCache:
         self._dirty: set[tuple[int, int]] = set()
         #: Tiles rebuilt since the cache was built (counts every `update`).
         self.rebuild_count = 0
+        #: The obstacle-free result of every tile with geometry (None: no polygons), and the
+        #: marked area array behind each current tile that has obstacles: the stages are a
+        #: pure function of the areas, so equal areas give the same tile without re-running.
+        self._clean: dict[tuple[int, int], TileResult | None] = {
+            key: tiles.get(key) for key in compact
+        }
+        self._marked: dict[tuple[int, int], np.ndarray] = {}
+        #: False re-runs the stages for every dirty tile (benchmarks compare both).
+        self.reuse_equal_areas = True
 
     @classmethod
     def build(
@@ -100,6 +112,32 @@ class TileCache:
         """Bake tiled (see `core.tiles.bake_tiled`; same arguments) and keep every tile's
         compact heightfield for rebuilds. verts float32 (n, 3) Z-up [Units: wu].
         ``progress(done, total)`` after each tile with geometry (total: tiles of the grid)."""
+        steps = cls.build_steps(
+            verts, tris, config, tile_size, volumes=volumes, executor=executor, workers=workers
+        )
+        while True:
+            try:
+                done, total = next(steps)
+            except StopIteration as stop:
+                return cast(TileCache, stop.value)
+            if progress is not None:
+                progress(done, total)
+
+    @classmethod
+    def build_steps(
+        cls,
+        verts,
+        tris,
+        config: NavConfig | None = None,
+        tile_size: int | None = None,
+        *,
+        volumes: tuple = (),
+        executor: cf.Executor | None = None,
+        workers: int | None = None,
+    ) -> Generator[tuple[int, int], None, TileCache]:
+        """`build` one tile at a time: a generator yielding (done, total) after each tile with
+        geometry and returning the cache (``StopIteration.value``). A caller that stops early
+        (``close()``) keeps nothing; an interactive caller runs other work between steps."""
         plan = plan_tiles(verts, tris, config, tile_size, volumes=volumes)
         compact: dict[tuple[int, int], CompactHeightfield] = {}
         tiles: dict[tuple[int, int], TileResult] = {}
@@ -107,18 +145,31 @@ class TileCache:
         for done, result in enumerate(
             iter_tiles(plan, executor=executor, workers=workers, keep_compact=True), 1
         ):
-            if progress is not None:
-                progress(done, total)
             key = (result.tx, result.ty)
             if result.compact is not None:
                 compact[key] = result.compact
                 result.compact = None
             if result.has_data:
                 tiles[key] = result
+            yield done, total
         from .tiles import TiledBake
 
         bake = TiledBake(plan.config, plan.grid, list(tiles.values()))
         return cls(plan.config, plan.grid, compact, tiles, bake.navmesh())
+
+    def save(self, path, *, key: str = ""):
+        """Write this cache to one ``.npz`` (see `core.tilecache_io.save`); returns the path."""
+        from .tilecache_io import save
+
+        return save(self, path, key=key)
+
+    @classmethod
+    def load(cls, path, *, key: str | None = None, obstacles: bool = True) -> TileCache:
+        """A cache saved by `save` (see `core.tilecache_io.load`: ``key`` the expected bake
+        key, a stale or damaged file is a `VoxNavError` saying to rebake)."""
+        from .tilecache_io import load
+
+        return load(path, key=key, obstacles=obstacles)
 
     # -- tiles ----------------------------------------------------------------------------------
 
@@ -207,38 +258,73 @@ class TileCache:
         chf = self.compact.get((tx, ty))
         if chf is None:
             return None
+        return bake_tile_from_compact(
+            tx, ty, _with_area(chf, self.marked_area(tx, ty)), self.config
+        )
+
+    def marked_area(self, tx: int, ty: int) -> np.ndarray:
+        """uint8 (n,) the area of every span of a tile's cached compact heightfield with the
+        obstacles overlapping the tile painted, in id order (the cached array itself when no
+        obstacle touches the tile). The tile must have geometry."""
+        chf = self.compact[(tx, ty)]
         lo_x, lo_y, hi_x, hi_y = self._tile_rects()
         pad = float(self.grid.cs)
         rect = (lo_x[tx] - pad, lo_y[ty] - pad, hi_x[tx] + pad, hi_y[ty] + pad)
         area = chf.area
         for volume in self.obstacles.volumes(self.obstacles.touching(rect)):
             area = volume.apply(_with_area(chf, area))
-        return bake_tile_from_compact(tx, ty, _with_area(chf, area), self.config)
+        return area
+
+    def _fresh_tile(
+        self, key: tuple[int, int]
+    ) -> tuple[TileResult | None, np.ndarray | None, bool]:
+        """(result, marked areas or None when obstacle-free, reused?) of a dirty tile."""
+        area = self.marked_area(*key)
+        base = self.compact[key].area
+        if self.reuse_equal_areas and (area is base or np.array_equal(area, base)):
+            return self._clean[key], None, True
+        current = self._marked.get(key)
+        if self.reuse_equal_areas and current is not None and np.array_equal(area, current):
+            return self.tiles.get(key), area, True
+        chf = _with_area(self.compact[key], area)
+        return bake_tile_from_compact(key[0], key[1], chf, self.config), area, False
 
     def update(self) -> UpdateReport:
         """Rebuild the dirty tiles and relink them into a new `navmesh` (a copy of the old one
         with those tiles replaced; the old object is not modified, so queries made on it stay
-        valid; make a new query object for the new one). All tiles are rebuilt before the
+        valid; make a new query object for the new one; when no tile's result changed, the
+        navmesh stays the same object). All tiles are rebuilt before the
         navmesh changes: if one fails, the error propagates, the navmesh and the tiles stay as
         they were and the tiles stay dirty."""
         report = UpdateReport()
         start = time.perf_counter()
         fresh: dict[tuple[int, int], TileResult | None] = {}
+        marked: dict[tuple[int, int], np.ndarray | None] = {}
         for key in self.dirty:
             if key in self.compact:
-                fresh[key] = self.rebuild_tile(*key)
+                fresh[key], marked[key], reused = self._fresh_tile(key)
+                if reused:
+                    report.reused.append(key)
         report.rebuild_seconds = time.perf_counter() - start
         start = time.perf_counter()
-        gone = [key for key in fresh if key in self.tiles]
-        kept = {k: r for k, r in fresh.items() if r is not None and r.has_data}
-        # Relink a copy and swap it in: the previous navmesh (and queries on it) stay valid.
-        navmesh = self.navmesh.copy()
-        navmesh.replace_tiles(gone, [cast(NavMeshData, r.navdata) for r in kept.values()])
-        self.navmesh = navmesh
+        # A tile whose result is its current one (equal areas) needs no relink.
+        changed = {k: r for k, r in fresh.items() if r is not self.tiles.get(k)}
+        gone = [key for key in changed if key in self.tiles]
+        kept = {k: r for k, r in changed.items() if r is not None and r.has_data}
+        if changed:
+            # Relink a copy and swap it in: the previous navmesh (and queries on it) stay valid.
+            navmesh = self.navmesh.copy()
+            navmesh.replace_tiles(gone, [cast(NavMeshData, r.navdata) for r in kept.values()])
+            self.navmesh = navmesh
         for key in gone:
             del self.tiles[key]
         self.tiles.update(kept)
         report.relink_seconds = time.perf_counter() - start
+        for key, area in marked.items():
+            if area is None:
+                self._marked.pop(key, None)
+            else:
+                self._marked[key] = area
         report.rebuilt = list(fresh)
         self.rebuild_count += len(fresh)
         self._dirty.clear()

@@ -32,6 +32,11 @@ def overlay_name(agent_name: str) -> str:
     return f"{writeback.NAVMESH_NAME} {agent_name}"
 
 
+def links_name(agent_name: str) -> str:
+    """The off-mesh link arcs object's name of agent ``agent_name``."""
+    return f"{writeback.LINKS_NAME} {agent_name}"
+
+
 def _update_visibility(self, context) -> None:
     writeback.apply_visibility(self.id_data)
 
@@ -116,31 +121,36 @@ def remove_overlays(scene, keep: tuple[str, ...] = ()) -> None:
 def write_overlays(scene, results: dict, lift_of) -> None:
     """One overlay object per agent (replacing the single "VoxNav Navmesh" and overlays of
     agents no longer listed). ``lift_of(cell_height)``: the overlay lift [Units: wu]."""
-    main = writeback.owned(bpy.data.objects, writeback.NAVMESH_NAME)
-    if main is not None:
-        _remove_object(main)
+    for single in (writeback.NAVMESH_NAME, writeback.LINKS_NAME):
+        main = writeback.owned(bpy.data.objects, single)
+        if main is not None:
+            _remove_object(main)
     remove_overlays(scene, keep=tuple(results))
     for name, result in results.items():
+        lift = lift_of(result.heightfield.ch)
         obj = writeback.write_overlay(
-            scene,
-            result.overlay(),
-            lift_of(result.heightfield.ch),
-            result.polymesh is not None,
-            name=overlay_name(name),
+            scene, result.overlay(), lift, result.polymesh is not None, name=overlay_name(name)
         )
         obj[AGENT_TAG] = name
         obj[OUTPUT_TAG] = True
+        # The agent's off-mesh links as arcs, "VoxNav Links NAME" (none: removed).
+        arcs = writeback.write_links(scene, result.offmesh_links, lift, name=links_name(name))
+        if arcs is not None:
+            arcs[AGENT_TAG] = name
     writeback.apply_visibility(scene)
 
 
 def apply_visibility(scene) -> None:
-    """Show each agent overlay when Show Navmesh and its row's toggle are on."""
+    """Show each agent overlay (and its link arcs, with Show Links) when Show Navmesh and its
+    row's toggle are on."""
     settings = scene.voxnav
     shown = {row.name: bool(row.show) for row in settings.agents}
     for obj in writeback.output_objects(scene):
         agent = obj.get(AGENT_TAG)
         if agent is not None:
             visible = bool(settings.show_navmesh) and shown.get(agent, False)
+            if obj.get(writeback.LINKS_TAG) is not None:
+                visible = visible and bool(settings.show_links)
             obj.hide_viewport = not visible
             obj.hide_render = not visible
 

@@ -93,9 +93,9 @@ def bake_scene(
         writeback.resume_instancing(suspended)
 
 
-def _bake(context, stop_after, progress, config, timings, tiles=True) -> BakeOutcome:
-    scene = context.scene
-    settings = scene.voxnav
+def _gather_input(context, timings: dict) -> tuple:
+    """The scene's triangles and area volumes for a bake; VoxNavError when there are none."""
+    settings = context.scene.voxnav
     t0 = time.perf_counter()
     gathered = gather_mod.gather(context, settings.source, settings.source_collection)
     timings["gather"] = time.perf_counter() - t0
@@ -109,11 +109,48 @@ def _bake(context, stop_after, progress, config, timings, tiles=True) -> BakeOut
             f"nothing to bake: {where} with triangles (Geometry: {settings.source.title()}); "
             "add or show a mesh, or change the Geometry source in the VoxNav panel"
         )
-
     volumes = tuple(
         pipeline.AreaVolume("box", (tuple(lo), tuple(hi)), area=area_id)
         for lo, hi, area_id in gather_mod.area_volumes(context)
     )
+    return gathered, volumes
+
+
+def tiled_bake_steps(context, workers=None, kind=None):
+    """Build Navmesh with tiles one tile at a time (for a modal operator that keeps the UI
+    responsive): a generator that gathers the scene on its first step, yields (fraction,
+    "tile k of n") after each tile and returns the `BakeOutcome`. Closing it early writes
+    nothing. ``workers``/``kind``: see `obstacles.bake_tiled_steps`. VoxNavError when the scene
+    has no tile size, has agent rows, or has nothing to bake."""
+    scene = context.scene
+    settings = scene.voxnav
+    if int(settings.tile_size) <= 0:
+        raise VoxNavError("Tile Size is 0: a solo bake has no tiles (set Tile Size, e.g. 32)")
+    if len(settings.agents) > 0:
+        raise VoxNavError(
+            "Agent Types bake one solo navmesh per agent: set Tile Size to 0, or remove the "
+            "agent rows to bake tiles"
+        )
+    config = properties.to_config(settings)
+    timings: dict[str, float] = {}
+    suspended = writeback.suspend_instancing(scene)
+    try:
+        gathered, volumes = _gather_input(context, timings)
+    finally:
+        writeback.resume_instancing(suspended)
+    from . import obstacles
+
+    return (
+        yield from obstacles.bake_tiled_steps(
+            context, gathered, config, volumes, timings, workers=workers, kind=kind
+        )
+    )
+
+
+def _bake(context, stop_after, progress, config, timings, tiles=True) -> BakeOutcome:
+    scene = context.scene
+    settings = scene.voxnav
+    gathered, volumes = _gather_input(context, timings)
     use_agents = stop_after == "navmesh" and len(settings.agents) > 0
     if use_agents and tiles and int(settings.tile_size) > 0:
         raise VoxNavError(
@@ -226,6 +263,7 @@ def write_result(scene, outcome: BakeOutcome, context=None) -> None:
     overlay = result.overlay()
     by_region = result.polymesh is not None
     writeback.write_overlay(scene, overlay, overlay_lift(hf.ch), by_region)
+    writeback.write_links(scene, getattr(result, "offmesh_links", None), overlay_lift(hf.ch))
     writeback.apply_visibility(scene)
     writeback.use_material_colors(context, scene)
     pmesh = getattr(result, "polymesh", None)

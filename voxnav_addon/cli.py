@@ -4,6 +4,8 @@ With a real Blender (the add-on registers the command)::
 
     blender --background --command voxnav level.blend --set cell_size=0.2 \\
         --obj navmesh.obj --png preview.png --save-blend baked.blend
+    blender --background --command voxnav level.blend --tile-size 64 --workers 2 \\
+        --obj navmesh.obj --save-blend baked.blend     # tiled, tile cache beside baked.blend
 
 With the bpy wheel, call `main(argv)` after enabling the extension (tests/blender/harness.py
 ``cli`` does this). `main` returns the exit code, the same table as ``python -m core``
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import math
 import os
 import sys
 import time
@@ -117,6 +120,42 @@ def _parser() -> argparse.ArgumentParser:
         "(area 0, flag 0x10); default: the scene's Prune setting (Remove)",
     )
     p.add_argument(
+        "--tile-size",
+        type=_non_negative_int,
+        default=None,
+        metavar="CELLS",
+        help="bake in square tiles of this many cells (RecastDemo's tile mesh, e.g. 32..128; "
+        "0 bakes one solo mesh; default: the scene's Tile Size). Tiled, --obj writes every "
+        "tile's polygons and --save-blend writes the tile cache beside the .blend "
+        "(NAME.voxnav-tiles.SCENE.npz) so dynamic obstacles rebuild without a rebake",
+    )
+    p.add_argument(
+        "--workers",
+        type=_non_negative_int,
+        default=None,
+        metavar="N",
+        help="tiles baked at once in worker processes (0: one per core; default: the scene's "
+        "Tile Workers, 1 = in this process)",
+    )
+    p.add_argument(
+        "--agent",
+        action="append",
+        default=[],
+        metavar="NAME[:KEY=VALUE,...]",
+        help="bake for this agent type (repeatable; keys radius, height, max_climb, max_slope "
+        "in wu / degrees, omitted keys from the scene's Agent settings, e.g. "
+        "small:radius=0.3,height=1.8): replaces the scene's agent rows; each agent gets its own "
+        "overlay, and --obj/--json write one file per agent, its name before the extension "
+        "(nav.obj -> nav_small.obj)",
+    )
+    p.add_argument(
+        "--auto-links",
+        action="store_true",
+        help="find jump and drop off-mesh links automatically (the same as --set "
+        "auto_links=on; tune with --set max_drop=.., max_jump_distance=.., link_spacing=..): "
+        "drawn as arcs in the overlay, counted in the summary",
+    )
+    p.add_argument(
         "--resolution", default="1280x720", metavar="WxH", help="preview size (1280x720)"
     )
     p.add_argument(
@@ -125,6 +164,25 @@ def _parser() -> argparse.ArgumentParser:
         help="show the voxels in the preview too (default: scene and navmesh only)",
     )
     return p
+
+
+def _non_negative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got {value}")
+    return value
+
+
+#: Outputs that read the solo bake's heightfield or polygon mesh: refused with tiles.
+SOLO_ONLY = {
+    "npz": "--npz writes the solo bake's voxel heightfield",
+    "json": "--json writes one polygon mesh",
+    "voxels_only": "--voxels-only stops before the tiles' navmesh",
+    "reachable_from": "--reachable-from prunes one solo navmesh",
+}
 
 
 def parse_overrides(items: Sequence[str]) -> dict:
@@ -332,6 +390,8 @@ def _check_complete(path, kind: str) -> None:
 
 def run(args) -> int:
     overrides = parse_overrides(args.overrides)
+    if args.auto_links:
+        overrides["auto_links"] = True
     try:
         width, height = (int(v) for v in args.resolution.lower().split("x"))
     except ValueError:
@@ -342,6 +402,14 @@ def run(args) -> int:
         raise UsageError(str(exc)) from None
     if test_paths and args.voxels_only:
         raise UsageError("--path needs a navmesh: drop --voxels-only")
+    if args.tile_size:
+        for attr, why in SOLO_ONLY.items():
+            if getattr(args, attr):
+                flag = "--" + attr.replace("_", "-")
+                raise UsageError(
+                    f"{flag} with --tile-size {args.tile_size}: {why}; bake solo (--tile-size 0) "
+                    f"or drop {flag}"
+                )
     if args.blend and not os.path.isfile(os.path.abspath(args.blend)):
         raise VoxNavError(f"no such .blend file: {os.path.abspath(args.blend)}")
     targets = _targets(args)
@@ -360,7 +428,18 @@ def run(args) -> int:
 
 def _bake_and_write(args, targets, batch, resolution, overrides, test_paths) -> list | None:
     """Open or build the scene, bake, write every output into ``batch`` and commit it; the
-    paths written, or None for an empty navmesh (nothing written)."""
+    paths written, or None for an empty navmesh (nothing written). The add-on writes no tile
+    cache beside the input .blend or a temp name meanwhile (`obstacles.SIDECAR`)."""
+    from . import obstacles
+
+    obstacles.SIDECAR[0] = False
+    try:
+        return _bake_and_write_outputs(args, targets, batch, resolution, overrides, test_paths)
+    finally:
+        obstacles.SIDECAR[0] = True
+
+
+def _bake_and_write_outputs(args, targets, batch, resolution, overrides, test_paths):
     _open(args)
     context: Any = bpy.context
     scene = context.scene
@@ -370,14 +449,33 @@ def _bake_and_write(args, targets, batch, resolution, overrides, test_paths) -> 
         except VoxNavError as exc:
             raise UsageError(f"--set: {exc}") from None
         properties.set_from_config(scene.voxnav, config)
+    if args.agent:
+        _set_agent_rows(scene.voxnav, args.agent)
     stop_after = "heightfield" if args.voxels_only else "navmesh"
-    if scene.voxnav.tile_size > 0:
-        # The batch outputs (npz, OBJ, JSON, PNG) read one solo bake.
-        print(
-            f"voxnav: note: Tile Size {scene.voxnav.tile_size} ignored: the batch command "
-            "bakes solo"
-        )
-    outcome = bake.bake_scene(context, stop_after, _progress_printer(), tiles=False)
+    if args.tile_size is not None:
+        if args.tile_size:
+            from ..core.tiles import check_tile_size
+
+            try:
+                check_tile_size(args.tile_size)
+            except VoxNavError as exc:
+                raise UsageError(f"--tile-size: {exc}") from None
+        scene.voxnav.tile_size = args.tile_size
+    if args.workers is not None:
+        scene.voxnav.tile_workers = args.workers
+        scene.voxnav.tile_parallel = "PROCESSES"
+    tiled = scene.voxnav.tile_size > 0 and stop_after == "navmesh"
+    if tiled:
+        for attr, why in SOLO_ONLY.items():
+            if getattr(args, attr):
+                flag = "--" + attr.replace("_", "-")
+                raise UsageError(
+                    f"{flag} with the scene's Tile Size {scene.voxnav.tile_size}: {why}; pass "
+                    f"--tile-size 0 to bake solo, or drop {flag}"
+                )
+    outcome = bake.bake_scene(context, stop_after, _progress_printer(), tiles=tiled)
+    if tiled:
+        return _write_tiled(args, targets, batch, resolution, outcome, test_paths)
     print_warnings(outcome.warnings)
     if outcome.empty:
         print(
@@ -427,12 +525,112 @@ def _bake_and_write(args, targets, batch, resolution, overrides, test_paths) -> 
         scene.voxnav.show_voxels = shown
         print(f"voxnav: preview rendered in {time.perf_counter() - t0:.2f} s")
     if "--save-blend" in targets:
-        # A copy saved to a new temp name (no .blend1 backup), then renamed over the old file.
-        with atomic.replacing(targets["--save-blend"], batch=batch, fresh=True) as temp:
-            with _blender_write_errors():
-                bpy.ops.wm.save_as_mainfile(filepath=os.fspath(temp), copy=True)
-            _check_complete(temp, "blend")
+        _save_blend_copy(targets["--save-blend"], batch)
     return batch.commit()
+
+
+def _write_tiled(args, targets, batch, resolution, outcome, test_paths) -> list | None:
+    """The outputs of a tiled bake (its tile cache, `obstacles.CACHES`): OBJ of every tile's
+    polygons, PNG, test paths, .blend with the tile cache beside it."""
+    from . import obstacles
+
+    context: Any = bpy.context
+    scene = context.scene
+    print_warnings(outcome.warnings)
+    if outcome.empty:
+        print(
+            f"voxnav: error: the navigation mesh is empty: nothing written "
+            f"({scene.voxnav.last_message}; see the warning above for the likely cause)",
+            file=sys.stderr,
+        )
+        return None
+    live_tiles = obstacles.CACHES[scene.session_uid]
+    cache = live_tiles.cache
+    print(
+        f"voxnav: {outcome.counts.get('tiles', 0)} tiles of {cache.grid.tile_size} cells, "
+        f"{outcome.counts.get('polys', 0):,} polygons, {outcome.counts.get('obstacles', 0)} "
+        f"obstacle(s) in {outcome.total_seconds:.2f} s"
+    )
+    for name, seconds in outcome.timings.items():
+        print(f"voxnav:   {name:<24s} {seconds * 1000:9.1f} ms")
+    for start, goal in test_paths:
+        report = live.add_path_test(scene, start, goal)
+        print(
+            f"voxnav: path {start} -> {goal}: {report.status}, {report.length:.2f} wu, "
+            f"{report.polys} polygons, {report.points.shape[0]} corners"
+        )
+    if "--obj" in targets:
+        with atomic.replacing(targets["--obj"], batch=batch) as temp:
+            write_tiled_obj(os.fspath(temp), cache.navmesh)
+    if "--png" in targets:
+        t0 = time.perf_counter()
+        shown = scene.voxnav.show_voxels
+        scene.voxnav.show_voxels = False
+        with atomic.replacing(targets["--png"], batch=batch) as temp:
+            with _blender_write_errors():
+                render_preview(scene, os.fspath(temp), cache.grid.bmin, cache.grid.bmax, resolution)
+            _check_complete(temp, "png")
+        scene.render.filepath = os.path.abspath(targets["--png"])
+        scene.voxnav.show_voxels = shown
+        print(f"voxnav: preview rendered in {time.perf_counter() - t0:.2f} s")
+    if "--save-blend" in targets:
+        sidecar = obstacles.sidecar_path(scene, targets["--save-blend"])
+        assert sidecar is not None
+        batch.add(sidecar, "--save-blend (tile cache)")
+        with atomic.replacing(sidecar, batch=batch) as temp:
+            cache.save(temp, key=live_tiles.key)
+        _save_blend_copy(targets["--save-blend"], batch)
+    return batch.commit()
+
+
+def _save_blend_copy(target: str, batch) -> None:
+    """The scene as a .blend copy under a temp name, renamed over ``target`` on commit (no
+    .blend1 backup)."""
+    with atomic.replacing(target, batch=batch, fresh=True) as temp:
+        with _blender_write_errors():
+            bpy.ops.wm.save_as_mainfile(filepath=os.fspath(temp), copy=True)
+        _check_complete(temp, "blend")
+
+
+def write_tiled_obj(path: str, navmesh) -> None:
+    """Every tile's polygons as OBJ, one object per tile, in ``core.export``'s axis convention
+    (Y-up, Blender's OBJ axes: world (x, y, z) written as (x, z, -y)). The navmesh is in
+    Detour's frame (x, up, y), so a vertex (x, u, y) is written as (x, u, -y)."""
+    verts = np.asarray(navmesh.verts, np.float64)
+    lines = [
+        "# VoxNav tiled navmesh: the polygons of every tile",
+        "# Y-up, Blender OBJ convention: Z-up world (x, y, z) written as (x, z, -y)",
+    ]
+    lines += [f"v {x:.6f} {u:.6f} {-y:.6f}" for x, u, y in verts.tolist()]
+    counts = navmesh.poly_vert_count.astype(np.int64).tolist()
+    rows = (navmesh.poly_verts + 1).tolist()
+    bases = navmesh.tile_poly_base.tolist()
+    for t, (tx, ty, _layer) in enumerate(navmesh.tile_xy.tolist()):
+        lines.append(f"o tile_{tx}_{ty}")
+        for p in range(bases[t], bases[t + 1]):
+            lines.append("f " + " ".join(map(str, rows[p][: counts[p]])))
+    with open(path, "w", encoding="ascii") as fh:
+        fh.write("\n".join(lines) + "\n")
+
+
+def _set_agent_rows(settings, specs: Sequence[str]) -> None:
+    """Replace the scene's agent rows by the ``--agent`` specs (`UsageError` for a bad one)."""
+    from ..core.agents import check_agents, parse_agent_spec
+
+    base = properties.to_config(settings)
+    try:
+        agents = [parse_agent_spec(spec, base) for spec in specs]
+        check_agents(agents, base)
+    except VoxNavError as exc:
+        raise UsageError(f"--agent: {exc}") from None
+    settings.agents.clear()
+    for agent in agents:
+        row = settings.agents.add()
+        row.name = agent.name
+        row.radius = agent.radius
+        row.height = agent.height
+        row.max_climb = agent.max_climb
+        row.max_slope = math.radians(agent.max_slope)
 
 
 def png_path(path: str) -> str:

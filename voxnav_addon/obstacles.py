@@ -12,13 +12,24 @@ shows how many tiles the last change rebuilt and how long it took. Headless (``b
 no event loop to run timers) the rebuild runs at once.
 
 Without tiles (Tile Size 0) dynamic obstacles are painted as area volumes during the solo bake
-(`solo_volumes`); moving one then needs a rebake. The cache lives in memory: after reopening a
-.blend, Build Navmesh once to make obstacles live again.
+(`solo_volumes`); moving one then needs a rebake.
+
+The tile cache is saved after every tiled bake (`core.tilecache_io`, one .npz, written
+atomically) in the extension's user folder under the bake's key (the newest `USER_CACHE_FILES`
+kept), and next to the .blend when it has a path (``NAME.voxnav-tiles.SCENE.npz``, written again
+when the .blend is saved under a new name). ``Scene.voxnav.tile_cache_key`` names the bake in
+the .blend. Opening the .blend loads the cache that carries that key (next to the .blend first),
+so obstacles rebuild their tiles without a rebake; when it is missing, stale or damaged, the
+panel says so and the next obstacle change rebakes all tiles once (and saves a new cache).
 """
 
 from __future__ import annotations
 
 import math
+import os
+import re
+import shutil
+import tempfile
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -38,6 +49,11 @@ DEBOUNCE = 0.15
 ROUND_TOLERANCE = 0.02
 #: A turn about Z within this many radians of a multiple of 90 degrees counts as unturned.
 YAW_TOLERANCE = 1e-4
+#: Tile cache files kept in the extension's user folder (the newest; one per bake key).
+USER_CACHE_FILES = 8
+#: False while a caller writes the cache beside a .blend itself (the batch command: it never
+#: writes beside its input .blend, and saves its output .blend under a temp name).
+SIDECAR = [True]
 
 
 @dataclass
@@ -48,6 +64,8 @@ class LiveTiles:
     obstacles: dict[int, tuple[int, core_obstacles.Obstacle]] = field(default_factory=dict)
     #: Last problem per object name (e.g. outside every tile), shown in the panel.
     problems: dict[str, str] = field(default_factory=dict)
+    #: The bake key (`core.tilecache_io.bake_key`) of the cache's bake.
+    key: str = ""
 
 
 #: The live tile cache of each scene (by ``Scene.session_uid``), in memory only.
@@ -150,31 +168,75 @@ def bake_tiled(context, gathered, config, volumes, timings: dict, progress=None)
     """Build Navmesh with tiles: the tile cache, the scene's obstacles, overlay, live path.
 
     Returns the bake's `bake.BakeOutcome` (its ``result`` is None: a tiled bake has no single
-    heightfield; the voxels are not drawn). Raises VoxNavError with nothing written."""
+    heightfield; the voxels are not drawn). Raises VoxNavError with nothing written.
+    ``progress(fraction, "tile k of n")`` after each tile."""
+    steps = bake_tiled_steps(context, gathered, config, volumes, timings)
+    while True:
+        try:
+            fraction, text = next(steps)
+        except StopIteration as stop:
+            return stop.value
+        if progress is not None:
+            progress(fraction, text)
+
+
+def tile_workers(settings) -> int:
+    """Tiles at once in a tiled bake: ``Scene.voxnav.tile_workers`` (0: one per core)."""
+    value = int(settings.tile_workers)
+    return max(1, os.cpu_count() or 1) if value <= 0 else value
+
+
+def bake_tiled_steps(context, gathered, config, volumes, timings: dict, workers=None, kind=None):
+    """`bake_tiled` one tile at a time: a generator yielding (fraction, "tile k of n") after
+    each tile (also shown in ``Scene.voxnav.tile_progress`` and the panel) and returning the
+    outcome. Closing it before the end writes nothing (a cancelled modal bake). ``workers``:
+    tiles at once (default `tile_workers`; 1 bakes in this thread), ``kind`` "PROCESSES" or
+    "THREADS" (default ``Scene.voxnav.tile_parallel``; see `parallel.parallel_executor`)."""
     from ..core.tilecache import TileCache
     from . import bake, properties, writeback
 
     scene = context.scene
     settings = scene.voxnav
-    total_tiles = [1]
-
-    def tile_progress(done: int, total: int) -> None:
-        total_tiles[0] = total
-        if progress is not None:
-            progress(done / max(total, 1), "tiles")
-
     t0 = time.perf_counter()
-    cache = TileCache.build(
-        gathered.verts,
-        gathered.tris,
-        config,
-        int(settings.tile_size),
-        volumes=tuple(volumes),
-        workers=1,  # in Blender's process: no pool of Blender processes
-        progress=tile_progress,
+    from .parallel import hidden_main, parallel_executor
+
+    executor, note = parallel_executor(
+        tile_workers(settings) if workers is None else int(workers),
+        str(settings.tile_parallel) if kind is None else kind,
     )
+    if note:
+        print(f"VoxNav: {note}")
+    try:
+        steps = TileCache.build_steps(
+            gathered.verts,
+            gathered.tris,
+            config,
+            int(settings.tile_size),
+            volumes=tuple(volumes),
+            executor=executor,
+            workers=1 if executor is None else None,
+        )
+        while True:
+            try:
+                with hidden_main():  # worker processes start inside next()
+                    done, total = next(steps)
+            except StopIteration as stop:
+                cache = stop.value
+                break
+            text = f"tile {done} of {total}"
+            settings.tile_progress = text
+            yield done / max(total, 1), text
+    finally:
+        settings.tile_progress = ""
+        if executor is not None:
+            executor.shutdown(wait=True, cancel_futures=True)
     timings["tiles"] = time.perf_counter() - t0
-    live_tiles = LiveTiles(cache)
+    from ..core.tilecache_io import bake_key
+
+    live_tiles = LiveTiles(
+        cache,
+        key=bake_key(gathered.verts, gathered.tris, config, int(settings.tile_size), volumes),
+    )
     t0 = time.perf_counter()
     _sync(scene, live_tiles, context.evaluated_depsgraph_get(), context.view_layer)
     cache.update()
@@ -182,6 +244,11 @@ def bake_tiled(context, gathered, config, volumes, timings: dict, progress=None)
     npolys = sum(t.npolys for t in cache.tiles.values())
     outcome = bake.BakeOutcome(None, gathered, config, timings=timings)  # type: ignore[arg-type]
     outcome.warnings = [w for t in cache.tiles.values() for w in t.warnings]
+    if config.auto_links:
+        outcome.warnings.append(
+            "Auto Links finds jump and drop links on solo bakes only: set Tile Size to 0 to "
+            "find them (this tiled bake has none)"
+        )
     outcome.counts = {
         "triangles": gathered.triangle_count,
         "tiles": len(cache.tiles),
@@ -209,9 +276,15 @@ def bake_tiled(context, gathered, config, volumes, timings: dict, progress=None)
     writeback.apply_visibility(scene)
     writeback.use_material_colors(context, scene)
     timings["writeback"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    settings.tile_cache_key = live_tiles.key
+    saved = save_cache(scene, live_tiles)
+    timings["tile_cache_save"] = time.perf_counter() - t0
     properties.store_figures(settings, "navmesh", outcome.counts, timings, "")
     properties.store_warnings(settings, outcome.warnings)
     settings.obstacle_status = f"{len(live_tiles.obstacles)} obstacle(s), {len(cache.tiles)} tiles"
+    if saved:
+        settings.obstacle_status += f"; cache not saved: {saved}"
     settings.obstacle_tiles_rebuilt = 0
     settings.obstacle_seconds = 0.0
     return outcome
@@ -224,6 +297,7 @@ def _write(scene, live_tiles: LiveTiles) -> None:
     writeback.write_overlay(
         scene, live_tiles.cache.overlay(), bake.overlay_lift(scene.voxnav.cell_height), True
     )
+    writeback.write_links(scene, None, 0.0)  # tiled bakes have no automatic links
     live.store_navmesh_tiles(scene, live_tiles.cache.navmesh)
     live.update_path(scene)
 
@@ -277,7 +351,13 @@ def rebuild(scene, depsgraph=None, view_layer=None) -> Any:
     cache."""
     live_tiles = CACHES.get(scene.session_uid)
     if live_tiles is None:
-        return None
+        if scene.voxnav.tile_cache_key and scene.voxnav.tile_size > 0:
+            live_tiles = restore(scene, view_layer, depsgraph)
+            if live_tiles is None:
+                _rebake(scene, "no usable tile cache")
+                return None
+        else:
+            return None
     settings = scene.voxnav
     start = time.perf_counter()
     _sync(scene, live_tiles, depsgraph, view_layer)
@@ -296,6 +376,142 @@ def rebuild(scene, depsgraph=None, view_layer=None) -> Any:
         f"{len(report.rebuilt)} tile(s) rebuilt in {seconds * 1000:.0f} ms"
     )
     return report
+
+
+# -------------------------------------------------------------------------------------------
+# The saved tile cache
+
+
+def sidecar_path(scene, blend_path: str | None = None) -> str | None:
+    """The tile cache file beside a .blend (default: the open one), or None when unsaved:
+    ``DIR/NAME.blend`` -> ``DIR/NAME.voxnav-tiles.SCENE.npz``."""
+    blend = blend_path if blend_path is not None else bpy.data.filepath
+    if not blend:
+        return None
+    safe = re.sub(r"[^A-Za-z0-9._-]+", "_", scene.name)
+    return f"{os.path.splitext(os.path.abspath(blend))[0]}.voxnav-tiles.{safe}.npz"
+
+
+def user_cache_dir() -> str:
+    """The folder of tile caches keyed by bake: the extension's user folder (never its own
+    folder, which upgrades wipe), or the system temp folder outside an extension."""
+    package = __package__.rpartition(".")[0] if __package__ else ""
+    try:
+        return bpy.utils.extension_path_user(package, path="tile_cache", create=True)
+    except (ValueError, OSError, AttributeError):
+        folder = os.path.join(tempfile.gettempdir(), "voxnav-tile-cache")
+        os.makedirs(folder, exist_ok=True)
+        return folder
+
+
+def user_cache_path(key: str) -> str:
+    return os.path.join(user_cache_dir(), f"{key}.npz")
+
+
+def save_cache(scene, live_tiles: LiveTiles, blend_path: str | None = None) -> str:
+    """Save the scene's tile cache under its key in the user folder and beside the .blend
+    (or ``blend_path``); returns "" or the reason a file could not be written (the bake
+    stands either way)."""
+    from ..core import atomic
+    from ..core.tilecache_io import read_key, save
+
+    problems = []
+    targets = [user_cache_path(live_tiles.key)]
+    beside = sidecar_path(scene, blend_path) if SIDECAR[0] else None
+    if beside is not None:
+        targets.append(beside)
+    written = None  # a complete file of this bake: the other targets are copies of it
+    for target in targets:
+        try:
+            if os.path.isfile(target) and read_key(target) == live_tiles.key:
+                os.utime(target)  # the newest for `_prune_user_cache`
+                written = written or target
+                continue  # the same bake: the same file
+        except (VoxNavError, OSError):
+            pass  # damaged or another format: write it again
+        try:
+            if written is None:
+                save(live_tiles.cache, target, key=live_tiles.key)
+            else:  # a byte copy: compressing once is the slow part
+                with atomic.replacing(target) as temp:
+                    shutil.copyfile(written, temp)
+            written = target
+        except (VoxNavError, OSError) as exc:
+            problems.append(str(exc))
+    _prune_user_cache()
+    return "; ".join(problems)
+
+
+def _prune_user_cache() -> None:
+    folder = user_cache_dir()
+    try:
+        files = [os.path.join(folder, n) for n in os.listdir(folder) if n.endswith(".npz")]
+        files.sort(key=os.path.getmtime, reverse=True)
+        for old in files[USER_CACHE_FILES:]:
+            os.remove(old)
+    except OSError:
+        pass  # another process pruned it first: nothing to do
+
+
+def restore(scene, view_layer=None, depsgraph=None) -> LiveTiles | None:
+    """Load the scene's saved tile cache (beside the .blend, then the user folder) when the
+    scene has a tiled bake (``tile_cache_key``), add the scene's obstacles and rebuild their
+    tiles: obstacles are live again without a rebake. Returns the live cache, or None with
+    the reason in ``obstacle_status``. ``depsgraph``: an evaluated one (right after loading a
+    file the objects' world matrices are not evaluated yet)."""
+    from ..core.tilecache import TileCache
+
+    settings = scene.voxnav
+    key = settings.tile_cache_key
+    if not key or settings.tile_size == 0:
+        return None
+    candidates = [p for p in (sidecar_path(scene), user_cache_path(key)) if p is not None]
+    reasons = []
+    for path in candidates:
+        try:
+            cache = TileCache.load(path, key=key, obstacles=False)
+        except VoxNavError as exc:
+            reasons.append(str(exc))
+            continue
+        live_tiles = LiveTiles(cache, key=key)
+        _sync(scene, live_tiles, depsgraph, view_layer)
+        try:
+            cache.update()
+        except VoxNavError as exc:
+            reasons.append(f"{path}: {exc}")
+            continue
+        cache.rebuild_count = 0
+        CACHES[scene.session_uid] = live_tiles
+        settings.obstacle_status = (
+            f"tile cache loaded from {os.path.basename(path)}: {len(live_tiles.obstacles)} "
+            f"obstacle(s), {len(cache.tiles)} tiles"
+        )
+        return live_tiles
+    settings.obstacle_status = (
+        "no usable tile cache (" + " | ".join(reasons) + "): the next obstacle change rebakes "
+        "all tiles once (or Build Navmesh now)"
+    )
+    return None
+
+
+def _rebake(scene, reason: str) -> None:
+    """The fallback without a usable cache: a full tiled bake of the active scene."""
+    from . import bake
+
+    settings = scene.voxnav
+    context: Any = bpy.context
+    if context.scene != scene:
+        settings.obstacle_status = f"{reason}: Build Navmesh in this scene to make obstacles live"
+        return
+    start = time.perf_counter()
+    try:
+        bake.bake_scene(context, "navmesh")
+    except VoxNavError as exc:
+        settings.obstacle_status = f"{reason}; the rebake failed: {exc}"
+        return
+    settings.obstacle_status = (
+        f"{reason}: rebaked all tiles in {time.perf_counter() - start:.2f} s (cache saved)"
+    )
 
 
 # -------------------------------------------------------------------------------------------
@@ -332,10 +548,21 @@ def _timer() -> None:
 @bpy.app.handlers.persistent
 def _on_depsgraph_update(scene, depsgraph) -> None:
     """Notice obstacle changes; rebuild after `DEBOUNCE` seconds (at once when headless)."""
-    if _updating or scene.session_uid not in CACHES:
+    if _updating:
         return
     view_layer = bpy.context.view_layer if bpy.context.scene == scene else None
-    if not changed(scene, depsgraph, view_layer):
+    if scene.session_uid not in CACHES:
+        # A tiled bake whose cache did not load: an obstacle change rebakes (`rebuild`).
+        if not (scene.voxnav.tile_cache_key and scene.voxnav.tile_size > 0):
+            return
+        if not any(
+            isinstance(u.id, bpy.types.Object)
+            and gather_mod.is_dynamic_obstacle(u.id.original)
+            and u.is_updated_transform | u.is_updated_geometry
+            for u in depsgraph.updates
+        ):
+            return
+    elif not changed(scene, depsgraph, view_layer):
         return
     _pending.add(scene.session_uid)
     if bpy.app.background:
@@ -346,8 +573,35 @@ def _on_depsgraph_update(scene, depsgraph) -> None:
 
 @bpy.app.handlers.persistent
 def _on_load_post(*_args) -> None:
+    """A new file: forget the old caches, load the saved one of the active scene's tiled bake
+    (the obstacles read from the evaluated depsgraph; another scene's cache loads when one of
+    its obstacles changes, see `rebuild`)."""
+    global _updating
     CACHES.clear()
     _pending.clear()
+    scene: Any = bpy.context.scene
+    if scene is None or not scene.voxnav.tile_cache_key:
+        return
+    _updating = True  # evaluating the depsgraph must not re-enter the handler
+    try:
+        restore(scene, bpy.context.view_layer, bpy.context.evaluated_depsgraph_get())
+    finally:
+        _updating = False
+
+
+@bpy.app.handlers.persistent
+def _on_save_post(filepath=None, *_args) -> None:
+    """Saved (also as a copy): write each live tile cache beside the saved .blend."""
+    if not SIDECAR[0]:
+        return
+    blend = filepath if isinstance(filepath, str) and filepath else None
+    scene: Any
+    for scene in bpy.data.scenes:
+        live_tiles = CACHES.get(scene.session_uid)
+        if live_tiles is not None and live_tiles.key:
+            problem = save_cache(scene, live_tiles, blend)
+            if problem:
+                scene.voxnav.obstacle_status = f"tile cache not saved: {problem}"
 
 
 # -------------------------------------------------------------------------------------------
@@ -370,6 +624,13 @@ class VOXNAV_PT_tiles_obstacles(bpy.types.Panel):
         col = layout.column(align=True)
         col.use_property_split = True
         col.prop(settings, "tile_size")
+        sub = col.column(align=True)
+        sub.active = settings.tile_size > 0
+        sub.prop(settings, "tile_workers")
+        if settings.tile_workers != 1:
+            sub.prop(settings, "tile_parallel")
+        if settings.tile_progress:
+            layout.label(text=f"Baking {settings.tile_progress}", icon="TIME")
         obj = context.active_object
         if obj is not None and not gather_mod.is_output(obj):
             col = layout.column(align=True)
@@ -384,6 +645,8 @@ class VOXNAV_PT_tiles_obstacles(bpy.types.Panel):
             layout.label(text=f"{count} obstacle(s); Tile Size > 0 makes them live", icon="INFO")
         elif live_tiles is None:
             layout.label(text=f"{count} obstacle(s): Build Navmesh to make them live", icon="INFO")
+            if settings.obstacle_status:
+                layout.label(text=settings.obstacle_status)
         else:
             col = layout.column(align=True)
             col.label(text=f"{count} obstacle(s), {len(live_tiles.cache.tiles)} tiles")
@@ -403,12 +666,14 @@ def register() -> None:
         bpy.utils.register_class(cls)
     live.install_handler(bpy.app.handlers.depsgraph_update_post, _on_depsgraph_update)
     live.install_handler(bpy.app.handlers.load_post, _on_load_post)
+    live.install_handler(bpy.app.handlers.save_post, _on_save_post)
 
 
 def unregister() -> None:
     for handlers, fn in (
         (bpy.app.handlers.depsgraph_update_post, _on_depsgraph_update),
         (bpy.app.handlers.load_post, _on_load_post),
+        (bpy.app.handlers.save_post, _on_save_post),
     ):
         if fn in handlers:
             handlers.remove(fn)

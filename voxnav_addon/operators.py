@@ -9,6 +9,7 @@ polygons keeps the previous result and reports why. Operators that change data h
 from __future__ import annotations
 
 import os
+import time
 
 import bpy
 from bpy.props import EnumProperty, StringProperty
@@ -81,6 +82,84 @@ class VOXNAV_OT_build_navmesh(_BakeOperator, bpy.types.Operator):
     bl_label = "Build Navmesh"
     bl_options = {"REGISTER", "UNDO"}
     stop_after = "navmesh"
+
+    #: Seconds of tile work per timer event of the modal tiled bake (the UI redraws between).
+    STEP_SECONDS = 0.05
+
+    def invoke(self, context, event):
+        """From the UI with tiles: bake tile by tile in a modal loop (the viewport stays
+        responsive, the status bar and the panel say "tile k of n", Esc cancels with nothing
+        written). Headless, solo or with agent rows: `execute` at once."""
+        settings = context.scene.voxnav
+        if bpy.app.background or settings.tile_size == 0 or len(settings.agents) > 0:
+            return self.execute(context)
+        try:
+            self._steps = bake.tiled_bake_steps(bpy.context)
+        except VoxNavError as exc:
+            self.report({"ERROR"}, str(exc))
+            return {"CANCELLED"}
+        wm = context.window_manager
+        self._timer = wm.event_timer_add(0.001, window=context.window)
+        wm.modal_handler_add(self)
+        wm.progress_begin(0, 1000)
+        return {"RUNNING_MODAL"}
+
+    def _end_modal(self, context) -> None:
+        wm = context.window_manager
+        wm.event_timer_remove(self._timer)
+        wm.progress_end()
+        if context.workspace is not None:
+            context.workspace.status_text_set(None)
+        context.scene.voxnav.tile_progress = ""
+        _redraw_panels(context)
+
+    def modal(self, context, event):
+        if event.type == "ESC":
+            self._steps.close()  # nothing written
+            self._end_modal(context)
+            self.report({"WARNING"}, "VoxNav: tiled bake cancelled, nothing changed")
+            return {"CANCELLED"}
+        if event.type != "TIMER":
+            return {"PASS_THROUGH"}
+        deadline = time.perf_counter() + self.STEP_SECONDS
+        text = ""
+        try:
+            while True:  # at least one step per event, more while the time slice lasts
+                fraction, text = next(self._steps)
+                context.window_manager.progress_update(int(max(0.0, min(1.0, fraction)) * 1000))
+                if time.perf_counter() >= deadline:
+                    break
+        except StopIteration as stop:
+            self._end_modal(context)
+            return self._finished(context, stop.value)
+        except VoxNavError as exc:
+            self._end_modal(context)
+            self.report({"ERROR"}, str(exc))
+            return {"CANCELLED"}
+        except MemoryError:
+            self._end_modal(context)
+            self.report({"ERROR"}, "out of memory: raise Cell Size / Tile Size or limit the bounds")
+            return {"CANCELLED"}
+        if context.workspace is not None and text:
+            context.workspace.status_text_set(f"VoxNav: baking {text} (Esc cancels)")
+        _redraw_panels(context)
+        return {"RUNNING_MODAL"}
+
+    def _finished(self, context, outcome):
+        for warning in outcome.warnings:
+            self.report({"WARNING"}, warning)
+        if outcome.empty:
+            self.report({"WARNING"}, f"VoxNav: {context.scene.voxnav.last_message}")
+            return {"FINISHED"}
+        self.report({"INFO"}, f"VoxNav {bake.STAGES[self.stop_after]}: {outcome.summary()}")
+        return {"FINISHED"}
+
+
+def _redraw_panels(context) -> None:
+    screen = getattr(context, "screen", None)
+    for area in screen.areas if screen is not None else ():
+        if area.type == "VIEW_3D":
+            area.tag_redraw()
 
 
 class VOXNAV_OT_clear(bpy.types.Operator):
@@ -167,14 +246,15 @@ class VOXNAV_OT_export_navmesh(bpy.types.Operator, ExportHelper):  # type: ignor
         else:
             path += FORMAT_EXTENSIONS[self.file_format]
         try:
-            export_navmesh(bake.LAST[context.scene.session_uid], path, self.file_format)
+            written = export_navmesh(bake.LAST[context.scene.session_uid], path, self.file_format)
         except VoxNavError as exc:
             self.report({"ERROR"}, str(exc))
             return {"CANCELLED"}
         except OSError as exc:
             self.report({"ERROR"}, f"cannot write {path}: {exc.strerror or exc}")
             return {"CANCELLED"}
-        self.report({"INFO"}, f"VoxNav: navmesh written to {path}")
+        what = "navmesh" if len(written) == 1 else f"{len(written)} agents' navmeshes"
+        self.report({"INFO"}, f"VoxNav: {what} written to {', '.join(written)}")
         return {"FINISHED"}
 
 
@@ -184,20 +264,47 @@ def export_navmesh(
     file_format: str = "OBJ",
     paths=None,
     batch=None,
-) -> None:
+) -> list[str]:
     """Write the navmesh of ``outcome`` with ``core.export``; VoxNavError if there is none.
 
-    paths: test paths for the JSON's ``paths`` entry (`live.PathReport.as_json` dicts).
-    The file replaces ``path`` only when complete (``core.atomic``; with ``batch``, when the
-    batch commits); the .blend open in this session is never overwritten.
+    With agent types (``outcome.agents``), one file per agent, its name inserted before the
+    extension (``navmesh.obj`` -> ``navmesh_small.obj``, `core.agents.agent_output`), all
+    written or none. paths: test paths for the JSON's ``paths`` entry
+    (`live.PathReport.as_json` dicts). The files replace their targets only when complete
+    (``core.atomic``; with ``batch``, when the batch commits; ``path`` reserved in it is
+    released for the agents' files); the .blend open in this session is never overwritten.
+    Returns the paths written (or to be written by ``batch``).
     """
     try:
-        from ..core import atomic, export
+        from ..core import atomic
+        from ..core.agents import agent_output
     except ImportError as exc:  # pragma: no cover - the exporter lands separately
         message = f"this VoxNav build has no navmesh exporter (core.export): {exc}"
         raise VoxNavError(message) from exc
 
-    result = outcome.result
+    agents = dict(getattr(outcome, "agents", None) or {})
+    if not agents:
+        _export_one(outcome.result, path, file_format, paths, batch)
+        return [path]
+    targets = [(agent_output(path, name), result) for name, result in agents.items()]
+    if batch is not None:
+        batch.release(path)
+        for target, result in targets:
+            _export_one(result, target, file_format, paths, batch)
+    else:
+        with atomic.Batch(inputs=[bpy.data.filepath]) as own:
+            for target, _result in targets:
+                own.add(target)
+            for target, result in targets:
+                _export_one(result, target, file_format, paths, own)
+            own.commit()
+    return [target for target, _result in targets]
+
+
+def _export_one(result, path: str, file_format: str, paths, batch) -> None:
+    """One bake result's navmesh to ``path`` (see `export_navmesh`)."""
+    from ..core import atomic, export
+
     pmesh = result.polymesh
     if pmesh is None:
         raise VoxNavError(

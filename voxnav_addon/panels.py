@@ -116,6 +116,19 @@ class VOXNAV_PT_filters(_VoxNavPanel, bpy.types.Panel):
             col.prop(settings, name)
 
 
+@_sub("Off-Mesh Links", 7)
+class VOXNAV_PT_links(_VoxNavPanel, bpy.types.Panel):
+    def draw(self, context):
+        settings = context.scene.voxnav
+        self.layout.prop(settings, "auto_links")
+        col = self.layout.column(align=True)
+        col.use_property_split = True
+        col.use_property_decorate = False
+        col.active = settings.auto_links
+        for name in ("max_drop", "max_jump_distance", "link_spacing"):
+            col.prop(settings, name)
+
+
 @_sub("Display", 7)
 class VOXNAV_PT_display(_VoxNavPanel, bpy.types.Panel):
     def draw(self, context):
@@ -124,6 +137,7 @@ class VOXNAV_PT_display(_VoxNavPanel, bpy.types.Panel):
         row = layout.row(align=True)
         row.prop(settings, "show_voxels", toggle=True)
         row.prop(settings, "show_navmesh", toggle=True)
+        row.prop(settings, "show_links", toggle=True)
         _props(layout, settings, ("voxel_display", "max_voxels_drawn"))
 
 
@@ -138,6 +152,7 @@ FIGURES = (
     ("polys", "Polygons"),
     ("detail_tris", "Detail Triangles"),
     ("polys_pruned", "Pruned Polygons"),
+    ("auto_links", "Auto Links"),
     ("pruned_area", "Pruned Area (m², rounded)"),
 )
 
@@ -238,6 +253,7 @@ classes = (
     VOXNAV_PT_polygonization,
     VOXNAV_PT_detail,
     VOXNAV_PT_filters,
+    VOXNAV_PT_links,
     VOXNAV_PT_display,
     VOXNAV_PT_figures,
     VOXNAV_PT_area_volumes,

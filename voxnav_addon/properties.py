@@ -225,6 +225,28 @@ class VOXNAV_PG_settings(bpy.types.PropertyGroup):
         description=tooltip("filter_walkable_low_height_spans"),
         default=_DEFAULTS.filter_walkable_low_height_spans,
     )
+    # --- Automatic off-mesh links (core.jumplinks) ---------------------------------------
+    auto_links: BoolProperty(  # type: ignore[valid-type]
+        name="Auto Links",
+        description=tooltip("auto_links"),
+        default=_DEFAULTS.auto_links,
+    )
+    max_drop: _distance(  # type: ignore[valid-type]
+        "Max Drop",
+        10.0,
+        field="max_drop",
+    )
+    max_jump_distance: _distance(  # type: ignore[valid-type]
+        "Max Jump Distance",
+        10.0,
+        field="max_jump_distance",
+    )
+    link_spacing: _distance(  # type: ignore[valid-type]
+        "Link Spacing",
+        5.0,
+        field="link_spacing",
+        soft_min=0.1,
+    )
     # --- Build volume and memory --------------------------------------------------------
     use_bounds: BoolProperty(  # type: ignore[valid-type]
         name="Limit Bounds",
@@ -284,6 +306,12 @@ class VOXNAV_PG_settings(bpy.types.PropertyGroup):
     show_navmesh: BoolProperty(  # type: ignore[valid-type]
         name="Show Navmesh",
         description="Draw the navigation overlay",
+        default=True,
+        update=_update_visibility,
+    )
+    show_links: BoolProperty(  # type: ignore[valid-type]
+        name="Show Links",
+        description="Draw the navmesh's off-mesh links (jumps, drops) as arcs",
         default=True,
         update=_update_visibility,
     )
@@ -348,6 +376,43 @@ class VOXNAV_PG_settings(bpy.types.PropertyGroup):
         min=0,
         max=4096,
         soft_max=256,
+    )
+    tile_workers: IntProperty(  # type: ignore[valid-type]
+        name="Tile Workers",
+        description=(
+            "Tiles baked at once by Build Navmesh with tiles (0: one per core). Worker "
+            "processes start with Blender's bundled Python (about a second); 1 bakes tile after "
+            "tile in Blender, which suits small scenes"
+        ),
+        default=1,
+        min=0,
+        max=256,
+        soft_max=32,
+    )
+    tile_parallel: EnumProperty(  # type: ignore[valid-type]
+        name="Parallel Tiles",
+        description="How tiles run in parallel when Tile Workers is not 1",
+        items=[
+            (
+                "PROCESSES",
+                "Processes",
+                "Worker processes (Blender's bundled Python): real speed-up",
+            ),
+            ("THREADS", "Threads", "Threads in Blender: start at once, small speed-up (the GIL)"),
+        ],
+        default="PROCESSES",
+    )
+    tile_cache_key: StringProperty(  # type: ignore[valid-type]
+        name="Tile Cache Key",
+        description=(
+            "Names the last tiled bake's input; its tile cache file (next to the .blend, or in "
+            "the extension's user folder) carries the same key"
+        ),
+        default="",
+        options={"HIDDEN"},
+    )
+    tile_progress: StringProperty(  # type: ignore[valid-type]
+        name="Tile Progress", description="Tile k of n of the running tiled bake", default=""
     )
     obstacle_status: StringProperty(  # type: ignore[valid-type]
         name="Obstacles", description="Result of the last live obstacle rebuild", default=""

@@ -26,6 +26,9 @@ from .gather import OUTPUT_TAG
 COLLECTION_NAME = "VoxNav"
 VOXELS_NAME = "VoxNav Voxels"
 NAVMESH_NAME = "VoxNav Navmesh"
+LINKS_NAME = "VoxNav Links"
+#: Custom property on a link arcs object: how many links it draws.
+LINKS_TAG = "voxnav_links"
 NODE_GROUP_NAME = "VoxNav Voxel Boxes"
 
 #: Gap between neighbouring boxes so single voxels stay readable. [Units: fraction of a cell]
@@ -33,6 +36,8 @@ BOX_SHRINK = 0.9
 
 WALKABLE_COLOR = (0.42, 0.62, 0.70, 1.0)
 BLOCKED_COLOR = (0.32, 0.30, 0.30, 1.0)
+#: Off-mesh link arcs: the object's (wire) colour.
+LINK_COLOR = (1.0, 0.85, 0.10, 1.0)
 #: Navmesh colour when there are no regions yet (walkable span tops).
 SURFACE_COLOR = (0.10, 0.75, 0.95, 1.0)
 #: Region palette: saturated, distinct from the voxel colours and from grey geometry.
@@ -405,6 +410,38 @@ def write_overlay(
     return obj
 
 
+def write_links(scene, links, lift: float, name: str = LINKS_NAME):
+    """Replace the "VoxNav Links" object (or output object ``name``) with every off-mesh link
+    of ``links`` (`core.offmesh.OffMeshLinks`) drawn as an arc of edges (`core.jumplinks.
+    link_arc_mesh`), lifted by ``lift`` [Units: wu]; its ``voxnav_two_way`` edge attribute
+    tells jumps from drops. No links: the object is removed. Returns the object or None."""
+    from ..core.jumplinks import link_arc_mesh
+
+    if links is None or len(links) == 0:
+        obj = owned(bpy.data.objects, name)
+        if obj is not None:
+            data = obj.data
+            bpy.data.objects.remove(obj)
+            _remove_if_unused(data)
+        return None
+    verts, edges, two_way = link_arc_mesh(links)
+    verts[:, 2] += np.float32(lift)
+    obj = _output_object(scene, name)
+    mesh = obj.data
+    mesh.vertices.add(verts.shape[0])
+    mesh.attributes["position"].data.foreach_set("vector", verts.ravel())
+    mesh.edges.add(edges.shape[0])
+    mesh.edges.foreach_set("vertices", edges.ravel())
+    attr = mesh.attributes.new("voxnav_two_way", "BOOLEAN", "EDGE")
+    attr.data.foreach_set("value", two_way)
+    mesh.update()
+    mesh.validate()
+    obj.color = LINK_COLOR
+    obj.show_in_front = True
+    obj[LINKS_TAG] = len(links)
+    return obj
+
+
 # ---------------------------------------------------------------------------------------------
 # Visibility and clearing
 
@@ -412,7 +449,11 @@ def write_overlay(
 def apply_visibility(scene) -> None:
     """Show or hide the output objects from ``scene.voxnav.show_voxels / show_navmesh``."""
     settings = scene.voxnav
-    for name, shown in ((VOXELS_NAME, settings.show_voxels), (NAVMESH_NAME, settings.show_navmesh)):
+    for name, shown in (
+        (VOXELS_NAME, settings.show_voxels),
+        (NAVMESH_NAME, settings.show_navmesh),
+        (LINKS_NAME, settings.show_navmesh and settings.show_links),
+    ):
         obj = owned(bpy.data.objects, name)
         if obj is not None:
             obj.hide_viewport = not shown

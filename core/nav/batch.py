@@ -8,6 +8,11 @@ polygon edges (<= 6), detail triangles of one polygon, link slots of one polygon
 steps, never over queries.
 
 All positions are float32 (n, 3) in Detour's Y-up frame; refs are NavMesh refs (-1 = none).
+
+Per-polygon tables are cached on the navmesh and kept slot-major ((k, 6, npolys): a gather for
+m queries gives (k, 6, m) rows): NumPy runs row-wise arithmetic and reductions over the first
+axis several times faster than on (m, 6) arrays broadcast against (m, 1) columns. Gathers
+along the last axis go through `_columns` (np.take), whose result is C-ordered.
 """
 
 from __future__ import annotations
@@ -38,10 +43,18 @@ def _cached(nav: NavMesh, key: str, source, build):
     return value
 
 
+def _columns(table: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    """table[..., idx] as a C-ordered array (indexing the last axis with `[:, idx]` returns a
+    Fortran-ordered one, on which NumPy's row-wise arithmetic is an order of magnitude slower)."""
+    return np.take(table, idx, axis=-1)
+
+
 def _edge_table(nav: NavMesh) -> np.ndarray:
-    """Per polygon and edge slot i (vertex i and its predecessor j): float32 (npolys, 5, 6)
+    """Per polygon and edge slot i (vertex i and its predecessor j): float32 (5, 6, npolys)
     rows xi, zi, zj, xj - xi, zj - zi as dtPointInPolygon reads them (query-independent, so
-    computed once). Slots i >= nv get zi = zj = +inf: they never cross any z."""
+    computed once). Slots i >= nv get zi = zj = +inf: they never cross any z. Slot-major:
+    gathered per query as (.., 6, m) arrays, whose row-wise arithmetic NumPy runs much faster
+    than (m, 6) arrays broadcast against (m, 1) columns."""
 
     def build():
         v = nav.poly_pos.astype(F32)
@@ -52,35 +65,38 @@ def _edge_table(nav: NavMesh) -> np.ndarray:
         rows = np.arange(v.shape[0])[:, None]
         vi, vj = v[:, :6], v[rows, j]
         valid = i < nv[:, None]
-        table = np.zeros((v.shape[0], 5, 6), dtype=F32)
-        table[:, 0] = np.where(valid, vi[..., 0], _ZERO)
-        table[:, 1] = np.where(valid, vi[..., 2], np.inf)
-        table[:, 2] = np.where(valid, vj[..., 2], np.inf)
-        table[:, 3] = np.where(valid, vj[..., 0] - vi[..., 0], _ZERO)
-        table[:, 4] = np.where(valid, vj[..., 2] - vi[..., 2], _ONE)
+        table = np.zeros((5, 6, v.shape[0]), dtype=F32)
+        table[0] = np.where(valid, vi[..., 0], _ZERO).T
+        table[1] = np.where(valid, vi[..., 2], np.inf).T
+        table[2] = np.where(valid, vj[..., 2], np.inf).T
+        table[3] = np.where(valid, vj[..., 0] - vi[..., 0], _ZERO).T
+        table[4] = np.where(valid, vj[..., 2] - vi[..., 2], _ONE).T
         return table
 
     return _cached(nav, "_edge_table_cache", nav.poly_pos, build)
 
 
 def point_in_polygon(nav: NavMesh, refs: np.ndarray, pos: np.ndarray) -> np.ndarray:
-    """dtPointInPolygon of pos[m] in polygon refs[m] (2D, x/z) -> bool (m,).
+    """dtPointInPolygon of pos[m] in polygon refs[m] (2D, x/z) -> bool (m,)."""
+    return _inside_xz(nav, refs, pos[:, 0], pos[:, 2])
+
+
+def _inside_xz(nav: NavMesh, refs: np.ndarray, px: np.ndarray, pz: np.ndarray) -> np.ndarray:
+    """dtPointInPolygon of the points (px, pz) (float32 (m,) each) in polygons refs[m].
 
     All edges of all queries at once: the crossing count's parity is Detour's toggled flag."""
-    e = _edge_table(nav)[refs]  # (m, 5, 6)
-    px, pz = pos[:, 0:1], pos[:, 2:3]
-    xi, zi, zj, dx, dz = e[:, 0], e[:, 1], e[:, 2], e[:, 3], e[:, 4]
+    xi, zi, zj, dx, dz = _columns(_edge_table(nav), refs)  # (6, m) each
     with np.errstate(divide="ignore", invalid="ignore"):
         x = dx * (pz - zi) / dz + xi
     crosses = (zi > pz) != (zj > pz)
     crosses &= px < x
-    return (np.count_nonzero(crosses, axis=1) & 1).astype(bool)
+    return np.logical_xor.reduce(crosses, axis=0)
 
 
 def _detail_tri_table(nav: NavMesh) -> np.ndarray:
     """Per detail triangle the query-independent terms of dtClosestHeightPointTriangle, float32
-    (ntris, 8): ax, az, ay, v0x, v0z, v1x, v1z as Detour computes them, then denom; v0y and v1y
-    in a second (ntris, 2) array. Returned as (terms, ys)."""
+    (8, ntris): ax, az, ay, v0x, v0z, v1x, v1z as Detour computes them, then denom; v0y and v1y
+    in a second (2, ntris) array. Returned as (terms, ys)."""
 
     def build():
         t = nav.detail_tri_pos.astype(F32)
@@ -88,56 +104,83 @@ def _detail_tri_table(nav: NavMesh) -> np.ndarray:
         v0x, v0y, v0z = c[:, 0] - a[:, 0], c[:, 1] - a[:, 1], c[:, 2] - a[:, 2]
         v1x, v1y, v1z = b[:, 0] - a[:, 0], b[:, 1] - a[:, 1], b[:, 2] - a[:, 2]
         denom = v0x * v1z - v0z * v1x
-        terms = np.stack([a[:, 0], a[:, 2], a[:, 1], v0x, v0z, v1x, v1z, denom], axis=1)
-        return terms.astype(F32), np.stack([v0y, v1y], axis=1).astype(F32)
+        terms = np.stack([a[:, 0], a[:, 2], a[:, 1], v0x, v0z, v1x, v1z, denom], axis=0)
+        return terms.astype(F32), np.stack([v0y, v1y], axis=0).astype(F32)
 
     return _cached(nav, "_detail_tri_table_cache", nav.detail_tri_pos, build)
 
 
 def poly_height(nav: NavMesh, refs: np.ndarray, pos: np.ndarray):
-    """dtNavMesh::getPolyHeight for ground polygons -> (ok bool (m,), height float32 (m,)).
-
-    The (query, detail triangle) pairs of all queries are tested at once (flat, no padding);
-    each query takes its first hit in triangle order, as Detour's loop returns on it."""
+    """dtNavMesh::getPolyHeight for ground polygons -> (ok bool (m,), height float32 (m,))."""
     m = refs.shape[0]
     height = np.zeros(m, dtype=F32)
     if m == 0:
         return np.zeros(0, dtype=bool), height
-    ok = point_in_polygon(nav, refs, pos)
+    px, pz = pos[:, 0], pos[:, 2]
+    ok = _inside_xz(nav, refs, px, pz)
     ok &= nav.poly_type[refs] != POLYTYPE_OFFMESH_CONNECTION
-    idx = np.nonzero(ok)[0]
-    if idx.shape[0] == 0:
-        return ok, height
+    idx = np.flatnonzero(ok)
+    if idx.shape[0]:
+        height[idx] = _height_inside(nav, refs[idx], px[idx], pz[idx], pos[idx])
+    return ok, height
+
+
+def _height_inside(nav: NavMesh, refs, px, pz, pos, pos_rows=None, tris=None) -> np.ndarray:
+    """getPolyHeight's height (float32 (m,)) of points (px, pz) known to be inside their ground
+    polygons refs (pos[pos_rows] or pos: the (m, 3) points, read only for the rare detail-edge
+    fallback). tris: optional int (m,) detail triangle known to be Detour's first hit (-1:
+    unknown, searched).
+
+    The (query, detail triangle) pairs of all queries are tested at once (flat, no padding);
+    each query takes its first hit in triangle order, as Detour's loop returns on it."""
+    m = refs.shape[0]
     terms, ys = _detail_tri_table(nav)
-    r = refs[idx]
-    counts = nav.detail_tri_count[r].astype(np.int64)
-    rows = _ranges(nav.detail_tri_base[r], counts)
-    owner = np.repeat(np.arange(idx.shape[0]), counts)
-    tt = terms[rows]
-    p = pos[idx[owner]]
-    v2x = p[:, 0] - tt[:, 0]
-    v2z = p[:, 2] - tt[:, 1]
-    v0x, v0z, v1x, v1z, denom = tt[:, 3], tt[:, 4], tt[:, 5], tt[:, 6], tt[:, 7]
-    u = v1z * v2x - v1x * v2z
-    v = v0x * v2z - v0z * v2x
-    neg = denom < _ZERO
-    denom = np.where(neg, -denom, denom)
-    u = np.where(neg, -u, u)
-    v = np.where(neg, -v, v)
+    if tris is not None:
+        height = np.zeros(m, dtype=F32)
+        known = tris >= 0
+        k = np.flatnonzero(known)
+        t = tris[k]
+        tt = _columns(terms, t)
+        u, v, denom = _tri_uv(tt, px[k], pz[k])
+        yy = _columns(ys, t)
+        height[k] = tt[2] + (yy[0] * u + yy[1] * v) / denom
+        rest = np.flatnonzero(~known)
+        if rest.shape[0]:
+            rows = rest if pos_rows is None else pos_rows[rest]
+            height[rest] = _height_inside(nav, refs[rest], px[rest], pz[rest], pos, rows)
+        return height
+    height = np.zeros(m, dtype=F32)
+    counts = nav.detail_tri_count[refs].astype(np.int64)
+    rows = _ranges(nav.detail_tri_base[refs], counts)
+    owner = np.repeat(np.arange(m), counts)
+    tt = _columns(terms, rows)
+    u, v, denom = _tri_uv(tt, px[owner], pz[owner])
     hit = (denom >= _EPS_HEIGHT) & (u >= _ZERO) & (v >= _ZERO) & ((u + v) <= denom)
-    hits = np.nonzero(hit)[0]
+    hits = np.flatnonzero(hit)
     # First hit per query: assigning in reverse leaves each query's smallest pair index.
-    first = np.full(idx.shape[0], -1, dtype=np.int64)
+    first = np.full(m, -1, dtype=np.int64)
     first[owner[hits[::-1]]] = hits[::-1]
     got = first >= 0
     f = first[got]
-    yy = ys[rows[f]]
-    h = tt[f, 2] + (yy[:, 0] * u[f] + yy[:, 1] * v[f]) / denom[f]
-    height[idx[got]] = h
-    miss = idx[~got]
+    yy = _columns(ys, rows[f])
+    height[got] = tt[2, f] + (yy[0] * u[f] + yy[1] * v[f]) / denom[f]
+    miss = np.flatnonzero(~got)
     if miss.shape[0]:
-        height[miss] = closest_on_detail_edges(nav, refs[miss], pos[miss], False)[:, 1]
-    return ok, height
+        at = pos[miss] if pos_rows is None else pos[pos_rows[miss]]
+        height[miss] = closest_on_detail_edges(nav, refs[miss], at, False)[:, 1]
+    return height
+
+
+def _tri_uv(tt, px, pz):
+    """dtClosestHeightPointTriangle's (u, v, denom) with denom made positive (float32), for
+    `_detail_tri_table` columns tt (8, m) and points (px, pz)."""
+    v2x = px - tt[0]
+    v2z = pz - tt[1]
+    v0x, v0z, v1x, v1z, denom = tt[3], tt[4], tt[5], tt[6], tt[7]
+    u = v1z * v2x - v1x * v2z
+    v = v0x * v2z - v0z * v2x
+    neg = denom < _ZERO
+    return np.where(neg, -u, u), np.where(neg, -v, v), np.where(neg, -denom, denom)
 
 
 def dist_pt_seg_sqr_2d(pt, p, q):
@@ -214,21 +257,51 @@ def first_min_per_group(values: np.ndarray, counts: np.ndarray):
     return out
 
 
+def _detail_edge_columns(nav: NavMesh, only_boundary: bool) -> np.ndarray:
+    """`_detail_edges`' end points as float32 (6, E) rows ax, ay, az, bx, by, bz (cached)."""
+    source = nav.detail_tri_pos
+
+    def build():
+        _lo, _count, a, b = _detail_edges(nav, only_boundary)
+        return np.ascontiguousarray(np.concatenate([a, b], axis=1).T.astype(F32))
+
+    key = "_detail_edge_columns_" + ("b" if only_boundary else "a")
+    return _cached(nav, key, source, build)
+
+
 def closest_on_detail_edges(nav: NavMesh, refs, pos, only_boundary: bool) -> np.ndarray:
-    """closestPointOnDetailEdges for each (ref, pos) -> float32 (m, 3)."""
+    """closestPointOnDetailEdges for each (ref, pos) -> float32 (m, 3).
+
+    dtDistancePtSegSqr2D and dtVlerp on x, y, z columns (the float32 operations of
+    `dist_pt_seg_sqr_2d` and `lerp`, without their (m, 3) strided arithmetic)."""
     m = refs.shape[0]
     if m == 0:
         return np.zeros((0, 3), dtype=F32)
-    lo, count, ea, eb = _detail_edges(nav, only_boundary)
+    lo, count, _a, _b = _detail_edges(nav, only_boundary)
     counts = count[refs]
     rows = _ranges(lo[refs], counts)
     rep = np.repeat(np.arange(m), counts)
-    d, t = dist_pt_seg_sqr_2d(pos[rep], ea[rows], eb[rows])
-    best = first_min_per_group(d, counts)
+    ax, ay, az, bx, by, bz = _columns(_detail_edge_columns(nav, only_boundary), rows)
+    ptx = np.ascontiguousarray(pos[:, 0], dtype=F32)[rep]
+    ptz = np.ascontiguousarray(pos[:, 2], dtype=F32)[rep]
+    pqx = bx - ax
+    pqz = bz - az
+    dx = ptx - ax
+    dz = ptz - az
+    d = pqx * pqx + pqz * pqz
+    t = pqx * dx + pqz * dz
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = np.where(d > _ZERO, t / np.where(d > _ZERO, d, _ONE), t)
+    t = np.where(t < _ZERO, _ZERO, np.where(t > _ONE, _ONE, t)).astype(F32)
+    dx = ax + t * pqx - ptx
+    dz = az + t * pqz - ptz
+    best = first_min_per_group(dx * dx + dz * dz, counts)
     out = pos.astype(F32, copy=True)
-    ok = best >= 0
+    ok = np.flatnonzero(best >= 0)
     b = best[ok]
-    out[ok] = lerp(ea[rows[b]], eb[rows[b]], t[b]).astype(F32)
+    tb = t[b]
+    for k, (a_k, b_k) in enumerate(((ax, bx), (ay, by), (az, bz))):
+        out[ok, k] = a_k[b] + (b_k[b] - a_k[b]) * tb
     return out
 
 
@@ -327,6 +400,486 @@ def query_polygon_pairs(nav: NavMesh, centers, halves, pass_flags):
     return q[sort], r[sort]
 
 
+# ----------------------------------------------------------------- candidate grid (nearest)
+#: Bits per axis in a packed quantized box (3 axes in one int64): 16-bit values plus the
+#: carry bit that says whether a per-axis difference went negative.
+_PACK = 17
+_CARRY = 1 << 16
+_OVERLAP = _CARRY | (_CARRY << _PACK) | (_CARRY << (2 * _PACK))
+#: Candidate grid cell size as a multiple of the query box's smaller X/Z half extent: smaller
+#: cells give fewer surplus candidates and finer inside/outside classes, more entries.
+GRID_CELL_FACTOR = 0.125
+#: Largest candidate grid, in cells. [Limit: >= 1]
+GRID_MAX_CELLS = 1 << 20
+#: Entry classes of the candidate grid: the whole cell inside the polygon (2D, by a margin),
+#: the whole cell outside it (with a lower bound of the squared distance), or neither.
+_IN, _MIXED, _OUT = 0, 1, 2
+
+
+def _pack3(v: np.ndarray) -> np.ndarray:
+    """Three non-negative 16-bit values per row (int64 (m, 3)) packed into one int64."""
+    return v[:, 0] | (v[:, 1] << _PACK) | (v[:, 2] << (2 * _PACK))
+
+
+def _poly_halfplanes(nav: NavMesh):
+    """Per polygon the outward unit normals (nx, nz float64 (npolys, 6)) and offsets of its
+    edge lines in X/Z, and `safe` bool (npolys,): a convex ground polygon with boundary detail
+    edges, for which the largest signed edge distance of a point outside bounds its distance
+    to every point closestPointOnPoly can return. Unused slots get a zero normal and offset
+    +inf (they never raise a maximum)."""
+    v = nav.poly_pos.astype(np.float64)
+    nv = nav.poly_vert_count.astype(np.int64)
+    npolys = v.shape[0]
+    k = np.arange(6)[None, :]
+    nxt = np.where(k + 1 < nv[:, None], k + 1, 0)
+    rows = np.arange(npolys)[:, None]
+    ax, az = v[:, :6, 0], v[:, :6, 2]
+    bx, bz = ax[rows, nxt], az[rows, nxt]
+    valid = k < nv[:, None]
+    ex, ez = np.where(valid, bx - ax, 0.0), np.where(valid, bz - az, 0.0)
+    area = np.where(valid, ax * bz - bx * az, 0.0).sum(axis=1)
+    length = np.hypot(ex, ez)
+    sign = np.where(area > 0, 1.0, -1.0)[:, None]  # outward: right of a CCW edge in (x, z)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        nx = np.where(length > 0, sign * ez / length, 0.0)
+        nz = np.where(length > 0, -sign * ex / length, 0.0)
+    off = np.where(valid & (length > 0), nx * ax + nz * az, np.inf)
+    # Convex: every vertex on the inner side of every edge line (with rounding slack).
+    s = nx[:, :, None] * ax[:, None, :] + nz[:, :, None] * az[:, None, :] - off[:, :, None]
+    s = np.where(valid[:, None, :], s, -np.inf)
+    scale = 1e-6 * (1.0 + np.abs(np.where(valid, np.abs(ax) + np.abs(az), 0.0)).max(axis=1))
+    convex = (nv >= 3) & (np.abs(area) > 0) & (s.max(axis=(1, 2)) <= scale)
+    convex &= (length > 0).sum(axis=1) == nv
+    lo, count, ea, eb = _detail_edges(nav, True)
+    safe = convex & (count > 0) & (nav.poly_type != POLYTYPE_OFFMESH_CONNECTION)
+    # The bounds assume every boundary detail edge within 1e-3 of the polygon's outline (as
+    # Recast flags them); a polygon whose edges stray further is not safe.
+    if ea.shape[0]:
+        owner = np.repeat(np.arange(npolys), count)
+        stray = np.zeros(npolys)
+        for end in (ea, eb):
+            px, pz = end[:, 0].astype(np.float64), end[:, 2].astype(np.float64)
+            d = (nx[owner] * px[:, None] + nz[owner] * pz[:, None] - off[owner]).max(axis=1)
+            np.maximum.at(stray, owner, d)
+        safe &= stray <= 2e-3 + 1e-5 * _coord_scale(nav)
+    return nx, nz, off, safe
+
+
+def _halfplane_table(nav: NavMesh):
+    """`_poly_halfplanes` as float32 (6, npolys) rows nx, nz, offset (offset +inf on unused
+    slots and on polygons that are not `safe`, which so never get a positive bound)."""
+
+    def build():
+        nx, nz, off, safe = _poly_halfplanes(nav)
+        off = np.where(safe[:, None], off, np.inf)
+        return np.stack([nx.T, nz.T, off.T]).astype(F32)
+
+    return _cached(nav, "_halfplane_cache", nav.poly_pos, build)
+
+
+def _outside_bound(nav: NavMesh, refs, px, pz) -> np.ndarray:
+    """float32 (m,): a lower bound of the squared distance from points (px, pz) outside their
+    polygons refs to anything closestPointOnPoly returns there (0 when none is known): the
+    largest signed distance to the polygon's edge lines, less a margin for the boundary detail
+    edges (within 1e-3 of the polygon edges) and rounding."""
+    nx, nz, off = _columns(_halfplane_table(nav), refs)
+    s = np.maximum.reduce(nx * px + nz * pz - off, axis=0)
+    s -= _bound_margin(nav)
+    return np.where(s > _ZERO, s * s, _ZERO).astype(F32)
+
+
+def _bound_margin(nav: NavMesh) -> np.float32:
+    """Slack of the X/Z distance bounds [Units: wu]: 1e-2 plus 1e-5 of the coordinates' size
+    (boundary detail vertices lie within 1e-3 of their polygon's edges)."""
+    return F32(1e-2 + 1e-5 * _coord_scale(nav))
+
+
+def _coord_scale(nav: NavMesh) -> float:
+    """The navmesh's largest absolute coordinate (at least 1) [Units: wu]."""
+    return max(1.0, float(np.abs(nav.tile_bmin).max(initial=0.0)),
+               float(np.abs(nav.tile_bmax).max(initial=0.0)))  # fmt: skip
+
+
+def _candidate_grid(nav: NavMesh, hx: float, hz: float):
+    """The candidate table of findNearestPoly for query boxes of X/Z half extents up to
+    (hx, hz) [Units: wu], or None when a tile has no BV tree.
+
+    A uniform X/Z grid; cell c lists, in Detour's visiting order (tile row, tile column, tile
+    lookup order, BV leaf order), every BV leaf whose quantized box the (quantized, clamped)
+    query box of some center in the cell may overlap: a superset that `_grid_pairs` trims with
+    Detour's exact test. Per entry: the polygon, its packed quantized box, and how the cell
+    lies against the polygon in X/Z (class and a lower bound of the squared distance)."""
+    cache = getattr(nav, "_candidate_grid_cache", None)
+    if cache is None or cache[0] is not nav.poly_pos:
+        cache = (nav.poly_pos, {})
+        nav._candidate_grid_cache = cache  # type: ignore[attr-defined]
+    grids: dict[tuple[float, float], dict | None] = cache[1]
+    key = (float(hx), float(hz))
+    if key in grids:
+        return grids[key]
+    grid = _build_candidate_grid(nav, hx, hz)
+    if len(grids) >= 8:  # a few box sizes in use at a time
+        grids.clear()
+    grids[key] = grid
+    return grid
+
+
+def _build_candidate_grid(nav: NavMesh, hx: float, hz: float):
+    p = nav.params
+    parts = []
+    for tile in range(nav.tile_count):
+        data = nav.tiles[tile]
+        if data.npolys == 0:
+            continue
+        if data.bv_i.shape[0] == 0:
+            return None
+        tx, ty, _ = (int(v) for v in nav.tile_xy[tile])
+        rank = nav.tiles_at(tx, ty).index(tile)
+        leaf = np.flatnonzero(data.bv_i >= 0)
+        parts.append((tile, ty, tx, rank, leaf, int(nav.tile_poly_base[tile]) + data.bv_i[leaf]))
+    if not parts:
+        return None
+    tile_of = np.concatenate([np.full(t[4].shape[0], t[0]) for t in parts])
+    key = np.concatenate(
+        [np.stack([np.full(t[4].shape[0], t[1]), np.full(t[4].shape[0], t[2]),
+                   np.full(t[4].shape[0], t[3]), t[4]], axis=1) for t in parts]
+    )  # fmt: skip
+    lmin = np.concatenate([nav.tiles[t[0]].bv_bmin[t[4]] for t in parts]).astype(np.int64)
+    lmax = np.concatenate([nav.tiles[t[0]].bv_bmax[t[4]] for t in parts]).astype(np.int64)
+    poly = np.concatenate([t[5] for t in parts]).astype(np.int64)
+    order = np.lexsort((key[:, 3], key[:, 2], key[:, 1], key[:, 0]))
+    tile_of, lmin, lmax, poly = tile_of[order], lmin[order], lmax[order], poly[order]
+    nleaf = poly.shape[0]
+    # Conservative X/Z intervals of the centers whose query box may overlap each leaf:
+    # bmin >= qfac * (qmin - tbmin) - 2 and bmax <= qfac * (qmax - tbmin) + 2 (truncation
+    # and the low-bit rounding), one more unit for float32 rounding. A query box wholly
+    # beyond the tile's bounds is clamped onto its edge, so leaves touching an edge are
+    # candidates all the way out on that side.
+    tbmin = nav.tile_bmin[tile_of].astype(np.float64)
+    qfac = np.array([nav.tiles[t].bv_quant_factor for t in tile_of], dtype=np.float64)
+    qf32 = qfac.astype(F32)
+    top = ((qf32[:, None] * (nav.tile_bmax[tile_of] - nav.tile_bmin[tile_of])).astype(np.int64)
+           & 0xFFFE)  # fmt: skip
+    half = np.array([hx, 0.0, hz])
+    eps = 1e-3 + 1e-5 * (_coord_scale(nav) + max(hx, hz))
+    lo = tbmin + (lmin - 3) / qfac[:, None] - half - eps
+    hi = tbmin + (lmax + 3) / qfac[:, None] + half + eps
+    lo = np.where(lmin <= 3, -np.inf, lo)
+    hi = np.where(lmax >= top - 3, np.inf, hi)
+    # Detour visits a tile only when the query box reaches the tile's grid cell: this bounds
+    # every leaf's interval (the open ones above included) and the grid.
+    tw, th = float(p.tile_width), float(p.tile_height)
+    lxy = nav.tile_xy[tile_of].astype(np.float64)
+    reach_lo = np.stack([p.orig[0] + lxy[:, 0] * tw, p.orig[2] + lxy[:, 1] * th], axis=1)
+    reach_hi = reach_lo + np.array([tw, th])
+    hxz = np.array([hx, hz])
+    lo[:, [0, 2]] = np.maximum(lo[:, [0, 2]], reach_lo - hxz - 2 * eps)
+    hi[:, [0, 2]] = np.minimum(hi[:, [0, 2]], reach_hi + hxz + 2 * eps)
+    txy = nav.tile_xy[np.unique(tile_of)]
+    gx0 = float(p.orig[0]) + txy[:, 0].min() * tw - hx - 2 * eps
+    gz0 = float(p.orig[2]) + txy[:, 1].min() * th - hz - 2 * eps
+    gx1 = float(p.orig[0]) + (txy[:, 0].max() + 1) * tw + hx + 2 * eps
+    gz1 = float(p.orig[2]) + (txy[:, 1].max() + 1) * th + hz + 2 * eps
+    size = GRID_CELL_FACTOR * min(hx, hz)
+    size = max(size, (gx1 - gx0) / 4096, (gz1 - gz0) / 4096, 1e-3)
+    while ((gx1 - gx0) / size + 1) * ((gz1 - gz0) / size + 1) > GRID_MAX_CELLS:
+        size *= 2.0
+    inv = 1.0 / size
+    gw = int((gx1 - gx0) * inv) + 1
+    gh = int((gz1 - gz0) * inv) + 1
+    with np.errstate(invalid="ignore"):
+        ix0 = np.clip(np.floor((lo[:, 0] - gx0) * inv), 0, gw - 1).astype(np.int64)
+        ix1 = np.clip(np.floor((hi[:, 0] - gx0) * inv), 0, gw - 1).astype(np.int64)
+        iz0 = np.clip(np.floor((lo[:, 2] - gz0) * inv), 0, gh - 1).astype(np.int64)
+        iz1 = np.clip(np.floor((hi[:, 2] - gz0) * inv), 0, gh - 1).astype(np.int64)
+    nx = ix1 - ix0 + 1
+    per = nx * (iz1 - iz0 + 1)
+    owner = np.repeat(np.arange(nleaf), per)
+    local = np.arange(owner.shape[0]) - np.repeat(np.cumsum(per) - per, per)
+    row, col = np.divmod(local, nx[owner])
+    cx, cz = ix0[owner] + col, iz0[owner] + row
+    cell = cz * gw + cx
+    sort = np.argsort(cell * max(1, nleaf) + owner, kind="stable")
+    owner, cell, cx, cz = owner[sort], cell[sort], cx[sort], cz[sort]
+    e_poly = poly[owner]
+    # How each cell lies against its polygon: by the signed distances of the cell's center
+    # to the edge lines, +- the cell's reach along each normal.
+    nxn, nzn, off, safe = _poly_halfplanes(nav)
+    mx = gx0 + (cx + 0.5) * size
+    mz = gz0 + (cz + 0.5) * size
+    # Slot-major (6, entries) arrays: row-wise arithmetic and reductions are fast.
+    en, ez, eoff = (_columns(np.ascontiguousarray(a.T), e_poly) for a in (nxn, nzn, off))
+    sc = en * mx + ez * mz - eoff
+    reach = (np.abs(en) + np.abs(ez)) * (0.5 * size)
+    margin = float(_bound_margin(nav))
+    with np.errstate(invalid="ignore"):
+        far = np.maximum.reduce(sc - reach, axis=0)
+        inner = np.maximum.reduce(sc + reach, axis=0)
+    ok = safe[e_poly]
+    kind = np.full(e_poly.shape[0], _MIXED, dtype=np.int8)
+    kind[ok & (inner < -margin)] = _IN
+    out = ok & (far > margin)
+    kind[out] = _OUT
+    lb = np.zeros(e_poly.shape[0], dtype=F32)
+    lb[out] = ((far[out] - margin) ** 2).astype(F32)
+    tri = _known_triangles(nav, e_poly, mx, mz, 0.5 * size, margin, kind == _IN)
+    # Two tables: entries over or near their polygon (always tested), and entries whose cell
+    # is outside (sorted by bound within the cell: a query reads them only when its best
+    # over-polygon distance reaches the cell's smallest bound).
+    near = kind != _OUT
+    cells = gw * gh
+
+    def table(sel, by_bound):
+        c = cell[sel]
+        rows = np.flatnonzero(sel)
+        if by_bound:
+            o = np.lexsort((owner[rows], lb[rows], c))
+            rows, c = rows[o], c[o]
+        # One more (empty) cell: the cell of centers off the grid.
+        start = np.zeros(cells + 2, dtype=np.int64)
+        np.cumsum(np.bincount(c, minlength=cells + 1), out=start[1:])
+        o = owner[rows]
+        return {
+            "start": start, "poly": poly[o], "rank": o, "tile": tile_of[o], "kind": kind[rows],
+            "lb": lb[rows], "lo": _pack3(lmin[o]), "hi": _pack3(lmax[o] + _CARRY),
+            "tri": tri[rows],
+        }  # fmt: skip
+
+    out_table = table(~near, True)
+    first_lb = np.full(cells + 1, np.inf, dtype=F32)
+    st = out_table["start"]
+    has = st[1:] > st[:-1]
+    first_lb[has] = out_table["lb"][st[:-1][has]]
+    return {
+        "x0": gx0, "z0": gz0, "inv": inv, "gw": gw, "gh": gh,
+        "near": table(near, False), "out": out_table, "out_min_lb": first_lb,
+    }  # fmt: skip
+
+
+def _known_triangles(nav: NavMesh, polys, mx, mz, half: float, margin: float, which):
+    """Per grid entry (polygon, square cell of center (mx, mz) and half size `half`) the
+    detail triangle getPolyHeight picks for every point of the cell, or -1: for the entries
+    `which`, when the cell is inside a triangle by `margin` and every earlier triangle of the
+    polygon is outside by `margin` or never hit (|denom| below Detour's epsilon)."""
+    tri = np.full(polys.shape[0], -1, dtype=np.int64)
+    e = np.flatnonzero(which)
+    if e.shape[0] == 0 or nav.detail_tri_pos.shape[0] == 0:
+        return tri
+    terms, _ys = _detail_tri_table(nav)
+    t = nav.detail_tri_pos.astype(np.float64)
+    ax, az = t[:, :, 0], t[:, :, 2]
+    bx, bz = np.roll(ax, -1, axis=1), np.roll(az, -1, axis=1)
+    area = (ax * bz - bx * az).sum(axis=1)
+    ex, ez = bx - ax, bz - az
+    length = np.hypot(ex, ez)
+    sign = np.where(area > 0, 1.0, -1.0)[:, None]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        nx = sign * ez / length
+        nz = -sign * ex / length
+    off = nx * ax + nz * az
+    never = np.abs(terms[7]) < _EPS_HEIGHT
+    scale = 1e-9 * (1.0 + np.abs(ax).max(axis=1) + np.abs(az).max(axis=1)) ** 2
+    sound = (np.abs(area) > scale) & (length > 0).all(axis=1)
+    counts = nav.detail_tri_count[polys[e]].astype(np.int64)
+    rows = _ranges(nav.detail_tri_base[polys[e]], counts)
+    owner = np.repeat(np.arange(e.shape[0]), counts)
+    px, pz = mx[e][owner], mz[e][owner]
+    tnx, tnz, toff = (_columns(np.ascontiguousarray(a.T), rows) for a in (nx, nz, off))
+    sc = tnx * px + tnz * pz - toff  # (3, pairs)
+    reach = (np.abs(tnx) + np.abs(tnz)) * half
+    with np.errstate(invalid="ignore"):
+        inside = np.maximum.reduce(sc + reach, axis=0) < -margin
+        inside &= sound[rows] & ~never[rows]
+        outside = np.maximum.reduce(sc - reach, axis=0) > margin
+        outside = never[rows] | (sound[rows] & outside)
+    # The first triangle not surely missed decides: known when the cell is surely inside it.
+    live = np.flatnonzero(~outside)
+    first = np.full(e.shape[0], -1, dtype=np.int64)
+    first[owner[live[::-1]]] = live[::-1]
+    ok = first >= 0
+    ok[ok] = inside[first[ok]]
+    tri[e[ok]] = rows[first[ok]]
+    return tri
+
+
+def _query_cells(grid, cx, cz):
+    """Grid cell of each center (the extra cell gw * gh, with no entries, off the grid)."""
+    with np.errstate(invalid="ignore"):
+        fx = np.floor((cx.astype(np.float64) - grid["x0"]) * grid["inv"])
+        fz = np.floor((cz.astype(np.float64) - grid["z0"]) * grid["inv"])
+        on = (fx >= 0) & (fx < grid["gw"]) & (fz >= 0) & (fz < grid["gh"])
+    return np.where(on, fz * grid["gw"] + fx, grid["gw"] * grid["gh"]).astype(np.int64)
+
+
+def _packed_query_box(nav: NavMesh, qmin, qmax):
+    """`_quantized_box` of tile 0, packed: (bmin, bmax + carry) as int64 (n,) each. Column by
+    column (NumPy is slow at broadcasting a (3,) row over (n, 3)); same float32 operations."""
+    tbmin, tbmax = nav.tile_bmin[0], nav.tile_bmax[0]
+    qfac = F32(nav.tiles[0].bv_quant_factor)
+    qa = np.zeros(qmin.shape[0], dtype=np.int64)
+    qb = np.zeros(qmin.shape[0], dtype=np.int64)
+    for k in range(3):
+        lo = np.minimum(np.maximum(qmin[:, k], tbmin[k]), tbmax[k]) - tbmin[k]
+        hi = np.minimum(np.maximum(qmax[:, k], tbmin[k]), tbmax[k]) - tbmin[k]
+        qa |= ((qfac * lo).astype(np.int64) & 0xFFFE) << (_PACK * k)
+        qb |= ((((qfac * hi + _ONE).astype(np.int64) | 1) & 0xFFFF) + _CARRY) << (_PACK * k)
+    return qa, qb
+
+
+class _BoxTest:
+    """Detour's per-tile test of many query boxes against grid entries: the tile in the
+    query's tile range, then the quantized (clamped) query box overlapping the leaf's box."""
+
+    def __init__(self, nav: NavMesh, qmin, qmax):
+        p = nav.params
+        self.nav, self.qmin, self.qmax = nav, qmin, qmax
+        with np.errstate(invalid="ignore"):
+            self.tminx = np.floor((qmin[:, 0] - p.orig[0]) / F32(p.tile_width))
+            self.tminy = np.floor((qmin[:, 2] - p.orig[2]) / F32(p.tile_height))
+            self.tmaxx = np.floor((qmax[:, 0] - p.orig[0]) / F32(p.tile_width))
+            self.tmaxy = np.floor((qmax[:, 2] - p.orig[2]) / F32(p.tile_height))
+        self.single = nav.tile_count == 1
+        if self.single:
+            tx, ty, _ = (int(v) for v in nav.tile_xy[0])
+            self.in_range = (self.tminx <= tx) & (tx <= self.tmaxx)
+            self.in_range &= (self.tminy <= ty) & (ty <= self.tmaxy)
+            self.qa, self.qb = _packed_query_box(nav, qmin, qmax)
+
+    def pairs(self, table, queries, cells, pass_flags):
+        """(query ids, table rows) of the entries of cells[i] that query queries[i] visits, in
+        table order per query."""
+        start = table["start"][cells]
+        count = table["start"][cells + 1] - start
+        if self.single:
+            count[~self.in_range[queries]] = 0
+        rows = _ranges(start, count)
+        q = np.repeat(queries, count)
+        if self.single:
+            qa, qb = self.qa[q], self.qb[q]
+            hit = ((table["hi"][rows] - qa) & (qb - table["lo"][rows]) & _OVERLAP) == _OVERLAP
+        else:
+            nav = self.nav
+            t = table["tile"][rows]
+            txy = nav.tile_xy[t]
+            hit = (self.tminx[q] <= txy[:, 0]) & (txy[:, 0] <= self.tmaxx[q])
+            hit &= (self.tminy[q] <= txy[:, 1]) & (txy[:, 1] <= self.tmaxy[q])
+            tbmin, tbmax = nav.tile_bmin[t], nav.tile_bmax[t]
+            qfac = np.array([d.bv_quant_factor for d in nav.tiles], dtype=F32)[t][:, None]
+            lo = np.minimum(np.maximum(self.qmin[q], tbmin), tbmax) - tbmin
+            hi = np.minimum(np.maximum(self.qmax[q], tbmin), tbmax) - tbmin
+            bmin = (qfac * lo).astype(np.int64) & 0xFFFE
+            bmax = ((qfac * hi + _ONE).astype(np.int64) | 1) & 0xFFFF
+            qa, qb = _pack3(bmin), _pack3(bmax + _CARRY)
+            hit &= ((table["hi"][rows] - qa) & (qb - table["lo"][rows]) & _OVERLAP) == _OVERLAP
+        if not pass_flags.all():
+            hit &= pass_flags[table["poly"][rows]]
+        sel = np.flatnonzero(hit)
+        return q[sel], rows[sel]
+
+
+def _first_nearest(q, d, n):
+    """Per query the first strictly smallest distance below FLT_MAX among candidates listed
+    query by query (q ascending) in Detour's visiting order -> (index into the candidates or
+    -1 (n,), distance float32 (n,) +inf when none)."""
+    best = np.full(n, -1, dtype=np.int64)
+    dist = np.full(n, np.inf, dtype=F32)
+    ok = np.flatnonzero(d < FLT_MAX)
+    if ok.shape[0] == 0:
+        return best, dist
+    q, d = q[ok], d[ok]
+    starts = np.flatnonzero(np.r_[True, q[1:] != q[:-1]])
+    dmin = np.minimum.reduceat(d, starts)
+    hits = np.flatnonzero(d == np.repeat(dmin, np.diff(np.r_[starts, q.shape[0]])))
+    gq = q[hits]
+    hits = hits[np.r_[True, gq[1:] != gq[:-1]]]
+    best[q[hits]] = ok[hits]
+    dist[q[hits]] = d[hits]
+    return best, dist
+
+
+def find_nearest_poly(nav: NavMesh, centers, halves, pass_flags):
+    """findNearestPoly for many points -> (ref int64 (n,), point (n, 3) NaN none, over bool).
+
+    Detour computes closestPointOnPoly for every candidate and keeps the first strictly
+    nearest. Here the candidates come from the candidate grid (`_candidate_grid`), whose
+    entries say whether the query's cell lies inside its polygon (2D) or outside it with a
+    lower bound of the distance. Candidates over their polygon (inside, or found inside by
+    dtPointInPolygon) are evaluated exactly first; that bounds each query's answer, and the
+    candidates outside are evaluated only when their lower bound does not exceed it. A skipped
+    candidate's distance is strictly above the minimum, so the first strict minimum in
+    Detour's visiting order (the BV rank) is unchanged. Non-finite points are the caller's
+    business (INVALID_PARAM)."""
+    n = centers.shape[0]
+    hx = float(halves[:, 0].max()) if n else 0.0
+    hz = float(halves[:, 2].max()) if n else 0.0
+    grid = _candidate_grid(nav, hx, hz) if n and hx >= 0 and hz >= 0 else None
+    if grid is None:
+        return _find_nearest_poly_pruned(nav, centers, halves, pass_flags)
+    ref = np.full(n, -1, dtype=np.int64)
+    point = np.full((n, 3), np.nan, dtype=F32)
+    over = np.zeros(n, dtype=bool)
+    cx, cy, cz = (np.ascontiguousarray(centers[:, k]) for k in range(3))
+    box = _BoxTest(nav, (centers - halves).astype(F32), (centers + halves).astype(F32))
+    cells = _query_cells(grid, cx, cz)
+    near = grid["near"]
+    q, rows = box.pairs(near, np.arange(n), cells, pass_flags)
+    poly = near["poly"][rows]
+    kind = near["kind"][rows]
+    # Over-polygon candidates: the cell inside, or dtPointInPolygon on a mixed cell.
+    inside = kind == _IN
+    mixed = np.flatnonzero(~inside)
+    qm, pm = q[mixed], poly[mixed]
+    on = _inside_xz(nav, pm, cx[qm], cz[qm])
+    on &= nav.poly_type[pm] != POLYTYPE_OFFMESH_CONNECTION
+    inside[mixed[on]] = True
+    j = np.flatnonzero(inside)
+    qj, pj = q[j], poly[j]
+    hj = _height_inside(nav, pj, cx[qj], cz[qj], centers, qj, near["tri"][rows[j]])
+    dy = np.abs(cy[qj] - hj) - nav.tile_walkable_climb[nav.poly_tile[pj]]
+    dj = np.where(dy > _ZERO, dy * dy, _ZERO).astype(F32)
+    best_j, dist_j = _first_nearest(qj, dj, n)
+    # Each query's best over-polygon distance bounds its answer (slack for float32 rounding).
+    upper = dist_j.astype(np.float64) * (1.0 + 1e-5)
+    # Outside candidates within the bound: mixed cells by the point's own distance to the
+    # polygon's edge lines, then the outside entries of the queries whose cell's smallest
+    # bound does not exceed theirs.
+    mo = mixed[~on]
+    lb = _outside_bound(nav, poly[mo], cx[q[mo]], cz[q[mo]])
+    mo = mo[lb <= upper[q[mo]]]
+    kq, kp, kr = [q[mo]], [poly[mo]], [near["rank"][rows[mo]]]
+    far = np.flatnonzero(grid["out_min_lb"][cells] <= upper)
+    if far.shape[0]:
+        out = grid["out"]
+        fq, frows = box.pairs(out, far, cells[far], pass_flags)
+        keep = out["lb"][frows] <= upper[fq]
+        kq.append(fq[keep])
+        kp.append(out["poly"][frows[keep]])
+        kr.append(out["rank"][frows[keep]])
+    qk, pk, rk = np.concatenate(kq), np.concatenate(kp), np.concatenate(kr)
+    order = np.lexsort((rk, qk))
+    qk, pk, rk = qk[order], pk[order], rk[order]
+    ck = closest_on_detail_edges(nav, pk, centers[qk], True)
+    diff = centers[qk] - ck
+    dk = (diff[:, 0] * diff[:, 0] + diff[:, 1] * diff[:, 1] + diff[:, 2] * diff[:, 2]).astype(F32)
+    best_k, dist_k = _first_nearest(qk, dk, n)
+    # The over-polygon winner unless an outside one is nearer, or as near and visited first.
+    rank_j = np.zeros(n, dtype=np.int64)
+    rank_k = np.zeros(n, dtype=np.int64)
+    got_j, got_k = best_j >= 0, best_k >= 0
+    rank_j[got_j] = near["rank"][rows[j[best_j[got_j]]]]
+    rank_k[got_k] = rk[best_k[got_k]]
+    take_k = (best_k >= 0) & (
+        (best_j < 0) | (dist_k < dist_j) | ((dist_k == dist_j) & (rank_k < rank_j))
+    )
+    take_j = (best_j >= 0) & ~take_k
+    a, b = np.flatnonzero(take_j), best_j[take_j]
+    ref[a], over[a] = pj[b], True
+    point[a, 0], point[a, 1], point[a, 2] = cx[a], hj[b], cz[a]
+    a, b = np.flatnonzero(take_k), best_k[take_k]
+    ref[a], point[a] = pk[b], ck[b]
+    return ref, point, over
+
+
 def _poly_boxes(nav: NavMesh) -> np.ndarray:
     """float64 (npolys, 2, 3): a box holding every point closestPointOnPoly can return for the
     polygon (its vertices and detail triangles), widened by a margin far above float32
@@ -366,7 +919,7 @@ def _nearest_distance(nav: NavMesh, r, c):
     return np.where(is_over, d_over, d_out).astype(F32), closest, is_over
 
 
-def find_nearest_poly(nav: NavMesh, centers, halves, pass_flags):
+def _find_nearest_poly_pruned(nav: NavMesh, centers, halves, pass_flags):
     """findNearestPoly for many points -> (ref int64 (n,), point (n, 3) NaN none, over bool).
 
     Detour computes closestPointOnPoly for every candidate. Here a lower bound of each
@@ -433,9 +986,10 @@ def find_nearest_poly(nav: NavMesh, centers, halves, pass_flags):
 
 
 def _ray_edge_table(nav: NavMesh) -> np.ndarray:
-    """Per polygon and edge slot i (from vertex j = i - 1 to vertex i): float32 (npolys, 4, 6)
+    """Per polygon and edge slot i (from vertex j = i - 1 to vertex i): float32 (4, 6, npolys)
     rows xj, zj, ex = xi - xj, ez = zi - zj as dtIntersectSegmentPoly2D computes them. Slots
-    i >= nv get a zero edge: parallel to every ray with n = 0, so they neither fail nor clip."""
+    i >= nv get a zero edge: parallel to every ray with n = 0, so they neither fail nor clip.
+    Slot-major (see `_edge_table`)."""
 
     def build():
         v = nav.poly_pos.astype(F32)
@@ -447,7 +1001,8 @@ def _ray_edge_table(nav: NavMesh) -> np.ndarray:
         valid = i < nv[:, None]
         ex = np.where(valid, vi[..., 0] - vj[..., 0], _ZERO)
         ez = np.where(valid, vi[..., 2] - vj[..., 2], _ZERO)
-        return np.stack([vj[..., 0], vj[..., 2], ex, ez], axis=1).astype(F32)
+        table = np.stack([vj[..., 0], vj[..., 2], ex, ez], axis=0).astype(F32)
+        return np.ascontiguousarray(table.transpose(0, 2, 1))
 
     return _cached(nav, "_ray_edge_table_cache", nav.poly_pos, build)
 
@@ -464,23 +1019,26 @@ def intersect_segment_poly_2d(p0x, p0z, dirx, dirz, nav: NavMesh, refs):
     each updated only on a strictly better value, and fails when they cross or a parallel edge
     has the segment outside. Both running values are monotone, so this equals: the first
     maximum / first minimum over all edges at once, failing when the final ones cross."""
-    e = _ray_edge_table(nav)[refs]  # (m, 4, 6)
-    xj, zj, ex, ez = e[:, 0], e[:, 1], e[:, 2], e[:, 3]
-    dx = p0x[:, None] - xj
-    dz = p0z[:, None] - zj
-    n = ez * dx - ex * dz
-    d = dirz[:, None] * ex - dirx[:, None] * ez
+    xj, zj, ex, ez = _columns(_ray_edge_table(nav), refs)  # (6, m) each
+    n = ez * (p0x - xj) - ex * (p0z - zj)
+    d = dirz * ex - dirx * ez
     par = np.abs(d) < _EPS_SEG
-    fail = np.any(par & (n < _ZERO), axis=1)
+    fail = np.logical_or.reduce(par & (n < _ZERO), axis=0)
     with np.errstate(divide="ignore", invalid="ignore"):
         t = n / d
     enter = np.where(par | (d >= _ZERO), -_INF32, t)
     leave = np.where(par | (d < _ZERO), _INF32, t)
-    rows = np.arange(refs.shape[0])
-    k_min = np.argmax(enter, axis=1)
-    k_max = np.argmin(leave, axis=1)
-    t_enter = enter[rows, k_min]
-    t_leave = leave[rows, k_max]
+    # First maximum / minimum over the slots (strictly better replaces, as Detour's scan).
+    t_enter, t_leave = enter[0], leave[0]
+    k_min = np.zeros(refs.shape[0], dtype=np.int64)
+    k_max = np.zeros(refs.shape[0], dtype=np.int64)
+    for k in range(1, 6):
+        better = enter[k] > t_enter
+        t_enter = np.where(better, enter[k], t_enter)
+        k_min[better] = k
+        better = leave[k] < t_leave
+        t_leave = np.where(better, leave[k], t_leave)
+        k_max[better] = k
     # The edge index Detour reports is j, the edge's first vertex (slot i's predecessor).
     nv = nav.poly_vert_count[refs].astype(np.int64)
     moved_min = t_enter > _ZERO
@@ -496,7 +1054,9 @@ def intersect_segment_poly_2d(p0x, p0z, dirx, dirz, nav: NavMesh, refs):
 def _ray_links(nav: NavMesh, pass_flags):
     """Per (polygon, edge) the links raycast may follow across that edge, in Detour's link
     order, with their query-independent crossing interval: (rows (npolys * 6, K) link index
-    or -1, full bool (L,), axis (L,), lmin, lmax float32 (L,), sided bool (L,))."""
+    or -1, full bool (L,), axis (L,), lmin, lmax float32 (L,), sided bool (L,), direct
+    (npolys * 6,) the next polygon when the slot's first link spans the edge, -1 none, -2 test
+    the links)."""
     key = "_ray_link_cache"
     hit = getattr(nav, key, None)
     if hit is not None and hit[0] is nav.link_start and np.array_equal(hit[1], pass_flags):
@@ -532,7 +1092,14 @@ def _ray_links(nav: NavMesh, pass_flags):
     lmax = la + (ra - la) * (hi.astype(F32) * sc)
     lmin, lmax = np.minimum(lmin, lmax), np.maximum(lmin, lmax)
     sided = (side == 0) | (side == 4) | (side == 2) | (side == 6)
-    value = (rows, full, axis, lmin.astype(F32), lmax.astype(F32), sided)
+    # The common case needs no interval test: the slot's first usable link crosses the whole
+    # edge, so raycast takes it (-1: no usable link, a wall; -2: test the links in order).
+    first_link = rows[:, 0]
+    direct = np.where(first_link < 0, -1, -2)
+    whole = first_link >= 0
+    whole[whole] = full[first_link[whole]]
+    direct[whole] = nav.link_ref[first_link[whole]]
+    value = (rows, full, axis, lmin.astype(F32), lmax.astype(F32), sided, direct)
     setattr(nav, key, (nav.link_start, pass_flags.copy(), value))
     return value
 
@@ -559,6 +1126,34 @@ def _wall_normals(nav: NavMesh) -> np.ndarray:
     return _cached(nav, "_wall_normal_cache", nav.poly_pos, build)
 
 
+def _ray_exit(p0x, p0z, dirx, dirz, nav: NavMesh, refs):
+    """The part of `intersect_segment_poly_2d` raycast reads -> (hit, tmax, seg_max): the
+    same values, without the entering edge's index."""
+    xj, zj, ex, ez = _columns(_ray_edge_table(nav), refs)  # (6, m) each
+    n = ez * (p0x - xj) - ex * (p0z - zj)
+    d = dirz * ex - dirx * ez
+    par = np.abs(d) < _EPS_SEG
+    fail = np.logical_or.reduce(par & (n < _ZERO), axis=0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = n / d
+    neg = d < _ZERO
+    # fmax / fmin skip NaN as Detour's comparisons do.
+    t_enter = np.fmax.reduce(np.where(par | ~neg, -_INF32, t), axis=0)
+    leave = np.where(par | neg, _INF32, t)
+    t_leave = np.fmin.reduce(leave, axis=0)
+    # First slot holding the minimum (Detour's scan replaces only on a strictly smaller t).
+    k_max = np.zeros(refs.shape[0], dtype=np.int64)
+    for k in range(5, -1, -1):
+        k_max[leave[k] == t_leave] = k
+    moved_min = t_enter > _ZERO
+    moved_max = t_leave < _ONE
+    tmin = np.where(moved_min, t_enter, _ZERO)
+    tmax = np.where(moved_max, t_leave, _ONE)
+    nv = nav.poly_vert_count[refs].astype(np.int64)
+    seg_max = np.where(moved_max, np.where(k_max == 0, nv - 1, k_max - 1), -1)
+    return ~fail & ~(tmin > tmax), tmax, seg_max
+
+
 def raycast(nav: NavMesh, start_refs, starts, ends, pass_flags, max_path: int):
     """raycast for many rays (valid refs and finite points assumed) ->
     (status-bits partial/buffer int64 (n,), t float32, normal (n, 3), query ids, refs).
@@ -569,66 +1164,84 @@ def raycast(nav: NavMesh, start_refs, starts, ends, pass_flags, max_path: int):
     t_hit = np.zeros(n, dtype=F32)
     normal = np.zeros((n, 3), dtype=F32)
     extra = np.zeros(n, dtype=np.int64)
-    count = np.zeros(n, dtype=np.int64)
-    cur = start_refs.astype(np.int64).copy()
-    active = np.nonzero(cur >= 0)[0]
-    link_rows, full, axis, lmin, lmax, sided = _ray_links(nav, pass_flags)
+    link_rows, full, axis, lmin, lmax, sided, direct = _ray_links(nav, pass_flags)
     normals = _wall_normals(nav)
     rec_q, rec_r = [], []
-    sx, sz = starts[:, 0].copy(), starts[:, 2].copy()
-    dirx, dirz = ends[:, 0] - starts[:, 0], ends[:, 2] - starts[:, 2]
-    while active.shape[0]:
-        c = cur[active]
-        ok, _tmin, tmax, _smin, smax = intersect_segment_poly_2d(
-            sx[active], sz[active], dirx[active], dirz[active], nav, c
-        )
+    # The live rays' state, compacted every round: ray id, polygon, origin, direction, count.
+    ray = np.flatnonzero(start_refs >= 0)
+    cur = start_refs[ray].astype(np.int64)
+    sx, sz = starts[ray, 0], starts[ray, 2]
+    dirx, dirz = ends[ray, 0] - sx, ends[ray, 2] - sz
+    count = np.zeros(ray.shape[0], dtype=np.int64)
+    while ray.shape[0]:
+        ok, tmax, smax = _ray_exit(sx, sz, dirx, dirz, nav, cur)
         # Rays that miss the polygon stop here (t as it is).
-        a = active[ok]
-        tmax_g = tmax[ok]
-        t_hit[a] = np.where(tmax_g > t_hit[a], tmax_g, t_hit[a])
-        room = count[a] < max_path
-        rec_q.append(a[room])
-        rec_r.append(c[ok][room])
-        count[a[room]] += 1
-        extra[a[~room]] |= 0x10
-        smax_g = smax[ok]
-        reached = smax_g == -1
-        t_hit[a[reached]] = FLT_MAX
-        a = a[~reached]
-        seg = smax_g[~reached]
-        tm = tmax_g[~reached]
-        cr = c[ok][~reached]
-        slots = link_rows[cr * 6 + seg]  # (m, K)
-        nxt = np.full(a.shape[0], -1, dtype=np.int64)
-        todo = np.ones(a.shape[0], dtype=bool)
-        rows = np.arange(a.shape[0])
-        for kk in range(slots.shape[1]):
-            k = slots[:, kk]
-            has = todo & (k >= 0)
-            if not has.any():
-                break
-            ks = np.where(has, k, 0)
-            ax = axis[ks]
-            sa = starts[a, ax]
-            x = sa + (ends[a, ax] - sa) * tm
-            take = has & (full[ks] | ((x >= lmin[ks]) & (x <= lmax[ks]) & sided[ks]))
-            nxt = np.where(take, nav.link_ref[ks], nxt)
-            todo &= ~take
-        del rows
-        wall = nxt < 0
-        if wall.any():
-            w = np.nonzero(wall)[0]
-            normal[a[w]] = normals[cr[w], seg[w]]
-        cont = a[~wall]
-        cur[cont] = nxt[~wall]
-        full_buf = (extra[cont] & 0x10) != 0
-        extra[cont[full_buf]] |= 0x40
-        active = cont[~full_buf]
+        if not ok.all():
+            keep = np.flatnonzero(ok)
+            ray, cur, sx, sz, dirx, dirz, count, tmax, smax = (
+                v[keep] for v in (ray, cur, sx, sz, dirx, dirz, count, tmax, smax)
+            )
+        t_hit[ray] = np.maximum(t_hit[ray], tmax)
+        room = count < max_path
+        if room.all():
+            rec_q.append(ray)
+            rec_r.append(cur)
+            count += 1
+        else:
+            rec_q.append(ray[room])
+            rec_r.append(cur[room])
+            count[room] += 1
+            extra[ray[~room]] |= 0x10
+        reached = smax == -1
+        t_hit[ray[reached]] = FLT_MAX
+        slot = cur * 6 + smax
+        nxt = direct[np.where(reached, 0, slot)]
+        nxt[reached] = -3
+        test = np.flatnonzero(nxt == -2)
+        if test.shape[0]:
+            nxt[test] = _follow_links(
+                link_rows[slot[test]], full, axis, lmin, lmax, sided, nav.link_ref,
+                starts[ray[test]], ends[ray[test]], tmax[test],
+            )  # fmt: skip
+        wall = np.flatnonzero(nxt == -1)
+        if wall.shape[0]:
+            normal[ray[wall]] = normals[cur[wall], smax[wall]]
+        go = nxt >= 0
+        # A ray that found its buffer full stops after the step that did not fit.
+        full_buf = ~room
+        extra[ray[go & full_buf]] |= 0x40
+        go &= ~full_buf
+        keep = np.flatnonzero(go)
+        ray, sx, sz, dirx, dirz, count = (v[keep] for v in (ray, sx, sz, dirx, dirz, count))
+        cur = nxt[keep]
     q = np.concatenate(rec_q) if rec_q else np.zeros(0, np.int64)
     r = np.concatenate(rec_r) if rec_r else np.zeros(0, np.int64)
     # Rounds visit each ray's polygons in order: a stable sort by ray keeps that order.
     order = np.argsort(q, kind="stable")
     return extra, t_hit, normal, q[order], r[order]
+
+
+def _follow_links(slots, full, axis, lmin, lmax, sided, link_ref, starts, ends, tm):
+    """The polygon raycast enters through the first of each ray's edge links (slots (m, K),
+    -1 padded, in Detour's order) that spans the edge or whose crossing interval holds the
+    ray's exit point at t = tm; -1 where none does (a wall)."""
+    m = slots.shape[0]
+    nxt = np.full(m, -1, dtype=np.int64)
+    todo = np.ones(m, dtype=bool)
+    rows = np.arange(m)
+    for kk in range(slots.shape[1]):
+        k = slots[:, kk]
+        has = todo & (k >= 0)
+        if not has.any():
+            break
+        ks = np.where(has, k, 0)
+        ax = axis[ks]
+        sa = starts[rows, ax]
+        x = sa + (ends[rows, ax] - sa) * tm
+        take = has & (full[ks] | ((x >= lmin[ks]) & (x <= lmax[ks]) & sided[ks]))
+        nxt = np.where(take, link_ref[ks], nxt)
+        todo &= ~take
+    return nxt
 
 
 def _boundary_edge_table(nav: NavMesh) -> np.ndarray:
@@ -680,10 +1293,39 @@ def _portal_lookup(nav: NavMesh):
     return result
 
 
+#: Navmeshes with at most this many (from, to) polygon pairs get a dense portal-link table.
+PORTAL_TABLE_MAX = 1 << 22
+
+
+def _portal_table(nav: NavMesh):
+    """int64 (npolys * npolys): first link row from -> to (-1: none), or None when the mesh
+    has too many polygons for a dense table (cached)."""
+    n = nav.poly_count
+    if n * n > PORTAL_TABLE_MAX:
+        return None
+
+    def build():
+        keys, rows = _portal_lookup(nav)
+        table = np.full(n * n, -1, dtype=np.int64)
+        table[keys] = rows
+        return table
+
+    return _cached(nav, "_portal_table_cache", nav.link_start, build)
+
+
 def portal_links(nav: NavMesh, frm: np.ndarray, to: np.ndarray) -> np.ndarray:
     """Link row getPortalPoints uses for each (from, to) pair, -1 when they are not linked."""
+    n = max(1, nav.poly_count)
+    frm = frm.astype(np.int64)
+    to = to.astype(np.int64)
+    table = _portal_table(nav)
+    if table is not None:
+        inside = (frm >= 0) & (frm < n) & (to >= 0) & (to < n)
+        if inside.all():
+            return table[frm * n + to]
+        return np.where(inside, table[np.where(inside, frm * n + to, 0)], -1)
     keys, rows = _portal_lookup(nav)
-    k = frm.astype(np.int64) * max(1, nav.poly_count) + to.astype(np.int64)
+    k = frm * n + to
     if keys.shape[0] == 0:
         return np.full(k.shape, -1, dtype=np.int64)
     pos = np.minimum(np.searchsorted(keys, k), keys.shape[0] - 1)
@@ -730,33 +1372,27 @@ def straight_paths(nav: NavMesh, count, start, polys, starts, ends, max_straight
     pts[:, 0] = start_c
     flags[:, 0] = 1
     refs[:, 0] = first
-    # Portals of every corridor step (flat index start + i); the last step is the end point.
+    # Portals of every corridor step, query by query (query q's step 0 at row cstart[q]); the
+    # last step's portal is the end point. Positions as separate x, y, z arrays: 1-D gathers
+    # are much cheaper than (n, 3) row gathers.
     total = int(count.sum())
-    flat_q = np.repeat(np.arange(n), count)
-    flat_i = np.arange(total) - np.repeat(np.cumsum(count) - count, count)
-    flat_pos = start[flat_q] + flat_i
-    has_next = flat_i + 1 < count[flat_q]
-    nxt = np.where(has_next, polys[np.where(has_next, flat_pos + 1, flat_pos)], -1)
-    link = portal_links(nav, polys[flat_pos], np.maximum(nxt, 0))
-    p_left = np.where(has_next[:, None], nav.link_left[np.maximum(link, 0)], end_c[flat_q])
-    p_right = np.where(has_next[:, None], nav.link_right[np.maximum(link, 0)], end_c[flat_q])
-    cstart = np.cumsum(count) - count  # row of query q's step 0 in the flat arrays
-
-    # Positions as separate x, y, z arrays: 1-D gathers are much cheaper than (n, 3) row gathers.
-    plx, ply, plz = (np.ascontiguousarray(p_left[:, k]) for k in range(3))
-    prx, pry, prz = (np.ascontiguousarray(p_right[:, k]) for k in range(3))
-    apex = [start_c[:, k].copy() for k in range(3)]
-    left = [start_c[:, k].copy() for k in range(3)]
-    right = [start_c[:, k].copy() for k in range(3)]
-    apex_i = np.zeros(n, dtype=np.int64)
-    left_i = np.zeros(n, dtype=np.int64)
-    right_i = np.zeros(n, dtype=np.int64)
-    left_ref = first.astype(np.int64).copy()
-    right_ref = first.astype(np.int64).copy()
-    i = np.zeros(n, dtype=np.int64)
+    cstart = np.cumsum(count) - count
+    if polys.shape[0] == total and np.array_equal(start, cstart):
+        flat_polys = polys.astype(np.int64)
+    else:
+        flat_polys = polys[_ranges(start, count)].astype(np.int64)
+    last_rows = cstart + count - 1
+    nxt = np.empty(total, dtype=np.int64)
+    nxt[:-1] = flat_polys[1:]
+    nxt[last_rows] = -1
+    has_next = nxt >= 0
+    link = np.maximum(portal_links(nav, flat_polys, np.maximum(nxt, 0)), 0)
+    plx, ply, plz = (nav.link_left[:, k][link] for k in range(3))
+    prx, pry, prz = (nav.link_right[:, k][link] for k in range(3))
+    for k, (pl, pr) in enumerate(((plx, prx), (ply, pry), (plz, prz))):
+        pl[last_rows] = end_c[:, k]
+        pr[last_rows] = end_c[:, k]
     done = np.zeros(n, dtype=bool)
-    finished_loop = count <= 1
-    active = np.nonzero(~finished_loop)[0]
 
     # Output points as flat x, y, z arrays (query q's slot k at q * width + k).
     out_x, out_y, out_z = (np.ascontiguousarray(pts[:, :, k]).reshape(-1) for k in range(3))
@@ -791,74 +1427,101 @@ def straight_paths(nav: NavMesh, count, start, polys, starts, ends, max_straight
         dx, dy, dz = bx - ax, by - ay, bz - az
         return (dx * dx + dy * dy + dz * dz) < _EQUAL_THR
 
-    def jump_to(qj, side, side_i, side_ref):
-        """Move the apex of queries qj to the given side's point, append it, restart there."""
-        for k in range(3):
-            apex[k][qj] = side[k][qj]
-        apex_i[qj] = side_i[qj]
-        fl = np.where(side_ref[qj] < 0, 2, 0).astype(np.uint8)
-        stop = append(qj, apex[0][qj], apex[1][qj], apex[2][qj], fl, side_ref[qj])
-        done[stop] = True
-        for k in range(3):
-            left[k][qj] = apex[k][qj]
-            right[k][qj] = apex[k][qj]
-        left_i[qj] = apex_i[qj]
-        right_i[qj] = apex_i[qj]
-        i[qj] = apex_i[qj]
+    # Step 0 with a portal right at the start point is skipped (Detour's "starting really
+    # close the portal"); later steps never have index 0 (a restart resumes after the apex).
+    d0, _t = dist_pt_seg_sqr_2d(
+        start_c,
+        np.stack([plx[cstart], ply[cstart], plz[cstart]], axis=1),
+        np.stack([prx[cstart], pry[cstart], prz[cstart]], axis=1),
+    )
+    skip0 = has_next[cstart] & (d0 < _PORTAL_EPS)
+    # Funnel state of the queries being string-pulled, compact: entry k is query act[k]
+    # (entries of finished queries linger, masked by `alive`, until the next compaction).
+    act = np.flatnonzero(count > 1)
+    st = [start_c[act, k].copy() for k in range(3)]
+    ax, ay, az = st[0], st[1], st[2]
+    lx, ly, lz = st[0].copy(), st[1].copy(), st[2].copy()
+    rx, ry, rz = st[0].copy(), st[1].copy(), st[2].copy()
+    ai = np.zeros(act.shape[0], dtype=np.int64)
+    li, ri = ai.copy(), ai.copy()
+    lref = first[act].astype(np.int64)
+    rref = lref.copy()
+    i = skip0[act].astype(np.int64)
+    cst = cstart[act]
+    cnt = count[act]
+    alive = np.ones(act.shape[0], dtype=bool)
 
-    while active.shape[0]:
-        q = active
-        iq = i[q]
-        row = cstart[q] + iq
-        lx, ly, lz = plx[row], ply[row], plz[row]
-        rx, ry, rz = prx[row], pry[row], prz[row]
+    def restart(w, to_left):
+        """Move the apex of entries w to the funnel's left point (where to_left, else its
+        right point), append it and restart the scan there (queries whose output is complete
+        are marked done)."""
+
+        def side(a, b):
+            return np.where(to_left, a[w], b[w])
+
+        px, py, pz, pi_ = side(lx, rx), side(ly, ry), side(lz, rz), side(li, ri)
+        ref = side(lref, rref)
+        fl = np.where(ref < 0, 2, 0).astype(np.uint8)
+        stop = append(act[w], px, py, pz, fl, ref)
+        done[stop] = True
+        for arr, v in ((ax, px), (ay, py), (az, pz), (lx, px), (ly, py), (lz, pz)):
+            arr[w] = v
+        for arr, v in ((rx, px), (ry, py), (rz, pz), (ai, pi_), (li, pi_), (ri, pi_)):
+            arr[w] = v
+        i[w] = pi_
+
+    while act.shape[0]:
+        row = cst + np.minimum(i, cnt - 1)
+        qlx, qly, qlz = plx[row], ply[row], plz[row]
+        qrx, qry, qrz = prx[row], pry[row], prz[row]
         nref = nxt[row]
-        ax, ay, az = apex[0][q], apex[1][q], apex[2][q]
-        # First portal right at the start point: skip it.
-        skip = (iq == 0) & has_next[row]
-        if np.any(skip):
-            w = np.nonzero(skip)[0]
-            d, _t = dist_pt_seg_sqr_2d(
-                np.stack([ax[w], ay[w], az[w]], axis=1),
-                np.stack([lx[w], ly[w], lz[w]], axis=1),
-                np.stack([rx[w], ry[w], rz[w]], axis=1),
-            )
-            skip[w] = d < _PORTAL_EPS
         # Right side.
-        qrx, qry, qrz = right[0][q], right[1][q], right[2][q]
-        qlx, qlz = left[0][q], left[2][q]
-        r_test = ~skip & (area(ax, az, qrx, qrz, rx, rz) <= _ZERO)
-        tighten = r_test & (
-            equal(ax, ay, az, qrx, qry, qrz) | (area(ax, az, qlx, qlz, rx, rz) > _ZERO)
-        )
-        t = q[tighten]
-        right[0][t], right[1][t], right[2][t] = rx[tighten], ry[tighten], rz[tighten]
-        right_ref[t] = nref[tighten]
-        right_i[t] = iq[tighten]
-        jump = r_test & ~tighten
-        restart = jump
-        if np.any(jump):
-            jump_to(q[jump], left, left_i, left_ref)
-            ax, ay, az = apex[0][q], apex[1][q], apex[2][q]
-        # Left side (queries that did not restart).
-        qlx, qly, qlz = left[0][q], left[1][q], left[2][q]
-        qrx, qrz = right[0][q], right[2][q]
-        l_test = ~skip & ~restart & (area(ax, az, qlx, qlz, lx, lz) >= _ZERO)
-        tighten = l_test & (
-            equal(ax, ay, az, qlx, qly, qlz) | (area(ax, az, qrx, qrz, lx, lz) < _ZERO)
-        )
-        t = q[tighten]
-        left[0][t], left[1][t], left[2][t] = lx[tighten], ly[tighten], lz[tighten]
-        left_ref[t] = nref[tighten]
-        left_i[t] = iq[tighten]
-        jump = l_test & ~tighten
-        if np.any(jump):
-            jump_to(q[jump], right, right_i, right_ref)
-        i[q] += 1
-        iq = i[q]
-        alive = ~done[q] & (iq < count[q])
-        finished_loop[q] = iq >= count[q]
-        active = q[alive]
+        r_test = alive & (area(ax, az, rx, rz, qrx, qrz) <= _ZERO)
+        tight = r_test & (equal(ax, ay, az, rx, ry, rz) | (area(ax, az, lx, lz, qrx, qrz) > _ZERO))
+        if tight.any():
+            rx, ry, rz = (
+                np.where(tight, qrx, rx),
+                np.where(tight, qry, ry),
+                np.where(tight, qrz, rz),
+            )
+            rref = np.where(tight, nref, rref)
+            ri = np.where(tight, i, ri)
+        # A restart on the right skips the left side; restarts run after both sides (they
+        # only touch their own entries).
+        jump_r = r_test & ~tight
+        restarted = bool(jump_r.any())
+        l_test = ~jump_r & alive if restarted else alive
+        # Left side (entries that did not restart).
+        l_test = l_test & (area(ax, az, lx, lz, qlx, qlz) >= _ZERO)
+        tight = l_test & (equal(ax, ay, az, lx, ly, lz) | (area(ax, az, rx, rz, qlx, qlz) < _ZERO))
+        if tight.any():
+            lx, ly, lz = (
+                np.where(tight, qlx, lx),
+                np.where(tight, qly, ly),
+                np.where(tight, qlz, lz),
+            )
+            lref = np.where(tight, nref, lref)
+            li = np.where(tight, i, li)
+        jump = l_test & ~tight
+        if restarted or jump.any():
+            restarted = True
+            w = np.flatnonzero(jump_r | jump)
+            restart(w, jump_r[w])
+        i += 1
+        alive &= i < cnt
+        if restarted:
+            alive &= ~done[act]
+        n_alive = int(np.count_nonzero(alive))
+        if n_alive < act.shape[0] - (act.shape[0] >> 2):
+            kept = np.flatnonzero(alive)
+            act, cst, cnt, i, ai, li, ri = (
+                act[kept], cst[kept], cnt[kept], i[kept], ai[kept], li[kept], ri[kept]
+            )  # fmt: skip
+            lref, rref = lref[kept], rref[kept]
+            ax, ay, az = ax[kept], ay[kept], az[kept]
+            lx, ly, lz = lx[kept], ly[kept], lz[kept]
+            rx, ry, rz = rx[kept], ry[kept], rz[kept]
+            alive = np.ones(kept.shape[0], dtype=bool)
     # The end point for every query that ran through its corridor.
     fin = np.nonzero(~done)[0]
     if fin.shape[0]:

@@ -227,15 +227,20 @@ def write_npz_atomic(path, arrays: dict[str, Any]) -> None:
         raise
 
 
-def cmd_query(args, config) -> int:
+def cmd_query(args, config, nav: NavMesh | None = None) -> int:
+    if nav is None and getattr(args, "agent", None):
+        from .agent_cli import per_agent
+
+        return per_agent(cmd_query, args, config)
     arrays = read_queries(args.queries)
-    nav = build_navmesh(
-        args.mesh,
-        args.recast_frame,
-        config,
-        getattr(args, "tile_size", 0),
-        getattr(args, "workers", None),
-    )
+    if nav is None:
+        nav = build_navmesh(
+            args.mesh,
+            args.recast_frame,
+            config,
+            getattr(args, "tile_size", 0),
+            getattr(args, "workers", None),
+        )
     out = run_queries(NavMeshQuery(nav, 2048), arrays, args.recast_frame)
     write_npz_atomic(args.out, out)
     times = " ".join(
@@ -255,14 +260,19 @@ def _status_text(status: int) -> str:
     return "reached" if status & SUCCESS else f"status {status:#x}"
 
 
-def cmd_path(args, config) -> int:
-    nav = build_navmesh(
-        args.mesh,
-        args.recast_frame,
-        config,
-        getattr(args, "tile_size", 0),
-        getattr(args, "workers", None),
-    )
+def cmd_path(args, config, nav: NavMesh | None = None) -> int:
+    if nav is None and getattr(args, "agent", None):
+        from .agent_cli import per_agent
+
+        return per_agent(cmd_path, args, config)
+    if nav is None:
+        nav = build_navmesh(
+            args.mesh,
+            args.recast_frame,
+            config,
+            getattr(args, "tile_size", 0),
+            getattr(args, "workers", None),
+        )
     query = NavMeshQuery(nav, 2048)
     start = _frame(np.asarray(args.start, dtype=F32), args.recast_frame)
     goal = _frame(np.asarray(args.goal, dtype=F32), args.recast_frame)
@@ -325,6 +335,19 @@ def add_parsers(sub, add_setting_flags, config_from_args, common=None) -> None:
     b.add_argument("--pairs", type=int, default=10000, help="batch size [Limit: >= 1]")
     b.add_argument("--runs", type=int, default=3, help="runs per batch, best counts [Limit: >= 1]")
     b.set_defaults(func=lambda args: _bench(args))
+    for parser, what in (
+        (q, "writes one OUT per agent, its name before the extension (out_small.npz)"),
+        (p, "prints each agent's path"),
+    ):
+        parser.add_argument(
+            "--agent",
+            action="append",
+            default=[],
+            metavar="NAME[:KEY=VALUE,...]",
+            help="run on this agent's navmesh (repeatable; keys radius, height, max_climb, "
+            "max_slope as in bake --agent, omitted keys from the setting flags): the agents "
+            f"are baked at once (shared stages) and the command {what}",
+        )
     if common is not None:
         for parser in (q, p, b):
             common(parser)

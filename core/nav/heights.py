@@ -9,7 +9,10 @@ bounding box overlaps it (CSR arrays). A uniform grid rather than a BVH because 
 vertical line: a point touches exactly one cell, so a batch is one gather of candidate
 triangles per point, with no tree walk and no per-level Python loop; level geometry is spread
 fairly evenly over X/Y, where a grid's cells stay short. Cells are sized from the triangles'
-median X/Y extent (and never so small that the grid outgrows a few cells per triangle).
+median X/Y extent (and never so small that the grid outgrows a few cells per triangle). Each
+cell entry also holds the triangle's box clipped to the cell in 1/128 cell steps (four bytes):
+one integer add and mask per candidate drops most candidates before the float64 barycentric
+test.
 
 Data forms: vertices float32 (n, 3) Z-up world [Units: wu], triangles int (m, 3). Triangles with
 no X/Y area (vertical walls, degenerate ones) are not surfaces from above and are skipped.
@@ -65,23 +68,23 @@ def _surfaces(verts, tris) -> tuple[np.ndarray, np.ndarray]:
         raise VoxNavError(
             f"tris refer to vertices outside 0..{v.shape[0] - 1}: check the triangle indices"
         )
-    corners = v[t].astype(np.float64)  # (m, 3 corners, 3 axes)
-    a = corners[:, 0]
-    e1 = corners[:, 1] - a
-    e2 = corners[:, 2] - a
-    det = e1[:, 0] * e2[:, 1] - e1[:, 1] * e2[:, 0]
+    # Component by component (1-D gathers and arithmetic; no (m, 3, 3) temporaries).
+    comp = [np.ascontiguousarray(v[:, c], dtype=np.float64) for c in range(3)]
+    ia, ib, ic = (np.ascontiguousarray(t[:, j]) for j in range(3))
+    a = [c.take(ia) for c in comp]
+    e1 = [c.take(ib) - a0 for c, a0 in zip(comp, a, strict=True)]
+    e2 = [c.take(ic) - a0 for c, a0 in zip(comp, a, strict=True)]
+    det: np.ndarray = e1[0] * e2[1] - e1[1] * e2[0]
+    finite_vert = np.isfinite(comp[0]) & np.isfinite(comp[1]) & np.isfinite(comp[2])
     with np.errstate(invalid="ignore"):
-        keep = np.isfinite(det) & (det != 0) & np.isfinite(corners).all(axis=(1, 2))
-    ids = np.nonzero(keep)[0]
+        keep = np.isfinite(det) & (det != 0)
+    keep &= finite_vert.take(ia) & finite_vert.take(ib) & finite_vert.take(ic)
+    ids = np.flatnonzero(keep)
     plane = np.empty((10, ids.shape[0]))
-    plane[_X0 : _Z0 + 1] = a[ids].T
-    plane[_E1X] = e1[ids, 0]
-    plane[_E1Y] = e1[ids, 1]
-    plane[_E2X] = e2[ids, 0]
-    plane[_E2Y] = e2[ids, 1]
-    plane[_DZ1] = e1[ids, 2]
-    plane[_DZ2] = e2[ids, 2]
-    plane[_INV] = 1.0 / det[ids]
+    for row, values in ((_X0, a[0]), (_Y0, a[1]), (_Z0, a[2]), (_E1X, e1[0]), (_E1Y, e1[1]),
+                        (_E2X, e2[0]), (_E2Y, e2[1]), (_DZ1, e1[2]), (_DZ2, e2[2])):  # fmt: skip
+        values.take(ids, out=plane[row])
+    plane[_INV] = 1.0 / det.take(ids)
     return ids, plane
 
 
@@ -102,6 +105,13 @@ def _inside(rows, px, py):
     w = (dy * rows[_E1X] - dx * rows[_E1Y]) * inv
     inside = (u >= -EDGE_TOLERANCE) & (w >= -EDGE_TOLERANCE) & (u + w <= 1.0 + EDGE_TOLERANCE)
     return inside, u, w
+
+
+#: Resolution of the per-entry box pre-test: 1/128 of a grid cell per step. The packed test
+#: holds four 8-bit fields, hi_x - qx, hi_y - qy, qx - lo_x, qy - lo_y, each offset by 128:
+#: bit 7 of a field is set exactly when its difference is >= 0 (no field borrows from the next).
+_BOX_STEPS = 128
+_BOX_MASK = np.uint32(0x80808080)
 
 
 def _stable_argsort(keys: np.ndarray) -> np.ndarray:
@@ -154,8 +164,9 @@ class HeightIndex:
     """A uniform X/Y grid over a triangle soup answering "highest surface under (x, y)".
 
     Build: O(triangles + cell entries) with one sort of the entries by cell. Memory: 80 bytes
-    per triangle for the plane table, 4 per cell entry, 8 per grid cell. Queries run in
-    blocks of `QUERY_BLOCK` points, vectorized over (point, candidate triangle) pairs.
+    per triangle for the plane table, 8 per cell entry (triangle id and packed box), 8 per grid
+    cell. Queries run in blocks of `QUERY_BLOCK` points, vectorized over (point, candidate
+    triangle) pairs.
     """
 
     def __init__(self, verts, tris, cell_size: float | None = None):
@@ -207,22 +218,44 @@ class HeightIndex:
         # candidates sit close together in the plane table: the query's gathers then touch a
         # few cache lines per point instead of one per candidate (3x faster on 1M triangles).
         spatial = np.argsort(first, kind="stable")
-        self._ids, self._plane = self._ids[spatial], np.ascontiguousarray(plane[:, spatial])
+        self._ids, self._plane = self._ids[spatial], np.take(plane, spatial, axis=1)
         ix0, ix1, iy0, iy1, first = (a[spatial] for a in (ix0, ix1, iy0, iy1, first))
         nx = ix1 - ix0 + 1
         per = nx * (iy1 - iy0 + 1)
         owner = np.repeat(np.arange(k, dtype=np.int32), per)
         local = np.arange(owner.shape[0], dtype=np.int32)
         local -= np.repeat((np.cumsum(per) - per).astype(np.int32), per)
-        nxo = nx[owner]
+        nxo = np.repeat(nx, per)  # nx[owner]: owner is arange(k) repeated per
         row, col = np.divmod(local, nxo)
-        cell = first[owner] + row * gw + col
+        cell = np.repeat(first, per) + row * gw + col
         order = np.argsort(cell, kind="stable")  # nearly sorted already: merge sort is quick
         self.origin = origin
         self.cell_size = cell_size
         self._inv = inv
         self.shape = (gh, gw)
         self.entries = owner[order]
+        # Per entry the triangle's box inside the cell, in 1/128 cell steps, packed for
+        # `_box_pretest` (box widened by a margin far above EDGE_TOLERANCE's reach).
+        scale = 1.0 + float(max(np.abs(origin).max(), np.abs(origin + extent).max()))
+        tol = 1e-6 * scale
+        steps = []
+        for axis, (lo, hi, i0) in enumerate(((lo_x, hi_x, ix0), (lo_y, hi_y, iy0))):
+            lo, hi = lo[spatial], hi[spatial]
+            a = np.floor((((lo - tol) - origin[axis]) * inv - i0) * _BOX_STEPS)
+            b = np.floor((((hi + tol) - origin[axis]) * inv - i0) * _BOX_STEPS)
+            steps.append((a.astype(np.int32), b.astype(np.int32)))
+        (qlx, qhx), (qly, qhy) = steps
+        # A box starts in the entry's cell or before it and ends in it or after it: one clamp
+        # each side suffices.
+        # (np.repeat over the triangles' entry counts is qlx[owner], cheaper than a gather.)
+        lox = np.maximum(np.repeat(qlx, per) - col * _BOX_STEPS, 0).astype(np.uint32)
+        loy = np.maximum(np.repeat(qly, per) - row * _BOX_STEPS, 0).astype(np.uint32)
+        hix = np.minimum(np.repeat(qhx, per) - col * _BOX_STEPS, _BOX_STEPS - 1)
+        hiy = np.minimum(np.repeat(qhy, per) - row * _BOX_STEPS, _BOX_STEPS - 1)
+        hix, hiy = hix.astype(np.uint32), hiy.astype(np.uint32)
+        packed = (hix + _BOX_STEPS) | ((hiy + _BOX_STEPS) << 8)
+        packed |= ((_BOX_STEPS - lox) << 16) | ((_BOX_STEPS - loy) << 24)
+        self._entry_box = packed[order]
         self.cell_start = np.zeros(gw * gh + 1, dtype=np.int64)
         np.cumsum(np.bincount(cell, minlength=gw * gh), out=self.cell_start[1:])
 
@@ -260,8 +293,10 @@ class HeightIndex:
             return
         gh, gw = self.shape
         with np.errstate(invalid="ignore"):
-            fx = np.floor((px - self.origin[0]) * self._inv)
-            fy = np.floor((py - self.origin[1]) * self._inv)
+            gx = (px - self.origin[0]) * self._inv
+            gy = (py - self.origin[1]) * self._inv
+            fx = np.floor(gx)
+            fy = np.floor(gy)
             on = (fx >= 0) & (fx < gw) & (fy >= 0) & (fy < gh)
         pts = np.nonzero(on)[0]
         cell = fy[pts].astype(np.int64) * gw + fx[pts].astype(np.int64)
@@ -278,7 +313,14 @@ class HeightIndex:
         first = np.cumsum(count) - count
         pair_pt = np.repeat(pts, count)
         pair_entry = np.repeat(start - first, count) + np.arange(pair_pt.shape[0])
-        k = self.entries[pair_entry]
+        # The box pre-test: the point's position in its cell against each candidate's box.
+        qx = np.floor((gx[pts] - fx[pts]) * _BOX_STEPS).astype(np.int64)
+        qy = np.floor((gy[pts] - fy[pts]) * _BOX_STEPS).astype(np.int64)
+        point_box = (((qx << 16) + (qy << 24) - qx - (qy << 8)) & 0xFFFFFFFF).astype(np.uint32)
+        fields = self._entry_box[pair_entry] + np.repeat(point_box, count)
+        passed = np.flatnonzero((fields & _BOX_MASK) == _BOX_MASK)
+        pair_entry, pair_pt = pair_entry[passed], pair_pt[passed]
+        k = self.entries[pair_entry].astype(np.int64)  # take() is slower with int32 indices
         # The barycentric test first (7 of the 10 plane rows); the heights of inside pairs only.
         rows = [None] * 10
         for r in (_X0, _Y0, _E1X, _E1Y, _E2X, _E2Y, _INV):
@@ -288,16 +330,20 @@ class HeightIndex:
         ko = k[on]
         z_on = self._plane[_Z0].take(ko) + u[on] * self._plane[_DZ1].take(ko)
         z_on += w[on] * self._plane[_DZ2].take(ko)
+        po = pair_pt[on]
         if zm is not None:
-            keep = z_on <= zm[pair_pt[on]]
-            on, z_on = on[keep], z_on[keep]
-        z = np.full(k.shape[0], -np.inf)
-        z[on] = z_on
-        best = np.maximum.reduceat(z, first)
-        hit = best > -np.inf
-        # Among the highest surfaces of a point, the lowest input triangle index wins.
-        reaches = z == np.repeat(best, count)
-        tri_ids = np.where(reaches, self._ids[k], np.iinfo(np.int64).max)
-        lowest = np.minimum.reduceat(tri_ids, first)
-        height[pts[hit]] = best[hit]
-        tri[pts[hit]] = lowest[hit]
+            keep = z_on <= zm[po]
+            po, ko, z_on = po[keep], ko[keep], z_on[keep]
+        if po.shape[0] == 0:
+            return
+        # Pairs are grouped point by point: the highest surface of each point's inside pairs,
+        # and among equally high ones the lowest input triangle index.
+        starts = np.flatnonzero(np.r_[True, po[1:] != po[:-1]])
+        sizes = np.diff(np.r_[starts, po.shape[0]])
+        best = np.maximum.reduceat(z_on, starts)
+        reaches = z_on == np.repeat(best, sizes)
+        tri_ids = np.where(reaches, self._ids[ko], np.iinfo(np.int64).max)
+        lowest = np.minimum.reduceat(tri_ids, starts)
+        pts = po[starts]
+        height[pts] = best
+        tri[pts] = lowest

@@ -90,6 +90,12 @@ def _finite(p) -> bool:
     return bool(np.all(np.isfinite(p)))
 
 
+def _finite_rows(p: np.ndarray) -> np.ndarray:
+    """bool (n,): every coordinate of row i of p (n, 3) finite (column by column: NumPy's
+    reductions over a short last axis are slow)."""
+    return np.isfinite(p[:, 0]) & np.isfinite(p[:, 1]) & np.isfinite(p[:, 2])
+
+
 @dataclass
 class QueryFilter:
     """``dtQueryFilter``: which polygons a query may visit and what walking them costs.
@@ -1287,12 +1293,17 @@ class NavMeshQuery:
         n = p.shape[0]
         c = _zup(p)
         h = np.broadcast_to(_zup(np.asarray(half_extents, dtype=F32)), (n, 3)).astype(F32)
-        finite = np.all(np.isfinite(c), axis=1) & np.all(np.isfinite(h), axis=1)
+        finite = _finite_rows(c) & _finite_rows(h)
+        pass_flags = self._pass_flags(flt)
+        if finite.all():  # the common case: no gathers and scatters
+            ref, point, over = batch.find_nearest_poly(self.nav, c, h, pass_flags)
+            status = np.full(n, SUCCESS, dtype=np.uint32)
+            return NearestPolyBatch(status, ref, _zup(point), over)
         ref = np.full(n, NO_POLY, dtype=np.int64)
         point = np.full((n, 3), np.nan, dtype=F32)
         over = np.zeros(n, dtype=bool)
         idx = np.nonzero(finite)[0]
-        r, pt, ov = batch.find_nearest_poly(self.nav, c[idx], h[idx], self._pass_flags(flt))
+        r, pt, ov = batch.find_nearest_poly(self.nav, c[idx], h[idx], pass_flags)
         ref[idx], point[idx], over[idx] = r, pt, ov
         status = np.where(finite, SUCCESS, FAILURE | INVALID_PARAM).astype(np.uint32)
         return NearestPolyBatch(status, ref, _zup(point), over)
@@ -1440,7 +1451,7 @@ class NavMeshQuery:
         if e.shape[0] != n:
             raise VoxNavError(f"raycast_batch: {n} starts but {e.shape[0]} ends")
         r = self._refs(start_refs, n, "raycast_batch")
-        ok = self._valid_refs(r) & np.all(np.isfinite(s), axis=1) & np.all(np.isfinite(e), axis=1)
+        ok = self._valid_refs(r) & _finite_rows(s) & _finite_rows(e)
         run = np.where(ok, r, NO_POLY)
         extra, t, normal, q, polys = batch.raycast(
             self.nav, run, s, e, self._pass_flags(flt), int(max_path)
@@ -1456,7 +1467,8 @@ class NavMeshQuery:
         max_path: int = 256,
     ) -> CorridorBatch:  # fmt: skip
         """Batch `find_path`: Detour's A* for every query in lockstep (`core.nav.lockstep`:
-        per-query node pools and heaps as array rows, one pop per query per iteration)."""
+        per-query node state and open lists as array rows, one pop per query per round; ties
+        between equal totals are broken by Detour's heap layout)."""
         s = _points(starts, "starts")
         e = _points(ends, "ends")
         n = s.shape[0]
@@ -1513,14 +1525,17 @@ class NavMeshQuery:
             valid = (cpolys >= 0) & (cpolys < nav.poly_count)
             owner = np.repeat(np.arange(n), ccount)
             bad = np.zeros(n, dtype=bool)
-            np.logical_or.at(bad, owner[~valid], True)
-            step_q = owner[:-1][owner[:-1] == owner[1:]]
-            frm = cpolys[:-1][owner[:-1] == owner[1:]]
-            to = cpolys[1:][owner[:-1] == owner[1:]]
-            ok_pair = valid[:-1][owner[:-1] == owner[1:]] & valid[1:][owner[:-1] == owner[1:]]
-            link = np.where(ok_pair, batch.portal_links(nav, np.maximum(frm, 0),
-                                                        np.maximum(to, 0)), -1)  # fmt: skip
-            np.logical_or.at(bad, step_q[link < 0], True)
+            # Consecutive corridor entries of one query must be linked polygons.
+            same = owner[:-1] == owner[1:]
+            if valid.all():
+                link = batch.portal_links(nav, cpolys[:-1], cpolys[1:])
+            else:
+                bad[owner[~valid]] = True
+                ok_pair = valid[:-1] & valid[1:]
+                frm = np.where(ok_pair, cpolys[:-1], 0)
+                to = np.where(ok_pair, cpolys[1:], 0)
+                link = np.where(ok_pair, batch.portal_links(nav, frm, to), -1)
+            bad[owner[:-1][same & (link < 0)]] = True
             fast &= ~bad
         fq = np.nonzero(fast)[0]
         status = np.zeros(n, dtype=np.uint32)
@@ -1537,8 +1552,11 @@ class NavMeshQuery:
             slow[int(qi)] = (np.asarray(p, F32).reshape(-1, 3), f, r)
         if fq.shape[0]:
             sub_count = ccount[fq]
-            sub_polys = cpolys[batch._ranges(cstart[fq], sub_count)]
             sub_start = np.cumsum(sub_count) - sub_count
+            if fq.shape[0] == n and np.array_equal(cstart, sub_start):
+                sub_polys = cpolys[: int(sub_count.sum())]
+            else:
+                sub_polys = cpolys[batch._ranges(cstart[fq], sub_count)]
             st, cnt, pts_w, fl_w, rf_w = batch.straight_paths(
                 nav, sub_count, sub_start, sub_polys, s[fq], e[fq], int(max_straight_path)
             )
@@ -1550,9 +1568,12 @@ class NavMeshQuery:
         flat_flags = np.zeros(total, dtype=np.uint8)
         flat_refs = np.full(total, NO_POLY, dtype=np.int64)
         if fq.shape[0]:
-            used = np.arange(pts_w.shape[1])[None, :] < cnt[:, None]
-            rows = batch._ranges(start[fq], cnt)
-            points[rows], flat_flags[rows], flat_refs[rows] = pts_w[used], fl_w[used], rf_w[used]
+            width = pts_w.shape[1]
+            src = batch._ranges(np.arange(fq.shape[0]) * width, cnt)
+            rows = batch._ranges(start[fq], cnt) if slow else np.arange(total)
+            points[rows] = pts_w.reshape(-1, 3)[src]
+            flat_flags[rows] = fl_w.reshape(-1)[src]
+            flat_refs[rows] = rf_w.reshape(-1)[src]
         for query, (p, f, r) in slow.items():
             lo, hi = int(start[query]), int(start[query]) + len(r)
             points[lo:hi], flat_flags[lo:hi], flat_refs[lo:hi] = p, f, r

@@ -7,7 +7,11 @@
 2. writeback: 1M voxel instances written to the voxel object (target <= 1 s), plus the time
    Blender then takes to evaluate the instancing;
 3. operator overhead: voxnav.build_navmesh on dungeon.obj versus the core's own time on the
-   same triangles (target <= 20 %).
+   same triangles (target <= 20 %);
+4. ``--tiles [N]`` (only this): parallel tiles inside Blender's Python: Build Navmesh with tiles
+   of 32 cells on N x N copies of dungeon.obj (default 1), tile after tile in Blender's thread,
+   in 2 threads and in 2 worker processes, interleaved ``--runs`` times: wall and main-process
+   CPU seconds of the tile stage, and the ratio to tile after tile.
 
 Prints each figure and its ratio to the target.
 """
@@ -84,10 +88,14 @@ def main() -> int:
             / "dungeon.obj"
         ),
     )
+    parser.add_argument("--tiles", type=int, nargs="?", const=1, default=None, metavar="N")
+    parser.add_argument("--runs", type=int, default=3, help="runs per kind with --tiles")
     args = parser.parse_args()
     zip_path = args.zip or harness.build_zip(Path(tempfile.mkdtemp(prefix="voxnav_bench_")))
     ext = harness.install_extension(zip_path)
     name = ext.__name__
+    if args.tiles is not None:
+        return bench_parallel_tiles(ext, Path(args.dungeon), args.tiles, args.runs)
     gather = importlib.import_module(f"{name}.voxnav_addon.gather")
     writeback = importlib.import_module(f"{name}.voxnav_addon.writeback")
     properties = importlib.import_module(f"{name}.voxnav_addon.properties")
@@ -190,6 +198,54 @@ def main() -> int:
         f"{'operator overhead: best wall / best core - 1 (noisy)':<58s} "
         f"{(op_t / core_t - 1) * 100:7.1f} %"
     )
+    return 0
+
+
+def bench_parallel_tiles(ext, dungeon: Path, copies: int, runs: int) -> int:
+    """Section 4 of the module docstring."""
+    import bpy
+
+    name = ext.__name__
+    bake = importlib.import_module(f"{name}.voxnav_addon.bake")
+    parallel = importlib.import_module(f"{name}.voxnav_addon.parallel")
+    objio = importlib.import_module(f"{name}.core.objio")
+    bench = importlib.import_module(f"{name}.core.bench")
+    bpy.ops.wm.read_homefile(use_empty=True)
+    verts, tris = objio.read_obj(dungeon)
+    if copies > 1:
+        verts, tris = bench.tile_mesh(verts, tris, copies)
+    mesh_from_arrays(bpy, "Dungeon", verts, tris)
+    bpy.context.scene.voxnav.tile_size = 32
+    print(f"sys.executable {sys.executable}; worker Python: {parallel.worker_python()[1]}")
+    kinds = (("NONE", 1), ("THREADS", 2), ("PROCESSES", 2))
+    figures: dict[str, list[tuple[float, float]]] = {k: [] for k, _ in kinds}
+    for run in range(runs):
+        for kind, workers in kinds if run % 2 == 0 else kinds[::-1]:
+            wall, cpu = time.perf_counter(), time.process_time()
+            steps = bake.tiled_bake_steps(bpy.context, workers=workers, kind=kind)
+            while True:
+                try:
+                    next(steps)
+                except StopIteration as stop:
+                    outcome = stop.value
+                    break
+            wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+            tiles = outcome.timings["tiles"]
+            figures[kind].append((tiles, cpu))
+            print(
+                f"  {kind:9s} x{workers}: tiles {tiles:6.2f} s wall (bake {wall:6.2f} s), "
+                f"main-process CPU {cpu:6.2f} s, {outcome.counts['tiles']} tiles",
+                flush=True,
+            )
+    base = statistics.median(t for t, _ in figures["NONE"])
+    print(f"{len(tris):,} triangles, tile size 32, median of {runs}:")
+    for kind, workers in kinds:
+        wall = statistics.median(t for t, _ in figures[kind])
+        cpu = statistics.median(c for _, c in figures[kind])
+        print(
+            f"  {kind:9s} x{workers}: tiles {wall:6.2f} s wall ({base / wall:4.2f}x tile after "
+            f"tile), main-process CPU {cpu:6.2f} s"
+        )
     return 0
 
 

@@ -466,6 +466,7 @@ def test_panels_draw_every_setting(bpy, ext):
         "use_bounds",
         "show_voxels",
         "show_navmesh",
+        "show_links",
         "voxel_display",
         "max_voxels_drawn",
         "voxnav.voxelize",

@@ -68,3 +68,12 @@ def gap_and_ledge_scene() -> tuple[np.ndarray, np.ndarray]:
         box((0.0, 8.0, -1.0), (10.0, 14.0, LEDGE_HEIGHT)),
         box((-2.0, -2.0, -11.0), (24.0, 16.0, -10.0)),
     )
+
+
+def write_obj(path, verts, tris):
+    """Write a Z-up soup as a Y-up OBJ, (x, y, z) -> (x, z, -y) as Blender's exporter does (so
+    the core CLI reads it back, without --recast-frame, in the same Z-up frame)."""
+    lines = [f"v {x:g} {z:g} {-y:g}" for x, y, z in np.asarray(verts).tolist()]
+    lines += [f"f {a + 1} {b + 1} {c + 1}" for a, b, c in np.asarray(tris).tolist()]
+    path.write_text("\n".join(lines) + "\n")
+    return path

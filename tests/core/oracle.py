@@ -747,3 +747,129 @@ def flood_polys_slow(polys, nvp, seeds):
                 reached.add(n)
                 queue.append(n)
     return reached
+
+
+def auto_links_slow(pmesh, detail, chf, hf, *, agent_height, agent_radius, agent_climb,
+                    max_drop, max_jump_distance, spacing):  # fmt: skip
+    """core.jumplinks.find_auto_links, literally: one edge, sample, probe and arc step at a
+    time (the Detour connection check reuses core.jumplinks._connects, the Detour port).
+    Returns a list of (start (3,), end (3,), bidirectional) in the fast version's order."""
+    import itertools
+    import math
+
+    from core.jumplinks import STEP_CELLS, _arc, _connects
+
+    cs, ch = float(chf.cs), float(chf.ch)
+    radius = max(float(agent_radius), cs)
+    nvp = pmesh.nvp
+    world = pmesh.world_verts().astype(np.float64)
+
+    def column(x, y, bmin, width, height):
+        ix, iy = math.floor((x - float(bmin[0])) / cs), math.floor((y - float(bmin[1])) / cs)
+        return ix + iy * width if 0 <= ix < width and 0 <= iy < height else -1
+
+    def region(s):
+        reg = int(chf.reg[s])
+        return reg != 0 and not reg & 0x8000
+
+    cands = []
+    for p in range(pmesh.npolys):
+        ids = [int(v) for v in pmesh.polys[p, :nvp] if v != 0xFFFF]
+        centroid = np.mean([world[v][:2] for v in ids], axis=0)
+        for k in range(len(ids)):
+            if int(pmesh.polys[p, nvp + k]) != 0xFFFF:
+                continue
+            a, b = world[ids[k]], world[ids[(k + 1) % len(ids)]]
+            dx, dy = b[0] - a[0], b[1] - a[1]
+            length = math.hypot(dx, dy)
+            if length == 0:
+                continue
+            n = np.array([dy, -dx]) / length
+            if np.dot((a[:2] + b[:2]) / 2 - centroid, n) < 0:
+                n = -n
+            count = max(1, math.floor(length / spacing + 1e-9))
+            for i in range(count):
+                t = (i + 0.5) / count
+                pt = a + (b - a) * t
+                inx, iny = pt[:2] - n * (0.25 * cs)
+                c = column(inx, iny, chf.bmin, chf.width, chf.height)
+                best = None
+                if c >= 0:
+                    for s in range(int(chf.cell_start[c]), int(chf.cell_start[c + 1])):
+                        z = float(chf.bmin[2]) + float(chf.y[s]) * ch
+                        d = abs(z - pt[2])
+                        if region(s) and d <= agent_climb + ch + 1e-6:
+                            if best is None or d < best[0]:
+                                best = (d, z)
+                if best is None:
+                    continue
+                z0 = best[1]
+                seen_gap = False
+                step = STEP_CELLS * cs
+                for k2 in range(1, max(1, math.floor(max_jump_distance / step + 1e-9)) + 1):
+                    d = step * k2
+                    x, y = pt[0] + n[0] * d, pt[1] + n[1] * d
+                    hc = column(x, y, hf.bmin, hf.width, hf.height)
+                    ground = False
+                    land = None
+                    if hc >= 0:
+                        for s in range(int(hf.col_start[hc]), int(hf.col_start[hc + 1])):
+                            top = float(hf.bmin[2]) + float(hf.smax[s]) * ch
+                            ground |= abs(top - z0) <= agent_climb + 1e-6
+                        for s in range(int(chf.cell_start[hc]), int(chf.cell_start[hc + 1])):
+                            z = float(chf.bmin[2]) + float(chf.y[s]) * ch
+                            if region(s) and z0 - max_drop - 1e-6 <= z <= z0 + agent_climb + 1e-6:
+                                land = z if land is None else max(land, z)
+                    if land is not None and seen_gap:
+                        start = np.array([pt[0], pt[1], z0])
+                        end = np.array([x, y, land])
+                        cands.append((start, end, not end[2] < z0 - agent_climb - 1e-6))
+                        break
+                    seen_gap |= not ground
+    # Clearance along each arc, one step and one span at a time.
+    kept = []
+    for start, end, bidir in cands:
+        horizontal = math.hypot(end[0] - start[0], end[1] - start[1])
+        kept.append((start, end, bidir, horizontal))
+    if not kept:
+        return []
+    step = STEP_CELLS * cs
+    nsteps = max(2, math.ceil(max(h for *_, h in kept) / step) + 1)
+    t = np.linspace(0.0, 1.0, nsteps + 1)
+    clear_links = []
+    for start, end, bidir, h in kept:
+        arc = _arc(start[None], end[None], t)[0]
+        across = np.array([start[1] - end[1], end[0] - start[0]]) / max(h, 1e-12)
+        blocked = False
+        for i, side in itertools.product(range(nsteps), (0.0, -1.0, 1.0)):
+            p, q = arc[i], arc[i + 1]
+            lo = (min(p[2], q[2]) - float(hf.bmin[2])) / ch + (1.0 - 1e-6)
+            hi = (max(p[2], q[2]) + agent_height - float(hf.bmin[2])) / ch
+            for pt in (p, q):
+                x = pt[0] + side * agent_radius * across[0]
+                y = pt[1] + side * agent_radius * across[1]
+                c = column(x, y, hf.bmin, hf.width, hf.height)
+                if c < 0:
+                    continue
+                for s in range(int(hf.col_start[c]), int(hf.col_start[c + 1])):
+                    if float(hf.smin[s]) < hi and float(hf.smax[s]) > lo:
+                        blocked = True
+        if not blocked:
+            clear_links.append((start, end, bidir))
+    if not clear_links:
+        return []
+    starts = np.array([s for s, _e, _b in clear_links])
+    ends = np.array([e for _s, e, _b in clear_links])
+    args = (pmesh, detail)
+    rest = (radius, agent_height, agent_radius, agent_climb)
+    ok = _connects(*args, starts, *rest) & _connects(*args, ends, *rest)
+    links = [link for link, good in zip(clear_links, ok, strict=True) if good]
+    out = []
+    for i, (s, e, b) in enumerate(links):
+        if any(
+            b2 == b and np.linalg.norm(s - s2) < spacing and np.linalg.norm(e - e2) < spacing
+            for s2, e2, b2 in links[:i]
+        ):
+            continue
+        out.append((s, e, b))
+    return out

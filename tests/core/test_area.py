@@ -260,3 +260,28 @@ def test_mark_cylinder_area():
     assert (mark_cylinder_area(chf, (1.5, 1.5, 0.5), 0.7, 1.0, 2) == 63).all()
     with pytest.raises(VoxNavError, match="area id"):
         mark_cylinder_area(chf, (1.5, 1.5, 0.0), 0.7, 1.0, 99)
+
+
+def test_chamfer_plans_are_kept_per_heightfield_bounded_and_die_with_it(monkeypatch):
+    import gc
+
+    from core import area
+
+    monkeypatch.setattr(area, "_PLAN_CACHE", type(area._PLAN_CACHE)())
+    chfs = [random_compact(seed) for seed in range(3)]
+    init = [np.where(np.asarray(c.area) != 0, 255, 0) for c in chfs]
+    first = [chamfer_distance(c, i) for c, i in zip(chfs, init, strict=True)]
+    assert len(area._PLAN_CACHE) == 3
+    # Interleaved heightfields reuse their own plans and give the same distances.
+    for c, i, d in zip(chfs[::-1], init[::-1], first[::-1], strict=True):
+        assert np.array_equal(chamfer_distance(c, i), d)
+        assert np.array_equal(d, slow_chamfer(c, i))
+    # Over the span budget a new entry evicts the older ones (the newest always stays).
+    monkeypatch.setattr(area, "_PLAN_CACHE_SPANS", 0)
+    extra = random_compact(3)
+    chamfer_distance(extra, np.where(np.asarray(extra.area) != 0, 255, 0))
+    assert list(area._PLAN_CACHE) == [id(extra.neighbor)]
+    # An entry dies with its heightfield's arrays.
+    del chfs, first, extra
+    gc.collect()
+    assert len(area._PLAN_CACHE) == 0

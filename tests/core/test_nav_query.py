@@ -105,6 +105,20 @@ def l_shape():
     return NavMesh.from_data(tile_data(polymesh(verts, polys)))
 
 
+def ring():
+    """A 3 x 3 grid of 10-unit squares without the middle one: from one corner to the opposite
+    corner two mirror-image routes cost exactly the same (A* meets equal totals)."""
+    verts = [(10 * i, 0, 10 * j) for i in range(4) for j in range(4)]
+    cells = [(i, j) for i in range(3) for j in range(3) if (i, j) != (1, 1)]
+    index = {c: k for k, c in enumerate(cells)}
+    polys = []
+    for i, j in cells:
+        ids = [4 * i + j, 4 * i + j + 1, 4 * (i + 1) + j + 1, 4 * (i + 1) + j]
+        neis = [index.get(c) for c in ((i - 1, j), (i, j + 1), (i + 1, j), (i, j - 1))]
+        polys.append((ids, neis))
+    return NavMesh.from_data(tile_data(polymesh(verts, polys)))
+
+
 def zpt(x, z, up=0.0):
     """A Z-up point from Detour's (x, z) ground coordinates."""
     return np.array([x, z, up], dtype=F32)
@@ -514,6 +528,56 @@ def test_batch_paths_and_straight_paths_match_single_ports(dungeon_query):
             assert sb.refs[s0 : s0 + sc].tolist() == one.refs.tolist()
 
 
+def test_batch_straight_paths_all_on_the_lockstep_path_match_single_port(dungeon_query):
+    """Every query valid and linked (no query falls back to the single-query port): the
+    packed output of the lockstep string pulling equals the single port query by query."""
+    q = dungeon_query
+    pts = _random_points(q, 300, 71)
+    near = q.find_nearest_poly_batch(pts, np.array([2.0, 2.0, 4.0], F32))
+    ok = np.nonzero(near.ref >= 0)[0]
+    rng = np.random.default_rng(72)
+    a, b = ok[rng.integers(0, ok.shape[0], 200)], ok[rng.integers(0, ok.shape[0], 200)]
+    corr = q.find_path_batch(near.ref[a], near.ref[b], near.point[a], near.point[b])
+    assert np.all(corr.count >= 1)
+    for limit in (256, 3):
+        sb = q.find_straight_path_batch(near.point[a], near.point[b], corr, limit)
+        for j in range(200):
+            polys = corr.polys[corr.start[j] : corr.start[j] + corr.count[j]]
+            one = q.find_straight_path(near.point[a[j]], near.point[b[j]], polys, limit)
+            s0, sc = sb.start[j], sb.count[j]
+            assert sb.status[j] == one.status, (limit, j)
+            np.testing.assert_array_equal(sb.points[s0 : s0 + sc], one.points)
+            assert sb.flags[s0 : s0 + sc].tolist() == one.flags.tolist()
+            assert sb.refs[s0 : s0 + sc].tolist() == one.refs.tolist()
+
+
+@pytest.mark.parametrize("one_by_one", [48, 0])
+def test_batch_paths_with_equal_totals_break_ties_as_the_heap(monkeypatch, one_by_one):
+    """Queries whose A* meets two open nodes of equal least total are answered again with
+    Detour's heap layout (one by one, or in lockstep when many): same corridors as the
+    single-query port, whose heap is Detour's."""
+    from core.nav import lockstep
+
+    monkeypatch.setattr(lockstep, "TIES_ONE_BY_ONE", one_by_one)
+    q = NavMeshQuery(ring())
+    centers = [zpt(10 * i + 5, 10 * j + 5) for i in range(3) for j in range(3) if (i, j) != (1, 1)]
+    pairs = [(a, b) for a in range(8) for b in range(8) if a != b]
+    starts = np.array([centers[a] for a, _ in pairs], F32)
+    ends = np.array([centers[b] for _, b in pairs], F32)
+    sref = np.array([a for a, _ in pairs])
+    eref = np.array([b for _, b in pairs])
+    tie = lockstep._find_paths_open(
+        q.nav, sref, eref, starts[:, [0, 2, 1]], ends[:, [0, 2, 1]], q._pass_flags(q._filter(None)),
+        QueryFilter().area_cost, q.max_nodes, 256, 1,
+    )[3]  # fmt: skip
+    assert tie.any() and not tie.all()
+    corr = q.find_path_batch(sref, eref, starts, ends)
+    for k, (a, b) in enumerate(pairs):
+        one = q.find_path(a, b, starts[k], ends[k])
+        got = corr.polys[corr.start[k] : corr.start[k] + corr.count[k]]
+        assert corr.status[k] == one.status and got.tolist() == one.polys.tolist(), (a, b)
+
+
 def test_batch_wall_distance_matches_single_port(dungeon_query):
     q = dungeon_query
     pts = _random_points(q, 300, 44)
@@ -645,3 +709,95 @@ def test_batch_random_points_closest_points_and_moves():
     )
     np.testing.assert_allclose(moves.position, [zpt(15, 5), zpt(5, 10)])
     assert moves.polys[moves.start[0] : moves.start[0] + moves.count[0]].tolist() == [0, 1]
+
+
+@pytest.mark.parametrize("tiled", [False, True])
+def test_batch_nearest_grid_edge_cases_match_single_port(tiled):
+    """The candidate grid of the batch nearest search against the literal port where it is
+    easy to get wrong: boxes beyond a tile's bounds (Detour clamps them onto its edge), far
+    above and below the surface, on tile borders, tiny, zero and large boxes in one batch,
+    and a filter that rejects some polygons."""
+    from core.config import NavConfig
+    from core.nav.bench import _surface_points
+    from core.nav.cli import build_navmesh
+
+    if tiled:
+        nav = _tiled_navmesh_from_reference(load_reference("dungeon_tiled"))
+    else:
+        nav = build_navmesh(mesh_path("dungeon"), True, NavConfig())
+    nav.poly_flags[::5] = 2  # rejected by the filter below (include 1)
+    q = NavMeshQuery(nav)
+    flt = QueryFilter(include_flags=1)
+    rng = np.random.default_rng(5)
+    pts = np.concatenate([_random_points(q, 500, 9), _surface_points(q, 500, rng)])
+    lo = nav.tile_bmin.min(axis=0)[[0, 2, 1]]
+    hi = nav.tile_bmax.max(axis=0)[[0, 2, 1]]
+    # Beyond the bounds by up to 3 wu on every side, and far above / below.
+    edge = (lo + (hi - lo) * rng.random((300, 3))).astype(F32)
+    side = rng.integers(0, 6, 300)
+    for k in range(3):
+        edge[side == k, k] = lo[k] - rng.random(np.count_nonzero(side == k)) * 3
+        edge[side == k + 3, k] = hi[k] + rng.random(np.count_nonzero(side == k + 3)) * 3
+    # On tile borders (x or y exactly on a tile's grid line).
+    p = nav.params
+    border = pts[:200].copy()
+    border[:100, 0] = p.orig[0] + p.tile_width * rng.integers(0, 4, 100)
+    border[100:, 1] = p.orig[2] + p.tile_height * rng.integers(0, 4, 100)
+    pts = np.concatenate([pts, edge.astype(F32), border.astype(F32)])
+    pts[::9, 2] += rng.normal(0, 20, pts[::9].shape[0]).astype(F32)
+    halves = np.array([[0.05, 0.05, 0.1], [2, 2, 4], [6, 6, 9], [0, 0, 0], [2, 2, 40]], F32)
+    for half in (rng.choice(halves, pts.shape[0]), halves[1]):
+        near = q.find_nearest_poly_batch(pts, half, flt)
+        per_point = half.ndim == 2
+        for i, pt in enumerate(pts):
+            one = q.find_nearest_poly(pt, half[i] if per_point else half, flt)
+            assert (near.ref[i], near.over_poly[i]) == (one.ref, one.over_poly), i
+            np.testing.assert_array_equal(near.point[i], one.point, err_msg=str(i))
+        found = near.ref >= 0
+        assert np.count_nonzero(found) > 500 and np.count_nonzero(~found) > 50
+        assert np.all(nav.poly_flags[near.ref[found]] == 1)
+
+
+def test_batch_nearest_box_clamped_onto_tile_edge_matches_single_port():
+    """A tile grid cell wider than the tile's bounds: Detour clamps a query box lying wholly
+    beyond the bounds onto the tile's edge, so polygons on that edge are candidates for
+    points several units away; the batch search's grid must list them too."""
+    data = tile_data(polymesh(
+        [(0, 0, 0), (0, 0, 10), (10, 0, 10), (10, 0, 0), (30, 0, 10), (30, 0, 0)],
+        [([0, 1, 2, 3], [None, None, 1, None]), ([3, 2, 4, 5], [0, None, None, None])],
+    ))  # fmt: skip
+    params = NavMeshParams(np.asarray(data.bmin, F32) - F32(8), 50.0, 50.0, 1, 2)
+    nav = NavMesh(params)
+    nav.add_tile(data)
+    q = NavMeshQuery(nav)
+    rng = np.random.default_rng(2)
+    pts = np.stack([rng.uniform(-8, 40, 3000), rng.uniform(-8, 20, 3000),
+                    rng.uniform(-3, 3, 3000)], axis=1).astype(F32)  # fmt: skip
+    half = rng.choice(np.array([[0.5, 0.5, 1], [2, 2, 4]], F32), pts.shape[0])
+    near = q.find_nearest_poly_batch(pts, half)
+    for i, p in enumerate(pts):
+        one = q.find_nearest_poly(p, half[i])
+        assert (near.ref[i], near.over_poly[i]) == (one.ref, one.over_poly), i
+        np.testing.assert_array_equal(near.point[i], one.point, err_msg=str(i))
+    beyond = (pts[:, 0] > 30 + half[:, 0] + 1) | (pts[:, 1] > 10 + half[:, 1] + 1)
+    assert np.count_nonzero(beyond & (near.ref >= 0)) > 100, "the clamp quirk is not exercised"
+
+
+def test_batch_nearest_without_bv_tree_matches_single_port():
+    """A tile built without a BV tree (Detour then tests every polygon's own box in float):
+    the batch search's fallback path against the literal port."""
+    data = tile_data(polymesh(
+        [(0, 0, 0), (0, 0, 10), (10, 0, 10), (10, 0, 0), (30, 0, 10), (30, 0, 0)],
+        [([0, 1, 2, 3], [None, None, 1, None]), ([3, 2, 4, 5], [0, None, None, None])],
+    ), build_bv_tree=False)  # fmt: skip
+    assert data.bv_i.shape[0] == 0
+    q = NavMeshQuery(NavMesh.from_data(data))
+    rng = np.random.default_rng(8)
+    pts = np.stack([rng.uniform(-5, 35, 2000), rng.uniform(-5, 15, 2000),
+                    rng.uniform(-3, 3, 2000)], axis=1).astype(F32)  # fmt: skip
+    near = q.find_nearest_poly_batch(pts, (2, 2, 4))
+    for i, p in enumerate(pts):
+        one = q.find_nearest_poly(p, (2, 2, 4))
+        assert (near.ref[i], near.over_poly[i]) == (one.ref, one.over_poly), i
+        np.testing.assert_array_equal(near.point[i], one.point, err_msg=str(i))
+    assert np.count_nonzero(near.ref >= 0) > 500 and np.count_nonzero(near.ref < 0) > 100

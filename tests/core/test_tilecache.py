@@ -157,6 +157,8 @@ def test_add_move_remove_rebuilds_only_touched_tiles_and_equals_a_full_bake(scen
     cache.remove(c)
     report = cache.update()
     assert set(report.rebuilt) == _expected_tiles(cache, [moved, wall, crate])
+    # Obstacle-free again: every tile is its first bake's result, no stage re-ran.
+    assert report.reused == report.rebuilt
     assert set(cache.tiles) == set(base)
     for key, tile in base.items():
         assert _same(cache.tiles[key].polymesh, tile.polymesh), key
@@ -241,3 +243,24 @@ def test_overlay_has_every_tiles_detail_triangles_and_follows_obstacles(cache):
     cache.add(ob.cylinder(_floor_point(cache, (1, 1)) - [0, 0, 0.5], 1.2, 2.5))
     cache.update()
     assert cache.overlay()[1].shape[0] != ntris or not np.array_equal(cache.overlay()[0], verts)
+
+
+def test_a_change_that_marks_no_new_span_reuses_the_current_tiles(scene, cache):
+    spot = _floor_point(cache, (1, 1)) - [0, 0, 0.5]
+    cache.add(ob.cylinder(spot, 1.2, 2.5))
+    first = cache.update()
+    assert first.rebuilt and len(first.reused) < len(first.rebuilt)
+    mesh, tiles_now = cache.navmesh, dict(cache.tiles)
+    # A second, smaller obstacle inside the first one marks nothing new: same tiles, same mesh.
+    cache.add(ob.cylinder(spot, 0.6, 2.0))
+    again = cache.update()
+    assert again.rebuilt and again.reused == again.rebuilt
+    assert cache.navmesh is mesh and cache.tiles == tiles_now
+    _assert_equals_full_bake(scene, cache)
+    # The shortcut off: every dirty tile re-runs the stages, and the result is the same.
+    cache.reuse_equal_areas = False
+    cache.add(ob.cylinder(spot, 0.5, 2.0))
+    off = cache.update()
+    assert off.rebuilt and not off.reused
+    for key, tile in tiles_now.items():
+        assert _same(cache.tiles[key].navdata, tile.navdata), key

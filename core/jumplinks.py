@@ -1,0 +1,441 @@
+"""Automatic jump and drop links from a baked navmesh's boundary edges (issue #15, item 4).
+
+Input: one solo bake's `PolyMesh` (its boundary edges: polygon edges with no neighbour), its
+`CompactHeightfield` (the walkable floors and their regions, i.e. where the navmesh is), its
+solid `Heightfield` (what an arc must not pass through) and its `PolyMeshDetail` (the Detour
+navmesh the link ends must connect to). Output: `core.offmesh.OffMeshLinks`, Z-up world.
+
+The rule, for every boundary edge at once:
+
+1. Samples: an edge of length L gets ``max(1, floor(L / spacing))`` evenly spaced samples, at
+   the middles of equal parts, so two samples of one edge (and of two collinear edges) are at
+   least ``spacing`` apart. A sample's start height is the navmesh floor just inside the edge
+   (the region span of the compact heightfield nearest the polygon edge's height).
+2. Probe: from each sample, points every half cell straight out of the polygon (the edge's
+   outward normal), up to ``max_jump_distance`` horizontally. A probe is a *gap* when its
+   column has no solid span top within climb of the start height (a hole, a drop or a wall);
+   it is a *landing* when its column has navmesh floor (a compact span with a region) from
+   ``max_drop`` below to climb above the start height (the highest such floor). The link's end
+   is the first landing after a gap.
+3. Kind: an end more than climb below the start is a drop (one-way, start -> end); an end
+   within climb of the start is a jump (two-way). Ends higher than climb are never made (the
+   drop from up there is the link).
+4. Clearance: the agent follows `arc_points`, a parabola from start to end that peaks a quarter
+   of its horizontal length above the higher end (a 45 degree jump); at every step of it (a
+   half cell apart) the agent's columns (its centre, and agent_radius to either side across
+   the link), from the arc up to the agent's height above it (the whole height swept between
+   two steps), must be free of solid spans. One cell height under the arc is tolerated (voxel
+   rounding of floors the arc starts from and lands on).
+5. Connection: both ends must connect to the navmesh as Detour connects them (its nearest
+   polygon within the link radius horizontally and climb vertically; `core.nav.batch`).
+6. Deduplication: of two links in the same direction whose starts and ends are both closer
+   than ``spacing``, the later (in edge order) is dropped. A two-way jump across a gap is made
+   from each side's edge, so both sides have links.
+
+Heights are the voxel floors (``bmin.z + y * ch``). Every step is vectorized across edges,
+samples, probes and arc steps. Links have radius max(agent_radius, cs), area
+`DEFAULT_LINK_AREA`, flags `DEFAULT_LINK_FLAGS`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .compact import CompactHeightfield
+from .detail import PolyMeshDetail
+from .errors import VoxNavError
+from .heightfield import Heightfield
+from .offmesh import OffMeshLinks
+from .polymesh import MESH_NULL_IDX, PolyMesh
+
+#: Region flag of border regions (tiles); such spans are not navmesh. [Recast: RC_BORDER_REG]
+_BORDER_REG = 0x8000
+#: Probe and arc step as a fraction of the cell size: finer than a cell so no column is skipped.
+STEP_CELLS = 0.5
+#: Probes (and arc steps) handled per chunk: bounds the temporary arrays (a few hundred MB).
+CHUNK_PROBES = 1 << 20
+#: Segments of a drawn arc (`arc_points`).
+ARC_SEGMENTS = 8
+
+
+def arc_points(start, end, segments: int = ARC_SEGMENTS) -> np.ndarray:
+    """float64 (n, segments + 1, 3): the arc an agent follows along each link, Z-up world.
+
+    A parabola in the vertical plane through start and end, straight in plan, whose highest
+    point is a quarter of the horizontal length above the higher end (a 45 degree jump; a drop
+    hops forward first, so it clears the ledge it leaves). start, end: float (n, 3) [Units: wu].
+    segments [Limit: >= 1].
+    """
+    start = np.asarray(start, dtype=np.float64).reshape(-1, 3)
+    end = np.asarray(end, dtype=np.float64).reshape(-1, 3)
+    t = np.linspace(0.0, 1.0, int(segments) + 1)
+    return _arc(start, end, t)
+
+
+def link_arc_mesh(links: OffMeshLinks, segments: int = ARC_SEGMENTS):
+    """Every link as an arc of ``segments`` edges, as an edge mesh for the overlay.
+
+    Returns float32 (n * (segments + 1), 3) vertices (Z-up world) [Units: wu], int32
+    (n * segments, 2) edges, and bool (n * segments,) two-way flag of each edge's link.
+    """
+    segments = int(segments)
+    n = len(links)
+    verts = arc_points(links.start, links.end, segments).reshape(-1, 3).astype(np.float32)
+    first = (np.arange(n, dtype=np.int32) * (segments + 1))[:, None]
+    a = (first + np.arange(segments, dtype=np.int32)[None, :]).ravel()
+    edges = np.stack([a, a + 1], axis=1).astype(np.int32)
+    two_way = np.repeat(np.asarray(links.bidirectional, dtype=bool), segments)
+    return verts, edges, two_way
+
+
+def _arc(start: np.ndarray, end: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """Arc points at parameters t (k,) for every link: float64 (n, k, 3)."""
+    horizontal = np.hypot(end[:, 0] - start[:, 0], end[:, 1] - start[:, 1])
+    apex = np.maximum(start[:, 2], end[:, 2]) + 0.25 * horizontal
+    # z(t) = z0 + b t - c t^2 through both ends, maximum apex: with P = apex - z0 and
+    # Q = apex - z1 (both >= 0), b = 2 (P + sqrt(P Q)) and c = b + z0 - z1.
+    rise_p = apex - start[:, 2]
+    rise_q = apex - end[:, 2]
+    b = 2.0 * (rise_p + np.sqrt(rise_p * rise_q))
+    c = b + start[:, 2] - end[:, 2]
+    out = start[:, None, :] + (end - start)[:, None, :] * t[None, :, None]
+    out[:, :, 2] = start[:, None, 2] + b[:, None] * t[None, :] - c[:, None] * t[None, :] ** 2
+    return out
+
+
+def _column_pairs(col_start: np.ndarray, columns: np.ndarray):
+    """(query ids, span ids) for every span of every query's column; columns < 0 have none."""
+    ok = columns >= 0
+    cols = np.where(ok, columns, 0)
+    first = col_start[cols]
+    counts = np.where(ok, col_start[cols + 1] - first, 0).astype(np.int64)
+    total = int(counts.sum())
+    query = np.repeat(np.arange(columns.shape[0], dtype=np.int64), counts)
+    offsets = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(counts) - counts, counts)
+    return query, first[query] + offsets
+
+
+def _columns(x: np.ndarray, y: np.ndarray, bmin: np.ndarray, cs, width: int, height: int):
+    """int64 column ids of world points (x, y); -1 outside the grid."""
+    ix = np.floor((x - float(bmin[0])) / float(cs)).astype(np.int64)
+    iy = np.floor((y - float(bmin[1])) / float(cs)).astype(np.int64)
+    inside = (ix >= 0) & (ix < width) & (iy >= 0) & (iy < height)
+    return np.where(inside, ix + iy * width, -1)
+
+
+def _best_per_query(nqueries: int, query: np.ndarray, value: np.ndarray, key: np.ndarray):
+    """Per query, the value of the pair with the smallest key (NaN where a query has none)."""
+    out = np.full(nqueries, np.nan)
+    if query.shape[0] == 0:
+        return out
+    order = np.lexsort((key, query))
+    q = query[order]
+    first = np.r_[True, q[1:] != q[:-1]]
+    out[q[first]] = value[order][first]
+    return out
+
+
+def boundary_edges(pmesh: PolyMesh) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The navmesh's boundary edges (no neighbour polygon; tile-border edges excluded).
+
+    Returns float64 (e, 3) edge start, float64 (e, 3) edge end (Z-up world, polygon heights)
+    [Units: wu], and float64 (e, 2) unit outward normal in plan (away from the polygon).
+    """
+    nvp = int(pmesh.nvp)
+    polys = np.asarray(pmesh.polys, dtype=np.int64)
+    ids = polys[:, :nvp]
+    neighbours = polys[:, nvp : 2 * nvp]
+    counts = (ids != MESH_NULL_IDX).sum(axis=1)
+    slot = np.arange(nvp)[None, :]
+    valid = slot < counts[:, None]
+    boundary = valid & (neighbours == MESH_NULL_IDX)
+    poly, edge = np.nonzero(boundary)
+    following = (edge + 1) % counts[poly]
+    verts = pmesh.world_verts().astype(np.float64)
+    a = verts[ids[poly, edge]]
+    b = verts[ids[poly, following]]
+    safe_ids = np.where(valid, ids, 0)
+    centroid = (verts[safe_ids][:, :, :2] * valid[:, :, None]).sum(axis=1) / np.maximum(counts, 1)[
+        :, None
+    ]
+    direction = b[:, :2] - a[:, :2]
+    length = np.hypot(direction[:, 0], direction[:, 1])
+    normal = (
+        np.stack([direction[:, 1], -direction[:, 0]], axis=1) / np.maximum(length, 1e-12)[:, None]
+    )
+    middle = 0.5 * (a[:, :2] + b[:, :2])
+    outward = ((middle - centroid[poly]) * normal).sum(axis=1) >= 0.0
+    normal = np.where(outward[:, None], normal, -normal)
+    keep = length > 0.0
+    return a[keep], b[keep], normal[keep]
+
+
+def find_auto_links(
+    pmesh: PolyMesh,
+    detail: PolyMeshDetail | None,
+    chf: CompactHeightfield,
+    hf: Heightfield,
+    *,
+    agent_height: float,
+    agent_radius: float,
+    agent_climb: float,
+    max_drop: float,
+    max_jump_distance: float,
+    spacing: float,
+) -> OffMeshLinks:
+    """Jump and drop links of one solo bake (the module docstring's rule).
+
+    agent_height [Units: wu] [Limit: > 0]; agent_radius [Units: wu] [Limit: >= 0];
+    agent_climb [Units: wu] [Limit: >= 0] (the navmesh's, i.e. whole cell heights);
+    max_drop: deepest drop [Units: wu] [Limit: >= 0]; max_jump_distance: longest horizontal
+    reach of a link, from the navmesh edge to where it lands [Units: wu] [Limit: >= 0];
+    spacing: distance between links along an edge [Units: wu] [Limit: > 0].
+    """
+    if not spacing > 0:
+        raise VoxNavError(f"link_spacing must be > 0, got {spacing}")
+    cs, ch = float(chf.cs), float(chf.ch)
+    radius = max(float(agent_radius), cs)
+    a, b, normal = boundary_edges(pmesh)
+    if a.shape[0] == 0 or max_jump_distance <= 0:
+        return OffMeshLinks.empty()
+
+    # 1. Samples along every edge.
+    length = np.hypot(b[:, 0] - a[:, 0], b[:, 1] - a[:, 1])
+    per_edge = np.maximum(1, np.floor(length / spacing + 1e-9)).astype(np.int64)
+    edge = np.repeat(np.arange(a.shape[0]), per_edge)
+    index = np.arange(edge.shape[0]) - np.repeat(np.cumsum(per_edge) - per_edge, per_edge)
+    t = (index + 0.5) / per_edge[edge]
+    point = a[edge] + (b[edge] - a[edge]) * t[:, None]
+    out = normal[edge]
+    inside = point[:, :2] - out * (0.25 * cs)
+    cols = _columns(inside[:, 0], inside[:, 1], chf.bmin, cs, chf.width, chf.height)
+    q, span = _column_pairs(chf.cell_start, cols)
+    floor = float(chf.bmin[2]) + chf.y[span].astype(np.float64) * ch
+    on_mesh = _region_span(chf, span)
+    near = on_mesh & (np.abs(floor - point[q, 2]) <= agent_climb + ch + 1e-6)
+    z0 = _best_per_query(point.shape[0], q[near], floor[near], np.abs(floor - point[q, 2])[near])
+    have = np.isfinite(z0)
+    point, out, z0 = point[have], out[have], z0[have]
+    nsamples = point.shape[0]
+    if nsamples == 0:
+        return OffMeshLinks.empty()
+
+    # 2.-3. Probes straight out of the polygon, in chunks of samples (bounded temporaries).
+    step = STEP_CELLS * cs
+    nprobes = max(1, int(np.floor(max_jump_distance / step + 1e-9)))
+    dist = step * np.arange(1, nprobes + 1, dtype=np.float64)
+    chunk = max(1, CHUNK_PROBES // nprobes)
+    found_parts, dist_parts, z_parts = [], [], []
+    for lo in range(0, nsamples, chunk):  # chunks of samples, not single samples
+        part = slice(lo, lo + chunk)
+        found_c, dist_c, z_c = _first_landing(
+            chf, hf, point[part], out[part], z0[part], dist, agent_climb, max_drop
+        )
+        found_parts.append(found_c)
+        dist_parts.append(dist_c)
+        z_parts.append(z_c)
+    found = np.concatenate(found_parts)
+    land_dist, land_z = np.concatenate(dist_parts), np.concatenate(z_parts)
+    start = np.column_stack([point[found, :2], z0[found]])
+    end_xy = point[found, :2] + out[found] * land_dist[:, None]
+    end = np.column_stack([end_xy, land_z])
+    drop = end[:, 2] < start[:, 2] - agent_climb - 1e-6
+
+    # 4. Clearance along the arc (in chunks of links).
+    nsteps = _arc_steps(start, end, step)
+    per = max(1, CHUNK_PROBES // (2 * nsteps))
+    clear = np.concatenate(
+        [np.zeros(0, dtype=bool)]
+        + [
+            _arc_clear(hf, start[i : i + per], end[i : i + per], agent_height,
+                       float(agent_radius), nsteps)
+            for i in range(0, start.shape[0], per)
+        ]
+    )  # fmt: skip
+    # 5. Both ends connect to the navmesh as Detour connects them.
+    connects = _connects(pmesh, detail, start, radius, agent_height, agent_radius, agent_climb)
+    connects &= _connects(pmesh, detail, end, radius, agent_height, agent_radius, agent_climb)
+    keep = clear & connects
+    start, end, drop = start[keep], end[keep], drop[keep]
+    # 6. Near-identical links.
+    unique = _dedup(start, end, ~drop, spacing)
+    start, end, drop = start[unique], end[unique], drop[unique]
+    return OffMeshLinks.create(start, end, radius, bidirectional=~drop)
+
+
+def _first_landing(
+    chf: CompactHeightfield,
+    hf: Heightfield,
+    point: np.ndarray,
+    out: np.ndarray,
+    z0: np.ndarray,
+    dist: np.ndarray,
+    agent_climb: float,
+    max_drop: float,
+):
+    """Steps 2-3 for some samples: bool (s,) a landing was found; for those, its horizontal
+    distance (float64) and floor height (float64) [Units: wu]."""
+    nsamples, nprobes = point.shape[0], dist.shape[0]
+    ch = float(chf.ch)
+    px = point[:, None, 0] + out[:, None, 0] * dist[None, :]
+    py = point[:, None, 1] + out[:, None, 1] * dist[None, :]
+    pz = np.repeat(z0, nprobes)
+    pcols = _columns(px.ravel(), py.ravel(), hf.bmin, hf.cs, hf.width, hf.height)
+    q, span = _column_pairs(hf.col_start, pcols)
+    top = float(hf.bmin[2]) + hf.smax[span].astype(np.float64) * ch
+    ground_near = np.abs(top - pz[q]) <= agent_climb + 1e-6
+    gap = np.bincount(q[ground_near], minlength=pcols.shape[0]) == 0
+    q, span = _column_pairs(chf.cell_start, pcols)
+    floor = float(chf.bmin[2]) + chf.y[span].astype(np.float64) * ch
+    window = (
+        _region_span(chf, span)
+        & (floor >= pz[q] - max_drop - 1e-6)
+        & (floor <= pz[q] + agent_climb + 1e-6)
+    )
+    landing_z = _best_per_query(pcols.shape[0], q[window], floor[window], -floor[window])
+    gap = gap.reshape(nsamples, nprobes)
+    landing_z = landing_z.reshape(nsamples, nprobes)
+    gap_before = np.zeros_like(gap)
+    gap_before[:, 1:] = np.logical_or.accumulate(gap, axis=1)[:, :-1]
+    landing = np.isfinite(landing_z) & gap_before
+    found = landing.any(axis=1)
+    first = np.argmax(landing, axis=1)[found]
+    return found, dist[first], landing_z[found, first]
+
+
+def _region_span(chf: CompactHeightfield, span: np.ndarray) -> np.ndarray:
+    """bool: the compact spans are navmesh floor (a region that is not a tile border)."""
+    if chf.reg is None:
+        return chf.area[span] != 0
+    reg = chf.reg[span].astype(np.int64)
+    return (reg != 0) & ((reg & _BORDER_REG) == 0)
+
+
+def _arc_steps(start: np.ndarray, end: np.ndarray, step: float) -> int:
+    """Arc steps for every link: the longest link's horizontal length over ``step``, + 1."""
+    if start.shape[0] == 0:
+        return 2
+    horizontal = np.hypot(end[:, 0] - start[:, 0], end[:, 1] - start[:, 1])
+    return max(2, int(np.ceil(float(horizontal.max()) / step)) + 1)
+
+
+def _arc_clear(
+    hf: Heightfield,
+    start: np.ndarray,
+    end: np.ndarray,
+    agent_height: float,
+    agent_radius: float,
+    nsteps: int,
+) -> np.ndarray:
+    """bool (n,): no solid span meets the agent swept along each link's arc.
+
+    The agent is three upright lines: its centre and its sides (``agent_radius`` either side,
+    across the link in plan). ``nsteps`` arc steps (`_arc_steps`: at most a step apart
+    horizontally); between two steps each line's column, from the lower step's height (less
+    one cell height of tolerance) to the higher step's height plus the agent's height, is
+    checked in both steps' columns."""
+    n = start.shape[0]
+    if n == 0:
+        return np.zeros(0, dtype=bool)
+    horizontal = np.hypot(end[:, 0] - start[:, 0], end[:, 1] - start[:, 1])
+    t = np.linspace(0.0, 1.0, nsteps + 1)
+    arc = _arc(start, end, t)
+    ch = float(hf.ch)
+    lo = np.minimum(arc[:, :-1, 2], arc[:, 1:, 2]) - float(hf.bmin[2])
+    hi = np.maximum(arc[:, :-1, 2], arc[:, 1:, 2]) + agent_height - float(hf.bmin[2])
+    lo_cells = np.concatenate([lo, lo], axis=1).ravel() / ch + (1.0 - 1e-6)
+    hi_cells = np.concatenate([hi, hi], axis=1).ravel() / ch
+    ends = np.concatenate([arc[:, :-1], arc[:, 1:]], axis=1)  # (n, 2 * nsteps, 3)
+    across = np.stack([start[:, 1] - end[:, 1], end[:, 0] - start[:, 0]], axis=1)
+    across /= np.maximum(horizontal, 1e-12)[:, None]
+    blocked = np.zeros(n, dtype=bool)
+    for side in (0.0, -1.0, 1.0):  # the agent's centre line, then its two sides
+        x = ends[:, :, 0] + side * agent_radius * across[:, None, 0]
+        y = ends[:, :, 1] + side * agent_radius * across[:, None, 1]
+        cols = _columns(x.ravel(), y.ravel(), hf.bmin, hf.cs, hf.width, hf.height)
+        q, span = _column_pairs(hf.col_start, cols)
+        hit = (hf.smin[span].astype(np.float64) < hi_cells[q]) & (
+            hf.smax[span].astype(np.float64) > lo_cells[q]
+        )
+        blocked |= np.bincount(q[hit], minlength=cols.shape[0]).reshape(n, -1).any(axis=1)
+    return ~blocked
+
+
+def _connects(
+    pmesh: PolyMesh,
+    detail: PolyMeshDetail | None,
+    points: np.ndarray,
+    radius: float,
+    agent_height: float,
+    agent_radius: float,
+    agent_climb: float,
+) -> np.ndarray:
+    """bool (n,): Detour connects a link end at each point: its nearest polygon within
+    (radius, climb, radius) exists and is within ``radius`` horizontally (dtNavMesh's rule
+    for off-mesh connections)."""
+    from .nav.batch import find_nearest_poly
+    from .nav.navdata import create_nav_mesh_data
+    from .nav.navmesh import NavMesh
+
+    if points.shape[0] == 0:
+        return np.zeros(0, dtype=bool)
+    nav = NavMesh.from_data(
+        create_nav_mesh_data(
+            pmesh,
+            detail,
+            walkable_height=float(np.float32(agent_height)),
+            walkable_radius=float(np.float32(agent_radius)),
+            walkable_climb=float(np.float32(agent_climb)),
+        )
+    )
+    f32 = np.float32
+    centres = points[:, [0, 2, 1]].astype(f32)
+    halves = np.tile(np.array([radius, agent_climb, radius], dtype=f32), (points.shape[0], 1))
+    ref, nearest, _over = find_nearest_poly(nav, centres, halves, np.ones(nav.poly_count, bool))
+    dx = nearest[:, 0].astype(np.float64) - centres[:, 0]
+    dz = nearest[:, 2].astype(np.float64) - centres[:, 2]
+    with np.errstate(invalid="ignore"):
+        return (ref >= 0) & (dx * dx + dz * dz <= radius * radius * (1 + 1e-6))
+
+
+def _dedup(start: np.ndarray, end: np.ndarray, bidir: np.ndarray, spacing: float) -> np.ndarray:
+    """bool (n,): links kept after dropping, of every pair in the same direction (and kind)
+    whose starts and ends are both closer than ``spacing``, the later one."""
+    n = start.shape[0]
+    keep = np.ones(n, dtype=bool)
+    if n < 2:
+        return keep
+    cell = np.floor(start[:, :2] / spacing).astype(np.int64)
+    cell -= cell.min(axis=0)
+    span_x = int(cell[:, 0].max()) + 3
+    key = (cell[:, 0] + 1) + (cell[:, 1] + 1) * span_x
+    order = np.argsort(key, kind="stable")
+    sorted_key = key[order]
+    firsts, seconds = [], []
+    for dx in (-1, 0, 1):
+        for dy in (-1, 0, 1):
+            # Nine fixed neighbour offsets (not a loop over links).
+            target = key + dx + dy * span_x
+            lo = np.searchsorted(sorted_key, target, side="left")
+            hi = np.searchsorted(sorted_key, target, side="right")
+            counts = hi - lo
+            i = np.repeat(np.arange(n), counts)
+            j = order[np.repeat(lo, counts) + _local_offsets(counts)]
+            firsts.append(i)
+            seconds.append(j)
+    i = np.concatenate(firsts)
+    j = np.concatenate(seconds)
+    later = j > i
+    i, j = i[later], j[later]
+    close = (
+        (np.linalg.norm(start[i] - start[j], axis=1) < spacing)
+        & (np.linalg.norm(end[i] - end[j], axis=1) < spacing)
+        & (bidir[i] == bidir[j])
+    )
+    keep[j[close]] = False
+    return keep
+
+
+def _local_offsets(counts: np.ndarray) -> np.ndarray:
+    total = int(counts.sum())
+    return np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(counts) - counts, counts)

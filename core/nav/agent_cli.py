@@ -1,0 +1,74 @@
+"""``query`` and ``path`` with ``--agent``: the same commands on each named agent's navmesh.
+
+The agents (``NAME[:radius=..,height=..,max_climb=..,max_slope=..]``, as ``bake --agent``) are
+baked at once by `core.agents.bake_agents`; ``query`` then writes one answer file per agent
+(`core.agents.agent_output`: ``out.npz`` -> ``out_NAME.npz``), ``path`` prints one path per
+agent under an ``agent NAME:`` line.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+
+import numpy as np
+
+from ..errors import UsageError, VoxNavError
+from .navdata import create_nav_mesh_data
+from .navmesh import NavMesh
+
+F32 = np.float32
+
+
+def agent_navmeshes(mesh_path, recast_frame: bool, config, specs, workers: int = 1):
+    """``{agent name: NavMesh}`` of the agents in ``specs`` (bake --agent text), baked from the
+    OBJ in one `bake_agents` run. `UsageError` for a bad spec, `VoxNavError` naming an agent
+    whose navmesh is empty."""
+    from ..agents import bake_agents, check_agents, parse_agent_spec
+    from ..objio import read_obj
+
+    try:
+        agents = [parse_agent_spec(spec, config) for spec in specs]
+        check_agents(agents, config)
+    except VoxNavError as exc:
+        raise UsageError(f"--agent: {exc}") from None
+    verts, tris = read_obj(mesh_path, recast_frame=recast_frame)
+    results = bake_agents(verts, tris, config, agents, workers=workers)
+    navs = {}
+    for name, result in results.items():
+        if result.empty or result.polymesh is None or result.polymesh.npolys == 0:
+            raise VoxNavError(
+                f"{mesh_path}: agent {name}'s bake made no walkable polygons, so there is "
+                "nothing to query; check that agent's size and that the mesh has floors"
+            )
+        cfg = result.config
+        data = create_nav_mesh_data(
+            result.polymesh,
+            result.detail,
+            walkable_height=float(F32(cfg.agent_height)),
+            walkable_radius=float(F32(cfg.agent_radius)),
+            walkable_climb=float(F32(cfg.agent_max_climb)),
+        )
+        navs[name] = NavMesh.from_data(data)
+    return navs
+
+
+def per_agent(command: Callable[..., int], args, config) -> int:
+    """Run ``command(args, config, nav)`` once per ``--agent`` on that agent's navmesh;
+    ``--out`` (when the command has one) becomes ``agent_output(out, name)``."""
+    from ..agents import agent_output
+
+    if getattr(args, "tile_size", 0):
+        raise UsageError("--agent: agents are baked as one solo mesh each; drop --tile-size")
+    navs = agent_navmeshes(
+        args.mesh, args.recast_frame, config, args.agent, getattr(args, "workers", None) or 1
+    )
+    status = 0
+    for name, nav in navs.items():
+        one = argparse.Namespace(**vars(args))
+        one.agent = []
+        if getattr(args, "out", None):
+            one.out = agent_output(args.out, name)
+        print(f"agent {name}:")
+        status = max(status, command(one, config, nav))
+    return status

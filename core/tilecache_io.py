@@ -1,0 +1,348 @@
+"""A `TileCache` saved to one ``.npz`` and loaded back: obstacles rebuild without a rebake.
+
+What is saved is the cache's obstacle-free state, the data a rebuild starts from: the config,
+the tile grid, every tile's cached compact heightfield (`TileCache.compact`), every tile's
+obstacle-free result (polygon mesh, detail mesh, Detour tile data), and the obstacles (shape
+and id). Loading rebuilds the navmesh from those tiles (linked as the first build linked
+them), adds the obstacles again under their ids and runs `TileCache.update`, so the loaded
+cache equals the saved one tile for tile (the stages are deterministic). Loading without
+obstacles (``obstacles=False``) gives the obstacle-free cache, for callers that add their own
+(the Blender add-on re-reads them from the scene's objects).
+
+A ``key`` string names the bake the cache belongs to (e.g. `bake_key` of the bake's input:
+triangles, settings, tile size, area volumes); `load` with an expected key refuses a file made
+for another bake. Every problem (missing, unreadable, truncated, another format or version,
+another bake) is a `VoxNavError` whose message names the file and says to rebake; the file is
+written through `core.atomic` (the old file stays whole until the new one is complete).
+
+File layout (NumPy ``.npz``, no pickles): ``meta`` a JSON string (format, version, key, config,
+grid scalars, tile keys, per-tile scalar fields, obstacles); ``grid.{field}`` the grid's
+arrays; ``{part}.{field}`` one array field of every tile's ``compact`` / ``polymesh`` /
+``detail`` / ``navdata`` concatenated in tile order, ``{part}.{field}.rows`` each tile's row
+count (NumPy scalars such as the float32 cell size are one element each, so dtypes survive).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import zipfile
+from typing import Any
+
+import numpy as np
+
+from . import atomic
+from .compact import CompactHeightfield
+from .config import NavConfig
+from .detail import PolyMeshDetail
+from .errors import VoxNavError
+from .nav.navdata import NavMeshData
+from .obstacles import Obstacle
+from .polymesh import PolyMesh
+from .tilecache import TileCache
+from .tiles import TiledBake, TileGrid, TileResult
+
+FORMAT = "voxnav-tilecache"
+VERSION = 1
+_PARTS: dict[str, type] = {
+    "compact": CompactHeightfield,
+    "polymesh": PolyMesh,
+    "detail": PolyMeshDetail,
+    "navdata": NavMeshData,
+}
+
+
+def bake_key(verts, tris, config: NavConfig, tile_size: int, volumes=()) -> str:
+    """A hex digest naming a tiled bake's input: the triangles (float32 vertices, int32
+    indices), the config, the tile size and the area volumes. Two bakes with the same key
+    give the same tiles."""
+    h = hashlib.sha256()
+    h.update(np.ascontiguousarray(verts, dtype=np.float32).tobytes())
+    h.update(np.ascontiguousarray(tris, dtype=np.int32).tobytes())
+    h.update(json.dumps(_jsonable(dataclasses.asdict(config)), sort_keys=True).encode())
+    h.update(str(int(tile_size)).encode())
+    h.update(repr(tuple(volumes)).encode())
+    return h.hexdigest()[:32]
+
+
+def _jsonable(value):
+    if isinstance(value, dict):
+        return {k: _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (tuple, list)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+class _Packer:
+    """Array fields of many dataclass values of one part, concatenated per field along axis 0
+    (a NumPy scalar as one element), with each value's row count: a few arrays per file instead
+    of a few per tile (an .npz reads each array separately)."""
+
+    def __init__(self) -> None:
+        self.parts: dict[str, dict[str, list[np.ndarray]]] = {}
+
+    def add(self, part: str, obj) -> dict[str, Any]:
+        """Store ``obj``'s arrays under ``part``; returns its other (JSON) fields."""
+        fields = self.parts.setdefault(part, {})
+        scalars: dict[str, Any] = {}
+        for f in dataclasses.fields(obj):
+            value = getattr(obj, f.name)
+            if isinstance(value, (np.ndarray, np.generic)):
+                arr = np.asarray(value)
+                if arr.ndim == 0:
+                    arr = arr.reshape(1)
+                    scalars.setdefault("_0d", []).append(f.name)
+                fields.setdefault(f.name, []).append(arr)
+            else:
+                scalars[f.name] = _jsonable(value)
+        return scalars
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        out: dict[str, np.ndarray] = {}
+        for part, fields in self.parts.items():
+            for name, values in fields.items():
+                if len({(v.dtype, v.shape[1:]) for v in values}) != 1:
+                    raise VoxNavError(f"cannot save the tile cache: {part}.{name} differs in type")
+                out[f"{part}.{name}"] = np.concatenate(values)
+                out[f"{part}.{name}.rows"] = np.array([v.shape[0] for v in values], np.int64)
+        return out
+
+
+class _Unpacker:
+    """`_Packer`'s arrays split back, the i-th value of a part read with `take`."""
+
+    def __init__(self, z) -> None:
+        self.split: dict[str, list[np.ndarray]] = {}
+        for name in z.files:
+            if name.endswith(".rows") or "." not in name or name.startswith("grid."):
+                continue
+            rows = z[name + ".rows"]
+            self.split[name] = np.split(z[name], np.cumsum(rows)[:-1])
+        self.next: dict[str, int] = {}
+
+    def take(self, cls: type, part: str, scalars: dict[str, Any]) -> Any:
+        i = self.next.get(part, 0)
+        self.next[part] = i + 1
+        zero_d = set(scalars.get("_0d", ()))
+        values: dict[str, Any] = {}
+        for f in dataclasses.fields(cls):
+            key = f"{part}.{f.name}"
+            if key in self.split:
+                arr = self.split[key][i]
+                values[f.name] = arr.reshape(())[()] if f.name in zero_d else arr
+            elif f.name in scalars:
+                value = scalars[f.name]
+                values[f.name] = tuple(value) if isinstance(value, list) else value
+        return cls(**values)
+
+
+def _flatten(obj, prefix: str, arrays: dict[str, np.ndarray]) -> dict[str, Any]:
+    """Array and NumPy-scalar fields of a dataclass into ``arrays``; the rest returned."""
+    scalars: dict[str, Any] = {}
+    for f in dataclasses.fields(obj):
+        value = getattr(obj, f.name)
+        if isinstance(value, (np.ndarray, np.generic)):
+            arrays[f"{prefix}.{f.name}"] = np.asarray(value)
+        else:
+            scalars[f.name] = _jsonable(value)
+    return scalars
+
+
+def _unflatten(cls: type, prefix: str, scalars: dict[str, Any], z) -> Any:
+    values: dict[str, Any] = {}
+    for f in dataclasses.fields(cls):
+        name = f"{prefix}.{f.name}"
+        if name in z.files:
+            arr = z[name]
+            values[f.name] = arr[()] if arr.ndim == 0 else arr
+        elif f.name in scalars:
+            value = scalars[f.name]
+            values[f.name] = tuple(value) if isinstance(value, list) else value
+    return cls(**values)
+
+
+def save(cache: TileCache, path, *, key: str = "") -> os.PathLike | str:
+    """Write ``cache`` (its obstacle-free tiles and its obstacles) to ``path`` (``.npz`` added
+    when missing) atomically; returns the path written. ``key``: the bake's name (`bake_key`)."""
+    path = atomic.ensure_suffix(path, ".npz")
+    arrays: dict[str, np.ndarray] = {}
+    g = cache.grid
+    grid = _flatten(g, "grid", arrays)
+    keys = sorted(cache.compact, key=lambda k: (k[1], k[0]))
+    packer = _Packer()
+    tiles = []
+    for k in keys:
+        entry: dict[str, Any] = {"key": list(k)}
+        entry["compact"] = packer.add("compact", cache.compact[k])
+        clean = cache._clean.get(k)
+        if clean is not None:
+            entry["result"] = {
+                "input_tris": clean.input_tris,
+                "hf_spans": clean.hf_spans,
+                "nconts": clean.nconts,
+                "warnings": list(clean.warnings),
+            }
+            for part in ("polymesh", "detail", "navdata"):
+                value = getattr(clean, part)
+                if value is not None:
+                    entry["result"][part] = packer.add(part, value)
+        tiles.append(entry)
+    arrays.update(packer.arrays())
+    obstacles = [
+        {"id": i, **_jsonable(dataclasses.asdict(cache.obstacles.get(i)))}
+        for i in cache.obstacles.ids()
+    ]
+    meta = {
+        "format": FORMAT,
+        "version": VERSION,
+        "key": key,
+        "config": _jsonable(dataclasses.asdict(cache.config)),
+        "grid": grid,
+        "tiles": tiles,
+        "obstacles": obstacles,
+    }
+    arrays["meta"] = np.array(json.dumps(meta))
+    with atomic.replacing(path) as temp:
+        np.savez_compressed(temp, **arrays)  # type: ignore[arg-type]
+    return path
+
+
+def read_key(path) -> str:
+    """The bake key stored in a saved cache (reads only its metadata); `VoxNavError` when the
+    file is missing or not a VoxNav tile cache."""
+    with _open(path) as z:
+        return str(_meta(z, path)["key"])
+
+
+class _open:
+    """np.load of a tile cache file with every failure as one clear `VoxNavError`."""
+
+    def __init__(self, path):
+        self.path = os.fspath(path)
+
+    def __enter__(self):
+        if not os.path.isfile(self.path):
+            raise VoxNavError(
+                f"no tile cache at {self.path}: the file is missing; rebake (Build Navmesh with "
+                "tiles) to make a new one"
+            )
+        try:
+            self.z = np.load(self.path, allow_pickle=False)
+        except (OSError, ValueError, zipfile.BadZipFile, EOFError) as exc:
+            raise _corrupt(self.path, exc) from None
+        return self.z
+
+    def __exit__(self, *exc) -> None:
+        self.z.close()
+
+
+def _corrupt(path, exc: BaseException) -> VoxNavError:
+    return VoxNavError(
+        f"the tile cache {os.fspath(path)} is unreadable ({type(exc).__name__}: {exc}); it is "
+        "damaged or not a VoxNav tile cache: delete it and rebake"
+    )
+
+
+def _meta(z, path) -> dict:
+    try:
+        meta = json.loads(str(z["meta"][()]))
+    except (KeyError, ValueError, OSError, zipfile.BadZipFile, EOFError) as exc:
+        raise _corrupt(path, exc) from None
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
+        raise VoxNavError(
+            f"{os.fspath(path)} is not a VoxNav tile cache (no '{FORMAT}' header); rebake"
+        )
+    if meta.get("version") != VERSION:
+        raise VoxNavError(
+            f"the tile cache {os.fspath(path)} has format version {meta.get('version')!r}, this "
+            f"VoxNav reads version {VERSION}: rebake to write a new one"
+        )
+    return meta
+
+
+def load(path, *, key: str | None = None, obstacles: bool = True) -> TileCache:
+    """The `TileCache` saved at ``path``. ``key``: the expected bake key (None: any); a
+    different one means the file is stale (made for another bake). ``obstacles``: add the
+    saved obstacles again (under their ids) and rebuild their tiles."""
+    with _open(path) as z:
+        meta = _meta(z, path)
+        if key is not None and meta.get("key") != key:
+            raise VoxNavError(
+                f"the tile cache {os.fspath(path)} is stale: it was saved for another bake (the "
+                "scene's geometry, the settings or the tile size changed since); rebake"
+            )
+        try:
+            return _build(meta, z, obstacles)
+        except VoxNavError:
+            raise
+        except (KeyError, TypeError, ValueError, IndexError, OSError) as exc:
+            raise _corrupt(path, exc) from None
+        except (zipfile.BadZipFile, EOFError) as exc:
+            raise _corrupt(path, exc) from None
+
+
+def _build(meta: dict, z, with_obstacles: bool) -> TileCache:
+    config_values: dict[str, Any] = {
+        k: tuple(v) if isinstance(v, list) else v for k, v in meta["config"].items()
+    }
+    config = NavConfig(**config_values)
+    grid = _unflatten(TileGrid, "grid", meta["grid"], z)
+    compact: dict[tuple[int, int], CompactHeightfield] = {}
+    tiles: dict[tuple[int, int], TileResult] = {}
+    unpacker = _Unpacker(z)
+    for entry in meta["tiles"]:
+        k = (int(entry["key"][0]), int(entry["key"][1]))
+        compact[k] = unpacker.take(CompactHeightfield, "compact", entry["compact"])
+        result = entry.get("result")
+        if result is None:
+            continue
+        parts = {
+            part: unpacker.take(cls, part, result[part])
+            for part, cls in _PARTS.items()
+            if part != "compact" and part in result
+        }
+        tiles[k] = TileResult(
+            tx=k[0],
+            ty=k[1],
+            input_tris=int(result["input_tris"]),
+            hf_spans=int(result["hf_spans"]),
+            nconts=int(result["nconts"]),
+            warnings=list(result["warnings"]),
+            **parts,
+        )
+    navmesh = TiledBake(config, grid, list(tiles.values())).navmesh()
+    cache = TileCache(config, grid, compact, tiles, navmesh)
+    if with_obstacles:
+        _add_obstacles(cache, meta["obstacles"])
+        cache.update()
+        cache.rebuild_count = 0
+    return cache
+
+
+def _add_obstacles(cache: TileCache, saved: list[dict]) -> None:
+    """Add the saved obstacles under their saved ids (ids are handed out lowest free first,
+    so placeholders fill the gaps and go again)."""
+    placeholders = []
+    for entry in sorted(saved, key=lambda e: int(e["id"])):
+        shape = Obstacle(
+            kind=entry["kind"],
+            position=tuple(entry["position"]),
+            size=tuple(entry["size"]),
+            yaw=float(entry["yaw"]),
+            area=int(entry["area"]),
+        )
+        while True:
+            got = cache.obstacles.add(shape)
+            if got == int(entry["id"]):
+                break
+            if got > int(entry["id"]):
+                raise ValueError(f"obstacle id {entry['id']} saved twice")
+            placeholders.append(got)
+    for got in placeholders:
+        cache.obstacles.remove(got)
+    changes = cache.obstacles.take_changes()
+    cache._mark(changes)

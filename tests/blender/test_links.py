@@ -1,0 +1,103 @@
+"""Automatic off-mesh links in Blender: Auto Links on the gap-and-ledge scene draws every link
+as an arc in the "VoxNav Links" object, Show Links hides it, Clear removes it, and a bake with
+Auto Links off leaves no arcs."""
+
+from __future__ import annotations
+
+import importlib
+
+import numpy as np
+
+from .scenes import box
+
+
+def _scene(bpy):
+    # tests/core/linkscenes.py's scene: floors 1.5 m apart, a ledge 2 m above floor A.
+    box(bpy, "FloorA", (0, 0, -1), (10, 8, 0))
+    box(bpy, "FloorB", (11.5, 0, -1), (21.5, 8, 0))
+    box(bpy, "Ledge", (0, 8, -1), (10, 14, 2))
+    box(bpy, "Pit", (-2, -2, -11), (24, 16, -10))
+
+
+def _arc_verts(obj) -> np.ndarray:
+    co = np.zeros(len(obj.data.vertices) * 3, dtype=np.float32)
+    obj.data.vertices.foreach_get("co", co)
+    return co.reshape(-1, 3)
+
+
+def test_auto_links_draw_arcs_that_clear_removes(bpy, ext):
+    _scene(bpy)
+    scene = bpy.context.scene
+    scene.voxnav.auto_links = True
+    assert bpy.ops.voxnav.build_navmesh() == {"FINISHED"}
+    outcome = ext.bake.LAST[scene.session_uid]
+    links = outcome.result.offmesh_links
+    assert len(links) > 0 and outcome.counts["auto_links"] == len(links)
+    obj = bpy.data.objects[ext.writeback.LINKS_NAME]
+    segments = importlib.import_module(f"{ext.root.__name__}.core.jumplinks").ARC_SEGMENTS
+    assert len(obj.data.edges) == len(links) * segments
+    assert len(obj.data.vertices) == len(links) * (segments + 1)
+    verts = _arc_verts(obj).reshape(len(links), segments + 1, 3)
+    lift = ext.bake.overlay_lift(scene.voxnav.cell_height)
+    np.testing.assert_allclose(verts[:, 0], links.start + [0, 0, lift], atol=1e-5)
+    np.testing.assert_allclose(verts[:, -1], links.end + [0, 0, lift], atol=1e-5)
+    assert (verts[:, 1:-1, 2] > np.minimum(verts[:, :1, 2], verts[:, -1:, 2])).all()  # arcs
+    two_way = np.zeros(len(obj.data.edges), dtype=bool)
+    obj.data.attributes["voxnav_two_way"].data.foreach_get("value", two_way)
+    assert two_way.any() and not two_way.all()  # jumps and drops
+    scene.voxnav.show_links = False
+    assert obj.hide_viewport
+    scene.voxnav.show_links = True
+    assert not obj.hide_viewport
+    assert bpy.ops.voxnav.clear() == {"FINISHED"}
+    assert ext.writeback.LINKS_NAME not in bpy.data.objects
+
+
+def test_no_arcs_without_auto_links(bpy, ext):
+    _scene(bpy)
+    scene = bpy.context.scene
+    scene.voxnav.auto_links = True
+    assert bpy.ops.voxnav.build_navmesh() == {"FINISHED"}
+    assert ext.writeback.LINKS_NAME in bpy.data.objects
+    scene.voxnav.auto_links = False
+    assert bpy.ops.voxnav.build_navmesh() == {"FINISHED"}
+    assert ext.writeback.LINKS_NAME not in bpy.data.objects
+
+
+def test_each_agent_gets_its_own_link_arcs(bpy, ext):
+    agents = importlib.import_module(f"{ext.root.__name__}.voxnav_addon.agents")
+    _scene(bpy)
+    scene = bpy.context.scene
+    scene.voxnav.auto_links = True
+    for name, radius in (("small", 0.3), ("big", 0.6)):
+        assert bpy.ops.voxnav.agent_add() == {"FINISHED"}
+        row = scene.voxnav.agents[-1]
+        row.name, row.radius = name, radius
+    assert bpy.ops.voxnav.build_navmesh() == {"FINISHED"}
+    outcome = ext.bake.LAST[scene.session_uid]
+    assert ext.writeback.LINKS_NAME not in bpy.data.objects  # replaced by one per agent
+    objs = {n: bpy.data.objects[agents.links_name(n)] for n in ("small", "big")}
+    for name, obj in objs.items():
+        links = outcome.agents[name].offmesh_links
+        assert len(links) > 0
+        assert len(obj.data.edges) == len(links) * 8
+    scene.voxnav.agents[0].show = False
+    assert objs["small"].hide_viewport and not objs["big"].hide_viewport
+    scene.voxnav.show_links = False
+    assert objs["big"].hide_viewport
+    assert not bpy.data.objects[agents.overlay_name("big")].hide_viewport
+    assert bpy.ops.voxnav.clear() == {"FINISHED"}
+    assert not [o for o in bpy.data.objects if o.name.startswith(ext.writeback.LINKS_NAME)]
+
+
+def test_tiled_bake_warns_that_auto_links_need_a_solo_bake(bpy, ext):
+    _scene(bpy)
+    scene = bpy.context.scene
+    scene.voxnav.auto_links = True
+    assert bpy.ops.voxnav.build_navmesh() == {"FINISHED"}
+    assert ext.writeback.LINKS_NAME in bpy.data.objects
+    scene.voxnav.tile_size = 32
+    assert bpy.ops.voxnav.build_navmesh() == {"FINISHED"}
+    warnings = [w.text for w in scene.voxnav.last_warnings]
+    assert any("solo bakes only" in w for w in warnings), warnings
+    assert ext.writeback.LINKS_NAME not in bpy.data.objects  # no stale arcs

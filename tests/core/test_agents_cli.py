@@ -1,0 +1,92 @@
+"""Agent types by name in the core CLI's queries: ``path --agent`` prints each agent's path on
+its own navmesh, ``query --agent`` writes one answer file per agent, equal to a separate run
+with that agent's settings."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from core.__main__ import main
+
+from .linkscenes import box, merge, write_obj
+
+
+def _door_mesh(tmp_path: Path) -> Path:
+    """A floor split by a 3 m wall with a 1 m door: wide enough for radius 0.2, not 0.6."""
+    verts, tris = merge(
+        box((0.0, 0.0, -0.5), (12.0, 6.0, 0.0)),
+        box((5.8, 0.0, 0.0), (6.2, 2.5, 3.0)),
+        box((5.8, 3.5, 0.0), (6.2, 6.0, 3.0)),
+    )
+    return write_obj(tmp_path / "door.obj", verts, tris)
+
+
+ROUTE = ["--from", "2", "3", "0", "--to", "10", "3", "0", "--cell-size", "0.1"]
+AGENTS = ["--agent", "small:radius=0.2", "--agent", "big:radius=0.6"]
+
+
+def _sections(text: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    name = None
+    for line in text.splitlines():
+        if line.startswith("agent ") and line.endswith(":"):
+            name = line[len("agent ") : -1]
+            out[name] = ""
+        elif name is not None:
+            out[name] += line + "\n"
+    return out
+
+
+def test_path_per_agent_small_passes_the_door_big_does_not(tmp_path, capsys):
+    mesh = _door_mesh(tmp_path)
+    assert main(["path", str(mesh), *ROUTE, *AGENTS]) == 0
+    sections = _sections(capsys.readouterr().out)
+    assert list(sections) == ["small", "big"]
+    assert "path: reached" in sections["small"]
+    assert "path: partial" in sections["big"]
+    # Each agent's section is what a separate run with its settings prints.
+    for name, radius in (("small", "0.2"), ("big", "0.6")):
+        assert main(["path", str(mesh), *ROUTE, "--agent-radius", radius]) == 0
+        assert capsys.readouterr().out == sections[name]
+
+
+def _queries(tmp_path: Path) -> Path:
+    path = tmp_path / "q.npz"
+    np.savez(
+        path,
+        q_points=np.array([[2, 3, 0], [10, 3, 0], [6, 3, 0]], np.float32),
+        q_pairs=np.array([[0, 1]], np.int32),
+        q_ray_start=np.array([0], np.int32),
+        q_ray_end=np.array([[10, 3, 0]], np.float32),
+        q_half_extents=np.array([2, 2, 4], np.float32),
+    )
+    return path
+
+
+def test_query_writes_one_file_per_agent_equal_to_separate_runs(tmp_path, capsys):
+    mesh, queries = _door_mesh(tmp_path), _queries(tmp_path)
+    out = tmp_path / "out.npz"
+    argv = ["query", str(mesh), "--queries", str(queries), "--cell-size", "0.1"]
+    assert main([*argv, "--out", str(out), *AGENTS]) == 0
+    assert not out.exists()
+    for name, radius in (("small", "0.2"), ("big", "0.6")):
+        single = tmp_path / f"single_{name}.npz"
+        assert main([*argv, "--out", str(single), "--agent-radius", radius]) == 0
+        mine, alone = np.load(tmp_path / f"out_{name}.npz"), np.load(single)
+        names = sorted(k for k in alone.files if not k.startswith("time_"))
+        assert sorted(k for k in mine.files if not k.startswith("time_")) == names
+        for key in names:
+            np.testing.assert_array_equal(mine[key], alone[key], err_msg=f"{name} {key}")
+    small, big = np.load(tmp_path / "out_small.npz"), np.load(tmp_path / "out_big.npz")
+    assert not np.array_equal(small["path_count"], big["path_count"]) or not np.array_equal(
+        small["straight_count"], big["straight_count"]
+    )
+
+
+def test_bad_agent_spec_in_path_exits_2(tmp_path, capsys):
+    mesh = _door_mesh(tmp_path)
+    assert main(["path", str(mesh), *ROUTE, "--agent", "s:wide=2"]) == 2
+    err = capsys.readouterr().err
+    assert "unknown key 'wide'" in err and "Traceback" not in err

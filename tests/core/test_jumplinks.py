@@ -1,0 +1,279 @@
+"""Automatic jump and drop links (core.jumplinks) on the gap-and-ledge scene (linkscenes):
+links across the gap from both sides, down the ledge and never up, none through solid (an
+independent slow check on the heightfield), spacing, a wall that blocks jumps, the literal
+oracle, settings and the several-agents bake."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from core import pipeline
+from core.agents import AgentType, bake_agents
+from core.config import NavConfig
+from core.errors import VoxNavError
+from core.jumplinks import arc_points, boundary_edges, find_auto_links
+from core.offmesh import OffMeshLinks
+
+from . import linkscenes
+from .oracle import auto_links_slow
+
+ON = NavConfig(auto_links=True)
+
+
+def _bake(config=ON, extra=()):
+    verts, tris = linkscenes.merge(linkscenes.gap_and_ledge_scene(), *extra)
+    return pipeline.bake(verts, tris, config)
+
+
+@pytest.fixture(scope="module")
+def scene_bake():
+    return _bake()
+
+
+def _climb(result) -> float:
+    d = result.config.derived()
+    return float(d.walkable_climb * d.ch)
+
+
+def _on_floor_a(p):
+    return p[..., 0] < 10.0
+
+
+def _on_floor_b(p):
+    return p[..., 0] > 10.0 + linkscenes.GAP
+
+
+def _level(p, z, tol):
+    return np.abs(p[..., 2] - z) <= tol
+
+
+def test_links_cross_the_gap_from_both_sides_and_drop_off_the_ledge(scene_bake):
+    links = scene_bake.offmesh_links
+    climb = _climb(scene_bake)
+    start, end, two_way = links.start, links.end, links.bidirectional
+    floor_z = float(np.min(start[:, 2]))  # the floors' voxel top
+    low_start = _level(start, floor_z, climb)
+    a_to_b = _on_floor_a(start) & _on_floor_b(end) & low_start & _level(end, floor_z, climb)
+    b_to_a = _on_floor_b(start) & _on_floor_a(end) & low_start & _level(end, floor_z, climb)
+    drops = (start[:, 1] > 8.0) & (end[:, 1] < 8.0) & (start[:, 2] - end[:, 2] > climb)
+    assert a_to_b.sum() >= 3 and b_to_a.sum() >= 3
+    assert two_way[a_to_b | b_to_a].all()
+    assert drops.sum() >= 3
+    assert not two_way[drops].any()  # drops are one-way, down
+    # Nothing goes up by more than the climb, and every link is a jump or a drop.
+    assert not (end[:, 2] - start[:, 2] > climb + 1e-4).any()
+    assert (a_to_b | b_to_a | drops).all()
+    assert scene_bake.counts["auto_links"] == len(links) == scene_bake.auto_link_count
+
+
+def _spans_of(hf, x, y):
+    ix = math.floor((x - float(hf.bmin[0])) / float(hf.cs))
+    iy = math.floor((y - float(hf.bmin[1])) / float(hf.cs))
+    if not (0 <= ix < hf.width and 0 <= iy < hf.height):
+        return []
+    c = ix + iy * hf.width
+    return range(int(hf.col_start[c]), int(hf.col_start[c + 1]))
+
+
+def _solid_hits(result, links, samples=400):
+    """Independent slow check: every arc point, and the agent's height above it, against
+    every span of its column (one cell height of tolerance under the arc); each end on a
+    walkable span top within climb. Returns the offending link ids."""
+    hf = result.heightfield
+    ch, z0 = float(hf.ch), float(hf.bmin[2])
+    height = float(result.config.derived().walkable_height * hf.ch)
+    climb = _climb(result)
+    bad = set()
+    arcs = arc_points(links.start, links.end, samples)
+    for i, arc in enumerate(arcs):
+        for x, y, z in arc:
+            for s in _spans_of(hf, x, y):
+                bottom, top = z0 + float(hf.smin[s]) * ch, z0 + float(hf.smax[s]) * ch
+                if bottom < z + height and top > z + ch + 1e-6:
+                    bad.add(i)
+        for x, y, z in (links.start[i], links.end[i]):
+            tops = [z0 + float(hf.smax[s]) * ch for s in _spans_of(hf, x, y) if hf.area[s] != 0]
+            if not any(abs(t - z) <= climb + 1e-5 for t in tops):
+                bad.add(i)
+    return sorted(bad)
+
+
+def test_no_link_passes_through_solid_and_every_end_is_on_walkable_ground(scene_bake):
+    assert len(scene_bake.offmesh_links) > 0
+    assert _solid_hits(scene_bake, scene_bake.offmesh_links) == []
+
+
+def test_the_slow_check_sees_a_link_through_solid(scene_bake):
+    # The check itself can fail: a link from the floor straight into the ledge's block.
+    through = OffMeshLinks.create([[5.0, 5.0, 0.2]], [[5.0, 11.0, 0.2]], 0.6)
+    assert _solid_hits(scene_bake, through) == [0]
+
+
+def test_no_links_when_auto_links_is_off():
+    result = _bake(NavConfig())
+    assert len(result.offmesh_links) == 0
+    assert "auto_links" not in result.counts
+    assert "links" not in result.timings
+
+
+def _gap_edge_links(result):
+    links = result.offmesh_links
+    sel = _on_floor_a(links.start) & _on_floor_b(links.end)
+    return links.start[sel]
+
+
+@pytest.mark.parametrize("spacing", [0.7, 1.0, 2.5])
+def test_spacing_along_an_edge(spacing):
+    result = _bake(ON.replace(link_spacing=spacing))
+    starts = _gap_edge_links(result)
+    a, b, normal = boundary_edges(result.polymesh)
+    # floor_a's edge facing the gap: its boundary edges with an outward +x normal.
+    on_a = (a[:, 0] < 10.0) & (a[:, 1] < 8.0) & (b[:, 1] < 8.0) & (np.abs(a[:, 2]) < 1.0)
+    facing = (normal[:, 0] > 0.99) & on_a
+    length = np.hypot(*(b[facing] - a[facing])[:, :2].T)
+    expected = int(np.maximum(1, np.floor(length / spacing + 1e-9)).sum())
+    assert len(starts) == expected
+    ys = np.sort(starts[:, 1])
+    assert (np.diff(ys) >= spacing - 1e-5).all()
+
+
+def test_a_wall_in_the_gap_blocks_the_jumps_behind_it():
+    open_bake = _bake()
+    # A 4 m wall in the middle of the gap, along half of it (y 0..4).
+    wall = linkscenes.box((10.5, -0.5, -10.0), (11.0, 4.0, 4.0))
+    walled = _bake(extra=(wall,))
+    assert _solid_hits(walled, walled.offmesh_links) == []
+    for result in (open_bake, walled):
+        links = result.offmesh_links
+        across = (_on_floor_a(links.start) & _on_floor_b(links.end)) | (
+            _on_floor_b(links.start) & _on_floor_a(links.end)
+        )
+        # The agent (radius 0.6) brushes the wall within 0.6 of its end.
+        behind = across & (links.start[:, 1] < 4.0 + 0.6)
+        free = across & (links.start[:, 1] > 4.0 + 0.6 + 1.5)
+        if result is open_bake:
+            assert behind.sum() >= 4 and free.sum() >= 2
+        else:
+            assert behind.sum() == 0 and free.sum() >= 2
+
+
+def test_fast_equals_the_literal_oracle():
+    verts, tris = linkscenes.merge(
+        linkscenes.gap_and_ledge_scene(),
+        linkscenes.box((10.5, -0.5, -10.0), (11.0, 4.0, 4.0)),
+        linkscenes.box((3.0, 2.0, -1.0), (4.0, 3.0, 1.5)),  # a block: links around it fail
+    )
+    for spacing, jump in ((1.0, 3.5), (0.45, 2.0), (1.7, 6.0)):
+        config = ON.replace(link_spacing=spacing, max_jump_distance=jump)
+        result = pipeline.bake(verts, tris, config)
+        d = config.derived()
+        kwargs = dict(
+            agent_height=float(d.walkable_height * d.ch),
+            agent_radius=float(np.float32(config.agent_radius)),
+            agent_climb=float(d.walkable_climb * d.ch),
+            max_drop=3.0,
+            max_jump_distance=jump,
+            spacing=spacing,
+        )
+        args = (result.polymesh, result.detail, result.compact, result.heightfield)
+        fast = find_auto_links(*args, **kwargs)
+        slow = auto_links_slow(*args, **kwargs)
+        assert len(fast) == len(slow) > 0
+        np.testing.assert_array_equal(fast.start, np.array([s for s, _, _ in slow], np.float32))
+        np.testing.assert_array_equal(fast.end, np.array([e for _, e, _ in slow], np.float32))
+        assert fast.bidirectional.tolist() == [b for _, _, b in slow]
+
+
+def test_max_drop_and_max_jump_distance_limit_the_links():
+    shallow = _bake(ON.replace(max_drop=1.5))  # the ledge is 2 m high
+    assert not (~shallow.offmesh_links.bidirectional).any()
+    short = _bake(ON.replace(max_jump_distance=2.0))  # the navmesh gap is about 3 m
+    links = short.offmesh_links
+    assert not (_on_floor_a(links.start) & _on_floor_b(links.end)).any()
+    assert (~links.bidirectional).any()  # the drop (about 1.5 m out) is still found
+
+
+def test_hand_links_come_first_and_ids_follow_them():
+    verts, tris = linkscenes.gap_and_ledge_scene()
+    hand = OffMeshLinks.create([[3.0, 4.0, 0.0]], [[5.0, 11.0, 2.0]], 0.6, user_id=[7])
+    result = pipeline.bake(verts, tris, ON, offmesh_links=hand)
+    links = result.offmesh_links
+    assert len(links) == 1 + result.auto_link_count
+    np.testing.assert_array_equal(links.start[0], hand.start[0])
+    assert links.user_id.tolist() == [7] + list(range(8, 8 + result.auto_link_count))
+
+
+def test_arc_points_end_at_the_link_ends_and_peak_above_the_higher_end():
+    start = np.array([[0.0, 0.0, 2.0], [0.0, 0.0, 0.0]])
+    end = np.array([[0.0, 1.6, 0.0], [3.0, 4.0, 0.5]])
+    arc = arc_points(start, end, 400)
+    np.testing.assert_allclose(arc[:, 0], start)
+    np.testing.assert_allclose(arc[:, -1], end)
+    horizontal = np.hypot(*(end - start)[:, :2].T)
+    peak = arc[:, :, 2].max(axis=1)
+    np.testing.assert_allclose(peak, np.maximum(start[:, 2], end[:, 2]) + horizontal / 4, atol=1e-4)
+    # Straight in plan.
+    np.testing.assert_allclose(arc[1, :, 0] * 4.0, arc[1, :, 1] * 3.0, atol=1e-9)
+
+
+@pytest.mark.parametrize(
+    "name, value", [("max_drop", -1.0), ("max_jump_distance", float("nan")), ("link_spacing", 0.0)]
+)
+def test_bad_link_settings_are_refused(name, value):
+    with pytest.raises(VoxNavError, match=name):
+        NavConfig(**{name: value}).validate()
+
+
+def test_agents_bake_finds_each_agents_links_as_a_separate_bake():
+    verts, tris = linkscenes.gap_and_ledge_scene()
+    agents = [AgentType("small", radius=0.3, height=1.6), AgentType("big", radius=0.9)]
+    results = bake_agents(verts, tris, ON, agents)
+    for agent in agents:
+        alone = pipeline.bake(verts, tris, agent.config(ON))
+        mine = results[agent.name].offmesh_links
+        assert len(mine) > 0
+        for name in ("start", "end", "bidirectional", "radius", "user_id"):
+            np.testing.assert_array_equal(getattr(mine, name), getattr(alone.offmesh_links, name))
+
+
+def test_core_cli_bake_with_auto_links(tmp_path, capsys):
+    from core.__main__ import main
+
+    mesh = linkscenes.write_obj(tmp_path / "scene.obj", *linkscenes.gap_and_ledge_scene())
+    out = tmp_path / "nav.obj"
+    assert main(["bake", str(mesh), "--out", str(out), "--auto-links", "on"]) == 0
+    text = capsys.readouterr().out
+    count = int(text.split("auto_links=")[1].split()[0])
+    assert count == len(_bake().offmesh_links) > 0
+    assert main(["bake", str(mesh), "--out", str(out), "--max-drop", "-1"]) == 2
+    assert "max_drop" in capsys.readouterr().err
+    tiled = tmp_path / "nav.bin"
+    argv = ["bake", str(mesh), "--out", str(tiled), "--auto-links", "on", "--tile-size", "32"]
+    assert main(argv) == 2
+    assert "solo bake" in capsys.readouterr().err
+    assert not tiled.exists()
+
+
+def test_chunked_work_gives_the_same_links(scene_bake, monkeypatch):
+    from core import jumplinks
+
+    result = scene_bake
+    d = result.config.derived()
+    kwargs = dict(
+        agent_height=float(d.walkable_height * d.ch),
+        agent_radius=0.6,
+        agent_climb=float(d.walkable_climb * d.ch),
+        max_drop=3.0,
+        max_jump_distance=3.5,
+        spacing=1.0,
+    )
+    args = (result.polymesh, result.detail, result.compact, result.heightfield)
+    whole = find_auto_links(*args, **kwargs)
+    monkeypatch.setattr(jumplinks, "CHUNK_PROBES", 50)  # a few samples / links per chunk
+    chunked = find_auto_links(*args, **kwargs)
+    assert len(whole) > 0
+    for name in ("start", "end", "bidirectional"):
+        np.testing.assert_array_equal(getattr(chunked, name), getattr(whole, name))

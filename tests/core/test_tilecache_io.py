@@ -1,0 +1,127 @@
+"""A TileCache saved to one .npz and loaded back (core/tilecache_io.py): the same tiles, navmesh
+and obstacles; stale, damaged or missing files are one clear message, never a traceback."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import json
+import zipfile
+
+import numpy as np
+import pytest
+
+from core import obstacles as ob
+from core import tilecache_io
+from core.errors import VoxNavError
+from core.tilecache import TileCache
+
+from .test_tilecache import _assert_equals_full_bake, _floor_point, _links, _same, built, scene
+
+__all__ = ["built", "scene"]  # the module fixtures, shared with test_tilecache
+
+
+@pytest.fixture()
+def cache(built):
+    return copy.deepcopy(built)
+
+
+def _assert_same_cache(a: TileCache, b: TileCache) -> None:
+    assert a.config == b.config
+    for f in dataclasses.fields(a.grid):
+        x, y = getattr(a.grid, f.name), getattr(b.grid, f.name)
+        assert type(x) is type(y) and np.array_equal(x, y), f.name
+    assert list(a.compact) == list(b.compact)
+    for k, chf in a.compact.items():
+        assert _same(chf, b.compact[k]), k
+    assert set(a.tiles) == set(b.tiles)
+    for k, tile in a.tiles.items():
+        other = b.tiles[k]
+        for part in ("polymesh", "detail", "navdata"):
+            assert _same(getattr(tile, part), getattr(other, part)), (k, part)
+    assert a.obstacles.ids() == b.obstacles.ids()
+    assert all(a.obstacles.get(i) == b.obstacles.get(i) for i in a.obstacles.ids())
+    la, lb = _links(a.navmesh), _links(b.navmesh)
+    assert la.keys() == lb.keys()
+    assert all(sorted(la[p]) == sorted(lb[p]) for p in la)
+
+
+def test_round_trip_with_obstacles_equals_the_saved_cache(scene, cache, tmp_path):
+    spot = _floor_point(cache, (1, 1)) - [0, 0, 0.5]
+    a = cache.add(ob.cylinder(spot, 1.2, 2.5))
+    b = cache.add(ob.box(spot + [2, 2, 0], spot + [3, 3, 2]))
+    cache.add(ob.oriented_box(_floor_point(cache, (0, 2)) + [0, 0, 0.5], (2, 0.5, 1.5), 0.6))
+    cache.remove(b)  # an id gap: the loaded cache keeps ids 0 and 2
+    cache.update()
+    path = cache.save(tmp_path / "tiles", key="bake-1")
+    assert path.name == "tiles.npz" and tilecache_io.read_key(path) == "bake-1"
+    loaded = TileCache.load(path, key="bake-1")
+    _assert_same_cache(cache, loaded)
+    assert loaded.obstacles.ids() == [0, 2] and not loaded.dirty
+    # The loaded cache goes on like the saved one: move an obstacle in both.
+    for c in (cache, loaded):
+        c.move(a, spot + [1.5, 0, 0])
+        c.update()
+    _assert_same_cache(cache, loaded)
+    _assert_equals_full_bake(scene, loaded)
+    # Without obstacles: the obstacle-free cache, tile for tile the first build.
+    clean = TileCache.load(path, obstacles=False)
+    assert len(clean.obstacles) == 0
+    _assert_equals_full_bake(scene, clean)
+
+
+def test_stale_missing_and_damaged_files_are_clear_messages(cache, tmp_path):
+    path = cache.save(tmp_path / "c.npz", key="bake-1")
+    with pytest.raises(
+        VoxNavError, match=r"c\.npz is stale: it was saved for another bake.*rebake"
+    ):
+        TileCache.load(path, key="bake-2")
+    with pytest.raises(VoxNavError, match=r"no tile cache at .*gone\.npz: the file is missing"):
+        TileCache.load(tmp_path / "gone.npz")
+    data = path.read_bytes()
+    cut = tmp_path / "cut.npz"
+    cut.write_bytes(data[: len(data) // 2])
+    with pytest.raises(VoxNavError, match=r"cut\.npz is unreadable .*delete it and rebake"):
+        TileCache.load(cut)
+    junk = tmp_path / "junk.npz"
+    junk.write_bytes(b"not a zip at all" * 10)
+    with pytest.raises(VoxNavError, match=r"junk\.npz is unreadable"):
+        TileCache.load(junk)
+    other = tmp_path / "other.npz"
+    np.savez(other, meta=np.array(json.dumps({"format": "something else"})))
+    with pytest.raises(VoxNavError, match=r"other\.npz is not a VoxNav tile cache"):
+        TileCache.load(other)
+    # A newer format version, and a file with an array missing.
+    with np.load(path) as z:
+        arrays = {k: z[k] for k in z.files}
+    meta = json.loads(str(arrays["meta"][()]))
+    newer = tmp_path / "newer.npz"
+    np.savez(newer, **{**arrays, "meta": np.array(json.dumps({**meta, "version": 99}))})
+    with pytest.raises(VoxNavError, match=r"format version 99, this VoxNav reads version 1"):
+        TileCache.load(newer)
+    holed = tmp_path / "holed.npz"
+    np.savez(holed, **{k: v for k, v in arrays.items() if k != "compact.neighbor"})
+    with pytest.raises(VoxNavError, match=r"holed\.npz is unreadable"):
+        TileCache.load(holed)
+    # A failed save leaves the old file whole.
+    before = path.read_bytes()
+    with pytest.raises(VoxNavError):
+        cache.save(tmp_path / "no_such_folder" / "c.npz")
+    assert path.read_bytes() == before
+    assert zipfile.is_zipfile(path)
+
+
+def test_bake_key_changes_with_every_input(scene):
+    verts, tris, config = scene
+    key = tilecache_io.bake_key(verts, tris, config, 32)
+    assert key == tilecache_io.bake_key(verts.copy(), tris.copy(), config, 32)
+    moved = verts.copy()
+    moved[0, 0] += 0.01
+    others = {
+        tilecache_io.bake_key(moved, tris, config, 32),
+        tilecache_io.bake_key(verts, tris[::-1], config, 32),
+        tilecache_io.bake_key(verts, tris, dataclasses.replace(config, agent_radius=0.5), 32),
+        tilecache_io.bake_key(verts, tris, config, 64),
+        tilecache_io.bake_key(verts, tris, config, 32, (ob.box((0, 0, 0), (1, 1, 1)).volume(),)),
+    }
+    assert key not in others and len(others) == 5
