@@ -107,6 +107,18 @@ def _merge_round(ids, keys, n_rows: int, width: int, out_width: int, odd_even: b
     """
     half = n_rows * width
     pairs = keys.view(np.int32).reshape(-1, 2)  # (order key, take-right bound) per item
+    if width == 1:
+        # Runs of one item (the deepest level, which has the most rows): R goes first exactly
+        # when key(L) >= bound(R), a pads' comparison included (see `_PAD_OKEY`).
+        right_first = pairs[half:, 0] >= pairs[:half, 1]
+        merged = []
+        for values in (ids, keys):
+            right, left = values[:half], values[half:]
+            out = np.empty((n_rows, 2), dtype=values.dtype)
+            out[:, 0] = np.where(right_first, right, left)
+            out[:, 1] = np.where(right_first, left, right)
+            merged.append(_odd_even(out.reshape(-1), 2) if odd_even else out.reshape(-1))
+        return merged[0][: n_rows * out_width], merged[1][: n_rows * out_width]
     row_key = np.arange(n_rows, dtype=np.int64) << _ROW_SHIFT
     row_key += _KEY_BIAS
     merge_key = np.empty(2 * half, dtype=np.int64)
