@@ -9,21 +9,35 @@ leaf, so the chunk order sets the triangle order and with it which area wins a s
 
 **Sort order, exactly as RecastDemo on glibc**: RecastDemo sorts with ``qsort`` and a comparator
 that returns ``(int)(a.bmin - b.bmin)`` (a float32 difference truncated toward zero), so keys
-less than one unit apart compare equal, and the comparator is not transitive. glibc's ``qsort``
-is a stable top-down merge sort (``msort_with_tmp``: halves of ``n / 2`` and ``n - n / 2``,
-take from the left run while ``cmp(left, right) <= 0``); `_msort_segments` replays it, so the
-resulting order equals RecastDemo's on Linux. The comparator is exact: ``float32(a - b) >= 1``
-holds exactly when the real a - b >= 1 - 2**-25, i.e. when ``a`` is at or above a float32
-bound computed per ``b`` (`_take_right_bound`); keys are compared as ordered integers.
+less than one unit apart compare equal, and the comparator is not transitive: the order depends
+on the exact sequence of merges. glibc's ``qsort`` is a stable top-down merge sort
+(``msort_with_tmp``: halves of ``n / 2`` and ``n - n / 2``, take from the left run while
+``cmp(left, right) <= 0``); `_msort_runs` replays it, so the resulting order equals RecastDemo's
+on Linux. The comparator is exact: ``float32(a - b) >= 1`` holds exactly when the real a - b >=
+1 - 2**-25, i.e. when ``a`` is at or above a float32 bound computed per ``b``
+(`_take_right_bound`); keys are compared as ordered integers.
 
-Vectorized: each merge round of every node of a tree depth runs at once. A right item's place
-in a merge is the running maximum of "the first left item at or above its bound", which equals
-the sequential merge's even for runs that are not monotone (proof in `_msort_level`).
+**How the merge sort is vectorized.** A merge of a left run L and a right run R puts right item j
+after exactly those left items whose running maximum of keys is below the running maximum of
+the right items' bounds up to j (proof in `_merge_round`); both running maxima are
+non-decreasing, so one stable sort of the two sequences side by side interleaves them as the
+sequential merge does. glibc's recursion splits every node into halves of ``n // 2`` and
+``n - n // 2``, so on one level of it all nodes hold ``a`` or ``a + 1`` items: each level is a
+2-D array of rows (nodes) of equal width, the shorter rows padded at their end with keys above
+every real one (pads merge to the end of their row and never move a real item). A whole level is
+then merged with one stable argsort (two sorted runs: NumPy's timsort merges them in linear
+time) and two gathers (the ids, and both keys packed in one int64). The lower levels run block
+by block (`_BLOCK_ITEMS` items, on `WORKERS` threads), so their state stays cache-sized.
+Work: O(n log n) per sort and one sort per tree depth, O(n log^2 n) in all as in RecastDemo
+(about 15 ns per item and level here, some 20 times C's: 3-4 s of CPU for 1M triangles, 60-70
+s for 9M).
 """
 
 from __future__ import annotations
 
 import math
+import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -33,16 +47,30 @@ TRIS_PER_CHUNK = 256
 #: ``(int)(float32(a - b)) > 0`` exactly when the exact difference a - b is at least this: the
 #: float32 rounding of a difference in [1 - 2**-25, 1) is 1.0 (ties to even).
 _ONE_IN_F32 = 1.0 - 2.0**-25
+#: Order keys of the pads that fill short rows: above the order key of any float32 but NaN
+#: (the input is checked finite), the right pad above the left one.
+_PAD_OKEY = np.int32(0x7FFFFFFE)
+_PAD_TKEY = np.int32(0x7FFFFFFF)
+#: Both pads in one `_pack_keys` value.
+_PAD_KEYS = np.array([[_PAD_OKEY, _PAD_TKEY]], dtype=np.int32).view(np.int64)[0, 0]
+#: The merge keys: row << 33 | (order key + 2**31), so each row's keys lie above the previous
+#: row's (order keys are int32).
+_ROW_SHIFT = np.int64(33)
+_KEY_BIAS = np.int64(1) << np.int64(31)
+#: Threads merging the lower levels' blocks at once.
+WORKERS = min(2, os.cpu_count() or 1)
+#: Items per block of the merge sort's lower levels (merged block after block; cache-sized).
+_BLOCK_ITEMS = 1 << 16
 
 
 def _f32_order_keys(values: np.ndarray) -> np.ndarray:
-    """int64 keys ordered as the float32 values are (the IEEE bits, negatives flipped)."""
-    bits = np.asarray(values, dtype=np.float32).view(np.int32).astype(np.int64)
-    return np.where(bits >= 0, bits, -(bits & 0x7FFFFFFF))
+    """int32 keys ordered as the float32 values are (the IEEE bits, negatives flipped)."""
+    bits = np.asarray(values, dtype=np.float32).view(np.int32)
+    return np.where(bits >= 0, bits, -(bits & np.int32(0x7FFFFFFF))).astype(np.int32)
 
 
 def _take_right_bound(values: np.ndarray) -> np.ndarray:
-    """Order keys of the smallest float32 x with x - v >= 1 - 2**-25 exactly, per v.
+    """int32 order keys of the smallest float32 x with x - v >= 1 - 2**-25 exactly, per v.
 
     The comparator's ``(int)(a - b) > 0`` is ``float32(a - b) >= 1``, which (round to nearest,
     ties to even) holds exactly when the real difference is at least 1 - 2**-25; as ``a`` is a
@@ -50,97 +78,168 @@ def _take_right_bound(values: np.ndarray) -> np.ndarray:
     """
     v = np.asarray(values, dtype=np.float32).astype(np.float64)
     target = v + _ONE_IN_F32  # exact in float64 for |v| < 2**28
-    x = target.astype(np.float32)
+    with np.errstate(over="ignore"):
+        x = target.astype(np.float32)
     low = x.astype(np.float64) < target
     x[low] = np.nextafter(x[low], np.float32(np.inf))
     return _f32_order_keys(x)
 
 
-#: Segment offset of the order keys (above any float32 order key's magnitude).
-_SEG = np.int64(1) << np.int64(33)
+def _merge_round(ids, keys, n_rows: int, width: int, out_width: int, odd_even: bool):
+    """One level of glibc's merges: row r of the output merges left run L = row r of the
+    second half of the input with right run R = row r of its first half.
 
+    ids int (2 * n_rows * width,) and keys: `_pack_keys` of the same items: 2 * n_rows rows
+    of ``width`` items, the right runs' rows first, then the left runs' (each row padded at
+    its end). Returns the same two for the n_rows merged rows of ``out_width`` items (their
+    pads cut off where the row is longer), rows in natural order, or with ``odd_even`` the odd
+    rows first then the even ones (the next level's input).
 
-def _msort_level(order, okey, tkey, lo, n1, n2):
-    """One round of glibc's merges: for each entry, merge the runs order[lo : lo+n1] and
-    order[lo+n1 : lo+n1+n2] (n1, n2 >= 1; sorted or not), all entries at once.
-
-    okey/tkey: int64 order key of each item and of its take-right bound (both per item id).
-    The merge takes the right item before left item L exactly when okey[L] >= tkey[R].
-    Returns nothing; ``order`` is rewritten in place.
+    The sequential merge takes R[j] before L[i] exactly when key(L[i]) >= bound(R[j]). Its stop
+    s_j (left items output before R[j]) is the first i >= s_{j-1} with L[i] >= bound_j. With
+    f_j the first i with L[i] >= bound_j: if f_j >= s_{j-1}, s_j = f_j. Else s_{j-1} = f_k for
+    some k < j with f_k > f_j; were L[f_k] < bound_j, then bound_k <= L[f_k] < bound_j <=
+    L[f_j] with f_j < f_k, so f_k would not be the first item at or above bound_k: hence
+    L[f_k] >= bound_j and s_j = f_k. So s_j = max_{k<=j} f_k = #{i: pm_i < rt_j} with pm the
+    running maximum of the left keys and rt the running maximum of the right bounds: R[j]
+    comes before L[i] exactly when rt_j <= pm_i, which is where a stable sort of the rt
+    sequence followed by the pm sequence places it.
     """
-    ne = lo.shape[0]
-    merges = np.arange(ne, dtype=np.int64)
-    e_l = np.repeat(merges, n1)
-    e_r = np.repeat(merges, n2)
-    l_start = np.zeros(ne, dtype=np.int64)
-    np.cumsum(n1[:-1], out=l_start[1:])
-    r_start = np.zeros(ne, dtype=np.int64)
-    np.cumsum(n2[:-1], out=r_start[1:])
-    n_left = e_l.shape[0]
-    n_right = e_r.shape[0]
-    # Positions in ``order``: left item i of merge e at lo[e] + i, right item j at lo[e]+n1[e]+j.
-    left_pos = np.repeat(lo - l_start, n1) + np.arange(n_left, dtype=np.int64)
-    right_pos = np.repeat(lo + n1 - r_start, n2) + np.arange(n_right, dtype=np.int64)
-    left = order[left_pos]
-    right = order[right_pos]
-    # f_j: the first left item at or above right item j's bound; the prefix maximum pm is
-    # non-decreasing in each merge, so f_j = F(bound_j) with F(b) = #{i: pm[i] < b} monotone.
-    lk = okey[left]
-    lk += e_l * _SEG
-    pm = np.maximum.accumulate(lk)
-    del lk
-    # The stop of each right item (left items output before it) is the running max of f.
-    # Sequentially the stop s_j is the first i >= s_{j-1} with L[i] >= bound_j. If f_j >= the
-    # previous stop that is f_j. Else the previous stop is some f_k (k < j) > f_j; were
-    # L[f_k] < bound_j, then bound_k <= L[f_k] < bound_j <= L[f_j] with f_j < f_k, so f_k
-    # would not be the first item at or above bound_k: hence L[f_k] >= bound_j, s_j = f_k.
-    # As F is monotone, max_{k<=j} F(bound_k) = F(max_{k<=j} bound_k): one search with the
-    # running maximum of the bounds, whose needles are sorted (a cheaper search).
-    rt = tkey[right]
-    rt += e_r * _SEG
-    np.maximum.accumulate(rt, out=rt)
-    c = np.searchsorted(pm, rt, side="left")
-    del pm, rt
-    c -= l_start[e_r]
-    # Output places: right item j goes after c[j] left items, to lo + c[j] + j; left item i
-    # goes after the right items whose stop is <= i, to lo + i + #{j: c[j] <= i}. That count
-    # is a running sum of stops, bucketed by merge (n1 + 1 buckets per merge: stops 0..n1).
-    bucket = l_start[e_r]
-    bucket += e_r
-    bucket += c
-    del e_r
-    before = np.cumsum(np.bincount(bucket, minlength=n_left + ne))
-    del bucket
-    right_pos -= np.repeat(n1, n2)
-    right_pos += c
-    del c
-    order[right_pos] = right
-    del right_pos, right
-    left_pos += before[np.arange(n_left, dtype=np.int64) + e_l]
-    left_pos -= r_start[e_l]
-    del before, e_l
-    order[left_pos] = left
+    half = n_rows * width
+    pairs = keys.view(np.int32).reshape(-1, 2)  # (order key, take-right bound) per item
+    if width == 1:
+        # Runs of one item (the deepest level, which has the most rows): R goes first exactly
+        # when key(L) >= bound(R), a pads' comparison included (see `_PAD_OKEY`).
+        right_first = pairs[half:, 0] >= pairs[:half, 1]
+        merged = []
+        for values in (ids, keys):
+            right, left = values[:half], values[half:]
+            out = np.empty((n_rows, 2), dtype=values.dtype)
+            out[:, 0] = np.where(right_first, right, left)
+            out[:, 1] = np.where(right_first, left, right)
+            merged.append(_odd_even(out.reshape(-1), 2) if odd_even else out.reshape(-1))
+        return merged[0][: n_rows * out_width], merged[1][: n_rows * out_width]
+    row_key = np.arange(n_rows, dtype=np.int64) << _ROW_SHIFT
+    row_key += _KEY_BIAS
+    merge_key = np.empty(2 * half, dtype=np.int64)
+    for part, column in ((slice(0, half), 1), (slice(half, 2 * half), 0)):
+        np.add(
+            pairs[part, column].reshape(n_rows, width),
+            row_key[:, None],
+            out=merge_key[part].reshape(n_rows, width),
+        )
+        np.maximum.accumulate(merge_key[part], out=merge_key[part])
+    del row_key
+    perm = np.argsort(merge_key, kind="stable").reshape(n_rows, 2 * width)
+    del merge_key
+    if odd_even:
+        rows = np.concatenate([np.arange(1, n_rows, 2), np.arange(0, n_rows, 2)])
+        take = perm[rows, :out_width].reshape(-1)
+    else:
+        take = np.ascontiguousarray(perm[:, :out_width]).reshape(-1)
+    del perm
+    return np.take(ids, take), np.take(keys, take)
+
+
+def _pack_keys(okeys, tkeys) -> np.ndarray:
+    """int64 (n,): each item's int32 order key and take-right bound in one value (moved
+    together; read back through an int32 (n, 2) view: column 0 the key, 1 the bound)."""
+    pairs = np.empty((np.shape(okeys)[0], 2), dtype=np.int32)
+    pairs[:, 0] = okeys
+    pairs[:, 1] = tkeys
+    return pairs.view(np.int64).reshape(-1)
+
+
+def _split(starts: np.ndarray, sizes: np.ndarray, levels: int):
+    """Node starts and sizes ``levels`` levels down glibc's recursion (halves n // 2 and
+    n - n // 2), children in order."""
+    for _ in range(levels):
+        half = sizes // 2
+        starts = np.stack([starts, starts + half], axis=1).reshape(-1)
+        sizes = np.stack([half, sizes - half], axis=1).reshape(-1)
+    return starts, sizes
+
+
+def _odd_even(values: np.ndarray, width: int) -> np.ndarray:
+    """Rows of ``width`` items reordered: the odd rows first, then the even ones."""
+    rows = values.reshape(-1, width)
+    return np.concatenate([rows[1::2], rows[0::2]]).reshape(-1)
+
+
+def _msort_runs(ids, keys, seg_n) -> np.ndarray:
+    """glibc's msort of every run of ``ids`` (runs of seg_n items, back to back), all at once.
+
+    ids int (n,); keys int64 (n,) the `_pack_keys` of the items at each place; seg_n int
+    (runs,) [Limit: >= 0]. Returns the ids, each run in glibc's sorted order. The lower levels'
+    blocks are merged on `WORKERS` threads (NumPy releases the GIL in its loops). Memory: about
+    32 bytes per item and level slot (a slot per item, plus one per node of the level).
+    """
+    seg_n = np.asarray(seg_n, dtype=np.int64)
+    top = int(seg_n.max(initial=0))
+    if top <= 1:
+        return ids.copy()
+    depth = top.bit_length()  # 2**depth > top: the deepest level's nodes hold 0 or 1 items
+    n_items = ids.shape[0]
+    seg_lo = np.cumsum(seg_n) - seg_n
+    # The levels below ``upper`` run block by block: whole subtrees of the upper level's nodes.
+    upper = max(0, depth - _BLOCK_ITEMS.bit_length() + 1)
+    up_starts, up_sizes = _split(seg_lo, seg_n, upper)
+    per_block = max(1, _BLOCK_ITEMS // ((top >> upper) + 1))
+    n_upper = up_starts.shape[0]
+
+    def merge_block(first: int) -> tuple[np.ndarray, np.ndarray, int]:
+        """The block of upper-level nodes first.. merged up to the upper level."""
+        starts, sizes = _split(
+            up_starts[first : first + per_block], up_sizes[first : first + per_block],
+            depth - upper,
+        )  # fmt: skip
+        real = sizes > 0
+        at = np.minimum(starts, n_items - 1)
+        some_ids = _odd_even(np.where(real, ids[at], 0), 1)
+        some_keys = _odd_even(np.where(real, keys[at], _PAD_KEYS), 1)
+        del starts, sizes, real, at
+        n_nodes = min(per_block, n_upper - first)
+        width = 1
+        for level in range(depth - 1, upper - 1, -1):
+            out_width = (top >> level) + 1
+            some_ids, some_keys = _merge_round(
+                some_ids, some_keys, n_nodes << (level - upper), width, out_width, level > upper
+            )
+            width = out_width
+        return some_ids, some_keys, width
+
+    firsts = range(0, n_upper, per_block)
+    if WORKERS > 1 and len(firsts) > 1:
+        with ThreadPoolExecutor(WORKERS) as pool:
+            blocks = list(pool.map(merge_block, firsts))
+    else:
+        blocks = [merge_block(first) for first in firsts]
+    width = blocks[0][2]
+    ids = np.concatenate([b[0] for b in blocks])
+    keys = np.concatenate([b[1] for b in blocks])
+    del blocks
+    for level in range(upper - 1, -1, -1):
+        if level == upper - 1:
+            ids, keys = _odd_even(ids, width), _odd_even(keys, width)
+        out_width = (top >> level) + 1
+        ids, keys = _merge_round(ids, keys, seg_n.shape[0] << level, width, out_width, level > 0)
+        width = out_width
+    valid = np.arange(width)[None, :] < seg_n[:, None]
+    return ids.reshape(-1, width)[valid]
 
 
 def _msort_segments(order: np.ndarray, okey, tkey, seg_lo, seg_n) -> None:
-    """glibc's msort of every segment order[lo : lo+n] (in place), all segments at once."""
-    levels = []
-    lo = np.asarray(seg_lo, dtype=np.int64)
-    n = np.asarray(seg_n, dtype=np.int64)
-    while True:
-        split = n > 1
-        lo, n = lo[split], n[split]
-        if lo.shape[0] == 0:
-            break
-        n1 = n // 2
-        # Stored narrow (the deepest rounds hold one entry per pair of items: at 9M items
-        # int64 would keep ~200 MB of bookkeeping alive).
-        levels.append((lo.astype(np.int32), n1.astype(np.int32), (n - n1).astype(np.int32)))
-        lo = np.stack([lo, lo + n1], axis=1).ravel()  # children stay in position order
-        n = np.stack([n1, n - n1], axis=1).ravel()
-    while levels:
-        lo, n1, n2 = (a.astype(np.int64) for a in levels.pop())
-        _msort_level(order, okey, tkey, lo, n1, n2)
+    """glibc's msort of every segment order[lo : lo+n] (in place), all segments at once.
+
+    okey/tkey: the order keys and take-right bounds by item id (`_msort_runs`)."""
+    seg_lo = np.asarray(seg_lo, dtype=np.int64)
+    seg_n = np.asarray(seg_n, dtype=np.int64)
+    if seg_n.shape[0] == 0:
+        return
+    pos = np.repeat(seg_lo - np.cumsum(seg_n) + seg_n, seg_n) + np.arange(int(seg_n.sum()))
+    ids = order[pos]
+    keys = _pack_keys(np.asarray(okey)[ids], np.asarray(tkey)[ids])
+    order[pos] = _msort_runs(ids, keys, seg_n)
 
 
 @dataclass
@@ -204,50 +303,72 @@ def partition_mesh(verts, tris, tris_per_chunk: int = TRIS_PER_CHUNK) -> Partiti
     verts float32 (n, 3) [Units: wu]; tris int (m, 3) [Limit: m < 2**31]; tris_per_chunk
     [Limit: >= 1].
     The k-d tree is built depth by depth: every node of one depth is sorted at once by
-    `_msort_segments` (glibc's merge sort, each merge round vectorized over all nodes), then
-    the nodes are numbered depth first as RecastDemo's recursion numbers them.
+    `_msort_runs` (glibc's merge sort, each level of its recursion one vectorized round over
+    all nodes), then the nodes are numbered depth first as RecastDemo's recursion numbers them.
+    Memory: about 80 bytes per triangle besides the input (at most 32 of them per slot in the
+    merge sort's largest levels).
     """
     verts = np.asarray(verts, dtype=np.float32)
-    tris = np.asarray(tris, dtype=np.int64)
+    tris = np.asarray(tris)
+    if tris.dtype.kind not in "iu":
+        tris = tris.astype(np.int64)
     m = int(tris.shape[0])
     if tris_per_chunk < 1:
         raise ValueError(f"tris_per_chunk must be >= 1, got {tris_per_chunk}")
-    corners = verts[:, :2][tris]  # (m, 3, 2)
-    tmin = corners.min(axis=1)
-    tmax = corners.max(axis=1)
-    del corners
-    order = np.arange(m, dtype=np.int64)
+    # Each triangle's X/Y minimum and maximum, one row of 16 bytes per triangle kept in chunk
+    # order (moved with it as one complex128: reading per-triangle data through the order
+    # would be a random gather per depth and column). Pairwise over the three corners: a
+    # reduction over a middle axis is several times slower.
+    bounds = np.empty((m, 4), dtype=np.float32)
+    for k in range(2):
+        coord = np.ascontiguousarray(verts[:, k])
+        a, b, c = coord[tris[:, 0]], coord[tris[:, 1]], coord[tris[:, 2]]
+        np.minimum(np.minimum(a, b), c, out=bounds[:, k])
+        np.maximum(np.maximum(a, b), c, out=bounds[:, 2 + k])
+        del a, b, c
+    order = np.arange(m, dtype=np.int32 if m < 1 << 31 else np.int64)
     found: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
     lo = np.zeros(1 if m else 0, dtype=np.int64)
     n = np.full(lo.shape[0], m, dtype=np.int64)
     while lo.shape[0]:
-        pos = np.repeat(lo - np.cumsum(n) + n, n) + np.arange(int(n.sum()))
-        starts = np.zeros(n.shape[0], dtype=np.int64)
-        np.cumsum(n[:-1], out=starts[1:])
-        items = order[pos]
-        bmin = np.stack([np.minimum.reduceat(tmin[items, k], starts) for k in range(2)], axis=1)
-        bmax = np.stack([np.maximum.reduceat(tmax[items, k], starts) for k in range(2)], axis=1)
+        starts = np.cumsum(n) - n
+        # The nodes cover every place unless an earlier depth left some leaves.
+        whole = int(n.sum()) == m
+        pos = None
+        if not whole:
+            pos = np.repeat(lo - starts, n).astype(order.dtype)
+            np.add(pos, np.arange(pos.shape[0], dtype=order.dtype), out=pos)
+        here = bounds if pos is None else bounds[pos]
+        bmin = np.stack([np.minimum.reduceat(here[:, k], starts) for k in (0, 1)], axis=1)
+        bmax = np.stack([np.maximum.reduceat(here[:, k], starts) for k in (2, 3)], axis=1)
         for k in range(lo.shape[0]):
             found[(int(lo[k]), int(n[k]))] = (bmin[k], bmax[k])
         inner = n > tris_per_chunk
         if not inner.any():
             break
         use_x = (bmax[:, 0] - bmin[:, 0]) >= (bmax[:, 1] - bmin[:, 1])  # float32, as Recast
-        item_x = np.repeat(use_x, n)
-        del pos
-        # The sort keys by triangle id (free the per-level temporaries first: at 9M triangles
-        # each is 72 MB, and the merge rounds need their own).
-        # (Computed per depth from the chosen axis's minima, not kept for both axes.)
-        key = np.where(item_x, tmin[items, 0], tmin[items, 1])
-        del item_x
-        full_okey = np.zeros(m, dtype=np.int64)
-        full_okey[items] = _f32_order_keys(key)
-        full_tkey = np.zeros(m, dtype=np.int64)
-        full_tkey[items] = _take_right_bound(key)
-        del items, key
-        _msort_segments(order, full_okey, full_tkey, lo[inner], n[inner])
-        del full_okey, full_tkey
-        lo, n = lo[inner], n[inner]
+        if not inner.all():
+            in_inner = np.repeat(inner, n)
+            if pos is None:
+                pos = np.nonzero(in_inner)[0].astype(order.dtype)
+            else:
+                pos = pos[in_inner]
+            here = here[in_inner]
+            lo, n, use_x = lo[inner], n[inner], use_x[inner]
+        key = np.where(np.repeat(use_x, n), here[:, 0], here[:, 1])
+        keys = _pack_keys(_f32_order_keys(key), _take_right_bound(key))
+        del key
+        # Sort places (not triangles): one permutation moves both the order and the bounds.
+        perm = _msort_runs(np.arange(keys.shape[0], dtype=order.dtype), keys, n)
+        del keys
+        packed = here.view(np.complex128).reshape(-1)
+        if pos is None:
+            order = order[perm]
+            bounds = packed[perm].view(np.float32).reshape(-1, 4)
+        else:
+            order[pos] = order[pos][perm]
+            bounds[pos] = packed[perm].view(np.float32).reshape(-1, 4)
+        del perm, packed, here, pos
         half = n // 2
         lo = np.stack([lo, lo + half], axis=1).ravel()
         n = np.stack([half, n - half], axis=1).ravel()
@@ -280,7 +401,7 @@ def partition_mesh(verts, tris, tris_per_chunk: int = TRIS_PER_CHUNK) -> Partiti
         node_bmax=node_bmax,
         node_tri_index=node_tri,
         node_num_tris=np.where(node_tri >= 0, node_num, 0),
-        tri_order=order,
+        tri_order=order.astype(np.int64),
         max_tris_per_chunk=int(leaf_counts.max(initial=0)),
     )
 

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import os
+import time
 from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
@@ -216,6 +217,10 @@ class TileResult:
     compact: CompactHeightfield | None = None
     timings: dict[str, float] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    #: CPU seconds of the process that baked the tile, while it did (every thread of it).
+    cpu_seconds: float = 0.0
+    #: That process's peak resident memory so far (VmHWM; 0 where /proc is missing). [bytes]
+    peak_rss: int = 0
 
     @property
     def has_data(self) -> bool:
@@ -227,7 +232,30 @@ class TileResult:
 
 
 def bake_tile_job(job: TileJob) -> TileResult:
-    """Bake one tile (``buildTileMesh``): picklable top-level entry point for executors."""
+    """Bake one tile (``buildTileMesh``): picklable top-level entry point for executors.
+
+    Also records the baking process's CPU time for the tile and its peak resident memory."""
+    start = time.process_time()
+    result = _bake_tile(job)
+    result.cpu_seconds = time.process_time() - start
+    result.peak_rss = process_peak_rss()
+    return result
+
+
+def process_peak_rss() -> int:
+    """This process's peak resident memory (VmHWM of /proc/self/status), 0 where there is no
+    /proc. [Units: bytes]"""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+def _bake_tile(job: TileJob) -> TileResult:
     config = job.config
     derived = config.derived()
     ctx = BuildContext()
@@ -462,7 +490,11 @@ def iter_tiles(
 
     executor: any `concurrent.futures.Executor` (a Dask ``distributed`` client's
     ``get_executor()``, Ray's, a thread or process pool); None = a process pool of
-    ``workers`` processes (default: all cores), or in this process when ``workers`` is 1.
+    ``workers`` processes (default: all cores; the platform's start method: forked workers
+    share this process's memory, the whole world's, and count it in their resident size), or
+    in this process when ``workers`` is 1. For workers that hold only their tiles, pass
+    ``ProcessPoolExecutor(mp_context=multiprocessing.get_context("forkserver"))`` (the calling
+    script then needs an ``if __name__ == "__main__":`` guard).
     At most ``max_in_flight`` tiles (default 2 per worker, at least 2) are submitted at a
     time, so memory holds only those tiles' inputs and results plus what the caller keeps.
     A failing tile raises `TileBakeError` naming the tile; the remaining tiles are cancelled.
@@ -524,6 +556,10 @@ class TiledBake:
     tiles_built: int = 0
     warnings: list[str] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
+    #: CPU seconds of the baking processes, summed over tiles (`TileResult.cpu_seconds`).
+    tile_cpu_seconds: float = 0.0
+    #: The largest peak resident memory of a baking process (`TileResult.peak_rss`). [bytes]
+    tile_peak_rss: int = 0
 
     @property
     def npolys(self) -> int:
@@ -577,8 +613,6 @@ def bake_tiled(
     `plan_tiles` then `bake_plan`. Raises `VoxNavError` for bad input and `TileBakeError`
     when a tile fails.
     """
-    import time
-
     start = time.perf_counter()
     plan = plan_tiles(verts, tris, config, tile_size, volumes=volumes)
     seconds = time.perf_counter() - start
@@ -604,16 +638,17 @@ def bake_plan(
     ``progress(done, total, tile)`` is called after each tile in build order (total = tiles
     in the grid; tiles that meet no triangle are not baked and not reported).
     """
-    import time
-
     start = time.perf_counter()
     total = plan.grid.tiles_w * plan.grid.tiles_h
     tiles: list[TileResult] = []
     warnings: list[str] = []
     built = 0
     timings: dict[str, float] = {}
+    cpu, peak = 0.0, 0
     for result in iter_tiles(plan, executor=executor, workers=workers, keep_compact=keep_compact):
         built += 1
+        cpu += result.cpu_seconds
+        peak = max(peak, result.peak_rss)
         for w in result.warnings:
             text = f"tile ({result.tx}, {result.ty}): {w}"
             if text not in warnings:
@@ -625,6 +660,7 @@ def bake_plan(
         if progress is not None:
             progress(built, total, result)
     out = TiledBake(plan.config, plan.grid, tiles, built, warnings)
+    out.tile_cpu_seconds, out.tile_peak_rss = cpu, peak
     #: Stage times are summed over tiles (CPU seconds across workers); total is wall time.
     out.timings = {**timings, "total": time.perf_counter() - start}
     if out.empty:

@@ -318,19 +318,31 @@ def _literal_merge(keys, left, right):
     return out + left + right
 
 
+def _merge_rows(keys, runs, width):
+    """chunky._merge_round on rows of item ids [(left run, right run), ...], each run padded
+    to ``width``; returns each merged row without its pads."""
+    okey, tkey = chunky._f32_order_keys(keys), chunky._take_right_bound(keys)
+    n_rows = len(runs)
+    ids = np.zeros((2, n_rows, width), dtype=np.int64)
+    packed = np.full((2, n_rows, width), chunky._PAD_KEYS, dtype=np.int64)
+    for r, (left, right) in enumerate(runs):
+        for side, run in ((1, left), (0, right)):
+            ids[side, r, : len(run)] = run
+            packed[side, r, : len(run)] = chunky._pack_keys(okey[run], tkey[run])
+    out_ids, _ = chunky._merge_round(ids.ravel(), packed.ravel(), n_rows, width, 2 * width, False)
+    rows = out_ids.reshape(n_rows, 2 * width)
+    return [rows[r, : len(left) + len(right)].tolist() for r, (left, right) in enumerate(runs)]
+
+
 def test_merge_round_on_arbitrary_runs_is_the_sequential_merge():
-    # Runs that are not sorted make the vectorized merge's first guess wrong; its check and
-    # fix must still give glibc's sequential merge.
+    # Runs that are not sorted: the running maxima must still give glibc's sequential merge.
     rng = np.random.default_rng(11)
     for _ in range(30):
         n1, n2 = (int(x) for x in rng.integers(1, 60, 2))
         keys = (rng.random(n1 + n2) * 4).astype(np.float32)
-        order = np.arange(n1 + n2, dtype=np.int64)
-        expect = _literal_merge(keys, list(range(n1)), list(range(n1, n1 + n2)))
-        okey, tkey = chunky._f32_order_keys(keys), chunky._take_right_bound(keys)
-        one = np.array([1], dtype=np.int64)
-        chunky._msort_level(order, okey, tkey, one * 0, one * n1, one * n2)
-        assert order.tolist() == expect
+        left, right = list(range(n1)), list(range(n1, n1 + n2))
+        expect = _literal_merge(keys, list(left), list(right))
+        assert _merge_rows(keys, [(left, right)], max(n1, n2)) == [expect]
 
 
 def test_process_pool_bake_equals_local_bake():
@@ -339,29 +351,50 @@ def test_process_pool_bake_equals_local_bake():
     a = tiles.tiled_dump_arrays(pooled)
     b = tiles.tiled_dump_arrays(dungeon_tiled())
     assert all(np.array_equal(a[k], b[k]) for k in b)
+    # Each worker reports its CPU time and peak memory with its tiles (an executor's workers
+    # need not be this process's children, e.g. a forkserver's or a cluster's).
+    assert pooled.tile_cpu_seconds > 0
+    if os.path.exists("/proc/self/status"):
+        assert pooled.tile_peak_rss > 2**20
 
 
-def test_merge_round_of_many_merges_with_gaps_is_the_sequential_merge():
-    # One round merging many pairs of runs at scattered places (gaps left untouched), with
-    # negative and clustered keys: every merge must be glibc's sequential merge.
+def test_merge_round_of_many_padded_rows_is_the_sequential_merge():
+    # One round merging many rows of runs of unequal lengths (the rest of each row padded),
+    # with negative and clustered keys: every row must be glibc's sequential merge.
     rng = np.random.default_rng(17)
     for trial in range(20):
-        ne = int(rng.integers(1, 40))
-        n1 = rng.integers(1, 30, ne).astype(np.int64)
-        n2 = np.maximum(n1 + rng.integers(-1, 2, ne), 1).astype(np.int64)
-        gaps = rng.integers(0, 4, ne).astype(np.int64)
-        lo = np.cumsum(gaps + np.concatenate([[0], (n1 + n2)[:-1]])).astype(np.int64)
-        size = int(lo[-1] + n1[-1] + n2[-1] + rng.integers(0, 3))
+        n_rows = int(rng.integers(1, 40))
+        width = int(rng.integers(1, 30))
+        lengths = rng.integers(0, width + 1, (n_rows, 2))
+        size = int(lengths.sum())
         keys = (rng.integers(-3, 3, size) + rng.random(size) * 1.5).astype(np.float32)
         if trial % 2:
             keys = np.round(keys * 2) / 2  # exact differences of 1.0
-        order = rng.permutation(size).astype(np.int64)
-        expect = order.copy()
-        for a, p, q in zip(lo, n1, n2, strict=True):
-            run = order[a : a + p + q].tolist()
-            expect[a : a + p + q] = _literal_merge(keys, run[:p], run[p:])
+        items = rng.permutation(size).tolist()
+        runs = []
+        for n1, n2 in lengths:
+            runs.append((items[:n1], items[n1 : n1 + n2]))
+            items = items[n1 + n2 :]
+        expect = [_literal_merge(keys, list(left), list(right)) for left, right in runs]
+        assert _merge_rows(keys, runs, width) == expect
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_msort_in_blocks_matches_literal_glibc_order(monkeypatch, workers):
+    # Tiny blocks: the lower levels of the merge sort run block by block (on one or two
+    # threads), the upper ones on the whole; the order must not change.
+    monkeypatch.setattr(chunky, "_BLOCK_ITEMS", 16)
+    monkeypatch.setattr(chunky, "WORKERS", workers)
+    rng = np.random.default_rng(29)
+    for _ in range(6):
+        sizes = rng.integers(1, 400, rng.integers(1, 4))
+        keys = (rng.integers(0, 6, sizes.sum()) + rng.random(sizes.sum()) * 1.6).astype(np.float32)
+        order = rng.permutation(keys.shape[0]).astype(np.int64)
+        lo = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+        runs = zip(lo, sizes, strict=True)
+        expect = np.concatenate([_literal_msort(keys, order[a : a + n].tolist()) for a, n in runs])
         okey, tkey = chunky._f32_order_keys(keys), chunky._take_right_bound(keys)
-        chunky._msort_level(order, okey, tkey, lo, n1, n2)
+        chunky._msort_segments(order, okey, tkey, lo, sizes)
         assert order.tolist() == expect.tolist()
 
 
