@@ -303,9 +303,12 @@ def check_input(verts, tris) -> tuple[np.ndarray, np.ndarray]:
     if not np.issubdtype(t.dtype, np.integer):
         if not np.all(np.mod(t, 1) == 0):
             raise VoxNavError("tris must hold whole-number vertex indices")
-    t = t.astype(np.int64)
-    bad = (t < 0) | (t >= v.shape[0])
-    if bad.any():
+        t = t.astype(np.int64)
+    # Bounds first (no temporaries): a per-element mask of a 9 M-triangle soup costs 50 MiB
+    # plus an int64 copy, and is only needed to name the first bad triangle.
+    if int(t.min()) < 0 or int(t.max()) >= v.shape[0]:
+        t = t.astype(np.int64)
+        bad = (t < 0) | (t >= v.shape[0])
         row = int(np.nonzero(bad.any(axis=1))[0][0])
         raise VoxNavError(
             f"triangle {row} refers to vertex {int(t[row][bad[row]][0])}, but there are only "
