@@ -796,7 +796,10 @@ def straight_paths(nav: NavMesh, count, start, polys, starts, ends, max_straight
         for k in range(3):
             apex[k][qj] = side[k][qj]
         apex_i[qj] = side_i[qj]
-        fl = np.where(side_ref[qj] < 0, 2, 0).astype(np.uint8)
+        ref = side_ref[qj]
+        # DT_STRAIGHTPATH_END at the end, DT_STRAIGHTPATH_OFFMESH_CONNECTION entering a link.
+        offmesh = nav.poly_type[np.maximum(ref, 0)] == POLYTYPE_OFFMESH_CONNECTION
+        fl = np.where(ref < 0, 2, np.where(offmesh, 4, 0)).astype(np.uint8)
         stop = append(qj, apex[0][qj], apex[1][qj], apex[2][qj], fl, side_ref[qj])
         done[stop] = True
         for k in range(3):
