@@ -139,12 +139,14 @@ def _f(x) -> str:
     return np.format_float_positional(F32(x), unique=True, trim="-")
 
 
-def write_obj(path, pmesh, dmesh=None, *, batch: atomic.Batch | None = None) -> None:
+def write_obj(path, pmesh, dmesh=None, *, offmesh=None, batch: atomic.Batch | None = None) -> None:
     """Write the navmesh polygons (and optionally the detail triangles) as a Y-up OBJ.
 
     ``path``: file to write (its folder must exist); it is replaced only when complete (see
     `core.atomic`; with ``batch``, when the batch commits). Axis convention: Blender's OBJ
-    (x, z, -y); object ``navmesh`` = polygons as n-gons, object ``detail`` = detail triangles.
+    (x, z, -y); object ``navmesh`` = polygons as n-gons, object ``detail`` = detail triangles,
+    object ``offmesh_links`` = one line element (start, end) per off-mesh link (``offmesh``,
+    `core.offmesh.OffMeshLinks`, if given and not empty).
     """
     verts, polys, nvp, counts = _poly_arrays(pmesh)
     detail = _detail_arrays(dmesh, polys.shape[0])
@@ -170,14 +172,60 @@ def write_obj(path, pmesh, dmesh=None, *, batch: atomic.Batch | None = None) -> 
         for vb, _vc, tb, tc in meshes.tolist():
             for a, b, c, _flags in dtris[tb : tb + tc].tolist():
                 lines.append(f"f {base + vb + c + 1} {base + vb + b + 1} {base + vb + a + 1}")
+    if offmesh is not None and len(offmesh):
+        base = sum(1 for line in lines if line.startswith("v "))
+        lines.append("o offmesh_links")
+        ends = np.stack([offmesh.start, offmesh.end], axis=1).reshape(-1, 3)
+        lines += [f"v {_f(x)} {_f(z)} {_f(-y)}" for x, y, z in ends.tolist()]
+        lines += [f"l {base + 2 * i + 1} {base + 2 * i + 2}" for i in range(len(offmesh))]
     with atomic.open_replacing(path, "w", batch=batch) as fh:
         fh.write("\n".join(lines) + "\n")
 
 
-def navmesh_to_dict(pmesh, dmesh=None, paths=None) -> dict:
+def offmesh_links_to_list(offmesh) -> list[dict]:
+    """Off-mesh links (`core.offmesh.OffMeshLinks`) as the JSON ``offmesh_links`` entry: one
+    dict per link with start, end (Z-up world), radius [Units: wu], bidirectional, area,
+    flags and user_id."""
+    return [
+        {
+            "start": [float(v) for v in offmesh.start[i]],
+            "end": [float(v) for v in offmesh.end[i]],
+            "radius": float(offmesh.radius[i]),
+            "bidirectional": bool(offmesh.bidirectional[i]),
+            "area": int(offmesh.area[i]),
+            "flags": int(offmesh.flags[i]),
+            "user_id": int(offmesh.user_id[i]),
+        }
+        for i in range(len(offmesh))
+    ]
+
+
+def offmesh_links_from_list(entries, where: str = "offmesh_links"):
+    """The inverse of `offmesh_links_to_list` (validated; VoxNavError naming ``where``)."""
+    from .offmesh import OffMeshLinks
+
+    if not entries:
+        return OffMeshLinks.empty()
+    try:
+        return OffMeshLinks.create(
+            [e["start"] for e in entries],
+            [e["end"] for e in entries],
+            [e["radius"] for e in entries],
+            [bool(e.get("bidirectional", True)) for e in entries],
+            [e.get("area", 5) for e in entries],
+            [e.get("flags", 8) for e in entries],
+            [e.get("user_id", i) for i, e in enumerate(entries)],
+        )
+    except (KeyError, TypeError) as exc:
+        raise VoxNavError(f"{where}: malformed off-mesh link entry ({exc!r})") from None
+
+
+def navmesh_to_dict(pmesh, dmesh=None, paths=None, offmesh=None) -> dict:
     """The JSON document (see the module docstring) as plain Python lists and numbers.
 
-    paths: optional list of dicts already in the ``paths`` entry's form (plain numbers)."""
+    paths: optional list of dicts already in the ``paths`` entry's form (plain numbers).
+    offmesh: optional `core.offmesh.OffMeshLinks`, written as ``offmesh_links`` (see
+    `offmesh_links_to_list`) when not empty."""
     verts, polys, nvp, counts = _poly_arrays(pmesh)
     detail = _detail_arrays(dmesh, polys.shape[0])
     world = _world(pmesh, verts)
@@ -217,15 +265,19 @@ def navmesh_to_dict(pmesh, dmesh=None, paths=None) -> dict:
             }
             for vb, vc, tb, tc in meshes.tolist()
         ]
+    if offmesh is not None and len(offmesh):
+        doc["offmesh_links"] = offmesh_links_to_list(offmesh)
     if paths:
         doc["paths"] = list(paths)
     return doc
 
 
-def write_json(path, pmesh, dmesh=None, paths=None, *, batch: atomic.Batch | None = None) -> None:
+def write_json(
+    path, pmesh, dmesh=None, paths=None, *, offmesh=None, batch: atomic.Batch | None = None
+) -> None:
     """Write `navmesh_to_dict` as JSON to ``path`` (its folder must exist); replaced only when
     complete (see `core.atomic`; with ``batch``, when the batch commits)."""
-    doc = navmesh_to_dict(pmesh, dmesh, paths)
+    doc = navmesh_to_dict(pmesh, dmesh, paths, offmesh)
     atomic.check_target(path)
     with atomic.open_replacing(path, "w", batch=batch) as fh:
         json.dump(doc, fh, separators=(",", ":"))
@@ -313,9 +365,13 @@ def write_detour_bin(
     agent_radius: float,
     agent_max_climb: float,
     frame: str = "engine",
+    offmesh=None,
     batch: atomic.Batch | None = None,
 ) -> None:
     """Write the navmesh as Detour's binary navmesh (RecastDemo's "MSET" .bin, one tile).
+
+    ``offmesh``: `core.offmesh.OffMeshLinks` (Z-up world) stored as the tile's
+    dtOffMeshConnections (`core.nav.navdata.create_nav_mesh_data`), or None.
 
     The file Detour runtimes load (RecastDemo, recast-navigation-js ``importNavMesh``,
     DotRecast); layout in `core.nav.binio`. ``agent_*`` are stored in the tile header
@@ -338,6 +394,7 @@ def write_detour_bin(
         walkable_height=agent_height,
         walkable_radius=agent_radius,
         walkable_climb=agent_max_climb,
+        offmesh=offmesh,
     )
     if frame == "engine":
         tile = navdata.mirror_z(tile)
@@ -410,9 +467,13 @@ def write_navmesh(
     *,
     config=None,
     recast_frame: bool = False,
+    offmesh=None,
     batch: atomic.Batch | None = None,
 ) -> None:
     """Write the navmesh in the format its extension names (.obj, .json or .bin).
+
+    ``offmesh``: off-mesh links (`core.offmesh.OffMeshLinks`) or None: OBJ line elements,
+    the JSON ``offmesh_links`` entry, the .bin's dtOffMeshConnections.
 
     ``config``: the bake's `core.config.NavConfig` (the .bin stores its agent size; default
     settings if None). ``recast_frame``: the bake read its OBJ as RecastDemo does, so a .bin
@@ -421,9 +482,9 @@ def write_navmesh(
     """
     suffix = navmesh_format(path)
     if suffix == ".obj":
-        write_obj(path, pmesh, dmesh, batch=batch)
+        write_obj(path, pmesh, dmesh, offmesh=offmesh, batch=batch)
     elif suffix == ".json":
-        write_json(path, pmesh, dmesh, batch=batch)
+        write_json(path, pmesh, dmesh, offmesh=offmesh, batch=batch)
     else:
         from .config import NavConfig
 
@@ -436,5 +497,6 @@ def write_navmesh(
             agent_radius=cfg.agent_radius,
             agent_max_climb=cfg.agent_max_climb,
             frame="recast" if recast_frame else "engine",
+            offmesh=offmesh,
             batch=batch,
         )

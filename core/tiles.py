@@ -560,6 +560,8 @@ class TiledBake:
     tile_cpu_seconds: float = 0.0
     #: The largest peak resident memory of a baking process (`TileResult.peak_rss`). [bytes]
     tile_peak_rss: int = 0
+    #: Off-mesh links (`core.offmesh.OffMeshLinks`, Z-up) added to the Detour tiles, or None.
+    offmesh_links: object | None = None
 
     @property
     def npolys(self) -> int:
@@ -583,8 +585,33 @@ class TiledBake:
         )
 
     def navdata(self) -> list:
-        """The Detour tiles (`NavMeshData`) in build order."""
-        return [t.navdata for t in self.tiles if t.navdata is not None]
+        """The Detour tiles (`NavMeshData`) in build order; with ``offmesh_links`` set, each
+        tile is made again with the links whose start lies in it (as RecastDemo passes every
+        link to every tile's dtCreateNavMeshData)."""
+        links = self.offmesh_links
+        if links is None or len(links) == 0:
+            return [t.navdata for t in self.tiles if t.navdata is not None]
+        from .nav.navdata import create_nav_mesh_data
+
+        out = []
+        for t in self.tiles:
+            if t.navdata is None or t.polymesh is None:
+                continue
+            data = t.navdata
+            out.append(
+                create_nav_mesh_data(
+                    t.polymesh,
+                    t.detail,
+                    walkable_height=data.walkable_height,
+                    walkable_radius=data.walkable_radius,
+                    walkable_climb=data.walkable_climb,
+                    tile_x=data.tile_x,
+                    tile_y=data.tile_y,
+                    build_bv_tree=data.bv_i.shape[0] > 0,
+                    offmesh=links,
+                )
+            )
+        return out
 
     def navmesh(self):
         """A multi-tile `core.nav.navmesh.NavMesh` with every tile added (and linked)."""

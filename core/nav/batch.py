@@ -1461,7 +1461,9 @@ def straight_paths(nav: NavMesh, count, start, polys, starts, ends, max_straight
 
         px, py, pz, pi_ = side(lx, rx), side(ly, ry), side(lz, rz), side(li, ri)
         ref = side(lref, rref)
-        fl = np.where(ref < 0, 2, 0).astype(np.uint8)
+        # DT_STRAIGHTPATH_END at the end, DT_STRAIGHTPATH_OFFMESH_CONNECTION entering a link.
+        offmesh = nav.poly_type[np.maximum(ref, 0)] == POLYTYPE_OFFMESH_CONNECTION
+        fl = np.where(ref < 0, 2, np.where(offmesh, 4, 0)).astype(np.uint8)
         stop = append(act[w], px, py, pz, fl, ref)
         done[stop] = True
         for arr, v in ((ax, px), (ay, py), (az, pz), (lx, px), (ly, py), (lz, pz)):

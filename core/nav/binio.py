@@ -106,13 +106,23 @@ POLY_DETAIL = np.dtype(
     ]
 )
 BV_NODE = np.dtype([("bmin", "<u2", (3,)), ("bmax", "<u2", (3,)), ("i", "<i4")])
-OFF_MESH_CON_SIZE = 36  # float pos[6], rad; u16 poly; u8 flags, side; u32 userId
+OFF_MESH_CON = np.dtype(
+    [
+        ("pos", "<f4", (6,)),
+        ("rad", "<f4"),
+        ("poly", "<u2"),
+        ("flags", "u1"),
+        ("side", "u1"),
+        ("user_id", "<u4"),
+    ]
+)
+OFF_MESH_CON_SIZE = OFF_MESH_CON.itemsize  # 36: float pos[6], rad; u16 poly; u8 flags, side; u32
 #: Detour's "no polygon" marker for a link's "next" (DT_NULL_LINK); links are zero in files.
 NULL_LINK = 0xFFFFFFFF
 
 assert SET_HEADER.itemsize == 40 and TILE_HEADER.itemsize == 8
 assert MESH_HEADER.itemsize == 100 and POLY.itemsize == 32
-assert POLY_DETAIL.itemsize == 12 and BV_NODE.itemsize == 16
+assert POLY_DETAIL.itemsize == 12 and BV_NODE.itemsize == 16 and OFF_MESH_CON.itemsize == 36
 
 
 @dataclass
@@ -181,7 +191,7 @@ def _sections(header: np.ndarray) -> list[tuple[str, int]]:
 
 
 def tile_bytes(tile: NavMeshData) -> bytes:
-    """The tile's bytes exactly as ``dtCreateNavMeshData`` builds them (no off-mesh links)."""
+    """The tile's bytes exactly as ``dtCreateNavMeshData`` builds them."""
     npolys, nverts = tile.npolys, tile.nverts
     header = np.zeros((), dtype=MESH_HEADER)
     header["magic"] = NAVMESH_MAGIC
@@ -195,8 +205,8 @@ def tile_bytes(tile: NavMeshData) -> bytes:
     header["detail_vert_count"] = tile.detail_verts.shape[0]
     header["detail_tri_count"] = tile.detail_tris.shape[0]
     header["bv_node_count"] = tile.bv_i.shape[0]
-    header["off_mesh_con_count"] = 0
-    header["off_mesh_base"] = npolys
+    header["off_mesh_con_count"] = tile.off_mesh_count
+    header["off_mesh_base"] = tile.off_mesh_base
     header["walkable_height"] = tile.walkable_height
     header["walkable_radius"] = tile.walkable_radius
     header["walkable_climb"] = tile.walkable_climb
@@ -219,6 +229,13 @@ def tile_bytes(tile: NavMeshData) -> bytes:
     nodes["bmin"] = tile.bv_bmin
     nodes["bmax"] = tile.bv_bmax
     nodes["i"] = tile.bv_i
+    cons = np.zeros(tile.off_mesh_count, dtype=OFF_MESH_CON)
+    cons["pos"] = tile.off_mesh_pos
+    cons["rad"] = tile.off_mesh_rad
+    cons["poly"] = tile.off_mesh_poly
+    cons["flags"] = tile.off_mesh_flags
+    cons["side"] = tile.off_mesh_side
+    cons["user_id"] = tile.off_mesh_user_id
 
     payload = {
         "verts": np.ascontiguousarray(tile.verts, dtype="<f4").tobytes(),
@@ -228,7 +245,7 @@ def tile_bytes(tile: NavMeshData) -> bytes:
         "detail_verts": np.ascontiguousarray(tile.detail_verts, dtype="<f4").tobytes(),
         "detail_tris": np.ascontiguousarray(tile.detail_tris, dtype=np.uint8).tobytes(),
         "bv": nodes.tobytes(),
-        "off_mesh": b"",
+        "off_mesh": cons.tobytes(),
     }
     out = bytearray(header.tobytes())
     for name, size in _sections(header):
@@ -311,10 +328,11 @@ def _tile_from_bytes(buf: memoryview, where: str) -> NavMeshData:
     for name in counts:
         if int(header[name]) < 0:
             raise VoxNavError(f"{where}: negative {name} {int(header[name])}: corrupt file")
-    if int(header["off_mesh_con_count"]) > 0:
+    ncons = int(header["off_mesh_con_count"])
+    if int(header["off_mesh_base"]) != int(header["poly_count"]) - ncons:
         raise VoxNavError(
-            f"{where}: has {int(header['off_mesh_con_count'])} off-mesh connections, which "
-            "VoxNav does not read yet"
+            f"{where}: off-mesh base {int(header['off_mesh_base'])} is not polygon count "
+            f"{int(header['poly_count'])} - off-mesh count {ncons}: corrupt file"
         )
     sizes = _sections(header)
     needed = MESH_HEADER.itemsize + sum(size for _, size in sizes)
@@ -338,6 +356,7 @@ def _tile_from_bytes(buf: memoryview, where: str) -> NavMeshData:
         [details["vert_base"], details["tri_base"], details["vert_count"], details["tri_count"]],
         axis=1,
     ).astype(np.uint32)
+    cons = np.frombuffer(section["off_mesh"], dtype=OFF_MESH_CON, count=ncons)
     return NavMeshData(
         tile_x=int(header["x"]),
         tile_y=int(header["y"]),
@@ -373,6 +392,12 @@ def _tile_from_bytes(buf: memoryview, where: str) -> NavMeshData:
         bv_bmin=nodes["bmin"].astype(np.uint16).reshape(-1, 3),
         bv_bmax=nodes["bmax"].astype(np.uint16).reshape(-1, 3),
         bv_i=nodes["i"].astype(np.int32),
+        off_mesh_pos=cons["pos"].astype(F32).reshape(-1, 6),
+        off_mesh_rad=cons["rad"].astype(F32),
+        off_mesh_poly=cons["poly"].astype(np.uint16),
+        off_mesh_flags=cons["flags"].astype(np.uint8),
+        off_mesh_side=cons["side"].astype(np.uint8),
+        off_mesh_user_id=cons["user_id"].astype(np.uint32),
     )
 
 

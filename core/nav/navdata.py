@@ -1,10 +1,11 @@
 """One Detour navmesh tile, exactly as Detour's ``dtCreateNavMeshData`` lays it out.
 
 `create_nav_mesh_data` ports ``dtCreateNavMeshData`` (DetourNavMeshBuilder.cpp, recastnavigation
-9f4ce644) for a tile without off-mesh connections: polygon vertices in world units, polygons with
-Detour's neighbour encoding, the detail sub-meshes with only their detail-only vertices, and the
-bounding-volume tree. Every float is float32, computed in Detour's operation order, so the arrays
-(and the bytes `core.nav.binio` writes from them) equal what the C++ produces.
+9f4ce644): polygon vertices in world units, polygons with Detour's neighbour encoding, the detail
+sub-meshes with only their detail-only vertices, the bounding-volume tree and the off-mesh
+connections (`core.offmesh.OffMeshLinks`) whose start point lies in the tile. Every float is
+float32, computed in Detour's operation order, so the arrays (and the bytes `core.nav.binio`
+writes from them) equal what the C++ produces.
 
 **Frame**: Detour's, Y-up. VoxNav's Z-up world point (x, y, z) is Detour's (x, z, y) (the parity
 mirror; polygon winding and 2D cross-product signs are unchanged when Detour's (x, z) is read as
@@ -18,7 +19,7 @@ polygon (Recast never makes one) gets flag 0, so no default query filter accepts
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -27,6 +28,7 @@ from ..errors import VoxNavError
 
 if TYPE_CHECKING:
     from ..detail import PolyMeshDetail
+    from ..offmesh import OffMeshLinks
     from ..polymesh import PolyMesh
 
 F32 = np.float32
@@ -44,6 +46,10 @@ WALK_FLAG = 1
 #: dtPolyTypes.
 POLYTYPE_GROUND = 0
 POLYTYPE_OFFMESH_CONNECTION = 1
+#: dtOffMeshConnection::flags bit: the connection may be taken from either end.
+OFFMESH_CON_BIDIR = 1
+#: classifyOffMeshPoint's answer for a point inside the tile's xz bounds.
+OFFMESH_INSIDE = 0xFF
 
 # Recast's border-edge direction (low 4 bits of a 0x8000 neighbour) -> Detour's portal side:
 # 0 (x-) -> 4, 1 (z+) -> 2, 2 (x+) -> 0, 3 (z-) -> 6; 0xF (outer border, no portal) -> no link.
@@ -89,7 +95,8 @@ class NavMeshData:
     poly_area: np.ndarray
     #: uint8 (npolys,) POLYTYPE_GROUND (0) or POLYTYPE_OFFMESH_CONNECTION (1).
     poly_type: np.ndarray
-    #: uint32 (npolys, 4): vert_base, tri_base, vert_count, tri_count (dtPolyDetail's order).
+    #: uint32 (ground polygons, 4): vert_base, tri_base, vert_count, tri_count (dtPolyDetail's
+    #: order); off-mesh polygons have none, as in Detour.
     #: A sub-mesh's vertex k < poly_vert_count is polygon vertex k; vertex k >= poly_vert_count
     #: is detail_verts[vert_base + k - poly_vert_count]; tri_base indexes detail_tris.
     detail_meshes: np.ndarray
@@ -106,6 +113,31 @@ class NavMeshData:
     bv_bmax: np.ndarray
     #: int32 (nb,) leaf: polygon index (>= 0); inner node: -(nodes in its subtree).
     bv_i: np.ndarray
+    #: Off-mesh connections (dtOffMeshConnection), the links whose start lies in this tile; their
+    #: polygons are the last ones (from ``off_mesh_base``), 2 vertices each (start, end), type
+    #: POLYTYPE_OFFMESH_CONNECTION, no detail sub-mesh and no BV node.
+    #: float32 (k, 6) start xyz then end xyz, Y-up world. [Units: wu]
+    off_mesh_pos: np.ndarray = field(default_factory=lambda: np.zeros((0, 6), dtype=F32))
+    #: float32 (k,) endpoint snap radius. [Units: wu]
+    off_mesh_rad: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=F32))
+    #: uint16 (k,) the connection's polygon index in this tile.
+    off_mesh_poly: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.uint16))
+    #: uint8 (k,) OFFMESH_CON_BIDIR or 0 (start -> end only).
+    off_mesh_flags: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.uint8))
+    #: uint8 (k,) where the end point lies: 0xff inside the tile, else the neighbour tile's
+    #: side 0..7 (Detour's portal sides: 0 x+, 2 z+, 4 x-, 6 z-, odd = corners).
+    off_mesh_side: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.uint8))
+    #: uint32 (k,) the link's user id.
+    off_mesh_user_id: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.uint32))
+
+    @property
+    def off_mesh_count(self) -> int:
+        return int(self.off_mesh_pos.shape[0])
+
+    @property
+    def off_mesh_base(self) -> int:
+        """Index of the first off-mesh polygon (= the ground polygon count)."""
+        return self.npolys - self.off_mesh_count
 
     @property
     def npolys(self) -> int:
@@ -263,6 +295,7 @@ def create_nav_mesh_data(
     tile_y: int = 0,
     layer: int = 0,
     build_bv_tree: bool = True,
+    offmesh: OffMeshLinks | None = None,
 ) -> NavMeshData:
     """``dtCreateNavMeshData`` for one tile from a polygon mesh and its detail mesh.
 
@@ -274,6 +307,11 @@ def create_nav_mesh_data(
     walkable_height, walkable_radius, walkable_climb: the agent, stored in the header (RecastDemo
         passes its agent settings). [Units: wu]
     tile_x, tile_y, layer: the tile's place in a tiled navmesh (0 for a solo mesh).
+    offmesh: off-mesh links (VoxNav Z-up) or None. As Detour does, each endpoint is classified
+        against the tile's x/z bounds (and, for the start, the height range of the tile's
+        detail vertices +- climb); only links whose start is inside are stored (as
+        polygons after the ground polygons and dtOffMeshConnection records), and 2 links
+        are reserved per endpoint inside the tile.
     Raises VoxNavError for an empty mesh, nvp > 6 or 65535+ vertices (Detour's limits).
     """
     verts = np.asarray(pmesh.verts, dtype=np.uint16)
@@ -297,6 +335,7 @@ def create_nav_mesh_data(
     npolys = polys.shape[0]
     cs, ch = F32(pmesh.cs), F32(pmesh.ch)
     bmin, bmax = _y_up(pmesh.bmin), _y_up(pmesh.bmax)
+    con = _classify_offmesh(offmesh, verts, dmesh, bmin, bmax, ch, F32(walkable_climb))
 
     ids = polys[:, :nvp]
     neis = polys[:, nvp:]
@@ -308,7 +347,7 @@ def create_nav_mesh_data(
     direction = neis & 0xF
     portal = used & border & (direction != 0xF)
     edge_count = int(used.sum())
-    max_link_count = edge_count + 2 * int(portal.sum())
+    max_link_count = edge_count + 2 * int(portal.sum()) + 2 * con.link_count
 
     # Vertices: bmin + cell * cs (ch for the height), float32 in Detour's order.
     cell = verts.astype(F32)
@@ -380,6 +419,25 @@ def create_nav_mesh_data(
         bv_bmax = np.zeros((0, 3), dtype=np.uint16)
         bv_i = np.zeros(0, dtype=np.int32)
 
+    nstored = con.pos.shape[0]
+    if nstored:
+        if verts.shape[0] + 2 * nstored > 0xFFFF:
+            raise VoxNavError(
+                f"a Detour tile holds at most 65535 vertices, this one needs "
+                f"{verts.shape[0] + 2 * nstored} with its off-mesh links: use tiles"
+            )
+        nav_verts = np.concatenate([nav_verts, con.pos.reshape(-1, 3)]).astype(F32)
+        link_verts = np.zeros((nstored, VERTS_PER_POLYGON), dtype=np.uint16)
+        link_verts[:, 0] = verts.shape[0] + 2 * np.arange(nstored)
+        link_verts[:, 1] = link_verts[:, 0] + 1
+        poly_verts = np.concatenate([poly_verts, link_verts])
+        poly_neis = np.concatenate([poly_neis, np.zeros_like(link_verts)])
+        poly_flags = np.concatenate([poly_flags, con.flags])
+        vert_count = np.concatenate([vert_count, np.full(nstored, 2, dtype=np.uint8)])
+        poly_area = np.concatenate([poly_area, con.area])
+    poly_type = np.full(npolys + nstored, POLYTYPE_GROUND, dtype=np.uint8)
+    poly_type[npolys:] = POLYTYPE_OFFMESH_CONNECTION
+
     return NavMeshData(
         tile_x=int(tile_x),
         tile_y=int(tile_y),
@@ -398,13 +456,85 @@ def create_nav_mesh_data(
         poly_flags=poly_flags,
         poly_vert_count=vert_count,
         poly_area=poly_area,
-        poly_type=np.full(npolys, POLYTYPE_GROUND, dtype=np.uint8),
+        poly_type=poly_type,
         detail_meshes=detail_meshes,
         detail_verts=np.ascontiguousarray(detail_verts, dtype=F32),
         detail_tris=detail_tris,
         bv_bmin=bv_bmin,
         bv_bmax=bv_bmax,
         bv_i=bv_i,
+        off_mesh_pos=con.pos,
+        off_mesh_rad=con.rad,
+        off_mesh_poly=(npolys + np.arange(nstored)).astype(np.uint16),
+        off_mesh_flags=con.con_flags,
+        off_mesh_side=con.side,
+        off_mesh_user_id=con.user_id,
+    )
+
+
+@dataclass
+class _StoredLinks:
+    """The off-mesh links one tile stores (Detour Y-up), and the links it reserves for them."""
+
+    pos: np.ndarray  # float32 (k, 6)
+    rad: np.ndarray  # float32 (k,)
+    con_flags: np.ndarray  # uint8 (k,)
+    side: np.ndarray  # uint8 (k,)
+    user_id: np.ndarray  # uint32 (k,)
+    area: np.ndarray  # uint8 (k,)
+    flags: np.ndarray  # uint16 (k,)
+    link_count: int
+
+
+def classify_offmesh_point(pt: np.ndarray, bmin: np.ndarray, bmax: np.ndarray) -> np.ndarray:
+    """classifyOffMeshPoint for (n, 3) Y-up points: 0xff inside the x/z bounds, else the side
+    (0 x+, 1 x+z+, 2 z+, 3 x-z+, 4 x-, 5 x-z-, 6 z-, 7 x+z-) of the neighbour tile. uint8 (n,)."""
+    outcode = (
+        (pt[:, 0] >= bmax[0]).astype(np.int64) * 1
+        | (pt[:, 2] >= bmax[2]).astype(np.int64) * 2
+        | (pt[:, 0] < bmin[0]).astype(np.int64) * 4
+        | (pt[:, 2] < bmin[2]).astype(np.int64) * 8
+    )
+    table = np.full(16, OFFMESH_INSIDE, dtype=np.uint8)
+    for code, side in ((1, 0), (3, 1), (2, 2), (6, 3), (4, 4), (12, 5), (8, 6), (9, 7)):
+        table[code] = side
+    return table[outcode]
+
+
+def _classify_offmesh(offmesh, verts, dmesh, bmin, bmax, ch, climb) -> _StoredLinks:
+    """dtCreateNavMeshData's off-mesh classification: which links this tile stores."""
+    if offmesh is None or len(offmesh) == 0:
+        return _StoredLinks(
+            np.zeros((0, 6), F32), np.zeros(0, F32), np.zeros(0, np.uint8),
+            np.zeros(0, np.uint8), np.zeros(0, np.uint32), np.zeros(0, np.uint8),
+            np.zeros(0, np.uint16), 0,
+        )  # fmt: skip
+    # Tight height bounds of the tile (detail vertices, else polygon vertices) +- climb.
+    if dmesh is not None and np.asarray(dmesh.verts).shape[0]:
+        heights = np.asarray(dmesh.verts, dtype=F32)[:, 2]
+    else:
+        heights = (bmin[1] + verts[:, 1].astype(F32) * ch).astype(F32)
+    hmin = F32(heights.min()) - climb
+    hmax = F32(heights.max()) + climb
+    p0 = _y_up(offmesh.start)
+    p1 = _y_up(offmesh.end)
+    c0 = classify_offmesh_point(p0, bmin, bmax)
+    c1 = classify_offmesh_point(p1, bmin, bmax)
+    outside_h = (p0[:, 1] < hmin) | (p0[:, 1] > hmax)
+    c0 = np.where((c0 == OFFMESH_INSIDE) & outside_h, np.uint8(0), c0).astype(np.uint8)
+    stored = c0 == OFFMESH_INSIDE
+    link_count = int(stored.sum()) + int((c1 == OFFMESH_INSIDE).sum())
+    return _StoredLinks(
+        pos=np.ascontiguousarray(np.concatenate([p0, p1], axis=1)[stored], dtype=F32),
+        rad=np.asarray(offmesh.radius, F32)[stored].copy(),
+        con_flags=np.where(np.asarray(offmesh.bidirectional)[stored], OFFMESH_CON_BIDIR, 0).astype(
+            np.uint8
+        ),
+        side=c1[stored].copy(),
+        user_id=np.asarray(offmesh.user_id, np.uint32)[stored].copy(),
+        area=(np.asarray(offmesh.area, np.uint8)[stored] & 0x3F).astype(np.uint8),
+        flags=np.asarray(offmesh.flags, np.uint16)[stored].copy(),
+        link_count=link_count,
     )
 
 
@@ -430,7 +560,9 @@ def mirror_z(tile: NavMeshData) -> NavMeshData:
     k = np.arange(VERTS_PER_POLYGON)[None, :]
     used = k < n
     rows = np.arange(npolys)[:, None]
-    src_vert = np.where(used, n - 1 - k, 0)
+    # Off-mesh polygons keep (start, end): reversing them would turn a link around.
+    ground = (tile.poly_type == POLYTYPE_GROUND)[:, None]
+    src_vert = np.where(used, np.where(ground, n - 1 - k, k), 0)
     src_edge = np.where(used, (n - 2 - k) % np.maximum(n, 1), 0)
     poly_verts = np.where(used, tile.poly_verts[rows, src_vert], 0).astype(np.uint16)
     neis = tile.poly_neis[rows, src_edge]
@@ -446,7 +578,8 @@ def mirror_z(tile: NavMeshData) -> NavMeshData:
 
     # Detail triangles: polygon-vertex ids follow the reversal, then (a, b, c) -> (a, c, b)
     # with the edge flags of ab, bc, ca moving to ca, bc, ab.
-    tri_poly = np.repeat(np.arange(npolys), tile.detail_meshes[:, 3].astype(np.int64))
+    nground = tile.detail_meshes.shape[0]
+    tri_poly = np.repeat(np.arange(nground), tile.detail_meshes[:, 3].astype(np.int64))
     tri_rows = _ranges(tile.detail_meshes[:, 1].astype(np.int64), tile.detail_meshes[:, 3])
     tris = tile.detail_tris.copy()
     ids = tris[tri_rows, :3].astype(np.int64)
@@ -461,18 +594,19 @@ def mirror_z(tile: NavMeshData) -> NavMeshData:
     bv_bmin, bv_bmax, bv_i = tile.bv_bmin, tile.bv_bmax, tile.bv_i
     if bv_i.size:
         leaves = np.nonzero(bv_i >= 0)[0]
-        leaves = leaves[:npolys]  # Detour's unused last node is a zero "leaf"; skip it
-        item_min = np.zeros((npolys, 3), dtype=np.uint16)
-        item_max = np.zeros((npolys, 3), dtype=np.uint16)
+        leaves = leaves[:nground]  # Detour's unused last node is a zero "leaf"; skip it
+        item_min = np.zeros((nground, 3), dtype=np.uint16)
+        item_max = np.zeros((nground, 3), dtype=np.uint16)
         item_min[bv_i[leaves]] = tile.bv_bmin[leaves]
         item_max[bv_i[leaves]] = tile.bv_bmax[leaves]
         # z bounds of each polygon's vertices and detail-only vertices, mirrored.
-        pz = np.where(used, verts[:, 2][poly_verts], np.inf)
-        zmin, zmax = pz.min(axis=1), np.where(used, verts[:, 2][poly_verts], -np.inf).max(axis=1)
+        gused, gverts = used[:nground], poly_verts[:nground]
+        pz = np.where(gused, verts[:, 2][gverts], np.inf)
+        zmin, zmax = pz.min(axis=1), np.where(gused, verts[:, 2][gverts], -np.inf).max(axis=1)
         dcount = tile.detail_meshes[:, 2].astype(np.int64)
         if dcount.sum():
             dz = detail_verts[_ranges(tile.detail_meshes[:, 0].astype(np.int64), dcount), 2]
-            owner = np.repeat(np.arange(npolys), dcount)
+            owner = np.repeat(np.arange(nground), dcount)
             np.minimum.at(zmin, owner, dz)
             np.maximum.at(zmax, owner, dz)
         quant = F32(tile.bv_quant_factor)
@@ -480,6 +614,9 @@ def mirror_z(tile: NavMeshData) -> NavMeshData:
         item_max[:, 2] = _quantize(zmax.astype(F32), bmin[2:3], quant)
         bv_bmin, bv_bmax, bv_i = bv_tree(item_min, item_max)
 
+    off_pos = (tile.off_mesh_pos * np.tile(flip, 2)).astype(F32)
+    inside = tile.off_mesh_side == OFFMESH_INSIDE
+    off_side = np.where(inside, tile.off_mesh_side, _mirror_side(tile.off_mesh_side))
     return NavMeshData(
         tile_x=tile.tile_x,
         tile_y=tile.tile_y,
@@ -505,4 +642,10 @@ def mirror_z(tile: NavMeshData) -> NavMeshData:
         bv_bmin=bv_bmin,
         bv_bmax=bv_bmax,
         bv_i=bv_i,
+        off_mesh_pos=off_pos,
+        off_mesh_rad=tile.off_mesh_rad.copy(),
+        off_mesh_poly=tile.off_mesh_poly.copy(),
+        off_mesh_flags=tile.off_mesh_flags.copy(),
+        off_mesh_side=off_side.astype(np.uint8),
+        off_mesh_user_id=tile.off_mesh_user_id.copy(),
     )

@@ -3,8 +3,9 @@
 A `NavMesh` holds `core.nav.navdata.NavMeshData` tiles and connects them as ``dtNavMesh::addTile``
 does (recastnavigation 9f4ce644): internal links from each polygon's neighbour ids
 (``connectIntLinks``) and external links across tile borders (``connectExtLinks`` /
-``findConnectingPolys``, portal limits packed into bytes). Off-mesh connections are not supported
-(`create_nav_mesh_data` never makes them).
+``findConnectingPolys``, portal limits packed into bytes) and off-mesh connections
+(``baseOffMeshLinks`` / ``connectExtOffMeshLinks``: each endpoint snaps to the nearest polygon
+within the link's radius, as Detour does, and the off-mesh polygon's vertex moves onto it).
 
 **Frame**: everything stored here is Detour's Y-up frame (x, up, z). The public position
 arguments of `core.nav.query` are VoxNav's Z-up (x, y, z); the two are a column swap (exact).
@@ -23,12 +24,19 @@ first; this order decides A* ties and is kept exactly.
 from __future__ import annotations
 
 import copy
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
 
 from ..errors import VoxNavError
-from .navdata import EXT_LINK, POLYTYPE_OFFMESH_CONNECTION, NavMeshData, _ranges
+from .navdata import (
+    EXT_LINK,
+    OFFMESH_CON_BIDIR,
+    POLYTYPE_OFFMESH_CONNECTION,
+    NavMeshData,
+    _ranges,
+)
 
 F32 = np.float32
 #: Detour's link side for an internal link (no tile border crossed).
@@ -165,26 +173,155 @@ class NavMesh:
                 f"the navmesh holds at most {self.params.max_tiles} tiles; raise max_tiles"
             )
         tile = len(self.tiles)
+        if data.off_mesh_count:
+            # Detour moves the off-mesh endpoints onto the mesh in the tile's own data: work
+            # on a copy of the vertices so the caller's tile stays as it was.
+            data = dataclasses.replace(data, verts=data.verts.copy())
         self.tiles.append(data)
         self._tile_at[key] = tile
         base = len(self._links)
         self._links.extend([] for _ in range(data.npolys))
         self._tile_link_count.append(0)
         self._tile_base_list.append(base)
-        self._connect_int_links(tile)
         x, y = key[0], key[1]
-        for other in self._tiles_at(x, y):
-            if other == tile:
-                continue
+        layers = [t for t in self._tiles_at(x, y) if t != tile]
+        sides = [(side, self._neighbour_tiles_at(x, y, side)) for side in range(8)]
+        touched = [tile, *layers] + [t for _, ts in sides for t in ts]
+        offmesh = any(self.tiles[t].off_mesh_count for t in touched)
+        if offmesh:
+            self._rebuild()  # polygon geometry for the endpoint snapping (nearest polygon)
+        self._connect_int_links(tile)
+        if offmesh:
+            self._base_off_mesh_links(tile)
+            self._connect_ext_off_mesh_links(tile, tile, -1)
+        for other in layers:
             self._connect_ext_links(tile, other, -1)
             self._connect_ext_links(other, tile, -1)
-        for side in range(8):
-            for other in self._neighbour_tiles_at(x, y, side):
+            if offmesh:
+                self._connect_ext_off_mesh_links(tile, other, -1)
+                self._connect_ext_off_mesh_links(other, tile, -1)
+        for side, others in sides:
+            for other in others:
                 self._connect_ext_links(tile, other, side)
                 self._connect_ext_links(other, tile, _opposite_side(side))
-        if not self._deferred:
+                if offmesh:
+                    self._connect_ext_off_mesh_links(tile, other, side)
+                    self._connect_ext_off_mesh_links(other, tile, _opposite_side(side))
+        if not self._deferred or offmesh:
             self._rebuild()
         return tile
+
+    # ------------------------------------------------------------------ off-mesh connections
+    def _query_polygons_in_tile(self, tile: int, qmin, qmax, max_polys: int = 128) -> list[int]:
+        """dtNavMesh::queryPolygonsInTile: tile polygon indices whose bounds overlap the box
+        (BV tree when the tile has one, else every ground polygon), no filter, at most 128."""
+        data = self.tiles[tile]
+        out: list[int] = []
+        if data.bv_i.shape[0]:
+            tbmin, tbmax = self.tile_bmin[tile], self.tile_bmax[tile]
+            qfac = F32(data.bv_quant_factor)
+            bmin, bmax = [], []
+            for a in range(3):
+                lo = min(max(qmin[a], tbmin[a]), tbmax[a]) - tbmin[a]
+                hi = min(max(qmax[a], tbmin[a]), tbmax[a]) - tbmin[a]
+                bmin.append(int(qfac * lo) & 0xFFFE)
+                bmax.append(int(qfac * hi + F32(1)) | 1)
+            nb, xb, iv = data.bv_bmin.tolist(), data.bv_bmax.tolist(), data.bv_i.tolist()
+            node, end = 0, len(iv)
+            while node < end:
+                n0, n1, n2 = nb[node]
+                m0, m1, m2 = xb[node]
+                overlap = not (
+                    bmin[0] > m0 or bmax[0] < n0 or bmin[1] > m1 or bmax[1] < n1
+                    or bmin[2] > m2 or bmax[2] < n2
+                )  # fmt: skip
+                leaf = iv[node] >= 0
+                if leaf and overlap and len(out) < max_polys:
+                    out.append(iv[node])
+                node += 1 if (overlap or leaf) else -iv[node]
+            return out
+        for i in range(data.npolys):
+            if int(data.poly_type[i]) == POLYTYPE_OFFMESH_CONNECTION:
+                continue
+            v = data.verts[data.poly_verts[i, : int(data.poly_vert_count[i])]]
+            pmin, pmax = v.min(axis=0), v.max(axis=0)
+            if (qmin <= pmax).all() and (qmax >= pmin).all() and len(out) < max_polys:
+                out.append(i)
+        return out
+
+    def _nearest_poly_in_tile(self, tile: int, center, half):
+        """dtNavMesh::findNearestPolyInTile -> (global ref or NO_POLY, nearest point Y-up)."""
+        from .query import NavMeshQuery
+
+        query = NavMeshQuery(self)
+        center = np.asarray(center, dtype=F32)
+        half = np.asarray(half, dtype=F32)
+        qmin = (center - half).astype(F32)
+        qmax = (center + half).astype(F32)
+        base = self._tile_base_list[tile]
+        climb = F32(self.tiles[tile].walkable_climb)
+        nearest, best_pt, best_d = NO_POLY, None, F32(3.4028234663852886e38)
+        for i in self._query_polygons_in_tile(tile, qmin, qmax):
+            closest, over = query._closest_point_on_poly_yup(base + i, center)
+            diff = (center - closest).astype(F32)
+            if over:
+                d = abs(diff[1])
+                d = d - climb if d > climb else F32(0)
+                d = d * d
+            else:
+                d = diff[0] * diff[0] + diff[1] * diff[1] + diff[2] * diff[2]
+            if d < best_d:
+                nearest, best_pt, best_d = base + i, closest, d
+        return nearest, best_pt
+
+    def _base_off_mesh_links(self, tile: int) -> None:
+        """baseOffMeshLinks: each stored link's start to its nearest polygon in the tile."""
+        data = self.tiles[tile]
+        base = self._tile_base_list[tile]
+        climb = F32(data.walkable_climb)
+        for c in range(data.off_mesh_count):
+            poly = int(data.off_mesh_poly[c])
+            rad = F32(data.off_mesh_rad[c])
+            p = data.off_mesh_pos[c, :3]
+            ref, nearest = self._nearest_poly_in_tile(tile, p, (rad, climb, rad))
+            if ref == NO_POLY:
+                continue
+            dx, dz = nearest[0] - p[0], nearest[2] - p[2]
+            if dx * dx + dz * dz > rad * rad:
+                continue
+            data.verts[int(data.poly_verts[poly, 0])] = nearest
+            if self._alloc_link(tile):
+                self._links[base + poly].insert(0, (ref, 0, SIDE_INTERNAL, 0, 0))
+            if self._alloc_link(tile):
+                self._links[ref].insert(0, (base + poly, 0xFF, SIDE_INTERNAL, 0, 0))
+
+    def _connect_ext_off_mesh_links(self, tile: int, target: int, side: int) -> None:
+        """connectExtOffMeshLinks: the links of `target` whose end lands in `tile` (seen from
+        target: side `side`'s opposite, or inside when side is -1), to the nearest polygon."""
+        tdata = self.tiles[target]
+        tbase = self._tile_base_list[target]
+        opposite = SIDE_INTERNAL if side == -1 else _opposite_side(side)
+        climb = F32(tdata.walkable_climb)
+        for c in range(tdata.off_mesh_count):
+            if int(tdata.off_mesh_side[c]) != opposite:
+                continue
+            poly = int(tdata.off_mesh_poly[c])
+            if not self._links[tbase + poly]:
+                continue  # its start did not connect
+            rad = F32(tdata.off_mesh_rad[c])
+            p = tdata.off_mesh_pos[c, 3:]
+            ref, nearest = self._nearest_poly_in_tile(tile, p, (rad, climb, rad))
+            if ref == NO_POLY:
+                continue
+            dx, dz = nearest[0] - p[0], nearest[2] - p[2]
+            if dx * dx + dz * dz > rad * rad:
+                continue
+            tdata.verts[int(tdata.poly_verts[poly, 1])] = nearest
+            if self._alloc_link(target):
+                self._links[tbase + poly].insert(0, (ref, 1, opposite, 0, 0))
+            if int(tdata.off_mesh_flags[c]) & OFFMESH_CON_BIDIR and self._alloc_link(tile):
+                land_side = SIDE_INTERNAL if side == -1 else side
+                self._links[ref].insert(0, (tbase + poly, 0xFF, land_side, 0, 0))
 
     def remove_tile(self, x: int, y: int, layer: int = 0) -> NavMeshData:
         """``dtNavMesh::removeTile``: drop the tile at (x, y, layer) and every link into it.
@@ -395,7 +532,15 @@ class NavMesh:
         self.poly_area = cat([t.poly_area for t in tiles], np.uint8, (0,))
         self.poly_type = cat([t.poly_type for t in tiles], np.uint8, (0,))
         self.poly_flags = cat([t.poly_flags for t in tiles], np.uint16, (0,))
-        dm = cat([t.detail_meshes for t in tiles], np.int64, (0, 4))
+        # Off-mesh polygons have no detail sub-mesh in Detour's data: zero rows for them here.
+        dm = cat(
+            [
+                np.concatenate([t.detail_meshes, np.zeros((t.off_mesh_count, 4), np.uint32)])
+                for t in tiles
+            ],
+            np.int64,
+            (0, 4),
+        )
         tile_of = self.poly_tile.astype(np.int64)
         self.detail_vert_base = dm[:, 0] + dvbase[:-1][tile_of] if n else dm[:, 0]
         self.detail_tri_base = dm[:, 1] + dtbase[:-1][tile_of] if n else dm[:, 1]
@@ -433,16 +578,40 @@ class NavMesh:
 
     def _compute_portals(self) -> None:
         """Per link: the portal (left, right) and the edge mid point, as getPortalPoints and
-        getEdgeMidPoint compute them (float32, Detour's operation order). Off-mesh none."""
+        getEdgeMidPoint compute them (float32, Detour's operation order). A link from an
+        off-mesh polygon: its endpoint vertex ``edge`` (0 start, 1 end) twice; a link into one:
+        the endpoint of the off-mesh polygon's first link back to the owner."""
         owner = self.link_owner
         edge = self.link_edge
         nvc = self.poly_vert_count.astype(np.int64)[owner]
-        v0 = self.poly_verts[owner, edge]
-        v1 = self.poly_verts[owner, (edge + 1) % np.maximum(nvc, 1)]
+        offmesh = self.poly_type == POLYTYPE_OFFMESH_CONNECTION
+        from_off = offmesh[owner] if owner.size else np.zeros(0, bool)
+        to_off = offmesh[self.link_ref] if owner.size else np.zeros(0, bool)
+        safe_edge = np.where(edge < 6, edge, 0)
+        v0 = self.poly_verts[owner, safe_edge]
+        v1 = self.poly_verts[owner, (safe_edge + 1) % np.maximum(nvc, 1)]
+        v1 = np.where(from_off, v0, v1)
+        if to_off.any():
+            # getPortalPoints into an off-mesh polygon: its first link back to `from`.
+            back = np.full(owner.shape[0], 0, dtype=np.int64)
+            rows = np.nonzero(to_off)[0]
+            for k in rows.tolist():
+                target, frm = int(self.link_ref[k]), int(owner[k])
+                for j in range(int(self.link_start[target]), int(self.link_start[target + 1])):
+                    if int(self.link_ref[j]) == frm:
+                        back[k] = int(self.link_edge[j])
+                        break
+            vt = self.poly_verts[self.link_ref[rows], back[rows]]
+            v0 = v0.copy()
+            v0[rows] = vt
+            v1[rows] = vt
         left = self.verts[v0].copy()
         right = self.verts[v1].copy()
-        partial = (self.link_side != SIDE_INTERNAL) & (
-            (self.link_bmin != 0) | (self.link_bmax != 255)
+        partial = (
+            (self.link_side != SIDE_INTERNAL)
+            & ~from_off
+            & ~to_off
+            & ((self.link_bmin != 0) | (self.link_bmax != 255))
         )
         if np.any(partial):
             s = F32(1.0) / F32(255.0)

@@ -240,3 +240,128 @@ def test_tiled_navmesh_equals_native_detour(tmp_path):
             np.testing.assert_array_equal(got_pts, q["straight_pts"][s : s + n])
             assert p["straight_flags"] == q["straight_flags"][s : s + n].tolist()
     assert crossing > 50  # many corridors cross tile borders
+
+
+# ------------------------------------------------------------------------ off-mesh links (#15)
+def link_scene_answers(nav, points, pairs):
+    """VoxNav's own answers on a navmesh, shaped like detour_queries.mjs's (Y-up points)."""
+    from core.nav.query import PARTIAL_RESULT, NavMeshQuery
+
+    q = NavMeshQuery(nav)
+    zup = np.asarray(points, dtype=F32)[:, [0, 2, 1]]
+    near = [q.find_nearest_poly(p, (2.0, 2.0, 4.0)) for p in zup]
+    out = []
+    for a, b in pairs:
+        path = q.find_path(near[a].ref, near[b].ref, near[a].point, near[b].point)
+        end = near[b].point
+        if path.status & PARTIAL_RESULT:
+            end = q.closest_point_on_poly(int(path.polys[-1]), end)[1]
+        sp = q.find_straight_path(near[a].point, end, path.polys)
+        tp = nav.tile_poly(path.polys)
+        out.append(
+            {
+                "status": path.status,
+                "polys": [[int(nav.tile_at(x, y)), int(i)] for x, y, i in tp.tolist()],
+                "straight_status": sp.status,
+                "straight_pts": sp.points[:, [0, 2, 1]],
+                "straight_flags": sp.flags.tolist(),
+            }
+        )
+    return out
+
+
+def assert_same_paths(got, ours):
+    for j, (p, o) in enumerate(zip(got["paths"], ours, strict=True)):
+        assert p["status"] == o["status"], f"pair {j}"
+        assert p["polys"] == o["polys"], f"pair {j}"
+        assert p["straight_status"] == o["straight_status"], f"pair {j}"
+        assert p["straight_flags"] == o["straight_flags"], f"pair {j}"
+        np.testing.assert_array_equal(
+            np.array(p["straight_pts"], dtype=np.float64).reshape(-1, 3).astype(F32),
+            o["straight_pts"],
+        )
+
+
+LINK_PAIRS = [(0, 1), (1, 0), (2, 1), (1, 2), (0, 2), (2, 0)]
+
+
+def link_scene_links():
+    """A two-way link over the gap, a one-way drop off the ledge (from the linkscenes)."""
+    from core.offmesh import OffMeshLinks
+
+    return OffMeshLinks.create(
+        [(9.5, 4.0, 0.0), (5.0, 8.5, 2.0)], [(12.0, 4.0, 0.0), (5.0, 7.0, 0.0)], 0.6,
+        [True, False],
+    )  # fmt: skip
+
+
+def link_scene_points():
+    from ..core import linkscenes as L
+
+    return np.array([L.ON_FLOOR_A, L.ON_FLOOR_B, L.ON_LEDGE], dtype=F32)[:, [0, 2, 1]]
+
+
+@pytest.mark.parametrize("frame", ["recast", "engine"])
+def test_offmesh_links_load_and_are_followed_by_native_detour(tmp_path, frame):
+    """The gap-and-ledge scene with a two-way gap link and a one-way drop link, written as a
+    .bin: the real Detour loads the dtOffMeshConnections, its paths cross the gap and drop off
+    the ledge (never climb it), and every corridor, straight-path point and flag (0x04 at the
+    link starts) equals VoxNav's own queries on the file it reads back."""
+    from core.nav import binio
+    from core.nav.navmesh import NavMesh
+
+    from ..core import linkscenes as L
+
+    verts, tris = L.gap_and_ledge_scene()
+    result = pipeline.bake(verts, tris, NavConfig())
+    cfg = result.config
+    path = tmp_path / f"links_{frame}.bin"
+    write_detour_bin(
+        path, result.polymesh, result.detail, agent_height=cfg.agent_height,
+        agent_radius=cfg.agent_radius, agent_max_climb=cfg.agent_max_climb, frame=frame,
+        offmesh=link_scene_links(),
+    )  # fmt: skip
+    points = link_scene_points()
+    if frame == "engine":
+        points = points * np.array([1, 1, -1], dtype=F32)
+    got = run_detour(path, points, LINK_PAIRS, [], (2.0, 4.0, 2.0), tmp_path)
+    statuses = [p["status"] for p in got["paths"]]
+    partial = SUCCESS | 0x40  # up the ledge: the drop link is one-way
+    assert statuses == [SUCCESS, SUCCESS, SUCCESS, partial, partial, SUCCESS]
+    assert 4 in got["paths"][0]["straight_flags"] and 4 in got["paths"][2]["straight_flags"]
+    assert max(pt[1] for pt in got["paths"][3]["straight_pts"]) < 1.0  # never up the ledge
+    read = binio.read_navmesh_set(path)
+    assert read.tiles[0].off_mesh_count == 2
+    nav = NavMesh(read.params)
+    nav.add_tile(read.tiles[0])
+    assert_same_paths(got, link_scene_answers(nav, points, LINK_PAIRS))
+
+
+def test_offmesh_links_across_tiles_equal_native_detour(tmp_path):
+    """Tiled (tile_size 40 cells = 12 wu): the gap link starts in one tile and ends in the
+    next (connectExtOffMeshLinks). Detour's answers equal VoxNav's on the same tiles."""
+    from core.nav import binio
+    from core.nav.navmesh import NavMesh
+    from core.offmesh import OffMeshLinks
+    from core.tiles import bake_tiled
+
+    from ..core import linkscenes as L
+
+    verts, tris = L.gap_and_ledge_scene()
+    bake = bake_tiled(verts, tris, NavConfig(), 40, workers=1)
+    bake.offmesh_links = OffMeshLinks.create(
+        [(9.5, 4.0, 0.0), (5.0, 10.5, 2.0)], [(12.0, 4.0, 0.0), (5.0, 7.0, 0.0)], 0.6,
+        [True, False],
+    )  # fmt: skip
+    tiles = bake.navdata()
+    assert sum(t.off_mesh_count for t in tiles) == 2
+    assert any(t.off_mesh_count and (t.off_mesh_side != 0xFF).any() for t in tiles)
+    params = bake.navmesh_params()
+    path = tmp_path / "tiled_links.bin"
+    binio.write_navmesh_set(path, tiles, params)
+    got = run_detour(path, link_scene_points(), LINK_PAIRS, [], (2.0, 4.0, 2.0), tmp_path)
+    assert [p["status"] for p in got["paths"]][:3] == [SUCCESS] * 3
+    nav = NavMesh(params)
+    for tile in binio.read_navmesh_set(path).tiles:
+        nav.add_tile(tile)
+    assert_same_paths(got, link_scene_answers(nav, link_scene_points(), LINK_PAIRS))
