@@ -39,6 +39,7 @@ from .cliutil import (
     EXIT_FAILED,
     EXIT_OK,
     SuggestingParser,
+    add_link_flag,
     print_warnings,
     run_guarded,
     setting_help,
@@ -333,6 +334,7 @@ def _bake_tiled_out(args, verts, tris, config: NavConfig, batch: atomic.Batch) -
     from . import export
 
     result = _tiled_bake(args, verts, tris, config)
+    result.offmesh_links = offmesh_links(args)  # every tile takes the links starting in it
     g = result.grid
     print(
         f"tiles={g.tiles_w}x{g.tiles_h} tiles_with_polys={len(result.tiles)} polys={result.npolys}"
@@ -363,6 +365,11 @@ def cmd_bake(args) -> int:
             "use --out NAME.bin without --json, or bake without --tile-size"
         )
     if args.agent:
+        if args.offmesh_link:
+            raise UsageError(
+                "--offmesh-link with --agent: hand-made links are not passed to agent bakes "
+                "yet; bake each agent on its own (without --agent) to add links"
+            )
         return _bake_agents_out(args, config)
     with atomic.Batch(inputs=[args.mesh]) as batch:  # every output checked before baking
         batch.add(args.out, "--out")
@@ -388,6 +395,7 @@ def cmd_bake(args) -> int:
             progress=_bake_progress(args),
             reachable_from=reachable,
             prune_mode=args.prune_mode,
+            offmesh_links=offmesh_links(args),
         )
         print_warnings(result.warnings)
         if result.prune is not None:
@@ -407,10 +415,14 @@ def cmd_bake(args) -> int:
             result.detail,
             config=config,
             recast_frame=args.recast_frame,
+            offmesh=result.offmesh_links,
             batch=batch,
         )
         if args.json:
-            export.write_json(args.json, result.polymesh, result.detail, batch=batch)
+            export.write_json(
+                args.json, result.polymesh, result.detail, offmesh=result.offmesh_links,
+                batch=batch,
+            )  # fmt: skip
         written = batch.commit()  # every output replaced only now, all together
     for path in written:
         print(f"wrote {path}")
@@ -611,6 +623,16 @@ def _add_bake(sub) -> None:
     bake.set_defaults(func=cmd_bake)
 
 
+def offmesh_links(args):
+    """The --offmesh-link specs as `core.offmesh.OffMeshLinks` (None without any)."""
+    from .offmesh import links_from_specs
+
+    try:
+        return links_from_specs(getattr(args, "offmesh_link", None), args.recast_frame)
+    except VoxNavError as exc:
+        raise UsageError(f"--offmesh-link: {exc}") from None
+
+
 def _add_prune_flags(parser: argparse.ArgumentParser) -> None:
     """Island pruning (core.prune): --reachable-from X Y Z (repeatable), --prune-mode."""
     group = parser.add_argument_group("island pruning (core.prune)")
@@ -624,6 +646,7 @@ def _add_prune_flags(parser: argparse.ArgumentParser) -> None:
         help="a point agents start from (wu, the OBJ's frame as --from of `path`; repeatable): "
         "polygons not connected to any such point through polygon links are pruned",
     )
+    add_link_flag(group)
     group.add_argument(
         "--prune-mode",
         choices=("remove", "disable"),

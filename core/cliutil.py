@@ -126,3 +126,17 @@ def run_guarded(command: Callable[[], int], verbose: bool) -> int:
 def settings_usage_error(exc: VoxNavError) -> UsageError:
     """A settings error from NavConfig, re-raised as a usage error (exit code 2)."""
     return UsageError(str(exc))
+
+
+def add_link_flag(parser) -> None:
+    """--offmesh-link START:END[:OPTIONS] (repeatable): hand-made off-mesh links."""
+    parser.add_argument(
+        "--offmesh-link",
+        action="append",
+        default=[],
+        metavar="X,Y,Z:X,Y,Z[:OPTS]",
+        help="an off-mesh link (Detour's dtOffMeshConnection) from START to END (wu, the "
+        "OBJ's frame as --from of `path`; repeatable); OPTS: radius=R (default 0.6), oneway, "
+        "area=A (default 5), flags=F (default 0x08); queries follow it and the .bin/.json/"
+        ".obj outputs carry it (a negative X needs the = form: --offmesh-link=-5,0,2:...)",
+    )

@@ -114,3 +114,65 @@ class OffMeshLinks:
                 for name in ("start", "end", "radius", "bidirectional", "area", "flags", "user_id")
             )
         )
+
+
+def parse_link_spec(text: str, user_id: int = 0, recast_frame: bool = False) -> OffMeshLinks:
+    """One link from the command line's ``X,Y,Z:X,Y,Z[:KEY=VALUE,...]``: start, end, then
+    optional ``radius=`` (wu, default 0.6), ``oneway`` (default two-way), ``area=`` (0..63,
+    default 5), ``flags=`` (0..65535, default 0x08; 0x.. hex accepted). ``recast_frame``: the
+    points are in RecastDemo's Y-up frame (x, up, z) and are swapped to VoxNav's Z-up.
+
+    Raises `VoxNavError` with the part that could not be read.
+    """
+    parts = text.split(":")
+    if len(parts) not in (2, 3):
+        raise VoxNavError(
+            f"off-mesh link {text!r}: expected START:END[:OPTIONS], e.g. "
+            "1,2,0:4,2,0:radius=0.5,oneway"
+        )
+    points = []
+    for name, part in zip(("start", "end"), parts[:2], strict=True):
+        try:
+            values = [float(v) for v in part.split(",")]
+        except ValueError:
+            values = []
+        if len(values) != 3:
+            raise VoxNavError(f"off-mesh link {text!r}: its {name} {part!r} is not X,Y,Z")
+        points.append([values[0], values[2], values[1]] if recast_frame else values)
+    radius, bidirectional, area, flags = 0.6, True, DEFAULT_LINK_AREA, DEFAULT_LINK_FLAGS
+    for option in parts[2].split(",") if len(parts) == 3 and parts[2] else []:
+        key, _, value = option.strip().partition("=")
+        if key == "oneway" and not value:
+            bidirectional = False
+            continue
+        if key not in ("radius", "area", "flags") or not value:
+            raise VoxNavError(
+                f"off-mesh link {text!r}: unknown option {option!r}; use radius=, oneway, "
+                "area=, flags="
+            )
+        try:
+            if key == "radius":
+                radius = float(value)
+            elif key == "area":
+                area = int(value, 0)
+            else:
+                flags = int(value, 0)
+        except ValueError:
+            raise VoxNavError(f"off-mesh link {text!r}: {option!r} is not a number") from None
+    try:
+        return OffMeshLinks.create(
+            [points[0]], [points[1]], radius, bidirectional, area, flags, [user_id]
+        )
+    except VoxNavError as exc:
+        reason = str(exc).split(": ", 1)[-1]
+        raise VoxNavError(f"off-mesh link {text!r}: {reason}") from None
+
+
+def links_from_specs(specs, recast_frame: bool = False) -> OffMeshLinks | None:
+    """`parse_link_spec` for each command-line spec (user ids 0, 1, ...); None when none."""
+    if not specs:
+        return None
+    links = OffMeshLinks.empty()
+    for i, spec in enumerate(specs):
+        links = links.concatenate(parse_link_spec(spec, i, recast_frame))
+    return links

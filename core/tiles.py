@@ -53,6 +53,7 @@ from .context import BuildContext
 from .contours import build_contours
 from .detail import PolyMeshDetail, build_poly_mesh_detail
 from .errors import VoxNavError
+from .offmesh import OffMeshLinks
 from .polymesh import PolyMesh, build_poly_mesh
 from .regions import build_distance_field
 
@@ -561,7 +562,7 @@ class TiledBake:
     #: The largest peak resident memory of a baking process (`TileResult.peak_rss`). [bytes]
     tile_peak_rss: int = 0
     #: Off-mesh links (`core.offmesh.OffMeshLinks`, Z-up) added to the Detour tiles, or None.
-    offmesh_links: object | None = None
+    offmesh_links: OffMeshLinks | None = None
 
     @property
     def npolys(self) -> int:
@@ -591,13 +592,14 @@ class TiledBake:
         links = self.offmesh_links
         if links is None or len(links) == 0:
             return [t.navdata for t in self.tiles if t.navdata is not None]
-        from .nav.navdata import create_nav_mesh_data
+        from .nav.navdata import NavMeshData, create_nav_mesh_data
 
         out = []
         for t in self.tiles:
             if t.navdata is None or t.polymesh is None:
                 continue
             data = t.navdata
+            assert isinstance(data, NavMeshData)
             out.append(
                 create_nav_mesh_data(
                     t.polymesh,

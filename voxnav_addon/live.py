@@ -86,6 +86,7 @@ def store_navmesh(scene, result) -> None:
         walkable_height=config.agent_height,
         walkable_radius=config.agent_radius,
         walkable_climb=config.agent_max_climb,
+        offmesh=getattr(result, "offmesh_links", None),
     )
     scene[NAVMESH_KEY] = base64.b64encode(binio.navmesh_set_bytes([tile])).decode("ascii")
     _QUERIES.pop(scene.session_uid, None)

@@ -312,12 +312,13 @@ def _export_one(result, path: str, file_format: str, paths, batch) -> None:
             "the polygon mesh)"
         )
     dmesh = result.detail
+    links = getattr(result, "offmesh_links", None)  # automatic jump/drop links of the bake
     directory = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(directory):
         raise VoxNavError(f"cannot write {path}: folder {directory} does not exist")
     atomic.check_target(path, inputs=[bpy.data.filepath])
     if file_format == "JSON":
-        export.write_json(path, pmesh, dmesh, paths=paths, batch=batch)
+        export.write_json(path, pmesh, dmesh, paths=paths, offmesh=links, batch=batch)
     elif file_format == "BIN":
         # Blender's Z-up scene in a Y-up engine's frame (x, z, -y), as glTF exports it.
         cfg = result.config
@@ -329,10 +330,11 @@ def _export_one(result, path: str, file_format: str, paths, batch) -> None:
             agent_radius=cfg.agent_radius,
             agent_max_climb=cfg.agent_max_climb,
             frame="engine",
+            offmesh=links,
             batch=batch,
         )
     else:
-        export.write_obj(path, pmesh, dmesh, batch=batch)
+        export.write_obj(path, pmesh, dmesh, offmesh=links, batch=batch)
 
 
 class VOXNAV_OT_add_demo_scene(bpy.types.Operator):

@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from ..cliutil import add_link_flag
 from ..errors import VoxNavError
 from .navdata import create_nav_mesh_data
 from .navmesh import NavMesh
@@ -33,10 +34,17 @@ MAX_PATH = 256
 
 
 def build_navmesh(
-    mesh_path, recast_frame: bool, config, tile_size: int = 0, workers: int | None = None
+    mesh_path,
+    recast_frame: bool,
+    config,
+    tile_size: int = 0,
+    workers: int | None = None,
+    offmesh_links=None,
 ) -> NavMesh:
     """Bake an OBJ with `config` and make the navmesh RecastDemo makes from it: solo, or
-    with ``tile_size`` > 0 RecastDemo's tile mesh (`core.tiles`, ``workers`` processes)."""
+    with ``tile_size`` > 0 RecastDemo's tile mesh (`core.tiles`, ``workers`` processes).
+    ``offmesh_links``: hand-made `core.offmesh.OffMeshLinks` (Z-up) added to the navmesh as
+    Detour's off-mesh connections (with any automatic links of the bake), or None."""
     from .. import pipeline
     from ..objio import read_obj
 
@@ -45,13 +53,14 @@ def build_navmesh(
         from ..tiles import bake_tiled
 
         tiled = bake_tiled(verts, tris, config, tile_size, workers=workers)
+        tiled.offmesh_links = offmesh_links
         if tiled.empty:
             raise VoxNavError(
                 f"{mesh_path}: the tiled bake made no walkable polygons, so there is nothing "
                 "to query; check the agent settings and that the mesh has floors"
             )
         return tiled.navmesh()
-    result = pipeline.bake(verts, tris, config)
+    result = pipeline.bake(verts, tris, config, offmesh_links=offmesh_links)
     if result.polymesh is None or int(result.polymesh.npolys) == 0:
         raise VoxNavError(
             f"{mesh_path}: the bake made no walkable polygons, so there is nothing to query; "
@@ -63,8 +72,20 @@ def build_navmesh(
         walkable_height=float(F32(config.agent_height)),
         walkable_radius=float(F32(config.agent_radius)),
         walkable_climb=float(F32(config.agent_max_climb)),
+        offmesh=result.offmesh_links,
     )
     return NavMesh.from_data(data)
+
+
+def _offmesh_links(args):
+    """``--offmesh-link`` specs of a query/path command (`core.offmesh`), or None."""
+    from ..errors import UsageError
+    from ..offmesh import links_from_specs
+
+    try:
+        return links_from_specs(getattr(args, "offmesh_link", None), args.recast_frame)
+    except VoxNavError as exc:
+        raise UsageError(f"--offmesh-link: {exc}") from None
 
 
 def _frame(a: np.ndarray, recast_frame: bool) -> np.ndarray:
@@ -240,6 +261,7 @@ def cmd_query(args, config, nav: NavMesh | None = None) -> int:
             config,
             getattr(args, "tile_size", 0),
             getattr(args, "workers", None),
+            _offmesh_links(args),
         )
     out = run_queries(NavMeshQuery(nav, 2048), arrays, args.recast_frame)
     write_npz_atomic(args.out, out)
@@ -272,6 +294,7 @@ def cmd_path(args, config, nav: NavMesh | None = None) -> int:
             config,
             getattr(args, "tile_size", 0),
             getattr(args, "workers", None),
+            _offmesh_links(args),
         )
     query = NavMeshQuery(nav, 2048)
     start = _frame(np.asarray(args.start, dtype=F32), args.recast_frame)
@@ -303,7 +326,7 @@ def cmd_path(args, config, nav: NavMesh | None = None) -> int:
         f"length {length:.3f}"
     )
     for p, f in zip(pts, straight.flags, strict=True):
-        tag = " start" if f & 1 else (" end" if f & 2 else "")
+        tag = " start" if f & 1 else (" end" if f & 2 else (" off-mesh link" if f & 4 else ""))
         print(f"  {p[0]:10.4f} {p[1]:10.4f} {p[2]:10.4f}{tag}")
     return 0
 
@@ -316,6 +339,7 @@ def add_parsers(sub, add_setting_flags, config_from_args, common=None) -> None:
     q.add_argument("--queries", required=True, help=".npz with q_points, q_pairs, q_ray_*")
     q.add_argument("--out", required=True, help=".npz to write (atomically)")
     q.add_argument("--recast-frame", action="store_true", help="read the OBJ as RecastDemo")
+    add_link_flag(q)
     add_setting_flags(q)
     q.set_defaults(func=lambda args: cmd_query(args, config_from_args(args)))
     p = sub.add_parser("path", help="print the straight path between two points")
@@ -328,6 +352,7 @@ def add_parsers(sub, add_setting_flags, config_from_args, common=None) -> None:
         "4 up)",
     )  # fmt: skip
     p.add_argument("--recast-frame", action="store_true", help="read the OBJ as RecastDemo")
+    add_link_flag(p)
     add_setting_flags(p)
     p.set_defaults(func=lambda args: cmd_path(args, config_from_args(args)))
     b = sub.add_parser("bench-queries", help="query rates on dungeon next to Detour's")

@@ -1,0 +1,156 @@
+"""Hand-made off-mesh links (#15 item 3): parsing, paths that take them, batch = single query,
+exports. The real Detour's answers on the same links are in tests/runtime."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from core import export, pipeline
+from core.config import NavConfig
+from core.errors import VoxNavError
+from core.nav.navdata import create_nav_mesh_data
+from core.nav.navmesh import NavMesh
+from core.nav.query import PARTIAL_RESULT, NavMeshQuery
+from core.offmesh import OffMeshLinks, links_from_specs, parse_link_spec
+
+from . import linkscenes as L
+
+GAP_LINK = "9.5,4,0:12,4,0"
+DROP_LINK = "5,8.5,2:5,7,0:oneway"
+STRAIGHT_OFFMESH = 0x04
+
+
+def navmesh(links: OffMeshLinks | None) -> tuple[NavMeshQuery, pipeline.BakeResult]:
+    verts, tris = L.gap_and_ledge_scene()
+    result = pipeline.bake(verts, tris, NavConfig(), offmesh_links=links)
+    cfg = result.config
+    data = create_nav_mesh_data(
+        result.polymesh,
+        result.detail,
+        walkable_height=cfg.agent_height,
+        walkable_radius=cfg.agent_radius,
+        walkable_climb=cfg.agent_max_climb,
+        offmesh=result.offmesh_links,
+    )
+    return NavMeshQuery(NavMesh.from_data(data)), result
+
+
+def single_path(query: NavMeshQuery, a, b):
+    s = query.find_nearest_poly(np.array(a, np.float32), (2.0, 2.0, 4.0))
+    g = query.find_nearest_poly(np.array(b, np.float32), (2.0, 2.0, 4.0))
+    path = query.find_path(s.ref, g.ref, s.point, g.point)
+    end = g.point
+    if path.status & PARTIAL_RESULT:
+        end = query.closest_point_on_poly(int(path.polys[-1]), end)[1]
+    return path, query.find_straight_path(s.point, end, path.polys), (s, g, end)
+
+
+def test_link_specs_parse_with_options_and_frames():
+    links = links_from_specs([GAP_LINK, DROP_LINK + ",radius=0.5,area=7,flags=0x9"])
+    assert len(links) == 2
+    np.testing.assert_array_equal(links.start[1], [5.0, 8.5, 2.0])
+    assert links.bidirectional.tolist() == [True, False]
+    assert links.radius.tolist() == pytest.approx([0.6, 0.5])
+    assert links.area.tolist() == [5, 7] and links.flags.tolist() == [8, 9]
+    assert links.user_id.tolist() == [0, 1]
+    recast = parse_link_spec("1,2,3:4,5,6", recast_frame=True)  # (x, up, z) -> (x, z, up)
+    np.testing.assert_array_equal(recast.start[0], [1.0, 3.0, 2.0])
+    assert links_from_specs([]) is None
+
+
+@pytest.mark.parametrize(
+    "spec, words",
+    [
+        ("1,2:3,4,5", "not X,Y,Z"),
+        ("1,2,3", "START:END"),
+        ("1,2,3:4,5,6:bounce", "unknown option"),
+        ("1,2,3:4,5,6:radius=x", "not a number"),
+        ("1,2,3:4,5,6:radius=0", "radius must be > 0"),
+        ("1,2,3:4,5,6:area=64", "area must be 0..63"),
+        ("nan,2,3:4,5,6", "not a finite number"),
+    ],
+)
+def test_bad_link_specs_say_what_is_wrong(spec, words):
+    with pytest.raises(VoxNavError, match=words):
+        parse_link_spec(spec)
+
+
+def test_without_links_the_gap_and_the_ledge_are_partial():
+    query, _ = navmesh(None)
+    for a, b in ((L.ON_FLOOR_A, L.ON_FLOOR_B), (L.ON_LEDGE, L.ON_FLOOR_A)):
+        path, _straight, _ = single_path(query, a, b)
+        assert path.status & PARTIAL_RESULT
+
+
+def test_paths_take_the_gap_link_both_ways_and_the_drop_only_down():
+    query, result = navmesh(links_from_specs([GAP_LINK, DROP_LINK]))
+    assert len(result.offmesh_links) == 2
+    for a, b in ((L.ON_FLOOR_A, L.ON_FLOOR_B), (L.ON_FLOOR_B, L.ON_FLOOR_A)):
+        path, straight, _ = single_path(query, a, b)
+        assert not path.status & PARTIAL_RESULT
+        assert STRAIGHT_OFFMESH in straight.flags.tolist()
+    down, straight, _ = single_path(query, L.ON_LEDGE, L.ON_FLOOR_A)
+    assert not down.status & PARTIAL_RESULT
+    assert STRAIGHT_OFFMESH in straight.flags.tolist()
+    assert straight.points[-1][2] < 1.0  # ends on the floor below
+    up, straight, _ = single_path(query, L.ON_FLOOR_A, L.ON_LEDGE)
+    assert up.status & PARTIAL_RESULT  # the drop is one-way
+    assert straight.points[:, 2].max() < 1.0  # never on the ledge
+
+
+def test_batch_paths_follow_links_exactly_as_single_queries():
+    query, _ = navmesh(links_from_specs([GAP_LINK, DROP_LINK]))
+    points = [L.ON_FLOOR_A, L.ON_FLOOR_B, L.ON_LEDGE, (18.0, 7.0, 0.0), (1.0, 13.0, 2.0)]
+    pairs = [(a, b) for a in range(len(points)) for b in range(len(points)) if a != b]
+    near = query.find_nearest_poly_batch(np.array(points, np.float32), (2.0, 2.0, 4.0))
+    ia, ib = np.array(pairs).T
+    corridors = query.find_path_batch(near.ref[ia], near.ref[ib], near.point[ia], near.point[ib])
+    ends = []
+    for k, (a, b) in enumerate(pairs):
+        path, straight, (_s, _g, end) = single_path(query, points[a], points[b])
+        assert int(corridors.status[k]) == path.status
+        got = corridors.polys[corridors.start[k] : corridors.start[k] + corridors.count[k]]
+        np.testing.assert_array_equal(got, path.polys)
+        ends.append(end)
+    straight_batch = query.find_straight_path_batch(near.point[ia], np.array(ends), corridors)
+    for k, (a, b) in enumerate(pairs):
+        _path, straight, _ = single_path(query, points[a], points[b])
+        s, n = int(straight_batch.start[k]), int(straight_batch.count[k])
+        np.testing.assert_array_equal(straight_batch.points[s : s + n], straight.points)
+        np.testing.assert_array_equal(straight_batch.flags[s : s + n], straight.flags)
+
+
+def test_exports_carry_the_links(tmp_path):
+    links = links_from_specs([GAP_LINK, DROP_LINK])
+    _query, result = navmesh(links)
+    export.write_json(tmp_path / "nav.json", result.polymesh, result.detail, offmesh=links)
+    doc = json.loads((tmp_path / "nav.json").read_text())
+    back = export.offmesh_links_from_list(doc["offmesh_links"])
+    np.testing.assert_array_equal(back.start, links.start)
+    assert back.bidirectional.tolist() == [True, False]
+    export.write_obj(tmp_path / "nav.obj", result.polymesh, result.detail, offmesh=links)
+    text = (tmp_path / "nav.obj").read_text()
+    assert "o offmesh_links" in text and text.count("\nl ") == 2
+
+
+def test_cli_path_takes_a_link_and_refuses_a_bad_one(tmp_path):
+    verts, tris = L.gap_and_ledge_scene()
+    mesh = tmp_path / "scene.obj"
+    lines = [f"v {x} {z} {-y}" for x, y, z in verts.tolist()]  # Blender's OBJ axes
+    lines += [f"f {a + 1} {b + 1} {c + 1}" for a, b, c in tris.tolist()]
+    mesh.write_text("\n".join(lines) + "\n")
+    base = [sys.executable, "-m", "core", "path", str(mesh), "--from", "3", "4", "0"]
+    base += ["--to", "18", "4", "0"]
+    plain = subprocess.run(base, capture_output=True, text=True)
+    assert plain.returncode == 0 and "partial" in plain.stdout
+    linked = subprocess.run(base + ["--offmesh-link", GAP_LINK], capture_output=True, text=True)
+    assert linked.returncode == 0 and "reached" in linked.stdout
+    assert "off-mesh link" in linked.stdout
+    bad = subprocess.run(base + ["--offmesh-link", "1,2,3"], capture_output=True, text=True)
+    assert bad.returncode == 2 and "--offmesh-link" in bad.stderr
+    assert "Traceback" not in bad.stderr
