@@ -175,6 +175,11 @@ def _bake(context, stop_after, progress, config, timings, tiles=True) -> BakeOut
         from . import agents
 
         agent_results, agent_ctx = agents.bake(gathered, config, volumes, settings, progress)
+        if gather_mod.nav_links(context)[0] is not None:
+            agent_ctx.warn(
+                "Nav Links are used by solo bakes without agent rows only: the agents' "
+                "navmeshes have no hand-made links"
+            )
         result = next(iter(agent_results.values()))
         if reachable is not None:  # island pruning (core.prune) of every agent's navmesh
             for agent_result in agent_results.values():
@@ -183,6 +188,7 @@ def _bake(context, stop_after, progress, config, timings, tiles=True) -> BakeOut
         timings.update({str(k): float(v) for k, v in agent_ctx.timings.items()})
         warnings = list(agent_ctx.warnings)
     else:
+        links, unusable = gather_mod.nav_links(context) if stop_after == "navmesh" else (None, [])
         result = pipeline.bake(
             gathered.verts,
             gathered.tris,
@@ -192,9 +198,15 @@ def _bake(context, stop_after, progress, config, timings, tiles=True) -> BakeOut
             volumes=volumes,
             reachable_from=reachable,
             prune_mode=prune_mode,
+            offmesh_links=links,
         )
         timings.update({str(k): float(v) for k, v in result.timings.items()})
         warnings = list(result.warnings)
+        if unusable:
+            warnings.append(
+                f"Nav Link object(s) {', '.join(unusable)} have no end: set their Link End "
+                "object (or use a curve with two points); they were left out"
+            )
     outcome = BakeOutcome(result, gathered, config, timings=timings, warnings=warnings)
     outcome.agents = agent_results
     if stop_after == "navmesh" and any(r.empty for r in [result, *agent_results.values()]):

@@ -127,6 +127,51 @@ def reachable_points(context) -> np.ndarray:
     return np.asarray(points, dtype=np.float64).reshape(-1, 3)
 
 
+def nav_links(context):
+    """The visible objects tagged "Nav Link" as `core.offmesh.OffMeshLinks` (Z-up world), in
+    scene order, and the names of tagged objects that could not be used (no Link End, a curve
+    with fewer than two points); None when no object is tagged."""
+    from ..core.offmesh import OffMeshLinks
+
+    view_layer = context.view_layer
+    starts, ends, radii, two_way, skipped = [], [], [], [], []
+    for obj in context.scene.objects:
+        settings = getattr(obj, "voxnav", None)
+        if not getattr(settings, "nav_link", False) or not obj.visible_get(view_layer=view_layer):
+            continue
+        points = _link_points(obj)
+        if points is None:
+            skipped.append(obj.name)
+            continue
+        starts.append(points[0])
+        ends.append(points[1])
+        radii.append(float(settings.nav_link_radius))
+        two_way.append(not settings.nav_link_one_way)
+    if not starts and not skipped:
+        return None, skipped
+    if not starts:
+        return OffMeshLinks.empty(), skipped
+    return OffMeshLinks.create(starts, ends, radii, two_way), skipped
+
+
+def _link_points(obj):
+    """(start, end) world positions of a Nav Link object, or None when it has no end."""
+    matrix = obj.matrix_world
+    end = obj.voxnav.nav_link_end
+    if end is not None:
+        return tuple(matrix.translation), tuple(end.matrix_world.translation)
+    if obj.type == "CURVE" and len(obj.data.splines):
+        spline = obj.data.splines[0]
+        pts = spline.bezier_points if spline.type == "BEZIER" else spline.points
+        if len(pts) >= 2:
+            first, last = pts[0].co, pts[len(pts) - 1].co
+            return (
+                tuple(matrix @ first.to_3d()),
+                tuple(matrix @ last.to_3d()),
+            )
+    return None
+
+
 def _wanted(inst, source: str, allowed: set | None, view_layer) -> tuple[bool, Any]:
     """Whether a depsgraph instance is gathered, and the original object it counts as."""
     obj = inst.object

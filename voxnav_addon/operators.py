@@ -427,6 +427,36 @@ class VOXNAV_OT_voxel_path(_PathToolOperator, bpy.types.Operator):
         return {"FINISHED"}
 
 
+class VOXNAV_OT_add_nav_link(bpy.types.Operator):
+    """Add a hand-made off-mesh link: a Start empty tagged Nav Link at the 3D cursor and its
+    End empty 2 m along X; move them onto the two floors the link joins, then bake"""
+
+    bl_idname = "voxnav.add_nav_link"
+    bl_label = "Add Nav Link"
+    bl_options = {"REGISTER", "UNDO"}
+
+    @classmethod
+    def poll(cls, context):
+        return _object_mode_poll(cls, context)
+
+    def execute(self, context):
+        scene = context.scene
+        cursor = scene.cursor.location.copy()
+        made = []
+        for name, offset in (("Nav Link Start", 0.0), ("Nav Link End", 2.0)):
+            empty = bpy.data.objects.new(name, None)
+            empty.empty_display_type = "SINGLE_ARROW" if offset == 0.0 else "SPHERE"
+            empty.empty_display_size = 0.3
+            empty.location = (cursor.x + offset, cursor.y, cursor.z)
+            context.collection.objects.link(empty)
+            made.append(empty)
+        start, end = made
+        start.voxnav.nav_link = True
+        start.voxnav.nav_link_end = end
+        self.report({"INFO"}, f"VoxNav: added {start.name} -> {end.name}; bake to use it")
+        return {"FINISHED"}
+
+
 classes = (
     VOXNAV_OT_voxelize,
     VOXNAV_OT_build_navmesh,
@@ -434,6 +464,7 @@ classes = (
     VOXNAV_OT_export_navmesh,
     VOXNAV_OT_add_demo_scene,
     VOXNAV_OT_add_path_test,
+    VOXNAV_OT_add_nav_link,
     VOXNAV_OT_sample_heights,
     VOXNAV_OT_voxel_path,
 )

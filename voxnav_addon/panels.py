@@ -127,6 +127,18 @@ class VOXNAV_PT_links(_VoxNavPanel, bpy.types.Panel):
         col.active = settings.auto_links
         for name in ("max_drop", "max_jump_distance", "link_spacing"):
             col.prop(settings, name)
+        layout = self.layout
+        layout.operator("voxnav.add_nav_link", icon="EMPTY_SINGLE_ARROW")
+        obj = context.active_object
+        if obj is not None:  # hand-made links: this object as a link's start
+            layout.prop(obj.voxnav, "nav_link", text=f"{obj.name}: Nav Link")
+            col = layout.column(align=True)
+            col.active = obj.voxnav.nav_link
+            col.prop(obj.voxnav, "nav_link_end")
+            col.prop(obj.voxnav, "nav_link_radius")
+            col.prop(obj.voxnav, "nav_link_one_way")
+        count = sum(1 for o in context.scene.objects if o.voxnav.nav_link)
+        layout.label(text=f"{count} Nav Link(s), used by solo bakes")
 
 
 @_sub("Display", 7)

@@ -529,6 +529,33 @@ class VOXNAV_PG_object(bpy.types.PropertyGroup):
         ),
         default=False,
     )
+    nav_link: BoolProperty(  # type: ignore[valid-type]
+        name="Nav Link",
+        description=(
+            "An off-mesh link (Detour's dtOffMeshConnection) that paths may take, e.g. a jump "
+            "or a ladder: from this object's origin to the Link End object's origin, or for a "
+            "curve from its first to its last point. Used by solo navmesh bakes"
+        ),
+        default=False,
+    )
+    nav_link_end: PointerProperty(  # type: ignore[valid-type]
+        name="Link End",
+        description="The object whose origin is the link's end point (not needed for a curve)",
+        type=bpy.types.Object,
+    )
+    nav_link_radius: FloatProperty(  # type: ignore[valid-type]
+        name="Link Radius",
+        description="How far from each end the navmesh may be for the link to connect to it",
+        default=0.6,
+        min=0.01,
+        soft_max=5.0,
+        unit="LENGTH",
+    )
+    nav_link_one_way: BoolProperty(  # type: ignore[valid-type]
+        name="One Way",
+        description="Agents take the link only from its start to its end (a drop, say)",
+        default=False,
+    )
     dynamic_obstacle: BoolProperty(  # type: ignore[valid-type]
         name="Dynamic Obstacle",
         description=(

@@ -101,3 +101,31 @@ def test_tiled_bake_warns_that_auto_links_need_a_solo_bake(bpy, ext):
     warnings = [w.text for w in scene.voxnav.last_warnings]
     assert any("solo bakes only" in w for w in warnings), warnings
     assert ext.writeback.LINKS_NAME not in bpy.data.objects  # no stale arcs
+
+
+def test_hand_made_nav_link_is_baked_drawn_and_taken_by_the_live_path(bpy, ext):
+    """Add Nav Link, its empties moved across the gap: the bake carries the link (drawn as an
+    arc), and a path test from floor A to floor B reaches B only with it."""
+    _scene(bpy)
+    scene = bpy.context.scene
+    assert bpy.ops.voxnav.build_navmesh() == {"FINISHED"}
+    live = importlib.import_module(f"{ext.root.__name__}.voxnav_addon.live")
+    report = live.add_path_test(scene, (3.0, 4.0, 0.0), (18.0, 4.0, 0.0))
+    assert report.status == live.STATUS_PARTIAL
+    assert bpy.ops.voxnav.add_nav_link() == {"FINISHED"}
+    start, end = bpy.data.objects["Nav Link Start"], bpy.data.objects["Nav Link End"]
+    assert start.voxnav.nav_link and start.voxnav.nav_link_end == end
+    start.location, end.location = (9.5, 4.0, 0.0), (12.0, 4.0, 0.0)
+    bpy.context.view_layer.update()
+    assert bpy.ops.voxnav.build_navmesh() == {"FINISHED"}
+    links = ext.bake.LAST[scene.session_uid].result.offmesh_links
+    assert len(links) == 1 and bool(links.bidirectional[0])
+    np.testing.assert_allclose(links.start[0], (9.5, 4.0, 0.0))
+    assert ext.writeback.LINKS_NAME in bpy.data.objects
+    report = live.update_path(scene)
+    assert report.status == live.STATUS_REACHED, report.status
+    start.voxnav.nav_link_end = None  # a link without an end is left out, with a warning
+    assert bpy.ops.voxnav.build_navmesh() == {"FINISHED"}
+    outcome = ext.bake.LAST[scene.session_uid]
+    assert len(outcome.result.offmesh_links) == 0
+    assert any("Nav Link" in w and "Link End" in w for w in outcome.warnings)
