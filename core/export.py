@@ -39,6 +39,11 @@ version 1. Keys:
   list of ``{"start": [x, y, z], "goal": [x, y, z], "status": text, "length": wu,
   "polygons": count, "points": [[x, y, z], ...]}``, each the straight path on the navmesh from
   start to goal (the corners where it turns, start and end included).
+- ``offmesh_links`` (only when the bake has off-mesh links, hand-made or automatic): a list
+  of ``{"start": [x, y, z], "end": [x, y, z], "radius": wu, "bidirectional": bool, "area":
+  0..63, "flags": 0..65535, "user_id": int}``, Detour's dtOffMeshConnection inputs (the
+  .obj export has them as line elements in object ``offmesh_links``, the .bin as the tile's
+  off-mesh connections).
 
 Float values are float32 written with enough digits to read back bit-exact.
 """
