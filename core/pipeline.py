@@ -598,6 +598,7 @@ def prune_bake(
             walkable_radius=float(np.float32(config.agent_radius)),
             walkable_climb=float(np.float32(config.agent_max_climb)),
             ctx=ctx,
+            offmesh_links=result.offmesh_links,
         )
     result.polymesh, result.detail, result.prune = pmesh, detail, report
     if result.counts:

@@ -88,6 +88,48 @@ def flood_polys(pmesh: PolyMesh, seeds) -> np.ndarray:
     return reached
 
 
+def flood_with_links(
+    pmesh: PolyMesh,
+    detail: PolyMeshDetail | None,
+    seeds,
+    offmesh_links,
+    *,
+    walkable_height: float,
+    walkable_radius: float,
+    walkable_climb: float,
+) -> np.ndarray:
+    """bool (npolys,): the polygons reachable from ``seeds`` over polygon links and the
+    off-mesh links (`core.offmesh.OffMeshLinks`), each connected to the navmesh as Detour
+    connects it (`core.nav.navmesh`: endpoint polygon within the link's radius, one-way links
+    only from start to end). One NumPy round per frontier over Detour's link lists."""
+    from .nav.navdata import create_nav_mesh_data
+    from .nav.navmesh import NavMesh
+
+    data = create_nav_mesh_data(
+        pmesh,
+        detail,
+        walkable_height=walkable_height,
+        walkable_radius=walkable_radius,
+        walkable_climb=walkable_climb,
+        offmesh=offmesh_links,
+    )
+    nav = NavMesh.from_data(data)  # ground polygons keep their ids; links come after them
+    total = int(nav.link_start.shape[0] - 1)
+    reached = np.zeros(total, dtype=bool)
+    frontier = np.unique(np.asarray(seeds, dtype=np.int64).reshape(-1))
+    frontier = frontier[(frontier >= 0) & (frontier < pmesh.npolys)]
+    reached[frontier] = True
+    while frontier.size:
+        starts = nav.link_start[frontier]
+        rows = _ranges(starts, nav.link_start[frontier + 1] - starts)
+        targets = np.asarray(nav.link_ref, dtype=np.int64)[rows]
+        targets = targets[targets >= 0]
+        targets = np.unique(targets[~reached[targets]])
+        reached[targets] = True
+        frontier = targets
+    return reached[: pmesh.npolys]
+
+
 def poly_ground_areas(pmesh: PolyMesh) -> np.ndarray:
     """float64 (npolys,) each polygon's area on the ground plane (X/Y). [Units: wu^2]"""
     nvp = int(pmesh.nvp)
@@ -214,6 +256,7 @@ def prune_islands(
     walkable_climb: float = 0.9,
     half_extents=DEFAULT_HALF_EXTENTS,
     ctx: BuildContext | None = None,
+    offmesh_links=None,
 ) -> tuple[PolyMesh, PolyMeshDetail | None, PruneReport]:
     """Remove or disable the polygons not reachable from ``points`` over polygon links.
 
@@ -225,6 +268,8 @@ def prune_islands(
     ctx: warnings go here: a point with no polygon near it is named and skipped. With no
         points, or no point on the navmesh, nothing is pruned (the meshes come back as they
         were, and the report cuts 0).
+    offmesh_links: `core.offmesh.OffMeshLinks` the flood also follows (Detour's connection
+        rules, `flood_with_links`), or None.
     Returns (polygon mesh, detail mesh, `PruneReport`); the inputs are never modified.
     """
     if mode not in PRUNE_MODES:
@@ -259,7 +304,18 @@ def prune_islands(
         keep_all = np.ones(npolys, dtype=bool)
         report = PruneReport(mode, npolys, 0, 0.0, seeds, keep_all)
         return pmesh, detail, report
-    reached = flood_polys(pmesh, found)
+    if offmesh_links is not None and len(offmesh_links):
+        reached = flood_with_links(
+            pmesh,
+            detail,
+            found,
+            offmesh_links,
+            walkable_height=walkable_height,
+            walkable_radius=walkable_radius,
+            walkable_climb=walkable_climb,
+        )
+    else:
+        reached = flood_polys(pmesh, found)
     cut = ~reached
     area_cut = float(poly_ground_areas(pmesh)[cut].sum())
     report = PruneReport(mode, int(reached.sum()), int(cut.sum()), area_cut, seeds, reached)

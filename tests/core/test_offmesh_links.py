@@ -154,3 +154,23 @@ def test_cli_path_takes_a_link_and_refuses_a_bad_one(tmp_path):
     bad = subprocess.run(base + ["--offmesh-link", "1,2,3"], capture_output=True, text=True)
     assert bad.returncode == 2 and "--offmesh-link" in bad.stderr
     assert "Traceback" not in bad.stderr
+
+
+def test_pruning_follows_links_and_their_direction():
+    verts, tris = L.gap_and_ledge_scene()
+    from_a = np.array([L.ON_FLOOR_A])
+
+    def kept(links, seeds):
+        result = pipeline.bake(verts, tris, NavConfig(), offmesh_links=links, reachable_from=seeds)
+        pmesh = result.polymesh
+        centres = pmesh.world_verts()[pmesh.polys[:, : pmesh.nvp].astype(np.int64)[:, 0]]
+        return result.prune, centres[:, 2]  # height of a vertex of each kept polygon
+
+    report, heights = kept(None, from_a)
+    assert report.polys_cut > 0  # floor B, the ledge and the pit are islands
+    with_links, heights = kept(links_from_specs([GAP_LINK, DROP_LINK]), from_a)
+    # The gap link keeps floor B; the drop is one-way, so the ledge stays cut from floor A.
+    assert with_links.polys_kept > report.polys_kept
+    assert heights.max() < 1.0
+    from_ledge, heights = kept(links_from_specs([DROP_LINK]), np.array([L.ON_LEDGE]))
+    assert heights.max() > 1.5 and heights.min() < 1.0  # ledge and, down the drop, floor A
