@@ -40,6 +40,7 @@ from .cliutil import (
     EXIT_OK,
     SuggestingParser,
     add_link_flag,
+    offmesh_links_from_args,
     print_warnings,
     run_guarded,
     setting_help,
@@ -334,7 +335,7 @@ def _bake_tiled_out(args, verts, tris, config: NavConfig, batch: atomic.Batch) -
     from . import export
 
     result = _tiled_bake(args, verts, tris, config)
-    result.offmesh_links = offmesh_links(args)  # every tile takes the links starting in it
+    result.offmesh_links = offmesh_links_from_args(args)  # each tile: the links starting in it
     g = result.grid
     print(
         f"tiles={g.tiles_w}x{g.tiles_h} tiles_with_polys={len(result.tiles)} polys={result.npolys}"
@@ -395,7 +396,7 @@ def cmd_bake(args) -> int:
             progress=_bake_progress(args),
             reachable_from=reachable,
             prune_mode=args.prune_mode,
-            offmesh_links=offmesh_links(args),
+            offmesh_links=offmesh_links_from_args(args),
         )
         print_warnings(result.warnings)
         if result.prune is not None:
@@ -621,16 +622,6 @@ def _add_bake(sub) -> None:
     add_tile_flags(bake)
     add_setting_flags(bake)
     bake.set_defaults(func=cmd_bake)
-
-
-def offmesh_links(args):
-    """The --offmesh-link specs as `core.offmesh.OffMeshLinks` (None without any)."""
-    from .offmesh import links_from_specs
-
-    try:
-        return links_from_specs(getattr(args, "offmesh_link", None), args.recast_frame)
-    except VoxNavError as exc:
-        raise UsageError(f"--offmesh-link: {exc}") from None
 
 
 def _add_prune_flags(parser: argparse.ArgumentParser) -> None:

@@ -140,3 +140,13 @@ def add_link_flag(parser) -> None:
         "area=A (default 5), flags=F (default 0x08); queries follow it and the .bin/.json/"
         ".obj outputs carry it (a negative X needs the = form: --offmesh-link=-5,0,2:...)",
     )
+
+
+def offmesh_links_from_args(args):
+    """The --offmesh-link specs as `core.offmesh.OffMeshLinks` (None without any)."""
+    from .offmesh import links_from_specs
+
+    try:
+        return links_from_specs(getattr(args, "offmesh_link", None), args.recast_frame)
+    except VoxNavError as exc:
+        raise UsageError(f"--offmesh-link: {exc}") from None

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from ..cliutil import add_link_flag
+from ..cliutil import add_link_flag, offmesh_links_from_args
 from ..errors import VoxNavError
 from .navdata import create_nav_mesh_data
 from .navmesh import NavMesh
@@ -75,17 +75,6 @@ def build_navmesh(
         offmesh=result.offmesh_links,
     )
     return NavMesh.from_data(data)
-
-
-def _offmesh_links(args):
-    """``--offmesh-link`` specs of a query/path command (`core.offmesh`), or None."""
-    from ..errors import UsageError
-    from ..offmesh import links_from_specs
-
-    try:
-        return links_from_specs(getattr(args, "offmesh_link", None), args.recast_frame)
-    except VoxNavError as exc:
-        raise UsageError(f"--offmesh-link: {exc}") from None
 
 
 def _frame(a: np.ndarray, recast_frame: bool) -> np.ndarray:
@@ -248,21 +237,37 @@ def write_npz_atomic(path, arrays: dict[str, Any]) -> None:
         raise
 
 
+def navmesh_from_args(args, config) -> NavMesh:
+    """The navmesh a ``query``/``path`` command asks for: its mesh baked with its settings,
+    tiles (``--tile-size``, ``--workers``) and hand-made off-mesh links (``--offmesh-link``)."""
+    return build_navmesh(
+        args.mesh,
+        args.recast_frame,
+        config,
+        getattr(args, "tile_size", 0),
+        getattr(args, "workers", None),
+        offmesh_links_from_args(args),
+    )
+
+
+def _per_agent(command, args, config) -> int:
+    from ..errors import UsageError
+    from .agent_cli import per_agent
+
+    if getattr(args, "offmesh_link", None):
+        raise UsageError(
+            "--offmesh-link with --agent: hand-made links are not passed to agent bakes yet; "
+            "run each agent on its own (without --agent) to add links"
+        )
+    return per_agent(command, args, config)
+
+
 def cmd_query(args, config, nav: NavMesh | None = None) -> int:
     if nav is None and getattr(args, "agent", None):
-        from .agent_cli import per_agent
-
-        return per_agent(cmd_query, args, config)
+        return _per_agent(cmd_query, args, config)
     arrays = read_queries(args.queries)
     if nav is None:
-        nav = build_navmesh(
-            args.mesh,
-            args.recast_frame,
-            config,
-            getattr(args, "tile_size", 0),
-            getattr(args, "workers", None),
-            _offmesh_links(args),
-        )
+        nav = navmesh_from_args(args, config)
     out = run_queries(NavMeshQuery(nav, 2048), arrays, args.recast_frame)
     write_npz_atomic(args.out, out)
     times = " ".join(
@@ -284,18 +289,9 @@ def _status_text(status: int) -> str:
 
 def cmd_path(args, config, nav: NavMesh | None = None) -> int:
     if nav is None and getattr(args, "agent", None):
-        from .agent_cli import per_agent
-
-        return per_agent(cmd_path, args, config)
+        return _per_agent(cmd_path, args, config)
     if nav is None:
-        nav = build_navmesh(
-            args.mesh,
-            args.recast_frame,
-            config,
-            getattr(args, "tile_size", 0),
-            getattr(args, "workers", None),
-            _offmesh_links(args),
-        )
+        nav = navmesh_from_args(args, config)
     query = NavMeshQuery(nav, 2048)
     start = _frame(np.asarray(args.start, dtype=F32), args.recast_frame)
     goal = _frame(np.asarray(args.goal, dtype=F32), args.recast_frame)

@@ -174,3 +174,21 @@ def test_pruning_follows_links_and_their_direction():
     assert heights.max() < 1.0
     from_ledge, heights = kept(links_from_specs([DROP_LINK]), np.array([L.ON_LEDGE]))
     assert heights.max() > 1.5 and heights.min() < 1.0  # ledge and, down the drop, floor A
+
+
+def test_cli_refuses_hand_links_with_agents_instead_of_dropping_them(tmp_path):
+    mesh = tmp_path / "scene.obj"
+    verts, tris = L.gap_and_ledge_scene()
+    lines = [f"v {x} {z} {-y}" for x, y, z in verts.tolist()]
+    lines += [f"f {a + 1} {b + 1} {c + 1}" for a, b, c in tris.tolist()]
+    mesh.write_text("\n".join(lines) + "\n")
+    for command in (["path", str(mesh), "--from", "3", "4", "0", "--to", "18", "4", "0"],
+                    ["bake", str(mesh), "--out", str(tmp_path / "nav.obj")]):  # fmt: skip
+        run = subprocess.run(
+            [sys.executable, "-m", "core", *command, "--offmesh-link", GAP_LINK]
+            + ["--agent", "small:radius=0.3"],
+            capture_output=True,
+            text=True,
+        )
+        assert run.returncode == 2 and "--offmesh-link with --agent" in run.stderr
+        assert not (tmp_path / "nav_small.obj").exists()
