@@ -249,6 +249,13 @@ def bake_tiled_steps(context, gathered, config, volumes, timings: dict, workers=
             "Auto Links finds jump and drop links on solo bakes only: set Tile Size to 0 to "
             "find them (this tiled bake has none)"
         )
+    from .gather import nav_links
+
+    if nav_links(context)[0] is not None:
+        outcome.warnings.append(
+            "Nav Links are used by solo bakes only: set Tile Size to 0 to bake them in (this "
+            "tiled navmesh has no hand-made links)"
+        )
     outcome.counts = {
         "triangles": gathered.triangle_count,
         "tiles": len(cache.tiles),

@@ -129,3 +129,13 @@ def test_hand_made_nav_link_is_baked_drawn_and_taken_by_the_live_path(bpy, ext):
     outcome = ext.bake.LAST[scene.session_uid]
     assert len(outcome.result.offmesh_links) == 0
     assert any("Nav Link" in w and "Link End" in w for w in outcome.warnings)
+
+
+def test_tiled_bake_says_it_leaves_nav_links_out(bpy, ext):
+    _scene(bpy)
+    scene = bpy.context.scene
+    assert bpy.ops.voxnav.add_nav_link() == {"FINISHED"}
+    scene.voxnav.tile_size = 32
+    assert bpy.ops.voxnav.build_navmesh() == {"FINISHED"}
+    warnings = [item.text for item in scene.voxnav.last_warnings]
+    assert any("Nav Links are used by solo bakes only" in w for w in warnings), warnings
