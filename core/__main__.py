@@ -336,6 +336,14 @@ def _bake_tiled_out(args, verts, tris, config: NavConfig, batch: atomic.Batch) -
 
     result = _tiled_bake(args, verts, tris, config)
     result.offmesh_links = offmesh_links_from_args(args)  # each tile: the links starting in it
+    reachable = _reachable_points(args)
+    if reachable is not None:  # over the tiles' links, across tile borders and off-mesh links
+        from .prune import prune_tiled
+
+        ctx = BuildContext()
+        report = prune_tiled(result, reachable, mode=args.prune_mode, ctx=ctx)
+        print_warnings(ctx.warnings)
+        print(report.summary())
     g = result.grid
     print(
         f"tiles={g.tiles_w}x{g.tiles_h} tiles_with_polys={len(result.tiles)} polys={result.npolys}"
@@ -378,10 +386,6 @@ def cmd_bake(args) -> int:
             batch.add(args.json, "--json")
         verts, tris = read_obj(args.mesh, recast_frame=args.recast_frame)
         if args.tile_size:
-            if args.reachable_from:
-                raise UsageError(
-                    "--reachable-from: island pruning needs a bake without --tile-size"
-                )
             if config.auto_links:
                 raise UsageError(
                     "--auto-links: automatic links are found on a solo bake; bake without "

@@ -14,7 +14,8 @@ one frontier at a time, from the polygons under or nearest to the "reachable fro
   `DISABLED_FLAG` (RecastDemo's 0x10). Detour's .bin then gives them flag 0 (RecastDemo's rule,
   `core.nav.navdata.poly_area_and_flags`), so no query filter walks them.
 
-Off-mesh links are not followed (the polygon mesh has none).
+`flood_with_links` also follows off-mesh links; `prune_tiled` prunes a tiled bake over the
+multi-tile navmesh's links (across tile borders too).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from .polymesh import MESH_NULL_IDX, PolyMesh
 
 if TYPE_CHECKING:
     from .detail import PolyMeshDetail
+    from .tiles import TiledBake
 
 #: What `prune_islands` does with the unreached polygons.
 PRUNE_MODES = ("remove", "disable")
@@ -329,3 +331,133 @@ def prune_islands(
     areas[cut] = 0
     flags[cut] = flags[cut] | DISABLED_FLAG
     return replace(pmesh, areas=areas, flags=flags), detail, report
+
+
+def prune_tiled(
+    bake: TiledBake,
+    points,
+    *,
+    mode: str = "remove",
+    half_extents=DEFAULT_HALF_EXTENTS,
+    ctx: BuildContext | None = None,
+) -> PruneReport:
+    """Island pruning of a tiled bake (`core.tiles.TiledBake`), in place: the flood runs over
+    the multi-tile navmesh's links (`core.nav.navmesh.NavMesh`: links inside tiles, across tile
+    borders as ``dtNavMesh::addTile`` connects them, and the bake's off-mesh links), so an
+    island is cut only when no tile reaches it.
+
+    Each tile's polygon and detail meshes then lose (``"remove"``) or disable their unreached
+    polygons exactly as `prune_islands` does to a solo mesh, and its Detour data is made again;
+    a tile left with no polygon is dropped from ``bake.tiles``. points, half_extents, ctx: as
+    `prune_islands` (Z-up world points; a point with no polygon near it is warned about and
+    skipped; with no point on the navmesh nothing is pruned). Returns the report over all
+    tiles: ``reached`` and ``seed_polys`` index the polygons in tile order (every tile's
+    polygons in ``bake.tiles`` order, before pruning).
+    """
+    from .nav.navdata import create_nav_mesh_data
+    from .nav.query import NavMeshQuery
+
+    if mode not in PRUNE_MODES:
+        raise VoxNavError(f"unknown prune mode {mode!r}: use one of {', '.join(PRUNE_MODES)}")
+    ctx = ctx if ctx is not None else BuildContext()
+    pts = np.asarray(points, dtype=np.float64).reshape(-1, 3) if len(points) else np.zeros((0, 3))
+    if not np.all(np.isfinite(pts)):
+        raise VoxNavError("reachable-from points must be finite numbers (x, y, z)")
+    tiles = [t for t in bake.tiles if t.navdata is not None and t.polymesh is not None]
+    counts = np.array([t.npolys for t in tiles], dtype=np.int64)
+    total = int(counts.sum())
+    # Row of each tile's first ground polygon in the tile-order numbering of the report.
+    first = np.concatenate([[0], np.cumsum(counts)])
+    nav = bake.navmesh()  # tiles added in `tiles` order: navmesh tile k is tiles[k]
+    query = NavMeshQuery(nav)
+    seed_refs: list[int] = []
+    seeds: list[int] = []
+    for point in pts:  # a handful of user-placed points
+        ref = int(query.find_nearest_poly(point.astype(np.float32), half_extents).ref)
+        seed_refs.append(ref)
+        if ref < 0:
+            seeds.append(-1)
+            ext = ", ".join(f"{v:g}" for v in np.asarray(half_extents, dtype=float))
+            ctx.warn(
+                "reachable-from point ({}) has no navmesh polygon within ({}) of it: it is "
+                "ignored; move it onto a walkable floor".format(
+                    ", ".join(f"{v:g}" for v in point), ext
+                )
+            )
+        else:
+            seeds.append(int(first[nav.poly_tile[ref]] + nav.poly_index[ref]))
+    found = [r for r in seed_refs if r >= 0]
+    if not found:
+        if pts.shape[0]:
+            ctx.warn("no reachable-from point is on the navmesh: nothing was pruned")
+        return PruneReport(mode, total, 0, 0.0, seeds, np.ones(total, dtype=bool))
+    reached_refs = np.zeros(nav.poly_count, dtype=bool)
+    frontier = np.unique(np.asarray(found, dtype=np.int64))
+    reached_refs[frontier] = True
+    link_ref = np.asarray(nav.link_ref, dtype=np.int64)
+    while frontier.size:
+        starts = nav.link_start[frontier]
+        rows = _ranges(starts, nav.link_start[frontier + 1] - starts)
+        targets = link_ref[rows]
+        targets = targets[targets >= 0]
+        targets = np.unique(targets[~reached_refs[targets]])
+        reached_refs[targets] = True
+        frontier = targets
+    # Ground polygons only (a tile's off-mesh polygons follow its ground ones), tile order.
+    ground = nav.poly_index < counts[nav.poly_tile]
+    reached = np.zeros(total, dtype=bool)
+    rows_of = first[nav.poly_tile[ground]] + nav.poly_index[ground]
+    reached[rows_of] = reached_refs[ground]
+    areas = np.concatenate(
+        [np.zeros(0)] + [poly_ground_areas(t.polymesh) for t in tiles if t.polymesh is not None]
+    )
+    cut = ~reached
+    report = PruneReport(
+        mode, int(reached.sum()), int(cut.sum()), float(areas[cut].sum()), seeds,
+        reached,
+    )  # fmt: skip
+    if not cut.any():
+        return report
+    index_of = {id(tile): k for k, tile in enumerate(tiles)}
+    kept_tiles = []
+    for tile in bake.tiles:  # build order kept: it is the navmesh's tile and link order
+        k = index_of.get(id(tile))
+        if k is None:  # no Detour data: nothing of it was in the flood
+            kept_tiles.append(tile)
+            continue
+        keep = reached[first[k] : first[k + 1]]
+        if not keep.all():
+            if mode == "remove" and not keep.any():
+                continue  # the whole tile was an island: no tile data left
+            _prune_tile(tile, keep, mode, create_nav_mesh_data)
+        kept_tiles.append(tile)
+    bake.tiles = kept_tiles
+    return report
+
+
+def _prune_tile(tile, keep: np.ndarray, mode: str, create_nav_mesh_data) -> None:
+    """Remove or disable a tile's polygons where ``keep`` is False, then make its Detour data
+    again with the agent it had."""
+    from .nav.navdata import NavMeshData
+
+    pmesh, detail, old = tile.polymesh, tile.detail, tile.navdata
+    assert pmesh is not None and isinstance(old, NavMeshData)
+    if mode == "remove":
+        pmesh, detail = remove_polys(pmesh, detail, keep)
+    else:
+        flags = pmesh.flags.copy()
+        areas = pmesh.areas.copy()
+        areas[~keep] = 0
+        flags[~keep] = flags[~keep] | DISABLED_FLAG
+        pmesh = replace(pmesh, areas=areas, flags=flags)
+    tile.polymesh, tile.detail = pmesh, detail
+    tile.navdata = create_nav_mesh_data(
+        pmesh,
+        detail,
+        walkable_height=float(old.walkable_height),
+        walkable_radius=float(old.walkable_radius),
+        walkable_climb=float(old.walkable_climb),
+        tile_x=tile.tx,
+        tile_y=tile.ty,
+        build_bv_tree=old.bv_i.shape[0] > 0,
+    )

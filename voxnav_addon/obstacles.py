@@ -256,6 +256,14 @@ def bake_tiled_steps(context, gathered, config, volumes, timings: dict, workers=
             "Nav Links are used by solo bakes only: set Tile Size to 0 to bake them in (this "
             "tiled navmesh has no hand-made links)"
         )
+    from .gather import reachable_points
+
+    if len(reachable_points(context)):
+        outcome.warnings.append(
+            "Reachable From points prune solo bakes only: set Tile Size to 0 to prune (this "
+            "tiled navmesh keeps its islands; `python -m core bake --tile-size N "
+            "--reachable-from X Y Z` prunes a tiled .bin)"
+        )
     outcome.counts = {
         "triangles": gathered.triangle_count,
         "tiles": len(cache.tiles),

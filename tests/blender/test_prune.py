@@ -80,3 +80,17 @@ def test_cli_reachable_from(bpy, ext, tmp_path, capsys):
     assert ext.cli.main([str(blend), "--json", str(pruned), "--reachable-from", "50,50,0"]) == 0
     assert "(50, 50, 0)" in capsys.readouterr().err
     assert len(read(pruned)[0].polys) == n_full
+
+
+def test_tiled_bake_says_it_keeps_islands(bpy, ext):
+    _scene(bpy)
+    scene = bpy.context.scene
+    start = bpy.data.objects.new("Start", None)
+    start.location = (-5.0, -5.0, 0.1)
+    start.voxnav.reachable_from = True
+    scene.collection.objects.link(start)
+    scene.voxnav.tile_size = 32
+    assert bpy.ops.voxnav.build_navmesh() == {"FINISHED"}
+    warnings = [item.text for item in scene.voxnav.last_warnings]
+    assert any("Reachable From points prune solo bakes only" in w for w in warnings), warnings
+    assert overlay_verts(bpy, ext)[:, 2].max() > 3.0  # the roof island is still there

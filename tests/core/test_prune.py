@@ -173,8 +173,9 @@ def test_cli_reachable_from(tmp_path, capsys):
     # Bad flags: exit 2.
     assert main(["bake", mesh, "--out", str(out), "--reachable-from", "1", "2"]) == 2
     assert main(["bake", mesh, "--out", str(out), "--prune-mode", "drop"]) == 2
+    # Tiled bakes prune too (tests/core/test_prune_tiled.py).
     tiled = ["bake", mesh, "--out", str(tmp_path / "t.bin"), "--tile-size", "32"]
-    assert main([*tiled, "--reachable-from", *point]) == 2
+    assert main([*tiled, "--reachable-from", *point]) == 0
 
 
 def test_detour_bin_gets_the_pruned_mesh(dungeon_bake, tmp_path):
