@@ -449,15 +449,13 @@ def _bake_agents_out(args, config: NavConfig) -> int:
     from . import export
     from .agents import bake_agents, check_agents, parse_agent_spec
 
-    if args.tile_size:
-        raise UsageError(
-            "--agent: several agents are baked as one solo mesh each; bake without --tile-size"
-        )
     try:
         agents = [parse_agent_spec(spec, config) for spec in args.agent]
         check_agents(agents, config)
     except VoxNavError as exc:
         raise UsageError(f"--agent: {exc}") from None
+    if args.tile_size:
+        return _bake_agents_tiled_out(args, config, agents)
     with atomic.Batch(inputs=[args.mesh]) as batch:  # every output checked before baking
         for agent in agents:
             batch.add(agent_output(args.out, agent.name), f"--out (agent {agent.name})")
@@ -500,6 +498,52 @@ def _bake_agents_out(args, config: NavConfig) -> int:
                 export.write_json(
                     agent_output(args.json, name), result.polymesh, result.detail, batch=batch
                 )
+        written = batch.commit()  # every output replaced only now, all together
+    for path in written:
+        print(f"wrote {path}")
+    return EXIT_OK
+
+
+def _bake_agents_tiled_out(args, config: NavConfig, agents) -> int:
+    """``bake --agent ... --tile-size N``: one tiled Detour .bin per agent, all or none."""
+    from . import export
+    from .agents import bake_agents_tiled
+    from .prune import prune_tiled
+
+    with atomic.Batch(inputs=[args.mesh]) as batch:  # every output checked before baking
+        for agent in agents:
+            batch.add(agent_output(args.out, agent.name), f"--out (agent {agent.name})")
+        verts, tris = read_obj(args.mesh, recast_frame=args.recast_frame)
+        results = bake_agents_tiled(
+            verts, tris, config, agents, args.tile_size, workers=args.workers
+        )
+        reachable = _reachable_points(args)
+        empty = []
+        for name, result in results.items():
+            ctx = BuildContext()
+            if reachable is not None and not result.empty:
+                report = prune_tiled(result, reachable, mode=args.prune_mode, ctx=ctx)
+                print(f"agent {name}: {report.summary()}")
+            print_warnings([f"agent {name}: {w}" for w in [*result.warnings, *ctx.warnings]])
+            g = result.grid
+            print(
+                f"agent {name}: tiles={g.tiles_w}x{g.tiles_h} "
+                f"tiles_with_polys={len(result.tiles)} polys={result.npolys}"
+            )
+            if result.empty:
+                empty.append(name)
+        if empty:
+            print(
+                f"voxnav: error: the navigation mesh of agent(s) {', '.join(empty)} is empty: "
+                "nothing written (see the warnings above for the likely cause)",
+                file=sys.stderr,
+            )
+            return EXIT_FAILED
+        frame = "recast" if args.recast_frame else "engine"
+        for name, result in results.items():
+            export.write_tiled_detour_bin(
+                agent_output(args.out, name), result, frame=frame, batch=batch
+            )
         written = batch.commit()  # every output replaced only now, all together
     for path in written:
         print(f"wrote {path}")

@@ -376,3 +376,48 @@ def bake_agents(
         results[agent.name] = result
     overall.done()
     return results
+
+
+def bake_agents_tiled(
+    verts,
+    tris,
+    config: NavConfig | None,
+    agents,
+    tile_size: int,
+    *,
+    executor: cf.Executor | None = None,
+    workers: int | None = None,
+    volumes: tuple[pipeline.AreaVolume, ...] = (),
+) -> dict:
+    """One tiled bake per agent (`core.tiles`, RecastDemo's tile mesh), ``{agent name:
+    TiledBake}`` in the agents' order; each equals ``tiles.bake_tiled`` with that agent's
+    settings, tile for tile.
+
+    The triangles are checked and chunked once (the chunk tree depends on the triangles
+    only); each agent then gets its own tile grid (its border is its radius + 3 cells) and its
+    tiles run on ``executor`` / ``workers`` as `tiles.bake_plan` runs them. Unlike
+    `bake_agents`, no stage is shared between agents inside a tile (each agent's tile is baked
+    whole). tile_size [Units: cells] [Limit: 8..4096]. Raises `VoxNavError` for bad input or
+    agents before any tile is baked, `tiles.TileBakeError` when a tile fails.
+    """
+    from . import tiles
+
+    base = (config or NavConfig()).validate()
+    pairs = check_agents(agents, base)
+    plan = tiles.plan_tiles(verts, tris, pairs[0][1], tile_size, volumes=volumes)
+    plans = []
+    for _agent, cfg in pairs:  # every agent's grid checked before any tile is baked
+        bmin, bmax = pipeline.grid_bounds(plan.verts, cfg)
+        grid = tiles.TileGrid.create(bmin, bmax, cfg, plan.grid.tile_size)
+        plans.append(dataclasses.replace(plan, config=cfg, grid=grid))
+    n_workers = workers if workers is not None else tiles.default_workers()
+    own = executor is None and n_workers > 1
+    pool = cf.ProcessPoolExecutor(max_workers=n_workers) if own else executor
+    out = {}
+    try:  # one pool for every agent's tiles
+        for (agent, _cfg), agent_plan in zip(pairs, plans, strict=True):
+            out[agent.name] = tiles.bake_plan(agent_plan, executor=pool, workers=n_workers)
+    finally:
+        if own and pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
+    return out

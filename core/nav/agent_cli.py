@@ -20,9 +20,12 @@ from .navmesh import NavMesh
 F32 = np.float32
 
 
-def agent_navmeshes(mesh_path, recast_frame: bool, config, specs, workers: int = 1):
+def agent_navmeshes(
+    mesh_path, recast_frame: bool, config, specs, workers: int | None = 1, tile_size: int = 0
+):
     """``{agent name: NavMesh}`` of the agents in ``specs`` (bake --agent text), baked from the
-    OBJ in one `bake_agents` run. `UsageError` for a bad spec, `VoxNavError` naming an agent
+    OBJ in one `bake_agents` run (with ``tile_size`` > 0 [Units: cells], one tiled bake per
+    agent, `bake_agents_tiled`). `UsageError` for a bad spec, `VoxNavError` naming an agent
     whose navmesh is empty."""
     from ..agents import bake_agents, check_agents, parse_agent_spec
     from ..objio import read_obj
@@ -33,7 +36,19 @@ def agent_navmeshes(mesh_path, recast_frame: bool, config, specs, workers: int =
     except VoxNavError as exc:
         raise UsageError(f"--agent: {exc}") from None
     verts, tris = read_obj(mesh_path, recast_frame=recast_frame)
-    results = bake_agents(verts, tris, config, agents, workers=workers)
+    if tile_size:  # RecastDemo's tile mesh per agent, its tiles linked across their borders
+        from ..agents import bake_agents_tiled
+
+        tiled = bake_agents_tiled(verts, tris, config, agents, tile_size, workers=workers)
+        for name, bake in tiled.items():
+            if bake.empty:
+                raise VoxNavError(
+                    f"{mesh_path}: agent {name}'s tiled bake made no walkable polygons, so "
+                    "there is nothing to query; check that agent's size and that the mesh has "
+                    "floors"
+                )
+        return {name: bake.navmesh() for name, bake in tiled.items()}
+    results = bake_agents(verts, tris, config, agents, workers=workers or 1)
     navs = {}
     for name, result in results.items():
         if result.empty or result.polymesh is None or result.polymesh.npolys == 0:
@@ -58,10 +73,15 @@ def per_agent(command: Callable[..., int], args, config) -> int:
     ``--out`` (when the command has one) becomes ``agent_output(out, name)``."""
     from ..agents import agent_output
 
-    if getattr(args, "tile_size", 0):
-        raise UsageError("--agent: agents are baked as one solo mesh each; drop --tile-size")
+    tile_size = int(getattr(args, "tile_size", 0) or 0)
+    workers = getattr(args, "workers", None)
     navs = agent_navmeshes(
-        args.mesh, args.recast_frame, config, args.agent, getattr(args, "workers", None) or 1
+        args.mesh,
+        args.recast_frame,
+        config,
+        args.agent,
+        workers if tile_size else (workers or 1),
+        tile_size,
     )
     status = 0
     for name, nav in navs.items():

@@ -90,3 +90,47 @@ def test_bad_agent_spec_in_path_exits_2(tmp_path, capsys):
     assert main(["path", str(mesh), *ROUTE, "--agent", "s:wide=2"]) == 2
     err = capsys.readouterr().err
     assert "unknown key 'wide'" in err and "Traceback" not in err
+
+
+def test_tiled_agents_equal_separate_tiled_bakes(tmp_path):
+    from core import tiles
+    from core.agents import AgentType, bake_agents_tiled
+    from core.config import NavConfig
+    from core.objio import read_obj
+
+    verts, tris = read_obj(_door_mesh(tmp_path))
+    base = NavConfig(cell_size=0.1)
+    agents = [AgentType("small", radius=0.2), AgentType("big", radius=0.6)]
+    both = bake_agents_tiled(verts, tris, base, agents, 32, workers=1)
+    assert list(both) == ["small", "big"]
+    for agent in agents:
+        alone = tiles.bake_tiled(verts, tris, agent.config(base), 32, workers=1)
+        mine = tiles.tiled_dump_arrays(both[agent.name])
+        theirs = tiles.tiled_dump_arrays(alone)
+        assert sorted(mine) == sorted(theirs)
+        for key in theirs:
+            np.testing.assert_array_equal(mine[key], theirs[key], err_msg=f"{agent.name} {key}")
+    assert both["small"].grid.border_size < both["big"].grid.border_size
+
+
+def test_tiled_path_and_bake_per_agent(tmp_path, capsys):
+    from core.nav.binio import read_navmesh_set
+
+    mesh = _door_mesh(tmp_path)
+    tiled = ["--tile-size", "32", "--workers", "1"]
+    assert main(["path", str(mesh), *ROUTE, *AGENTS, *tiled]) == 0
+    sections = _sections(capsys.readouterr().out)
+    assert "path: reached" in sections["small"] and "path: partial" in sections["big"]
+    for name, radius in (("small", "0.2"), ("big", "0.6")):
+        assert main(["path", str(mesh), *ROUTE, *tiled, "--agent-radius", radius]) == 0
+        assert capsys.readouterr().out == sections[name]
+    out = tmp_path / "nav.bin"
+    argv = ["bake", str(mesh), "--cell-size", "0.1", *tiled, "--out", str(out), *AGENTS]
+    assert main(argv) == 0
+    assert not out.exists()
+    for name, radius in (("small", "0.2"), ("big", "0.6")):
+        single = tmp_path / f"single_{name}.bin"
+        assert main([*argv[:-4], "--out", str(single), "--agent-radius", radius]) == 0
+        mine = (tmp_path / f"nav_{name}.bin").read_bytes()
+        assert mine == single.read_bytes(), name
+        assert len(read_navmesh_set(single).tiles) > 1
