@@ -37,7 +37,15 @@ from .errors import VoxNavError
 from .nav.navdata import NavMeshData
 from .nav.navmesh import NavMesh
 from .obstacles import Obstacle, ObstacleSet
-from .tiles import TileGrid, TileResult, bake_tile_from_compact, iter_tiles, plan_tiles
+from .offmesh import OffMeshLinks
+from .tiles import (
+    TileGrid,
+    TileResult,
+    bake_tile_from_compact,
+    iter_tiles,
+    plan_tiles,
+    tile_navdata,
+)
 
 F32 = np.float32
 
@@ -70,8 +78,12 @@ class TileCache:
         compact: dict[tuple[int, int], CompactHeightfield],
         tiles: dict[tuple[int, int], TileResult],
         navmesh: NavMesh,
+        offmesh_links: OffMeshLinks | None = None,
     ):
         self.config = config
+        #: Hand-made off-mesh links (Z-up): each tile's Detour data carries the links starting
+        #: in it (`core.tiles.tile_navdata`), after every rebuild too. None: no links.
+        self.offmesh_links = offmesh_links
         self.grid = grid
         #: The cached compact heightfields, one per tile with geometry (never modified).
         self.compact = compact
@@ -108,13 +120,15 @@ class TileCache:
         executor: cf.Executor | None = None,
         workers: int | None = None,
         progress: Callable[[int, int], None] | None = None,
+        offmesh_links: OffMeshLinks | None = None,
     ) -> TileCache:
         """Bake tiled (see `core.tiles.bake_tiled`; same arguments) and keep every tile's
         compact heightfield for rebuilds. verts float32 (n, 3) Z-up [Units: wu].
         ``progress(done, total)`` after each tile with geometry (total: tiles of the grid)."""
         steps = cls.build_steps(
-            verts, tris, config, tile_size, volumes=volumes, executor=executor, workers=workers
-        )
+            verts, tris, config, tile_size, volumes=volumes, executor=executor, workers=workers,
+            offmesh_links=offmesh_links,
+        )  # fmt: skip
         while True:
             try:
                 done, total = next(steps)
@@ -134,6 +148,7 @@ class TileCache:
         volumes: tuple = (),
         executor: cf.Executor | None = None,
         workers: int | None = None,
+        offmesh_links: OffMeshLinks | None = None,
     ) -> Generator[tuple[int, int], None, TileCache]:
         """`build` one tile at a time: a generator yielding (done, total) after each tile with
         geometry and returning the cache (``StopIteration.value``). A caller that stops early
@@ -155,7 +170,8 @@ class TileCache:
         from .tiles import TiledBake
 
         bake = TiledBake(plan.config, plan.grid, list(tiles.values()))
-        return cls(plan.config, plan.grid, compact, tiles, bake.navmesh())
+        bake.offmesh_links = offmesh_links
+        return cls(plan.config, plan.grid, compact, tiles, bake.navmesh(), offmesh_links)
 
     def save(self, path, *, key: str = ""):
         """Write this cache to one ``.npz`` (see `core.tilecache_io.save`); returns the path."""
@@ -314,7 +330,10 @@ class TileCache:
         if changed:
             # Relink a copy and swap it in: the previous navmesh (and queries on it) stay valid.
             navmesh = self.navmesh.copy()
-            navmesh.replace_tiles(gone, [cast(NavMeshData, r.navdata) for r in kept.values()])
+            links = self.offmesh_links
+            navmesh.replace_tiles(
+                gone, [cast(NavMeshData, tile_navdata(r, links)) for r in kept.values()]
+            )
             self.navmesh = navmesh
         for key in gone:
             del self.tiles[key]

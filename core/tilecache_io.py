@@ -2,12 +2,12 @@
 
 What is saved is the cache's obstacle-free state, the data a rebuild starts from: the config,
 the tile grid, every tile's cached compact heightfield (`TileCache.compact`), every tile's
-obstacle-free result (polygon mesh, detail mesh, Detour tile data), and the obstacles (shape
-and id). Loading rebuilds the navmesh from those tiles (linked as the first build linked
-them), adds the obstacles again under their ids and runs `TileCache.update`, so the loaded
-cache equals the saved one tile for tile (the stages are deterministic). Loading without
-obstacles (``obstacles=False``) gives the obstacle-free cache, for callers that add their own
-(the Blender add-on re-reads them from the scene's objects).
+obstacle-free result (polygon mesh, detail mesh, Detour tile data), the obstacles (shape and
+id) and the hand-made off-mesh links. Loading rebuilds the navmesh from those tiles (linked as
+the first build linked them), adds the obstacles again under their ids and runs
+`TileCache.update`, so the loaded cache equals the saved one tile for tile (the stages are
+deterministic). Loading without obstacles (``obstacles=False``) gives the obstacle-free cache,
+for callers that add their own (the Blender add-on re-reads them from the scene's objects).
 
 A ``key`` string names the bake the cache belongs to (e.g. `bake_key` of the bake's input:
 triangles, settings, tile size, area volumes); `load` with an expected key refuses a file made
@@ -16,9 +16,10 @@ another bake) is a `VoxNavError` whose message names the file and says to rebake
 written through `core.atomic` (the old file stays whole until the new one is complete).
 
 File layout (NumPy ``.npz``, no pickles): ``meta`` a JSON string (format, version, key, config,
-grid scalars, tile keys, per-tile scalar fields, obstacles); ``grid.{field}`` the grid's
-arrays; ``{part}.{field}`` one array field of every tile's ``compact`` / ``polymesh`` /
-``detail`` / ``navdata`` concatenated in tile order, ``{part}.{field}.rows`` each tile's row
+grid scalars, tile keys, per-tile scalar fields, obstacles, link scalars); ``grid.{field}``
+and ``offmesh_links.{field}`` the grid's and the links' arrays; ``{part}.{field}`` one array
+field of every tile's ``compact`` / ``polymesh`` / ``detail`` / ``navdata`` concatenated in
+tile order, ``{part}.{field}.rows`` each tile's row
 count (NumPy scalars such as the float32 cell size are one element each, so dtypes survive).
 """
 
@@ -40,6 +41,7 @@ from .detail import PolyMeshDetail
 from .errors import VoxNavError
 from .nav.navdata import NavMeshData
 from .obstacles import Obstacle
+from .offmesh import OffMeshLinks
 from .polymesh import PolyMesh
 from .tilecache import TileCache
 from .tiles import TiledBake, TileGrid, TileResult
@@ -112,13 +114,17 @@ class _Packer:
         return out
 
 
+#: Array prefixes saved whole (`_flatten`), not packed per tile.
+_UNPACKED = ("grid.", "offmesh_links.")
+
+
 class _Unpacker:
     """`_Packer`'s arrays split back, the i-th value of a part read with `take`."""
 
     def __init__(self, z) -> None:
         self.split: dict[str, list[np.ndarray]] = {}
         for name in z.files:
-            if name.endswith(".rows") or "." not in name or name.startswith("grid."):
+            if name.endswith(".rows") or "." not in name or name.startswith(_UNPACKED):
                 continue
             rows = z[name + ".rows"]
             self.split[name] = np.split(z[name], np.cumsum(rows)[:-1])
@@ -205,6 +211,8 @@ def save(cache: TileCache, path, *, key: str = "") -> os.PathLike | str:
         "tiles": tiles,
         "obstacles": obstacles,
     }
+    if cache.offmesh_links is not None:
+        meta["offmesh_links"] = _flatten(cache.offmesh_links, "offmesh_links", arrays)
     arrays["meta"] = np.array(json.dumps(meta))
     with atomic.replacing(path) as temp:
         np.savez_compressed(temp, **arrays)  # type: ignore[arg-type]
@@ -314,8 +322,12 @@ def _build(meta: dict, z, with_obstacles: bool) -> TileCache:
             warnings=list(result["warnings"]),
             **parts,
         )
-    navmesh = TiledBake(config, grid, list(tiles.values())).navmesh()
-    cache = TileCache(config, grid, compact, tiles, navmesh)
+    links = None
+    if "offmesh_links" in meta:  # hand-made links (caches of older versions have none)
+        links = _unflatten(OffMeshLinks, "offmesh_links", meta["offmesh_links"], z)
+    bake = TiledBake(config, grid, list(tiles.values()))
+    bake.offmesh_links = links
+    cache = TileCache(config, grid, compact, tiles, bake.navmesh(), links)
     if with_obstacles:
         _add_obstacles(cache, meta["obstacles"])
         cache.update()

@@ -589,31 +589,9 @@ class TiledBake:
         """The Detour tiles (`NavMeshData`) in build order; with ``offmesh_links`` set, each
         tile is made again with the links whose start lies in it (as RecastDemo passes every
         link to every tile's dtCreateNavMeshData)."""
-        links = self.offmesh_links
-        if links is None or len(links) == 0:
-            return [t.navdata for t in self.tiles if t.navdata is not None]
-        from .nav.navdata import NavMeshData, create_nav_mesh_data
-
-        out = []
-        for t in self.tiles:
-            if t.navdata is None or t.polymesh is None:
-                continue
-            data = t.navdata
-            assert isinstance(data, NavMeshData)
-            out.append(
-                create_nav_mesh_data(
-                    t.polymesh,
-                    t.detail,
-                    walkable_height=data.walkable_height,
-                    walkable_radius=data.walkable_radius,
-                    walkable_climb=data.walkable_climb,
-                    tile_x=data.tile_x,
-                    tile_y=data.tile_y,
-                    build_bv_tree=data.bv_i.shape[0] > 0,
-                    offmesh=links,
-                )
-            )
-        return out
+        return [
+            data for t in self.tiles if (data := tile_navdata(t, self.offmesh_links)) is not None
+        ]
 
     def navmesh(self):
         """A multi-tile `core.nav.navmesh.NavMesh` with every tile added (and linked)."""
@@ -623,6 +601,29 @@ class TiledBake:
         for data in self.navdata():
             mesh.add_tile(data)
         return mesh
+
+
+def tile_navdata(tile: TileResult, links: OffMeshLinks | None):
+    """A tile's Detour data (`NavMeshData`, or None when it has none) with the off-mesh links
+    of ``links`` whose start lies in the tile (`create_nav_mesh_data` keeps those), made again
+    from its meshes; the stored ``tile.navdata`` when there are no links."""
+    if tile.navdata is None or tile.polymesh is None or links is None or len(links) == 0:
+        return tile.navdata
+    from .nav.navdata import NavMeshData, create_nav_mesh_data
+
+    data = tile.navdata
+    assert isinstance(data, NavMeshData)
+    return create_nav_mesh_data(
+        tile.polymesh,
+        tile.detail,
+        walkable_height=data.walkable_height,
+        walkable_radius=data.walkable_radius,
+        walkable_climb=data.walkable_climb,
+        tile_x=data.tile_x,
+        tile_y=data.tile_y,
+        build_bv_tree=data.bv_i.shape[0] > 0,
+        offmesh=links,
+    )
 
 
 def bake_tiled(

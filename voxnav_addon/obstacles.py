@@ -206,6 +206,9 @@ def bake_tiled_steps(context, gathered, config, volumes, timings: dict, workers=
     )
     if note:
         print(f"VoxNav: {note}")
+    from .gather import nav_links
+
+    links, unusable = nav_links(context)  # each tile carries the links starting in it
     try:
         steps = TileCache.build_steps(
             gathered.verts,
@@ -215,6 +218,7 @@ def bake_tiled_steps(context, gathered, config, volumes, timings: dict, workers=
             volumes=tuple(volumes),
             executor=executor,
             workers=1 if executor is None else None,
+            offmesh_links=links,
         )
         while True:
             try:
@@ -249,12 +253,10 @@ def bake_tiled_steps(context, gathered, config, volumes, timings: dict, workers=
             "Auto Links finds jump and drop links on solo bakes only: set Tile Size to 0 to "
             "find them (this tiled bake has none)"
         )
-    from .gather import nav_links
-
-    if nav_links(context)[0] is not None:
+    if unusable:
         outcome.warnings.append(
-            "Nav Links are used by solo bakes only: set Tile Size to 0 to bake them in (this "
-            "tiled navmesh has no hand-made links)"
+            f"Nav Link object(s) {', '.join(unusable)} have no end: set their Link End "
+            "object (or use a curve with two points); they were left out"
         )
     from .gather import reachable_points
 
@@ -312,7 +314,10 @@ def _write(scene, live_tiles: LiveTiles) -> None:
     writeback.write_overlay(
         scene, live_tiles.cache.overlay(), bake.overlay_lift(scene.voxnav.cell_height), True
     )
-    writeback.write_links(scene, None, 0.0)  # tiled bakes have no automatic links
+    # Hand-made links only: automatic links are found on solo bakes.
+    writeback.write_links(
+        scene, live_tiles.cache.offmesh_links, bake.overlay_lift(scene.voxnav.cell_height)
+    )
     live.store_navmesh_tiles(scene, live_tiles.cache.navmesh)
     live.update_path(scene)
 

@@ -131,11 +131,28 @@ def test_hand_made_nav_link_is_baked_drawn_and_taken_by_the_live_path(bpy, ext):
     assert any("Nav Link" in w and "Link End" in w for w in outcome.warnings)
 
 
-def test_tiled_bake_says_it_leaves_nav_links_out(bpy, ext):
+def test_tiled_bake_carries_nav_links_through_obstacle_rebuilds(bpy, ext):
+    """With Tile Size set, the Nav Link is in the tiles that hold its start: drawn, and the
+    live path crosses the gap; a dynamic obstacle's rebuild keeps it."""
     _scene(bpy)
     scene = bpy.context.scene
     assert bpy.ops.voxnav.add_nav_link() == {"FINISHED"}
+    start, end = bpy.data.objects["Nav Link Start"], bpy.data.objects["Nav Link End"]
+    start.location, end.location = (9.5, 4.0, 0.0), (12.0, 4.0, 0.0)
     scene.voxnav.tile_size = 32
+    bpy.context.view_layer.update()
     assert bpy.ops.voxnav.build_navmesh() == {"FINISHED"}
     warnings = [item.text for item in scene.voxnav.last_warnings]
-    assert any("Nav Links are used by solo bakes only" in w for w in warnings), warnings
+    assert not any("Nav Link" in w for w in warnings), warnings
+    assert ext.writeback.LINKS_NAME in bpy.data.objects
+    live = importlib.import_module(f"{ext.root.__name__}.voxnav_addon.live")
+    report = live.add_path_test(scene, (3.0, 4.0, 0.0), (18.0, 4.0, 0.0))
+    assert report.status == live.STATUS_REACHED, report.status
+    obstacles = importlib.import_module(f"{ext.root.__name__}.voxnav_addon.obstacles")
+    cache = obstacles.CACHES[scene.session_uid].cache
+    count = cache.rebuild_count
+    block = box(bpy, "Block", (-0.5, -0.5, 0), (0.5, 0.5, 2), location=(16.0, 6.8, 0.0))
+    block.voxnav.dynamic_obstacle = True
+    bpy.context.view_layer.update()  # the depsgraph handler rebuilds the block's tiles
+    assert cache.rebuild_count > count and len(cache.offmesh_links) == 1
+    assert live.update_path(scene).status == live.STATUS_REACHED

@@ -192,3 +192,35 @@ def test_cli_refuses_hand_links_with_agents_instead_of_dropping_them(tmp_path):
         )
         assert run.returncode == 2 and "--offmesh-link with --agent" in run.stderr
         assert not (tmp_path / "nav_small.obj").exists()
+
+
+def test_tile_cache_keeps_links_through_rebuilds_and_save_load(tmp_path):
+    """Hand links in a tiled bake with obstacles (the Blender tiled workflow): each tile's data
+    carries the links starting in it, after an obstacle rebuild and after a save and load."""
+    from core import obstacles
+    from core.tilecache import TileCache
+
+    verts, tris = L.gap_and_ledge_scene()
+    links = links_from_specs([GAP_LINK])
+
+    def crosses(cache) -> bool:
+        query = NavMeshQuery(cache.navmesh)
+        path, straight, _ = single_path(query, L.ON_FLOOR_A, L.ON_FLOOR_B)
+        flags = np.asarray(straight.flags).tolist()
+        return not (path.status & PARTIAL_RESULT) and any(f & STRAIGHT_OFFMESH for f in flags)
+
+    plain = TileCache.build(verts, tris, NavConfig(), 32, workers=1)
+    assert not crosses(plain)
+    cache = TileCache.build(verts, tris, NavConfig(), 32, workers=1, offmesh_links=links)
+    assert crosses(cache)
+    before = cache.navmesh
+    oid = cache.add(obstacles.cylinder((15.0, 6.5, 0.0), 0.8, 2.0))
+    report = cache.update()
+    assert report.rebuilt and cache.navmesh is not before
+    assert crosses(cache)  # the rebuilt tiles were linked again with their links
+    path = cache.save(tmp_path / "cache.npz")
+    loaded = TileCache.load(path)
+    assert crosses(loaded) and len(loaded.offmesh_links) == 1
+    np.testing.assert_array_equal(loaded.offmesh_links.start, links.start)
+    assert loaded.obstacles.ids() == cache.obstacles.ids() == [oid]
+    assert loaded.navmesh.poly_count == cache.navmesh.poly_count
