@@ -580,12 +580,33 @@ def _overlap_seg_seg2d(a, b, c, d):
 
 
 def _overlap_edges(pts, edges, s1, t1):
+    """Literal scalar overlapEdges (kept for the fast version's tests)."""
     for s0, t0, _, _ in edges:
         if s0 == s1 or s0 == t1 or t0 == s1 or t0 == t1:
             continue
         if _overlap_seg_seg2d(pts[s0], pts[t0], pts[s1], pts[t1]):
             return True
     return False
+
+
+def _cross2_np(ax, az, bx, bz, cx, cz):
+    # float32 arrays: every NumPy operation rounds to float32, as each C float operation does.
+    return (bx - ax) * (cz - az) - (bz - az) * (cx - ax)
+
+
+def _overlap_edges_np(vx, vz, edge_s, edge_t, s1, t1) -> bool:
+    """Recast overlapEdges: does segment s1-t1 cross any edge (not sharing an end with it)?
+    vx/vz float32 point coordinates; edge_s/edge_t int64 arrays of the edges' ends. Every
+    edge at once, float32 in Recast's operation order (equal to `_overlap_edges`)."""
+    keep = (edge_s != s1) & (edge_s != t1) & (edge_t != s1) & (edge_t != t1)
+    es, et = edge_s[keep], edge_t[keep]
+    ax, az, bx, bz = vx[es], vz[es], vx[et], vz[et]
+    cx, cz, dx, dz = vx[s1], vz[s1], vx[t1], vz[t1]
+    a1 = _cross2_np(ax, az, bx, bz, dx, dz)
+    a2 = _cross2_np(ax, az, bx, bz, cx, cz)
+    a3 = _cross2_np(cx, cz, dx, dz, ax, az)
+    a4 = (a3 + a2) - a1
+    return bool(np.any(((a1 * a2) < F32(0)) & ((a3 * a4) < F32(0))))
 
 
 def _find_edge(edges, s, t):
@@ -630,21 +651,45 @@ def _delaunay_hull(vx, vz, hull, cache=None):
     npts = vx.shape[0]
     max_edges = npts * 10
     pts = list(zip(vx.tolist(), vz.tolist(), strict=True))
-    # Orientation test of every ordered triple, float32 in Recast's order (vcross2 > EPS).
-    ux = vx[None, :, None] - vx[:, None, None]
-    uz = vz[None, :, None] - vz[:, None, None]
-    wx = vx[None, None, :] - vx[:, None, None]
-    wz = vz[None, None, :] - vz[:, None, None]
-    left_of = (ux * wz - uz * wx) > F32(1e-5)
+
+    def left_of(s, t):
+        # The points strictly left of s->t (vcross2 > EPS, float32 in Recast's order), in
+        # index order, s and t left out. Cached per (s, t) for the polygon's later calls: points
+        # are only appended, so only the new ones are tested.
+        key = ("left", s, t)
+        known = cache.get(key)
+        start = 0 if known is None else known[0]
+        if start == npts:
+            return known[1]
+        u = np.arange(start, npts)
+        ux, uz = vx[t] - vx[s], vz[t] - vz[s]
+        wx, wz = vx[start:] - vx[s], vz[start:] - vz[s]
+        new = u[((ux * wz - uz * wx) > F32(1e-5)) & (u != s) & (u != t)].tolist()
+        found = new if known is None else known[1] + new
+        cache[key] = (npts, found)
+        return found
+
     edges: list[list[int]] = []
+    # Edges are unique per vertex pair (addEdge refuses a second one), so findEdge's linear
+    # scan is a lookup by the unordered pair.
+    edge_at: dict[tuple[int, int], int] = {}
+
+    def find_edge(s, t):
+        return edge_at.get((s, t) if s < t else (t, s), _EV_UNDEF)
 
     def add_edge(s, t, lf, rf):
         if len(edges) >= max_edges:
             return _EV_UNDEF
-        if _find_edge(edges, s, t) == _EV_UNDEF:
+        key = (s, t) if s < t else (t, s)
+        if key not in edge_at:
+            edge_at[key] = len(edges)
             edges.append([s, t, lf, rf])
             return len(edges) - 1
         return _EV_UNDEF
+
+    def overlaps(a, b):
+        ends = np.array(edges, dtype=np.int64).reshape(-1, 4)
+        return _overlap_edges_np(vx, vz, ends[:, 0], ends[:, 1], a, b)
 
     nh = len(hull)
     for i in range(nh):
@@ -663,10 +708,18 @@ def _delaunay_hull(vx, vz, hull, cache=None):
                 s, t = edge[1], edge[0]
             else:
                 continue
-            pt = npts
-            for u in np.flatnonzero(left_of[s, t]).tolist():
-                if u == s or u == t:
-                    continue
+            # The scan is a fold over the candidates in index order. While it meets no point
+            # on a circle (class 2, whose outcome depends on the current edges) it depends on
+            # the points only, so a later call of this polygon resumes it at the points added
+            # since (they come last).
+            candidates = left_of(s, t)
+            scan_key = ("scan", s, t)
+            known = cache.get(scan_key)
+            first, pt = (0, npts) if known is None else known
+            if pt < 0:
+                pt = npts
+            pure = True
+            for u in candidates[first:] if first else candidates:
                 if pt == npts:  # first candidate: its circumcircle is the current one
                     pt = u
                     continue
@@ -676,19 +729,23 @@ def _delaunay_hull(vx, vz, hull, cache=None):
                     where = cache[key] = _circle_class(pts, cache, s, t, pt, u)
                 if where == 0:
                     continue
-                if where == 2 and (
-                    _overlap_edges(pts, edges, s, u) or _overlap_edges(pts, edges, t, u)
-                ):
-                    continue
+                if where == 2:
+                    pure = False
+                    if overlaps(s, u) or overlaps(t, u):
+                        continue
                 pt = u
+            if pure:
+                cache[scan_key] = (len(candidates), pt if pt < npts else -1)
+            elif known is not None:
+                del cache[scan_key]
             if pt < npts:
                 _update_left_face(edges[cur], s, t, nfaces)
-                e = _find_edge(edges, pt, s)
+                e = find_edge(pt, s)
                 if e == _EV_UNDEF:
                     add_edge(pt, s, nfaces, _EV_UNDEF)
                 else:
                     _update_left_face(edges[e], pt, s, nfaces)
-                e = _find_edge(edges, t, pt)
+                e = find_edge(t, pt)
                 if e == _EV_UNDEF:
                     add_edge(t, pt, nfaces, _EV_UNDEF)
                 else:

@@ -1,0 +1,125 @@
+"""The detail stage's literal delaunayHull (Recast's RecastMeshDetail.cpp, one scalar float32
+operation at a time, linear edge search): the oracle the fast `core.detail._delaunay_hull` must
+equal triangle for triangle (tests/core/test_detail_fast.py)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from core.detail import (
+    _EV_HULL,
+    _EV_UNDEF,
+    _circle_class,
+    _find_edge,
+    _overlap_edges,
+    _update_left_face,
+)
+
+F32 = np.float32
+
+
+def delaunay_hull_literal(vx, vz, hull, cache=None):
+    """Recast delaunayHull on float32 points (x/z arrays): list of [a, b, c] triangles.
+
+    ``cache``: dict shared by the calls of one polygon (points are only ever appended, so
+    circumcircles and point-circle tests of existing points stay valid).
+    """
+    if cache is None:
+        cache = {}
+    npts = vx.shape[0]
+    max_edges = npts * 10
+    pts = list(zip(vx.tolist(), vz.tolist(), strict=True))
+    # Orientation test of every ordered triple, float32 in Recast's order (vcross2 > EPS).
+    ux = vx[None, :, None] - vx[:, None, None]
+    uz = vz[None, :, None] - vz[:, None, None]
+    wx = vx[None, None, :] - vx[:, None, None]
+    wz = vz[None, None, :] - vz[:, None, None]
+    left_of = (ux * wz - uz * wx) > F32(1e-5)
+    edges: list[list[int]] = []
+
+    def add_edge(s, t, lf, rf):
+        if len(edges) >= max_edges:
+            return _EV_UNDEF
+        if _find_edge(edges, s, t) == _EV_UNDEF:
+            edges.append([s, t, lf, rf])
+            return len(edges) - 1
+        return _EV_UNDEF
+
+    nh = len(hull)
+    for i in range(nh):
+        add_edge(hull[i - 1], hull[i], _EV_HULL, _EV_UNDEF)
+    nfaces = 0
+    cur = 0
+    while cur < len(edges):
+        for side in (2, 3):
+            edge = edges[cur]
+            if edge[side] != _EV_UNDEF:
+                continue
+            # completeFacet
+            if edge[2] == _EV_UNDEF:
+                s, t = edge[0], edge[1]
+            elif edge[3] == _EV_UNDEF:
+                s, t = edge[1], edge[0]
+            else:
+                continue
+            pt = npts
+            for u in np.flatnonzero(left_of[s, t]).tolist():
+                if u == s or u == t:
+                    continue
+                if pt == npts:  # first candidate: its circumcircle is the current one
+                    pt = u
+                    continue
+                key = (s, t, pt, u)
+                where = cache.get(key)
+                if where is None:
+                    where = cache[key] = _circle_class(pts, cache, s, t, pt, u)
+                if where == 0:
+                    continue
+                if where == 2 and (
+                    _overlap_edges(pts, edges, s, u) or _overlap_edges(pts, edges, t, u)
+                ):
+                    continue
+                pt = u
+            if pt < npts:
+                _update_left_face(edges[cur], s, t, nfaces)
+                e = _find_edge(edges, pt, s)
+                if e == _EV_UNDEF:
+                    add_edge(pt, s, nfaces, _EV_UNDEF)
+                else:
+                    _update_left_face(edges[e], pt, s, nfaces)
+                e = _find_edge(edges, t, pt)
+                if e == _EV_UNDEF:
+                    add_edge(t, pt, nfaces, _EV_UNDEF)
+                else:
+                    _update_left_face(edges[e], t, pt, nfaces)
+                nfaces += 1
+            else:
+                _update_left_face(edges[cur], s, t, _EV_HULL)
+        cur += 1
+    tris = [[-1, -1, -1] for _ in range(nfaces)]
+    for e0, e1, e2, e3 in edges:
+        if e3 >= 0:
+            t = tris[e3]
+            if t[0] == -1:
+                t[0], t[1] = e0, e1
+            elif t[0] == e1:
+                t[2] = e0
+            elif t[1] == e0:
+                t[2] = e1
+        if e2 >= 0:
+            t = tris[e2]
+            if t[0] == -1:
+                t[0], t[1] = e1, e0
+            elif t[0] == e0:
+                t[2] = e1
+            elif t[1] == e1:
+                t[2] = e0
+    i = 0
+    while i < len(tris):
+        t = tris[i]
+        if t[0] == -1 or t[1] == -1 or t[2] == -1:
+            tris[i] = tris[-1]
+            tris.pop()
+            continue
+        i += 1
+    return tris

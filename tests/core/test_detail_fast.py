@@ -1,0 +1,78 @@
+"""The detail stage's fast delaunayHull (pair-keyed edge lookup, vectorized overlap test,
+candidate scans resumed across one polygon's calls) against the literal port, triangle for
+triangle: on random and grid (cocircular) point sets grown one point at a time as the detail
+stage grows them, and on whole bakes of every shared mesh."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from core import detail, pipeline
+from core.config import NavConfig
+from core.objio import read_obj
+
+from .detail_oracle import delaunay_hull_literal
+from .refdata import mesh_path
+
+F32 = np.float32
+
+
+def _grown(points: np.ndarray, nhull: int):
+    """Yield the point arrays the detail stage would pass: the hull, then one more point."""
+    for n in range(nhull + 1, points.shape[0] + 1):
+        yield points[:n]
+
+
+def _polygon_points(rng, kind: str, n_inner: int):
+    if kind == "grid":  # many cocircular quadruples: the class-2 (on the circle) paths
+        hull = np.array([[0, 0], [0, 6], [6, 6], [6, 0]], dtype=F32)  # Recast's winding
+        gx, gz = np.meshgrid(np.arange(1, 6), np.arange(1, 6))
+        inner = np.stack([gx.ravel(), gz.ravel()], axis=1).astype(F32)
+        inner = inner[rng.permutation(inner.shape[0])[:n_inner]]
+    else:
+        angles = np.sort(rng.uniform(0, 2 * np.pi, 9))[::-1]
+        hull = (np.stack([np.cos(angles), np.sin(angles)], axis=1) * 5).astype(F32)
+        inner = rng.uniform(-3, 3, (n_inner, 2)).astype(F32)
+    return np.concatenate([hull, inner]), hull.shape[0]
+
+
+@pytest.mark.parametrize("kind", ["random", "grid"])
+@pytest.mark.parametrize("seed", range(6))
+def test_fast_delaunay_equals_literal_as_points_are_added(kind, seed):
+    rng = np.random.default_rng(seed)
+    points, nhull = _polygon_points(rng, kind, 14)
+    hull = list(range(nhull))
+    fast_cache: dict = {}
+    literal_cache: dict = {}
+    for pts in _grown(points, nhull):
+        vx, vz = pts[:, 0].copy(), pts[:, 1].copy()
+        fast = detail._delaunay_hull(vx, vz, hull, fast_cache)
+        literal = delaunay_hull_literal(vx, vz, hull, literal_cache)
+        assert fast == literal
+        assert detail._delaunay_hull(vx, vz, hull) == literal  # and without a cache
+        assert len(literal) >= pts.shape[0] - 2  # a real triangulation (not an empty one)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_vectorized_overlap_equals_scalar(seed):
+    rng = np.random.default_rng(seed)
+    pts = rng.integers(0, 6, (12, 2)).astype(F32) * F32(0.5)  # collinear and touching cases
+    edges = [[int(a), int(b), 0, 0] for a, b in rng.integers(0, 12, (15, 2)) if a != b]
+    ends = np.array(edges, dtype=np.int64)
+    as_tuples = [tuple(p) for p in pts.tolist()]
+    for s1, t1 in rng.integers(0, 12, (30, 2)).tolist():
+        want = detail._overlap_edges(as_tuples, edges, s1, t1)
+        got = detail._overlap_edges_np(pts[:, 0], pts[:, 1], ends[:, 0], ends[:, 1], s1, t1)
+        assert got == want
+
+
+@pytest.mark.parametrize("name", ["undulating", "bridge", "house", "nav_test"])
+def test_whole_detail_mesh_equals_the_literal_delaunay(name, monkeypatch):
+    verts, tris = read_obj(mesh_path(name))
+    fast = pipeline.bake(verts, tris, NavConfig()).detail
+    monkeypatch.setattr(detail, "_delaunay_hull", delaunay_hull_literal)
+    slow = pipeline.bake(verts, tris, NavConfig()).detail
+    np.testing.assert_array_equal(fast.meshes, slow.meshes)
+    np.testing.assert_array_equal(fast.verts, slow.verts)
+    np.testing.assert_array_equal(fast.tris, slow.tris)
