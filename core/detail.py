@@ -66,6 +66,9 @@ MAX_VERTS = 127
 MAX_TRIS = 255
 #: Most samples along one polygon edge.
 MAX_VERTS_PER_EDGE = 32
+#: Triangulate the hulls of the polygons without interior samples all at once
+#: (`_simple_details`); False sends them through the one-polygon path (the tests' oracle).
+BATCH_HULLS = True
 #: Edge flag of a detail triangle edge that lies on the polygon outline. [Detour]
 DETAIL_EDGE_BOUNDARY = 0x1
 #: Patch cells of the polygons whose height patches are built at once; bounds the detail
@@ -540,6 +543,70 @@ def _triangulate_hull(vx, vz, hull, nin):
     return tris
 
 
+def _triangulate_hulls(hx, hz, hull_ids, hstart, nin):
+    """Recast triangulateHull of many hulls at once (the walk in lockstep, one step per round).
+
+    hx, hz: float32 (H,) the hull points of every polygon, in hull order, concatenated;
+    hull_ids: int64 (H,) each point's vertex id in its polygon; hstart: int64 (P + 1,) hull
+    offsets (every hull has >= 3 points); nin: int64 (P,) polygon vertex counts. Returns int64
+    (T, 3) vertex ids and int64 (P + 1,) triangle offsets: polygon p's triangles, in Recast's
+    order, are rows tstart[p]:tstart[p + 1] (nh - 2 of them). Equal to `_triangulate_hull`
+    polygon by polygon.
+    """
+    npoly = hstart.shape[0] - 1
+    nh = np.diff(hstart)
+    owner = np.repeat(np.arange(npoly), nh)
+    local = np.arange(hx.shape[0]) - hstart[owner]
+    prv = hstart[owner] + (local - 1) % nh[owner]
+    nxt = hstart[owner] + (local + 1) % nh[owner]
+    d = (
+        _vdist2(hx[prv], hz[prv], hx, hz)
+        + _vdist2(hx, hz, hx[nxt], hz[nxt])
+        + _vdist2(hx[nxt], hz[nxt], hx[prv], hz[prv])
+    )
+    # Start: the first candidate (an original polygon vertex) with the least d, if that d is
+    # below FLT_MAX; else hull point 0.
+    masked = np.where(hull_ids < nin[owner], d, F32(np.inf))
+    least = np.minimum.reduceat(masked, hstart[:-1])
+    hit = np.flatnonzero((masked == least[owner]) & (masked < F32(_FLT_MAX)))
+    first_owner, first_at = np.unique(owner[hit], return_index=True)
+    start = np.zeros(npoly, dtype=np.int64)
+    start[first_owner] = local[hit[first_at]]
+    left = (start + 1) % nh
+    right = (start - 1) % nh
+    tstart = np.zeros(npoly + 1, dtype=np.int64)
+    np.cumsum(nh - 2, out=tstart[1:])
+    tris = np.empty((int(tstart[-1]), 3), dtype=np.int64)
+    base = hstart[:-1]
+    tris[tstart[:-1]] = np.stack(
+        [hull_ids[base + start], hull_ids[base + left], hull_ids[base + right]], axis=1
+    )
+    active = np.flatnonzero(nh > 3)
+    step = 1
+    while active.size:
+        b, n = base[active], nh[active]
+        lft, rgt = left[active], right[active]
+        nleft = (lft + 1) % n
+        nright = (rgt - 1) % n
+        gl, gr, gnl, gnr = b + lft, b + rgt, b + nleft, b + nright
+        dleft = _vdist2(hx[gl], hz[gl], hx[gnl], hz[gnl]) + _vdist2(
+            hx[gnl], hz[gnl], hx[gr], hz[gr]
+        )
+        dright = _vdist2(hx[gr], hz[gr], hx[gnr], hz[gnr]) + _vdist2(
+            hx[gl], hz[gl], hx[gnr], hz[gnr]
+        )
+        go_left = dleft < dright
+        middle = np.where(go_left, gnl, gnr)
+        tris[tstart[active] + step] = np.stack(
+            [hull_ids[gl], hull_ids[middle], hull_ids[gr]], axis=1
+        )
+        left[active] = np.where(go_left, nleft, lft)
+        right[active] = np.where(go_left, rgt, nright)
+        active = active[(left[active] + 1) % n != right[active]]
+        step += 1
+    return tris, tstart
+
+
 def _circum_circle(p1x, p1z, p2x, p2z, p3x, p3z):
     """Recast circumCircle in exact float32 scalar arithmetic: (cx, cz, r)."""
     r = _r
@@ -977,6 +1044,59 @@ def _edge_samples_of(lo, hi, e_p, e_k, edge_base, pv, npoly, sd, patches, sample
             nverts += out[e0 + e].shape[0]
 
 
+def _simple_details(
+    polys, npoly, pv, e_p, m_edge, edge_base, kept_by_edge, vbase, tbase, sampled, verts, tris
+):
+    """Detail meshes of the polygons ``polys`` (int64, ascending) that get no interior samples:
+    their vertices (the polygon's, then each edge's kept samples in edge order) and Recast's
+    hull triangulation with its edge flags, written into ``verts`` (local float32 rows from
+    ``vbase[p]``) and ``tris`` (int64 rows from ``tbase[p]``: a, b, c, flags). ``sampled``:
+    edges were sampled (else Recast's hull is the polygon in vertex order, issue #650)."""
+    n = npoly[polys]
+    nv = vbase[polys + 1] - vbase[polys]
+    # Vertices: the polygon's own, then the edge samples in edge order.
+    owner_v = np.repeat(np.arange(polys.size), n)
+    k_v = np.arange(owner_v.size) - np.repeat(np.cumsum(n) - n, n)
+    verts[vbase[polys][owner_v] + k_v] = pv[polys[owner_v], k_v]
+    if sampled:
+        edges = np.flatnonzero(np.isin(e_p, polys))  # every edge of the polygons, in order
+        m = m_edge[edges]
+        poly_of_edge = e_p[edges]
+        # Samples of the polygon's earlier edges: where this edge's samples start.
+        edge_first = np.cumsum(m) - m
+        before = edge_first - edge_first[np.searchsorted(edges, edge_base[poly_of_edge])]
+        if int(m.sum()):
+            samples = np.concatenate([kept_by_edge[e] for e in edges[m > 0].tolist()])
+            rows = np.repeat(vbase[poly_of_edge] + npoly[poly_of_edge] + before, m)
+            verts[rows + np.arange(samples.shape[0]) - np.repeat(edge_first, m)] = samples
+        # The hull: per edge k, vertex k - 1, then edge k's samples.
+        group = 1 + m
+        owner_h = np.repeat(np.searchsorted(polys, poly_of_edge), group)
+        in_group = np.arange(int(group.sum())) - np.repeat(np.cumsum(group) - group, group)
+        n_h = n[owner_h]
+        k_h = np.repeat(edges - edge_base[poly_of_edge], group)
+        sample_ids = n_h + np.repeat(before, group) + in_group - 1
+        hull_ids = np.where(in_group == 0, (k_h - 1) % n_h, sample_ids)
+    else:  # no edge samples: Recast's hull is the polygon in vertex order
+        owner_h = owner_v
+        hull_ids = k_v
+    hstart = np.concatenate([[0], np.cumsum(nv)])
+    rows_v = vbase[polys][owner_h] + hull_ids
+    hx, hz = verts[rows_v, 0], verts[rows_v, 2]
+    tri_ids, tstart = _triangulate_hulls(hx, hz, hull_ids, hstart, n)
+    # Edge flags: an edge of consecutive hull points is on the outline.
+    pos = np.empty(hull_ids.size, dtype=np.int64)
+    pos[hstart[owner_h] + hull_ids] = np.arange(hull_ids.size) - hstart[owner_h]
+    owner_t = np.repeat(np.arange(polys.size), np.diff(tstart))
+    hp = pos[hstart[owner_t][:, None] + tri_ids]
+    nh_t = nv[owner_t][:, None]
+    on = hp[:, [1, 2, 0]] == (hp + 1) % nh_t
+    flags = on[:, 0] | (on[:, 1] << 2) | (on[:, 2] << 4)
+    rows_t = tbase[polys][owner_t] + (np.arange(owner_t.size) - tstart[owner_t])
+    tris[rows_t, :3] = tri_ids
+    tris[rows_t, 3] = flags
+
+
 def _join_samples(parts):
     """Concatenate `_interior_samples` results of consecutive polygon chunks."""
     if not parts:
@@ -1138,18 +1258,22 @@ def build_poly_mesh_detail(
     if sample_dist > 0:
         istart, jx, jy, jz = _join_samples(interior)
 
-    out_verts = []
-    out_tris = []
-    meshes = np.zeros((npolys, 4), dtype=np.uint32)
-    nv_total = nt_total = 0
+    # Polygons without interior samples only triangulate their hull: all of them at once.
+    # The others add interior samples one by one (Delaunay after each), polygon by polygon.
+    simple = slot < 0 if BATCH_HULLS else np.zeros(npolys, dtype=bool)
+    m_edge = np.zeros(e_p.size, dtype=np.int64)
+    if sample_dist > 0:
+        m_edge = np.fromiter((seg.shape[0] for seg in kept_by_edge), np.int64, e_p.size)
+    nv_poly = npoly + np.bincount(e_p, weights=m_edge, minlength=npolys).astype(np.int64)
+    nt_poly = nv_poly - 2
+    per_poly: dict[int, tuple[np.ndarray, np.ndarray]] = {}
     step = max(1, npolys // 10)
-    for p in range(npolys):
+    for p in np.flatnonzero(~simple).tolist():
         n = int(npoly[p])
-        inp = pv[p, :n]
+        hull: list[int] = []
+        parts = [pv[p, :n]]
+        nv = n
         if sample_dist > 0:
-            hull: list[int] = []
-            parts = [inp]
-            nv = n
             for k in range(n):
                 hull.append((k - 1) % n)
                 seg = kept_by_edge[int(edge_base[p]) + k]
@@ -1158,29 +1282,40 @@ def build_poly_mesh_detail(
                     hull.extend(range(nv, nv + m))
                     parts.append(seg)
                     nv += m
-            verts = np.concatenate(parts) if len(parts) > 1 else inp.copy()
         else:  # Recast leaves the hull empty here (issue #650); use the polygon itself.
             hull = list(range(n))
-            verts = inp.copy()
+        verts = np.concatenate(parts) if len(parts) > 1 else pv[p, :n].copy()
         s = int(slot[p])
         samples = None
         if s >= 0:
             lo, hi = istart[s], istart[s + 1]
             samples = (jx[lo:hi], jy[lo:hi], jz[lo:hi])
         dv, dt = _build_poly_detail(verts, hull, n, s >= 0, samples, sample_max_error)
-        meshes[p] = (nv_total, dv.shape[0], nt_total, len(dt))
-        nv_total += dv.shape[0]
-        nt_total += len(dt)
-        out_verts.append(dv)
-        out_tris.extend(dt)
+        per_poly[p] = (dv, np.asarray(dt, dtype=np.int64).reshape(-1, 4))
+        nv_poly[p], nt_poly[p] = dv.shape[0], len(dt)
         if progress is not None and p % step == 0:
             progress(0.5 + 0.5 * p / npolys, "detail mesh: polygons")
-    local = np.concatenate(out_verts)
+    meshes = np.zeros((npolys, 4), dtype=np.uint32)
+    vbase = np.concatenate([[0], np.cumsum(nv_poly)])
+    tbase = np.concatenate([[0], np.cumsum(nt_poly)])
+    meshes[:, 0], meshes[:, 1] = vbase[:-1], nv_poly
+    meshes[:, 2], meshes[:, 3] = tbase[:-1], nt_poly
+    local = np.empty((int(vbase[-1]), 3), dtype=F32)
+    out_tris = np.empty((int(tbase[-1]), 4), dtype=np.int64)
+    for p, (dv, dt) in per_poly.items():
+        local[vbase[p] : vbase[p + 1]] = dv
+        out_tris[tbase[p] : tbase[p + 1]] = dt
+    sp = np.flatnonzero(simple)
+    if sp.size:
+        _simple_details(
+            sp, npoly, pv, e_p, m_edge, edge_base, kept_by_edge, vbase, tbase, sample_dist > 0,
+            local, out_tris,
+        )  # fmt: skip
+    tris = out_tris.astype(np.uint8)
     world = np.empty_like(local)
     world[:, 0] = local[:, 0] + orig[0]
     world[:, 1] = local[:, 2] + orig[1]
     world[:, 2] = local[:, 1] + (orig[2] + F32(chf.ch))
-    tris = np.asarray(out_tris, dtype=np.int64).reshape(-1, 4).astype(np.uint8)
     if progress is not None:
         progress(1.0, f"detail mesh: {tris.shape[0]} triangles ({time.perf_counter() - t0:.3f}s)")
     return PolyMeshDetail(meshes, world, tris)

@@ -76,3 +76,47 @@ def test_whole_detail_mesh_equals_the_literal_delaunay(name, monkeypatch):
     np.testing.assert_array_equal(fast.meshes, slow.meshes)
     np.testing.assert_array_equal(fast.verts, slow.verts)
     np.testing.assert_array_equal(fast.tris, slow.tris)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_lockstep_hull_triangulation_equals_one_by_one(seed):
+    rng = np.random.default_rng(seed)
+    hxs, hzs, ids, starts, nins, expected = [], [], [], [0], [], []
+    for _ in range(40):
+        n = int(rng.integers(3, 9))
+        extra = int(rng.integers(0, 12))
+        pts = rng.integers(0, 8, (n + extra, 2)).astype(F32) * F32(0.3)  # ties in d
+        hull = list(range(n + extra))
+        rng.shuffle(hull)
+        vx, vz = pts[:, 0], pts[:, 1]
+        expected.append(detail._triangulate_hull(vx, vz, hull, n))
+        hxs.append(vx[hull])
+        hzs.append(vz[hull])
+        ids.extend(hull)
+        starts.append(starts[-1] + len(hull))
+        nins.append(n)
+    tris, tstart = detail._triangulate_hulls(
+        np.concatenate(hxs), np.concatenate(hzs), np.array(ids, np.int64),
+        np.array(starts, np.int64), np.array(nins, np.int64),
+    )  # fmt: skip
+    for p, want in enumerate(expected):
+        assert tris[tstart[p] : tstart[p + 1]].tolist() == want
+
+
+CASES = [(name, sd) for name in ("dungeon", "nav_test", "undulating", "house", "bridge")
+         for sd in (0.0, 6.0)] + [("dungeon", 3.0), ("house", 1.0), ("bridge", 1.0)]  # fmt: skip
+
+
+@pytest.mark.parametrize(("name", "sample_dist"), CASES)
+def test_batched_hulls_equal_the_one_polygon_path(name, sample_dist, monkeypatch):
+    verts, tris = read_obj(mesh_path(name))
+    config = NavConfig(detail_sample_dist=sample_dist, detail_sample_max_error=0.5)
+    result = pipeline.bake(verts, tris, config)
+    d = result.config.derived()
+    args = (result.polymesh, result.compact, float(d.detail_sample_dist),
+            float(d.detail_sample_max_error))  # fmt: skip
+    fast = detail.build_poly_mesh_detail(*args)
+    monkeypatch.setattr(detail, "BATCH_HULLS", False)
+    slow = detail.build_poly_mesh_detail(*args)
+    for field in ("meshes", "verts", "tris"):
+        np.testing.assert_array_equal(getattr(fast, field), getattr(slow, field), err_msg=field)
