@@ -72,6 +72,9 @@ RC_CONTOUR_REG_MASK = 0xFFFF
 RC_CONTOUR_TESS_WALL_EDGES = 0x01
 #: build_flags: split long edges between area types at ``max_edge_len``.
 RC_CONTOUR_TESS_AREA_EDGES = 0x02
+#: Simplify every contour at once (`_simplify_all`); False: one by one (`_simplify`, the
+#: literal port and the tests' oracle).
+BATCH_SIMPLIFY = True
 
 #: Recast's walkContour step limit (``while (++iter < 40000)``): at most 39999 steps per walk.
 _WALK_MAX_STEPS = 39999
@@ -474,6 +477,178 @@ def _simplify(
     return simp
 
 
+def _first_in_groups(starts: np.ndarray, n: int, keys: tuple) -> np.ndarray:
+    """Per group of rows [starts[g], starts[g + 1]) (groups non-empty, n rows grouped), the
+    row that sorts first by ``keys`` (np.lexsort order: the last key is the primary one)."""
+    group = np.repeat(np.arange(starts.shape[0] - 1), np.diff(starts))
+    order = np.lexsort((*keys, group))
+    first = np.ones(n, dtype=bool)
+    first[1:] = group[order][1:] != group[order][:-1]
+    return order[first]
+
+
+def _simplify_all(
+    points: np.ndarray,
+    pstart: np.ndarray,
+    max_error: np.float32,
+    max_edge_len: int,
+    build_flags: int,
+) -> tuple[np.ndarray, np.ndarray]:
+    """`_simplify` of every raw contour at once: (int64 (m, 4) rows [x, y, z, flags] of all
+    simplified contours, int64 (C + 1,) their offsets).
+
+    points: int64 (N, 4) the raw contours concatenated; pstart: int64 (C + 1,) offsets (every
+    contour non-empty). Recast inserts one point at a time, but whether a segment between two
+    kept points is split, and where, depends on those two points only; so every segment of
+    every contour is split in the same round, round after round, and the kept points are put
+    back in contour order at the end. Equal to `_simplify` contour by contour.
+    """
+    ncont = pstart.shape[0] - 1
+    total = points.shape[0]
+    pn_c = np.diff(pstart)
+    owner = np.repeat(np.arange(ncont), pn_c)
+    local = np.arange(total) - pstart[owner]
+    pf = points[:, 3]
+    regm = pf & RC_CONTOUR_REG_MASK
+    abord = pf & RC_AREA_BORDER
+    nxt = pstart[owner] + (local + 1) % pn_c[owner]
+    # Initial points: where the neighbour region or the area border changes; a contour with
+    # none of them: its lower-left and upper-right points.
+    has_reg = np.bincount(owner, weights=(regm != 0), minlength=ncont) > 0
+    change = has_reg[owner] & ((regm != regm[nxt]) | (abord != abord[nxt]))
+    n_change = np.bincount(owner, weights=change, minlength=ncont).astype(np.int64)
+    plain = np.flatnonzero(n_change == 0)
+    x, z = points[:, 0], points[:, 2]
+    lower_left = upper_right = np.zeros(0, dtype=np.int64)
+    if plain.size:
+        prow = np.flatnonzero(n_change[owner] == 0)  # rows of those contours, grouped
+        pgroups = np.concatenate([[0], np.cumsum(pn_c[plain])])
+        lower_left = prow[_first_in_groups(pgroups, prow.size, (local[prow], z[prow], x[prow]))]
+        upper_right = prow[_first_in_groups(pgroups, prow.size, (local[prow], -z[prow], -x[prow]))]
+    init = np.concatenate([np.flatnonzero(change), lower_left, upper_right])  # global rows
+    init_owner = owner[init]
+    # Contour order of the initial points: change points in index order; lli then uri.
+    init_rank = np.concatenate(
+        [local[np.flatnonzero(change)], np.zeros(plain.size, np.int64),
+         np.ones(plain.size, np.int64)]
+    )  # fmt: skip
+    order = np.lexsort((init_rank, init_owner))
+    init, init_owner = init[order], init_owner[order]
+    n_init = np.bincount(init_owner, minlength=ncont)
+    istart = np.concatenate([[0], np.cumsum(n_init)])
+    pos = np.arange(init.size) - istart[init_owner]
+    seg_a = init
+    seg_b = init[istart[init_owner] + (pos + 1) % n_init[init_owner]]
+    fx = points[:, 0].astype(np.float32)
+    fz = points[:, 2].astype(np.float32)
+    tess_ok = (regm == 0) | (abord != 0)
+    max_err2 = np.float32(max_error) * np.float32(max_error)
+    kept = [init]
+    zero, one = np.float32(0), np.float32(1)
+    while seg_a.size:
+        c = owner[seg_a]
+        base, pn = pstart[c], pn_c[c]
+        ai, bi = local[seg_a], local[seg_b]
+        ax, az, bx, bz = x[seg_a], z[seg_a], x[seg_b], z[seg_b]
+        forward = (bx > ax) | ((bx == ax) & (bz > az))
+        ci = np.where(forward, (ai + 1) % pn, (bi - 1) % pn)
+        cnt = np.where(forward, (bi - ci) % pn, (ci - ai) % pn)
+        cnt = np.where(tess_ok[base + ci], cnt, 0)
+        sx = np.where(forward, ax, bx).astype(np.float32)  # the segment, lower end first
+        sz = np.where(forward, az, bz).astype(np.float32)
+        ex_ = np.where(forward, bx, ax).astype(np.float32)
+        ez_ = np.where(forward, bz, az).astype(np.float32)
+        live = np.flatnonzero(cnt > 0)
+        split = np.zeros(seg_a.size, dtype=bool)
+        mid = np.zeros(seg_a.size, dtype=np.int64)
+        if live.size:
+            k = cnt[live]
+            seg = np.repeat(live, k)
+            q = np.arange(int(k.sum())) - np.repeat(np.cumsum(k) - k, k)
+            step = np.where(forward[seg], q, -q)
+            cand = base[seg] + (ci[seg] + step) % pn[seg]
+            # distancePtSeg in float32, Recast's operation order.
+            pqx = ex_[seg] - sx[seg]
+            pqz = ez_[seg] - sz[seg]
+            dx = fx[cand] - sx[seg]
+            dz = fz[cand] - sz[seg]
+            dd = pqx * pqx + pqz * pqz
+            t = pqx * dx + pqz * dz
+            with np.errstate(divide="ignore", invalid="ignore"):
+                t = np.where(dd > zero, t / dd, t)
+            t = np.minimum(np.maximum(t, zero), one)
+            ex = (sx[seg] + t * pqx) - fx[cand]
+            ez = (sz[seg] + t * pqz) - fz[cand]
+            dist = ex * ex + ez * ez
+            # The first largest distance in walking order.
+            kstart = np.concatenate([[0], np.cumsum(k)])[:-1]
+            maxd = np.maximum.reduceat(dist, kstart)
+            first_q = np.minimum.reduceat(
+                np.where(dist == np.repeat(maxd, k), q, cnt.max()), kstart
+            )
+            best = kstart + first_q
+            grow = (maxd > zero) & (maxd > max_err2)
+            split[live[grow]] = True
+            mid[live[grow]] = cand[best[grow]]
+        s_idx = np.flatnonzero(split)
+        kept.append(mid[s_idx])
+        seg_a, seg_b = (
+            np.concatenate([seg_a[s_idx], mid[s_idx]]),
+            np.concatenate([mid[s_idx], seg_b[s_idx]]),
+        )
+    if max_edge_len > 0 and (
+        build_flags & (RC_CONTOUR_TESS_WALL_EDGES | RC_CONTOUR_TESS_AREA_EDGES)
+    ):
+        rows = np.concatenate(kept)
+        rows = rows[np.lexsort(((local[rows] - local[_first_of(rows, owner, init, istart)])
+                                % pn_c[owner[rows]], owner[rows]))]  # fmt: skip
+        r_owner = owner[rows]
+        r_start = np.concatenate([[0], np.cumsum(np.bincount(r_owner, minlength=ncont))])
+        r_pos = np.arange(rows.size) - r_start[r_owner]
+        r_n = np.diff(r_start)[r_owner]
+        seg_a = rows
+        seg_b = rows[r_start[r_owner] + (r_pos + 1) % r_n]
+        max_len2 = max_edge_len * max_edge_len
+        while seg_a.size:
+            c = owner[seg_a]
+            base, pn = pstart[c], pn_c[c]
+            ai, bi = local[seg_a], local[seg_b]
+            fci = pf[base + (ai + 1) % pn]
+            tess = np.zeros(seg_a.size, dtype=bool)
+            if build_flags & RC_CONTOUR_TESS_WALL_EDGES:
+                tess |= (fci & 0xFFFF) == 0
+            if build_flags & RC_CONTOUR_TESS_AREA_EDGES:
+                tess |= (fci & RC_AREA_BORDER) != 0
+            ddx = x[seg_b] - x[seg_a]
+            ddz = z[seg_b] - z[seg_a]
+            n = np.where(bi < ai, bi + pn - ai, bi - ai)
+            grow = tess & (ddx * ddx + ddz * ddz > max_len2) & (n > 1)
+            forward = (x[seg_b] > x[seg_a]) | ((x[seg_b] == x[seg_a]) & (z[seg_b] > z[seg_a]))
+            mid = base + np.where(forward, (ai + n // 2) % pn, (ai + (n + 1) // 2) % pn)
+            s_idx = np.flatnonzero(grow)
+            kept.append(mid[s_idx])
+            seg_a, seg_b = (
+                np.concatenate([seg_a[s_idx], mid[s_idx]]),
+                np.concatenate([mid[s_idx], seg_b[s_idx]]),
+            )
+    rows = np.concatenate(kept)
+    first = _first_of(rows, owner, init, istart)
+    rows = rows[np.lexsort(((local[rows] - local[first]) % pn_c[owner[rows]], owner[rows]))]
+    c = owner[rows]
+    after = pstart[c] + (local[rows] + 1) % pn_c[c]
+    out = points[rows].copy()
+    out[:, 3] = (pf[after] & (RC_CONTOUR_REG_MASK | RC_AREA_BORDER)) | (pf[rows] & RC_BORDER_VERTEX)
+    ostart = np.concatenate([[0], np.cumsum(np.bincount(c, minlength=ncont))])
+    return out, ostart
+
+
+def _first_of(rows, owner, init, istart):
+    """Per row, its contour's first initial point (where Recast's simplified list starts)."""
+    first_init = np.full(owner.max(initial=0) + 1, -1, dtype=np.int64)
+    first_init[owner[init[istart[:-1]]]] = init[istart[:-1]]
+    return first_init[owner[rows]]
+
+
 def _remove_degenerate_segments(simp: list[list[int]]) -> None:
     """Drop a vertex equal (x and grid row) to the next one, in place, Recast's single pass."""
     i = 0
@@ -706,12 +881,25 @@ def build_contours(
     raws: list[np.ndarray] = []
     cregs: list[int] = []
     careas: list[int] = []
+    walks = [seq for seq in walks if seq.shape[0]]
+    lengths = np.fromiter((seq.shape[0] for seq in walks), np.int64, len(walks))
+    pstart = np.concatenate([[0], np.cumsum(lengths)])
+    every = np.concatenate(walks) if walks else np.zeros(0, dtype=np.int64)
+    all_points = evert[every]
+    start_area = np.repeat(area[espan[every[pstart[:-1]]]].astype(np.int64), lengths)
+    nba = enb_area[every]
+    all_points[:, 3] |= np.where((nba >= 0) & (nba != start_area), RC_AREA_BORDER, 0)
+    if BATCH_SIMPLIFY and walks:
+        simple_rows, sstart = _simplify_all(
+            all_points, pstart, max_error32, max_edge_len, build_flags
+        )
+        simple_lists = simple_rows.tolist()
     for k, seq in enumerate(walks):
-        points = evert[seq]
-        start_area = int(area[espan[seq[0]]]) if seq.shape[0] else 0
-        nba = enb_area[seq]
-        points[:, 3] |= np.where((nba >= 0) & (nba != start_area), RC_AREA_BORDER, 0)
-        simp = _simplify(points, max_error32, max_edge_len, build_flags)
+        points = all_points[pstart[k] : pstart[k + 1]]
+        if BATCH_SIMPLIFY:
+            simp = simple_lists[sstart[k] : sstart[k + 1]]
+        else:
+            simp = _simplify(points, max_error32, max_edge_len, build_flags)
         _remove_degenerate_segments(simp)
         if len(simp) >= 3:
             s0 = int(espan[seq[0]])

@@ -361,3 +361,47 @@ def test_one_way_connection_falls_back_to_exact_walk(monkeypatch):
     assert calls == [1]
     np.testing.assert_array_equal(cset.rverts, again.rverts)
     assert cset.nconts >= 2
+
+
+# ----------------------------------------------------------------------------------------------
+# Every contour simplified at once (_simplify_all) against one by one (_simplify, literal)
+
+FIELDS = ("verts", "verts_start", "rverts", "rverts_start", "reg", "area")
+
+
+def _both_ways(monkeypatch, chf, *args, **kwargs):
+    fast = build_contours(chf, *args, **kwargs)
+    monkeypatch.setattr(C, "BATCH_SIMPLIFY", False)
+    slow = build_contours(chf, *args, **kwargs)
+    monkeypatch.setattr(C, "BATCH_SIMPLIFY", True)
+    for field in FIELDS:
+        np.testing.assert_array_equal(getattr(fast, field), getattr(slow, field), err_msg=field)
+    return fast
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_batched_simplification_equals_one_by_one_random(seed, monkeypatch):
+    rng = np.random.default_rng(100 + seed)
+    reg, heights = random_grid(rng)
+    area = rng.choice([63, 63, 63, 5, 7], size=reg.shape)  # area borders inside regions
+    chf = make_chf(reg, heights=heights, area=area, climb=1, border_size=int(seed % 3))
+    wall, area_edges = C.RC_CONTOUR_TESS_WALL_EDGES, C.RC_CONTOUR_TESS_AREA_EDGES
+    for flags in (wall, wall | area_edges, area_edges):
+        for max_error, max_edge in ((0.0, 0), (1.3, 4), (3.0, 12), (0.5, 1)):
+            _both_ways(monkeypatch, chf, max_error, max_edge, flags)
+
+
+@pytest.mark.parametrize("mesh", ["dungeon", "nav_test", "undulating", "house", "bridge"])
+def test_batched_simplification_equals_one_by_one_on_meshes(mesh, monkeypatch):
+    from core import pipeline
+    from core.config import NavConfig
+    from core.objio import read_obj
+
+    from .refdata import mesh_path
+
+    verts, tris = read_obj(mesh_path(mesh))
+    result = pipeline.bake(verts, tris, NavConfig(), stop_after="navmesh")
+    d = result.config.derived()
+    for max_error, max_edge in ((float(d.max_simplification_error), d.max_edge_len), (0.4, 3)):
+        cset = _both_ways(monkeypatch, result.compact, max_error, max_edge)
+        assert cset.nconts > 0
