@@ -105,6 +105,9 @@ class PolyMesh:
 # Ear clipping (Recast's triangulate) on 2D integer points (x, grid row)
 
 
+#: Triangulate every contour at once (`_triangulate_all`); False: one by one (`_triangulate`,
+#: the literal port and the tests' oracle).
+BATCH_TRIANGULATE = True
 #: Polygons with more vertices than this test diagonals against all edges with NumPy.
 _NUMPY_TRI_MIN = 48
 
@@ -257,6 +260,134 @@ def _triangulate(xs: list[int], zs: list[int]) -> tuple[list[tuple[int, int, int
         ear[i1] = diagonal(i, i1 + 1 if i1 + 1 < n else 0, n)
     tris.append((ind[0], ind[1], ind[2]))
     return tris, True
+
+
+def _area2(x, z, a, b, c):
+    return (x[b] - x[a]) * (z[c] - z[a]) - (x[c] - x[a]) * (z[b] - z[a])
+
+
+def _diagonals(x, z, nxt, prv, alive, cstart, owner, qi, qj) -> np.ndarray:
+    """Recast's diagonal(i, j) (strict: inCone and diagonalie) for many queries at once: bool
+    per query pair (qi, qj) of alive vertices of one contour, tested against every alive edge
+    (k, nxt[k]) of that contour. x, z: int64 flat contour points; cstart: contour offsets."""
+    if qi.size == 0:
+        return np.zeros(0, dtype=bool)
+    pi1, pin1 = nxt[qi], prv[qi]
+    convex = _area2(x, z, pin1, qi, pi1) <= 0
+    cone = np.where(
+        convex,
+        (_area2(x, z, qi, qj, pin1) < 0) & (_area2(x, z, qj, qi, pi1) < 0),
+        ~((_area2(x, z, qi, qj, pi1) <= 0) & (_area2(x, z, qj, qi, pin1) <= 0)),
+    )
+    # diagonalie: every slot of the query's contour, alive edges only.
+    c = owner[qi]
+    size = cstart[c + 1] - cstart[c]
+    q = np.repeat(np.arange(qi.size), size)
+    k = np.repeat(cstart[c], size) + (
+        np.arange(int(size.sum())) - np.repeat(np.cumsum(size) - size, size)
+    )
+    k1 = nxt[k]
+    d0, d1 = qi[q], qj[q]
+    x0, z0, x1, z1 = x[d0], z[d0], x[d1], z[d1]
+    ax, az, bx, bz = x[k], z[k], x[k1], z[k1]
+    consider = alive[k] & (k != d0) & (k1 != d0) & (k != d1) & (k1 != d1)
+    skip = (
+        ((ax == x0) & (az == z0))
+        | ((ax == x1) & (az == z1))
+        | ((bx == x0) & (bz == z0))
+        | ((bx == x1) & (bz == z1))
+    )
+    a1 = (x1 - x0) * (az - z0) - (ax - x0) * (z1 - z0)
+    a2 = (x1 - x0) * (bz - z0) - (bx - x0) * (z1 - z0)
+    a3 = (bx - ax) * (z0 - az) - (x0 - ax) * (bz - az)
+    a4 = (bx - ax) * (z1 - az) - (x1 - ax) * (bz - az)
+    hit = (a1 != 0) & (a2 != 0) & (a3 != 0) & (a4 != 0)
+    hit &= ((a1 < 0) != (a2 < 0)) & ((a3 < 0) != (a4 < 0))
+    # between(): an end on the other segment (collinear, within its x or z range).
+    on_x = x0 != x1
+    lo = np.where(on_x, np.minimum(x0, x1), np.minimum(z0, z1))
+    hi = np.where(on_x, np.maximum(x0, x1), np.maximum(z0, z1))
+    c0, c1 = np.where(on_x, ax, az), np.where(on_x, bx, bz)
+    hit |= ((a1 == 0) & (lo <= c0) & (c0 <= hi)) | ((a2 == 0) & (lo <= c1) & (c1 <= hi))
+    vert = ax == bx
+    mnx, mxx = np.minimum(ax, bx), np.maximum(ax, bx)
+    mnz, mxz = np.minimum(az, bz), np.maximum(az, bz)
+    b3 = np.where(vert, (mnz <= z0) & (z0 <= mxz), (mnx <= x0) & (x0 <= mxx))
+    b4 = np.where(vert, (mnz <= z1) & (z1 <= mxz), (mnx <= x1) & (x1 <= mxx))
+    hit |= ((a3 == 0) & b3) | ((a4 == 0) & b4)
+    hit &= consider & ~skip
+    crossed = np.bincount(q, weights=hit, minlength=qi.size) > 0
+    return cone & ~crossed
+
+
+def _triangulate_all(
+    x: np.ndarray, z: np.ndarray, cstart: np.ndarray
+) -> tuple[list[list[tuple[int, int, int]]], list[bool]]:
+    """`_triangulate` of every contour (x, z int64 flat, offsets cstart; every contour has
+    >= 3 points) at once: each round clips one ear of every contour, Recast's choice (the
+    shortest ear, the first in contour order), and re-tests the two ears next to it, all as
+    array operations. A contour where no strict ear is left (Recast's loose retry, or its
+    failure) is triangulated alone by `_triangulate` instead. Returns per contour the
+    triangles (local vertex ids, Recast's order) and whether it succeeded."""
+    ncont = cstart.shape[0] - 1
+    n_c = np.diff(cstart)
+    owner = np.repeat(np.arange(ncont), n_c)
+    local = np.arange(x.shape[0]) - cstart[owner]
+    nxt = cstart[owner] + (local + 1) % n_c[owner]
+    prv = cstart[owner] + (local - 1) % n_c[owner]
+    alive = np.ones(x.shape[0], dtype=bool)
+    ear = np.zeros(x.shape[0], dtype=bool)
+    every = np.arange(x.shape[0])
+    ear[nxt] = _diagonals(x, z, nxt, prv, alive, cstart, owner, every, nxt[nxt])
+    left = n_c.copy()
+    fallback = np.zeros(ncont, dtype=bool)
+    clipped: list[np.ndarray] = []  # per round: (contour, i, i1, i2) rows
+    active = np.flatnonzero(left > 3)
+    while active.size:
+        act = np.zeros(ncont, dtype=bool)
+        act[active] = True
+        cand = np.flatnonzero(alive & act[owner] & ear[nxt])
+        i2 = nxt[nxt[cand]]
+        dx, dz = x[i2] - x[cand], z[i2] - z[cand]
+        length = dx * dx + dz * dz
+        order = np.lexsort((local[cand], length, owner[cand]))
+        first = np.ones(order.size, dtype=bool)
+        first[1:] = owner[cand[order]][1:] != owner[cand[order]][:-1]
+        best = cand[order[first]]
+        has = np.zeros(ncont, dtype=bool)
+        has[owner[best]] = True
+        stuck = active[~has[active]]
+        fallback[stuck] = True
+        i, i1 = best, nxt[best]
+        i2 = nxt[i1]
+        clipped.append(np.stack([owner[i], local[i], local[i1], local[i2]], axis=1))
+        alive[i1] = False
+        nxt[i], prv[i2] = i2, i
+        left[owner[i]] -= 1
+        qi = np.concatenate([prv[i], i])
+        qj = np.concatenate([i2, nxt[i2]])
+        result = _diagonals(x, z, nxt, prv, alive, cstart, owner, qi, qj)
+        ear[i], ear[i2] = result[: i.size], result[i.size :]
+        active = np.flatnonzero((left > 3) & ~fallback)
+    # The last triangle: the three points left, in contour order.
+    rest = np.flatnonzero(alive & ~fallback[owner])
+    last = local[rest].reshape(-1, 3)
+    last_owner = owner[rest][::3]
+    rows = (
+        np.concatenate([*clipped, np.concatenate([last_owner[:, None], last], axis=1)])
+        if clipped
+        else np.concatenate([last_owner[:, None], last], axis=1)
+    )
+    rows = rows[np.argsort(rows[:, 0], kind="stable")]
+    rows = rows[~fallback[rows[:, 0]]]
+    tris: list[list[tuple[int, int, int]]] = [[] for _ in range(ncont)]
+    oks = [True] * ncont
+    for c, a, b, d in rows.tolist():
+        tris[c].append((a, b, d))
+    for c in np.flatnonzero(fallback).tolist():
+        lo, hi = cstart[c], cstart[c + 1]
+        tris[c], oks[c] = _triangulate(x[lo:hi].tolist(), z[lo:hi].tolist())
+    return tris, oks
 
 
 # ----------------------------------------------------------------------------------------------
@@ -697,6 +828,16 @@ def build_poly_mesh(
     regs: list[int] = []
     areas: list[int] = []
     nconts = cset.nconts
+    # Ear clipping of every contour with >= 3 vertices at once (each depends on its own only).
+    tri_of: dict[int, list[tuple[int, int, int]]] = {}
+    if BATCH_TRIANGULATE:
+        tri_contours = np.flatnonzero(big)
+        rows = np.concatenate(
+            [np.arange(starts[c], starts[c] + nverts_c[c]) for c in tri_contours.tolist()]
+        ) if tri_contours.size else np.zeros(0, dtype=np.int64)  # fmt: skip
+        cstart = np.concatenate([[0], np.cumsum(nverts_c[tri_contours])])
+        all_tris, _oks = _triangulate_all(cverts[rows, 0], cverts[rows, 2], cstart)
+        tri_of = dict(zip(tri_contours.tolist(), all_tris, strict=True))
     for c in range(nconts):
         nv = int(nverts_c[c])
         if nv < 3:
@@ -706,7 +847,10 @@ def build_poly_mesh(
         ys = (cv[:, 1] & 0xFFFF).tolist()
         zs = (cv[:, 2] & 0xFFFF).tolist()
         fl = cv[:, 3].tolist()
-        tris, _ok = _triangulate(cv[:, 0].tolist(), cv[:, 2].tolist())
+        if BATCH_TRIANGULATE:
+            tris = tri_of[c]
+        else:
+            tris, _ok = _triangulate(cv[:, 0].tolist(), cv[:, 2].tolist())
         # Weld vertices (Recast's addVertex: same x and row, height within 2, latest first).
         index = []
         for j in range(nv):

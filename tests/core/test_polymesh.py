@@ -538,3 +538,64 @@ def test_malformed_contour_set():
     cset.verts_start = cset.verts_start[:-1]
     with pytest.raises(VoxNavError, match="verts_start"):
         build_poly_mesh(cset, 6)
+
+
+# Every contour triangulated at once (_triangulate_all) against one by one (_triangulate)
+
+
+def _messy_polygon(rng, seed: int):
+    n = int(rng.integers(5, 60))
+    ang = np.sort(rng.random(n)) * 2 * np.pi
+    rad = rng.integers(2, 12, n)
+    xs = np.round(rad * np.cos(ang)).astype(np.int64)
+    zs = np.round(rad * np.sin(ang)).astype(np.int64)
+    if seed % 3 == 2:  # self-crossing: the loose retry and failures
+        swap = rng.integers(0, n, 2)
+        xs[swap] = xs[swap[::-1]]
+    if seed % 2 == 0:
+        xs, zs = xs[::-1], zs[::-1]
+    return xs, zs
+
+
+def test_batched_triangulation_equals_one_by_one_on_messy_polygons():
+    rng = np.random.default_rng(7)
+    polys = [_messy_polygon(rng, seed) for seed in range(60)]
+    polys.append((np.array([0, 4, 4, 0]), np.array([0, 0, 4, 4])))  # a square, 3 points left
+    polys.append((np.array([0, 1, 2]), np.array([0, 2, 0])))  # a triangle: no clipping
+    x = np.concatenate([p[0] for p in polys])
+    z = np.concatenate([p[1] for p in polys])
+    cstart = np.concatenate([[0], np.cumsum([p[0].size for p in polys])])
+    tris, oks = P._triangulate_all(x, z, cstart)
+    for (xs, zs), got, ok in zip(polys, tris, oks, strict=True):
+        want, want_ok = P._triangulate(xs.tolist(), zs.tolist())
+        assert got == want and ok == want_ok
+    assert not all(oks)  # some polygons really took the failure path
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_batched_triangulation_equals_one_by_one_on_meshes_of_contours(seed, monkeypatch):
+    rng = np.random.default_rng(200 + seed)
+    reg, heights = random_grid(rng)
+    cset = build_contours(make_chf(reg, heights=heights, climb=1), 0.0 if seed % 2 else 1.3, 6)
+    fast = build_poly_mesh(cset, 6)
+    monkeypatch.setattr(P, "BATCH_TRIANGULATE", False)
+    slow = build_poly_mesh(cset, 6)
+    for key in ARRAYS:
+        np.testing.assert_array_equal(getattr(fast, key), getattr(slow, key), err_msg=key)
+
+
+@pytest.mark.parametrize("mesh", ["dungeon", "nav_test", "undulating", "house", "bridge"])
+def test_batched_triangulation_equals_one_by_one_on_shared_meshes(mesh, monkeypatch):
+    from core import pipeline
+    from core.config import NavConfig
+    from core.objio import read_obj
+
+    from .refdata import mesh_path
+
+    verts, tris = read_obj(mesh_path(mesh))
+    result = pipeline.bake(verts, tris, NavConfig(edge_max_len=3.0))
+    fast = build_poly_mesh(result.contours, 6)
+    monkeypatch.setattr(P, "BATCH_TRIANGULATE", False)
+    slow = build_poly_mesh(result.contours, 6)
+    for key in ARRAYS:
+        np.testing.assert_array_equal(getattr(fast, key), getattr(slow, key), err_msg=key)
