@@ -212,6 +212,47 @@ def _agent_tail(
     return {n: getattr(result, n) for n in names}, ctx.timings, ctx.warnings, est
 
 
+#: The per-agent jobs a forked worker reads from its copy of this process's memory (so the
+#: shared heightfields are not pickled to it); set only while `_tails_in_processes` runs.
+_FORKED_JOBS: list | None = None
+
+
+def _forked_tail(index: int):
+    """`_agent_tail` of job ``index`` of `_FORKED_JOBS`, in a forked worker (its arrays are the
+    worker's own copy-on-write pages, so the compact heightfield is taken over as it is)."""
+    assert _FORKED_JOBS is not None
+    job = _FORKED_JOBS[index]
+    return _agent_tail(*job[:4], job[4], job[5])
+
+
+def _tails_in_processes(jobs: list, workers: int) -> list:
+    """Every job's `_agent_tail`: the first job in this process while the others run in a
+    pool of up to ``workers`` processes (this process would otherwise only wait for them).
+    Where the platform forks, the workers inherit the jobs (nothing large is sent to them;
+    the results come back pickled); elsewhere the jobs are pickled to them."""
+    global _FORKED_JOBS
+    import multiprocessing
+
+    pool_size = max(1, min(workers, len(jobs) - 1))
+    forking = "fork" in multiprocessing.get_all_start_methods()
+    if forking:
+        _FORKED_JOBS = jobs
+        context = multiprocessing.get_context("fork")
+    try:
+        with cf.ProcessPoolExecutor(
+            max_workers=pool_size, mp_context=context if forking else None
+        ) as pool:
+            if forking:
+                futures = [pool.submit(_forked_tail, i) for i in range(1, len(jobs))]
+            else:
+                futures = [pool.submit(_agent_tail, *job[:4], job[4], job[5]) for job in jobs[1:]]
+            first = jobs[0]
+            here = _agent_tail(*first[:4], _copy_compact(first[4]), first[5])
+            return [here, *(future.result() for future in futures)]
+    finally:
+        _FORKED_JOBS = None
+
+
 def bake_agents(
     verts,
     tris,
@@ -230,8 +271,9 @@ def bake_agents(
     agent that used it). verts float32 (n, 3) world Z-up [Units: wu]; tris int (m, 3).
     ``ctx`` (optional) receives progress, the time of each stage actually run (summed over
     runs) and every agent's warnings prefixed with ``agent NAME:``. ``workers`` [Limit: >= 1]:
-    processes running the per-agent stages (erosion's threshold onwards) at once; 1 (the
-    default) runs them in this process. Raises `VoxNavError` for bad input, a bad or duplicate
+    worker processes for the per-agent stages (erosion's threshold onwards): with more than
+    one, the first agent's run here while the others' run in up to ``workers`` forked
+    processes; 1 (the default) runs them all in this process. Raises `VoxNavError` for bad input, a bad or duplicate
     agent, before any stage runs.
     """
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
@@ -351,8 +393,7 @@ def bake_agents(
     if workers == 1 or len(jobs) == 1:
         outputs = [_agent_tail(*job[:4], _copy_compact(job[4]), job[5]) for job in jobs]
     else:
-        with cf.ProcessPoolExecutor(max_workers=min(workers, len(jobs))) as pool:
-            outputs = list(pool.map(_agent_tail, *zip(*jobs, strict=True)))
+        outputs = _tails_in_processes(jobs, workers)
     for (agent, result, _d, _c, _e), (fields_set, timings, warnings, stage_est) in zip(
         tails, outputs, strict=True
     ):
