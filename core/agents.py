@@ -221,8 +221,8 @@ def _forked_tail(index: int):
     """`_agent_tail` of job ``index`` of `_FORKED_JOBS`, in a forked worker (its arrays are the
     worker's own copy-on-write pages, so the compact heightfield is taken over as it is)."""
     assert _FORKED_JOBS is not None
-    job = _FORKED_JOBS[index]
-    return _agent_tail(*job[:4], job[4], job[5])
+    result, derived, volumes, inputs, chf, dist = _FORKED_JOBS[index]
+    return _agent_tail(result, derived, volumes, inputs, chf, dist)
 
 
 def _tails_in_processes(jobs: list, workers: int) -> list:
@@ -273,8 +273,8 @@ def bake_agents(
     runs) and every agent's warnings prefixed with ``agent NAME:``. ``workers`` [Limit: >= 1]:
     worker processes for the per-agent stages (erosion's threshold onwards): with more than
     one, the first agent's run here while the others' run in up to ``workers`` forked
-    processes; 1 (the default) runs them all in this process. Raises `VoxNavError` for bad input, a bad or duplicate
-    agent, before any stage runs.
+    processes; 1 (the default) runs them all in this process. Raises `VoxNavError` for bad
+    input, a bad or duplicate agent, before any stage runs.
     """
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise VoxNavError(f"workers must be a whole number >= 1, got {workers!r}")
