@@ -245,9 +245,9 @@ def _tails_in_processes(jobs: list, workers: int) -> list:
             if forking:
                 futures = [pool.submit(_forked_tail, i) for i in range(1, len(jobs))]
             else:
-                futures = [pool.submit(_agent_tail, *job[:4], job[4], job[5]) for job in jobs[1:]]
-            first = jobs[0]
-            here = _agent_tail(*first[:4], _copy_compact(first[4]), first[5])
+                futures = [pool.submit(_agent_tail, *job) for job in jobs[1:]]
+            result, derived, volumes, inputs, chf, dist = jobs[0]
+            here = _agent_tail(result, derived, volumes, inputs, _copy_compact(chf), dist)
             return [here, *(future.result() for future in futures)]
     finally:
         _FORKED_JOBS = None
