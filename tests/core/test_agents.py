@@ -94,9 +94,15 @@ MIXED = [
 
 
 @pytest.mark.parametrize(
-    ("agents", "workers"), [(RADII, 1), (MIXED, 1), (MIXED, 2)], ids=["radii", "mixed", "pool"]
+    ("agents", "workers", "fork"),
+    [(RADII, 1, True), (MIXED, 1, True), (MIXED, 2, True), (MIXED, 2, False)],
+    ids=["radii", "mixed", "pool", "pool-pickled"],
 )
-def test_each_agent_equals_a_separate_bake(dungeon, agents, workers):
+def test_each_agent_equals_a_separate_bake(dungeon, agents, workers, fork, monkeypatch):
+    if not fork:  # as on platforms without fork: the jobs are pickled to the workers
+        import multiprocessing
+
+        monkeypatch.setattr(multiprocessing, "get_all_start_methods", lambda: ["spawn"])
     verts, tris = dungeon
     config = NavConfig()
     ctx = BuildContext()
