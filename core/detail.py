@@ -707,6 +707,47 @@ def _circle_class(pts, cache, s, t, v, u):
     return 1 if d < r_lo else 2
 
 
+_F32_TWO = F32(2)
+_F32_EPS_CIRCLE = F32(1e-6)
+_F32_TOL_HI = F32(1) + F32(0.001)
+_F32_TOL_LO = F32(1) - F32(0.001)
+_F32_ZERO = F32(0)
+
+
+def _circle_class_f32(pts, cache, s, t, v, u):
+    """`_circle_class` on NumPy float32 scalars (each operation rounds to float32 as C's float
+    does; about 3x faster than rounding Python floats). Same results (tests/core/
+    test_detail_fast.py); the circle cache keys differ from `_circle_class`'s (``"c32"``)."""
+    key = ("c32", s, t, v)
+    circle = cache.get(key)
+    if circle is None:
+        p1x, p1z = pts[s]
+        p2x, p2z = pts[t]
+        p3x, p3z = pts[v]
+        v2x, v2z = p2x - p1x, p2z - p1z
+        v3x, v3z = p3x - p1x, p3z - p1z
+        cp = v2x * v3z - v2z * v3x
+        if abs(cp) > _F32_EPS_CIRCLE:
+            v2sq = v2x * v2x + v2z * v2z
+            v3sq = v3x * v3x + v3z * v3z
+            den = _F32_TWO * cp
+            c0 = (v2sq * v3z + v3sq * -v2z) / den
+            c2 = (v2sq * -v3x + v3sq * v2x) / den
+            rad = np.sqrt(c0 * c0 + c2 * c2)
+            cx, cz = c0 + p1x, c2 + p1z
+        else:
+            cx, cz, rad = p1x, p1z, _F32_ZERO
+        circle = cache[key] = (cx, cz, rad * _F32_TOL_HI, rad * _F32_TOL_LO)
+    cx, cz, r_hi, r_lo = circle
+    upx, upz = pts[u]
+    dx = upx - cx
+    dz = upz - cz
+    d = np.sqrt(dx * dx + dz * dz)
+    if d > r_hi:
+        return 0
+    return 1 if d < r_lo else 2
+
+
 def _delaunay_hull(vx, vz, hull, cache=None):
     """Recast delaunayHull on float32 points (x/z arrays): list of [a, b, c] triangles.
 
@@ -717,7 +758,7 @@ def _delaunay_hull(vx, vz, hull, cache=None):
         cache = {}
     npts = vx.shape[0]
     max_edges = npts * 10
-    pts = list(zip(vx.tolist(), vz.tolist(), strict=True))
+    pts = list(zip(vx, vz, strict=True))  # NumPy float32 scalars (`_circle_class_f32`)
 
     def left_of(s, t):
         # The points strictly left of s->t (vcross2 > EPS, float32 in Recast's order), in
@@ -793,7 +834,7 @@ def _delaunay_hull(vx, vz, hull, cache=None):
                 key = (s, t, pt, u)
                 where = cache.get(key)
                 if where is None:
-                    where = cache[key] = _circle_class(pts, cache, s, t, pt, u)
+                    where = cache[key] = _circle_class_f32(pts, cache, s, t, pt, u)
                 if where == 0:
                     continue
                 if where == 2:
