@@ -712,6 +712,9 @@ _F32_EPS_CIRCLE = F32(1e-6)
 _F32_TOL_HI = F32(1) + F32(0.001)
 _F32_TOL_LO = F32(1) - F32(0.001)
 _F32_ZERO = F32(0)
+_F32_EPS_LEFT = F32(1e-5)
+#: New points up to which a cached left-of list is extended with scalar tests.
+_FEW_NEW_POINTS = 4
 
 
 def _circle_class_f32(pts, cache, s, t, v, u):
@@ -769,10 +772,22 @@ def _delaunay_hull(vx, vz, hull, cache=None):
         start = 0 if known is None else known[0]
         if start == npts:
             return known[1]
+        if known is not None and npts - start <= _FEW_NEW_POINTS:
+            # A point or two added since: float32 scalars beat array set-up here.
+            sx, sz = pts[s]
+            tx, tz = pts[t]
+            ux, uz = tx - sx, tz - sz
+            found = known[1]
+            for u in range(start, npts):
+                px, pz = pts[u]
+                if u != s and u != t and ux * (pz - sz) - uz * (px - sx) > _F32_EPS_LEFT:
+                    found = [*found, u]
+            cache[key] = (npts, found)
+            return found
         u = np.arange(start, npts)
         ux, uz = vx[t] - vx[s], vz[t] - vz[s]
         wx, wz = vx[start:] - vx[s], vz[start:] - vz[s]
-        new = u[((ux * wz - uz * wx) > F32(1e-5)) & (u != s) & (u != t)].tolist()
+        new = u[((ux * wz - uz * wx) > _F32_EPS_LEFT) & (u != s) & (u != t)].tolist()
         found = new if known is None else known[1] + new
         cache[key] = (npts, found)
         return found
@@ -785,19 +800,26 @@ def _delaunay_hull(vx, vz, hull, cache=None):
     def find_edge(s, t):
         return edge_at.get((s, t) if s < t else (t, s), _EV_UNDEF)
 
+    # The edges' ends also as arrays, for the vectorized overlap test.
+    edge_s = np.empty(max_edges, dtype=np.int64)
+    edge_t = np.empty(max_edges, dtype=np.int64)
+
     def add_edge(s, t, lf, rf):
-        if len(edges) >= max_edges:
+        n_edges = len(edges)
+        if n_edges >= max_edges:
             return _EV_UNDEF
         key = (s, t) if s < t else (t, s)
         if key not in edge_at:
-            edge_at[key] = len(edges)
+            edge_at[key] = n_edges
             edges.append([s, t, lf, rf])
-            return len(edges) - 1
+            edge_s[n_edges] = s
+            edge_t[n_edges] = t
+            return n_edges
         return _EV_UNDEF
 
     def overlaps(a, b):
-        ends = np.array(edges, dtype=np.int64).reshape(-1, 4)
-        return _overlap_edges_np(vx, vz, ends[:, 0], ends[:, 1], a, b)
+        n_edges = len(edges)
+        return _overlap_edges_np(vx, vz, edge_s[:n_edges], edge_t[:n_edges], a, b)
 
     nh = len(hull)
     for i in range(nh):
