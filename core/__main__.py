@@ -374,11 +374,6 @@ def cmd_bake(args) -> int:
             "use --out NAME.bin without --json, or bake without --tile-size"
         )
     if args.agent:
-        if args.offmesh_link:
-            raise UsageError(
-                "--offmesh-link with --agent: hand-made links are not passed to agent bakes "
-                "yet; bake each agent on its own (without --agent) to add links"
-            )
         return _bake_agents_out(args, config)
     with atomic.Batch(inputs=[args.mesh]) as batch:  # every output checked before baking
         batch.add(args.out, "--out")
@@ -463,7 +458,10 @@ def _bake_agents_out(args, config: NavConfig) -> int:
                 batch.add(agent_output(args.json, agent.name), f"--json (agent {agent.name})")
         verts, tris = read_obj(args.mesh, recast_frame=args.recast_frame)
         ctx = BuildContext(progress_fn=_bake_progress(args))
-        results = bake_agents(verts, tris, config, agents, ctx=ctx, workers=args.workers or 1)
+        results = bake_agents(
+            verts, tris, config, agents, ctx=ctx, workers=args.workers or 1,
+            offmesh_links=offmesh_links_from_args(args),
+        )  # fmt: skip
         reachable = _reachable_points(args)
         if reachable is not None:  # island pruning of each agent's navmesh
             for name, result in results.items():
@@ -492,12 +490,14 @@ def _bake_agents_out(args, config: NavConfig) -> int:
                 result.detail,
                 config=result.config,
                 recast_frame=args.recast_frame,
+                offmesh=result.offmesh_links,
                 batch=batch,
             )
             if args.json:
                 export.write_json(
-                    agent_output(args.json, name), result.polymesh, result.detail, batch=batch
-                )
+                    agent_output(args.json, name), result.polymesh, result.detail,
+                    offmesh=result.offmesh_links, batch=batch,
+                )  # fmt: skip
         written = batch.commit()  # every output replaced only now, all together
     for path in written:
         print(f"wrote {path}")
@@ -517,6 +517,9 @@ def _bake_agents_tiled_out(args, config: NavConfig, agents) -> int:
         results = bake_agents_tiled(
             verts, tris, config, agents, args.tile_size, workers=args.workers
         )
+        links = offmesh_links_from_args(args)
+        for result in results.values():  # each tile: the links starting in it
+            result.offmesh_links = links
         reachable = _reachable_points(args)
         empty = []
         for name, result in results.items():

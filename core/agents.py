@@ -262,6 +262,7 @@ def bake_agents(
     ctx: BuildContext | None = None,
     volumes: tuple[pipeline.AreaVolume, ...] = (),
     workers: int = 1,
+    offmesh_links=None,
 ) -> dict[str, pipeline.BakeResult]:
     """One navmesh bake per agent, ``{agent name: BakeResult}`` in the agents' order.
 
@@ -273,8 +274,9 @@ def bake_agents(
     runs) and every agent's warnings prefixed with ``agent NAME:``. ``workers`` [Limit: >= 1]:
     worker processes for the per-agent stages (erosion's threshold onwards): with more than
     one, the first agent's run here while the others' run in up to ``workers`` forked
-    processes; 1 (the default) runs them all in this process. Raises `VoxNavError` for bad
-    input, a bad or duplicate agent, before any stage runs.
+    processes; 1 (the default) runs them all in this process. ``offmesh_links``: hand-made
+    `core.offmesh.OffMeshLinks` every agent's navmesh gets (as `pipeline.bake`'s). Raises
+    `VoxNavError` for bad input, a bad or duplicate agent, before any stage runs.
     """
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise VoxNavError(f"workers must be a whole number >= 1, got {workers!r}")
@@ -382,6 +384,8 @@ def bake_agents(
             heightfield=hf,
             stage_areas=dict(stage_areas),
         )
+        if offmesh_links is not None:  # hand-made links: every agent's navmesh takes them
+            result.offmesh_links = offmesh_links
         tails.append((agent, result, derived, chf, erosion_dist))
 
     # Erosion's threshold onwards, per agent: here, or in worker processes (same arrays).

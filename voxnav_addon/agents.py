@@ -94,12 +94,14 @@ def agent_types(settings) -> list[core_agents.AgentType]:
     ]
 
 
-def bake(gathered, config: NavConfig, volumes, settings, progress=None):
-    """Bake every agent row. Returns ({name: BakeResult}, the build context)."""
+def bake(gathered, config: NavConfig, volumes, settings, progress=None, offmesh_links=None):
+    """Bake every agent row, each navmesh with the hand-made ``offmesh_links`` (Nav Links).
+    Returns ({name: BakeResult}, the build context)."""
     ctx = BuildContext(progress_fn=progress)
     results = core_agents.bake_agents(
-        gathered.verts, gathered.tris, config, agent_types(settings), ctx=ctx, volumes=volumes
-    )
+        gathered.verts, gathered.tris, config, agent_types(settings), ctx=ctx, volumes=volumes,
+        offmesh_links=offmesh_links,
+    )  # fmt: skip
     return results, ctx
 
 

@@ -171,15 +171,13 @@ def _bake(context, stop_after, progress, config, timings, tiles=True) -> BakeOut
     if reachable is not None and not len(reachable):
         reachable = None
     prune_mode = str(settings.prune_mode).lower()
+    links, unusable = gather_mod.nav_links(context) if stop_after == "navmesh" else (None, [])
     if use_agents:  # one navmesh per agent row (agents.py); the first one's is `result`
         from . import agents
 
-        agent_results, agent_ctx = agents.bake(gathered, config, volumes, settings, progress)
-        if gather_mod.nav_links(context)[0] is not None:
-            agent_ctx.warn(
-                "Nav Links are used by solo bakes without agent rows only: the agents' "
-                "navmeshes have no hand-made links"
-            )
+        agent_results, agent_ctx = agents.bake(
+            gathered, config, volumes, settings, progress, offmesh_links=links
+        )
         result = next(iter(agent_results.values()))
         if reachable is not None:  # island pruning (core.prune) of every agent's navmesh
             for agent_result in agent_results.values():
@@ -188,7 +186,6 @@ def _bake(context, stop_after, progress, config, timings, tiles=True) -> BakeOut
         timings.update({str(k): float(v) for k, v in agent_ctx.timings.items()})
         warnings = list(agent_ctx.warnings)
     else:
-        links, unusable = gather_mod.nav_links(context) if stop_after == "navmesh" else (None, [])
         result = pipeline.bake(
             gathered.verts,
             gathered.tris,
@@ -202,11 +199,11 @@ def _bake(context, stop_after, progress, config, timings, tiles=True) -> BakeOut
         )
         timings.update({str(k): float(v) for k, v in result.timings.items()})
         warnings = list(result.warnings)
-        if unusable:
-            warnings.append(
-                f"Nav Link object(s) {', '.join(unusable)} have no end: set their Link End "
-                "object (or use a curve with two points); they were left out"
-            )
+    if unusable:
+        warnings.append(
+            f"Nav Link object(s) {', '.join(unusable)} have no end: set their Link End "
+            "object (or use a curve with two points); they were left out"
+        )
     outcome = BakeOutcome(result, gathered, config, timings=timings, warnings=warnings)
     outcome.agents = agent_results
     if stop_after == "navmesh" and any(r.empty for r in [result, *agent_results.values()]):

@@ -13,6 +13,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from ..cliutil import offmesh_links_from_args
 from ..errors import UsageError, VoxNavError
 from .navdata import create_nav_mesh_data
 from .navmesh import NavMesh
@@ -21,7 +22,13 @@ F32 = np.float32
 
 
 def agent_navmeshes(
-    mesh_path, recast_frame: bool, config, specs, workers: int | None = 1, tile_size: int = 0
+    mesh_path,
+    recast_frame: bool,
+    config,
+    specs,
+    workers: int | None = 1,
+    tile_size: int = 0,
+    offmesh_links=None,
 ):
     """``{agent name: NavMesh}`` of the agents in ``specs`` (bake --agent text), baked from the
     OBJ in one `bake_agents` run (with ``tile_size`` > 0 [Units: cells], one tiled bake per
@@ -41,6 +48,7 @@ def agent_navmeshes(
 
         tiled = bake_agents_tiled(verts, tris, config, agents, tile_size, workers=workers)
         for name, bake in tiled.items():
+            bake.offmesh_links = offmesh_links
             if bake.empty:
                 raise VoxNavError(
                     f"{mesh_path}: agent {name}'s tiled bake made no walkable polygons, so "
@@ -48,7 +56,9 @@ def agent_navmeshes(
                     "floors"
                 )
         return {name: bake.navmesh() for name, bake in tiled.items()}
-    results = bake_agents(verts, tris, config, agents, workers=workers or 1)
+    results = bake_agents(
+        verts, tris, config, agents, workers=workers or 1, offmesh_links=offmesh_links
+    )
     navs = {}
     for name, result in results.items():
         if result.empty or result.polymesh is None or result.polymesh.npolys == 0:
@@ -63,6 +73,7 @@ def agent_navmeshes(
             walkable_height=float(F32(cfg.agent_height)),
             walkable_radius=float(F32(cfg.agent_radius)),
             walkable_climb=float(F32(cfg.agent_max_climb)),
+            offmesh=result.offmesh_links,
         )
         navs[name] = NavMesh.from_data(data)
     return navs
@@ -82,6 +93,7 @@ def per_agent(command: Callable[..., int], args, config) -> int:
         args.agent,
         workers if tile_size else (workers or 1),
         tile_size,
+        offmesh_links_from_args(args),
     )
     status = 0
     for name, nav in navs.items():

@@ -251,14 +251,8 @@ def navmesh_from_args(args, config) -> NavMesh:
 
 
 def _per_agent(command, args, config) -> int:
-    from ..errors import UsageError
     from .agent_cli import per_agent
 
-    if getattr(args, "offmesh_link", None):
-        raise UsageError(
-            "--offmesh-link with --agent: hand-made links are not passed to agent bakes yet; "
-            "run each agent on its own (without --agent) to add links"
-        )
     return per_agent(command, args, config)
 
 

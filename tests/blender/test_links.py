@@ -156,3 +156,26 @@ def test_tiled_bake_carries_nav_links_through_obstacle_rebuilds(bpy, ext):
     bpy.context.view_layer.update()  # the depsgraph handler rebuilds the block's tiles
     assert cache.rebuild_count > count and len(cache.offmesh_links) == 1
     assert live.update_path(scene).status == live.STATUS_REACHED
+
+
+def test_agent_rows_take_nav_links(bpy, ext):
+    """With agent rows, every agent's navmesh carries the Nav Link (and draws its arc)."""
+    _scene(bpy)
+    scene = bpy.context.scene
+    assert bpy.ops.voxnav.add_nav_link() == {"FINISHED"}
+    start, end = bpy.data.objects["Nav Link Start"], bpy.data.objects["Nav Link End"]
+    start.location, end.location = (9.5, 4.0, 0.0), (12.0, 4.0, 0.0)
+    for name, radius in (("small", 0.3), ("big", 0.6)):
+        assert bpy.ops.voxnav.agent_add() == {"FINISHED"}
+        row = scene.voxnav.agents[-1]
+        row.name, row.radius = name, radius
+    bpy.context.view_layer.update()
+    assert bpy.ops.voxnav.build_navmesh() == {"FINISHED"}
+    outcome = ext.bake.LAST[scene.session_uid]
+    agents = importlib.import_module(f"{ext.root.__name__}.voxnav_addon.agents")
+    for name in ("small", "big"):
+        links = outcome.agents[name].offmesh_links
+        assert len(links) == 1
+        np.testing.assert_allclose(links.start[0], (9.5, 4.0, 0.0))
+        assert agents.links_name(name) in bpy.data.objects
+    assert not any("Nav Link" in w for w in outcome.warnings)

@@ -176,22 +176,32 @@ def test_pruning_follows_links_and_their_direction():
     assert heights.max() > 1.5 and heights.min() < 1.0  # ledge and, down the drop, floor A
 
 
-def test_cli_refuses_hand_links_with_agents_instead_of_dropping_them(tmp_path):
-    mesh = tmp_path / "scene.obj"
-    verts, tris = L.gap_and_ledge_scene()
-    lines = [f"v {x} {z} {-y}" for x, y, z in verts.tolist()]
-    lines += [f"f {a + 1} {b + 1} {c + 1}" for a, b, c in tris.tolist()]
-    mesh.write_text("\n".join(lines) + "\n")
-    for command in (["path", str(mesh), "--from", "3", "4", "0", "--to", "18", "4", "0"],
-                    ["bake", str(mesh), "--out", str(tmp_path / "nav.obj")]):  # fmt: skip
-        run = subprocess.run(
-            [sys.executable, "-m", "core", *command, "--offmesh-link", GAP_LINK]
-            + ["--agent", "small:radius=0.3"],
-            capture_output=True,
-            text=True,
-        )
-        assert run.returncode == 2 and "--offmesh-link with --agent" in run.stderr
-        assert not (tmp_path / "nav_small.obj").exists()
+def test_hand_links_reach_every_agent_solo_and_tiled(tmp_path, capsys):
+    """--offmesh-link with --agent: every agent's path crosses the gap (solo and tiled), and
+    every agent's export carries the link, as separate runs per agent do."""
+    from core.__main__ import main
+    from core.nav.binio import read_navmesh_set
+
+    mesh = L.write_obj(tmp_path / "scene.obj", *L.gap_and_ledge_scene())
+    route = ["--from", "3", "4", "0", "--to", "18", "4", "0", "--offmesh-link", GAP_LINK]
+    agents = ["--agent", "small:radius=0.3", "--agent", "big:radius=0.6"]
+    for tiled in ([], ["--tile-size", "32", "--workers", "1"]):
+        assert main(["path", str(mesh), *route, *agents, *tiled]) == 0
+        out = capsys.readouterr().out
+        assert out.count("path: reached") == 2 and "partial" not in out, out
+        for radius in ("0.3", "0.6"):  # each section is what a separate run prints
+            assert main(["path", str(mesh), *route, *tiled, "--agent-radius", radius]) == 0
+            assert capsys.readouterr().out.split("\n", 1)[0] in out
+    link = ["--offmesh-link", GAP_LINK]
+    assert main(["bake", str(mesh), "--out", str(tmp_path / "nav.json"), *link, *agents]) == 0
+    for name in ("small", "big"):
+        doc = json.loads((tmp_path / f"nav_{name}.json").read_text())
+        assert len(doc["offmesh_links"]) == 1
+    tiled = ["--tile-size", "32", "--workers", "1"]
+    assert main(["bake", str(mesh), "--out", str(tmp_path / "t.bin"), *link, *agents, *tiled]) == 0
+    for name in ("small", "big"):
+        tiles = read_navmesh_set(tmp_path / f"t_{name}.bin").tiles
+        assert sum(int(t.off_mesh_count) for t in tiles) == 1
 
 
 def test_tile_cache_keeps_links_through_rebuilds_and_save_load(tmp_path):
