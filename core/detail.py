@@ -1160,6 +1160,93 @@ def _simple_details(
     tris[rows_t, 3] = flags
 
 
+def _adds_no_sample(
+    polys,
+    npoly,
+    pv,
+    e_p,
+    m_edge,
+    edge_base,
+    kept_by_edge,
+    nv_poly,
+    slot,
+    istart,
+    jx,
+    jy,
+    jz,
+    sample_max_error,
+) -> np.ndarray:
+    """bool per polygon of ``polys`` (all with interior samples): `_build_poly_detail` would add
+    no sample, so its detail mesh is its hull triangulation. That is so when it has no sample,
+    already `MAX_VERTS` vertices, or no sample lies above the hull triangulation by more than
+    ``sample_max_error`` (Recast's first distToTriMesh check, here for every polygon's every
+    sample against its own triangles at once, float32 as `_dist_to_tri_mesh`)."""
+    nv = nv_poly[polys]
+    vbase = np.concatenate([[0], np.cumsum(nv)])
+    tbase = np.concatenate([[0], np.cumsum(nv - 2)])
+    verts = np.empty((int(vbase[-1]), 3), dtype=F32)
+    tris = np.empty((int(tbase[-1]), 4), dtype=np.int64)
+    at = np.arange(polys.size)
+    sel_e_p, sel_edge_base, edges = _edges_of(polys, e_p, edge_base)
+    _simple_details(
+        at, npoly[polys], pv[polys], sel_e_p, m_edge[edges], sel_edge_base,
+        [kept_by_edge[e] for e in edges.tolist()], vbase, tbase, True, verts, tris,
+    )  # fmt: skip
+    lo = istart[slot[polys]]
+    ns = istart[slot[polys] + 1] - lo
+    nt = nv - 2
+    # Pairs (sample, triangle) of one polygon.
+    pair_n = ns * nt
+    owner = np.repeat(at, pair_n)
+    within = np.arange(int(pair_n.sum())) - np.repeat(np.cumsum(pair_n) - pair_n, pair_n)
+    sample = lo[owner] + within // nt[owner]
+    tri = tbase[owner] + within % nt[owner]
+    base = vbase[owner]
+    a = verts[base + tris[tri, 0]]
+    b = verts[base + tris[tri, 1]]
+    c = verts[base + tris[tri, 2]]
+    v0x, v0y, v0z = c[:, 0] - a[:, 0], c[:, 1] - a[:, 1], c[:, 2] - a[:, 2]
+    v1x, v1y, v1z = b[:, 0] - a[:, 0], b[:, 1] - a[:, 1], b[:, 2] - a[:, 2]
+    v2x = jx[sample] - a[:, 0]
+    v2z = jz[sample] - a[:, 2]
+    dot00 = v0x * v0x + v0z * v0z
+    dot01 = v0x * v1x + v0z * v1z
+    dot02 = v0x * v2x + v0z * v2z
+    dot11 = v1x * v1x + v1z * v1z
+    dot12 = v1x * v2x + v1z * v2z
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        inv = F32(1) / (dot00 * dot11 - dot01 * dot01)
+        u = (dot11 * dot02 - dot01 * dot12) * inv
+        v = (dot00 * dot12 - dot01 * dot02) * inv
+        eps = F32(1e-4)
+        inside = (u >= -eps) & (v >= -eps) & ((u + v) <= F32(1) + eps)
+        y = a[:, 1] + v0y * u + v1y * v
+        d = np.where(inside, np.abs(y - jy[sample]), F32(_FLT_MAX)).astype(F32)
+    # Per sample its least distance (FLT_MAX: no triangle under it, then 0), per polygon the
+    # largest of those.
+    per_sample = np.full(jx.shape[0], F32(_FLT_MAX), dtype=F32)
+    np.minimum.at(per_sample, sample, d)
+    per_sample[per_sample == F32(_FLT_MAX)] = F32(0)
+    best = np.zeros(polys.size, dtype=F32)
+    has = ns > 0
+    sample_owner = np.repeat(at, ns)
+    rows = lo[sample_owner] + (np.arange(int(ns.sum())) - np.repeat(np.cumsum(ns) - ns, ns))
+    np.maximum.at(best, sample_owner, per_sample[rows])
+    adds = has & (nv < MAX_VERTS) & (best > F32(0)) & (best > F32(sample_max_error))
+    return ~adds
+
+
+def _edges_of(polys, e_p, edge_base):
+    """The edges of the polygons ``polys``, as `_simple_details` takes them for that selection
+    (polygons renumbered 0..len - 1): (owner per edge, edge offsets, the edges' global ids)."""
+    counts = edge_base[polys + 1] - edge_base[polys]
+    edges = np.repeat(edge_base[polys], counts) + (
+        np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts)
+    )
+    sel_base = np.concatenate([[0], np.cumsum(counts)])
+    return np.repeat(np.arange(polys.size), counts), sel_base, edges
+
+
 def _join_samples(parts):
     """Concatenate `_interior_samples` results of consecutive polygon chunks."""
     if not parts:
@@ -1329,6 +1416,15 @@ def build_poly_mesh_detail(
         m_edge = np.fromiter((seg.shape[0] for seg in kept_by_edge), np.int64, e_p.size)
     nv_poly = npoly + np.bincount(e_p, weights=m_edge, minlength=npolys).astype(np.int64)
     nt_poly = nv_poly - 2
+    if BATCH_HULLS and sample_dist > 0:
+        # Polygons whose first interior sample check adds nothing keep their hull
+        # triangulation: found for all of them at once.
+        interior = np.flatnonzero(~simple)
+        if interior.size:
+            simple[interior[_adds_no_sample(
+                interior, npoly, pv, e_p, m_edge, edge_base, kept_by_edge, nv_poly, slot,
+                istart, jx, jy, jz, sample_max_error,
+            )]] = True  # fmt: skip
     per_poly: dict[int, tuple[np.ndarray, np.ndarray]] = {}
     step = max(1, npolys // 10)
     for p in np.flatnonzero(~simple).tolist():
