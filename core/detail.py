@@ -1419,10 +1419,10 @@ def build_poly_mesh_detail(
     if BATCH_HULLS and sample_dist > 0:
         # Polygons whose first interior sample check adds nothing keep their hull
         # triangulation: found for all of them at once.
-        interior = np.flatnonzero(~simple)
-        if interior.size:
-            simple[interior[_adds_no_sample(
-                interior, npoly, pv, e_p, m_edge, edge_base, kept_by_edge, nv_poly, slot,
+        sampled_polys = np.flatnonzero(~simple)
+        if sampled_polys.size:
+            simple[sampled_polys[_adds_no_sample(
+                sampled_polys, npoly, pv, e_p, m_edge, edge_base, kept_by_edge, nv_poly, slot,
                 istart, jx, jy, jz, sample_max_error,
             )]] = True  # fmt: skip
     per_poly: dict[int, tuple[np.ndarray, np.ndarray]] = {}
