@@ -751,6 +751,39 @@ def _circle_class_f32(pts, cache, s, t, v, u):
     return 1 if d < r_lo else 2
 
 
+def faces_from_edges(edges, nfaces: int) -> list[list[int]]:
+    """delaunayHull's last step: the triangles [a, b, c] of ``nfaces`` faces from the edges
+    [s, t, left face, right face], incomplete faces dropped (the last one moved into their
+    place, as Recast does)."""
+    tris = [[-1, -1, -1] for _ in range(nfaces)]
+    for e0, e1, e2, e3 in edges:
+        if e3 >= 0:
+            t = tris[e3]
+            if t[0] == -1:
+                t[0], t[1] = e0, e1
+            elif t[0] == e1:
+                t[2] = e0
+            elif t[1] == e0:
+                t[2] = e1
+        if e2 >= 0:
+            t = tris[e2]
+            if t[0] == -1:
+                t[0], t[1] = e1, e0
+            elif t[0] == e0:
+                t[2] = e1
+            elif t[1] == e1:
+                t[2] = e0
+    i = 0
+    while i < len(tris):
+        t = tris[i]
+        if t[0] == -1 or t[1] == -1 or t[2] == -1:
+            tris[i] = tris[-1]
+            tris.pop()
+            continue
+        i += 1
+    return tris
+
+
 def _delaunay_hull(vx, vz, hull, cache=None):
     """Recast delaunayHull on float32 points (x/z arrays): list of [a, b, c] triangles.
 
@@ -884,42 +917,18 @@ def _delaunay_hull(vx, vz, hull, cache=None):
             else:
                 _update_left_face(edges[cur], s, t, _EV_HULL)
         cur += 1
-    tris = [[-1, -1, -1] for _ in range(nfaces)]
-    for e0, e1, e2, e3 in edges:
-        if e3 >= 0:
-            t = tris[e3]
-            if t[0] == -1:
-                t[0], t[1] = e0, e1
-            elif t[0] == e1:
-                t[2] = e0
-            elif t[1] == e0:
-                t[2] = e1
-        if e2 >= 0:
-            t = tris[e2]
-            if t[0] == -1:
-                t[0], t[1] = e1, e0
-            elif t[0] == e0:
-                t[2] = e1
-            elif t[1] == e1:
-                t[2] = e0
-    i = 0
-    while i < len(tris):
-        t = tris[i]
-        if t[0] == -1 or t[1] == -1 or t[2] == -1:
-            tris[i] = tris[-1]
-            tris.pop()
-            continue
-        i += 1
-    return tris
+    return faces_from_edges(edges, nfaces)
 
 
-def _dist_to_tri_mesh(px, py, pz, vx, vy, vz, tris):
-    """Recast distToTriMesh for points (s,) against triangles (t,3): (s,) float32, -1 = miss."""
-    a, b, c = tris[:, 0], tris[:, 1], tris[:, 2]
-    v0x, v0y, v0z = (vx[c] - vx[a])[None], (vy[c] - vy[a])[None], (vz[c] - vz[a])[None]
-    v1x, v1y, v1z = (vx[b] - vx[a])[None], (vy[b] - vy[a])[None], (vz[b] - vz[a])[None]
-    v2x = px[:, None] - vx[a][None]
-    v2z = pz[:, None] - vz[a][None]
+def _height_gap(px, py, pz, a, b, c):
+    """Recast distToTriMesh's test of points against triangles (a, b, c: float32 (..., 3)
+    local (x, height, row) corners broadcasting with the points px/py/pz): |height of the
+    triangle under the point - py| where the point lies over it (barycentric, 1e-4 slack),
+    else FLT_MAX. float32 in Recast's operation order."""
+    v0x, v0y, v0z = c[..., 0] - a[..., 0], c[..., 1] - a[..., 1], c[..., 2] - a[..., 2]
+    v1x, v1y, v1z = b[..., 0] - a[..., 0], b[..., 1] - a[..., 1], b[..., 2] - a[..., 2]
+    v2x = px - a[..., 0]
+    v2z = pz - a[..., 2]
     dot00 = v0x * v0x + v0z * v0z
     dot01 = v0x * v1x + v0z * v1z
     dot02 = v0x * v2x + v0z * v2z
@@ -931,8 +940,15 @@ def _dist_to_tri_mesh(px, py, pz, vx, vy, vz, tris):
         v = (dot00 * dot12 - dot01 * dot02) * inv
         eps = F32(1e-4)
         inside = (u >= -eps) & (v >= -eps) & ((u + v) <= F32(1) + eps)
-        y = vy[a][None] + v0y * u + v1y * v
-        d = np.where(inside, np.abs(y - py[:, None]), F32(_FLT_MAX))
+        y = a[..., 1] + v0y * u + v1y * v
+        return np.where(inside, np.abs(y - py), F32(_FLT_MAX))
+
+
+def _dist_to_tri_mesh(px, py, pz, verts, tris):
+    """Recast distToTriMesh for points (s,) against triangles (t, 3) of ``verts`` (float32
+    (n, 3) local): (s,) float32, -1 = miss."""
+    a, b, c = (verts[tris[:, k]][None] for k in range(3))
+    d = _height_gap(px[:, None], py[:, None], pz[:, None], a, b, c)
     dmin = d.min(axis=1) if d.shape[1] else np.full(px.shape, _FLT_MAX, dtype=F32)
     return np.where(dmin == F32(_FLT_MAX), F32(-1), dmin)
 
@@ -967,7 +983,7 @@ def _build_poly_detail(verts, hull, nin, interior, samples, sample_max_error):
         if nverts >= MAX_VERTS or not tris:
             break
         ta = np.asarray(tris, dtype=np.int64)
-        d = _dist_to_tri_mesh(jx, jy, jz, verts[:, 0], verts[:, 1], verts[:, 2], ta)
+        d = _dist_to_tri_mesh(jx, jy, jz, verts, ta)
         d = np.where(added | (d < 0), F32(0), d)
         best = int(np.argmax(d))
         bestd = d[best]
@@ -1205,23 +1221,7 @@ def _adds_no_sample(
     a = verts[base + tris[tri, 0]]
     b = verts[base + tris[tri, 1]]
     c = verts[base + tris[tri, 2]]
-    v0x, v0y, v0z = c[:, 0] - a[:, 0], c[:, 1] - a[:, 1], c[:, 2] - a[:, 2]
-    v1x, v1y, v1z = b[:, 0] - a[:, 0], b[:, 1] - a[:, 1], b[:, 2] - a[:, 2]
-    v2x = jx[sample] - a[:, 0]
-    v2z = jz[sample] - a[:, 2]
-    dot00 = v0x * v0x + v0z * v0z
-    dot01 = v0x * v1x + v0z * v1z
-    dot02 = v0x * v2x + v0z * v2z
-    dot11 = v1x * v1x + v1z * v1z
-    dot12 = v1x * v2x + v1z * v2z
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        inv = F32(1) / (dot00 * dot11 - dot01 * dot01)
-        u = (dot11 * dot02 - dot01 * dot12) * inv
-        v = (dot00 * dot12 - dot01 * dot02) * inv
-        eps = F32(1e-4)
-        inside = (u >= -eps) & (v >= -eps) & ((u + v) <= F32(1) + eps)
-        y = a[:, 1] + v0y * u + v1y * v
-        d = np.where(inside, np.abs(y - jy[sample]), F32(_FLT_MAX)).astype(F32)
+    d = _height_gap(jx[sample], jy[sample], jz[sample], a, b, c)
     # Per sample its least distance (FLT_MAX: no triangle under it, then 0), per polygon the
     # largest of those.
     per_sample = np.full(jx.shape[0], F32(_FLT_MAX), dtype=F32)

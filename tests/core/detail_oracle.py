@@ -13,6 +13,7 @@ from core.detail import (
     _find_edge,
     _overlap_edges,
     _update_left_face,
+    faces_from_edges,
 )
 
 F32 = np.float32
@@ -96,30 +97,4 @@ def delaunay_hull_literal(vx, vz, hull, cache=None):
             else:
                 _update_left_face(edges[cur], s, t, _EV_HULL)
         cur += 1
-    tris = [[-1, -1, -1] for _ in range(nfaces)]
-    for e0, e1, e2, e3 in edges:
-        if e3 >= 0:
-            t = tris[e3]
-            if t[0] == -1:
-                t[0], t[1] = e0, e1
-            elif t[0] == e1:
-                t[2] = e0
-            elif t[1] == e0:
-                t[2] = e1
-        if e2 >= 0:
-            t = tris[e2]
-            if t[0] == -1:
-                t[0], t[1] = e1, e0
-            elif t[0] == e0:
-                t[2] = e1
-            elif t[1] == e1:
-                t[2] = e0
-    i = 0
-    while i < len(tris):
-        t = tris[i]
-        if t[0] == -1 or t[1] == -1 or t[2] == -1:
-            tris[i] = tris[-1]
-            tris.pop()
-            continue
-        i += 1
-    return tris
+    return faces_from_edges(edges, nfaces)
