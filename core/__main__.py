@@ -439,6 +439,16 @@ def _reachable_points(args) -> np.ndarray | None:
     return reachable
 
 
+def _empty_agents(names: list[str]) -> int:
+    """Say that these agents' navmeshes are empty (nothing is written); EXIT_FAILED."""
+    print(
+        f"voxnav: error: the navigation mesh of agent(s) {', '.join(names)} is empty: "
+        "nothing written (see the warnings above for the likely cause)",
+        file=sys.stderr,
+    )
+    return EXIT_FAILED
+
+
 def _bake_agents_out(args, config: NavConfig) -> int:
     """``bake --agent ...``: one navmesh (and JSON) per agent, all written or none."""
     from . import export
@@ -477,12 +487,7 @@ def _bake_agents_out(args, config: NavConfig) -> int:
                 empty.append(name)
         print("time " + " ".join(f"{k}={v * 1000:.1f}ms" for k, v in ctx.timings.items()))
         if empty:
-            print(
-                f"voxnav: error: the navigation mesh of agent(s) {', '.join(empty)} is empty: "
-                "nothing written (see the warnings above for the likely cause)",
-                file=sys.stderr,
-            )
-            return EXIT_FAILED
+            return _empty_agents(empty)
         for name, result in results.items():
             export.write_navmesh(
                 agent_output(args.out, name),
@@ -536,12 +541,7 @@ def _bake_agents_tiled_out(args, config: NavConfig, agents) -> int:
             if result.empty:
                 empty.append(name)
         if empty:
-            print(
-                f"voxnav: error: the navigation mesh of agent(s) {', '.join(empty)} is empty: "
-                "nothing written (see the warnings above for the likely cause)",
-                file=sys.stderr,
-            )
-            return EXIT_FAILED
+            return _empty_agents(empty)
         frame = "recast" if args.recast_frame else "engine"
         for name, result in results.items():
             export.write_tiled_detour_bin(

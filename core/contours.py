@@ -690,6 +690,15 @@ def segment_hits_edges(
     (no three points collinear, strict sides), or unless ``loose``, an endpoint lying on the
     other segment (Recast's intersect(); loose is intersectProp() only). Vectorized over edges.
     """
+    hit = segments_cross(x0, z0, x1, z1, ax, az, bx, bz, loose)
+    if consider is not None:
+        hit &= consider
+    return bool(hit.any())
+
+
+def segments_cross(x0, z0, x1, z1, ax, az, bx, bz, loose: bool = False) -> np.ndarray:
+    """bool per pair: segment (x0, z0)-(x1, z1) crosses edge (ax, az)-(bx, bz) as in
+    `segment_hits_edges` (every argument an integer array or scalar, broadcast together)."""
     skip = (
         ((ax == x0) & (az == z0))
         | ((ax == x1) & (az == z1))
@@ -703,8 +712,11 @@ def segment_hits_edges(
     hit = (a1 != 0) & (a2 != 0) & (a3 != 0) & (a4 != 0)
     hit &= ((a1 < 0) != (a2 < 0)) & ((a3 < 0) != (a4 < 0))
     if not loose:
-        c0, c1, lo, hi = (ax, bx, x0, x1) if x0 != x1 else (az, bz, z0, z1)
-        lo, hi = min(lo, hi), max(lo, hi)
+        # between(): an end on the other segment (collinear, within its x or z range).
+        on_x = x0 != x1
+        lo = np.where(on_x, np.minimum(x0, x1), np.minimum(z0, z1))
+        hi = np.where(on_x, np.maximum(x0, x1), np.maximum(z0, z1))
+        c0, c1 = np.where(on_x, ax, az), np.where(on_x, bx, bz)
         hit |= ((a1 == 0) & (lo <= c0) & (c0 <= hi)) | ((a2 == 0) & (lo <= c1) & (c1 <= hi))
         vert = ax == bx
         mnx, mxx = np.minimum(ax, bx), np.maximum(ax, bx)
@@ -712,10 +724,7 @@ def segment_hits_edges(
         b3 = np.where(vert, (mnz <= z0) & (z0 <= mxz), (mnx <= x0) & (x0 <= mxx))
         b4 = np.where(vert, (mnz <= z1) & (z1 <= mxz), (mnx <= x1) & (x1 <= mxx))
         hit |= ((a3 == 0) & b3) | ((a4 == 0) & b4)
-    hit &= ~skip
-    if consider is not None:
-        hit &= consider
-    return bool(hit.any())
+    return hit & ~skip
 
 
 def _in_cone_all(vx: np.ndarray, vz: np.ndarray, px: int, pz: int) -> np.ndarray:
@@ -975,4 +984,5 @@ __all__ = [
     "boundary_flags",
     "build_contours",
     "segment_hits_edges",
+    "segments_cross",
 ]

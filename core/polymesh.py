@@ -37,7 +37,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .context import BuildContext
-from .contours import RC_BORDER_VERTEX, ContourSet, segment_hits_edges
+from .contours import RC_BORDER_VERTEX, ContourSet, segment_hits_edges, segments_cross
 from .errors import VoxNavError
 
 #: Null vertex / neighbour id in ``polys``. [Recast: RC_MESH_NULL_IDX]
@@ -291,31 +291,7 @@ def _diagonals(x, z, nxt, prv, alive, cstart, owner, qi, qj) -> np.ndarray:
     x0, z0, x1, z1 = x[d0], z[d0], x[d1], z[d1]
     ax, az, bx, bz = x[k], z[k], x[k1], z[k1]
     consider = alive[k] & (k != d0) & (k1 != d0) & (k != d1) & (k1 != d1)
-    skip = (
-        ((ax == x0) & (az == z0))
-        | ((ax == x1) & (az == z1))
-        | ((bx == x0) & (bz == z0))
-        | ((bx == x1) & (bz == z1))
-    )
-    a1 = (x1 - x0) * (az - z0) - (ax - x0) * (z1 - z0)
-    a2 = (x1 - x0) * (bz - z0) - (bx - x0) * (z1 - z0)
-    a3 = (bx - ax) * (z0 - az) - (x0 - ax) * (bz - az)
-    a4 = (bx - ax) * (z1 - az) - (x1 - ax) * (bz - az)
-    hit = (a1 != 0) & (a2 != 0) & (a3 != 0) & (a4 != 0)
-    hit &= ((a1 < 0) != (a2 < 0)) & ((a3 < 0) != (a4 < 0))
-    # between(): an end on the other segment (collinear, within its x or z range).
-    on_x = x0 != x1
-    lo = np.where(on_x, np.minimum(x0, x1), np.minimum(z0, z1))
-    hi = np.where(on_x, np.maximum(x0, x1), np.maximum(z0, z1))
-    c0, c1 = np.where(on_x, ax, az), np.where(on_x, bx, bz)
-    hit |= ((a1 == 0) & (lo <= c0) & (c0 <= hi)) | ((a2 == 0) & (lo <= c1) & (c1 <= hi))
-    vert = ax == bx
-    mnx, mxx = np.minimum(ax, bx), np.maximum(ax, bx)
-    mnz, mxz = np.minimum(az, bz), np.maximum(az, bz)
-    b3 = np.where(vert, (mnz <= z0) & (z0 <= mxz), (mnx <= x0) & (x0 <= mxx))
-    b4 = np.where(vert, (mnz <= z1) & (z1 <= mxz), (mnx <= x1) & (x1 <= mxx))
-    hit |= ((a3 == 0) & b3) | ((a4 == 0) & b4)
-    hit &= consider & ~skip
+    hit = segments_cross(x0, z0, x1, z1, ax, az, bx, bz) & consider
     crossed = np.bincount(q, weights=hit, minlength=qi.size) > 0
     return cone & ~crossed
 

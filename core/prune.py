@@ -247,6 +247,24 @@ def remove_polys(
     return out, out_detail
 
 
+def _checked_points(points, mode: str) -> np.ndarray:
+    """The reachable-from points as float64 (k, 3); `VoxNavError` for a bad mode or point."""
+    if mode not in PRUNE_MODES:
+        raise VoxNavError(f"unknown prune mode {mode!r}: use one of {', '.join(PRUNE_MODES)}")
+    pts = np.asarray(points, dtype=np.float64).reshape(-1, 3) if len(points) else np.zeros((0, 3))
+    if not np.all(np.isfinite(pts)):
+        raise VoxNavError("reachable-from points must be finite numbers (x, y, z)")
+    return pts
+
+
+def _warn_off_navmesh(ctx: BuildContext, point, half_extents) -> None:
+    ext = ", ".join(f"{v:g}" for v in np.asarray(half_extents, dtype=float))
+    ctx.warn(
+        "reachable-from point ({}) has no navmesh polygon within ({}) of it: it is ignored; "
+        "move it onto a walkable floor".format(", ".join(f"{v:g}" for v in point), ext)
+    )
+
+
 def prune_islands(
     pmesh: PolyMesh,
     detail: PolyMeshDetail | None,
@@ -274,12 +292,8 @@ def prune_islands(
         rules, `flood_with_links`), or None.
     Returns (polygon mesh, detail mesh, `PruneReport`); the inputs are never modified.
     """
-    if mode not in PRUNE_MODES:
-        raise VoxNavError(f"unknown prune mode {mode!r}: use one of {', '.join(PRUNE_MODES)}")
+    pts = _checked_points(points, mode)
     ctx = ctx if ctx is not None else BuildContext()
-    pts = np.asarray(points, dtype=np.float64).reshape(-1, 3) if len(points) else np.zeros((0, 3))
-    if not np.all(np.isfinite(pts)):
-        raise VoxNavError("reachable-from points must be finite numbers (x, y, z)")
     npolys = pmesh.npolys
     seeds = find_seed_polys(
         pmesh,
@@ -292,13 +306,7 @@ def prune_islands(
     )
     for point, seed in zip(pts, seeds, strict=True):
         if seed < 0:
-            ext = ", ".join(f"{v:g}" for v in np.asarray(half_extents, dtype=float))
-            ctx.warn(
-                "reachable-from point ({}) has no navmesh polygon within ({}) of it: it is "
-                "ignored; move it onto a walkable floor".format(
-                    ", ".join(f"{v:g}" for v in point), ext
-                )
-            )
+            _warn_off_navmesh(ctx, point, half_extents)
     found = [s for s in seeds if s >= 0]
     if not found:
         if pts.shape[0]:
@@ -357,12 +365,8 @@ def prune_tiled(
     from .nav.navdata import create_nav_mesh_data
     from .nav.query import NavMeshQuery
 
-    if mode not in PRUNE_MODES:
-        raise VoxNavError(f"unknown prune mode {mode!r}: use one of {', '.join(PRUNE_MODES)}")
+    pts = _checked_points(points, mode)
     ctx = ctx if ctx is not None else BuildContext()
-    pts = np.asarray(points, dtype=np.float64).reshape(-1, 3) if len(points) else np.zeros((0, 3))
-    if not np.all(np.isfinite(pts)):
-        raise VoxNavError("reachable-from points must be finite numbers (x, y, z)")
     tiles = [t for t in bake.tiles if t.navdata is not None and t.polymesh is not None]
     counts = np.array([t.npolys for t in tiles], dtype=np.int64)
     total = int(counts.sum())
@@ -377,13 +381,7 @@ def prune_tiled(
         seed_refs.append(ref)
         if ref < 0:
             seeds.append(-1)
-            ext = ", ".join(f"{v:g}" for v in np.asarray(half_extents, dtype=float))
-            ctx.warn(
-                "reachable-from point ({}) has no navmesh polygon within ({}) of it: it is "
-                "ignored; move it onto a walkable floor".format(
-                    ", ".join(f"{v:g}" for v in point), ext
-                )
-            )
+            _warn_off_navmesh(ctx, point, half_extents)
         else:
             seeds.append(int(first[nav.poly_tile[ref]] + nav.poly_index[ref]))
     found = [r for r in seed_refs if r >= 0]
