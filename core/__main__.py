@@ -49,6 +49,7 @@ from .config import NavConfig
 from .context import BuildContext
 from .errors import UsageError, VoxNavError
 from .objio import read_obj
+from .offmesh import unplaced_links
 
 
 def _setting_type(name: str) -> Callable[[str], object]:
@@ -336,6 +337,9 @@ def _bake_tiled_out(args, verts, tris, config: NavConfig, batch: atomic.Batch) -
 
     result = _tiled_bake(args, verts, tris, config)
     result.offmesh_links = offmesh_links_from_args(args)  # each tile: the links starting in it
+    unplaced = unplaced_links(result.offmesh_links, result.navdata())
+    if unplaced:
+        print_warnings([unplaced])
     reachable = _reachable_points(args)
     if reachable is not None:  # over the tiles' links, across tile borders and off-mesh links
         from .prune import prune_tiled

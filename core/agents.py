@@ -202,9 +202,11 @@ def _agent_tail(
     warnings and memory estimates."""
     ctx = BuildContext()
     est: dict[str, int] = {}
+    hand_links = result.offmesh_links
     pipeline._navmesh_stages(
         result, derived, volumes, ctx, est, inputs, compact=chf, erosion_distance=erosion_dist
     )
+    pipeline.warn_unplaced_links(result, hand_links, ctx)
     names = (
         "area_initial", "dist_raw", "compact", "contours", "polymesh", "detail",
         "offmesh_links", "auto_link_count",

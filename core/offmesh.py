@@ -176,3 +176,31 @@ def links_from_specs(specs, recast_frame: bool = False) -> OffMeshLinks | None:
     for i, spec in enumerate(specs):
         links = links.concatenate(parse_link_spec(spec, i, recast_frame))
     return links
+
+
+def unplaced_links(links: OffMeshLinks | None, tiles) -> str | None:
+    """A warning naming the links no Detour tile of ``tiles`` (`NavMeshData`) stores, or None.
+
+    Detour keeps a link only in the tile holding its start, and only when the start lies
+    within the tile's bounds and within the agent's climb of its surface
+    (``dtCreateNavMeshData``); a link starting anywhere else is silently left out of the
+    navmesh. Links are matched by user id.
+    """
+    if links is None or len(links) == 0:
+        return None
+    stored = np.concatenate([np.zeros(0, np.uint32), *(t.off_mesh_user_id for t in tiles)])
+    missing = np.flatnonzero(~np.isin(links.user_id, stored))
+    if missing.size == 0:
+        return None
+    shown = "; ".join(
+        "link {} starting at ({})".format(
+            int(i), ", ".join(f"{v:g}" for v in links.start[i].tolist())
+        )
+        for i in missing[:3].tolist()
+    )
+    more = f" and {missing.size - 3} more" if missing.size > 3 else ""
+    return (
+        f"{missing.size} of {len(links)} off-mesh link(s) start off the navmesh ({shown}{more}): "
+        "Detour keeps a link only in the tile holding its start, within the agent's climb of "
+        "that tile's surface; these are left out. Move their start onto a walkable floor"
+    )

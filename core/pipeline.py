@@ -399,6 +399,7 @@ def bake(
         result.offmesh_links = offmesh_links
     if stop_after == "navmesh":
         _navmesh_stages(result, derived, volumes, ctx, estimates, memory.input_bytes(verts, tris))
+        warn_unplaced_links(result, offmesh_links, ctx)
         if reachable_from is not None:
             prune_bake(result, reachable_from, prune_mode, ctx=ctx)
     result.memory_estimates = estimates
@@ -573,6 +574,30 @@ def auto_links_stage(result: BakeResult, derived: DerivedConfig, ctx: BuildConte
     links = dataclasses.replace(links, user_id=(links.user_id + first_id).astype(np.uint32))
     result.offmesh_links = hand.concatenate(links)
     result.auto_link_count = len(links)
+
+
+def warn_unplaced_links(result: BakeResult, links: OffMeshLinks | None, ctx: BuildContext):
+    """Warn about the hand-made ``links`` whose start is off the baked navmesh (Detour leaves
+    them out of the .bin and of queries; `core.offmesh.unplaced_links`)."""
+    pmesh = result.polymesh
+    if links is None or len(links) == 0 or pmesh is None or pmesh.npolys == 0:
+        return
+    from .nav.navdata import create_nav_mesh_data
+    from .offmesh import unplaced_links
+
+    config = result.config
+    data = create_nav_mesh_data(
+        pmesh,
+        result.detail,
+        walkable_height=float(np.float32(config.agent_height)),
+        walkable_radius=float(np.float32(config.agent_radius)),
+        walkable_climb=float(np.float32(config.agent_max_climb)),
+        build_bv_tree=False,
+        offmesh=links,
+    )
+    message = unplaced_links(links, [data])
+    if message:
+        ctx.warn(message)
 
 
 def prune_bake(

@@ -258,6 +258,11 @@ def bake_tiled_steps(context, gathered, config, volumes, timings: dict, workers=
             f"Nav Link object(s) {', '.join(unusable)} have no end: set their Link End "
             "object (or use a curve with two points); they were left out"
         )
+    from ..core.offmesh import unplaced_links
+
+    unplaced = unplaced_links(cache.offmesh_links, cache.navmesh.tiles)
+    if unplaced:
+        outcome.warnings.append(unplaced)
     from .gather import reachable_points
 
     if len(reachable_points(context)):

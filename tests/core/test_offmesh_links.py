@@ -234,3 +234,22 @@ def test_tile_cache_keeps_links_through_rebuilds_and_save_load(tmp_path):
     np.testing.assert_array_equal(loaded.offmesh_links.start, links.start)
     assert loaded.obstacles.ids() == cache.obstacles.ids() == [oid]
     assert loaded.navmesh.poly_count == cache.navmesh.poly_count
+
+
+def test_a_link_starting_off_the_navmesh_is_named_in_a_warning(tmp_path, capsys):
+    """Detour drops a link whose start no tile holds: solo, tiled and agent bakes say so."""
+    from core.__main__ import main
+
+    verts, tris = L.gap_and_ledge_scene()
+    links = links_from_specs(["500,500,0:501,500,0", GAP_LINK])
+    result = pipeline.bake(verts, tris, NavConfig(), offmesh_links=links)
+    off = [w for w in result.warnings if "off-mesh link" in w]
+    assert len(off) == 1 and "1 of 2" in off[0] and "(500, 500, 0)" in off[0]
+    placed = pipeline.bake(verts, tris, NavConfig(), offmesh_links=links_from_specs([GAP_LINK]))
+    assert not [w for w in placed.warnings if "off-mesh link" in w]
+    mesh = L.write_obj(tmp_path / "scene.obj", verts, tris)
+    far = ["--offmesh-link", "500,500,0:501,500,0"]
+    for extra in (["--tile-size", "32", "--workers", "1"], ["--agent", "small:radius=0.3"]):
+        out = tmp_path / "nav.bin"
+        assert main(["bake", str(mesh), "--out", str(out), *far, *extra]) == 0
+        assert "(500, 500, 0)" in capsys.readouterr().err
