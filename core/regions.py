@@ -39,6 +39,11 @@ _NB_STACKS = 8
 #: Watershed expansion iterations per level. [Recast: expandIters]
 _EXPAND_ITERS = 8
 _BIG = 1 << 30
+#: Recast's walkContour stops after this many states (its `iter` limit).
+_WALK_MAX_STATES = 40000
+#: Walk the regions' outlines over solid states only (`_region_walks`); False: the state
+#: machine one state at a time (`_walk_contour`, the literal port and the tests' oracle).
+BATCH_WALKS = True
 
 
 # --------------------------------------------------------------------------------------------
@@ -394,7 +399,7 @@ def _walk_contour(start: int, succ, emit, first_reg: int):
     it = 0
     while True:
         it += 1
-        if it >= 40000:
+        if it >= _WALK_MAX_STATES:
             break
         e = emit(s)
         if e >= 0 and e != cur:
@@ -412,6 +417,71 @@ def _walk_contour(start: int, succ, emit, first_reg: int):
             else:
                 j += 1
     return cont
+
+
+def _region_walks(g: _Graph, reg, starts: np.ndarray, first_regs: list[int]):
+    """`_walk_contour` from state (span, 0) of every span in ``starts``, walking only the
+    solid states: the state after a solid one is found for all of them at once (turn, then
+    step through open directions), so the Python loop visits each border edge once. Returns
+    the neighbour lists, or None when some walk would not settle in a few steps (malformed
+    links: use the state machine). A walk longer than Recast's 40000 states is redone by
+    `_walk_contour` (which stops there, as Recast does)."""
+    n = g.n
+    nbx = g.nbx[:n]
+    nb_reg = reg[nbx]
+    solid = nb_reg != reg[:n, None]
+    span, d = np.nonzero(solid)  # row-major: state keys 4 * span + d ascending
+    keys = span.astype(np.int64) * 4 + d
+    cur = span.astype(np.int64)
+    cdir = (d + 1) & 3
+    steps = np.ones(span.shape[0], dtype=np.int64)
+    active = np.arange(span.shape[0])
+    for _ in range(16):
+        active = active[~solid[cur[active], cdir[active]]]
+        if active.size == 0:
+            break
+        cur[active] = nbx[cur[active], cdir[active]]
+        cdir[active] = (cdir[active] + 3) & 3
+        steps[active] += 1
+    else:
+        return None
+    nxt = np.searchsorted(keys, cur * 4 + cdir).tolist()
+    emit = nb_reg[span, d].tolist()
+    steps_l = steps.tolist()
+    start_at = np.searchsorted(keys, np.asarray(starts, dtype=np.int64) * 4).tolist()
+    walks = []
+    machine = None
+    for s, e0, first in zip(np.asarray(starts).tolist(), start_at, first_regs, strict=True):
+        cont = [first]
+        last = first
+        e = e0
+        visited = 0
+        while True:
+            visited += steps_l[e]
+            if visited >= _WALK_MAX_STATES:
+                break
+            v = emit[e]
+            if v != last:
+                last = v
+                cont.append(v)
+            e = nxt[e]
+            if e == e0:
+                break
+        if visited >= _WALK_MAX_STATES:  # Recast stops mid-walk: replay it state by state
+            if machine is None:
+                machine = _contour_machine(g, reg)
+            walks.append(_walk_contour(4 * s, *machine, first))
+            continue
+        if len(cont) > 1:
+            j = 0
+            while j < len(cont):
+                nj = (j + 1) % len(cont)
+                if cont[j] == cont[nj]:
+                    del cont[j]
+                else:
+                    j += 1
+        walks.append(cont)
+    return walks
 
 
 def _remove_adjacent(cons):
@@ -519,12 +589,18 @@ def _merge_and_filter(chf, g: _Graph, reg, max_region_id: int, min_area: int, me
         order = np.nonzero(valid)[0]
         uniq, first = np.unique(r_[order], return_index=True)
         first_span = order[first]
-        succ, emit = _contour_machine(g, reg)
         nbx = g.nbx
-        for r, s in zip(uniq.tolist(), first_span.tolist(), strict=True):
+        first_regs = reg[nbx[first_span, 0]].tolist()
+        walks = _region_walks(g, reg, first_span, first_regs) if BATCH_WALKS else None
+        if walks is None:
+            succ, emit = _contour_machine(g, reg)
+            walks = [
+                _walk_contour(4 * s, succ, emit, fr)
+                for s, fr in zip(first_span.tolist(), first_regs, strict=True)
+            ]
+        for r, s, cons in zip(uniq.tolist(), first_span.tolist(), walks, strict=True):
             regs[r].area = int(g.area[s])
-            first_reg = int(reg[nbx[s, 0]])
-            regs[r].connections = _walk_contour(4 * s, succ, emit, first_reg)
+            regs[r].connections = cons
 
     # Remove too small regions (whole connected groups smaller than min_area).
     for i in range(nreg):

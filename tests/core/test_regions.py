@@ -762,3 +762,58 @@ def test_random_fields_exercise_the_flood_batch_cuts(monkeypatch):
         _, dist, max_distance = build_distance_field(chf)
         build_regions(chf, dist, max_distance, min_area, merge_area, border_size)
     assert seen["cut"] > 0 and seen["alone"] > 0, seen
+
+
+# The outline walks of merge-and-filter over solid states only (_region_walks) against the
+# state machine one state at a time (_walk_contour, the literal port)
+
+
+def _partition_both_ways(monkeypatch, builder, chf, *args):
+    from core import regions as R
+
+    fast = builder(chf, *args)
+    monkeypatch.setattr(R, "BATCH_WALKS", False)
+    slow = builder(chf, *args)
+    monkeypatch.setattr(R, "BATCH_WALKS", True)
+    np.testing.assert_array_equal(fast[0], slow[0])
+    assert fast[1] == slow[1]
+    return fast
+
+
+@pytest.mark.parametrize("mesh", ["dungeon", "nav_test", "undulating", "house", "bridge"])
+@pytest.mark.parametrize("partition", ["watershed", "monotone"])
+def test_batched_outline_walks_equal_the_state_machine(mesh, partition, monkeypatch):
+    from core import pipeline
+    from core.config import NavConfig
+    from core.objio import read_obj
+
+    from .refdata import mesh_path
+
+    verts, tris = read_obj(mesh_path(mesh))
+    result = pipeline.bake(verts, tris, NavConfig(partition=partition))
+    d = result.config.derived()
+    chf = result.compact
+    builder = pipeline.PARTITION_BUILDERS[partition]
+    for border in (0, 3):
+        reg, _ = _partition_both_ways(
+            monkeypatch, builder, chf, chf.dist, int(chf.max_distance), d.min_region_area,
+            d.merge_region_area, border,
+        )  # fmt: skip
+        assert reg.max() > 0
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_batched_outline_walks_equal_the_state_machine_random(seed, monkeypatch):
+    from core import pipeline
+    from core.regions import build_distance_field
+
+    from .test_contours import make_chf, random_grid
+
+    rng = np.random.default_rng(300 + seed)
+    grid, heights = random_grid(rng, h=40, w=46, nseeds=9)
+    area = rng.choice([63, 63, 63, 5], size=grid.shape)
+    chf = make_chf(np.where(grid >= 0, 1, -1), heights=heights, area=area, climb=1)
+    _, dist, max_distance = build_distance_field(chf)
+    for partition in ("watershed", "monotone"):
+        builder = pipeline.PARTITION_BUILDERS[partition]
+        _partition_both_ways(monkeypatch, builder, chf, dist, max_distance, 4, 12, seed % 3)
