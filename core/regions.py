@@ -470,7 +470,7 @@ def _region_walks(g: _Graph, reg, starts: np.ndarray, first_regs: list[int]):
         if visited >= _WALK_MAX_STATES:  # Recast stops mid-walk: replay it state by state
             if machine is None:
                 machine = _contour_machine(g, reg)
-            walks.append(_walk_contour(4 * s, *machine, first))
+            walks.append(_walk_contour(4 * s, machine[0], machine[1], first))
             continue
         if len(cont) > 1:
             j = 0
