@@ -817,3 +817,29 @@ def test_batched_outline_walks_equal_the_state_machine_random(seed, monkeypatch)
     for partition in ("watershed", "monotone"):
         builder = pipeline.PARTITION_BUILDERS[partition]
         _partition_both_ways(monkeypatch, builder, chf, dist, max_distance, 4, 12, seed % 3)
+
+
+def test_outline_walk_longer_than_recasts_limit_stops_where_recast_stops(monkeypatch):
+    """A region whose outline takes more than 40000 walk states: Recast's walk stops there,
+    so the batched walk hands it to the state machine and gets the same (cut) list."""
+    from core import regions as R
+
+    from .test_contours import make_chf
+
+    grid = np.ones((3, 9000), dtype=np.int64)
+    grid[0, 1::2] = 2  # a comb: single cells of region 2 along region 1's lower edge
+    chf = make_chf(grid)
+    g = R._Graph(chf)
+    reg = np.append(np.asarray(chf.reg, dtype=np.int64), 0)
+    starts = np.array([0])
+    first = [int(reg[g.nbx[0, 0]])]
+    machine = R._contour_machine
+    calls = []
+    monkeypatch.setattr(R, "_contour_machine", lambda *a: calls.append(1) or machine(*a))
+    fast = R._region_walks(g, reg, starts, first)
+    assert calls  # the walk went past the limit and was replayed state by state
+    succ, emit = machine(g, reg)
+    slow = R._walk_contour(0, succ, emit, first[0])
+    assert fast == [slow]
+    # Cut short: the full outline would list 0 and 2 alternately 4500 times each.
+    assert 1000 < len(slow) < 9000
