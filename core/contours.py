@@ -150,12 +150,10 @@ def boundary_flags(chf: CompactHeightfield) -> np.ndarray:
     Spans with no region or a `BORDER_REG` region get 0. The neighbour region of a direction
     that is not connected counts as 0.
     """
-    reg = np.asarray(chf.reg).astype(np.int32)
-    nb = np.asarray(chf.neighbor)
-    nbreg = np.where(nb >= 0, reg[np.maximum(nb, 0)], 0)
-    same = nbreg == reg[:, None]
-    bits = (~same).astype(np.uint8) << np.arange(4, dtype=np.uint8)
-    flags = np.bitwise_or.reduce(bits, axis=1).astype(np.uint8)
+    reg = np.asarray(chf.reg)
+    reg_x = np.append(reg, reg.dtype.type(0))  # a missing link (-1) reads region 0
+    leaves = reg_x[np.asarray(chf.neighbor)] != reg[:, None]
+    flags = np.packbits(leaves, axis=1, bitorder="little")[:, 0]  # bit d: direction d
     flags[(reg == 0) | ((reg & BORDER_REG) != 0)] = 0
     return flags
 
