@@ -865,8 +865,9 @@ def build_contours(
         progress(0.0, "contours: marking boundaries")
 
     flags = boundary_flags(chf)
-    espan, edir = np.nonzero((flags[:, None] >> np.arange(4, dtype=np.uint8)) & 1)
-    espan = espan.astype(np.int64)
+    border = np.flatnonzero(flags)  # spans with a boundary edge (few): their edges in order
+    rows, edir = np.nonzero((flags[border, None] >> np.arange(4, dtype=np.uint8)) & 1)
+    espan = border[rows].astype(np.int64)
     edir = edir.astype(np.int64)
     evert, enb_area = _edge_vertices(chf, espan, edir)
 
