@@ -430,7 +430,11 @@ def _region_walks(g: _Graph, reg, starts: np.ndarray, first_regs: list[int]):
     nbx = g.nbx[:n]
     nb_reg = reg[nbx]
     solid = nb_reg != reg[:n, None]
-    span, d = np.nonzero(solid)  # row-major: state keys 4 * span + d ascending
+    # Spans with a solid direction (few), then their solid states in row-major order: state
+    # keys 4 * span + d ascending.
+    border = np.flatnonzero(np.packbits(solid, axis=1, bitorder="little")[:, 0])
+    rows, d = np.nonzero(solid[border])
+    span = border[rows]
     keys = span.astype(np.int64) * 4 + d
     cur = span.astype(np.int64)
     cdir = (d + 1) & 3
