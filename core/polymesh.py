@@ -108,6 +108,9 @@ class PolyMesh:
 #: Triangulate every contour at once (`_triangulate_all`); False: one by one (`_triangulate`,
 #: the literal port and the tests' oracle).
 BATCH_TRIANGULATE = True
+#: Merge every contour's triangles together (`_merge_all`); False: contour by contour
+#: (`_merge_polys`, the tests' oracle for it).
+BATCH_MERGE = True
 #: Polygons with more vertices than this test diagonals against all edges with NumPy.
 _NUMPY_TRI_MIN = 48
 
@@ -520,6 +523,130 @@ def _merge_polys(
     polys[:] = [content[pid] for pid in at]
 
 
+#: Contours with at most this many triangles are merged in lockstep (`_merge_all`); larger
+#: ones (many rounds for few contours) go through the heap of `_merge_polys`.
+_LOCKSTEP_MERGE_MAX = 48
+
+
+def _merge_all(groups: list[list[tuple[int, ...]]], vx, vz, nvp: int) -> None:
+    """`_merge_polys` of every group (one contour's triangles), in place, with the groups of
+    up to `_LOCKSTEP_MERGE_MAX` polygons merged all at once: each round rescans every pair of
+    polygons sharing an edge in every group still merging (Recast's full rescan: largest
+    value, then first position j, then k), merges each group's best pair and moves its last
+    polygon into the freed slot. A group where an edge is shared by more than two of its
+    polygons, or two polygons share more than one edge, goes through `_merge_polys` instead.
+    vx, vz: welded vertex x and row coordinates (int, indexable by vertex id)."""
+    if nvp <= 3:
+        return
+    small = [g for g, polys in enumerate(groups) if 2 <= len(polys) <= _LOCKSTEP_MERGE_MAX]
+    small_set = set(small)
+    for g, polys in enumerate(groups):
+        if len(polys) >= 2 and g not in small_set:
+            _merge_polys(polys, vx, vz, nvp)
+    if not small:
+        return
+    x = np.asarray(vx, dtype=np.int64)
+    z = np.asarray(vz, dtype=np.int64)
+    sizes = np.array([len(groups[g]) for g in small], dtype=np.int64)
+    base = np.concatenate([[0], np.cumsum(sizes)])
+    total = int(base[-1])
+    rows = np.full((total, nvp), -1, dtype=np.int64)
+    flat = [p for g in small for p in groups[g]]
+    count = np.fromiter((len(p) for p in flat), np.int64, total)
+    for k, p in enumerate(flat):  # triangles (and a few larger polygons after welding)
+        rows[k, : len(p)] = p
+    left = sizes.copy()  # polygons alive per group: slots base[g] .. base[g] + left[g] - 1
+    n_groups = len(small)
+    group_of = np.repeat(np.arange(n_groups), sizes)
+    active = np.ones(n_groups, dtype=bool)
+    fallback = np.zeros(n_groups, dtype=bool)
+    slot_in_group = np.arange(total) - base[group_of]
+    while True:
+        alive = active[group_of] & (slot_in_group < left[group_of])
+        slots = np.flatnonzero(alive)
+        if slots.size == 0:
+            break
+        # Every edge of every alive polygon, keyed by its vertex pair.
+        n_edges = count[slots]
+        owner = np.repeat(slots, n_edges)
+        edge = np.arange(int(n_edges.sum())) - np.repeat(np.cumsum(n_edges) - n_edges, n_edges)
+        va = rows[owner, edge]
+        vb = rows[owner, (edge + 1) % count[owner]]
+        lo, hi = np.minimum(va, vb), np.maximum(va, vb)
+        order = np.lexsort((edge, slot_in_group[owner], hi, lo, group_of[owner]))
+        same = (
+            (group_of[owner[order]][1:] == group_of[owner[order]][:-1])
+            & (lo[order][1:] == lo[order][:-1])
+            & (hi[order][1:] == hi[order][:-1])
+        )
+        first, second = order[:-1][same], order[1:][same]
+        # Malformed sharing (an edge of three polygons, two polygons sharing two edges): the
+        # heap handles those groups.
+        triple = same[1:] & same[:-1]
+        bad_groups = group_of[owner[order[1:-1][triple]]]
+        pair_key = slot_in_group[owner[first]] * total + slot_in_group[owner[second]]
+        pair_group = group_of[owner[first]]
+        dup = np.zeros(first.size, dtype=bool)
+        if first.size > 1:
+            o = np.lexsort((pair_key, pair_group))
+            d = (pair_group[o][1:] == pair_group[o][:-1]) & (pair_key[o][1:] == pair_key[o][:-1])
+            dup[o[1:][d]] = True
+        bad = np.unique(np.concatenate([bad_groups, pair_group[dup]]))
+        if bad.size:
+            fallback[bad] = True
+            active[bad] = False
+            ok = ~fallback[pair_group]
+            first, second = first[ok], second[ok]
+        # The pair as Recast scans it: pa at the lower position j, pb at k.
+        a, b = owner[first], owner[second]  # a's slot is below b's (sorted above)
+        ea, eb = edge[first], edge[second]
+        na, nb = count[a], count[b]
+
+        left_turn_a = _uleft(x, z, rows[a, (ea + na - 1) % na], rows[a, ea], rows[b, (eb + 2) % nb])
+        left_turn_b = _uleft(x, z, rows[b, (eb + nb - 1) % nb], rows[b, eb], rows[a, (ea + 2) % na])
+        p0, p1 = rows[a, ea], rows[a, (ea + 1) % na]
+        value = (x[p0] - x[p1]) ** 2 + (z[p0] - z[p1]) ** 2
+        valid = (na + nb - 2 <= nvp) & left_turn_a & left_turn_b & (value > 0)
+        grp = group_of[a]
+        merging = np.zeros(n_groups, dtype=bool)
+        if valid.any():
+            v_ids = np.flatnonzero(valid)
+            o = np.lexsort((slot_in_group[b[v_ids]], slot_in_group[a[v_ids]], -value[v_ids],
+                            grp[v_ids]))  # fmt: skip
+            firsts = np.ones(o.size, dtype=bool)
+            firsts[1:] = grp[v_ids[o]][1:] != grp[v_ids[o]][:-1]
+            best = v_ids[o[firsts]]
+            merging[grp[best]] = True
+            ba, bb, bea, beb = a[best], b[best], ea[best], eb[best]
+            bna, bnb = count[ba], count[bb]
+            width = int((bna + bnb - 2).max())
+            place = np.arange(width)[None, :]
+            from_a = place < (bna - 1)[:, None]
+            ia = (bea[:, None] + 1 + place) % bna[:, None]
+            ib = (beb[:, None] + 1 + (place - (bna - 1)[:, None])) % bnb[:, None]
+            merged = np.where(from_a, rows[ba[:, None], ia], rows[bb[:, None], ib])
+            merged = np.where(place < (bna + bnb - 2)[:, None], merged, -1)
+            rows[ba] = -1
+            rows[ba, :width] = merged
+            count[ba] = bna + bnb - 2
+            last = base[grp[best]] + left[grp[best]] - 1
+            rows[bb] = rows[last]
+            count[bb] = count[last]
+            left[grp[best]] -= 1
+        active &= merging
+    for i, g in enumerate(small):
+        if fallback[i]:
+            _merge_polys(groups[g], vx, vz, nvp)
+            continue
+        lo_s, n_left = base[i], left[i]
+        groups[g][:] = [tuple(rows[s, : count[s]].tolist()) for s in range(lo_s, lo_s + n_left)]
+
+
+def _uleft(x, z, a, b, c) -> np.ndarray:
+    """Recast's uleft: c strictly left of a -> b (integer cross product < 0)."""
+    return (x[b] - x[a]) * (z[c] - z[a]) - (x[c] - x[a]) * (z[b] - z[a]) < 0
+
+
 # ----------------------------------------------------------------------------------------------
 # Edge (tile border) vertex removal
 
@@ -804,6 +931,7 @@ def build_poly_mesh(
     regs: list[int] = []
     areas: list[int] = []
     nconts = cset.nconts
+    pending: list[tuple[list[tuple[int, ...]], int, int]] = []
     # Ear clipping of every contour with >= 3 vertices at once (each depends on its own only).
     tri_of: dict[int, list[tuple[int, int, int]]] = {}
     if BATCH_TRIANGULATE:
@@ -858,12 +986,22 @@ def build_poly_mesh(
         ]
         if not cpolys:
             continue
+        if BATCH_MERGE:
+            pending.append((cpolys, reg_l[c], area_l[c]))
+            continue
         _merge_polys(cpolys, vx, vz, nvp)
         polys.extend(cpolys)
         regs.extend([reg_l[c]] * len(cpolys))
         areas.extend([area_l[c]] * len(cpolys))
         if progress and (c & 15) == 15:
             progress(0.9 * c / max(nconts, 1), "polymesh: triangulating contours")
+    if pending:
+        # Welding only appends vertices, so every contour merges on the final coordinates.
+        _merge_all([group for group, _, _ in pending], vx, vz, nvp)
+        for group, reg_c, area_c in pending:
+            polys.extend(group)
+            regs.extend([reg_c] * len(group))
+            areas.extend([area_c] * len(group))
 
     # Remove tile-border vertices.
     i = 0

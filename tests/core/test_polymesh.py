@@ -599,3 +599,53 @@ def test_batched_triangulation_equals_one_by_one_on_shared_meshes(mesh, monkeypa
     slow = build_poly_mesh(result.contours, 6)
     for key in ARRAYS:
         np.testing.assert_array_equal(getattr(fast, key), getattr(slow, key), err_msg=key)
+
+
+# Every contour's triangles merged together (_merge_all) against contour by contour
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_batched_merge_equals_one_by_one_on_random_contours(seed, monkeypatch):
+    rng = np.random.default_rng(400 + seed)
+    reg, heights = random_grid(rng)
+    cset = build_contours(make_chf(reg, heights=heights, climb=1), 0.0 if seed % 2 else 1.3, 6)
+    for nvp in (3, 4, 6):
+        fast = build_poly_mesh(cset, nvp)
+        monkeypatch.setattr(P, "BATCH_MERGE", False)
+        slow = build_poly_mesh(cset, nvp)
+        monkeypatch.setattr(P, "BATCH_MERGE", True)
+        for key in ARRAYS:
+            np.testing.assert_array_equal(getattr(fast, key), getattr(slow, key), err_msg=key)
+
+
+@pytest.mark.parametrize("mesh", ["dungeon", "nav_test", "undulating", "house", "bridge"])
+def test_batched_merge_equals_one_by_one_on_shared_meshes(mesh, monkeypatch):
+    from core import pipeline
+    from core.config import NavConfig
+    from core.objio import read_obj
+
+    from .refdata import mesh_path
+
+    verts, tris = read_obj(mesh_path(mesh))
+    result = pipeline.bake(verts, tris, NavConfig(edge_max_error=2.5))
+    fast = build_poly_mesh(result.contours, 6)
+    monkeypatch.setattr(P, "BATCH_MERGE", False)
+    slow = build_poly_mesh(result.contours, 6)
+    for key in ARRAYS:
+        np.testing.assert_array_equal(getattr(fast, key), getattr(slow, key), err_msg=key)
+
+
+def test_batched_merge_hands_malformed_groups_to_the_heap():
+    """A fan of triangles around a shared edge (three polygons on one edge) and a plain group
+    side by side: both end as `_merge_polys` leaves them."""
+    vx = [0, 4, 2, 2, 6, 4, 0, 8, 8]
+    vz = [0, 0, 3, -3, 2, 4, 4, 0, 4]
+    malformed = [(0, 1, 2), (1, 0, 3), (0, 1, 4)]  # edge 0-1 in three triangles
+    plain = [(0, 5, 1), (0, 6, 5), (1, 8, 7), (1, 5, 8)]
+    groups = [list(malformed), list(plain)]
+    P._merge_all(groups, vx, vz, 6)
+    want = [list(malformed), list(plain)]
+    for g in want:
+        P._merge_polys(g, vx, vz, 6)
+    assert groups == want
+    assert len(groups[1]) == 2  # the plain group really merged (into two quads)
