@@ -116,20 +116,28 @@ def flood_with_links(
         offmesh=offmesh_links,
     )
     nav = NavMesh.from_data(data)  # ground polygons keep their ids; links come after them
-    total = int(nav.link_start.shape[0] - 1)
-    reached = np.zeros(total, dtype=bool)
-    frontier = np.unique(np.asarray(seeds, dtype=np.int64).reshape(-1))
-    frontier = frontier[(frontier >= 0) & (frontier < pmesh.npolys)]
+    frontier = np.asarray(seeds, dtype=np.int64).reshape(-1)
+    return _flood_navmesh(nav, frontier[(frontier >= 0) & (frontier < pmesh.npolys)])[
+        : pmesh.npolys
+    ]
+
+
+def _flood_navmesh(nav, seeds: np.ndarray) -> np.ndarray:
+    """bool (poly_count,): the polygons of a `core.nav.navmesh.NavMesh` reached from the
+    polygon refs ``seeds`` over its links (Detour's: inside and across tiles, off-mesh), one
+    NumPy round per frontier."""
+    reached = np.zeros(int(nav.link_start.shape[0] - 1), dtype=bool)
+    frontier = np.unique(seeds)
     reached[frontier] = True
+    link_ref = np.asarray(nav.link_ref, dtype=np.int64)
     while frontier.size:
         starts = nav.link_start[frontier]
-        rows = _ranges(starts, nav.link_start[frontier + 1] - starts)
-        targets = np.asarray(nav.link_ref, dtype=np.int64)[rows]
+        targets = link_ref[_ranges(starts, nav.link_start[frontier + 1] - starts)]
         targets = targets[targets >= 0]
         targets = np.unique(targets[~reached[targets]])
         reached[targets] = True
         frontier = targets
-    return reached[: pmesh.npolys]
+    return reached
 
 
 def poly_ground_areas(pmesh: PolyMesh) -> np.ndarray:
@@ -389,18 +397,7 @@ def prune_tiled(
         if pts.shape[0]:
             ctx.warn("no reachable-from point is on the navmesh: nothing was pruned")
         return PruneReport(mode, total, 0, 0.0, seeds, np.ones(total, dtype=bool))
-    reached_refs = np.zeros(nav.poly_count, dtype=bool)
-    frontier = np.unique(np.asarray(found, dtype=np.int64))
-    reached_refs[frontier] = True
-    link_ref = np.asarray(nav.link_ref, dtype=np.int64)
-    while frontier.size:
-        starts = nav.link_start[frontier]
-        rows = _ranges(starts, nav.link_start[frontier + 1] - starts)
-        targets = link_ref[rows]
-        targets = targets[targets >= 0]
-        targets = np.unique(targets[~reached_refs[targets]])
-        reached_refs[targets] = True
-        frontier = targets
+    reached_refs = _flood_navmesh(nav, np.asarray(found, dtype=np.int64))
     # Ground polygons only (a tile's off-mesh polygons follow its ground ones), tile order.
     ground = nav.poly_index < counts[nav.poly_tile]
     reached = np.zeros(total, dtype=bool)

@@ -432,9 +432,13 @@ def _region_walks(g: _Graph, reg, starts: np.ndarray, first_regs: list[int]):
     nb_reg = reg32[nbx]
     solid = nb_reg != reg32[:n, None]
     del reg32
-    # Spans with a solid direction (few), then their solid states in row-major order: state
-    # keys 4 * span + d ascending.
-    border = np.flatnonzero(np.packbits(solid, axis=1, bitorder="little")[:, 0])
+    # Spans of the walked regions with a solid direction (few), then their solid states in
+    # row-major order: state keys 4 * span + d ascending. (Other spans are never reached: a
+    # walk stays in its region; a span without a region may even step off the grid.)
+    walked = np.zeros(int(reg.max()) + 1, dtype=bool)
+    walked[reg[np.asarray(starts, dtype=np.int64)]] = True
+    has_solid = np.packbits(solid, axis=1, bitorder="little")[:, 0] != 0
+    border = np.flatnonzero(has_solid & walked[reg[:n]])
     rows, d = np.nonzero(solid[border])
     span = border[rows]
     keys = span.astype(np.int64) * 4 + d

@@ -782,7 +782,8 @@ def _partition_both_ways(monkeypatch, builder, chf, *args):
 
 @pytest.mark.parametrize("mesh", ["dungeon", "nav_test", "undulating", "house", "bridge"])
 @pytest.mark.parametrize("partition", ["watershed", "monotone"])
-def test_batched_outline_walks_equal_the_state_machine(mesh, partition, monkeypatch):
+@pytest.mark.parametrize("radius", [0.6, 0.3])  # 0.3 on dungeon: spans without a region
+def test_batched_outline_walks_equal_the_state_machine(mesh, partition, radius, monkeypatch):
     from core import pipeline
     from core.config import NavConfig
     from core.objio import read_obj
@@ -790,7 +791,7 @@ def test_batched_outline_walks_equal_the_state_machine(mesh, partition, monkeypa
     from .refdata import mesh_path
 
     verts, tris = read_obj(mesh_path(mesh))
-    result = pipeline.bake(verts, tris, NavConfig(partition=partition))
+    result = pipeline.bake(verts, tris, NavConfig(partition=partition, agent_radius=radius))
     d = result.config.derived()
     chf = result.compact
     builder = pipeline.PARTITION_BUILDERS[partition]
