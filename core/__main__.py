@@ -349,8 +349,10 @@ def _bake_tiled_out(args, verts, tris, config: NavConfig, batch: atomic.Batch) -
         print_warnings(ctx.warnings)
         print(report.summary())
     g = result.grid
+    autos = f" auto_links={result.auto_link_count}" if config.auto_links else ""
     print(
-        f"tiles={g.tiles_w}x{g.tiles_h} tiles_with_polys={len(result.tiles)} polys={result.npolys}"
+        f"tiles={g.tiles_w}x{g.tiles_h} tiles_with_polys={len(result.tiles)} "
+        f"polys={result.npolys}{autos}"
     )
     print("time " + " ".join(f"{k}={v * 1000:.1f}ms" for k, v in result.timings.items()))
     if result.empty:
@@ -385,11 +387,6 @@ def cmd_bake(args) -> int:
             batch.add(args.json, "--json")
         verts, tris = read_obj(args.mesh, recast_frame=args.recast_frame)
         if args.tile_size:
-            if config.auto_links:
-                raise UsageError(
-                    "--auto-links: automatic links are found on a solo bake; bake without "
-                    "--tile-size"
-                )
             return _bake_tiled_out(args, verts, tris, config, batch)
         reachable = _reachable_points(args)
         result = pipeline.bake(

@@ -24,6 +24,7 @@ for nothing is identical to the old one, a tile missed would be wrong).
 from __future__ import annotations
 
 import concurrent.futures as cf
+import dataclasses
 import time
 from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
@@ -153,6 +154,10 @@ class TileCache:
         """`build` one tile at a time: a generator yielding (done, total) after each tile with
         geometry and returning the cache (``StopIteration.value``). A caller that stops early
         (``close()``) keeps nothing; an interactive caller runs other work between steps."""
+        if config is not None and config.auto_links:
+            # A rebuild starts from the cached compact heightfield, without the solid one the
+            # links' clearance needs: the cache's tiles find no automatic links.
+            config = dataclasses.replace(config, auto_links=False)
         plan = plan_tiles(verts, tris, config, tile_size, volumes=volumes)
         compact: dict[tuple[int, int], CompactHeightfield] = {}
         tiles: dict[tuple[int, int], TileResult] = {}

@@ -216,6 +216,9 @@ class TileResult:
     navdata: object | None = None
     #: The compact heightfield after erosion and volumes (only with keep_compact).
     compact: CompactHeightfield | None = None
+    #: Automatic jump and drop links found in this tile (``config.auto_links``; links whose
+    #: landing lies in another tile are not found), or None.
+    auto_links: OffMeshLinks | None = None
     timings: dict[str, float] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     #: CPU seconds of the process that baked the tile, while it did (every thread of it).
@@ -289,6 +292,7 @@ def _bake_tile(job: TileJob) -> TileResult:
         chf = build_compact_heightfield(
             hf, derived.walkable_height, derived.walkable_climb, ctx=ctx
         )
+    solid = hf if config.auto_links else None  # the links' arc clearance reads it
     del hf
     with ctx.stage("erode"):
         chf.area = erode_walkable_area(chf, derived.walkable_radius, ctx=ctx)
@@ -297,7 +301,7 @@ def _bake_tile(job: TileJob) -> TileResult:
     chf.border_size = job.border_size
     if job.keep_compact:
         result.compact = replace(chf, area=chf.area.copy())
-    _finish_tile(result, chf, config, derived, ctx, job.make_navdata)
+    _finish_tile(result, chf, config, derived, ctx, job.make_navdata, solid)
     return result
 
 
@@ -329,7 +333,10 @@ def _finish_tile(
     derived: DerivedConfig,
     ctx: BuildContext,
     make_navdata: bool,
+    solid=None,
 ) -> None:
+    """Stages 6-10 of a tile, then its automatic links (with ``config.auto_links`` and the
+    tile's solid heightfield ``solid``) and its Detour data."""
     from .pipeline import PARTITION_BUILDERS
 
     border = int(chf.border_size)
@@ -366,6 +373,22 @@ def _finish_tile(
             ctx=ctx,
         )
     result.polymesh, result.detail = pmesh, dmesh
+    if solid is not None and pmesh.npolys > 0:
+        from .jumplinks import find_auto_links
+
+        with ctx.stage("links"):
+            result.auto_links = find_auto_links(
+                pmesh,
+                dmesh,
+                chf,
+                solid,
+                agent_height=float(derived.walkable_height * derived.ch),
+                agent_radius=float(np.float32(config.agent_radius)),
+                agent_climb=float(derived.walkable_climb * derived.ch),
+                max_drop=float(np.float32(config.max_drop)),
+                max_jump_distance=float(np.float32(config.max_jump_distance)),
+                spacing=float(np.float32(config.link_spacing)),
+            )
     if make_navdata and pmesh.npolys > 0:
         from .nav.navdata import create_nav_mesh_data
 
@@ -378,6 +401,7 @@ def _finish_tile(
                 walkable_climb=float(config.agent_max_climb),
                 tile_x=result.tx,
                 tile_y=result.ty,
+                offmesh=result.auto_links,
             )
     result.timings, result.warnings = ctx.timings, ctx.warnings
 
@@ -585,13 +609,33 @@ class TiledBake:
             max_polys=g.max_polys,
         )
 
+    @property
+    def auto_link_count(self) -> int:
+        """Automatic links found in the tiles (``config.auto_links``)."""
+        return sum(len(t.auto_links) for t in self.tiles if t.auto_links is not None)
+
+    def navmesh_links(self) -> OffMeshLinks | None:
+        """Every off-mesh link of the navmesh: the hand-made ``offmesh_links``, then each
+        tile's automatic links in tile order, their user ids following the hand-made ones'
+        (None: no link at all)."""
+        autos = [t.auto_links for t in self.tiles if t.auto_links is not None]
+        autos = [a for a in autos if len(a)]
+        if not autos:
+            return self.offmesh_links
+        links = self.offmesh_links if self.offmesh_links is not None else OffMeshLinks.empty()
+        next_id = int(links.user_id.max()) + 1 if len(links) else 0
+        for found in autos:
+            ids = (np.arange(len(found)) + next_id).astype(np.uint32)
+            links = links.concatenate(replace(found, user_id=ids))
+            next_id += len(found)
+        return links
+
     def navdata(self) -> list:
-        """The Detour tiles (`NavMeshData`) in build order; with ``offmesh_links`` set, each
-        tile is made again with the links whose start lies in it (as RecastDemo passes every
-        link to every tile's dtCreateNavMeshData)."""
-        return [
-            data for t in self.tiles if (data := tile_navdata(t, self.offmesh_links)) is not None
-        ]
+        """The Detour tiles (`NavMeshData`) in build order; with links (`navmesh_links`),
+        each tile is made again with the links whose start lies in it (as RecastDemo passes
+        every link to every tile's dtCreateNavMeshData)."""
+        links = self.navmesh_links()
+        return [data for t in self.tiles if (data := tile_navdata(t, links)) is not None]
 
     def navmesh(self):
         """A multi-tile `core.nav.navmesh.NavMesh` with every tile added (and linked)."""

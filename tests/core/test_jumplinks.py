@@ -250,11 +250,42 @@ def test_core_cli_bake_with_auto_links(tmp_path, capsys):
     assert count == len(_bake().offmesh_links) > 0
     assert main(["bake", str(mesh), "--out", str(out), "--max-drop", "-1"]) == 2
     assert "max_drop" in capsys.readouterr().err
+    # Tiled: each tile finds its links; its .bin stores them (links starting in the tile).
+    from core.nav.binio import read_navmesh_set
+
     tiled = tmp_path / "nav.bin"
-    argv = ["bake", str(mesh), "--out", str(tiled), "--auto-links", "on", "--tile-size", "32"]
-    assert main(argv) == 2
-    assert "solo bake" in capsys.readouterr().err
-    assert not tiled.exists()
+    argv = ["bake", str(mesh), "--out", str(tiled), "--auto-links", "on", "--tile-size", "128"]
+    assert main([*argv, "--workers", "1"]) == 0
+    count = int(capsys.readouterr().out.split("auto_links=")[1].split()[0])
+    assert count == len(_bake().offmesh_links)
+    assert sum(int(t.off_mesh_count) for t in read_navmesh_set(tiled).tiles) == count
+
+
+def test_tiled_bake_finds_each_tiles_links_and_paths_take_them():
+    """Tiles find the links whose both ends lie in the tile's widened heightfield: with
+    tiles as big as the scene every solo link, with small ones only those not crossing a tile
+    border (the ledge's drops cross one at 32 cells); the links are stored in the tiles,
+    user ids unique, and a path crosses the gap through them."""
+    from core import tiles
+    from core.nav.query import NavMeshQuery
+
+    from .test_offmesh_links import STRAIGHT_OFFMESH, single_path
+
+    verts, tris = linkscenes.gap_and_ledge_scene()
+    solo = _bake()
+    whole = tiles.bake_tiled(verts, tris, ON, 128, workers=1)
+    assert whole.auto_link_count == len(solo.offmesh_links)
+    small = tiles.bake_tiled(verts, tris, ON, 32, workers=1)
+    links = small.navmesh_links()
+    assert 0 < small.auto_link_count < len(solo.offmesh_links)
+    assert bool(links.bidirectional.all())  # the drops cross the tile border: not found
+    assert len(np.unique(links.user_id)) == len(links)
+    assert sum(int(d.off_mesh_count) for d in small.navdata()) == len(links)
+    query = NavMeshQuery(small.navmesh())
+    path, straight, _ = single_path(query, linkscenes.ON_FLOOR_A, linkscenes.ON_FLOOR_B)
+    assert any(int(f) & STRAIGHT_OFFMESH for f in np.asarray(straight.flags).tolist())
+    plain = tiles.bake_tiled(verts, tris, NavConfig(), 32, workers=1)
+    assert plain.auto_link_count == 0 and plain.navmesh_links() is None
 
 
 def test_chunked_work_gives_the_same_links(scene_bake, monkeypatch):
