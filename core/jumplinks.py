@@ -170,6 +170,19 @@ def boundary_edges(pmesh: PolyMesh) -> tuple[np.ndarray, np.ndarray, np.ndarray]
     return a[keep], b[keep], normal[keep]
 
 
+def link_settings(config, derived) -> dict:
+    """`find_auto_links`' agent and link keywords from a `NavConfig` and its derived voxel
+    settings (climb and height in whole cells, as the navmesh has them)."""
+    return {
+        "agent_height": float(derived.walkable_height * derived.ch),
+        "agent_radius": float(np.float32(config.agent_radius)),
+        "agent_climb": float(derived.walkable_climb * derived.ch),
+        "max_drop": float(np.float32(config.max_drop)),
+        "max_jump_distance": float(np.float32(config.max_jump_distance)),
+        "spacing": float(np.float32(config.link_spacing)),
+    }
+
+
 def find_auto_links(
     pmesh: PolyMesh,
     detail: PolyMeshDetail | None,

@@ -36,7 +36,7 @@ from .contours import ContourSet, build_contours
 from .detail import PolyMeshDetail, build_poly_mesh_detail
 from .errors import VoxNavError
 from .heightfield import Heightfield, VoxelGrid
-from .jumplinks import find_auto_links
+from .jumplinks import find_auto_links, link_settings
 from .offmesh import OffMeshLinks
 from .polymesh import PolyMesh, build_poly_mesh
 from .prune import PruneReport, prune_islands
@@ -558,16 +558,7 @@ def auto_links_stage(result: BakeResult, derived: DerivedConfig, ctx: BuildConte
         return
     with ctx.stage("links"):
         links = find_auto_links(
-            pmesh,
-            result.detail,
-            chf,
-            result.heightfield,
-            agent_height=float(derived.walkable_height * derived.ch),
-            agent_radius=float(np.float32(config.agent_radius)),
-            agent_climb=float(derived.walkable_climb * derived.ch),
-            max_drop=float(np.float32(config.max_drop)),
-            max_jump_distance=float(np.float32(config.max_jump_distance)),
-            spacing=float(np.float32(config.link_spacing)),
+            pmesh, result.detail, chf, result.heightfield, **link_settings(config, derived)
         )
     hand = result.offmesh_links
     first_id = int(hand.user_id.max()) + 1 if len(hand) else 0

@@ -408,6 +408,13 @@ def _walk_contour(start: int, succ, emit, first_reg: int):
         s = succ(s)
         if s == start:
             break
+    _drop_walk_repeats(cont)
+    return cont
+
+
+def _drop_walk_repeats(cont: list[int]) -> None:
+    """walkContour's last step, in place: drop cyclic repeats (unlike `_remove_adjacent`,
+    a list of equal ids can end up empty, as Recast's loop does)."""
     if len(cont) > 1:
         j = 0
         while j < len(cont):
@@ -416,7 +423,6 @@ def _walk_contour(start: int, succ, emit, first_reg: int):
                 del cont[j]
             else:
                 j += 1
-    return cont
 
 
 def _region_walks(g: _Graph, reg, starts: np.ndarray, first_regs: list[int]):
@@ -482,14 +488,7 @@ def _region_walks(g: _Graph, reg, starts: np.ndarray, first_regs: list[int]):
                 machine = _contour_machine(g, reg)
             walks.append(_walk_contour(4 * s, machine[0], machine[1], first))
             continue
-        if len(cont) > 1:
-            j = 0
-            while j < len(cont):
-                nj = (j + 1) % len(cont)
-                if cont[j] == cont[nj]:
-                    del cont[j]
-                else:
-                    j += 1
+        _drop_walk_repeats(cont)
         walks.append(cont)
     return walks
 

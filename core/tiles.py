@@ -374,20 +374,11 @@ def _finish_tile(
         )
     result.polymesh, result.detail = pmesh, dmesh
     if solid is not None and pmesh.npolys > 0:
-        from .jumplinks import find_auto_links
+        from .jumplinks import find_auto_links, link_settings
 
         with ctx.stage("links"):
             result.auto_links = find_auto_links(
-                pmesh,
-                dmesh,
-                chf,
-                solid,
-                agent_height=float(derived.walkable_height * derived.ch),
-                agent_radius=float(np.float32(config.agent_radius)),
-                agent_climb=float(derived.walkable_climb * derived.ch),
-                max_drop=float(np.float32(config.max_drop)),
-                max_jump_distance=float(np.float32(config.max_jump_distance)),
-                spacing=float(np.float32(config.link_spacing)),
+                pmesh, dmesh, chf, solid, **link_settings(config, derived)
             )
     if make_navdata and pmesh.npolys > 0:
         from .nav.navdata import create_nav_mesh_data
