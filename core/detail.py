@@ -246,15 +246,17 @@ def _height_patches(chf, verts, poly_idx, npoly, regions, xmin, ymin, pw, ph, bs
     start = chf.cell_start[col]
     count = chf.cell_start[col + 1] - start
     found = np.full(total, -1, dtype=np.int64)
-    usable = reg_p != MULTIPLE_REGS
-    max_layers = int(count.max()) if total else 0
-    for k in range(max_layers):
-        ok = usable & (found < 0) & (k < count)
-        cand = np.flatnonzero(ok)
+    # The first span of each cell's column in the polygon's region, layer after layer; after
+    # the bottom layer only the cells of taller columns still looking take part.
+    cand = np.flatnonzero((reg_p != MULTIPLE_REGS) & (count > 0))
+    k = 0
+    while cand.size:
         idx = start[cand] + k
         hit = chf_reg[idx] == reg_p[cand]
         found[cand[hit]] = idx[hit]
-    del col, start, count, reg_p, usable
+        k += 1
+        cand = cand[~hit & (count[cand] > k)]
+    del col, start, count, reg_p
     has = np.flatnonzero(found >= 0)
     span = found[has]
     data[has] = chf.y[span]
@@ -286,6 +288,7 @@ def _height_patches(chf, verts, poly_idx, npoly, regions, xmin, ymin, pw, ph, bs
         f_i = np.concatenate([f_i, ex[:, 4]])[order]
     dxs = DIR_OFFSET_X[None, :]
     dys = DIR_OFFSET_Y[None, :]
+    claim = np.empty(total, dtype=np.int64)  # scratch: first claimant per patch cell
     while f_i.size:
         nb = chf.neighbor[f_i].astype(np.int64)
         ax = f_x[:, None] + dxs
@@ -302,8 +305,11 @@ def _height_patches(chf, verts, poly_idx, npoly, regions, xmin, ymin, pw, ph, bs
         g = g[free]
         if not g.size:
             break
-        _, first = np.unique(g, return_index=True)
-        first.sort()
+        # The first claim of each cell in FIFO order (queue position, then direction): the
+        # claims written last to first, so the first one's position is what stays.
+        order = np.arange(g.size)
+        claim[g[::-1]] = order[::-1]
+        first = claim[g] == order
         sel = sel[first]
         g = g[first]
         ni = nb.ravel()[sel]
