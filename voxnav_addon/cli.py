@@ -181,7 +181,6 @@ SOLO_ONLY = {
     "npz": "--npz writes the solo bake's voxel heightfield",
     "json": "--json writes one polygon mesh",
     "voxels_only": "--voxels-only stops before the tiles' navmesh",
-    "reachable_from": "--reachable-from prunes one solo navmesh",
 }
 
 
@@ -561,7 +560,7 @@ def _write_tiled(args, targets, batch, resolution, outcome, test_paths) -> list 
         )
     if "--obj" in targets:
         with atomic.replacing(targets["--obj"], batch=batch) as temp:
-            write_tiled_obj(os.fspath(temp), cache.navmesh)
+            write_tiled_obj(os.fspath(temp), live_tiles.navmesh or cache.navmesh)
     if "--png" in targets:
         t0 = time.perf_counter()
         shown = scene.voxnav.show_voxels

@@ -25,6 +25,7 @@ panel says so and the next obstacle change rebakes all tiles once (and saves a n
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import re
@@ -66,6 +67,37 @@ class LiveTiles:
     problems: dict[str, str] = field(default_factory=dict)
     #: The bake key (`core.tilecache_io.bake_key`) of the cache's bake.
     key: str = ""
+    #: Reachable From points (float64 (k, 3) Z-up) and prune mode: with points, the overlay,
+    #: the stored navmesh and the exports are the cache's tiles pruned (`core.prune.
+    #: prune_tiled`), again after every rebuild. [Units: wu]
+    reachable: np.ndarray = field(default_factory=lambda: np.zeros((0, 3)))
+    prune_mode: str = "remove"
+    #: The navmesh shown and stored: the cache's, or its pruned copy (`view`).
+    navmesh: Any = None
+    #: The last pruning's report (`core.prune.PruneReport`), or None without points.
+    prune_report: Any = None
+
+    def view(self) -> tuple:
+        """(overlay arrays, navmesh, warnings): the cache's tiles, pruned from the Reachable
+        From points when there are any (the cache itself stays whole, so later obstacle
+        changes rebuild from it); also sets ``navmesh`` and ``prune_report``."""
+        cache = self.cache
+        if not len(self.reachable):
+            self.navmesh, self.prune_report = cache.navmesh, None
+            return cache.overlay(), cache.navmesh, []
+        from ..core.context import BuildContext
+        from ..core.prune import prune_tiled
+        from ..core.tilecache import tile_overlay
+        from ..core.tiles import TiledBake
+
+        keys = sorted(cache.tiles, key=lambda k: (k[1], k[0]))  # build order
+        tiles = [dataclasses.replace(cache.tiles[k]) for k in keys]  # pruning replaces fields
+        pruned = TiledBake(cache.config, cache.grid, tiles)
+        pruned.offmesh_links = cache.offmesh_links
+        ctx = BuildContext()
+        self.prune_report = prune_tiled(pruned, self.reachable, mode=self.prune_mode, ctx=ctx)
+        self.navmesh = pruned.navmesh()
+        return tile_overlay(pruned.tiles), self.navmesh, list(ctx.warnings)
 
 
 #: The live tile cache of each scene (by ``Scene.session_uid``), in memory only.
@@ -265,12 +297,8 @@ def bake_tiled_steps(context, gathered, config, volumes, timings: dict, workers=
         outcome.warnings.append(unplaced)
     from .gather import reachable_points
 
-    if len(reachable_points(context)):
-        outcome.warnings.append(
-            "Reachable From points prune solo bakes only: set Tile Size to 0 to prune (this "
-            "tiled navmesh keeps its islands; `python -m core bake --tile-size N "
-            "--reachable-from X Y Z` prunes a tiled .bin)"
-        )
+    live_tiles.reachable = reachable_points(context)
+    live_tiles.prune_mode = str(settings.prune_mode).lower()
     outcome.counts = {
         "triangles": gathered.triangle_count,
         "tiles": len(cache.tiles),
@@ -294,7 +322,12 @@ def bake_tiled_steps(context, gathered, config, volumes, timings: dict, workers=
         np.zeros(0, np.uint16), np.zeros(0, np.uint8),
     )  # fmt: skip
     writeback.write_voxels(scene, empty_hf, settings.voxel_display, 1)
-    _write(scene, live_tiles)
+    outcome.warnings += _write(scene, live_tiles)
+    report = live_tiles.prune_report
+    if report is not None:
+        outcome.counts["polys"] = report.polys_kept if report.mode == "remove" else npolys
+        outcome.counts["polys_pruned"] = int(report.polys_cut)
+        outcome.counts["pruned_area"] = int(round(report.area_cut))
     writeback.apply_visibility(scene)
     writeback.use_material_colors(context, scene)
     timings["writeback"] = time.perf_counter() - t0
@@ -312,19 +345,20 @@ def bake_tiled_steps(context, gathered, config, volumes, timings: dict, workers=
     return outcome
 
 
-def _write(scene, live_tiles: LiveTiles) -> None:
-    """Overlay and stored navmesh from the cache, then the live test path."""
+def _write(scene, live_tiles: LiveTiles) -> list[str]:
+    """Overlay and stored navmesh from the cache (pruned from the Reachable From points, if
+    any), then the live test path. Returns the pruning's warnings."""
     from . import bake, live, writeback
 
-    writeback.write_overlay(
-        scene, live_tiles.cache.overlay(), bake.overlay_lift(scene.voxnav.cell_height), True
-    )
+    overlay, navmesh, warnings = live_tiles.view()
+    writeback.write_overlay(scene, overlay, bake.overlay_lift(scene.voxnav.cell_height), True)
     # Hand-made links only: automatic links are found on solo bakes.
     writeback.write_links(
         scene, live_tiles.cache.offmesh_links, bake.overlay_lift(scene.voxnav.cell_height)
     )
-    live.store_navmesh_tiles(scene, live_tiles.cache.navmesh)
+    live.store_navmesh_tiles(scene, navmesh)
     live.update_path(scene)
+    return warnings
 
 
 def _sync(scene, live_tiles: LiveTiles, depsgraph, view_layer) -> bool:
@@ -499,6 +533,8 @@ def restore(scene, view_layer=None, depsgraph=None) -> LiveTiles | None:
             reasons.append(str(exc))
             continue
         live_tiles = LiveTiles(cache, key=key)
+        live_tiles.reachable = _reachable_in(scene, view_layer)
+        live_tiles.prune_mode = str(settings.prune_mode).lower()
         _sync(scene, live_tiles, depsgraph, view_layer)
         try:
             cache.update()
@@ -517,6 +553,19 @@ def restore(scene, view_layer=None, depsgraph=None) -> LiveTiles | None:
         "all tiles once (or Build Navmesh now)"
     )
     return None
+
+
+def _reachable_in(scene, view_layer=None) -> np.ndarray:
+    """The scene's Reachable From points as `gather.reachable_points` finds them, for a scene
+    outside the current context (a file just loaded)."""
+    layer = view_layer if view_layer is not None else scene.view_layers[0]
+    points = [
+        tuple(obj.matrix_world.translation)
+        for obj in scene.objects
+        if getattr(getattr(obj, "voxnav", None), "reachable_from", False)
+        and obj.visible_get(view_layer=layer)
+    ]
+    return np.asarray(points, dtype=np.float64).reshape(-1, 3)
 
 
 def _rebake(scene, reason: str) -> None:

@@ -82,7 +82,10 @@ def test_cli_reachable_from(bpy, ext, tmp_path, capsys):
     assert len(read(pruned)[0].polys) == n_full
 
 
-def test_tiled_bake_says_it_keeps_islands(bpy, ext):
+def test_tiled_bake_prunes_and_stays_pruned_through_obstacle_rebuilds(bpy, ext):
+    """With Tile Size set, the Reachable From empty prunes the tiled navmesh too: the roof
+    island leaves the overlay and the stored navmesh; a dynamic obstacle's live rebuild keeps
+    it pruned (the tile cache itself stays whole)."""
     _scene(bpy)
     scene = bpy.context.scene
     start = bpy.data.objects.new("Start", None)
@@ -91,6 +94,19 @@ def test_tiled_bake_says_it_keeps_islands(bpy, ext):
     scene.collection.objects.link(start)
     scene.voxnav.tile_size = 32
     assert bpy.ops.voxnav.build_navmesh() == {"FINISHED"}
-    warnings = [item.text for item in scene.voxnav.last_warnings]
-    assert any("Reachable From points prune solo bakes only" in w for w in warnings), warnings
-    assert overlay_verts(bpy, ext)[:, 2].max() > 3.0  # the roof island is still there
+    assert overlay_verts(bpy, ext)[:, 2].max() < 3.0  # the roof island is gone
+    obstacles = importlib.import_module(f"{ext.root.__name__}.voxnav_addon.obstacles")
+    live_tiles = obstacles.CACHES[scene.session_uid]
+    report = live_tiles.prune_report
+    assert report is not None and report.polys_cut > 0
+    whole = sum(t.npolys for t in live_tiles.cache.tiles.values())
+    assert live_tiles.navmesh.poly_count == whole - report.polys_cut
+    live = importlib.import_module(f"{ext.root.__name__}.voxnav_addon.live")
+    assert live.navmesh_query(scene).nav.poly_count == live_tiles.navmesh.poly_count
+    count = live_tiles.cache.rebuild_count
+    crate = box(bpy, "Crate", (-0.5, -0.5, 0), (0.5, 0.5, 1), location=(-6.0, 2.0, 0.0))
+    crate.voxnav.dynamic_obstacle = True
+    bpy.context.view_layer.update()  # the handler rebuilds the crate's tiles
+    assert live_tiles.cache.rebuild_count > count
+    assert overlay_verts(bpy, ext)[:, 2].max() < 3.0
+    assert live_tiles.prune_report.polys_cut >= report.polys_cut
