@@ -39,6 +39,8 @@ samples, probes and arc steps. Links have radius max(agent_radius, cs), area
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from .compact import CompactHeightfield
@@ -56,6 +58,30 @@ STEP_CELLS = 0.5
 CHUNK_PROBES = 1 << 20
 #: Segments of a drawn arc (`arc_points`).
 ARC_SEGMENTS = 8
+
+
+@dataclass
+class LinkWindow:
+    """A tile's surroundings, for links that land in a neighbouring tile (tiled bakes).
+
+    A tile's own heightfields reach only its border (walkable_radius + 3 cells) past its
+    bounds; a link may land up to max_jump_distance away. The window is the tile widened far
+    enough for every probe and arc, rasterized on its own grid: ``solid`` its filtered solid
+    `Heightfield` (gaps and arc clearance), ``floor`` its `CompactHeightfield` after erosion
+    and area volumes (a landing outside the tile: a span with an area; the neighbour's regions
+    are not known here). core_min/core_max float64 (2,): the tile's own bounds in plan
+    [Units: wu]; probes inside them land on the tile's own regions as in a solo bake.
+    """
+
+    solid: Heightfield
+    floor: CompactHeightfield
+    core_min: np.ndarray
+    core_max: np.ndarray
+
+    def inside(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        """bool: the points (plan, world) lie in the tile's own bounds (half-open)."""
+        lo, hi = self.core_min, self.core_max
+        return (x >= lo[0]) & (x < hi[0]) & (y >= lo[1]) & (y < hi[1])
 
 
 def arc_points(start, end, segments: int = ARC_SEGMENTS) -> np.ndarray:
@@ -195,8 +221,14 @@ def find_auto_links(
     max_drop: float,
     max_jump_distance: float,
     spacing: float,
+    window: LinkWindow | None = None,
 ) -> OffMeshLinks:
     """Jump and drop links of one solo bake (the module docstring's rule).
+
+    With ``window`` (a tile of a tiled bake; ``chf``/``hf`` the tile's own): gaps and arc
+    clearance are read from the window's solid heightfield, and probes outside the tile land
+    on the window's floor; their end's connection is then the caller's to check on the
+    assembled navmesh (`connects_on`), since the neighbour tile holds it.
 
     agent_height [Units: wu] [Limit: > 0]; agent_radius [Units: wu] [Limit: >= 0];
     agent_climb [Units: wu] [Limit: >= 0] (the navmesh's, i.e. whole cell heights);
@@ -242,7 +274,7 @@ def find_auto_links(
     for lo in range(0, nsamples, chunk):  # chunks of samples, not single samples
         part = slice(lo, lo + chunk)
         found_c, dist_c, z_c = _first_landing(
-            chf, hf, point[part], out[part], z0[part], dist, agent_climb, max_drop
+            chf, hf, point[part], out[part], z0[part], dist, agent_climb, max_drop, window
         )
         found_parts.append(found_c)
         dist_parts.append(dist_c)
@@ -257,17 +289,26 @@ def find_auto_links(
     # 4. Clearance along the arc (in chunks of links).
     nsteps = _arc_steps(start, end, step)
     per = max(1, CHUNK_PROBES // (2 * nsteps))
-    clear = np.concatenate(
-        [np.zeros(0, dtype=bool)]
-        + [
-            _arc_clear(hf, start[i : i + per], end[i : i + per], agent_height,
-                       float(agent_radius), nsteps)
-            for i in range(0, start.shape[0], per)
-        ]
-    )  # fmt: skip
+    # With a window, its solid answers for the columns past the tile's heightfield.
+    solids = [(hf, None)] if window is None else [(hf, None), (window.solid, hf)]
+    clear = np.ones(start.shape[0], dtype=bool)
+    for solid, skip in solids:
+        clear &= np.concatenate(
+            [np.zeros(0, dtype=bool)]
+            + [
+                _arc_clear(solid, start[i : i + per], end[i : i + per], agent_height,
+                           float(agent_radius), nsteps, skip)
+                for i in range(0, start.shape[0], per)
+            ]
+        )  # fmt: skip
     # 5. Both ends connect to the navmesh as Detour connects them.
-    connects = _connects(pmesh, detail, start, radius, agent_height, agent_radius, agent_climb)
-    connects &= _connects(pmesh, detail, end, radius, agent_height, agent_radius, agent_climb)
+    nav = _own_navmesh(pmesh, detail, agent_height, agent_radius, agent_climb)
+    connects = connects_on(nav, start, radius, agent_climb)
+    if window is None:
+        connects &= connects_on(nav, end, radius, agent_climb)
+    else:  # an end in a neighbour tile is checked on the assembled navmesh
+        home = window.inside(end[:, 0], end[:, 1])
+        connects[home] &= connects_on(nav, end[home], radius, agent_climb)
     keep = clear & connects
     start, end, drop = start[keep], end[keep], drop[keep]
     # 6. Near-identical links.
@@ -285,27 +326,29 @@ def _first_landing(
     dist: np.ndarray,
     agent_climb: float,
     max_drop: float,
+    window: LinkWindow | None = None,
 ):
     """Steps 2-3 for some samples: bool (s,) a landing was found; for those, its horizontal
-    distance (float64) and floor height (float64) [Units: wu]."""
+    distance (float64) and floor height (float64) [Units: wu]. With ``window``: gaps from its
+    solid heightfield, landings outside the tile on its floor (see `find_auto_links`)."""
     nsamples, nprobes = point.shape[0], dist.shape[0]
-    ch = float(chf.ch)
-    px = point[:, None, 0] + out[:, None, 0] * dist[None, :]
-    py = point[:, None, 1] + out[:, None, 1] * dist[None, :]
+    px = (point[:, None, 0] + out[:, None, 0] * dist[None, :]).ravel()
+    py = (point[:, None, 1] + out[:, None, 1] * dist[None, :]).ravel()
     pz = np.repeat(z0, nprobes)
-    pcols = _columns(px.ravel(), py.ravel(), hf.bmin, hf.cs, hf.width, hf.height)
-    q, span = _column_pairs(hf.col_start, pcols)
-    top = float(hf.bmin[2]) + hf.smax[span].astype(np.float64) * ch
-    ground_near = np.abs(top - pz[q]) <= agent_climb + 1e-6
-    gap = np.bincount(q[ground_near], minlength=pcols.shape[0]) == 0
-    q, span = _column_pairs(chf.cell_start, pcols)
-    floor = float(chf.bmin[2]) + chf.y[span].astype(np.float64) * ch
-    window = (
-        _region_span(chf, span)
-        & (floor >= pz[q] - max_drop - 1e-6)
-        & (floor <= pz[q] + agent_climb + 1e-6)
-    )
-    landing_z = _best_per_query(pcols.shape[0], q[window], floor[window], -floor[window])
+    pcols = _columns(px, py, hf.bmin, hf.cs, hf.width, hf.height)
+    gap = ~_ground_near(hf, pcols, pz, agent_climb)
+    if window is not None:  # probes past the tile's heightfield: the window's solid
+        beyond = pcols < 0
+        solid = window.solid
+        far = _columns(px[beyond], py[beyond], solid.bmin, solid.cs, solid.width, solid.height)
+        gap[beyond] = ~_ground_near(solid, far, pz[beyond], agent_climb)
+    own = _columns(px, py, chf.bmin, chf.cs, chf.width, chf.height)
+    landing_z = _landing_heights(chf, own, _region_span, pz, agent_climb, max_drop)
+    if window is not None:
+        away = ~window.inside(px, py)
+        floor = window.floor
+        far = _columns(px[away], py[away], floor.bmin, floor.cs, floor.width, floor.height)
+        landing_z[away] = _landing_heights(floor, far, _area_span, pz[away], agent_climb, max_drop)
     gap = gap.reshape(nsamples, nprobes)
     landing_z = landing_z.reshape(nsamples, nprobes)
     gap_before = np.zeros_like(gap)
@@ -314,6 +357,32 @@ def _first_landing(
     found = landing.any(axis=1)
     first = np.argmax(landing, axis=1)[found]
     return found, dist[first], landing_z[found, first]
+
+
+def _ground_near(hf: Heightfield, columns: np.ndarray, pz: np.ndarray, agent_climb: float):
+    """bool per probe: its column has a solid span top within climb of pz [Units: wu]."""
+    q, span = _column_pairs(hf.col_start, columns)
+    top = float(hf.bmin[2]) + hf.smax[span].astype(np.float64) * float(hf.ch)
+    near = np.abs(top - pz[q]) <= agent_climb + 1e-6
+    return np.bincount(q[near], minlength=columns.shape[0]) > 0
+
+
+def _landing_heights(chf, columns, is_floor, pz, agent_climb: float, max_drop: float):
+    """float64 per probe: the highest floor span of its column (``is_floor(chf, spans)``)
+    from ``max_drop`` below to climb above pz [Units: wu]; NaN where there is none."""
+    q, span = _column_pairs(chf.cell_start, columns)
+    floor = float(chf.bmin[2]) + chf.y[span].astype(np.float64) * float(chf.ch)
+    usable = (
+        is_floor(chf, span)
+        & (floor >= pz[q] - max_drop - 1e-6)
+        & (floor <= pz[q] + agent_climb + 1e-6)
+    )
+    return _best_per_query(columns.shape[0], q[usable], floor[usable], -floor[usable])
+
+
+def _area_span(chf: CompactHeightfield, span: np.ndarray) -> np.ndarray:
+    """bool: the compact spans are walkable after erosion (a window's floor)."""
+    return chf.area[span] != 0
 
 
 def _region_span(chf: CompactHeightfield, span: np.ndarray) -> np.ndarray:
@@ -339,6 +408,7 @@ def _arc_clear(
     agent_height: float,
     agent_radius: float,
     nsteps: int,
+    skip: Heightfield | None = None,
 ) -> np.ndarray:
     """bool (n,): no solid span meets the agent swept along each link's arc.
 
@@ -346,7 +416,8 @@ def _arc_clear(
     across the link in plan). ``nsteps`` arc steps (`_arc_steps`: at most a step apart
     horizontally); between two steps each line's column, from the lower step's height (less
     one cell height of tolerance) to the higher step's height plus the agent's height, is
-    checked in both steps' columns."""
+    checked in both steps' columns. Columns inside ``skip``'s grid are not checked (another
+    heightfield answers for them)."""
     n = start.shape[0]
     if n == 0:
         return np.zeros(0, dtype=bool)
@@ -366,6 +437,9 @@ def _arc_clear(
         x = ends[:, :, 0] + side * agent_radius * across[:, None, 0]
         y = ends[:, :, 1] + side * agent_radius * across[:, None, 1]
         cols = _columns(x.ravel(), y.ravel(), hf.bmin, hf.cs, hf.width, hf.height)
+        if skip is not None:
+            theirs = _columns(x.ravel(), y.ravel(), skip.bmin, skip.cs, skip.width, skip.height)
+            cols[theirs >= 0] = -1
         q, span = _column_pairs(hf.col_start, cols)
         hit = (hf.smin[span].astype(np.float64) < hi_cells[q]) & (
             hf.smax[span].astype(np.float64) > lo_cells[q]
@@ -374,25 +448,18 @@ def _arc_clear(
     return ~blocked
 
 
-def _connects(
+def _own_navmesh(
     pmesh: PolyMesh,
     detail: PolyMeshDetail | None,
-    points: np.ndarray,
-    radius: float,
     agent_height: float,
     agent_radius: float,
     agent_climb: float,
-) -> np.ndarray:
-    """bool (n,): Detour connects a link end at each point: its nearest polygon within
-    (radius, climb, radius) exists and is within ``radius`` horizontally (dtNavMesh's rule
-    for off-mesh connections)."""
-    from .nav.batch import find_nearest_poly
+):
+    """The bake's polygons as a one-tile Detour navmesh (for `connects_on`)."""
     from .nav.navdata import create_nav_mesh_data
     from .nav.navmesh import NavMesh
 
-    if points.shape[0] == 0:
-        return np.zeros(0, dtype=bool)
-    nav = NavMesh.from_data(
+    return NavMesh.from_data(
         create_nav_mesh_data(
             pmesh,
             detail,
@@ -401,6 +468,19 @@ def _connects(
             walkable_climb=float(np.float32(agent_climb)),
         )
     )
+
+
+def connects_on(nav, points: np.ndarray, radius: float, agent_climb: float) -> np.ndarray:
+    """bool (n,): Detour connects a link end at each point (Z-up world, float64 (n, 3)) on
+    the `core.nav.navmesh.NavMesh` ``nav``: its nearest polygon within (radius, climb,
+    radius) exists and is within ``radius`` horizontally (dtNavMesh's rule for off-mesh
+    connections). radius, agent_climb [Units: wu]."""
+    # The batch query's candidate grid pays for itself over many queries per polygon; link
+    # ends are a few per boundary edge, so the pruned per-query search is faster here.
+    from .nav.batch import _find_nearest_poly_pruned as find_nearest_poly
+
+    if points.shape[0] == 0:
+        return np.zeros(0, dtype=bool)
     f32 = np.float32
     centres = points[:, [0, 2, 1]].astype(f32)
     halves = np.tile(np.array([radius, agent_climb, radius], dtype=f32), (points.shape[0], 1))

@@ -106,6 +106,15 @@ class OffMeshLinks:
             user_id=id_arr.astype(np.uint32),
         )
 
+    def subset(self, keep: np.ndarray) -> OffMeshLinks:
+        """The links where ``keep`` (bool (n,) or indices) selects them, in order."""
+        return OffMeshLinks(
+            *(
+                getattr(self, name)[keep]
+                for name in ("start", "end", "radius", "bidirectional", "area", "flags", "user_id")
+            )
+        )
+
     def concatenate(self, other: OffMeshLinks) -> OffMeshLinks:
         """This set followed by `other` (hand links first, then automatic ones, say)."""
         return OffMeshLinks(

@@ -53,6 +53,7 @@ from .context import BuildContext
 from .contours import build_contours
 from .detail import PolyMeshDetail, build_poly_mesh_detail
 from .errors import VoxNavError
+from .jumplinks import LinkWindow
 from .offmesh import OffMeshLinks
 from .polymesh import PolyMesh, build_poly_mesh
 from .regions import build_distance_field
@@ -191,6 +192,33 @@ class TileJob:
     volumes: tuple = ()
     keep_compact: bool = False
     make_navdata: bool = True
+    #: With automatic links: the tile's link window (`LinkWindowInput`), else None.
+    link_window: LinkWindowInput | None = None
+
+
+@dataclass
+class LinkWindowInput:
+    """What a tile needs to find links landing in its neighbours: the tile widened by
+    ``margin`` cells (`link_margin`), and the triangles of the chunks overlapping that, in
+    chunk order. bmin/bmax float32 (3,) the window's heightfield corners; core_min/core_max
+    the tile's own bounds [Units: wu]; verts/tris as `TileJob`'s."""
+
+    bmin: np.ndarray
+    bmax: np.ndarray
+    core_min: np.ndarray
+    core_max: np.ndarray
+    size: int
+    verts: np.ndarray
+    tris: np.ndarray
+
+
+def link_margin(config: NavConfig, derived: DerivedConfig) -> int:
+    """Cells a tile's link window reaches past the tile: the longest jump, the agent's
+    radius to either side of its arc, and a cell of slack for the half-cell probe steps.
+    [Units: cells]"""
+    cs = float(derived.cs)
+    reach = float(np.float32(config.max_jump_distance)) + float(np.float32(config.agent_radius))
+    return int(np.ceil(reach / cs)) + 2
 
 
 @dataclass
@@ -216,8 +244,8 @@ class TileResult:
     navdata: object | None = None
     #: The compact heightfield after erosion and volumes (only with keep_compact).
     compact: CompactHeightfield | None = None
-    #: Automatic jump and drop links found in this tile (``config.auto_links``; links whose
-    #: landing lies in another tile are not found), or None.
+    #: Automatic jump and drop links starting in this tile (``config.auto_links``), also
+    #: those landing in a neighbour (found on the tile's link window), or None.
     auto_links: OffMeshLinks | None = None
     timings: dict[str, float] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
@@ -276,17 +304,7 @@ def _bake_tile(job: TileJob) -> TileResult:
             job.verts, job.tris, areas, job.bmin, job.bmax, derived.cs, derived.ch,
             width, height, derived.walkable_climb, ctx=ctx,
         )  # fmt: skip
-    if config.filter_low_hanging_obstacles:
-        with ctx.stage("filter_low_hanging"):
-            hf = hf.copy(area=filters.filter_low_hanging_obstacles(hf, derived.walkable_climb))
-    if config.filter_ledge_spans:
-        with ctx.stage("filter_ledge"):
-            hf = hf.copy(
-                area=filters.filter_ledge_spans(hf, derived.walkable_height, derived.walkable_climb)
-            )
-    if config.filter_walkable_low_height_spans:
-        with ctx.stage("filter_low_height"):
-            hf = hf.copy(area=filters.filter_walkable_low_height_spans(hf, derived.walkable_height))
+    hf = _filtered(hf, config, derived, ctx)
     result.hf_spans = hf.span_count
     with ctx.stage("compact"):
         chf = build_compact_heightfield(
@@ -301,8 +319,53 @@ def _bake_tile(job: TileJob) -> TileResult:
     chf.border_size = job.border_size
     if job.keep_compact:
         result.compact = replace(chf, area=chf.area.copy())
-    _finish_tile(result, chf, config, derived, ctx, job.make_navdata, solid)
+    window = None
+    if solid is not None:
+
+        def window():
+            with ctx.stage("link_window"):
+                return _link_window(job, derived, ctx)
+
+    _finish_tile(result, chf, config, derived, ctx, job.make_navdata, solid, window)
     return result
+
+
+def _filtered(hf, config: NavConfig, derived: DerivedConfig, ctx: BuildContext):
+    """The solid heightfield after the config's three filters (stages 3a-3c)."""
+    if config.filter_low_hanging_obstacles:
+        with ctx.stage("filter_low_hanging"):
+            hf = hf.copy(area=filters.filter_low_hanging_obstacles(hf, derived.walkable_climb))
+    if config.filter_ledge_spans:
+        with ctx.stage("filter_ledge"):
+            hf = hf.copy(
+                area=filters.filter_ledge_spans(hf, derived.walkable_height, derived.walkable_climb)
+            )
+    if config.filter_walkable_low_height_spans:
+        with ctx.stage("filter_low_height"):
+            hf = hf.copy(area=filters.filter_walkable_low_height_spans(hf, derived.walkable_height))
+    return hf
+
+
+def _link_window(job: TileJob, derived: DerivedConfig, ctx: BuildContext):
+    """The `core.jumplinks.LinkWindow` of a tile: stages 1-5 (to erosion and the area
+    volumes) on the window's own grid. None without one."""
+    win = job.link_window
+    if win is None:
+        return None
+    config = job.config
+    areas = rasterize.mark_walkable_triangles(win.verts, win.tris, config.agent_max_slope)
+    solid = rasterize.rasterize_triangles(
+        win.verts, win.tris, areas, win.bmin, win.bmax, derived.cs, derived.ch, win.size,
+        win.size, derived.walkable_climb,
+    )  # fmt: skip
+    solid = _filtered(solid, config, derived, BuildContext())
+    floor = build_compact_heightfield(solid, derived.walkable_height, derived.walkable_climb)
+    floor.area = erode_walkable_area(floor, derived.walkable_radius)
+    for volume in job.volumes:
+        floor.area = volume.apply(floor)
+    core_min = np.asarray(win.core_min[:2], dtype=np.float64)
+    core_max = np.asarray(win.core_max[:2], dtype=np.float64)
+    return LinkWindow(solid, floor, core_min, core_max)
 
 
 def bake_tile_from_compact(
@@ -334,9 +397,12 @@ def _finish_tile(
     ctx: BuildContext,
     make_navdata: bool,
     solid=None,
+    window: Callable[[], LinkWindow | None] | None = None,
 ) -> None:
     """Stages 6-10 of a tile, then its automatic links (with ``config.auto_links`` and the
-    tile's solid heightfield ``solid``) and its Detour data."""
+    tile's solid heightfield ``solid``; ``window()`` builds its `core.jumplinks.LinkWindow`
+    for links into the neighbours, after the tile's own stages, so their heightfields are
+    never held together) and its Detour data."""
     from .pipeline import PARTITION_BUILDERS
 
     border = int(chf.border_size)
@@ -376,10 +442,12 @@ def _finish_tile(
     if solid is not None and pmesh.npolys > 0:
         from .jumplinks import find_auto_links, link_settings
 
+        link_window = window() if window is not None else None
         with ctx.stage("links"):
             result.auto_links = find_auto_links(
-                pmesh, dmesh, chf, solid, **link_settings(config, derived)
+                pmesh, dmesh, chf, solid, **link_settings(config, derived), window=link_window
             )
+        del link_window
     if make_navdata and pmesh.npolys > 0:
         from .nav.navdata import create_nav_mesh_data
 
@@ -423,6 +491,9 @@ class TilePlan:
         tri_ids = self.chunks.chunk_triangles(nodes)
         tile_tris = self.tris[tri_ids]
         used, local = np.unique(tile_tris, return_inverse=True)
+        link_window = None
+        if self.config.auto_links and make_navdata:
+            link_window = self.link_window(tx, ty)
         return TileJob(
             tx=tx,
             ty=ty,
@@ -436,6 +507,30 @@ class TilePlan:
             volumes=self.volumes,
             keep_compact=keep_compact,
             make_navdata=make_navdata,
+            link_window=link_window,
+        )
+
+    def link_window(self, tx: int, ty: int) -> LinkWindowInput:
+        """The `LinkWindowInput` of tile (tx, ty): its bounds widened by `link_margin` cells
+        (float32, as the border is added) and the chunks overlapping them."""
+        config = self.config
+        margin = link_margin(config, config.derived())
+        core_min, core_max = self.grid.tile_bounds(tx, ty)
+        pad = F32(F32(margin) * self.grid.cs)
+        lo, hi = core_min.copy(), core_max.copy()
+        lo[:2] = lo[:2] - pad
+        hi[:2] = hi[:2] + pad
+        nodes = self.chunks.nodes_overlapping_rect(lo[:2], hi[:2])
+        tri_ids = self.chunks.chunk_triangles(nodes)
+        used, local = np.unique(self.tris[tri_ids], return_inverse=True)
+        return LinkWindowInput(
+            bmin=lo,
+            bmax=hi,
+            core_min=core_min,
+            core_max=core_max,
+            size=self.grid.tile_size + 2 * margin,
+            verts=self.verts[used],
+            tris=local.reshape(-1, 3).astype(np.int32),
         )
 
 
@@ -726,6 +821,10 @@ def bake_plan(
             progress(built, total, result)
     out = TiledBake(plan.config, plan.grid, tiles, built, warnings)
     out.tile_cpu_seconds, out.tile_peak_rss = cpu, peak
+    if plan.config.auto_links:
+        t0 = time.perf_counter()
+        check_link_landings(out)
+        timings["links_check"] = time.perf_counter() - t0
     #: Stage times are summed over tiles (CPU seconds across workers); total is wall time.
     out.timings = {**timings, "total": time.perf_counter() - start}
     if out.empty:
@@ -734,6 +833,48 @@ def bake_plan(
             "settings, or bake without tiles to see the likely cause"
         )
     return out
+
+
+def check_link_landings(bake: TiledBake) -> int:
+    """Drop the automatic links landing in a tile other than their own whose end Detour does
+    not connect on the assembled navmesh (`core.jumplinks.connects_on`): a tile finds them on
+    its link window, where the neighbour's walkable floor stands in for its polygons (a small
+    region Recast removed, say). Returns how many were dropped."""
+    from .jumplinks import connects_on, link_settings
+
+    crossing = []
+    for tile in bake.tiles:
+        links = tile.auto_links
+        if links is None or not len(links):
+            continue
+        lo, hi = bake.grid.tile_bounds(tile.tx, tile.ty)
+        x, y = links.end[:, 0], links.end[:, 1]
+        away = (x < lo[0]) | (x >= hi[0]) | (y < lo[1]) | (y >= hi[1])
+        if away.any():
+            crossing.append((tile, np.flatnonzero(away)))
+    if not crossing:
+        return 0
+    from .nav.navdata import NavMeshData
+    from .nav.navmesh import NavMesh
+
+    settings = link_settings(bake.config, bake.config.derived())
+    # The tiles' own data: their link polygons are never a nearest polygon.
+    nav = NavMesh(bake.navmesh_params())
+    for tile in bake.tiles:
+        if isinstance(tile.navdata, NavMeshData):
+            nav.add_tile(tile.navdata)
+    dropped = 0
+    for tile, which in crossing:
+        links = tile.auto_links
+        assert links is not None
+        ok = connects_on(nav, links.end[which], float(links.radius[0]), settings["agent_climb"])
+        if ok.all():
+            continue
+        keep = np.ones(len(links), dtype=bool)
+        keep[which[~ok]] = False
+        tile.auto_links = links.subset(keep)
+        dropped += int((~ok).sum())
+    return dropped
 
 
 def tiled_dump_arrays(bake: TiledBake) -> dict[str, np.ndarray | np.generic]:

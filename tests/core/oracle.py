@@ -752,12 +752,12 @@ def flood_polys_slow(polys, nvp, seeds):
 def auto_links_slow(pmesh, detail, chf, hf, *, agent_height, agent_radius, agent_climb,
                     max_drop, max_jump_distance, spacing):  # fmt: skip
     """core.jumplinks.find_auto_links, literally: one edge, sample, probe and arc step at a
-    time (the Detour connection check reuses core.jumplinks._connects, the Detour port).
+    time (the Detour connection check reuses core.jumplinks.connects_on, the Detour port).
     Returns a list of (start (3,), end (3,), bidirectional) in the fast version's order."""
     import itertools
     import math
 
-    from core.jumplinks import STEP_CELLS, _arc, _connects
+    from core.jumplinks import STEP_CELLS, _arc, _own_navmesh, connects_on
 
     cs, ch = float(chf.cs), float(chf.ch)
     radius = max(float(agent_radius), cs)
@@ -860,9 +860,8 @@ def auto_links_slow(pmesh, detail, chf, hf, *, agent_height, agent_radius, agent
         return []
     starts = np.array([s for s, _e, _b in clear_links])
     ends = np.array([e for _s, e, _b in clear_links])
-    args = (pmesh, detail)
-    rest = (radius, agent_height, agent_radius, agent_climb)
-    ok = _connects(*args, starts, *rest) & _connects(*args, ends, *rest)
+    nav = _own_navmesh(pmesh, detail, agent_height, agent_radius, agent_climb)
+    ok = connects_on(nav, starts, radius, agent_climb) & connects_on(nav, ends, radius, agent_climb)
     links = [link for link, good in zip(clear_links, ok, strict=True) if good]
     out = []
     for i, (s, e, b) in enumerate(links):

@@ -261,31 +261,75 @@ def test_core_cli_bake_with_auto_links(tmp_path, capsys):
     assert sum(int(t.off_mesh_count) for t in read_navmesh_set(tiled).tiles) == count
 
 
-def test_tiled_bake_finds_each_tiles_links_and_paths_take_them():
-    """Tiles find the links whose both ends lie in the tile's widened heightfield: with
-    tiles as big as the scene every solo link, with small ones only those not crossing a tile
-    border (the ledge's drops cross one at 32 cells); the links are stored in the tiles,
-    user ids unique, and a path crosses the gap through them."""
+def _nearest_same_kind(links, others) -> np.ndarray:
+    """Per link, the distance to the nearest link of ``others`` of the same kind (the larger
+    of the start and the end distance, in plan). [Units: wu]"""
+    out = []
+    for i in range(len(links)):
+        apart = np.maximum(
+            np.linalg.norm(others.start[:, :2] - links.start[i, :2], axis=1),
+            np.linalg.norm(others.end[:, :2] - links.end[i, :2], axis=1),
+        )
+        apart[others.bidirectional != links.bidirectional[i]] = np.inf
+        out.append(apart.min(initial=np.inf))
+    return np.array(out)
+
+
+def test_tiled_bake_finds_links_across_tile_borders_and_paths_take_them():
+    """Tiles find the links landing in a neighbour too (on their link window): with tiles
+    as big as the scene every solo link; with 32-cell tiles (a border runs along the ledge's
+    foot and one through floor A) a link of the same kind within the link spacing of every
+    solo link and none elsewhere; with 16-cell tiles (edges cut into 4.8 m pieces, so
+    samples move) no link without a solo one nearby. Stored in the tiles, user ids unique,
+    and a path crosses the gap through them."""
     from core import tiles
     from core.nav.query import NavMeshQuery
 
     from .test_offmesh_links import STRAIGHT_OFFMESH, single_path
 
     verts, tris = linkscenes.gap_and_ledge_scene()
-    solo = _bake()
+    solo = _bake().offmesh_links
     whole = tiles.bake_tiled(verts, tris, ON, 128, workers=1)
-    assert whole.auto_link_count == len(solo.offmesh_links)
+    assert whole.auto_link_count == len(solo)
+    spacing = float(ON.link_spacing)
     small = tiles.bake_tiled(verts, tris, ON, 32, workers=1)
     links = small.navmesh_links()
-    assert 0 < small.auto_link_count < len(solo.offmesh_links)
-    assert bool(links.bidirectional.all())  # the drops cross the tile border: not found
+    assert not bool(links.bidirectional.all())  # the drops cross the border at y = 7.6
+    assert (_nearest_same_kind(solo, links) < spacing).all()
+    assert (_nearest_same_kind(links, solo) < spacing).all()
+    smaller = tiles.bake_tiled(verts, tris, ON, 16, workers=1).navmesh_links()
+    assert len(smaller) >= 0.8 * len(solo)
+    assert (_nearest_same_kind(smaller, solo) < spacing).all()
     assert len(np.unique(links.user_id)) == len(links)
     assert sum(int(d.off_mesh_count) for d in small.navdata()) == len(links)
     query = NavMeshQuery(small.navmesh())
     path, straight, _ = single_path(query, linkscenes.ON_FLOOR_A, linkscenes.ON_FLOOR_B)
     assert any(int(f) & STRAIGHT_OFFMESH for f in np.asarray(straight.flags).tolist())
+    path, straight, _ = single_path(query, linkscenes.ON_LEDGE, linkscenes.ON_FLOOR_A)
+    assert any(int(f) & STRAIGHT_OFFMESH for f in np.asarray(straight.flags).tolist())
     plain = tiles.bake_tiled(verts, tris, NavConfig(), 32, workers=1)
     assert plain.auto_link_count == 0 and plain.navmesh_links() is None
+
+
+def test_tiled_links_landing_on_a_removed_region_are_dropped(monkeypatch):
+    """A 2.4 m platform across the gap: erosion leaves it 16 cells, under the smallest
+    region, so Recast removes it and a solo bake has no link to it. The tile holding the
+    gap's near side sees walkable floor there on its link window; the landing check on the
+    assembled navmesh drops that link (and without the check it would be kept)."""
+    from core import tiles
+
+    verts, tris = linkscenes.merge(
+        linkscenes.box((0.0, 0.0, -1.0), (10.0, 8.0, 0.0)),
+        linkscenes.box((11.5, 3.0, -1.0), (13.9, 5.4, 0.0)),
+        linkscenes.box((-2.0, -2.0, -11.0), (24.0, 16.0, -10.0)),
+    )
+    solo = pipeline.bake(verts, tris, ON)
+    assert solo.offmesh_links is None or len(solo.offmesh_links) == 0
+    # 41-cell tiles: a tile border at x = 10.3, in the gap.
+    assert tiles.bake_tiled(verts, tris, ON, 41, workers=1).auto_link_count == 0
+    monkeypatch.setattr(tiles, "check_link_landings", lambda bake: 0)
+    unchecked = tiles.bake_tiled(verts, tris, ON, 41, workers=1)
+    assert unchecked.auto_link_count > 0
 
 
 def test_chunked_work_gives_the_same_links(scene_bake, monkeypatch):
