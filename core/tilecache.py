@@ -24,7 +24,6 @@ for nothing is identical to the old one, a tile missed would be wrong).
 from __future__ import annotations
 
 import concurrent.futures as cf
-import dataclasses
 import time
 from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
@@ -80,11 +79,18 @@ class TileCache:
         tiles: dict[tuple[int, int], TileResult],
         navmesh: NavMesh,
         offmesh_links: OffMeshLinks | None = None,
+        auto_links: OffMeshLinks | None = None,
     ):
         self.config = config
         #: Hand-made off-mesh links (Z-up): each tile's Detour data carries the links starting
         #: in it (`core.tiles.tile_navdata`), after every rebuild too. None: no links.
         self.offmesh_links = offmesh_links
+        #: The automatic links the bake found (``config.auto_links``; user ids after the
+        #: hand-made ones'), or None. Rebuilds start from the compact heightfield, without the
+        #: solid one finding links needs, so these are kept: `links` leaves out those an
+        #: obstacle blocks (`blocked_links`) and `update` relinks the tiles they start in.
+        self.auto_links = auto_links
+        self._auto_active = np.ones(0 if auto_links is None else len(auto_links), dtype=bool)
         self.grid = grid
         #: The cached compact heightfields, one per tile with geometry (never modified).
         self.compact = compact
@@ -108,6 +114,25 @@ class TileCache:
         self._marked: dict[tuple[int, int], np.ndarray] = {}
         #: False re-runs the stages for every dirty tile (benchmarks compare both).
         self.reuse_equal_areas = True
+
+    def links(self) -> OffMeshLinks | None:
+        """The off-mesh links in the tiles' Detour data now: the hand-made ones, then the
+        automatic ones no obstacle blocks (None: no link at all)."""
+        auto = self.auto_links
+        if auto is None or not len(auto):
+            return self.offmesh_links
+        active = auto.subset(self._auto_active)
+        if self.offmesh_links is None:
+            return active
+        return self.offmesh_links.concatenate(active)
+
+    def _tile_of(self, points: np.ndarray) -> np.ndarray:
+        """int64 (n, 2) the (tx, ty) of the tile holding each Z-up point in plan."""
+        g = self.grid
+        size = float(g.tile_world_size)
+        tx = np.floor((points[:, 0] - float(g.bmin[0])) / size).astype(np.int64)
+        ty = np.floor((points[:, 1] - float(g.bmin[1])) / size).astype(np.int64)
+        return np.stack([tx, ty], axis=1)
 
     @classmethod
     def build(
@@ -154,10 +179,6 @@ class TileCache:
         """`build` one tile at a time: a generator yielding (done, total) after each tile with
         geometry and returning the cache (``StopIteration.value``). A caller that stops early
         (``close()``) keeps nothing; an interactive caller runs other work between steps."""
-        if config is not None and config.auto_links:
-            # A rebuild starts from the cached compact heightfield, without the solid one the
-            # links' clearance needs: the cache's tiles find no automatic links.
-            config = dataclasses.replace(config, auto_links=False)
         plan = plan_tiles(verts, tris, config, tile_size, volumes=volumes)
         compact: dict[tuple[int, int], CompactHeightfield] = {}
         tiles: dict[tuple[int, int], TileResult] = {}
@@ -172,11 +193,21 @@ class TileCache:
             if result.has_data:
                 tiles[key] = result
             yield done, total
-        from .tiles import TiledBake
+        from .tiles import TiledBake, check_link_landings
 
         bake = TiledBake(plan.config, plan.grid, list(tiles.values()))
         bake.offmesh_links = offmesh_links
-        return cls(plan.config, plan.grid, compact, tiles, bake.navmesh(), offmesh_links)
+        auto = None
+        if plan.config.auto_links:
+            check_link_landings(bake)
+            every = bake.navmesh_links()
+            n_hand = 0 if offmesh_links is None else len(offmesh_links)
+            if every is not None and len(every) > n_hand:
+                auto = every.subset(np.arange(n_hand, len(every)))
+            for result in tiles.values():
+                result.auto_links = None  # the cache holds them (`links`)
+            bake.offmesh_links = every
+        return cls(plan.config, plan.grid, compact, tiles, bake.navmesh(), offmesh_links, auto)
 
     def save(self, path, *, key: str = ""):
         """Write this cache to one ``.npz`` (see `core.tilecache_io.save`); returns the path."""
@@ -310,6 +341,20 @@ class TileCache:
         chf = _with_area(self.compact[key], area)
         return bake_tile_from_compact(key[0], key[1], chf, self.config), area, False
 
+    def _links_now(self) -> tuple[np.ndarray, set[tuple[int, int]]]:
+        """Which automatic links the obstacles leave unblocked now (bool mask), and the tiles
+        holding the start of a link that changed (their Detour data must be made again)."""
+        auto = self.auto_links
+        if auto is None or not len(auto):
+            return self._auto_active, set()
+        from .jumplinks import link_settings
+
+        settings = link_settings(self.config, self.config.derived())
+        shapes = [self.obstacles.get(i) for i in self.obstacles.ids()]
+        active = ~blocked_links(auto, shapes, settings["agent_height"], settings["agent_radius"])
+        flipped = np.flatnonzero(active != self._auto_active)
+        return active, {(int(tx), int(ty)) for tx, ty in self._tile_of(auto.start[flipped])}
+
     def update(self) -> UpdateReport:
         """Rebuild the dirty tiles and relink them into a new `navmesh` (a copy of the old one
         with those tiles replaced; the old object is not modified, so queries made on it stay
@@ -319,6 +364,7 @@ class TileCache:
         they were and the tiles stay dirty."""
         report = UpdateReport()
         start = time.perf_counter()
+        active, relink = self._links_now()
         fresh: dict[tuple[int, int], TileResult | None] = {}
         marked: dict[tuple[int, int], np.ndarray | None] = {}
         for key in self.dirty:
@@ -328,14 +374,19 @@ class TileCache:
                     report.reused.append(key)
         report.rebuild_seconds = time.perf_counter() - start
         start = time.perf_counter()
-        # A tile whose result is its current one (equal areas) needs no relink.
+        self._auto_active = active  # every rebuild went through
+        # A tile whose result is its current one (equal areas) needs no relink, unless the
+        # automatic links starting in it changed.
         changed = {k: r for k, r in fresh.items() if r is not self.tiles.get(k)}
+        for key in relink:
+            if key not in changed and key in self.tiles:
+                changed[key] = self.tiles[key]
         gone = [key for key in changed if key in self.tiles]
         kept = {k: r for k, r in changed.items() if r is not None and r.has_data}
         if changed:
             # Relink a copy and swap it in: the previous navmesh (and queries on it) stay valid.
             navmesh = self.navmesh.copy()
-            links = self.offmesh_links
+            links = self.links()
             navmesh.replace_tiles(
                 gone, [cast(NavMeshData, tile_navdata(r, links)) for r in kept.values()]
             )
@@ -353,6 +404,34 @@ class TileCache:
         self.rebuild_count += len(fresh)
         self._dirty.clear()
         return report
+
+
+def blocked_links(links: OffMeshLinks, obstacles, agent_height: float, agent_radius: float):
+    """bool (n,): an obstacle stands in the way of each link: a point of its arc (`core.
+    jumplinks.arc_points`, its ends included), or one agent_radius to either side of it
+    across the link, lies in an obstacle's footprint while the agent's height above the arc
+    meets the obstacle's height range. obstacles: `core.obstacles.Obstacle` s (few: one
+    vectorized test over every link and arc point each). [Units: wu]"""
+    from .jumplinks import ARC_SEGMENTS, arc_points
+
+    n = len(links)
+    blocked = np.zeros(n, dtype=bool)
+    if n == 0 or not obstacles:
+        return blocked
+    start = links.start.astype(np.float64)
+    end = links.end.astype(np.float64)
+    arc = arc_points(start, end, 2 * ARC_SEGMENTS)  # (n, k, 3)
+    plan = end[:, :2] - start[:, :2]
+    across = np.stack([-plan[:, 1], plan[:, 0]], axis=1)
+    across /= np.maximum(np.hypot(across[:, 0], across[:, 1]), 1e-12)[:, None]
+    for obstacle in obstacles:
+        z0, z1 = obstacle.z_range()
+        meets = (arc[:, :, 2] + agent_height > z0) & (arc[:, :, 2] < z1)
+        for side in (0.0, -1.0, 1.0):
+            x = arc[:, :, 0] + side * agent_radius * across[:, None, 0]
+            y = arc[:, :, 1] + side * agent_radius * across[:, None, 1]
+            blocked |= (obstacle.inside_xy(x, y) & meets).any(axis=1)
+    return blocked
 
 
 def tile_overlay(tiles) -> tuple[np.ndarray, ...]:

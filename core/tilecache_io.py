@@ -115,7 +115,7 @@ class _Packer:
 
 
 #: Array prefixes saved whole (`_flatten`), not packed per tile.
-_UNPACKED = ("grid.", "offmesh_links.")
+_UNPACKED = ("grid.", "offmesh_links.", "auto_links.")
 
 
 class _Unpacker:
@@ -213,6 +213,8 @@ def save(cache: TileCache, path, *, key: str = "") -> os.PathLike | str:
     }
     if cache.offmesh_links is not None:
         meta["offmesh_links"] = _flatten(cache.offmesh_links, "offmesh_links", arrays)
+    if cache.auto_links is not None:
+        meta["auto_links"] = _flatten(cache.auto_links, "auto_links", arrays)
     arrays["meta"] = np.array(json.dumps(meta))
     with atomic.replacing(path) as temp:
         np.savez_compressed(temp, **arrays)  # type: ignore[arg-type]
@@ -325,9 +327,14 @@ def _build(meta: dict, z, with_obstacles: bool) -> TileCache:
     links = None
     if "offmesh_links" in meta:  # hand-made links (caches of older versions have none)
         links = _unflatten(OffMeshLinks, "offmesh_links", meta["offmesh_links"], z)
+    auto = None
+    if "auto_links" in meta:  # the bake's automatic links (caches of older versions have none)
+        auto = _unflatten(OffMeshLinks, "auto_links", meta["auto_links"], z)
     bake = TiledBake(config, grid, list(tiles.values()))
-    bake.offmesh_links = links
-    cache = TileCache(config, grid, compact, tiles, bake.navmesh(), links)
+    bake.offmesh_links = (
+        links if auto is None else (links or OffMeshLinks.empty()).concatenate(auto)
+    )
+    cache = TileCache(config, grid, compact, tiles, bake.navmesh(), links, auto)
     if with_obstacles:
         _add_obstacles(cache, meta["obstacles"])
         cache.update()

@@ -93,7 +93,7 @@ class LiveTiles:
         keys = sorted(cache.tiles, key=lambda k: (k[1], k[0]))  # build order
         tiles = [dataclasses.replace(cache.tiles[k]) for k in keys]  # pruning replaces fields
         pruned = TiledBake(cache.config, cache.grid, tiles)
-        pruned.offmesh_links = cache.offmesh_links
+        pruned.offmesh_links = cache.links()
         ctx = BuildContext()
         self.prune_report = prune_tiled(pruned, self.reachable, mode=self.prune_mode, ctx=ctx)
         self.navmesh = pruned.navmesh()
@@ -280,11 +280,6 @@ def bake_tiled_steps(context, gathered, config, volumes, timings: dict, workers=
     npolys = sum(t.npolys for t in cache.tiles.values())
     outcome = bake.BakeOutcome(None, gathered, config, timings=timings)  # type: ignore[arg-type]
     outcome.warnings = [w for t in cache.tiles.values() for w in t.warnings]
-    if config.auto_links:
-        outcome.warnings.append(
-            "Auto Links finds jump and drop links on solo bakes only: set Tile Size to 0 to "
-            "find them (this tiled bake has none)"
-        )
     if unusable:
         outcome.warnings.append(
             f"Nav Link object(s) {', '.join(unusable)} have no end: set their Link End "
@@ -306,6 +301,8 @@ def bake_tiled_steps(context, gathered, config, volumes, timings: dict, workers=
         "obstacles": len(live_tiles.obstacles),
         "objects": len(gathered.sources),
     }
+    if cache.auto_links is not None:
+        outcome.counts["auto_links"] = len(cache.auto_links)
     if npolys == 0:
         outcome.empty = True
         message = "Empty navmesh: no tile has a polygon (check the agent and walkable settings)"
@@ -352,9 +349,9 @@ def _write(scene, live_tiles: LiveTiles) -> list[str]:
 
     overlay, navmesh, warnings = live_tiles.view()
     writeback.write_overlay(scene, overlay, bake.overlay_lift(scene.voxnav.cell_height), True)
-    # Hand-made links only: automatic links are found on solo bakes.
+    # Hand-made links and the automatic ones no obstacle blocks.
     writeback.write_links(
-        scene, live_tiles.cache.offmesh_links, bake.overlay_lift(scene.voxnav.cell_height)
+        scene, live_tiles.cache.links(), bake.overlay_lift(scene.voxnav.cell_height)
     )
     live.store_navmesh_tiles(scene, navmesh)
     live.update_path(scene)

@@ -90,17 +90,41 @@ def test_each_agent_gets_its_own_link_arcs(bpy, ext):
     assert not [o for o in bpy.data.objects if o.name.startswith(ext.writeback.LINKS_NAME)]
 
 
-def test_tiled_bake_warns_that_auto_links_need_a_solo_bake(bpy, ext):
+def test_tiled_bake_draws_auto_links_and_obstacles_block_them(bpy, ext):
+    """With Tile Size set, Auto Links finds the links of a core tiled bake (also those across
+    tile borders), draws them and the live path takes them; a dynamic obstacle standing in
+    the gap blocks the jumps its box meets (the arcs redrawn without them)."""
+    from core import tiles
+    from core.config import NavConfig
+    from tests.core.linkscenes import gap_and_ledge_scene
+
     _scene(bpy)
     scene = bpy.context.scene
     scene.voxnav.auto_links = True
-    assert bpy.ops.voxnav.build_navmesh() == {"FINISHED"}
-    assert ext.writeback.LINKS_NAME in bpy.data.objects
     scene.voxnav.tile_size = 32
     assert bpy.ops.voxnav.build_navmesh() == {"FINISHED"}
     warnings = [w.text for w in scene.voxnav.last_warnings]
-    assert any("solo bakes only" in w for w in warnings), warnings
-    assert ext.writeback.LINKS_NAME not in bpy.data.objects  # no stale arcs
+    assert not any("solo bakes only" in w for w in warnings), warnings
+    obstacles = importlib.import_module(f"{ext.root.__name__}.voxnav_addon.obstacles")
+    cache = obstacles.CACHES[scene.session_uid].cache
+    links = cache.links()
+    assert links is not None and len(links) > 0
+    # The scene is the core tests' gap-and-ledge scene: the same links as its tiled bake.
+    core_bake = tiles.bake_tiled(*gap_and_ledge_scene(), NavConfig(auto_links=True), 32,
+                                 workers=1)  # fmt: skip
+    assert len(links) == len(core_bake.navmesh_links())
+    arcs = bpy.data.objects[ext.writeback.LINKS_NAME]
+    drawn = len(arcs.data.edges)
+    live = importlib.import_module(f"{ext.root.__name__}.voxnav_addon.live")
+    report = live.add_path_test(scene, (3.0, 4.0, 0.0), (18.0, 4.0, 0.0))
+    assert report.status == live.STATUS_REACHED, report.status
+    block = box(bpy, "Block", (-0.55, -1.5, -2.0), (0.55, 1.5, 3.0), location=(10.75, 4.5, 0.0))
+    block.voxnav.dynamic_obstacle = True
+    bpy.context.view_layer.update()  # the depsgraph handler rebuilds and relinks
+    obstacles.rebuild(scene)
+    assert 0 < len(cache.links()) < len(links)
+    arcs = bpy.data.objects[ext.writeback.LINKS_NAME]
+    assert len(arcs.data.edges) < drawn
 
 
 def test_hand_made_nav_link_is_baked_drawn_and_taken_by_the_live_path(bpy, ext):

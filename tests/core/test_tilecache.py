@@ -264,3 +264,47 @@ def test_a_change_that_marks_no_new_span_reuses_the_current_tiles(scene, cache):
     assert off.rebuilt and not off.reused
     for key, tile in tiles_now.items():
         assert _same(cache.tiles[key].navdata, tile.navdata), key
+
+
+def test_cache_keeps_the_bakes_auto_links_and_obstacles_block_them(tmp_path):
+    """Auto Links in a tile cache: the links are those of a tiled bake; a box standing in the
+    gap blocks the jumps whose arc it meets (gone from `links` and from the Detour tiles that
+    hold their starts, even tiles the box does not touch); removing it brings them back; a
+    saved cache keeps them."""
+    from core.nav.query import NavMeshQuery
+
+    from .linkscenes import ON_FLOOR_A, ON_FLOOR_B, gap_and_ledge_scene
+    from .test_offmesh_links import STRAIGHT_OFFMESH, single_path
+
+    verts, tris = gap_and_ledge_scene()
+    config = NavConfig(auto_links=True)
+    baked = tiles.bake_tiled(verts, tris, config, 32, workers=1)
+    cache = TileCache.build(verts, tris, config, 32, workers=1)
+    every = baked.navmesh_links()
+    assert cache.auto_links is not None and len(cache.auto_links) == len(every) > 0
+    np.testing.assert_array_equal(cache.links().start, every.start)
+
+    def stored() -> int:
+        return sum(int(data.off_mesh_count) for data in cache.navmesh.tiles if data is not None)
+
+    assert stored() == len(every)
+    jumps = cache.auto_links.bidirectional
+    y = cache.auto_links.start[:, 1]
+    # A wall across the whole gap at y 3..6: jumps starting there are blocked, the rest stay.
+    block = cache.add(ob.box((10.2, 3.0, -2.0), (11.3, 6.0, 3.0)))
+    cache.update()
+    expected = ~(jumps & (y > 3.0 - 0.6) & (y < 6.0 + 0.6))
+    np.testing.assert_array_equal(cache._auto_active, expected)
+    assert 0 < int(expected.sum()) < len(every)
+    assert len(cache.links()) == int(expected.sum()) == stored()
+    query = NavMeshQuery(cache.navmesh)
+    _path, straight, _ = single_path(query, ON_FLOOR_A, ON_FLOOR_B)
+    assert any(int(f) & STRAIGHT_OFFMESH for f in np.asarray(straight.flags).tolist())
+    path = tmp_path / "cache.npz"
+    cache.save(path)
+    loaded = TileCache.load(path)
+    np.testing.assert_array_equal(loaded.auto_links.start, cache.auto_links.start)
+    assert len(loaded.links()) == len(cache.links())
+    cache.remove(block)
+    cache.update()
+    assert len(cache.links()) == len(every) == stored()
