@@ -142,6 +142,24 @@ def write_overlays(scene, results: dict, lift_of) -> None:
     writeback.apply_visibility(scene)
 
 
+def write_tile_overlays(scene, views: dict, lift: float) -> None:
+    """`write_overlays` for tiled bakes: ``views`` {agent name: (tile overlay arrays (`core.
+    tilecache.tile_overlay`), off-mesh links or None)}; lift [Units: wu]."""
+    for single in (writeback.NAVMESH_NAME, writeback.LINKS_NAME):
+        main = writeback.owned(bpy.data.objects, single)
+        if main is not None:
+            _remove_object(main)
+    remove_overlays(scene, keep=tuple(views))
+    for name, (overlay, links) in views.items():
+        obj = writeback.write_overlay(scene, overlay, lift, True, name=overlay_name(name))
+        obj[AGENT_TAG] = name
+        obj[OUTPUT_TAG] = True
+        arcs = writeback.write_links(scene, links, lift, name=links_name(name))
+        if arcs is not None:
+            arcs[AGENT_TAG] = name
+    writeback.apply_visibility(scene)
+
+
 def apply_visibility(scene) -> None:
     """Show each agent overlay (and its link arcs, with Show Links) when Show Navmesh and its
     row's toggle are on."""

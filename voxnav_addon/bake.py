@@ -120,17 +120,12 @@ def tiled_bake_steps(context, workers=None, kind=None):
     """Build Navmesh with tiles one tile at a time (for a modal operator that keeps the UI
     responsive): a generator that gathers the scene on its first step, yields (fraction,
     "tile k of n") after each tile and returns the `BakeOutcome`. Closing it early writes
-    nothing. ``workers``/``kind``: see `obstacles.bake_tiled_steps`. VoxNavError when the scene
-    has no tile size, has agent rows, or has nothing to bake."""
+    nothing. ``workers``/``kind``: see `obstacles.bake_tiled_steps` (one tile cache per agent
+    row). VoxNavError when the scene has no tile size or nothing to bake."""
     scene = context.scene
     settings = scene.voxnav
     if int(settings.tile_size) <= 0:
         raise VoxNavError("Tile Size is 0: a solo bake has no tiles (set Tile Size, e.g. 32)")
-    if len(settings.agents) > 0:
-        raise VoxNavError(
-            "Agent Types bake one solo navmesh per agent: set Tile Size to 0, or remove the "
-            "agent rows to bake tiles"
-        )
     config = properties.to_config(settings)
     timings: dict[str, float] = {}
     suspended = writeback.suspend_instancing(scene)
@@ -152,11 +147,6 @@ def _bake(context, stop_after, progress, config, timings, tiles=True) -> BakeOut
     settings = scene.voxnav
     gathered, volumes = _gather_input(context, timings)
     use_agents = stop_after == "navmesh" and len(settings.agents) > 0
-    if use_agents and tiles and int(settings.tile_size) > 0:
-        raise VoxNavError(
-            "Agent Types bake one solo navmesh per agent: set Tile Size to 0, or remove the "
-            "agent rows to bake tiles"
-        )
     if stop_after == "navmesh" and tiles and int(settings.tile_size) > 0:
         # Tiles, and dynamic obstacles that rebuild only their tiles (obstacles.py).
         from . import obstacles

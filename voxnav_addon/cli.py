@@ -558,7 +558,16 @@ def _write_tiled(args, targets, batch, resolution, outcome, test_paths) -> list 
             f"voxnav: path {start} -> {goal}: {report.status}, {report.length:.2f} wu, "
             f"{report.polys} polygons, {report.points.shape[0]} corners"
         )
-    if "--obj" in targets:
+    if "--obj" in targets and live_tiles.agents:  # one file per agent, as solo bakes do
+        from ..core.agents import agent_output
+
+        batch.release(targets["--obj"])
+        for name, agent_tiles in live_tiles.agents.items():
+            target = agent_output(targets["--obj"], name)
+            batch.add(target, f"--obj ({name})")
+            with atomic.replacing(target, batch=batch) as temp:
+                write_tiled_obj(os.fspath(temp), agent_tiles.navmesh or agent_tiles.cache.navmesh)
+    elif "--obj" in targets:
         with atomic.replacing(targets["--obj"], batch=batch) as temp:
             write_tiled_obj(os.fspath(temp), live_tiles.navmesh or cache.navmesh)
     if "--png" in targets:
@@ -572,7 +581,11 @@ def _write_tiled(args, targets, batch, resolution, outcome, test_paths) -> list 
         scene.render.filepath = os.path.abspath(targets["--png"])
         scene.voxnav.show_voxels = shown
         print(f"voxnav: preview rendered in {time.perf_counter() - t0:.2f} s")
-    if "--save-blend" in targets:
+    if "--save-blend" in targets and live_tiles.agents:
+        print("voxnav: agent types' tile caches are kept in memory only: the saved .blend's "
+              "first obstacle change rebakes all tiles once")  # fmt: skip
+        _save_blend_copy(targets["--save-blend"], batch)
+    elif "--save-blend" in targets:
         sidecar = obstacles.sidecar_path(scene, targets["--save-blend"])
         assert sidecar is not None
         batch.add(sidecar, "--save-blend (tile cache)")

@@ -76,6 +76,14 @@ class LiveTiles:
     navmesh: Any = None
     #: The last pruning's report (`core.prune.PruneReport`), or None without points.
     prune_report: Any = None
+    #: With agent rows: this cache is the first agent's (its name here), and ``agents``
+    #: holds every agent's live cache by name, this one first (same obstacles each).
+    agent_name: str = ""
+    agents: dict[str, LiveTiles] = field(default_factory=dict)
+
+    def every(self) -> list[LiveTiles]:
+        """This live cache and the other agents' (one entry without agent rows)."""
+        return list(self.agents.values()) if self.agents else [self]
 
     def view(self) -> tuple:
         """(overlay arrays, navmesh, warnings): the cache's tiles, pruned from the Reachable
@@ -241,41 +249,57 @@ def bake_tiled_steps(context, gathered, config, volumes, timings: dict, workers=
     from .gather import nav_links
 
     links, unusable = nav_links(context)  # each tile carries the links starting in it
+    from ..core.tilecache_io import bake_key
+    from . import agents as agents_mod
+
+    # One tile cache per agent row (each an ordinary tiled bake with that agent's settings),
+    # or one with the scene's settings.
+    configs: list[tuple[str, Any]] = [("", config)]
+    if len(settings.agents) > 0:
+        from ..core.agents import check_agents
+
+        pairs = check_agents(agents_mod.agent_types(settings), config)
+        configs = [(agent.name, agent_config) for agent, agent_config in pairs]
+    built: list[LiveTiles] = []
     try:
-        steps = TileCache.build_steps(
-            gathered.verts,
-            gathered.tris,
-            config,
-            int(settings.tile_size),
-            volumes=tuple(volumes),
-            executor=executor,
-            workers=1 if executor is None else None,
-            offmesh_links=links,
-        )
-        while True:
-            try:
-                with hidden_main():  # worker processes start inside next()
-                    done, total = next(steps)
-            except StopIteration as stop:
-                cache = stop.value
-                break
-            text = f"tile {done} of {total}"
-            settings.tile_progress = text
-            yield done / max(total, 1), text
+        for index, (name, agent_config) in enumerate(configs):
+            steps = TileCache.build_steps(
+                gathered.verts,
+                gathered.tris,
+                agent_config,
+                int(settings.tile_size),
+                volumes=tuple(volumes),
+                executor=executor,
+                workers=1 if executor is None else None,
+                offmesh_links=links,
+            )
+            while True:
+                try:
+                    with hidden_main():  # worker processes start inside next()
+                        done, total = next(steps)
+                except StopIteration as stop:
+                    agent_cache = stop.value
+                    break
+                text = f"tile {done} of {total}" + (f" ({name})" if name else "")
+                settings.tile_progress = text
+                yield (index + done / max(total, 1)) / len(configs), text
+            key = bake_key(
+                gathered.verts, gathered.tris, agent_config, int(settings.tile_size), volumes
+            )
+            built.append(LiveTiles(agent_cache, key=key, agent_name=name))
     finally:
         settings.tile_progress = ""
         if executor is not None:
             executor.shutdown(wait=True, cancel_futures=True)
     timings["tiles"] = time.perf_counter() - t0
-    from ..core.tilecache_io import bake_key
-
-    live_tiles = LiveTiles(
-        cache,
-        key=bake_key(gathered.verts, gathered.tris, config, int(settings.tile_size), volumes),
-    )
+    live_tiles = built[0]
+    cache = live_tiles.cache
+    if len(settings.agents) > 0:
+        live_tiles.agents = {lt.agent_name: lt for lt in built}
     t0 = time.perf_counter()
     _sync(scene, live_tiles, context.evaluated_depsgraph_get(), context.view_layer)
-    cache.update()
+    for each in live_tiles.every():
+        each.cache.update()
     timings["obstacles"] = time.perf_counter() - t0
     npolys = sum(t.npolys for t in cache.tiles.values())
     outcome = bake.BakeOutcome(None, gathered, config, timings=timings)  # type: ignore[arg-type]
@@ -292,8 +316,9 @@ def bake_tiled_steps(context, gathered, config, volumes, timings: dict, workers=
         outcome.warnings.append(unplaced)
     from .gather import reachable_points
 
-    live_tiles.reachable = reachable_points(context)
-    live_tiles.prune_mode = str(settings.prune_mode).lower()
+    for each in live_tiles.every():
+        each.reachable = reachable_points(context)
+        each.prune_mode = str(settings.prune_mode).lower()
     outcome.counts = {
         "triangles": gathered.triangle_count,
         "tiles": len(cache.tiles),
@@ -330,7 +355,12 @@ def bake_tiled_steps(context, gathered, config, volumes, timings: dict, workers=
     timings["writeback"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     settings.tile_cache_key = live_tiles.key
-    saved = save_cache(scene, live_tiles)
+    if live_tiles.agents:
+        # Only one cache file per scene is kept: after reopening the file, the first obstacle
+        # change rebakes every agent's tiles once (`restore` refuses agent rows).
+        saved = "agent types' tile caches are kept in memory only"
+    else:
+        saved = save_cache(scene, live_tiles)
     timings["tile_cache_save"] = time.perf_counter() - t0
     properties.store_figures(settings, "navmesh", outcome.counts, timings, "")
     properties.store_warnings(settings, outcome.warnings)
@@ -347,12 +377,25 @@ def _write(scene, live_tiles: LiveTiles) -> list[str]:
     any), then the live test path. Returns the pruning's warnings."""
     from . import bake, live, writeback
 
+    lift = bake.overlay_lift(scene.voxnav.cell_height)
+    if live_tiles.agents:  # one overlay per agent; the live path on the first agent's
+        from . import agents
+
+        views = {name: lt.view() for name, lt in live_tiles.agents.items()}
+        agents.write_tile_overlays(
+            scene, {name: (view[0], lt.cache.links()) for (name, view), lt in
+                    zip(views.items(), live_tiles.agents.values(), strict=True)}, lift,
+        )  # fmt: skip
+        live.store_navmesh_tiles(scene, views[live_tiles.agent_name][1])
+        live.update_path(scene)
+        return [w for view in views.values() for w in view[2]]
     overlay, navmesh, warnings = live_tiles.view()
-    writeback.write_overlay(scene, overlay, bake.overlay_lift(scene.voxnav.cell_height), True)
+    from . import agents
+
+    agents.remove_overlays(scene)  # a former agent bake's overlays (none: no-op)
+    writeback.write_overlay(scene, overlay, lift, True)
     # Hand-made links and the automatic ones no obstacle blocks.
-    writeback.write_links(
-        scene, live_tiles.cache.links(), bake.overlay_lift(scene.voxnav.cell_height)
-    )
+    writeback.write_links(scene, live_tiles.cache.links(), lift)
     live.store_navmesh_tiles(scene, navmesh)
     live.update_path(scene)
     return warnings
@@ -362,6 +405,13 @@ def _sync(scene, live_tiles: LiveTiles, depsgraph, view_layer) -> bool:
     """Bring the cache's obstacles in line with the scene's dynamic objects; True when some
     tile is dirty. An obstacle the cache refuses (outside every tile) is left out and
     recorded in ``problems``."""
+    if live_tiles.agents:  # every agent's cache takes the same obstacles
+        dirty = False
+        for each in live_tiles.agents.values():
+            each_agents, each.agents = each.agents, {}
+            dirty |= _sync(scene, each, depsgraph, view_layer)
+            each.agents = each_agents
+        return dirty
     cache = live_tiles.cache
     current = {obj.session_uid: obj for obj in dynamic_objects(scene, view_layer)}
     for uid in [u for u in live_tiles.obstacles if u not in current]:
@@ -418,11 +468,17 @@ def rebuild(scene, depsgraph=None, view_layer=None) -> Any:
     start = time.perf_counter()
     _sync(scene, live_tiles, depsgraph, view_layer)
     try:
-        report = live_tiles.cache.update()
+        # Every agent's cache (the first is this one); the report is the first's.
+        reports = [each.cache.update() for each in live_tiles.every()]
     except VoxNavError as exc:
         settings.obstacle_status = f"rebuild failed, navmesh unchanged: {exc}"
         return None
-    if report.rebuilt:
+    report = (
+        reports[0]
+        if not live_tiles.agents
+        else reports[list(live_tiles.agents).index(live_tiles.agent_name)]
+    )
+    if any(r.rebuilt for r in reports):
         _write(scene, live_tiles)
     seconds = time.perf_counter() - start
     settings.obstacle_tiles_rebuilt = len(report.rebuilt)
@@ -520,6 +576,12 @@ def restore(scene, view_layer=None, depsgraph=None) -> LiveTiles | None:
     settings = scene.voxnav
     key = settings.tile_cache_key
     if not key or settings.tile_size == 0:
+        return None
+    if len(settings.agents) > 0:
+        settings.obstacle_status = (
+            "agent types' tile caches are kept in memory only: the next obstacle change "
+            "rebakes all tiles once (or Build Navmesh now)"
+        )
         return None
     candidates = [p for p in (sidecar_path(scene), user_cache_path(key)) if p is not None]
     reasons = []

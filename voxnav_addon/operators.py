@@ -89,9 +89,10 @@ class VOXNAV_OT_build_navmesh(_BakeOperator, bpy.types.Operator):
     def invoke(self, context, event):
         """From the UI with tiles: bake tile by tile in a modal loop (the viewport stays
         responsive, the status bar and the panel say "tile k of n", Esc cancels with nothing
-        written). Headless, solo or with agent rows: `execute` at once."""
+        written; with agent rows each agent's tiles in turn). Headless or solo: `execute` at
+        once."""
         settings = context.scene.voxnav
-        if bpy.app.background or settings.tile_size == 0 or len(settings.agents) > 0:
+        if bpy.app.background or settings.tile_size == 0:
             return self.execute(context)
         try:
             self._steps = bake.tiled_bake_steps(bpy.context)

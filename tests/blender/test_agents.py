@@ -95,3 +95,46 @@ def test_bad_agent_rows_report_an_error(bpy, ext, name, needle):
         _add_agent(bpy, name, 0.6)
     with pytest.raises(RuntimeError, match=needle):
         bpy.ops.voxnav.build_navmesh()
+
+
+def test_agent_rows_with_tiles_bake_one_tile_cache_per_agent(bpy, ext, tmp_path):
+    """Tile Size with agent rows: one overlay per agent, each the core's tiled bake with that
+    agent's settings; a dynamic obstacle rebuilds every agent's tiles; the batch command's
+    --obj writes one file per agent."""
+    from core import tiles
+
+    agents = importlib.import_module(f"{ext.root.__name__}.voxnav_addon.agents")
+    obstacles = importlib.import_module(f"{ext.root.__name__}.voxnav_addon.obstacles")
+    box(bpy, "Floor", (-6, -6, -0.5), (6, 6, 0))
+    scene = bpy.context.scene
+    _add_agent(bpy, "small", 0.3)
+    _add_agent(bpy, "large", 1.2)
+    scene.voxnav.tile_size = 16
+    assert bpy.ops.voxnav.build_navmesh() == {"FINISHED"}
+    assert bpy.data.objects.get(ext.writeback.NAVMESH_NAME) is None
+    live_tiles = obstacles.CACHES[scene.session_uid]
+    assert list(live_tiles.agents) == ["small", "large"]
+    outcome = ext.bake.LAST.get(scene.session_uid)
+    assert outcome is None  # a tiled bake keeps its tile caches instead
+    config = ext.properties.to_config(scene.voxnav)
+    gathered = ext.gather.gather(bpy.context, "VISIBLE", None)
+    for name, radius in (("small", 0.3), ("large", 1.2)):
+        obj = bpy.data.objects[agents.overlay_name(name)]
+        assert obj.get(agents.AGENT_TAG) == name and len(obj.data.polygons) > 0
+        core = tiles.bake_tiled(
+            gathered.verts, gathered.tris, config.replace(agent_radius=radius), 16, workers=1
+        )
+        cache = live_tiles.agents[name].cache
+        assert sum(t.npolys for t in cache.tiles.values()) == core.npolys
+    counts = {name: lt.cache.rebuild_count for name, lt in live_tiles.agents.items()}
+    block = box(bpy, "Block", (-0.5, -0.5, 0), (0.5, 0.5, 2), location=(0.0, 0.0, 0.0))
+    block.voxnav.dynamic_obstacle = True
+    bpy.context.view_layer.update()
+    obstacles.rebuild(scene)
+    for name, lt in live_tiles.agents.items():
+        assert lt.cache.rebuild_count > counts[name] and len(lt.obstacles) == 1
+    out = tmp_path / "nav.obj"
+    assert ext.cli.main(["--tile-size", "16", "--obj", str(out)]) == 0
+    for name in ("small", "large"):
+        assert (tmp_path / f"nav_{name}.obj").is_file()
+    assert not out.exists()
