@@ -85,11 +85,13 @@ def test_two_agents_give_two_overlays(bpy, ext):
     assert bpy.data.objects.get(agents.overlay_name("small")) is None
 
 
+@pytest.mark.parametrize("tile_size", [0, 16])
 @pytest.mark.parametrize(
     ("name", "needle"), [("bad name", "agent name"), ("dup", "two agents are named")]
 )
-def test_bad_agent_rows_report_an_error(bpy, ext, name, needle):
+def test_bad_agent_rows_report_an_error(bpy, ext, name, needle, tile_size):
     box(bpy, "Floor", (-6, -6, -0.5), (6, 6, 0))
+    bpy.context.scene.voxnav.tile_size = tile_size
     _add_agent(bpy, name, 0.3)
     if name == "dup":
         _add_agent(bpy, name, 0.6)
