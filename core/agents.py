@@ -331,6 +331,8 @@ def bake_agents(
         filter_k = ("filters", raster_k, d.walkable_height)
         keys.append((slope_k, raster_k, filter_k, ("compact", filter_k)))
     keys_run = {k for ks in keys for k in ks} | {("erode", ks[3]) for ks in keys}
+    # Erosion's distance is only compared with 2 * radius: capped at the largest agent's.
+    erosion_cap = 2 * max(cfg.derived().walkable_radius for _agent, cfg in pairs)
     total = len(keys_run) + len(pairs)
 
     results: dict[str, pipeline.BakeResult] = {}
@@ -372,7 +374,7 @@ def bake_agents(
 
         def erosion(c: BuildContext, _e: dict[str, int], chf=chf) -> np.ndarray:
             with c.stage("erode"):
-                return area.erosion_distance(chf)
+                return area.erosion_distance(chf, cap=erosion_cap)
 
         erosion_dist = shared(("erode", compact_key), "erode", erosion, actx, est)
         assert isinstance(erosion_dist, np.ndarray)

@@ -116,15 +116,25 @@ def _chain_paths(parent: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
     """Root-to-end order of every chain of ``parent`` links (each span has at most one child),
     chains in the order of their roots: (spans, chain number per position)."""
     # Spans are in row, column, layer order, so a left link is most often to the span just
-    # before: runs of such links are pieces, and only the pieces' heads need pointer jumping
-    # (after round k, jump[p] is 2**k head links up or the root piece, ``up`` the depth of the
-    # head of p walked so far).
+    # before (a right link to the span just after): runs of such links are pieces, and only
+    # the pieces' heads (the span whose link leaves the run) need pointer jumping (after
+    # round k, jump[p] is 2**k head links up or the root piece, ``up`` the depth of the head
+    # of p walked so far).
     idx = np.arange(n + 1, dtype=np.int64)
     link = parent[:n]
-    head = link != idx[:n] - 1
-    piece = np.cumsum(head) - 1
-    heads = np.flatnonzero(head)
-    offset = idx[:n] - heads[piece]
+    before = link == idx[:n] - 1
+    after = (link == idx[:n] + 1) & (link != n)  # n is the sentinel: no link
+    if np.count_nonzero(before) >= np.count_nonzero(after):
+        head = ~before
+        piece = np.cumsum(head) - 1
+        heads = np.flatnonzero(head)
+        offset = idx[:n] - heads[piece]
+    else:  # runs linking forward: a piece ends at its head
+        head = ~after
+        piece = np.cumsum(head) - head
+        heads = np.flatnonzero(head)
+        offset = heads[piece] - idx[:n]
+    del before, after
     head_link = link[heads]
     is_root = head_link == n
     safe = np.where(is_root, 0, head_link)
@@ -306,26 +316,78 @@ def erode_walkable_area(
         )
     if progress is not None:
         progress(0.2, "erode: boundaries")
-    out = erode_by_distance(chf.area, erosion_distance(chf), radius)
+    out = erode_by_distance(chf.area, erosion_distance(chf, cap=2 * radius), radius)
     if progress is not None:
         progress(1.0, "erode: done")
     return out
 
 
-def erosion_distance(chf: CompactHeightfield) -> np.ndarray:
+#: Most relaxation rounds per pass `erosion_distance` spends on a capped distance before it
+#: runs the row-by-row passes instead (a round costs a few gathers over every span; a pass
+#: of rows about as much as 15 rounds on the shared meshes).
+CAPPED_ROUNDS_LIMIT = 8
+
+
+def erosion_distance(chf: CompactHeightfield, cap: int | None = None) -> np.ndarray:
     """The radius-independent part of `erode_walkable_area`: each span's chamfer distance to
     the nearest boundary (straight step 2, diagonal 3, capped at 255). [Units: half cells]
 
     Returns an integer array (n,); `erode_by_distance` thresholds it for a radius, so agents
-    that share a compact heightfield and differ in radius compute it once.
+    that share a compact heightfield and differ in radius compute it once. ``cap``: only
+    ``min(distance, cap)`` is wanted (erosion by radii up to cap / 2 [Limit: >= 0]), which
+    small caps compute by relaxation rounds (`_capped_chamfer`) instead of the row passes.
     """
     n = _check_chf(chf)
     area = np.asarray(chf.area, dtype=np.uint8)
     nbx = _neighbors_with_sentinel(chf)
     area_x = np.append(area, np.uint8(NULL_AREA))  # the sentinel counts as null
     inner = (area != NULL_AREA) & all_of_4(area_x[nbx[:n]] != NULL_AREA)
+    if cap is not None and 0 <= int(cap) < 255 and _capped_rounds(int(cap)) <= CAPPED_ROUNDS_LIMIT:
+        return _capped_chamfer(nbx, inner, int(cap))
     init = np.where(inner, 255, 0)
     return chamfer_distance(chf, init, nbx)
+
+
+def _capped_rounds(cap: int) -> int:
+    """Relaxation rounds per pass for distances below ``cap``: a path of weight < cap has at
+    most (cap - 1) // 2 steps (each step costs 2 or 3)."""
+    return max(0, (cap - 1) // 2)
+
+
+def _capped_chamfer(nbx: np.ndarray, inner: np.ndarray, cap: int) -> np.ndarray:
+    """min(cap, Recast's two-pass erosion distance) of every span, by relaxation rounds.
+
+    Each raster pass sets every span to the minimum of its value and its pass neighbours'
+    final values + step cost (`_ChamferPlan`'s four: straight 2, the L-shaped diagonals 3),
+    all of them earlier in the pass's order: so the pass's result is the cheapest path
+    through those links in an acyclic graph, from the span's starting value. Jacobi rounds
+    find, after k of them, the cheapest path of at most k links; a value below ``cap`` comes
+    from a path of at most `_capped_rounds` links, and min-plus steps commute with capping
+    (min(cap, a + w) = min(cap, min(cap, a) + w) for w >= 0), as they do with Recast's 255.
+    So `_capped_rounds` rounds per pass give every value below cap exactly and the rest as
+    cap. int64 (n,), values 0..cap. (Equal to `chamfer_distance` capped: tests/core/test_area.)
+    """
+    n = inner.shape[0]
+    dist = np.full(n + 1, cap, dtype=np.int16)  # the sentinel row n: no neighbour
+    dist[:n] = np.where(inner, cap, 0)
+    rounds = _capped_rounds(cap)
+    for same, first, diag_a, diag_b in ((0, 3, 3, 2), (2, 1, 1, 0)):  # forward, backward
+        if rounds == 0:
+            break
+        straight_a, straight_b = nbx[:n, same], nbx[:n, first]
+        corner_a, corner_b = nbx[straight_a, diag_a], nbx[straight_b, diag_b]
+        for _ in range(rounds):
+            best = np.minimum(dist[straight_a], dist[straight_b])
+            best += 2
+            corner = np.minimum(dist[corner_a], dist[corner_b])
+            corner += 3
+            np.minimum(best, corner, out=best)
+            np.minimum(best, dist[:n], out=best)
+            np.minimum(best, cap, out=best)
+            if np.array_equal(best, dist[:n]):
+                break
+            dist[:n] = best
+    return dist[:n].astype(np.int64)
 
 
 def erode_by_distance(area: np.ndarray, dist: np.ndarray, radius: int) -> np.ndarray:

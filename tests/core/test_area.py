@@ -285,3 +285,17 @@ def test_chamfer_plans_are_kept_per_heightfield_bounded_and_die_with_it(monkeypa
     del chfs, first, extra
     gc.collect()
     assert len(area._PLAN_CACHE) == 0
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_capped_erosion_distance_equals_the_row_passes_capped(seed):
+    """Relaxation rounds (small caps) give the row passes' distance capped at the cap, on
+    random compact heightfields whose spans may share a left neighbour."""
+    from core.area import CAPPED_ROUNDS_LIMIT, erosion_distance
+
+    rng = np.random.default_rng(300 + seed)
+    hf = random_heightfield(rng, int(rng.integers(4, 16)), int(rng.integers(4, 16)), 4)
+    chf = build_compact_heightfield(hf, int(rng.integers(1, 4)), int(rng.integers(0, 7)))
+    full = erosion_distance(chf)
+    for cap in range(0, 2 * CAPPED_ROUNDS_LIMIT + 2):
+        np.testing.assert_array_equal(erosion_distance(chf, cap=cap), np.minimum(full, cap))
