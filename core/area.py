@@ -62,7 +62,8 @@ class _ChamferPlan:
     diagonal paths). Pass 2 mirrors it (y descending, right to left; right + 2, up + 2,
     right-then-up + 3, up-then-left + 3).
 
-    The previous-row terms are gathered for the whole row at once. The same-row term is a
+    The previous-row terms and the spans' own values are gathered for the whole row at once,
+    in path order (``terms``: one take per row). The same-row term is a
     min-plus scan along "left" links, which form a forest (two spans of one column may share a
     left neighbour). Every root-to-leaf path of that forest is laid out as one segment of
     ``seq``; a segmented running minimum of ``value - 2*x`` along each segment is exactly the
@@ -74,16 +75,14 @@ class _ChamferPlan:
         n = int(chf.y.shape[0])
         same, first, second, diag_a, diag_b = (0, 3, 2, 3, 2) if forward else (2, 1, 0, 1, 0)
         # Previous-row sources: straight (cost 2) and the two L-shaped diagonals (cost 3).
-        # One contiguous array per source: a min over a short middle axis is slow. The plans
-        # are kept for the distance field, so their index tables are int32 where they fit.
+        # The plans are kept for the distance field, so their index tables are int32 where
+        # they fit.
         index = np.int32 if 2 * (n + 1) < 2**31 else np.int64
-        self.prev = tuple(
-            a.astype(index)
-            for a in (nbx[:n, first], nbx[nbx[:n, same], diag_a], nbx[nbx[:n, first], diag_b])
-        )
-        x2: np.ndarray = np.asarray(chf.span_x).astype(index)
+        prev = (nbx[:n, first], nbx[nbx[:n, same], diag_a], nbx[nbx[:n, first], diag_b])
+        x2: np.ndarray = np.asarray(chf.span_x).astype(np.int64)
         x2 *= 2
-        self.x2 = x2 if forward else -x2
+        if not forward:
+            x2 = -x2
         parent = nbx[:, same].copy()  # sentinel n maps to n
         children = np.bincount(parent[:n], minlength=n + 1)[:n]
         if n and children.max() <= 1:
@@ -94,22 +93,33 @@ class _ChamferPlan:
             seq, seg = _tree_paths(parent, children, n)
         del parent, children
         total = int(seq.shape[0])
-        if total >= 2**31:
+        if 4 * total >= 2**31:
             index = np.int64
         self.seq = seq.astype(index)
-        self.seg_off = seg * _SEG
-        # Rows: span range and path range per row.
+        # Per path position, the four terms of a span in the order `_TERM_COSTS` adds to them
+        # (previous row straight, the two diagonals, the span's own value), gathered in one
+        # take per row; and the offset that turns the same-row recurrence into a running
+        # minimum: segment * _SEG (segments apart) plus 2 * x (one step's cost per column).
+        self.terms: np.ndarray = np.empty((4, total), dtype=index)
+        for k, source in enumerate(prev):
+            np.take(source, seq, out=self.terms[k], mode="clip")
+        self.terms[3] = seq
+        off = seg * _SEG
+        off += x2[seq]
+        self.off = off
+        del x2, seg, prev
+        # Rows: path range per row (paths never leave their row).
         span_row = np.asarray(chf.span_y, dtype=np.int64)
         rows = np.arange(chf.height + 1)
-        self.row_span = np.searchsorted(span_row, rows)
         self.row_seq = np.searchsorted(span_row[seq], rows)
         if forward:
             self.row_order = range(chf.height)
         else:
             self.row_order = range(chf.height - 1, -1, -1)
-        local = self.seq - self.row_span[span_row[self.seq]] if total else self.seq
-        self.seq_local = local.astype(index)
-        self.seq_x2 = self.x2[self.seq]
+
+
+#: Step cost added to each of `_ChamferPlan.terms`' four rows: straight 2, diagonals 3, self 0.
+_TERM_COSTS = np.array([[2], [3], [3], [0]], dtype=np.int64)
 
 
 def _chain_paths(parent: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -191,24 +201,20 @@ def _tree_paths(parent: np.ndarray, children: np.ndarray, n: int):
 
 
 def _run_pass(plan: _ChamferPlan, d: np.ndarray) -> None:
-    (straight, diag_a, diag_b), x2 = plan.prev, plan.x2
-    seq, seq_local, seg_off, seq_x2 = plan.seq, plan.seq_local, plan.seg_off, plan.seq_x2
-    row_span, row_seq = plan.row_span, plan.row_seq
+    terms, off, seq, row_seq = plan.terms, plan.off, plan.seq, plan.row_seq
     for r in plan.row_order:
-        a, b = row_span[r], row_span[r + 1]
-        if a == b:
-            continue
-        c = np.minimum(d[diag_a[a:b]], d[diag_b[a:b]])
-        c += 3
-        np.minimum(c, d[straight[a:b]] + 2, out=c)
-        np.minimum(c, d[a:b], out=c)
-        c -= x2[a:b]
         p, q = row_seq[r], row_seq[r + 1]
-        s = c[seq_local[p:q]] - seg_off[p:q]
-        np.minimum.accumulate(s, out=s)
-        s += seg_off[p:q]
-        s += seq_x2[p:q]
-        d[seq[p:q]] = s
+        if p == q:
+            continue
+        # Each path position's best start (own value or a previous-row term + its cost),
+        # less its offset; the running minimum along the path is the same-row recurrence.
+        values = d.take(terms[:, p:q])
+        values += _TERM_COSTS
+        best = values.min(axis=0)
+        best -= off[p:q]
+        np.minimum.accumulate(best, out=best)
+        best += off[p:q]
+        d[seq[p:q]] = best
 
 
 def chamfer_distance(

@@ -75,18 +75,22 @@ def build_distance_field(
     area_x[n] = -1  # the sentinel never matches an area
     same = all_of_4(area_x[nbx[:n]] == area[:, None])
     init = np.where(same, 0xFFFF, 0)
-    raw = chamfer_distance(chf, init)
+    raw = chamfer_distance(chf, init, nbx)
     max_distance = int(raw.max()) if n else 0
     if progress is not None:
         progress(0.7, "distance field: chamfer")
 
-    src = np.append(raw, 0)
-    total = raw.copy()
+    # The 3x3 sum as one gather of eight terms per span: a missing straight neighbour counts
+    # the span itself for it and for its diagonal, a missing diagonal the span itself.
+    own = np.arange(n, dtype=nbx.dtype)
+    terms = np.empty((8, n), dtype=nbx.dtype)
     for d in range(4):
         a = nbx[:n, d]
         b = nbx[a, (d + 1) & 3]
-        connected = a != n
-        total += np.where(connected, src[a] + np.where(b != n, src[b], raw), 2 * raw)
+        np.copyto(terms[2 * d], np.where(a != n, a, own))
+        np.copyto(terms[2 * d + 1], np.where(b != n, b, own))
+    total = raw.astype(np.int32).take(terms).sum(axis=0, dtype=np.int64)
+    total += raw
     blurred = np.where(raw <= 2, raw, (total + 5) // 9)
     if progress is not None:
         progress(1.0, "distance field: blur")

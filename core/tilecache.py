@@ -350,7 +350,8 @@ class TileCache:
         from .jumplinks import link_settings
 
         settings = link_settings(self.config, self.config.derived())
-        shapes = [self.obstacles.get(i) for i in self.obstacles.ids()]
+        # Only blocking obstacles (area 0) stand in a link's way; others repaint the floor.
+        shapes = [o for o in map(self.obstacles.get, self.obstacles.ids()) if int(o.area) == 0]
         active = ~blocked_links(auto, shapes, settings["agent_height"], settings["agent_radius"])
         flipped = np.flatnonzero(active != self._auto_active)
         return active, {(int(tx), int(ty)) for tx, ty in self._tile_of(auto.start[flipped])}

@@ -492,7 +492,7 @@ class TilePlan:
         tile_tris = self.tris[tri_ids]
         used, local = np.unique(tile_tris, return_inverse=True)
         link_window = None
-        if self.config.auto_links and make_navdata:
+        if self.config.auto_links and make_navdata and self.config.max_jump_distance > 0:
             link_window = self.link_window(tx, ty)
         return TileJob(
             tx=tx,

@@ -290,6 +290,11 @@ def test_cache_keeps_the_bakes_auto_links_and_obstacles_block_them(tmp_path):
     assert stored() == len(every)
     jumps = cache.auto_links.bidirectional
     y = cache.auto_links.start[:, 1]
+    # An obstacle that only repaints the floor (area 5) blocks nothing.
+    paint = cache.add(ob.box((10.2, 3.0, -2.0), (11.3, 6.0, 3.0), area=5))
+    cache.update()
+    assert len(cache.links()) == len(every) == stored()
+    cache.remove(paint)
     # A wall across the whole gap at y 3..6: jumps starting there are blocked, the rest stay.
     block = cache.add(ob.box((10.2, 3.0, -2.0), (11.3, 6.0, 3.0)))
     cache.update()
