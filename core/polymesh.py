@@ -31,6 +31,7 @@ vectorized.
 from __future__ import annotations
 
 import heapq
+import itertools
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -111,6 +112,9 @@ BATCH_TRIANGULATE = True
 #: Merge every contour's triangles together (`_merge_all`); False: contour by contour
 #: (`_merge_polys`, the tests' oracle for it).
 BATCH_MERGE = True
+#: Weld every contour vertex at once (`_weld_all`); False: one by one in the contour loop
+#: (Recast's addVertex, the tests' oracle).
+BATCH_WELD = True
 #: Polygons with more vertices than this test diagonals against all edges with NumPy.
 _NUMPY_TRI_MIN = 48
 
@@ -528,6 +532,89 @@ def _merge_polys(
 _LOCKSTEP_MERGE_MAX = 48
 
 
+def _weld_all(cv: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Recast's addVertex for contour vertices in order (int64 (m, 4) x, y, z, flags; x, y,
+    z read as 16 bits): a vertex reuses the latest earlier one of the same x and row whose
+    height is within 2, else it is new. Buckets (same x and row) are independent: in most of
+    them every vertex is within 2 of the first, so all take the first one; the others run
+    the sequential rule alone. Returns (welded id per vertex int64 (m,), the welded vertices
+    int64 (k, 3) in creation order, bool (k,) border flag: some vertex of it is a
+    RC_BORDER_VERTEX)."""
+    m = cv.shape[0]
+    x, y, z = cv[:, 0] & 0xFFFF, cv[:, 1] & 0xFFFF, cv[:, 2] & 0xFFFF
+    key = (x << 16) | z
+    order = np.argsort(key, kind="stable")  # sequence order within a bucket
+    sorted_key = key[order]
+    start = np.flatnonzero(np.r_[True, sorted_key[1:] != sorted_key[:-1]]) if m else order
+    size = np.diff(start, append=m)
+    bucket = np.repeat(np.arange(start.shape[0]), size)
+    first = order[start][bucket]  # per sorted position: its bucket's first vertex
+    near_first = np.abs(y[order] - y[first]) <= 2
+    simple = np.logical_and.reduceat(near_first, start) if m else near_first
+    match = np.empty(m, dtype=np.int64)  # the vertex whose welded vertex each one takes
+    in_simple = simple[bucket]
+    match[order[in_simple]] = first[in_simple]
+    ys = y.tolist()
+    for b in np.flatnonzero(~simple).tolist():
+        made: list[int] = []  # the bucket's new vertices so far, oldest first
+        for i in order[start[b] : start[b] + size[b]].tolist():
+            for c in reversed(made):
+                if abs(ys[c] - ys[i]) <= 2:
+                    match[i] = c
+                    break
+            else:
+                made.append(i)
+                match[i] = i
+    created = match == np.arange(m)
+    new_id = np.cumsum(created) - 1
+    ids = new_id[match]
+    welded = np.stack([x, y, z], axis=1)[created]
+    border = np.zeros(welded.shape[0], dtype=bool)
+    border[ids[(cv[:, 3] & RC_BORDER_VERTEX) != 0]] = True
+    return ids, welded, border
+
+
+def _weld_contour(cv, verts, vx, vz, vflags, by_xz) -> list[int]:
+    """Recast's addVertex for one contour's vertices (int64 (nv, 4)), one at a time: same x
+    and row, height within 2, the latest such vertex first, else a new one (appended to
+    verts, vx, vz, vflags and the bucket dict ``by_xz``). Returns the welded ids. The literal
+    port, kept as `_weld_all`'s oracle."""
+    xs = (cv[:, 0] & 0xFFFF).tolist()
+    ys = (cv[:, 1] & 0xFFFF).tolist()
+    zs = (cv[:, 2] & 0xFFFF).tolist()
+    fl = cv[:, 3].tolist()
+    index = []
+    for j in range(len(xs)):
+        key = (xs[j], zs[j])
+        found = -1
+        lst = by_xz.get(key)
+        if lst is not None:
+            for vid in reversed(lst):
+                if abs(verts[vid][1] - ys[j]) <= 2:
+                    found = vid
+                    break
+        if found < 0:
+            found = len(verts)
+            verts.append([xs[j], ys[j], zs[j]])
+            vx.append(xs[j])
+            vz.append(zs[j])
+            vflags.append(0)
+            if lst is None:
+                by_xz[key] = [found]
+            else:
+                lst.append(found)
+        index.append(found)
+        if fl[j] & RC_BORDER_VERTEX:
+            vflags[found] = 1
+    return index
+
+
+def _local_offsets(counts: np.ndarray) -> np.ndarray:
+    """0 .. counts[i] - 1 for every i, concatenated."""
+    firsts = np.cumsum(counts) - counts
+    return np.arange(int(counts.sum()), dtype=np.int64) - np.repeat(firsts, counts)
+
+
 def _merge_all(groups: list[list[tuple[int, ...]]], vx, vz, nvp: int) -> None:
     """`_merge_polys` of every group (one contour's triangles), in place, with the groups of
     up to `_LOCKSTEP_MERGE_MAX` polygons merged all at once: each round rescans every pair of
@@ -553,14 +640,22 @@ def _merge_all(groups: list[list[tuple[int, ...]]], vx, vz, nvp: int) -> None:
     rows = np.full((total, nvp), -1, dtype=np.int64)
     flat = [p for g in small for p in groups[g]]
     count = np.fromiter((len(p) for p in flat), np.int64, total)
-    for k, p in enumerate(flat):  # triangles (and a few larger polygons after welding)
-        rows[k, : len(p)] = p
+    # Triangles (and a few larger polygons after welding) scattered into their rows at once.
+    values = np.fromiter(itertools.chain.from_iterable(flat), np.int64, int(count.sum()))
+    rows.reshape(-1)[np.repeat(np.arange(total) * nvp, count) + _local_offsets(count)] = values
     left = sizes.copy()  # polygons alive per group: slots base[g] .. base[g] + left[g] - 1
     n_groups = len(small)
     group_of = np.repeat(np.arange(n_groups), sizes)
     active = np.ones(n_groups, dtype=bool)
     fallback = np.zeros(n_groups, dtype=bool)
     slot_in_group = np.arange(total) - base[group_of]
+    vbits = max(int(rows.max(initial=0)), 1).bit_length()
+    # Slots below 2**6 (`_LOCKSTEP_MERGE_MAX`), edges below 2**3 (nvp <= 8).
+    key_fits = (
+        _LOCKSTEP_MERGE_MAX <= 64
+        and nvp <= 8
+        and max(n_groups, 1).bit_length() + 2 * vbits + 6 + 3 <= 62
+    )
     while True:
         alive = active[group_of] & (slot_in_group < left[group_of])
         slots = np.flatnonzero(alive)
@@ -573,7 +668,17 @@ def _merge_all(groups: list[list[tuple[int, ...]]], vx, vz, nvp: int) -> None:
         va = rows[owner, edge]
         vb = rows[owner, (edge + 1) % count[owner]]
         lo, hi = np.minimum(va, vb), np.maximum(va, vb)
-        order = np.lexsort((edge, slot_in_group[owner], hi, lo, group_of[owner]))
+        # Sorted by (group, lo, hi, slot, edge), packed in one int64 key when it fits (one
+        # argsort instead of a five-key lexsort; the keys are unique, so the order is too).
+        if key_fits:
+            key = group_of[owner] << (2 * vbits + 6 + 3)
+            key |= lo << (vbits + 6 + 3)
+            key |= hi << (6 + 3)
+            key |= slot_in_group[owner] << 3
+            key |= edge
+            order = np.argsort(key)
+        else:
+            order = np.lexsort((edge, slot_in_group[owner], hi, lo, group_of[owner]))
         same = (
             (group_of[owner[order]][1:] == group_of[owner[order]][:-1])
             & (lo[order][1:] == lo[order][:-1])
@@ -588,7 +693,13 @@ def _merge_all(groups: list[list[tuple[int, ...]]], vx, vz, nvp: int) -> None:
         pair_group = group_of[owner[first]]
         dup = np.zeros(first.size, dtype=bool)
         if first.size > 1:
-            o = np.lexsort((pair_key, pair_group))
+            if key_fits:  # slots below 2**6: (group, slot a, slot b) in one int64
+                packed = pair_group << 12
+                packed |= slot_in_group[owner[first]] << 6
+                packed |= slot_in_group[owner[second]]
+                o = np.argsort(packed, kind="stable")
+            else:
+                o = np.lexsort((pair_key, pair_group))
             d = (pair_group[o][1:] == pair_group[o][:-1]) & (pair_key[o][1:] == pair_key[o][:-1])
             dup[o[1:][d]] = True
         bad = np.unique(np.concatenate([bad_groups, pair_group[dup]]))
@@ -611,8 +722,17 @@ def _merge_all(groups: list[list[tuple[int, ...]]], vx, vz, nvp: int) -> None:
         merging = np.zeros(n_groups, dtype=bool)
         if valid.any():
             v_ids = np.flatnonzero(valid)
-            o = np.lexsort((slot_in_group[b[v_ids]], slot_in_group[a[v_ids]], -value[v_ids],
-                            grp[v_ids]))  # fmt: skip
+            if key_fits and max(n_groups, 1).bit_length() + 34 + 12 <= 62:
+                # (group, largest value, slot a, slot b) in one int64: values are squared
+                # lengths of 16-bit coordinates (below 2**33); the keys are unique.
+                packed = grp[v_ids] << (34 + 12)
+                packed |= ((1 << 34) - 1 - value[v_ids]) << 12
+                packed |= slot_in_group[a[v_ids]] << 6
+                packed |= slot_in_group[b[v_ids]]
+                o = np.argsort(packed)
+            else:
+                o = np.lexsort((slot_in_group[b[v_ids]], slot_in_group[a[v_ids]], -value[v_ids],
+                                grp[v_ids]))  # fmt: skip
             firsts = np.ones(o.size, dtype=bool)
             firsts[1:] = grp[v_ids[o]][1:] != grp[v_ids[o]][:-1]
             best = v_ids[o[firsts]]
@@ -634,12 +754,13 @@ def _merge_all(groups: list[list[tuple[int, ...]]], vx, vz, nvp: int) -> None:
             count[bb] = count[last]
             left[grp[best]] -= 1
         active &= merging
+    rows_l, count_l = rows.tolist(), count.tolist()  # Python lists: cheap per-polygon slices
     for i, g in enumerate(small):
         if fallback[i]:
             _merge_polys(groups[g], vx, vz, nvp)
             continue
-        lo_s, n_left = base[i], left[i]
-        groups[g][:] = [tuple(rows[s, : count[s]].tolist()) for s in range(lo_s, lo_s + n_left)]
+        lo_s, n_left = int(base[i]), int(left[i])
+        groups[g][:] = [tuple(rows_l[s][: count_l[s]]) for s in range(lo_s, lo_s + n_left)]
 
 
 def _uleft(x, z, a, b, c) -> np.ndarray:
@@ -934,51 +1055,38 @@ def build_poly_mesh(
     pending: list[tuple[list[tuple[int, ...]], int, int]] = []
     # Ear clipping of every contour with >= 3 vertices at once (each depends on its own only).
     tri_of: dict[int, list[tuple[int, int, int]]] = {}
+    tri_contours = np.flatnonzero(big)
+    n_big = nverts_c[tri_contours].astype(np.int64)
+    rows = np.repeat(starts[tri_contours] - np.concatenate([[0], np.cumsum(n_big)[:-1]]), n_big)
+    rows += np.arange(rows.shape[0])  # every vertex of the contours with >= 3, in order
+    cstart = np.concatenate([[0], np.cumsum(n_big)])
     if BATCH_TRIANGULATE:
-        tri_contours = np.flatnonzero(big)
-        rows = np.concatenate(
-            [np.arange(starts[c], starts[c] + nverts_c[c]) for c in tri_contours.tolist()]
-        ) if tri_contours.size else np.zeros(0, dtype=np.int64)  # fmt: skip
-        cstart = np.concatenate([[0], np.cumsum(nverts_c[tri_contours])])
         all_tris, _oks = _triangulate_all(cverts[rows, 0], cverts[rows, 2], cstart)
         tri_of = dict(zip(tri_contours.tolist(), all_tris, strict=True))
+    index_of: dict[int, list[int]] = {}
+    if BATCH_WELD:
+        ids, welded, border = _weld_all(cverts[rows])
+        verts = welded.tolist()
+        vx, vz = welded[:, 0].tolist(), welded[:, 2].tolist()
+        vflags = border.astype(np.int64).tolist()
+        id_list = ids.tolist()
+        cstart_l = cstart.tolist()
+        index_of = {
+            c: id_list[cstart_l[k] : cstart_l[k + 1]] for k, c in enumerate(tri_contours.tolist())
+        }
     for c in range(nconts):
         nv = int(nverts_c[c])
         if nv < 3:
             continue
         cv = cverts[starts[c] : starts[c] + nv]
-        xs = (cv[:, 0] & 0xFFFF).tolist()
-        ys = (cv[:, 1] & 0xFFFF).tolist()
-        zs = (cv[:, 2] & 0xFFFF).tolist()
-        fl = cv[:, 3].tolist()
         if BATCH_TRIANGULATE:
             tris = tri_of[c]
         else:
             tris, _ok = _triangulate(cv[:, 0].tolist(), cv[:, 2].tolist())
-        # Weld vertices (Recast's addVertex: same x and row, height within 2, latest first).
-        index = []
-        for j in range(nv):
-            key = (xs[j], zs[j])
-            found = -1
-            lst = by_xz.get(key)
-            if lst is not None:
-                for vid in reversed(lst):
-                    if abs(verts[vid][1] - ys[j]) <= 2:
-                        found = vid
-                        break
-            if found < 0:
-                found = len(verts)
-                verts.append([xs[j], ys[j], zs[j]])
-                vx.append(xs[j])
-                vz.append(zs[j])
-                vflags.append(0)
-                if lst is None:
-                    by_xz[key] = [found]
-                else:
-                    lst.append(found)
-            index.append(found)
-            if fl[j] & RC_BORDER_VERTEX:
-                vflags[found] = 1
+        if BATCH_WELD:
+            index = index_of[c]
+        else:
+            index = _weld_contour(cv, verts, vx, vz, vflags, by_xz)
         cpolys: list[tuple[int, ...]] = [
             (index[t[0]], index[t[1]], index[t[2]])
             for t in tris
@@ -1014,8 +1122,11 @@ def build_poly_mesh(
 
     npolys = len(polys)
     out = np.full((npolys, 2 * nvp), MESH_NULL_IDX, dtype=np.uint16)
-    for k, p in enumerate(polys):
-        out[k, : len(p)] = p
+    sizes = np.fromiter(map(len, polys), np.int64, npolys)
+    flat_ids = np.fromiter(itertools.chain.from_iterable(polys), np.int64, int(sizes.sum()))
+    out.reshape(-1)[np.repeat(np.arange(npolys) * (2 * nvp), sizes) + _local_offsets(sizes)] = (
+        flat_ids
+    )
     vert_arr = np.asarray(verts, dtype=np.uint16).reshape(-1, 3)
     build_adjacency(out, vert_arr.shape[0], nvp)
     if cset.border_size > 0:

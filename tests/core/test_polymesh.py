@@ -649,3 +649,46 @@ def test_batched_merge_hands_malformed_groups_to_the_heap():
         P._merge_polys(g, vx, vz, 6)
     assert groups == want
     assert len(groups[1]) == 2  # the plain group really merged (into two quads)
+
+
+# Every contour vertex welded at once (_weld_all) against Recast's addVertex one by one
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_batched_welding_equals_one_by_one_on_random_vertices(seed):
+    """Few distinct x/row positions and heights spread over a few units: buckets where every
+    vertex is within 2 of the first, and buckets that need the sequential rule."""
+    rng = np.random.default_rng(700 + seed)
+    m = int(rng.integers(1, 400))
+    cv = np.stack(
+        [
+            rng.integers(0, 6, m),
+            rng.integers(0, 3 + 4 * (seed % 3), m),
+            rng.integers(0, 6, m),
+            np.where(rng.random(m) < 0.2, P.RC_BORDER_VERTEX, 0),
+        ],
+        axis=1,
+    ).astype(np.int64)
+    ids, welded, border = P._weld_all(cv)
+    verts, vx, vz, vflags, by_xz = [], [], [], [], {}
+    want = P._weld_contour(cv, verts, vx, vz, vflags, by_xz)
+    assert ids.tolist() == want
+    assert welded.tolist() == verts
+    assert border.astype(int).tolist() == vflags
+
+
+@pytest.mark.parametrize("mesh", ["dungeon", "nav_test", "undulating", "house", "bridge"])
+def test_batched_welding_equals_one_by_one_on_shared_meshes(mesh, monkeypatch):
+    from core import pipeline
+    from core.config import NavConfig
+    from core.objio import read_obj
+
+    from .refdata import mesh_path
+
+    verts, tris = read_obj(mesh_path(mesh))
+    result = pipeline.bake(verts, tris, NavConfig(agent_max_climb=1.2))
+    fast = build_poly_mesh(result.contours, 6)
+    monkeypatch.setattr(P, "BATCH_WELD", False)
+    slow = build_poly_mesh(result.contours, 6)
+    for key in ARRAYS:
+        np.testing.assert_array_equal(getattr(fast, key), getattr(slow, key), err_msg=key)
