@@ -124,53 +124,69 @@ _TERM_COSTS = np.array([[2], [3], [3], [0]], dtype=np.int64)
 
 def _chain_paths(parent: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
     """Root-to-end order of every chain of ``parent`` links (each span has at most one child),
-    chains in the order of their roots: (spans, chain number per position)."""
+    chains in the order of their roots: (spans int64, chain number int64 per position)."""
     # Spans are in row, column, layer order, so a left link is most often to the span just
-    # before (a right link to the span just after): runs of such links are pieces, and only
-    # the pieces' heads (the span whose link leaves the run) need pointer jumping (after
-    # round k, jump[p] is 2**k head links up or the root piece, ``up`` the depth of the head
-    # of p walked so far).
-    idx = np.arange(n + 1, dtype=np.int64)
+    # before (a right link to the span just after): runs of such links are pieces, ranges of
+    # span ids, and the work is done per piece. A piece's head is the span whose link leaves
+    # the run (its first span for runs of links to the span before, its last for runs of links
+    # to the span after); pointer jumping from head to head finds each piece's root piece and
+    # the depth of its head (after round k, jump[p] is 2**k head links up or the root piece,
+    # ``up`` the depth of the head of p walked so far). Then the pieces are laid out by
+    # (chain, depth) and each is written as its range, in chain order.
+    itype = np.int32 if n + 1 < 2**31 else np.int64
+    idx: np.ndarray = np.arange(n, dtype=itype)
     link = parent[:n]
-    before = link == idx[:n] - 1
-    after = (link == idx[:n] + 1) & (link != n)  # n is the sentinel: no link
-    if np.count_nonzero(before) >= np.count_nonzero(after):
-        head = ~before
-        piece = np.cumsum(head) - 1
-        heads = np.flatnonzero(head)
-        offset = idx[:n] - heads[piece]
-    else:  # runs linking forward: a piece ends at its head
-        head = ~after
-        piece = np.cumsum(head) - head
-        heads = np.flatnonzero(head)
-        offset = heads[piece] - idx[:n]
-    del before, after
-    head_link = link[heads]
+    # Left links point to lower span ids, right links to higher ones (n: no link).
+    linked = link != n
+    descending = bool(np.any(link[linked] > idx[linked]))
+    del linked
+    is_head = ~((link == idx + 1) & (link != n)) if descending else link != idx - 1
+    heads = np.flatnonzero(is_head)
+    # Piece number of every span (ends are heads in descending runs: counted from the span
+    # after them).
+    piece_of: np.ndarray = np.cumsum(is_head, dtype=itype)
+    piece_of -= is_head if descending else 1
+    del is_head
+    n_pieces = heads.shape[0]
+    if descending:  # a piece ends at its head
+        starts = np.concatenate([[0], heads[:-1] + 1])
+        ends = heads + 1
+    else:  # a piece starts at its head
+        starts = heads
+        ends = np.append(heads[1:], n)
+    head_link = link[heads].astype(np.int64)
     is_root = head_link == n
-    safe = np.where(is_root, 0, head_link)
-    jump = np.where(is_root, np.arange(heads.shape[0]), piece[safe])
-    up = np.where(is_root, 0, offset[safe] + 1)
+    target = np.where(is_root, 0, head_link)
+    into = piece_of[target].astype(np.int64)  # the piece the link enters
+    del piece_of
+    # The depth of the link's target below its piece's head, + 1 for the head itself.
+    below = (ends[into] - 1 - target) if descending else (target - starts[into])
+    jump = np.where(is_root, np.arange(n_pieces), into)
+    up = np.where(is_root, 0, below + 1)
+    del head_link, target, into, below
     while True:
         nxt = jump[jump]
         if np.array_equal(nxt, jump):
             break
         up += up[jump]
         jump = nxt
-    depth = up[piece] + offset
-    root = heads[jump[piece]]
-    del head, piece, offset, heads, jump, up, safe, is_root, head_link
-    roots = np.flatnonzero(parent[:n] == n)
-    chain_of_root = np.empty(n + 1, dtype=np.int64)
-    chain_of_root[roots] = np.arange(roots.shape[0], dtype=np.int64)
-    chain = chain_of_root[root]
-    del root, chain_of_root
-    lengths = np.bincount(chain, minlength=roots.shape[0])
-    start = np.cumsum(lengths) - lengths
-    where = start[chain] + depth
-    del chain, depth
-    seq = np.empty(n, dtype=np.int64)
-    seq[where] = idx[:n]
-    seg = np.repeat(np.arange(roots.shape[0], dtype=np.int64), lengths)
+    chain_of_piece = (np.cumsum(is_root) - 1)[jump]  # roots in span order = pieces' order
+    # A chain stays in its row and steps one column per link, so its pieces' depths follow
+    # their span ids (up for left links, down for right links): a stable sort by chain of the
+    # pieces in that order lays them out by (chain, depth). The ids are nearly sorted already.
+    if descending:
+        order = n_pieces - 1 - np.argsort(chain_of_piece[::-1], kind="stable")
+    else:
+        order = np.argsort(chain_of_piece, kind="stable")
+    length = (ends - starts)[order]
+    first = np.cumsum(length) - length
+    if descending:
+        seq = np.repeat((ends - 1)[order] + first, length)
+        seq -= np.arange(n, dtype=np.int64)
+    else:
+        seq = np.repeat(starts[order] - first, length)
+        seq += np.arange(n, dtype=np.int64)
+    seg = np.repeat(chain_of_piece[order], length)
     return seq, seg
 
 

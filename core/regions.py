@@ -80,17 +80,25 @@ def build_distance_field(
     if progress is not None:
         progress(0.7, "distance field: chamfer")
 
-    # The 3x3 sum as one gather of eight terms per span: a missing straight neighbour counts
-    # the span itself for it and for its diagonal, a missing diagonal the span itself.
-    own = np.arange(n, dtype=nbx.dtype)
-    terms = np.empty((8, n), dtype=nbx.dtype)
+    # The 3x3 sum: a missing straight neighbour counts the span itself for it and for its
+    # diagonal, a missing diagonal the span itself. So the sum is the span's value times one
+    # plus its missing terms, plus the values of the terms present (the sentinel reads 0).
+    # int32 throughout (9 * 0xFFFF fits) and one direction at a time: this stage's peak.
+    raw32 = raw.astype(np.int32)
+    src = np.append(raw32, np.int32(0))
+    missing = np.ones(n, dtype=np.int32)
+    total = np.zeros(n, dtype=np.int32)
     for d in range(4):
         a = nbx[:n, d]
-        b = nbx[a, (d + 1) & 3]
-        np.copyto(terms[2 * d], np.where(a != n, a, own))
-        np.copyto(terms[2 * d + 1], np.where(b != n, b, own))
-    total = raw.astype(np.int32).take(terms).sum(axis=0, dtype=np.int64)
-    total += raw
+        b = nbx.take(a * 4 + ((d + 1) & 3))  # nbx[a, d + 1]: its row n is all sentinels
+        total += src.take(a)
+        total += src.take(b)
+        missing += a == n
+        missing += b == n
+        del b
+    missing *= raw32
+    total += missing
+    del missing, src
     blurred = np.where(raw <= 2, raw, (total + 5) // 9)
     if progress is not None:
         progress(1.0, "distance field: blur")

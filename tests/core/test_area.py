@@ -299,3 +299,14 @@ def test_capped_erosion_distance_equals_the_row_passes_capped(seed):
     full = erosion_distance(chf)
     for cap in range(0, 2 * CAPPED_ROUNDS_LIMIT + 2):
         np.testing.assert_array_equal(erosion_distance(chf, cap=cap), np.minimum(full, cap))
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_chamfer_matches_slow_oracle_on_layered_grids(seed):
+    """Several layers per column and gaps: left and right links that skip span ids (the
+    chains' pieces) in both passes."""
+    rng = np.random.default_rng(500 + seed)
+    hf = random_heightfield(rng, int(rng.integers(6, 24)), int(rng.integers(6, 24)), 5)
+    chf = build_compact_heightfield(hf, int(rng.integers(1, 4)), int(rng.integers(0, 8)))
+    init = np.where(rng.random(chf.span_count) < 0.1, 0, 0xFFFF)
+    np.testing.assert_array_equal(chamfer_distance(chf, init), slow_chamfer(chf, init))
