@@ -581,16 +581,15 @@ def _write_tiled(args, targets, batch, resolution, outcome, test_paths) -> list 
         scene.render.filepath = os.path.abspath(targets["--png"])
         scene.voxnav.show_voxels = shown
         print(f"voxnav: preview rendered in {time.perf_counter() - t0:.2f} s")
-    if "--save-blend" in targets and live_tiles.agents:
-        print("voxnav: agent types' tile caches are kept in memory only: the saved .blend's "
-              "first obstacle change rebakes all tiles once")  # fmt: skip
-        _save_blend_copy(targets["--save-blend"], batch)
-    elif "--save-blend" in targets:
-        sidecar = obstacles.sidecar_path(scene, targets["--save-blend"])
-        assert sidecar is not None
-        batch.add(sidecar, "--save-blend (tile cache)")
-        with atomic.replacing(sidecar, batch=batch) as temp:
-            cache.save(temp, key=live_tiles.key)
+    if "--save-blend" in targets:
+        # The tile cache beside the .blend (with agent rows, every agent's).
+        each_agent = list(live_tiles.agents.items()) or [("", live_tiles)]
+        for name, agent_tiles in each_agent:
+            sidecar = obstacles.sidecar_path(scene, targets["--save-blend"], name)
+            assert sidecar is not None
+            batch.add(sidecar, "--save-blend (tile cache)")
+            with atomic.replacing(sidecar, batch=batch) as temp:
+                agent_tiles.cache.save(temp, key=agent_tiles.key)
         _save_blend_copy(targets["--save-blend"], batch)
     return batch.commit()
 

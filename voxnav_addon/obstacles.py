@@ -21,11 +21,15 @@ when the .blend is saved under a new name). ``Scene.voxnav.tile_cache_key`` name
 the .blend. Opening the .blend loads the cache that carries that key (next to the .blend first),
 so obstacles rebuild their tiles without a rebake; when it is missing, stale or damaged, the
 panel says so and the next obstacle change rebakes all tiles once (and saves a new cache).
+With agent rows every agent's cache is saved so (``NAME.voxnav-tiles.SCENE.AGENT.npz`` beside
+the .blend; ``Scene.voxnav.tile_cache_agent_keys`` holds their keys) and loaded together: if
+one of them cannot be loaded, none is.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 import os
 import re
@@ -355,12 +359,12 @@ def bake_tiled_steps(context, gathered, config, volumes, timings: dict, workers=
     timings["writeback"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     settings.tile_cache_key = live_tiles.key
-    if live_tiles.agents:
-        # Only one cache file per scene is kept: after reopening the file, the first obstacle
-        # change rebakes every agent's tiles once (`restore` refuses agent rows).
-        saved = "agent types' tile caches are kept in memory only"
-    else:
-        saved = save_cache(scene, live_tiles)
+    settings.tile_cache_agent_keys = (
+        json.dumps([[name, each.key] for name, each in live_tiles.agents.items()])
+        if live_tiles.agents
+        else ""
+    )
+    saved = save_cache(scene, live_tiles)
     timings["tile_cache_save"] = time.perf_counter() - t0
     properties.store_figures(settings, "navmesh", outcome.counts, timings, "")
     properties.store_warnings(settings, outcome.warnings)
@@ -494,13 +498,16 @@ def rebuild(scene, depsgraph=None, view_layer=None) -> Any:
 # The saved tile cache
 
 
-def sidecar_path(scene, blend_path: str | None = None) -> str | None:
+def sidecar_path(scene, blend_path: str | None = None, agent: str = "") -> str | None:
     """The tile cache file beside a .blend (default: the open one), or None when unsaved:
-    ``DIR/NAME.blend`` -> ``DIR/NAME.voxnav-tiles.SCENE.npz``."""
+    ``DIR/NAME.blend`` -> ``DIR/NAME.voxnav-tiles.SCENE.npz`` (an agent's:
+    ``...SCENE.AGENT.npz``)."""
     blend = blend_path if blend_path is not None else bpy.data.filepath
     if not blend:
         return None
     safe = re.sub(r"[^A-Za-z0-9._-]+", "_", scene.name)
+    if agent:
+        safe += "." + re.sub(r"[^A-Za-z0-9._-]+", "_", agent)
     return f"{os.path.splitext(os.path.abspath(blend))[0]}.voxnav-tiles.{safe}.npz"
 
 
@@ -524,12 +531,21 @@ def save_cache(scene, live_tiles: LiveTiles, blend_path: str | None = None) -> s
     """Save the scene's tile cache under its key in the user folder and beside the .blend
     (or ``blend_path``); returns "" or the reason a file could not be written (the bake
     stands either way)."""
+    if live_tiles.agents:  # every agent's cache, each under its own key and file name
+        problems = [
+            _save_one(scene, each, blend_path, name) for name, each in live_tiles.agents.items()
+        ]
+        return "; ".join(p for p in problems if p)
+    return _save_one(scene, live_tiles, blend_path)
+
+
+def _save_one(scene, live_tiles: LiveTiles, blend_path: str | None, agent: str = "") -> str:
     from ..core import atomic
     from ..core.tilecache_io import read_key, save
 
     problems = []
     targets = [user_cache_path(live_tiles.key)]
-    beside = sidecar_path(scene, blend_path) if SIDECAR[0] else None
+    beside = sidecar_path(scene, blend_path, agent) if SIDECAR[0] else None
     if beside is not None:
         targets.append(beside)
     written = None  # a complete file of this bake: the other targets are copies of it
@@ -577,12 +593,9 @@ def restore(scene, view_layer=None, depsgraph=None) -> LiveTiles | None:
     key = settings.tile_cache_key
     if not key or settings.tile_size == 0:
         return None
-    if len(settings.agents) > 0:
-        settings.obstacle_status = (
-            "agent types' tile caches are kept in memory only: the next obstacle change "
-            "rebakes all tiles once (or Build Navmesh now)"
-        )
-        return None
+    agent_keys = _agent_keys(settings)
+    if agent_keys:
+        return _restore_agents(scene, agent_keys, view_layer, depsgraph)
     candidates = [p for p in (sidecar_path(scene), user_cache_path(key)) if p is not None]
     reasons = []
     for path in candidates:
@@ -612,6 +625,61 @@ def restore(scene, view_layer=None, depsgraph=None) -> LiveTiles | None:
         "all tiles once (or Build Navmesh now)"
     )
     return None
+
+
+def _agent_keys(settings) -> list[tuple[str, str]]:
+    """(agent name, bake key) of each agent's saved tile cache, [] without agent rows (or
+    an unreadable record)."""
+    try:
+        pairs = json.loads(settings.tile_cache_agent_keys or "[]")
+        return [(str(name), str(key)) for name, key in pairs]
+    except (ValueError, TypeError):
+        return []
+
+
+def _restore_agents(scene, agent_keys, view_layer=None, depsgraph=None) -> LiveTiles | None:
+    """`restore` with agent rows: every agent's cache (beside the .blend, then the user
+    folder), or none of them."""
+    from ..core.tilecache import TileCache
+
+    settings = scene.voxnav
+    loaded: dict[str, LiveTiles] = {}
+    for name, key in agent_keys:
+        reasons = []
+        paths = [p for p in (sidecar_path(scene, agent=name), user_cache_path(key)) if p]
+        for path in paths:
+            try:
+                cache = TileCache.load(path, key=key, obstacles=False)
+            except VoxNavError as exc:
+                reasons.append(str(exc))
+                continue
+            loaded[name] = LiveTiles(cache, key=key, agent_name=name)
+            break
+        if name not in loaded:
+            settings.obstacle_status = (
+                f"no usable tile cache for agent {name!r} (" + " | ".join(reasons) + "): the "
+                "next obstacle change rebakes all tiles once (or Build Navmesh now)"
+            )
+            return None
+    live_tiles = next(iter(loaded.values()))
+    live_tiles.agents = loaded
+    for each in loaded.values():
+        each.reachable = _reachable_in(scene, view_layer)
+        each.prune_mode = str(settings.prune_mode).lower()
+    _sync(scene, live_tiles, depsgraph, view_layer)
+    try:
+        for each in loaded.values():
+            each.cache.update()
+            each.cache.rebuild_count = 0
+    except VoxNavError as exc:
+        settings.obstacle_status = f"tile caches could not rebuild their obstacles: {exc}"
+        return None
+    CACHES[scene.session_uid] = live_tiles
+    settings.obstacle_status = (
+        f"tile caches of {len(loaded)} agents loaded: {len(live_tiles.obstacles)} obstacle(s), "
+        f"{len(live_tiles.cache.tiles)} tiles"
+    )
+    return live_tiles
 
 
 def _reachable_in(scene, view_layer=None) -> np.ndarray:

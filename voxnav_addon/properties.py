@@ -402,6 +402,15 @@ class VOXNAV_PG_settings(bpy.types.PropertyGroup):
         ],
         default="PROCESSES",
     )
+    tile_cache_agent_keys: StringProperty(  # type: ignore[valid-type]
+        name="Agent Tile Cache Keys",
+        description=(
+            "With agent rows: the bake key of each agent's tile cache, as JSON [[name, key], "
+            "...] in row order (their files carry the agent's name)"
+        ),
+        default="",
+        options={"HIDDEN"},
+    )
     tile_cache_key: StringProperty(  # type: ignore[valid-type]
         name="Tile Cache Key",
         description=(

@@ -239,3 +239,51 @@ def test_modal_build_navmesh_steps_a_tile_per_event_and_esc_cancels(bpy, ext):
     assert reports[-1][0] == {"INFO"} and "Build Navmesh" in reports[-1][1]
     assert obstacles.CACHES[scene.session_uid] is not first
     _assert_same_tiles(_tiles_of(obstacles.CACHES[scene.session_uid]), _tiles_of(first))
+
+
+def test_agent_rows_tile_caches_are_saved_and_reopen_without_a_rebake(
+    bpy, ext, tmp_path, monkeypatch
+):
+    """With agent rows every agent's tile cache is saved beside the .blend under its name;
+    reopening loads them all and the crate moving rebuilds every agent's tiles, no rebake.
+    A missing agent file loads none and says which agent."""
+    obstacles = _mod(ext, "obstacles")
+    box(bpy, "Floor", (-12, -12, -0.5), (12, 12, 0))
+    crate = box(bpy, "Crate", (-1, -1, 0), (1, 1, 2), location=(-7.0, -7.0, 0.0))
+    crate.voxnav.dynamic_obstacle = True
+    scene = bpy.context.scene
+    for name, radius in (("small", 0.3), ("large", 0.9)):
+        assert bpy.ops.voxnav.agent_add() == {"FINISHED"}
+        row = scene.voxnav.agents[-1]
+        row.name, row.radius = name, radius
+    scene.voxnav.tile_size = 16
+    assert bpy.ops.voxnav.build_navmesh() == {"FINISHED"}
+    baked = {n: _tiles_of(lt) for n, lt in obstacles.CACHES[scene.session_uid].agents.items()}
+    blend = tmp_path / "level.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(blend))
+    for name in ("small", "large"):
+        assert (tmp_path / f"level.voxnav-tiles.Scene.{name}.npz").is_file()
+
+    _no_rebake(ext, monkeypatch)
+    bpy.ops.wm.read_homefile(use_empty=True)
+    bpy.ops.wm.open_mainfile(filepath=str(blend))
+    scene = bpy.context.scene
+    live_tiles = obstacles.CACHES[scene.session_uid]
+    assert list(live_tiles.agents) == ["small", "large"], scene.voxnav.obstacle_status
+    for name, each in live_tiles.agents.items():
+        _assert_same_tiles(_tiles_of(each), baked[name])
+        assert len(each.obstacles) == 1
+    counts = {n: lt.cache.rebuild_count for n, lt in live_tiles.agents.items()}
+    bpy.data.objects["Crate"].location = (7.0, 7.0, 0.0)
+    bpy.context.view_layer.update()
+    for name, each in live_tiles.agents.items():
+        assert each.cache.rebuild_count > counts[name]
+        assert _walkable_under(each, (-7.0, -7.0)) and not _walkable_under(each, (7.0, 7.0))
+
+    os.remove(tmp_path / "level.voxnav-tiles.Scene.large.npz")
+    os.remove(obstacles.user_cache_path(live_tiles.agents["large"].key))
+    bpy.ops.wm.read_homefile(use_empty=True)
+    bpy.ops.wm.open_mainfile(filepath=str(blend))
+    scene = bpy.context.scene
+    assert scene.session_uid not in obstacles.CACHES
+    assert "agent 'large'" in scene.voxnav.obstacle_status
