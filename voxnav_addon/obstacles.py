@@ -587,7 +587,6 @@ def restore(scene, view_layer=None, depsgraph=None) -> LiveTiles | None:
     tiles: obstacles are live again without a rebake. Returns the live cache, or None with
     the reason in ``obstacle_status``. ``depsgraph``: an evaluated one (right after loading a
     file the objects' world matrices are not evaluated yet)."""
-    from ..core.tilecache import TileCache
 
     settings = scene.voxnav
     key = settings.tile_cache_key
@@ -597,13 +596,8 @@ def restore(scene, view_layer=None, depsgraph=None) -> LiveTiles | None:
     if agent_keys:
         return _restore_agents(scene, agent_keys, view_layer, depsgraph)
     candidates = [p for p in (sidecar_path(scene), user_cache_path(key)) if p is not None]
-    reasons = []
-    for path in candidates:
-        try:
-            cache = TileCache.load(path, key=key, obstacles=False)
-        except VoxNavError as exc:
-            reasons.append(str(exc))
-            continue
+    reasons: list[str] = []
+    for path, cache in _loadable(candidates, key, reasons):
         live_tiles = LiveTiles(cache, key=key)
         live_tiles.reachable = _reachable_in(scene, view_layer)
         live_tiles.prune_mode = str(settings.prune_mode).lower()
@@ -627,6 +621,18 @@ def restore(scene, view_layer=None, depsgraph=None) -> LiveTiles | None:
     return None
 
 
+def _loadable(paths, key: str, reasons: list[str]):
+    """(path, `core.tilecache.TileCache`) of each of ``paths`` holding the bake ``key``, in
+    order; why the others could not be loaded goes to ``reasons``."""
+    from ..core.tilecache import TileCache
+
+    for path in paths:
+        try:
+            yield path, TileCache.load(path, key=key, obstacles=False)
+        except VoxNavError as exc:
+            reasons.append(str(exc))
+
+
 def _agent_keys(settings) -> list[tuple[str, str]]:
     """(agent name, bake key) of each agent's saved tile cache, [] without agent rows (or
     an unreadable record)."""
@@ -640,19 +646,13 @@ def _agent_keys(settings) -> list[tuple[str, str]]:
 def _restore_agents(scene, agent_keys, view_layer=None, depsgraph=None) -> LiveTiles | None:
     """`restore` with agent rows: every agent's cache (beside the .blend, then the user
     folder), or none of them."""
-    from ..core.tilecache import TileCache
 
     settings = scene.voxnav
     loaded: dict[str, LiveTiles] = {}
     for name, key in agent_keys:
-        reasons = []
+        reasons: list[str] = []
         paths = [p for p in (sidecar_path(scene, agent=name), user_cache_path(key)) if p]
-        for path in paths:
-            try:
-                cache = TileCache.load(path, key=key, obstacles=False)
-            except VoxNavError as exc:
-                reasons.append(str(exc))
-                continue
+        for _path, cache in _loadable(paths, key, reasons):
             loaded[name] = LiveTiles(cache, key=key, agent_name=name)
             break
         if name not in loaded:

@@ -584,23 +584,6 @@ def test_batched_triangulation_equals_one_by_one_on_meshes_of_contours(seed, mon
         np.testing.assert_array_equal(getattr(fast, key), getattr(slow, key), err_msg=key)
 
 
-@pytest.mark.parametrize("mesh", ["dungeon", "nav_test", "undulating", "house", "bridge"])
-def test_batched_triangulation_equals_one_by_one_on_shared_meshes(mesh, monkeypatch):
-    from core import pipeline
-    from core.config import NavConfig
-    from core.objio import read_obj
-
-    from .refdata import mesh_path
-
-    verts, tris = read_obj(mesh_path(mesh))
-    result = pipeline.bake(verts, tris, NavConfig(edge_max_len=3.0))
-    fast = build_poly_mesh(result.contours, 6)
-    monkeypatch.setattr(P, "BATCH_TRIANGULATE", False)
-    slow = build_poly_mesh(result.contours, 6)
-    for key in ARRAYS:
-        np.testing.assert_array_equal(getattr(fast, key), getattr(slow, key), err_msg=key)
-
-
 # Every contour's triangles merged together (_merge_all) against contour by contour
 
 
@@ -616,23 +599,6 @@ def test_batched_merge_equals_one_by_one_on_random_contours(seed, monkeypatch):
         monkeypatch.setattr(P, "BATCH_MERGE", True)
         for key in ARRAYS:
             np.testing.assert_array_equal(getattr(fast, key), getattr(slow, key), err_msg=key)
-
-
-@pytest.mark.parametrize("mesh", ["dungeon", "nav_test", "undulating", "house", "bridge"])
-def test_batched_merge_equals_one_by_one_on_shared_meshes(mesh, monkeypatch):
-    from core import pipeline
-    from core.config import NavConfig
-    from core.objio import read_obj
-
-    from .refdata import mesh_path
-
-    verts, tris = read_obj(mesh_path(mesh))
-    result = pipeline.bake(verts, tris, NavConfig(edge_max_error=2.5))
-    fast = build_poly_mesh(result.contours, 6)
-    monkeypatch.setattr(P, "BATCH_MERGE", False)
-    slow = build_poly_mesh(result.contours, 6)
-    for key in ARRAYS:
-        np.testing.assert_array_equal(getattr(fast, key), getattr(slow, key), err_msg=key)
 
 
 def test_batched_merge_hands_malformed_groups_to_the_heap():
@@ -678,7 +644,17 @@ def test_batched_welding_equals_one_by_one_on_random_vertices(seed):
 
 
 @pytest.mark.parametrize("mesh", ["dungeon", "nav_test", "undulating", "house", "bridge"])
-def test_batched_welding_equals_one_by_one_on_shared_meshes(mesh, monkeypatch):
+@pytest.mark.parametrize(
+    ("flag", "settings"),
+    [
+        ("BATCH_TRIANGULATE", {"edge_max_len": 3.0}),
+        ("BATCH_MERGE", {"edge_max_error": 2.5}),
+        ("BATCH_WELD", {"agent_max_climb": 1.2}),
+    ],
+)
+def test_batched_steps_equal_one_by_one_on_shared_meshes(mesh, flag, settings, monkeypatch):
+    """Each batched step of the polygon mesh (ear clipping, merging, welding) against its
+    literal port, on every shared mesh's contours."""
     from core import pipeline
     from core.config import NavConfig
     from core.objio import read_obj
@@ -686,9 +662,9 @@ def test_batched_welding_equals_one_by_one_on_shared_meshes(mesh, monkeypatch):
     from .refdata import mesh_path
 
     verts, tris = read_obj(mesh_path(mesh))
-    result = pipeline.bake(verts, tris, NavConfig(agent_max_climb=1.2))
+    result = pipeline.bake(verts, tris, NavConfig(**settings))
     fast = build_poly_mesh(result.contours, 6)
-    monkeypatch.setattr(P, "BATCH_WELD", False)
+    monkeypatch.setattr(P, flag, False)
     slow = build_poly_mesh(result.contours, 6)
     for key in ARRAYS:
         np.testing.assert_array_equal(getattr(fast, key), getattr(slow, key), err_msg=key)
