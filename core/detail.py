@@ -207,12 +207,13 @@ def _seed_poly_center(chf, pverts, xmin, ymin, w, h, bs):
 
 
 def _region_borders(chf):
-    """(chf.reg as int64 (n,), bool (n,) spans with a connected neighbour in another region):
-    the flood seeds of `_height_patches`, computed once for all polygon chunks."""
-    chf_reg = chf.reg.astype(np.int64)
-    nbr_all = chf.neighbor
-    border = any_of_4((nbr_all >= 0) & (chf_reg[np.maximum(nbr_all, 0)] != chf_reg[:, None]))
-    return chf_reg, border
+    """(chf.reg (n,), bool (n,) spans with a connected neighbour in another region): the flood
+    seeds of `_height_patches`, computed once for all polygon chunks."""
+    reg = np.ascontiguousarray(chf.reg)
+    nbr = chf.neighbor
+    # A missing link (-1) reads the last span's region; the mask drops it.
+    border = any_of_4((nbr >= 0) & (reg.take(nbr) != reg[:, None]))
+    return reg, border
 
 
 def _height_patches(chf, verts, poly_idx, npoly, regions, xmin, ymin, pw, ph, bs, borders=None):
@@ -228,26 +229,32 @@ def _height_patches(chf, verts, poly_idx, npoly, regions, xmin, ymin, pw, ph, bs
     """
     chf_reg, border = _region_borders(chf) if borders is None else borders
     npolys = regions.shape[0]
+    width = chf.width
     size = pw * ph
     off = np.zeros(npolys + 1, dtype=np.int64)
     np.cumsum(size, out=off[1:])
     total = int(off[-1])
     data = np.full(total, UNSET_HEIGHT, dtype=np.uint16)
-    pid = np.repeat(np.arange(npolys, dtype=np.int64), size)
-    local = np.arange(total, dtype=np.int64) - off[pid]
-    hx = local % pw[pid]
-    hy = local // pw[pid]
-    del local
-    cx = xmin[pid] + hx + bs
-    cy = ymin[pid] + hy + bs
-    del hx, hy
-    col = cx + cy * chf.width
-    reg_p = regions[pid].astype(np.int64)
-    start = chf.cell_start[col]
-    count = chf.cell_start[col + 1] - start
-    found = np.full(total, -1, dtype=np.int64)
+    # Patch cell k of a patch row starting at column c0 and at patch index r0 is grid column
+    # k + (c0 - r0): one repeat per row instead of a division per cell.
+    row_poly = np.repeat(np.arange(npolys, dtype=np.int64), ph)
+    row_first = np.zeros(npolys, dtype=np.int64)
+    np.cumsum(ph[:-1], out=row_first[1:])
+    row_y = np.arange(row_poly.size, dtype=np.int64) - row_first[row_poly]
+    row_len = pw[row_poly]
+    row_start = off[row_poly] + row_y * row_len
+    row_col = (xmin[row_poly] + bs) + (ymin[row_poly] + bs + row_y) * width
+    col = np.repeat(row_col - row_start, row_len)
+    col += np.arange(total, dtype=np.int64)
+    reg_p = np.repeat(regions[row_poly], row_len)
+    del row_y, row_start, row_col
+    cell_start = chf.cell_start
+    start = cell_start[col]
+    count = cell_start[col + 1] - start
+    del col
     # The first span of each cell's column in the polygon's region, layer after layer; after
     # the bottom layer only the cells of taller columns still looking take part.
+    found = np.full(total, -1, dtype=np.int64)
     cand = np.flatnonzero((reg_p != MULTIPLE_REGS) & (count > 0))
     k = 0
     while cand.size:
@@ -256,20 +263,22 @@ def _height_patches(chf, verts, poly_idx, npoly, regions, xmin, ymin, pw, ph, bs
         found[cand[hit]] = idx[hit]
         k += 1
         cand = cand[~hit & (count[cand] > k)]
-    del col, start, count, reg_p
+    del start, count, reg_p
     has = np.flatnonzero(found >= 0)
     span = found[has]
     data[has] = chf.y[span]
+    nonempty = np.zeros(npolys, dtype=bool)
+    if has.size:
+        # Patches are laid out in polygon order, so a polygon has a span of its region when
+        # some hit lies in its range.
+        nonempty = np.searchsorted(has, off[1:]) > np.searchsorted(has, off[:-1])
     # A span is a seed when a connected neighbour lies in another region (its region is the
     # polygon's, so this is a property of the span alone).
-    seeds = has[border[span]]
-    f_p = pid[seeds]
-    f_x = cx[seeds]
-    f_y = cy[seeds]
-    f_i = found[seeds]
+    seed_at = border[span]
+    f_g = has[seed_at]
+    f_i = span[seed_at]
+    del found, has, span, seed_at
     # Polygons with no span of their region: one seed near the centre (rare, sequential).
-    nonempty = np.bincount(pid[has], minlength=npolys) > 0
-    del pid, cx, cy, found, has, span
     extra = []
     for p in np.flatnonzero(~nonempty).tolist():
         pv = verts[poly_idx[p, : npoly[p]]].astype(np.int64)
@@ -277,32 +286,45 @@ def _height_patches(chf, verts, poly_idx, npoly, regions, xmin, ymin, pw, ph, bs
         if seed is None:
             continue
         sx, sy, si = seed
-        data[off[p] + (sx - bs - xmin[p]) + (sy - bs - ymin[p]) * pw[p]] = chf.y[si]
-        extra.append((off[p] + (sx - bs - xmin[p]) + (sy - bs - ymin[p]) * pw[p], p, sx, sy, si))
+        g = off[p] + (sx - bs - xmin[p]) + (sy - bs - ymin[p]) * pw[p]
+        data[g] = chf.y[si]
+        extra.append((g, si))
     if extra:
         ex = np.array(extra, dtype=np.int64)
-        order = np.argsort(np.concatenate([seeds, ex[:, 0]]), kind="stable")
-        f_p = np.concatenate([f_p, ex[:, 1]])[order]
-        f_x = np.concatenate([f_x, ex[:, 2]])[order]
-        f_y = np.concatenate([f_y, ex[:, 3]])[order]
-        f_i = np.concatenate([f_i, ex[:, 4]])[order]
-    dxs = DIR_OFFSET_X[None, :]
-    dys = DIR_OFFSET_Y[None, :]
+        order = np.argsort(np.concatenate([f_g, ex[:, 0]]), kind="stable")
+        f_g = np.concatenate([f_g, ex[:, 0]])[order]
+        f_i = np.concatenate([f_i, ex[:, 1]])[order]
+    # The frontier as patch cells: polygon (from the offsets), patch x/y and the span.
+    f_p = np.searchsorted(off, f_g, side="right") - 1
+    local = f_g - off[f_p]
+    f_w = pw[f_p]
+    f_x = local % f_w
+    f_y = local // f_w
+    del local
     claim = np.empty(total, dtype=np.int64)  # scratch: first claimant per patch cell
+    dxs = DIR_OFFSET_X.astype(np.int64)
+    dys = DIR_OFFSET_Y.astype(np.int64)
+    links = chf.neighbor.ravel()
     while f_i.size:
-        nb = chf.neighbor[f_i].astype(np.int64)
-        ax = f_x[:, None] + dxs
-        ay = f_y[:, None] + dys
-        lx = ax - (xmin[f_p] + bs)[:, None]
-        ly = ay - (ymin[f_p] + bs)[:, None]
-        w = pw[f_p][:, None]
-        ok = (nb >= 0) & (lx >= 0) & (lx < w) & (ly >= 0) & (ly < ph[f_p][:, None])
-        g = off[f_p][:, None] + lx + ly * w
-        sel = np.flatnonzero(ok.ravel())
-        g = g.ravel()[sel]
-        free = data[g] == UNSET_HEIGHT
-        sel = sel[free]
-        g = g[free]
+        # (cell, direction) pairs: inside the patch, onto an unset cell, along a link; the
+        # cheap tests first so the link table is read for the few pairs that pass them.
+        f_h = ph[f_p]
+        inside = np.empty((f_i.size, 4), dtype=bool)
+        for d in range(4):
+            lim = f_x if dxs[d] < 0 else f_w - 1 - f_x if dxs[d] > 0 else None
+            if lim is None:
+                lim = f_y if dys[d] < 0 else f_h - 1 - f_y
+            inside[:, d] = lim > 0
+        sel = np.flatnonzero(inside.ravel())
+        row = sel >> 2
+        d = sel & 3
+        g = f_g[row] + dxs[d] + dys[d] * f_w[row]
+        keep = data[g] == UNSET_HEIGHT
+        ni = links[f_i[row[keep]] * 4 + d[keep]]
+        linked = ni >= 0
+        sel = sel[keep][linked]
+        g = g[keep][linked]
+        ni = ni[linked]
         if not g.size:
             break
         # The first claim of each cell in FIFO order (queue position, then direction): the
@@ -312,12 +334,15 @@ def _height_patches(chf, verts, poly_idx, npoly, regions, xmin, ymin, pw, ph, bs
         first = claim[g] == order
         sel = sel[first]
         g = g[first]
-        ni = nb.ravel()[sel]
+        ni = ni[first].astype(np.int64)
         data[g] = chf.y[ni]
-        row = sel // 4
+        row = sel >> 2
+        d = sel & 3
         f_p = f_p[row]
-        f_x = ax.ravel()[sel]
-        f_y = ay.ravel()[sel]
+        f_w = f_w[row]
+        f_x = f_x[row] + dxs[d]
+        f_y = f_y[row] + dys[d]
+        f_g = g
         f_i = ni
     return data, off
 
