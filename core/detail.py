@@ -69,6 +69,9 @@ MAX_VERTS_PER_EDGE = 32
 #: Triangulate the hulls of the polygons without interior samples all at once
 #: (`_simple_details`); False sends them through the one-polygon path (the tests' oracle).
 BATCH_HULLS = True
+#: Polygons adding interior samples do so in rounds, each round's height gaps measured for all
+#: of them at once (False: one polygon after the other, `_build_poly_detail`, the oracle).
+BATCH_INSERTS = True
 #: Edge flag of a detail triangle edge that lies on the polygon outline. [Detour]
 DETAIL_EDGE_BOUNDARY = 0x1
 #: Patch cells of the polygons whose height patches are built at once; bounds the detail
@@ -975,6 +978,41 @@ def _height_gap(px, py, pz, a, b, c):
         return np.where(inside, np.abs(y - py), F32(_FLT_MAX))
 
 
+def _triangle_terms(a, b, c):
+    """The point-independent part of `_height_gap` per triangle: float32 (t, 12) columns
+    ax, ay, az, v0x, v0y, v0z, v1x, v1y, v1z, dot00, dot01 and dot11, and the inverse
+    denominator in column 12 (t, 13 in all); the same float32 operations."""
+    out = np.empty((a.shape[0], 13), dtype=F32)
+    out[:, 0:3] = a
+    out[:, 3:6] = c - a
+    out[:, 6:9] = b - a
+    v0x, v0z, v1x, v1z = out[:, 3], out[:, 5], out[:, 6], out[:, 8]
+    out[:, 9] = v0x * v0x + v0z * v0z
+    out[:, 10] = v0x * v1x + v0z * v1z
+    out[:, 11] = v1x * v1x + v1z * v1z
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        out[:, 12] = F32(1) / (out[:, 9] * out[:, 11] - out[:, 10] * out[:, 10])
+    return out
+
+
+def _height_gap_terms(px, py, pz, terms):
+    """`_height_gap` of points (k,) against triangles given by `_triangle_terms` rows (k, 13),
+    pair by pair: the same float32 values."""
+    v2x = px - terms[:, 0]
+    v2z = pz - terms[:, 2]
+    v0x, v0z, v1x, v1z = terms[:, 3], terms[:, 5], terms[:, 6], terms[:, 8]
+    dot00, dot01, dot11, inv = terms[:, 9], terms[:, 10], terms[:, 11], terms[:, 12]
+    dot02 = v0x * v2x + v0z * v2z
+    dot12 = v1x * v2x + v1z * v2z
+    with np.errstate(invalid="ignore", over="ignore"):
+        u = (dot11 * dot02 - dot01 * dot12) * inv
+        v = (dot00 * dot12 - dot01 * dot02) * inv
+        eps = F32(1e-4)
+        inside = (u >= -eps) & (v >= -eps) & ((u + v) <= F32(1) + eps)
+        y = terms[:, 1] + terms[:, 4] * u + terms[:, 7] * v
+        return np.where(inside, np.abs(y - py), F32(_FLT_MAX))
+
+
 def _dist_to_tri_mesh(px, py, pz, verts, tris):
     """Recast distToTriMesh for points (s,) against triangles (t, 3) of ``verts`` (float32
     (n, 3) local): (s,) float32, -1 = miss."""
@@ -1005,13 +1043,19 @@ def _build_poly_detail(verts, hull, nin, interior, samples, sample_max_error):
     tris = _triangulate_hull(vx, vz, hull, nin)
     if not interior or not tris or samples[0].size == 0:
         return verts, _tri_flags(tris, hull)
+    added = np.zeros(samples[0].size, dtype=bool)
+    verts, tris = _grow_poly_detail(verts, tris, hull, samples, added, 0, {}, sample_max_error)
+    return verts, _tri_flags(tris[:MAX_TRIS], hull)
+
+
+def _grow_poly_detail(verts, tris, hull, samples, added, done, cache, sample_max_error):
+    """Recast's interior sample insertion for one polygon from its ``done``-th step on: while
+    a sample is more than ``sample_max_error`` off the triangles, add the worst one (marked in
+    ``added``) and re-triangulate (Delaunay; ``cache`` kept across the polygon's calls).
+    Returns (verts, tris)."""
     jx, jy, jz = samples
-    ns = jx.size
-    nverts = verts.shape[0]
-    added = np.zeros(ns, dtype=bool)
-    cache: dict = {}
-    for _ in range(ns):
-        if nverts >= MAX_VERTS or not tris:
+    for _ in range(done, jx.size):
+        if verts.shape[0] >= MAX_VERTS or not tris:
             break
         ta = np.asarray(tris, dtype=np.int64)
         d = _dist_to_tri_mesh(jx, jy, jz, verts, ta)
@@ -1022,11 +1066,128 @@ def _build_poly_detail(verts, hull, nin, interior, samples, sample_max_error):
             break
         added[best] = True
         verts = np.concatenate([verts, np.array([[jx[best], jy[best], jz[best]]], dtype=F32)])
-        nverts += 1
         tris = _delaunay_hull(verts[:, 0], verts[:, 2], hull, cache)
-    if len(tris) > MAX_TRIS:
-        tris = tris[:MAX_TRIS]
-    return verts, _tri_flags(tris, hull)
+    return verts, tris
+
+
+#: Most (sample, triangle) pairs whose height gaps one batch of `_details_with_samples` holds
+#: (about 120 bytes each while they are measured).
+GAP_PAIRS_PER_BATCH = 1 << 18
+#: Fewest growing polygons for which a round of `_details_with_samples` beats finishing them
+#: one by one (measured on the shared meshes).
+ROUNDS_MIN_POLYGONS = 8
+#: Polygons with more (sample, triangle) pairs than this finish one by one, where broadcasting
+#: costs less per pair than the rounds' gathered pairs.
+ROUND_MAX_PAIRS = 1024
+
+
+def _largest_gaps(jobs, sample_max_error):
+    """One round of Recast's sample insertion for several polygons at once: for each job
+    (verts float32 (n, 3), tris list of [a, b, c], samples (jx, jy, jz), added bool (s,)), the
+    sample with the largest height gap over the current triangles (distToTriMesh; samples
+    already added or over no triangle count 0, ties: the first) and that gap. Returns int64
+    (jobs,) sample index and float32 (jobs,) gap. Equal to `_build_poly_detail`'s step."""
+    ns = np.array([job[2][0].size for job in jobs], dtype=np.int64)
+    nt = np.array([len(job[1]) for job in jobs], dtype=np.int64)
+    sx = np.concatenate([job[2][0] for job in jobs])
+    sy = np.concatenate([job[2][1] for job in jobs])
+    sz = np.concatenate([job[2][2] for job in jobs])
+    added = np.concatenate([job[3] for job in jobs])
+    corners = np.concatenate([job[0][np.asarray(job[1], dtype=np.int64)] for job in jobs])
+    terms = _triangle_terms(corners[:, 0], corners[:, 1], corners[:, 2])
+    sample_job = np.repeat(np.arange(len(jobs)), ns)
+    tri_first = np.zeros(len(jobs), dtype=np.int64)
+    np.cumsum(nt[:-1], out=tri_first[1:])
+    # Pairs sample-major: sample k's pairs are its polygon's triangles, in order.
+    per_sample = nt[sample_job]
+    pair_first = np.zeros(sx.size, dtype=np.int64)
+    np.cumsum(per_sample[:-1], out=pair_first[1:])
+    pair_sample = np.repeat(np.arange(sx.size), per_sample)
+    pair_tri = (
+        tri_first[sample_job][pair_sample] + np.arange(pair_sample.size) - pair_first[pair_sample]
+    )
+    gap = _height_gap_terms(sx[pair_sample], sy[pair_sample], sz[pair_sample], terms[pair_tri])
+    del pair_tri, pair_sample
+    d = np.minimum.reduceat(gap, pair_first)
+    d = np.where(d == F32(_FLT_MAX), F32(-1), d)
+    d = np.where(added | (d < 0), F32(0), d)
+    sample_first = np.zeros(len(jobs), dtype=np.int64)
+    np.cumsum(ns[:-1], out=sample_first[1:])
+    best_gap = np.maximum.reduceat(d, sample_first)
+    at = np.flatnonzero(d == best_gap[sample_job])
+    _, first = np.unique(sample_job[at], return_index=True)
+    return at[first] - sample_first, best_gap
+
+
+def _details_with_samples(items, sample_max_error):
+    """`_build_poly_detail` for many polygons, their insertion steps in rounds: each round
+    measures every still-growing polygon's samples against its triangles at once (the same
+    float32 values as one polygon at a time), then adds each one's worst sample and
+    re-triangulates it (Delaunay, sequential per polygon). ``items``: (verts, hull, nin,
+    interior, samples) per polygon, as `_build_poly_detail` takes them. Returns (verts,
+    [[a, b, c, flags]]) per item, equal to `_build_poly_detail`'s."""
+    count = len(items)
+    nh = np.array([len(item[1]) for item in items], dtype=np.int64)
+    hstart = np.zeros(count + 1, dtype=np.int64)
+    np.cumsum(nh, out=hstart[1:])
+    hull_ids = np.concatenate([np.asarray(item[1], dtype=np.int64) for item in items])
+    hull_pts = np.concatenate([item[0][item[1]] for item in items])
+    nin = np.array([item[2] for item in items], dtype=np.int64)
+    first_tris, tstart = _triangulate_hulls(hull_pts[:, 0], hull_pts[:, 2], hull_ids, hstart, nin)
+    verts = [item[0] for item in items]
+    tris = [first_tris[tstart[i] : tstart[i + 1]].tolist() for i in range(count)]
+    sampled = [False] * count
+    added = [None] * count
+    rounds = [0] * count
+    caches: list[dict] = [{} for _ in range(count)]
+    active = []
+    solo: list[int] = []
+    for i, (_, _, _, interior, samples) in enumerate(items):
+        if interior and tris[i] and samples[0].size:
+            sampled[i] = True
+            added[i] = np.zeros(samples[0].size, dtype=bool)
+            active.append(i)
+    while active:
+        active = [
+            i for i in active
+            if rounds[i] < items[i][4][0].size and verts[i].shape[0] < MAX_VERTS and tris[i]
+        ]  # fmt: skip
+        solo.extend(i for i in active if items[i][4][0].size * len(tris[i]) > ROUND_MAX_PAIRS)
+        active = [i for i in active if items[i][4][0].size * len(tris[i]) <= ROUND_MAX_PAIRS]
+        if len(active) < ROUNDS_MIN_POLYGONS:
+            break
+        growing = []
+        batch: list[int] = []
+        pairs = 0
+        for pos, i in enumerate(active):
+            batch.append(i)
+            pairs += items[i][4][0].size * len(tris[i])
+            if pairs < GAP_PAIRS_PER_BATCH and pos + 1 < len(active):
+                continue
+            jobs = [(verts[j], tris[j], items[j][4], added[j]) for j in batch]
+            best, gap = _largest_gaps(jobs, sample_max_error)
+            for j, b, g in zip(batch, best.tolist(), gap.tolist(), strict=True):
+                rounds[j] += 1
+                if not g > 0 or g <= sample_max_error:
+                    continue
+                added[j][b] = True
+                jx, jy, jz = items[j][4]
+                verts[j] = np.concatenate([verts[j], np.array([[jx[b], jy[b], jz[b]]], dtype=F32)])
+                tris[j] = _delaunay_hull(verts[j][:, 0], verts[j][:, 2], items[j][1], caches[j])
+                growing.append(j)
+            batch, pairs = [], 0
+        active = growing
+    # Large polygons and the last few growing ones finish one by one.
+    for i in sorted(solo + active):
+        verts[i], tris[i] = _grow_poly_detail(
+            verts[i], tris[i], items[i][1], items[i][4], added[i], rounds[i], caches[i],
+            sample_max_error,
+        )  # fmt: skip
+    out = []
+    for i, item in enumerate(items):
+        t = tris[i][:MAX_TRIS] if sampled[i] else tris[i]
+        out.append((verts[i], _tri_flags(t, item[1])))
+    return out
 
 
 def _interior_samples(pv, npoly, polys, sample_dist, patches, cs):
@@ -1457,8 +1618,9 @@ def build_poly_mesh_detail(
                 istart, jx, jy, jz, sample_max_error,
             )]] = True  # fmt: skip
     per_poly: dict[int, tuple[np.ndarray, np.ndarray]] = {}
-    step = max(1, npolys // 10)
-    for p in np.flatnonzero(~simple).tolist():
+    grown = np.flatnonzero(~simple).tolist()
+    items = []
+    for p in grown:
         n = int(npoly[p])
         hull: list[int] = []
         parts = [pv[p, :n]]
@@ -1480,11 +1642,19 @@ def build_poly_mesh_detail(
         if s >= 0:
             lo, hi = istart[s], istart[s + 1]
             samples = (jx[lo:hi], jy[lo:hi], jz[lo:hi])
-        dv, dt = _build_poly_detail(verts, hull, n, s >= 0, samples, sample_max_error)
+        items.append((verts, hull, n, s >= 0, samples))
+    if BATCH_INSERTS and items:
+        built = _details_with_samples(items, sample_max_error)
+    else:
+        built = []
+        step = max(1, len(items) // 10)
+        for i, item in enumerate(items):
+            built.append(_build_poly_detail(*item, sample_max_error))
+            if progress is not None and i % step == 0:
+                progress(0.5 + 0.5 * i / len(items), "detail mesh: polygons")
+    for p, (dv, dt) in zip(grown, built, strict=True):
         per_poly[p] = (dv, np.asarray(dt, dtype=np.int64).reshape(-1, 4))
         nv_poly[p], nt_poly[p] = dv.shape[0], len(dt)
-        if progress is not None and p % step == 0:
-            progress(0.5 + 0.5 * p / npolys, "detail mesh: polygons")
     meshes = np.zeros((npolys, 4), dtype=np.uint32)
     vbase = np.concatenate([[0], np.cumsum(nv_poly)])
     tbase = np.concatenate([[0], np.cumsum(nt_poly)])

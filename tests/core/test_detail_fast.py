@@ -120,3 +120,30 @@ def test_batched_hulls_equal_the_one_polygon_path(name, sample_dist, monkeypatch
     slow = detail.build_poly_mesh_detail(*args)
     for field in ("meshes", "verts", "tris"):
         np.testing.assert_array_equal(getattr(fast, field), getattr(slow, field), err_msg=field)
+
+
+ROUND_CASES = [("undulating", 6.0, {}), ("nav_test", 6.0, {}), ("house", 1.0, {}),
+               ("undulating", 6.0, {"ROUNDS_MIN_POLYGONS": 1, "ROUND_MAX_PAIRS": 1 << 40}),
+               ("dungeon", 3.0, {"ROUNDS_MIN_POLYGONS": 2, "GAP_PAIRS_PER_BATCH": 64}),
+               ("bridge", 1.0, {"ROUNDS_MIN_POLYGONS": 1, "GAP_PAIRS_PER_BATCH": 1})]  # fmt: skip
+
+
+@pytest.mark.parametrize(("name", "sample_dist", "knobs"), ROUND_CASES)
+def test_sample_rounds_equal_one_polygon_at_a_time(name, sample_dist, knobs, monkeypatch):
+    """Interior samples added in rounds over many polygons (gaps measured for all at once,
+    large polygons and the last few finishing alone) against `_build_poly_detail` polygon by
+    polygon; the knobs force every polygon through the rounds, or tiny batches."""
+    verts, tris = read_obj(mesh_path(name))
+    config = NavConfig(detail_sample_dist=sample_dist, detail_sample_max_error=0.2)
+    result = pipeline.bake(verts, tris, config)
+    d = result.config.derived()
+    args = (result.polymesh, result.compact, float(d.detail_sample_dist),
+            float(d.detail_sample_max_error))  # fmt: skip
+    for knob, value in knobs.items():
+        monkeypatch.setattr(detail, knob, value)
+    fast = detail.build_poly_mesh_detail(*args)
+    monkeypatch.setattr(detail, "BATCH_INSERTS", False)
+    slow = detail.build_poly_mesh_detail(*args)
+    assert slow.ntris > result.polymesh.polys.shape[0]  # interior samples were added
+    for field in ("meshes", "verts", "tris"):
+        np.testing.assert_array_equal(getattr(fast, field), getattr(slow, field), err_msg=field)
