@@ -25,6 +25,8 @@ Outputs are checked before the bake and replace the old files only when all are 
 from __future__ import annotations
 
 import argparse
+import concurrent.futures as cf
+import contextlib
 import dataclasses
 import sys
 from collections.abc import Callable
@@ -366,6 +368,21 @@ def _bake_tiled_out(args, verts, tris, config: NavConfig, batch: atomic.Batch) -
     return EXIT_OK
 
 
+@contextlib.contextmanager
+def _detail_pool(workers: int | None):
+    """The process pool of a solo bake (None with one worker): the detail mesh sends it the
+    polygons that add interior samples when they are many. Its processes start on first use,
+    so a bake that does not need them pays nothing."""
+    from .tiles import default_workers
+
+    n_workers = workers if workers is not None else default_workers()
+    if n_workers <= 1:
+        yield None
+        return
+    with cf.ProcessPoolExecutor(max_workers=n_workers) as pool:
+        yield pool
+
+
 def cmd_bake(args) -> int:
     from . import export
 
@@ -389,15 +406,16 @@ def cmd_bake(args) -> int:
         if args.tile_size:
             return _bake_tiled_out(args, verts, tris, config, batch)
         reachable = _reachable_points(args)
-        result = pipeline.bake(
-            verts,
-            tris,
-            config,
-            progress=_bake_progress(args),
-            reachable_from=reachable,
-            prune_mode=args.prune_mode,
-            offmesh_links=offmesh_links_from_args(args),
-        )
+        with _detail_pool(args.workers) as executor:
+            result = pipeline.bake(
+                verts,
+                tris,
+                config,
+                reachable_from=reachable,
+                prune_mode=args.prune_mode,
+                offmesh_links=offmesh_links_from_args(args),
+                ctx=BuildContext(progress_fn=_bake_progress(args), executor=executor),
+            )
         print_warnings(result.warnings)
         if result.prune is not None:
             print(result.prune.summary())
@@ -617,7 +635,8 @@ def add_tile_flags(parser: argparse.ArgumentParser) -> None:
         type=_positive_int,
         default=None,
         metavar="N",
-        help="processes baking tiles at once (default: every core; 1 = in this process)",
+        help="processes baking tiles at once, or (solo bakes) adding the detail mesh's "
+        "interior samples of many polygons (default: every core; 1 = in this process)",
     )
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import Executor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
@@ -31,6 +32,10 @@ class BuildContext:
     timings: dict[str, float] = field(default_factory=dict)
     #: Warnings in the order they were raised; each a full sentence a user can act on.
     warnings: list[str] = field(default_factory=list)
+    #: Optional pool (processes: `concurrent.futures.ProcessPoolExecutor`, or a cluster's) for
+    #: the Python-bound, independent pieces of a stage: the detail mesh sends it the polygons
+    #: that add interior samples when they are many. None: everything in this process.
+    executor: Executor | None = None
     _fraction: float = 0.0
 
     def warn(self, message: str) -> None:

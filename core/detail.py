@@ -1079,6 +1079,11 @@ ROUNDS_MIN_POLYGONS = 8
 #: Polygons with more (sample, triangle) pairs than this finish one by one, where broadcasting
 #: costs less per pair than the rounds' gathered pairs.
 ROUND_MAX_PAIRS = 1024
+#: With a build context's executor: the least estimated insertion work (`_insert_work`) sent to
+#: it (below, shipping the polygons costs more than it saves; measured on the shared meshes).
+POOL_MIN_WORK = 40_000
+#: Pieces the growing polygons are split into for the executor (it balances them over workers).
+POOL_PIECES = 8
 
 
 def _largest_gaps(jobs, sample_max_error):
@@ -1188,6 +1193,40 @@ def _details_with_samples(items, sample_max_error):
         t = tris[i][:MAX_TRIS] if sampled[i] else tris[i]
         out.append((verts[i], _tri_flags(t, item[1])))
     return out
+
+
+def _insert_work(items) -> np.ndarray | int:
+    """Estimated work of the sample insertion per item (samples x points, as the gaps and the
+    Delaunay steps grow): an int64 array, 0 for none."""
+    if not items:
+        return 0
+    ns = np.array([0 if item[4] is None else item[4][0].size for item in items], dtype=np.int64)
+    nv = np.array([item[0].shape[0] for item in items], dtype=np.int64)
+    return int((ns * (nv + ns)).sum())
+
+
+def _details_in_pool(executor, items, sample_max_error):
+    """`_details_with_samples` split over ``executor`` in `POOL_PIECES` pieces of about equal
+    work (greedy, largest first); each polygon is independent, so the result is the same."""
+    ns = np.array([0 if item[4] is None else item[4][0].size for item in items], dtype=np.int64)
+    nv = np.array([item[0].shape[0] for item in items], dtype=np.int64)
+    work = ns * (nv + ns) + 1
+    load = np.zeros(min(POOL_PIECES, len(items)), dtype=np.int64)
+    piece = np.empty(len(items), dtype=np.int64)
+    for i in np.argsort(-work, kind="stable").tolist():
+        k = int(np.argmin(load))
+        piece[i] = k
+        load[k] += work[i]
+    members = [np.flatnonzero(piece == k).tolist() for k in range(load.size)]
+    futures = [
+        executor.submit(_details_with_samples, [items[i] for i in ids], sample_max_error)
+        for ids in members
+    ]
+    built: list = [None] * len(items)
+    for ids, future in zip(members, futures, strict=True):
+        for i, one in zip(ids, future.result(), strict=True):
+            built[i] = one
+    return built
 
 
 def _interior_samples(pv, npoly, polys, sample_dist, patches, cs):
@@ -1643,7 +1682,10 @@ def build_poly_mesh_detail(
             lo, hi = istart[s], istart[s + 1]
             samples = (jx[lo:hi], jy[lo:hi], jz[lo:hi])
         items.append((verts, hull, n, s >= 0, samples))
-    if BATCH_INSERTS and items:
+    executor = ctx.executor if ctx is not None else None
+    if BATCH_INSERTS and executor is not None and _insert_work(items) >= POOL_MIN_WORK:
+        built = _details_in_pool(executor, items, sample_max_error)
+    elif BATCH_INSERTS and items:
         built = _details_with_samples(items, sample_max_error)
     else:
         built = []

@@ -5,11 +5,14 @@ stage grows them, and on whole bakes of every shared mesh."""
 
 from __future__ import annotations
 
+import concurrent.futures as cf
+
 import numpy as np
 import pytest
 
 from core import detail, pipeline
 from core.config import NavConfig
+from core.context import BuildContext
 from core.objio import read_obj
 
 from .detail_oracle import delaunay_hull_literal
@@ -147,3 +150,44 @@ def test_sample_rounds_equal_one_polygon_at_a_time(name, sample_dist, knobs, mon
     assert slow.ntris > result.polymesh.polys.shape[0]  # interior samples were added
     for field in ("meshes", "verts", "tris"):
         np.testing.assert_array_equal(getattr(fast, field), getattr(slow, field), err_msg=field)
+
+
+@pytest.mark.parametrize("pool", ["threads", "processes"])
+def test_detail_pool_gives_the_same_mesh(pool, monkeypatch):
+    """The polygons adding interior samples sent to a build context's executor in pieces (as
+    `python -m core bake --workers N` does for big ones) give the in-process detail mesh."""
+    verts, tris = read_obj(mesh_path("undulating"))
+    result = pipeline.bake(verts, tris, NavConfig())
+    d = result.config.derived()
+    args = (result.polymesh, result.compact, float(d.detail_sample_dist),
+            float(d.detail_sample_max_error))  # fmt: skip
+    monkeypatch.setattr(detail, "POOL_MIN_WORK", 0)
+    monkeypatch.setattr(detail, "POOL_PIECES", 3)
+    sent = []
+    real = detail._details_in_pool
+    monkeypatch.setattr(detail, "_details_in_pool", lambda *a: sent.append(1) or real(*a))
+    make = cf.ThreadPoolExecutor if pool == "threads" else cf.ProcessPoolExecutor
+    with make(max_workers=2) as executor:
+        pooled = detail.build_poly_mesh_detail(*args, ctx=BuildContext(executor=executor))
+    assert sent
+    for field in ("meshes", "verts", "tris"):
+        np.testing.assert_array_equal(
+            getattr(pooled, field), getattr(result.detail, field), err_msg=field
+        )
+
+
+def test_solo_cli_bake_with_workers_writes_the_same_navmesh(tmp_path, monkeypatch):
+    """`python -m core bake --workers 2` (no tiles): the detail mesh's big work goes to a
+    process pool; the .bin is byte for byte the one baked in one process."""
+    from core.__main__ import main
+
+    monkeypatch.setattr(detail, "POOL_MIN_WORK", 0)
+    pooled = []
+    real = detail._details_in_pool
+    monkeypatch.setattr(detail, "_details_in_pool", lambda *a: pooled.append(1) or real(*a))
+    mesh = str(mesh_path("house"))
+    assert main(["bake", mesh, "--out", str(tmp_path / "one.bin"), "--workers", "1"]) == 0
+    assert not pooled
+    assert main(["bake", mesh, "--out", str(tmp_path / "two.bin"), "--workers", "2"]) == 0
+    assert pooled
+    assert (tmp_path / "one.bin").read_bytes() == (tmp_path / "two.bin").read_bytes()
