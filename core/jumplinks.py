@@ -52,6 +52,8 @@ from .polymesh import MESH_NULL_IDX, PolyMesh
 
 #: Region flag of border regions (tiles); such spans are not navmesh. [Recast: RC_BORDER_REG]
 _BORDER_REG = 0x8000
+#: Neighbour flag of a polygon edge on a tile's border (``0x8000 | dir``). [Recast]
+_PORTAL = 0x8000
 #: Probe and arc step as a fraction of the cell size: finer than a cell so no column is skipped.
 STEP_CELLS = 0.5
 #: Probes (and arc steps) handled per chunk: bounds the temporary arrays (a few hundred MB).
@@ -161,8 +163,11 @@ def _best_per_query(nqueries: int, query: np.ndarray, value: np.ndarray, key: np
     return out
 
 
-def boundary_edges(pmesh: PolyMesh) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The navmesh's boundary edges (no neighbour polygon; tile-border edges excluded).
+def boundary_edges(
+    pmesh: PolyMesh, portals: bool = False
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The navmesh's boundary edges: no neighbour polygon; with ``portals`` also a tile's
+    border edges (Recast's ``0x8000 | dir``), which Detour may or may not connect.
 
     Returns float64 (e, 3) edge start, float64 (e, 3) edge end (Z-up world, polygon heights)
     [Units: wu], and float64 (e, 2) unit outward normal in plan (away from the polygon).
@@ -175,6 +180,8 @@ def boundary_edges(pmesh: PolyMesh) -> tuple[np.ndarray, np.ndarray, np.ndarray]
     slot = np.arange(nvp)[None, :]
     valid = slot < counts[:, None]
     boundary = valid & (neighbours == MESH_NULL_IDX)
+    if portals:
+        boundary |= valid & (neighbours != MESH_NULL_IDX) & ((neighbours & _PORTAL) != 0)
     poly, edge = np.nonzero(boundary)
     following = (edge + 1) % counts[poly]
     verts = pmesh.world_verts().astype(np.float64)
@@ -240,7 +247,10 @@ def find_auto_links(
         raise VoxNavError(f"link_spacing must be > 0, got {spacing}")
     cs, ch = float(chf.cs), float(chf.ch)
     radius = max(float(agent_radius), cs)
-    a, b, normal = boundary_edges(pmesh)
+    # A tile's border edges too: a ledge or gap may run exactly along the border, where
+    # Recast makes the edge a portal. Where the floor goes on across the border there is no
+    # gap, so no link (the first landing must follow a gap).
+    a, b, normal = boundary_edges(pmesh, portals=window is not None)
     if a.shape[0] == 0 or max_jump_distance <= 0:
         return OffMeshLinks.empty()
 

@@ -311,6 +311,27 @@ def test_tiled_bake_finds_links_across_tile_borders_and_paths_take_them():
     assert plain.auto_link_count == 0 and plain.navmesh_links() is None
 
 
+@pytest.mark.parametrize("tile_size", [12, 18])
+def test_tiled_links_from_a_ledge_along_a_tile_border(tile_size):
+    """The ledge's navmesh edge lies on grid line 36 (y = 8.8), a tile border for 12- and
+    18-cell tiles, where Recast makes it a portal of both tiles: the tiles still find every
+    solo link (drops included) within the link spacing, and nothing else (where the floor
+    goes on across a border there is no gap, so no link)."""
+    from core import tiles
+
+    verts, tris = linkscenes.gap_and_ledge_scene()
+    solo = _bake()
+    d = solo.config.derived()
+    drops = solo.offmesh_links.start[~solo.offmesh_links.bidirectional]
+    line = (drops[:, 1] - solo.bmin[1]) / d.cs
+    assert np.allclose(line, 36) and 36 % tile_size == 0
+    links = tiles.bake_tiled(verts, tris, ON, tile_size, workers=1).navmesh_links()
+    spacing = float(ON.link_spacing)
+    assert int((~links.bidirectional).sum()) >= len(drops) - 1
+    assert (_nearest_same_kind(solo.offmesh_links, links) < spacing).all()
+    assert (_nearest_same_kind(links, solo.offmesh_links) < spacing).all()
+
+
 def test_tiled_links_landing_on_a_removed_region_are_dropped(monkeypatch):
     """A 2.4 m platform across the gap: erosion leaves it 16 cells, under the smallest
     region, so Recast removes it and a solo bake has no link to it. The tile holding the
