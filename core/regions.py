@@ -145,11 +145,13 @@ class _Graph:
         #: one. Floods through such spans depend on where they start (see `_flood_batch`).
         self.one_way = np.zeros(n + 1, dtype=bool)
         self.one_way[:n] = any_of_4(one_way)
-        ow_dst = self.nsa[:n][one_way]
+        # Row-major, as a boolean mask reads (usually none: a sum per row would cost more).
+        ow_src, ow_dir = np.nonzero(one_way)
+        ow_dst = self.nsa[ow_src, ow_dir].astype(np.int64)
         self.one_way[ow_dst] = True
         #: The one-way links as (source, target) pairs: `linked_from` adds them to the
         #: returned links, which it reads forward.
-        self.ow_src = np.repeat(idx, one_way.sum(axis=1))
+        self.ow_src = ow_src.astype(np.int64)
         self.ow_dst = ow_dst
 
     def free_flood_scratch(self) -> None:
@@ -220,7 +222,8 @@ def _expand(g: _Graph, reg, sdist, active, level: int, max_iter: int):
         for d in range(4):
             nb = nsa[cand_spans, d]
             rn = reg[nb]
-            dd = np.where((rn > 0) & ((rn & BORDER_REG) == 0), sdist[nb] + 2, _BIG)
+            # A region that is not a tile border: 0 < id < BORDER_REG (ids stay below 2**16).
+            dd = np.where((rn > 0) & (rn < BORDER_REG), sdist[nb] + 2, _BIG)
             better = dd < best_d
             best_d = np.where(better, dd, best_d)
             best_r = np.where(better, rn, best_r)
