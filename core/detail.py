@@ -785,6 +785,97 @@ def _circle_class_f32(pts, cache, s, t, v, u):
     return 1 if d < r_lo else 2
 
 
+#: `_fold_tables` entry of an edge whose scan meets a point on a circle (its outcome then
+#: depends on the edges at the time): `_delaunay_hull` scans it itself.
+_FOLD_LITERAL = -2
+#: Point sets up to this size get their scans from `_fold_tables` (tables of n^3 circles).
+FOLD_TABLE_MAX_POINTS = 24
+#: Point sets per `_fold_tables` call (bounds its tables: n^3 floats of each of a few kinds).
+FOLD_TABLES_PER_BATCH = 64
+#: The rounds of `_details_with_samples` read small polygons' scans from `_fold_tables`
+#: (False: every scan in `_delaunay_hull`, the oracle).
+BATCH_FOLDS = True
+
+
+def _fold_tables(point_sets) -> list[list[list[int]]]:
+    """completeFacet's scan for every ordered point pair (s, t) of several point sets at once.
+
+    ``point_sets``: (vx, vz) float32 arrays per set (at most `FOLD_TABLE_MAX_POINTS` points).
+    Returns per set a nested list ``fold[s][t]``: the point the scan settles on (the first
+    candidate, replaced by each later candidate strictly inside the current circle, Recast's
+    test with its 0.1 % tolerance), -1 when no point is left of s->t, or `_FOLD_LITERAL` when
+    the scan meets a point on a circle (overlap tests against the edges decide). The same
+    float32 operations as `_circle_class_f32` and `left_of`, for every set, pair and
+    candidate at once; the scan runs in lockstep over the candidates in index order.
+    """
+    count = len(point_sets)
+    sizes = np.array([vx.shape[0] for vx, _ in point_sets], dtype=np.int64)
+    n = int(sizes.max())
+    x = np.zeros((count, n), dtype=F32)
+    z = np.zeros((count, n), dtype=F32)
+    for i, (vx, vz) in enumerate(point_sets):
+        x[i, : vx.shape[0]] = vx
+        z[i, : vz.shape[0]] = vz
+    real = np.arange(n)[None, :] < sizes[:, None]
+    # Left of s->t (vcross2 > EPS): [set, s, t, u].
+    ux = x[:, None, :] - x[:, :, None]  # [set, s, t]: t - s
+    uz = z[:, None, :] - z[:, :, None]
+    wx = ux[:, :, None, :]  # [set, s, 1, u]: u - s
+    wz = uz[:, :, None, :]
+    left = (ux[:, :, :, None] * wz - uz[:, :, :, None] * wx) > _F32_EPS_LEFT
+    ids = np.arange(n)
+    left &= (ids[None, None, None, :] != ids[None, :, None, None]) & (
+        ids[None, None, None, :] != ids[None, None, :, None]
+    )
+    left &= real[:, None, None, :] & real[:, :, None, None] & real[:, None, :, None]
+    # Circle of (s, t, v): [set, s, t, v] (p1 = s, p2 = t, p3 = v).
+    v2x = ux[:, :, :, None]
+    v2z = uz[:, :, :, None]
+    v3x = ux[:, :, None, :]
+    v3z = uz[:, :, None, :]
+    cp = v2x * v3z - v2z * v3x
+    v2sq = v2x * v2x + v2z * v2z
+    v3sq = v3x * v3x + v3z * v3z
+    den = _F32_TWO * cp
+    round_ok = np.abs(cp) > _F32_EPS_CIRCLE
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        c0 = (v2sq * v3z + v3sq * -v2z) / den
+        c2 = (v2sq * -v3x + v3sq * v2x) / den
+        rad = np.sqrt(c0 * c0 + c2 * c2)
+    p1x = x[:, :, None, None]
+    p1z = z[:, :, None, None]
+    # Per circle (x, z, radius + 0.1 %, radius - 0.1 %), one row each for the gathers below.
+    circle = np.empty((count, n, n, n, 4), dtype=F32)
+    circle[..., 0] = np.where(round_ok, c0 + p1x, p1x)
+    circle[..., 1] = np.where(round_ok, c2 + p1z, p1z)
+    rad = np.where(round_ok, rad, _F32_ZERO)
+    circle[..., 2] = rad * _F32_TOL_HI
+    circle[..., 3] = rad * _F32_TOL_LO
+    # Rows as single 16-byte items: a one-dimensional take is several times faster.
+    rows = circle.reshape(-1, 4).view(np.complex128).reshape(-1)
+    del v2x, v2z, v3x, v3z, cp, v2sq, v3sq, den, c0, c2, rad, round_ok
+    # Candidates first: left[u] is contiguous.
+    left = np.moveaxis(left, 3, 0).copy()
+    # The scans, candidate by candidate.
+    pt = np.full(count * n * n, -1, dtype=np.int64)
+    on_circle = np.zeros(count * n * n, dtype=bool)
+    lanes_n = np.arange(count * n * n) * n
+    set_of_lane = np.repeat(np.arange(count), n * n)
+    for u in range(n):
+        cand = left[u].reshape(-1)
+        have = pt >= 0
+        c = rows.take(lanes_n + np.maximum(pt, 0)).view(F32).reshape(-1, 4)
+        dx = x[set_of_lane, u] - c[:, 0]
+        dz = z[set_of_lane, u] - c[:, 1]
+        d = np.sqrt(dx * dx + dz * dz)
+        outside = d > c[:, 2]
+        inside = ~outside & (d < c[:, 3])
+        pt = np.where(cand & (~have | inside), u, pt)
+        on_circle |= cand & have & ~outside & ~inside
+    pt = np.where(on_circle, _FOLD_LITERAL, pt).reshape(count, n, n)
+    return [pt[i, : sizes[i], : sizes[i]].tolist() for i in range(count)]
+
+
 def faces_from_edges(edges, nfaces: int) -> list[list[int]]:
     """delaunayHull's last step: the triangles [a, b, c] of ``nfaces`` faces from the edges
     [s, t, left face, right face], incomplete faces dropped (the last one moved into their
@@ -818,11 +909,13 @@ def faces_from_edges(edges, nfaces: int) -> list[list[int]]:
     return tris
 
 
-def _delaunay_hull(vx, vz, hull, cache=None):
+def _delaunay_hull(vx, vz, hull, cache=None, fold=None):
     """Recast delaunayHull on float32 points (x/z arrays): list of [a, b, c] triangles.
 
     ``cache``: dict shared by the calls of one polygon (points are only ever appended, so
-    circumcircles and point-circle tests of existing points stay valid).
+    circumcircles and point-circle tests of existing points stay valid). ``fold``: optional
+    `_fold_tables` entry for these points: completeFacet's scan result per edge, read instead
+    of scanning where it does not depend on the edges.
     """
     if cache is None:
         cache = {}
@@ -909,32 +1002,37 @@ def _delaunay_hull(vx, vz, hull, cache=None):
             # on a circle (class 2, whose outcome depends on the current edges) it depends on
             # the points only, so a later call of this polygon resumes it at the points added
             # since (they come last).
-            candidates = left_of(s, t)
-            scan_key = ("scan", s, t)
-            known = cache.get(scan_key)
-            first, pt = (0, npts) if known is None else known
-            if pt < 0:
-                pt = npts
-            pure = True
-            for u in candidates[first:] if first else candidates:
-                if pt == npts:  # first candidate: its circumcircle is the current one
-                    pt = u
-                    continue
-                key = (s, t, pt, u)
-                where = cache.get(key)
-                if where is None:
-                    where = cache[key] = _circle_class_f32(pts, cache, s, t, pt, u)
-                if where == 0:
-                    continue
-                if where == 2:
-                    pure = False
-                    if overlaps(s, u) or overlaps(t, u):
+            pt = _FOLD_LITERAL if fold is None else fold[s][t]
+            if pt != _FOLD_LITERAL:  # the scan's result, known from the points alone
+                if pt < 0:
+                    pt = npts
+            else:
+                candidates = left_of(s, t)
+                scan_key = ("scan", s, t)
+                known = cache.get(scan_key)
+                first, pt = (0, npts) if known is None else known
+                if pt < 0:
+                    pt = npts
+                pure = True
+                for u in candidates[first:] if first else candidates:
+                    if pt == npts:  # first candidate: its circumcircle is the current one
+                        pt = u
                         continue
-                pt = u
-            if pure:
-                cache[scan_key] = (len(candidates), pt if pt < npts else -1)
-            elif known is not None:
-                del cache[scan_key]
+                    key = (s, t, pt, u)
+                    where = cache.get(key)
+                    if where is None:
+                        where = cache[key] = _circle_class_f32(pts, cache, s, t, pt, u)
+                    if where == 0:
+                        continue
+                    if where == 2:
+                        pure = False
+                        if overlaps(s, u) or overlaps(t, u):
+                            continue
+                    pt = u
+                if pure:
+                    cache[scan_key] = (len(candidates), pt if pt < npts else -1)
+                elif known is not None:
+                    del cache[scan_key]
             if pt < npts:
                 _update_left_face(edges[cur], s, t, nfaces)
                 e = find_edge(pt, s)
@@ -1178,9 +1276,21 @@ def _details_with_samples(items, sample_max_error):
                 added[j][b] = True
                 jx, jy, jz = items[j][4]
                 verts[j] = np.concatenate([verts[j], np.array([[jx[b], jy[b], jz[b]]], dtype=F32)])
-                tris[j] = _delaunay_hull(verts[j][:, 0], verts[j][:, 2], items[j][1], caches[j])
                 growing.append(j)
             batch, pairs = [], 0
+        # Re-triangulate the grown polygons; the small ones read their scans from tables
+        # built for all of them at once.
+        small = [j for j in growing if verts[j].shape[0] <= FOLD_TABLE_MAX_POINTS]
+        folds: dict[int, list] = {}
+        if BATCH_FOLDS:
+            for lo in range(0, len(small), FOLD_TABLES_PER_BATCH):
+                part = small[lo : lo + FOLD_TABLES_PER_BATCH]
+                sets = [(verts[j][:, 0], verts[j][:, 2]) for j in part]
+                folds.update(zip(part, _fold_tables(sets), strict=True))
+        for j in growing:
+            tris[j] = _delaunay_hull(
+                verts[j][:, 0], verts[j][:, 2], items[j][1], caches[j], folds.get(j)
+            )
         active = growing
     # Large polygons and the last few growing ones finish one by one.
     for i in sorted(solo + active):

@@ -57,6 +57,28 @@ def test_fast_delaunay_equals_literal_as_points_are_added(kind, seed):
         assert len(literal) >= pts.shape[0] - 2  # a real triangulation (not an empty one)
 
 
+@pytest.mark.parametrize("kind", ["random", "grid"])
+def test_fold_tables_give_the_literal_delaunay(kind):
+    """Scans read from `_fold_tables` (built for many point sets at once, padded to the
+    largest) give the literal delaunayHull triangle for triangle; scans that meet a point on
+    a circle are left to `_delaunay_hull`."""
+    rng = np.random.default_rng(7 if kind == "grid" else 8)
+    sets, hulls = [], []
+    for _ in range(12):
+        points, nhull = _polygon_points(rng, kind, int(rng.integers(1, 15)))
+        sets.append((points[:, 0].copy(), points[:, 1].copy()))
+        hulls.append(list(range(nhull)))
+    folds = detail._fold_tables(sets)
+    literal_scans = known = 0
+    for (vx, vz), hull, fold in zip(sets, hulls, folds, strict=True):
+        literal_scans += sum(row.count(detail._FOLD_LITERAL) for row in fold)
+        known += sum(v >= 0 for row in fold for v in row)
+        assert detail._delaunay_hull(vx, vz, hull, {}, fold) == delaunay_hull_literal(vx, vz, hull)
+    # Both kinds put points on circles (the random hulls lie on one circle), and most scans
+    # are known from the tables.
+    assert 0 < literal_scans < known
+
+
 @pytest.mark.parametrize("seed", range(20))
 def test_vectorized_overlap_equals_scalar(seed):
     rng = np.random.default_rng(seed)
@@ -74,7 +96,11 @@ def test_vectorized_overlap_equals_scalar(seed):
 def test_whole_detail_mesh_equals_the_literal_delaunay(name, monkeypatch):
     verts, tris = read_obj(mesh_path(name))
     fast = pipeline.bake(verts, tris, NavConfig()).detail
-    monkeypatch.setattr(detail, "_delaunay_hull", delaunay_hull_literal)
+    monkeypatch.setattr(
+        detail,
+        "_delaunay_hull",
+        lambda vx, vz, hull, cache=None, fold=None: delaunay_hull_literal(vx, vz, hull, cache),
+    )
     slow = pipeline.bake(verts, tris, NavConfig()).detail
     np.testing.assert_array_equal(fast.meshes, slow.meshes)
     np.testing.assert_array_equal(fast.verts, slow.verts)
@@ -126,7 +152,8 @@ def test_batched_hulls_equal_the_one_polygon_path(name, sample_dist, monkeypatch
 
 
 ROUND_CASES = [("undulating", 6.0, {}), ("nav_test", 6.0, {}), ("house", 1.0, {}),
-               ("undulating", 6.0, {"ROUNDS_MIN_POLYGONS": 1, "ROUND_MAX_PAIRS": 1 << 40}),
+               ("undulating", 6.0, {"ROUNDS_MIN_POLYGONS": 1, "ROUND_MAX_PAIRS": 1 << 40,
+                                    "FOLD_TABLE_MAX_POINTS": 40, "FOLD_TABLES_PER_BATCH": 5}),
                ("dungeon", 3.0, {"ROUNDS_MIN_POLYGONS": 2, "GAP_PAIRS_PER_BATCH": 64}),
                ("bridge", 1.0, {"ROUNDS_MIN_POLYGONS": 1, "GAP_PAIRS_PER_BATCH": 1})]  # fmt: skip
 
@@ -146,6 +173,7 @@ def test_sample_rounds_equal_one_polygon_at_a_time(name, sample_dist, knobs, mon
         monkeypatch.setattr(detail, knob, value)
     fast = detail.build_poly_mesh_detail(*args)
     monkeypatch.setattr(detail, "BATCH_INSERTS", False)
+    monkeypatch.setattr(detail, "BATCH_FOLDS", False)
     slow = detail.build_poly_mesh_detail(*args)
     assert slow.ntris > result.polymesh.polys.shape[0]  # interior samples were added
     for field in ("meshes", "verts", "tris"):
