@@ -1280,7 +1280,11 @@ def _details_with_samples(items, sample_max_error):
             batch, pairs = [], 0
         # Re-triangulate the grown polygons; the small ones read their scans from tables
         # built for all of them at once.
-        small = [j for j in growing if verts[j].shape[0] <= FOLD_TABLE_MAX_POINTS]
+        # By size, so that a batch's tables (padded to its largest set) waste little.
+        small = sorted(
+            (j for j in growing if verts[j].shape[0] <= FOLD_TABLE_MAX_POINTS),
+            key=lambda j: verts[j].shape[0],
+        )
         folds: dict[int, list] = {}
         if BATCH_FOLDS:
             for lo in range(0, len(small), FOLD_TABLES_PER_BATCH):
