@@ -788,8 +788,9 @@ def _circle_class_f32(pts, cache, s, t, v, u):
 #: `_fold_tables` entry of an edge whose scan meets a point on a circle (its outcome then
 #: depends on the edges at the time): `_delaunay_hull` scans it itself.
 _FOLD_LITERAL = -2
-#: Point sets up to this size get their scans from `_fold_tables` (tables of n^3 circles).
-FOLD_TABLE_MAX_POINTS = 24
+#: Point sets up to this size get their scans from `_fold_tables` (n^3 circles each; from
+#: about 20 points on the literal scans cost less: measured on undulating).
+FOLD_TABLE_MAX_POINTS = 16
 #: Point sets per `_fold_tables` call (bounds its tables: n^3 floats of each of a few kinds).
 FOLD_TABLES_PER_BATCH = 64
 #: The rounds of `_details_with_samples` read small polygons' scans from `_fold_tables`
@@ -1255,8 +1256,15 @@ def _details_with_samples(items, sample_max_error):
             i for i in active
             if rounds[i] < items[i][4][0].size and verts[i].shape[0] < MAX_VERTS and tris[i]
         ]  # fmt: skip
-        solo.extend(i for i in active if items[i][4][0].size * len(tris[i]) > ROUND_MAX_PAIRS)
-        active = [i for i in active if items[i][4][0].size * len(tris[i]) <= ROUND_MAX_PAIRS]
+        # Polygons outgrowing the fold tables, or with many pairs, finish alone (one polygon's
+        # Delaunay steps in a row reuse its caches while they are hot).
+        large = {
+            i for i in active
+            if items[i][4][0].size * len(tris[i]) > ROUND_MAX_PAIRS
+            or verts[i].shape[0] >= FOLD_TABLE_MAX_POINTS
+        }  # fmt: skip
+        solo.extend(i for i in active if i in large)
+        active = [i for i in active if i not in large]
         if len(active) < ROUNDS_MIN_POLYGONS:
             break
         growing = []
