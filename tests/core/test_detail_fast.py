@@ -132,18 +132,24 @@ def test_lockstep_hull_triangulation_equals_one_by_one(seed):
         assert tris[tstart[p] : tstart[p + 1]].tolist() == want
 
 
+def _detail_args(name: str, config: NavConfig):
+    """A bake of a shared mesh and `build_poly_mesh_detail`'s arguments from it."""
+    verts, tris = read_obj(mesh_path(name))
+    result = pipeline.bake(verts, tris, config)
+    d = result.config.derived()
+    args = (result.polymesh, result.compact, float(d.detail_sample_dist),
+            float(d.detail_sample_max_error))  # fmt: skip
+    return result, args
+
+
 CASES = [(name, sd) for name in ("dungeon", "nav_test", "undulating", "house", "bridge")
          for sd in (0.0, 6.0)] + [("dungeon", 3.0), ("house", 1.0), ("bridge", 1.0)]  # fmt: skip
 
 
 @pytest.mark.parametrize(("name", "sample_dist"), CASES)
 def test_batched_hulls_equal_the_one_polygon_path(name, sample_dist, monkeypatch):
-    verts, tris = read_obj(mesh_path(name))
     config = NavConfig(detail_sample_dist=sample_dist, detail_sample_max_error=0.5)
-    result = pipeline.bake(verts, tris, config)
-    d = result.config.derived()
-    args = (result.polymesh, result.compact, float(d.detail_sample_dist),
-            float(d.detail_sample_max_error))  # fmt: skip
+    _, args = _detail_args(name, config)
     fast = detail.build_poly_mesh_detail(*args)
     monkeypatch.setattr(detail, "BATCH_HULLS", False)
     slow = detail.build_poly_mesh_detail(*args)
@@ -163,12 +169,8 @@ def test_sample_rounds_equal_one_polygon_at_a_time(name, sample_dist, knobs, mon
     """Interior samples added in rounds over many polygons (gaps measured for all at once,
     large polygons and the last few finishing alone) against `_build_poly_detail` polygon by
     polygon; the knobs force every polygon through the rounds, or tiny batches."""
-    verts, tris = read_obj(mesh_path(name))
     config = NavConfig(detail_sample_dist=sample_dist, detail_sample_max_error=0.2)
-    result = pipeline.bake(verts, tris, config)
-    d = result.config.derived()
-    args = (result.polymesh, result.compact, float(d.detail_sample_dist),
-            float(d.detail_sample_max_error))  # fmt: skip
+    result, args = _detail_args(name, config)
     for knob, value in knobs.items():
         monkeypatch.setattr(detail, knob, value)
     fast = detail.build_poly_mesh_detail(*args)
@@ -184,11 +186,7 @@ def test_sample_rounds_equal_one_polygon_at_a_time(name, sample_dist, knobs, mon
 def test_detail_pool_gives_the_same_mesh(pool, monkeypatch):
     """The polygons adding interior samples sent to a build context's executor in pieces (as
     `python -m core bake --workers N` does for big ones) give the in-process detail mesh."""
-    verts, tris = read_obj(mesh_path("undulating"))
-    result = pipeline.bake(verts, tris, NavConfig())
-    d = result.config.derived()
-    args = (result.polymesh, result.compact, float(d.detail_sample_dist),
-            float(d.detail_sample_max_error))  # fmt: skip
+    result, args = _detail_args("undulating", NavConfig())
     monkeypatch.setattr(detail, "POOL_MIN_WORK", 0)
     monkeypatch.setattr(detail, "POOL_PIECES", 3)
     sent = []
