@@ -873,8 +873,8 @@ def _fold_tables(point_sets) -> list[list[list[int]]]:
         inside = ~outside & (d < c[:, 3])
         pt = np.where(cand & (~have | inside), u, pt)
         on_circle |= cand & have & ~outside & ~inside
-    pt = np.where(on_circle, _FOLD_LITERAL, pt).reshape(count, n, n)
-    return [pt[i, : sizes[i], : sizes[i]].tolist() for i in range(count)]
+    folds = np.where(on_circle, _FOLD_LITERAL, pt).reshape(count, n, n)
+    return [folds[i, : sizes[i], : sizes[i]].tolist() for i in range(count)]
 
 
 def faces_from_edges(edges, nfaces: int) -> list[list[int]]:
