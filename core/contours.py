@@ -697,32 +697,41 @@ def segment_hits_edges(
 def segments_cross(x0, z0, x1, z1, ax, az, bx, bz, loose: bool = False) -> np.ndarray:
     """bool per pair: segment (x0, z0)-(x1, z1) crosses edge (ax, az)-(bx, bz) as in
     `segment_hits_edges` (every argument an integer array or scalar, broadcast together)."""
+    a1 = (x1 - x0) * (az - z0) - (ax - x0) * (z1 - z0)  # area2(d0, d1, a)
+    a2 = (x1 - x0) * (bz - z0) - (bx - x0) * (z1 - z0)  # area2(d0, d1, b)
+    a3 = (bx - ax) * (z0 - az) - (x0 - ax) * (bz - az)  # area2(a, b, d0)
+    a4 = (bx - ax) * (z1 - az) - (x1 - ax) * (bz - az)  # area2(a, b, d1)
+    zero = (a1 == 0) | (a2 == 0) | (a3 == 0) | (a4 == 0)
+    hit = ~zero & ((a1 < 0) != (a2 < 0)) & ((a3 < 0) != (a4 < 0))
+    if loose or not zero.any():
+        return hit
+    # A shared end makes one of the areas 0, so the shared-end rule and Recast's between()
+    # (an end on the other segment: collinear, within its x or z range) only concern the
+    # (few) pairs with a zero area.
+    at = np.nonzero(zero)
+    x0, z0, x1, z1, ax, az, bx, bz = (
+        arr[at] for arr in np.broadcast_arrays(x0, z0, x1, z1, ax, az, bx, bz)
+    )
+    a1, a2, a3, a4 = a1[at], a2[at], a3[at], a4[at]
     skip = (
         ((ax == x0) & (az == z0))
         | ((ax == x1) & (az == z1))
         | ((bx == x0) & (bz == z0))
         | ((bx == x1) & (bz == z1))
     )
-    a1 = (x1 - x0) * (az - z0) - (ax - x0) * (z1 - z0)  # area2(d0, d1, a)
-    a2 = (x1 - x0) * (bz - z0) - (bx - x0) * (z1 - z0)  # area2(d0, d1, b)
-    a3 = (bx - ax) * (z0 - az) - (x0 - ax) * (bz - az)  # area2(a, b, d0)
-    a4 = (bx - ax) * (z1 - az) - (x1 - ax) * (bz - az)  # area2(a, b, d1)
-    hit = (a1 != 0) & (a2 != 0) & (a3 != 0) & (a4 != 0)
-    hit &= ((a1 < 0) != (a2 < 0)) & ((a3 < 0) != (a4 < 0))
-    if not loose:
-        # between(): an end on the other segment (collinear, within its x or z range).
-        on_x = x0 != x1
-        lo = np.where(on_x, np.minimum(x0, x1), np.minimum(z0, z1))
-        hi = np.where(on_x, np.maximum(x0, x1), np.maximum(z0, z1))
-        c0, c1 = np.where(on_x, ax, az), np.where(on_x, bx, bz)
-        hit |= ((a1 == 0) & (lo <= c0) & (c0 <= hi)) | ((a2 == 0) & (lo <= c1) & (c1 <= hi))
-        vert = ax == bx
-        mnx, mxx = np.minimum(ax, bx), np.maximum(ax, bx)
-        mnz, mxz = np.minimum(az, bz), np.maximum(az, bz)
-        b3 = np.where(vert, (mnz <= z0) & (z0 <= mxz), (mnx <= x0) & (x0 <= mxx))
-        b4 = np.where(vert, (mnz <= z1) & (z1 <= mxz), (mnx <= x1) & (x1 <= mxx))
-        hit |= ((a3 == 0) & b3) | ((a4 == 0) & b4)
-    return hit & ~skip
+    on_x = x0 != x1
+    lo = np.where(on_x, np.minimum(x0, x1), np.minimum(z0, z1))
+    hi = np.where(on_x, np.maximum(x0, x1), np.maximum(z0, z1))
+    c0, c1 = np.where(on_x, ax, az), np.where(on_x, bx, bz)
+    touch = ((a1 == 0) & (lo <= c0) & (c0 <= hi)) | ((a2 == 0) & (lo <= c1) & (c1 <= hi))
+    vert = ax == bx
+    mnx, mxx = np.minimum(ax, bx), np.maximum(ax, bx)
+    mnz, mxz = np.minimum(az, bz), np.maximum(az, bz)
+    b3 = np.where(vert, (mnz <= z0) & (z0 <= mxz), (mnx <= x0) & (x0 <= mxx))
+    b4 = np.where(vert, (mnz <= z1) & (z1 <= mxz), (mnx <= x1) & (x1 <= mxx))
+    touch |= ((a3 == 0) & b3) | ((a4 == 0) & b4)
+    hit[at] = touch & ~skip
+    return hit
 
 
 def _in_cone_all(vx: np.ndarray, vz: np.ndarray, px: int, pz: int) -> np.ndarray:
