@@ -1805,11 +1805,19 @@ def build_poly_mesh_detail(
             samples = (jx[lo:hi], jy[lo:hi], jz[lo:hi])
         items.append((verts, hull, n, s >= 0, samples))
     executor = ctx.executor if ctx is not None else None
-    if BATCH_INSERTS and executor is not None and _insert_work(items) >= POOL_MIN_WORK:
-        built = _details_in_pool(executor, items, sample_max_error)
-    elif BATCH_INSERTS and items:
+    built = None
+    if BATCH_INSERTS and executor is not None and items and _insert_work(items) >= POOL_MIN_WORK:
+        assert ctx is not None
+        try:
+            built = _details_in_pool(executor, items, sample_max_error)
+        except Exception as exc:  # a broken pool: the work is the same here, only slower
+            ctx.warn(
+                f"detail mesh: the worker processes failed ({type(exc).__name__}: {exc}); "
+                "the polygons were finished in this process"
+            )
+    if built is None and BATCH_INSERTS and items:
         built = _details_with_samples(items, sample_max_error)
-    else:
+    if built is None:
         built = []
         step = max(1, len(items) // 10)
         for i, item in enumerate(items):

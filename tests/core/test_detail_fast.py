@@ -6,6 +6,7 @@ stage grows them, and on whole bakes of every shared mesh."""
 from __future__ import annotations
 
 import concurrent.futures as cf
+from concurrent.futures.process import BrokenProcessPool
 
 import numpy as np
 import pytest
@@ -191,11 +192,11 @@ def test_detail_pool_gives_the_same_mesh(pool, monkeypatch):
     monkeypatch.setattr(detail, "POOL_PIECES", 3)
     sent = []
     real = detail._details_in_pool
-    monkeypatch.setattr(detail, "_details_in_pool", lambda *a: sent.append(1) or real(*a))
+    monkeypatch.setattr(detail, "_details_in_pool", lambda *a: sent.append(len(a[1])) or real(*a))
     make = cf.ThreadPoolExecutor if pool == "threads" else cf.ProcessPoolExecutor
     with make(max_workers=2) as executor:
         pooled = detail.build_poly_mesh_detail(*args, ctx=BuildContext(executor=executor))
-    assert sent
+    assert sent and sent[0] > 0
     for field in ("meshes", "verts", "tris"):
         np.testing.assert_array_equal(
             getattr(pooled, field), getattr(result.detail, field), err_msg=field
@@ -210,10 +211,29 @@ def test_solo_cli_bake_with_workers_writes_the_same_navmesh(tmp_path, monkeypatc
     monkeypatch.setattr(detail, "POOL_MIN_WORK", 0)
     pooled = []
     real = detail._details_in_pool
-    monkeypatch.setattr(detail, "_details_in_pool", lambda *a: pooled.append(1) or real(*a))
-    mesh = str(mesh_path("house"))
+    monkeypatch.setattr(detail, "_details_in_pool", lambda *a: pooled.append(len(a[1])) or real(*a))
+    mesh = str(mesh_path("nav_test"))
     assert main(["bake", mesh, "--out", str(tmp_path / "one.bin"), "--workers", "1"]) == 0
     assert not pooled
     assert main(["bake", mesh, "--out", str(tmp_path / "two.bin"), "--workers", "2"]) == 0
-    assert pooled
+    assert pooled and pooled[0] > 0  # polygons that add interior samples went to the pool
     assert (tmp_path / "one.bin").read_bytes() == (tmp_path / "two.bin").read_bytes()
+
+
+class _BrokenPool(cf.Executor):
+    """An executor whose workers always die (as a killed or unforkable pool's do)."""
+
+    def submit(self, fn, /, *args, **kwargs):
+        future: cf.Future = cf.Future()
+        future.set_exception(BrokenProcessPool("a worker died"))
+        return future
+
+
+def test_a_broken_detail_pool_finishes_in_this_process_with_a_warning(monkeypatch):
+    result, args = _detail_args("nav_test", NavConfig())
+    monkeypatch.setattr(detail, "POOL_MIN_WORK", 0)
+    ctx = BuildContext(executor=_BrokenPool())
+    built = detail.build_poly_mesh_detail(*args, ctx=ctx)
+    assert any("worker processes failed" in w and "BrokenProcessPool" in w for w in ctx.warnings)
+    for field in ("meshes", "verts", "tris"):
+        np.testing.assert_array_equal(getattr(built, field), getattr(result.detail, field))
