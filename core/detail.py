@@ -29,11 +29,14 @@ The rule, per polygon (Recast's ``buildPolyDetail``):
 
 Arithmetic is float32 in Recast's operation order, so the output matches Recast bit for bit.
 Vectorized over all polygons at once: the height patches (one level-by-level breadth-first
-flood for every polygon), edge sampling and simplification, minimum extents and the interior
-sample grids. What stays per polygon, in a Python loop over the (few) polygons: the hull
-ear walk and the greedy insertion of interior samples with its Delaunay re-triangulation,
-which are sequential and order-sensitive by nature; they run on the handful of points of one
-polygon in exact float32 scalar arithmetic, with the sample errors vectorized.
+flood for every polygon), edge sampling and simplification, minimum extents, the interior
+sample grids and the hull ear walks. The greedy insertion of interior samples runs in rounds
+over the polygons that add some: each round measures every such polygon's samples against its
+triangles at once, and re-triangulates each (Recast's delaunayHull, sequential per polygon;
+for polygons of up to `FOLD_TABLE_MAX_POINTS` points its candidate scans come from tables
+built for all of them at once, `_fold_tables`). Large polygons and the last few finish one
+by one. With a build context's ``executor`` (processes), those polygons are sent to it in
+pieces when the work is large (`POOL_MIN_WORK`).
 
 Deviation from Recast: with ``sample_dist == 0`` Recast's hull stays empty and the hull
 triangulation never ends (recastnavigation issue #650); here the hull is then the polygon's own
@@ -1078,9 +1081,9 @@ def _height_gap(px, py, pz, a, b, c):
 
 
 def _triangle_terms(a, b, c):
-    """The point-independent part of `_height_gap` per triangle: float32 (t, 12) columns
-    ax, ay, az, v0x, v0y, v0z, v1x, v1y, v1z, dot00, dot01 and dot11, and the inverse
-    denominator in column 12 (t, 13 in all); the same float32 operations."""
+    """The point-independent part of `_height_gap` per triangle: float32 (t, 13), columns ax,
+    ay, az, v0x, v0y, v0z, v1x, v1y, v1z, dot00, dot01, dot11 and the inverse denominator;
+    the same float32 operations."""
     out = np.empty((a.shape[0], 13), dtype=F32)
     out[:, 0:3] = a
     out[:, 3:6] = c - a
