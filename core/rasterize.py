@@ -737,6 +737,10 @@ def _sort_key_and_payload(areas, width, height):
         key += col
         key <<= shift
         key |= np.arange(key.shape[0], dtype=np.int64)
+        # Sorted here, on the clipping thread (NumPy sorts without the GIL): the keys of all
+        # pieces are then a few sorted runs, which the final stable sort (a merge sort that
+        # finds runs) joins in one or two passes. The payloads stay where the keys point.
+        key.sort(kind="stable")
         return key, _pack_payload(smin, smax, areas[tri])
 
     return finish, shift
@@ -758,7 +762,7 @@ def _fragments_by_column(pieces, shift):
         end = start + piece_keys.shape[0]
         keys[start:end] += start
         start = end
-    keys.sort()
+    keys.sort(kind="stable")  # the pieces' sorted runs merged (keys are unique)
     return keys, payload
 
 
