@@ -7,6 +7,8 @@ clearance up to the next solid span (capped at 255). Direction d: 0 = (x-1), 1 =
 
 from __future__ import annotations
 
+import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -81,8 +83,11 @@ class CompactHeightfield:
 
 
 #: Spans linked per chunk in `build_compact_heightfield` (temporaries of about 40 bytes per
-#: span and direction: arrays of at most 8 MiB, which the allocator reuses).
-LINK_CHUNK_SPANS = 1 << 18
+#: span and direction: arrays of at most 2 MiB, which the allocator reuses and the cache
+#: holds; 4x4 tiling, same process: 2**18 106 ms, 2**16 94 ms, 2**16 on two threads 75 ms).
+LINK_CHUNK_SPANS = 1 << 16
+#: Threads linking chunks at once.
+LINK_WORKERS = min(2, os.cpu_count() or 1)
 #: Highest layer index a connection can store (63 means "not connected"). [Recast: MAX_LAYERS]
 MAX_LAYERS = NOT_CONNECTED - 1
 #: Ceiling of the topmost span of a column. [Recast: MAX_HEIGHT in rcBuildCompactHeightfield]
@@ -250,12 +255,15 @@ def _link_rounds(
     sx = span_x.astype(index)
     sy = span_y.astype(index)
     offsets = (DIR_OFFSET_X + DIR_OFFSET_Y * width).astype(index)
-    max_layer = 0
     # Spans in chunks: each chunk's temporaries (a few MiB) are reused by the allocator
     # instead of fresh pages for every whole-heightfield array (page faults dominate then).
+    # Chunks write disjoint rows, and NumPy's gathers run without the GIL, so two threads
+    # link two chunks at once.
     n = int(floor.shape[0])
-    for lo in range(0, n, LINK_CHUNK_SPANS):
+
+    def link_chunk(lo: int) -> int:
         hi = min(n, lo + LINK_CHUNK_SPANS)
+        max_layer = 0
         x, y = sx[lo:hi], sy[lo:hi]
         ncol = (y * width + x)[:, None] + offsets[None, :]
         ncol[x == 0, 0] = ncols
@@ -290,7 +298,13 @@ def _link_rounds(
             layer += 1
             keep = ~done & (count > layer)
             pair, first, count = pair[keep], first[keep], count[keep]
-    return max_layer
+        return max_layer
+
+    chunks = range(0, n, LINK_CHUNK_SPANS)
+    if LINK_WORKERS > 1 and len(chunks) > 1:
+        with ThreadPoolExecutor(LINK_WORKERS) as pool:
+            return max(pool.map(link_chunk, chunks), default=0)
+    return max(map(link_chunk, chunks), default=0)
 
 
 def recast_cells(chf: CompactHeightfield, hf: Heightfield | None = None):

@@ -143,9 +143,11 @@ def test_compact_matches_recast(mesh):
 
 @pytest.mark.parametrize("seed", range(12))
 @pytest.mark.parametrize("chunk", [None, 5])
-def test_compact_matches_slow_oracle(seed, chunk, monkeypatch):
+@pytest.mark.parametrize("workers", [1, 2])
+def test_compact_matches_slow_oracle(seed, chunk, workers, monkeypatch):
     if chunk is not None:  # links built a few spans at a time, as a large heightfield is
         monkeypatch.setattr(compact, "LINK_CHUNK_SPANS", chunk)
+    monkeypatch.setattr(compact, "LINK_WORKERS", workers)  # 2: chunks on two threads
     rng = np.random.default_rng(seed)
     hf = random_heightfield(rng, max_spans=4)
     wh, wc = int(rng.integers(1, 8)), int(rng.integers(0, 5))
