@@ -46,8 +46,10 @@ vertices, which is what the setting asks for (no extra samples).
 from __future__ import annotations
 
 import math
+import os
 import struct
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -77,9 +79,12 @@ BATCH_HULLS = True
 BATCH_INSERTS = True
 #: Edge flag of a detail triangle edge that lies on the polygon outline. [Detour]
 DETAIL_EDGE_BOUNDARY = 0x1
-#: Patch cells of the polygons whose height patches are built at once; bounds the detail
-#: stage's working memory (about `PATCH_BYTES_PER_CELL` each). [Units: cells]
-PATCH_CELLS_PER_CHUNK = 1 << 19
+#: Patch cells of the polygons whose height patches are built at once; with `PATCH_WORKERS`
+#: chunks in flight, bounds the detail stage's working memory (about `PATCH_BYTES_PER_CELL`
+#: each). [Units: cells]
+PATCH_CELLS_PER_CHUNK = 1 << 18
+#: Threads building patch chunks at once.
+PATCH_WORKERS = min(2, os.cpu_count() or 1)
 #: Working bytes per patch cell while patches are built and sampled (measured with
 #: tracemalloc, rounded up). [Units: bytes]
 PATCH_BYTES_PER_CELL = 96
@@ -1728,7 +1733,6 @@ def build_poly_mesh_detail(
     np.cumsum(npoly, out=edge_base[1:])
     kept_by_edge: list = [None] * e_p.size
     slot = np.full(npolys, -1, dtype=np.int64)
-    interior: list[tuple] = []
     if sample_dist > 0:
         ipolys = np.flatnonzero(~(min_extent < sd * F32(2)))
         slot[ipolys] = np.arange(ipolys.size)
@@ -1739,7 +1743,9 @@ def build_poly_mesh_detail(
     # result is the same and the peak no longer grows with the sum of all bounding boxes.
     borders = _region_borders(chf)
     regs64 = regs.astype(np.int64)
-    for lo, hi in patch_chunks(pw * ph):
+
+    def sample_chunk(lo_hi: tuple[int, int]):
+        lo, hi = lo_hi
         data, off = _height_patches(
             chf, vi, pidx[lo:hi], npoly[lo:hi], regs64[lo:hi], xmin[lo:hi], ymin[lo:hi],
             pw[lo:hi], ph[lo:hi], bs, borders,
@@ -1748,17 +1754,29 @@ def build_poly_mesh_detail(
             data, off, xmin[lo:hi], ymin[lo:hi], pw[lo:hi], ph[lo:hi], F32(1) / F32(chf.cs),
             chf.ch, radius,
         )  # fmt: skip
-        if sample_dist > 0:
-            _edge_samples_of(
-                lo, hi, e_p, e_k, edge_base, pv, npoly, sd, patches, sample_max_error,
-                kept_by_edge,
-            )  # fmt: skip
-            chunk_ipolys = ipolys[(ipolys >= lo) & (ipolys < hi)]
-            istart, jx, jy, jz = _interior_samples(
-                pv[lo:hi], npoly[lo:hi], chunk_ipolys - lo, sample_dist, patches, cs
-            )
-            interior.append((istart, jx, jy, jz))
-        del data, off, patches
+        if sample_dist <= 0:
+            return None
+        _edge_samples_of(
+            lo, hi, e_p, e_k, edge_base, pv, npoly, sd, patches, sample_max_error, kept_by_edge
+        )
+        chunk_ipolys = ipolys[(ipolys >= lo) & (ipolys < hi)]
+        return _interior_samples(
+            pv[lo:hi], npoly[lo:hi], chunk_ipolys - lo, sample_dist, patches, cs
+        )
+
+    # Chunks write the slots of their own polygons' edges only; on two threads NumPy's share
+    # of the work (it runs without the GIL) overlaps. A polygon larger than the budget makes
+    # a chunk of its own: then one chunk at a time, so the working memory stays that
+    # `core.memory` predicts (the workers' budgets, or one polygon's patch).
+    sizes = pw * ph
+    chunks = patch_chunks(sizes)
+    fits = int(sizes.max(initial=0)) <= PATCH_CELLS_PER_CHUNK
+    if PATCH_WORKERS > 1 and len(chunks) > 1 and fits:
+        with ThreadPoolExecutor(PATCH_WORKERS) as pool:
+            sampled = list(pool.map(sample_chunk, chunks))
+    else:
+        sampled = [sample_chunk(chunk) for chunk in chunks]
+    interior = [part for part in sampled if part is not None]
     if progress is not None:
         progress(0.5, "detail mesh: height patches, edge and interior samples")
     if sample_dist > 0:

@@ -206,7 +206,7 @@ def estimate_bake(verts, tris, bmin, bmax, config: NavConfig, navmesh: bool = Tr
     known yet: they are predicted with one walkable span per touched column (min(fragments,
     columns)), which the checks before those stages replace with the real counts.
     """
-    from .detail import PATCH_BYTES_PER_CELL, PATCH_CELLS_PER_CHUNK
+    from .detail import PATCH_BYTES_PER_CELL, PATCH_CELLS_PER_CHUNK, PATCH_WORKERS
 
     raster, columns, fragments = estimate_rasterize(verts, tris, bmin, bmax, config.cell_size)
     spans = min(fragments, columns)
@@ -216,9 +216,10 @@ def estimate_bake(verts, tris, bmin, bmax, config: NavConfig, navmesh: bool = Tr
         out.append(_compact(columns, spans, spans, spans, inputs))
         for name in OPEN_STAGE_BYTES_PER_SPAN:
             out.append(_open_stage(name, columns, spans, spans, inputs))
-        # A chunk holds up to the budget (patches overlap, so polygons' cells can add up to
-        # more than the grid), or one polygon alone, which never exceeds the grid.
-        patch = max(min(PATCH_CELLS_PER_CHUNK, 2 * columns), columns)
+        # The chunks in flight hold up to their budgets (patches overlap, so polygons' cells
+        # can add up to more than the grid), or one polygon alone, which never exceeds the
+        # grid (then chunks run one at a time).
+        patch = max(min(PATCH_WORKERS * PATCH_CELLS_PER_CHUNK, 2 * columns), columns)
         held = inputs + _held(columns, spans) + columns * OPEN_STAGE_BYTES_PER_COLUMN
         held += spans * DETAIL_HELD_BYTES_PER_SPAN
         total = RUNTIME_BYTES + STAGE_FIXED_BYTES + held + patch * PATCH_BYTES_PER_CELL

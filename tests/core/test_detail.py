@@ -455,16 +455,28 @@ def test_progress_is_reported():
 
 
 @pytest.mark.parametrize("budget", [1, 5000])
-def test_polygon_chunks_give_the_same_detail_mesh(built, budget, monkeypatch):
-    """Height patches built a few polygons at a time (1 cell: one polygon per chunk) give the
-    same detail mesh as all at once, bit for bit."""
+@pytest.mark.parametrize("workers", [1, 2])
+def test_polygon_chunks_give_the_same_detail_mesh(built, budget, workers, monkeypatch):
+    """Height patches built a few polygons at a time (1 cell: one polygon per chunk), on one
+    thread or two, give the same detail mesh as all at once, bit for bit."""
     import core.detail as detail_module
 
     ref, pmesh, chf, whole = built
     assert len(detail_module.patch_chunks(np.full(len(pmesh.polys), 100), budget)) > 1
     monkeypatch.setattr(detail_module, "PATCH_CELLS_PER_CHUNK", budget)
+    monkeypatch.setattr(detail_module, "PATCH_WORKERS", workers)
+    pools = []
+
+    class CountedPool(detail_module.ThreadPoolExecutor):
+        def __init__(self, *args, **kwargs):
+            pools.append(self)
+            super().__init__(*args, **kwargs)
+
+    monkeypatch.setattr(detail_module, "ThreadPoolExecutor", CountedPool)
     sd, se = ref["cfg_detailSampleDist"], ref["cfg_detailSampleMaxError"]
     chunked = build_poly_mesh_detail(pmesh, chf, sd, se)
+    # Two threads only when every polygon fits the budget (1 cell: none does).
+    assert len(pools) == (workers == 2 and budget == 5000)
     np.testing.assert_array_equal(chunked.meshes, whole.meshes)
     np.testing.assert_array_equal(chunked.tris, whole.tris)
     np.testing.assert_array_equal(chunked.verts, whole.verts)
