@@ -574,16 +574,25 @@ def _replace_neighbour(r: _Region, old: int, new: int):
 
 def _same_column_pairs(chf: CompactHeightfield):
     """int64 (p,) a, b: every ordered pair of spans in one column (a == b included), for
-    columns holding more than one span."""
+    columns holding more than one span (few: only those columns are read)."""
     start = np.asarray(chf.cell_start, dtype=np.int64)
     cnt = np.diff(start)
-    col = np.repeat(np.arange(cnt.shape[0]), cnt)
-    ccount = cnt[col]
-    multi = np.nonzero(ccount > 1)[0]
-    rep = ccount[multi]
-    a = np.repeat(multi, rep)
+    multi = np.flatnonzero(cnt > 1)
+    per_col = cnt[multi]
+    # Spans of the multi-span columns, each repeated once per span of its column.
+    spans = np.repeat(start[multi], per_col)
+    spans += np.arange(spans.shape[0]) - np.repeat(np.cumsum(per_col) - per_col, per_col)
+    rep = np.repeat(per_col, per_col)
+    a = np.repeat(spans, rep)
+    first = np.repeat(np.repeat(start[multi], per_col), rep)
     offs = np.arange(a.shape[0]) - np.repeat(np.cumsum(rep) - rep, rep)
-    return a, start[col[a]] + offs
+    return a, first + offs
+
+
+def _unique_pairs(ra: np.ndarray, rb: np.ndarray) -> list[tuple[int, int]]:
+    """The distinct (ra, rb) pairs of two region id arrays (ids below 2**31), sorted."""
+    key = np.unique(ra.astype(np.int64) << 32 | rb.astype(np.int64))
+    return list(zip((key >> 32).tolist(), (key & 0xFFFFFFFF).tolist(), strict=True))
 
 
 def _merge_and_filter(chf, g: _Graph, reg, max_region_id: int, min_area: int, merge_area: int):
@@ -601,8 +610,7 @@ def _merge_and_filter(chf, g: _Graph, reg, max_region_id: int, min_area: int, me
     a, b = _same_column_pairs(chf)
     if a.shape[0]:
         keep = (a != b) & valid[a] & valid[b]
-        pairs = np.unique(np.stack([r_[a[keep]], r_[b[keep]]], axis=1), axis=0)
-        for ra, rb in pairs.tolist():
+        for ra, rb in _unique_pairs(r_[a[keep]], r_[b[keep]]):
             regs[ra].floors.add(rb)
             if ra == rb:
                 regs[ra].overlap = True
@@ -1077,7 +1085,7 @@ def _merge_layer_regions(chf, g: _Graph, reg, max_region_id: int, min_area: int)
     a, b = _same_column_pairs(chf)
     if a.shape[0]:
         keep = valid[a] & valid[b] & (r_[a] != r_[b])
-        for ra, rb in np.unique(np.stack([r_[a[keep]], r_[b[keep]]], axis=1), axis=0).tolist():
+        for ra, rb in _unique_pairs(r_[a[keep]], r_[b[keep]]):
             regs[ra].floors.add(rb)
 
     span_count = counts.astype(np.int64).tolist()
