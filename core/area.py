@@ -10,9 +10,11 @@ Recast uses both for erosion (here) and for the region distance field (core/regi
 
 from __future__ import annotations
 
+import os
 import threading
 import weakref
 from collections import OrderedDict
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
@@ -259,6 +261,9 @@ def chamfer_distance(
 #: modifies) and at most `_PLAN_CACHE_SPANS` spans in all (the newest entry always stays).
 _PLAN_CACHE: OrderedDict[int, tuple[tuple, tuple[_ChamferPlan, _ChamferPlan], int]] = OrderedDict()
 _PLAN_CACHE_SPANS = 1 << 18
+#: Threads building the two pass plans (2: at once), and the spans from which they do.
+PLAN_WORKERS = min(2, os.cpu_count() or 1)
+PARALLEL_PLAN_SPANS = 1 << 16
 
 
 #: Guards the cache (tiles may bake in threads); re-entrant because a weakref callback may run
@@ -282,7 +287,13 @@ def _chamfer_plans(
             _PLAN_CACHE.pop(key, None)
     if nbx is None:
         nbx = _neighbors_with_sentinel(chf)
-    plans = (_ChamferPlan(chf, nbx, True), _ChamferPlan(chf, nbx, False))
+    if PLAN_WORKERS > 1 and int(chf.y.shape[0]) >= PARALLEL_PLAN_SPANS:
+        # The two passes' plans are independent, and mostly NumPy work without the GIL.
+        with ThreadPoolExecutor(2) as pool:
+            backward = pool.submit(_ChamferPlan, chf, nbx, False)
+            plans = (_ChamferPlan(chf, nbx, True), backward.result())
+    else:
+        plans = (_ChamferPlan(chf, nbx, True), _ChamferPlan(chf, nbx, False))
     try:
         refs = tuple(
             weakref.ref(a, _forget_plans(key)) for a in (chf.neighbor, chf.span_x, chf.span_y)

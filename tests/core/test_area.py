@@ -302,9 +302,15 @@ def test_capped_erosion_distance_equals_the_row_passes_capped(seed):
 
 
 @pytest.mark.parametrize("seed", range(20))
-def test_chamfer_matches_slow_oracle_on_layered_grids(seed):
+@pytest.mark.parametrize("threads", [False, True])
+def test_chamfer_matches_slow_oracle_on_layered_grids(seed, threads, monkeypatch):
     """Several layers per column and gaps: left and right links that skip span ids (the
-    chains' pieces) in both passes."""
+    chains' pieces) in both passes; the two pass plans built one after the other or on two
+    threads."""
+    import core.area as area_module
+
+    monkeypatch.setattr(area_module, "PLAN_WORKERS", 2 if threads else 1)
+    monkeypatch.setattr(area_module, "PARALLEL_PLAN_SPANS", 0)
     rng = np.random.default_rng(500 + seed)
     hf = random_heightfield(rng, int(rng.integers(6, 24)), int(rng.integers(6, 24)), 5)
     chf = build_compact_heightfield(hf, int(rng.integers(1, 4)), int(rng.integers(0, 8)))
