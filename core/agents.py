@@ -294,12 +294,18 @@ def bake_agents(
     inputs = memory.input_bytes(verts, tris)
     contexts: dict[str, BuildContext] = {}
     estimates: dict[str, dict[str, int]] = {}
+    # The up-front memory prediction reads the cell size and the limit only, which agents
+    # share: made once (its fragment bound is a pass over every triangle).
+    predicted: dict[tuple[float, int], dict[str, int]] = {}
     for agent, cfg in pairs:  # every agent's checks before any stage runs, as bake does
         actx = BuildContext(stages=pipeline.STAGES)
         derived = cfg.derived()
         limits.check_grid(bmin, bmax, cfg, derived, actx)
-        estimates[agent.name] = {}
-        memory.check_bake(verts, tris, bmin, bmax, cfg, True, estimates[agent.name])
+        memory_key = (float(cfg.cell_size), int(cfg.memory_limit))
+        if memory_key not in predicted:
+            predicted[memory_key] = {}
+            memory.check_bake(verts, tris, bmin, bmax, cfg, True, predicted[memory_key])
+        estimates[agent.name] = dict(predicted[memory_key])
         limits.check_columns(bmin, bmax, cfg)
         limits.check_precision(bmin, bmax, derived, actx)
         contexts[agent.name] = actx
