@@ -32,6 +32,19 @@ def any_of_4(mask: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(mask).view(np.uint32)[:, 0] != 0
 
 
+def bits_of_4(mask: np.ndarray) -> np.ndarray:
+    """uint8 (k,): bit d set when direction d of a bool (k, 4) mask is. Reads each row as one
+    little-endian uint32 (byte d is 0 or 1) and shifts the bytes' low bits together: an
+    order of magnitude faster than packbits along a short last axis."""
+    row = np.ascontiguousarray(mask).view("<u4")[:, 0]
+    bits = row >> 7
+    bits |= row
+    bits |= row >> 14
+    bits |= row >> 21
+    bits &= 0xF
+    return bits.astype(np.uint8)
+
+
 def all_of_4(mask: np.ndarray) -> np.ndarray:
     """bool (k,): all 4 directions of a bool (k, 4) mask (see `any_of_4`)."""
     return np.ascontiguousarray(mask).view(np.uint32)[:, 0] == 0x01010101

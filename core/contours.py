@@ -58,7 +58,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .compact import BORDER_REG, CompactHeightfield
+from .compact import BORDER_REG, CompactHeightfield, bits_of_4
 from .context import BuildContext
 from .errors import VoxNavError
 
@@ -153,7 +153,7 @@ def boundary_flags(chf: CompactHeightfield) -> np.ndarray:
     reg = np.asarray(chf.reg)
     reg_x = np.append(reg, reg.dtype.type(0))  # a missing link (-1) reads region 0
     leaves = reg_x[np.asarray(chf.neighbor)] != reg[:, None]
-    flags = np.packbits(leaves, axis=1, bitorder="little")[:, 0]  # bit d: direction d
+    flags = bits_of_4(leaves)  # bit d: direction d
     flags[(reg == 0) | ((reg & BORDER_REG) != 0)] = 0
     return flags
 

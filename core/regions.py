@@ -458,7 +458,7 @@ def _region_walks(g: _Graph, reg, starts: np.ndarray, first_regs: list[int]):
     # walk stays in its region; a span without a region may even step off the grid.)
     walked = np.zeros(int(reg.max()) + 1, dtype=bool)
     walked[reg[np.asarray(starts, dtype=np.int64)]] = True
-    has_solid = np.packbits(solid, axis=1, bitorder="little")[:, 0] != 0
+    has_solid = any_of_4(solid)
     border = np.flatnonzero(has_solid & walked[reg[:n]])
     rows, d = np.nonzero(solid[border])
     span = border[rows]

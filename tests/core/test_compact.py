@@ -236,3 +236,18 @@ def test_bad_heightfield_raises():
     hf = make_heightfield(2, 2, {(0, 0): [(0, 1, 63)]})
     with pytest.raises(VoxNavError, match="walkable_height"):
         build_compact_heightfield(hf, -1, 4)
+
+
+def test_bits_of_4_matches_packbits():
+    """The four directions of a mask row as bits 0..3, also for a strided (non-contiguous)
+    mask and no rows at all."""
+    from core.compact import bits_of_4
+
+    rng = np.random.default_rng(4)
+    for rows in (0, 1, 7, 500):
+        wide = rng.random((rows, 8)) < 0.5
+        for mask in (wide[:, :4], wide[:, ::2], np.ascontiguousarray(wide[:, 4:])):
+            want = np.packbits(mask, axis=1, bitorder="little").reshape(rows)
+            got = bits_of_4(mask)
+            assert got.dtype == np.uint8
+            np.testing.assert_array_equal(got, want)
