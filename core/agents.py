@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from . import area, limits, memory, pipeline, rasterize
+from . import area, limits, memory, pipeline, rasterize, threads
 from .compact import CompactHeightfield
 from .config import DerivedConfig, NavConfig, did_you_mean, grid_size
 from .context import BuildContext
@@ -223,8 +223,14 @@ def _forked_tail(index: int):
     """`_agent_tail` of job ``index`` of `_FORKED_JOBS`, in a forked worker (its arrays are the
     worker's own copy-on-write pages, so the compact heightfield is taken over as it is)."""
     assert _FORKED_JOBS is not None
-    result, derived, volumes, inputs, chf, dist = _FORKED_JOBS[index]
-    return _agent_tail(result, derived, volumes, inputs, chf, dist)
+    return _tail_beside_others(*_FORKED_JOBS[index])
+
+
+def _tail_beside_others(*job):
+    """`_agent_tail` while other agents' tails run on the other cores: one thread per stage
+    (`core.threads`)."""
+    with threads.single_threaded():
+        return _agent_tail(*job)
 
 
 def _tails_in_processes(jobs: list, workers: int) -> list:
@@ -247,9 +253,9 @@ def _tails_in_processes(jobs: list, workers: int) -> list:
             if forking:
                 futures = [pool.submit(_forked_tail, i) for i in range(1, len(jobs))]
             else:
-                futures = [pool.submit(_agent_tail, *job) for job in jobs[1:]]
+                futures = [pool.submit(_tail_beside_others, *job) for job in jobs[1:]]
             result, derived, volumes, inputs, chf, dist = jobs[0]
-            here = _agent_tail(result, derived, volumes, inputs, _copy_compact(chf), dist)
+            here = _tail_beside_others(result, derived, volumes, inputs, _copy_compact(chf), dist)
             return [here, *(future.result() for future in futures)]
     finally:
         _FORKED_JOBS = None

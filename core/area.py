@@ -18,6 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
+from . import threads
 from .compact import CompactHeightfield, all_of_4
 from .context import BuildContext
 from .errors import VoxNavError
@@ -287,7 +288,7 @@ def _chamfer_plans(
             _PLAN_CACHE.pop(key, None)
     if nbx is None:
         nbx = _neighbors_with_sentinel(chf)
-    if PLAN_WORKERS > 1 and int(chf.y.shape[0]) >= PARALLEL_PLAN_SPANS:
+    if threads.allowed(PLAN_WORKERS) > 1 and int(chf.y.shape[0]) >= PARALLEL_PLAN_SPANS:
         # The two passes' plans are independent, and mostly NumPy work without the GIL.
         with ThreadPoolExecutor(2) as pool:
             backward = pool.submit(_ChamferPlan, chf, nbx, False)

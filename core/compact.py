@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from . import threads
 from .context import BuildContext
 from .errors import VoxNavError
 from .heightfield import Heightfield
@@ -314,8 +315,9 @@ def _link_rounds(
         return max_layer
 
     chunks = range(0, n, LINK_CHUNK_SPANS)
-    if LINK_WORKERS > 1 and len(chunks) > 1:
-        with ThreadPoolExecutor(LINK_WORKERS) as pool:
+    workers = threads.allowed(LINK_WORKERS)
+    if workers > 1 and len(chunks) > 1:
+        with ThreadPoolExecutor(workers) as pool:
             return max(pool.map(link_chunk, chunks), default=0)
     return max(map(link_chunk, chunks), default=0)
 

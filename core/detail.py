@@ -54,6 +54,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from . import threads
 from .compact import DIR_OFFSET_X, DIR_OFFSET_Y, any_of_4
 from .context import BuildContext
 from .errors import VoxNavError
@@ -1771,8 +1772,9 @@ def build_poly_mesh_detail(
     sizes = pw * ph
     chunks = patch_chunks(sizes)
     fits = int(sizes.max(initial=0)) <= PATCH_CELLS_PER_CHUNK
-    if PATCH_WORKERS > 1 and len(chunks) > 1 and fits:
-        with ThreadPoolExecutor(PATCH_WORKERS) as pool:
+    workers = threads.allowed(PATCH_WORKERS)
+    if workers > 1 and len(chunks) > 1 and fits:
+        with ThreadPoolExecutor(workers) as pool:
             sampled = list(pool.map(sample_chunk, chunks))
     else:
         sampled = [sample_chunk(chunk) for chunk in chunks]

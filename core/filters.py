@@ -11,6 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
+from . import threads
 from .config import NULL_AREA
 from .context import BuildContext
 from .heightfield import Heightfield
@@ -90,8 +91,9 @@ def filter_ledge_spans(
     # Blocks keep the temporaries cache-sized; NumPy releases the GIL in its loops, so large
     # heightfields run their blocks on two cores.
     blocks = [candidates[i : i + LEDGE_BLOCK] for i in range(0, candidates.shape[0], LEDGE_BLOCK)]
-    if WORKERS > 1 and candidates.shape[0] >= PARALLEL_SPANS:
-        with ThreadPoolExecutor(WORKERS) as pool:
+    workers = threads.allowed(WORKERS)
+    if workers > 1 and candidates.shape[0] >= PARALLEL_SPANS:
+        with ThreadPoolExecutor(workers) as pool:
             ledge = np.concatenate(list(pool.map(ledges, blocks)))
     else:
         ledge = np.concatenate([ledges(block) for block in blocks])

@@ -160,7 +160,7 @@ def estimate_rasterize(verts, tris, bmin, bmax, cs: float) -> tuple[StageEstimat
     """(estimate, columns, fragment bound) of marking and rasterizing on this grid.
 
     All fragments are held (packed) until the merge; on top, the triangle chunks being clipped
-    (one, or two on the clipping threads, read from `core.rasterize`'s chunk constants) and the
+    (one, or two on the clipping threads: `core.rasterize.clip_plan`) and the
     column ranges being merged hold their own state. The rasterizer's constants are read at
     call time, so a change there is picked up, but the bytes per item here were measured on
     its current span merge."""
@@ -172,9 +172,7 @@ def estimate_rasterize(verts, tris, bmin, bmax, cs: float) -> tuple[StageEstimat
     per_tri = per_tri[per_tri > 0]
     fragments = int(per_tri.sum())
     n_tris = int(np.asarray(tris).shape[0])
-    threads = rasterize.WORKERS > 1 and per_tri.shape[0] > 2 * rasterize.PARALLEL_CHUNK_TRIANGLES
-    chunk = rasterize.PARALLEL_CHUNK_TRIANGLES if threads else rasterize.CHUNK_TRIANGLES
-    in_flight = 2 if threads else 1
+    chunk, in_flight = rasterize.clip_plan(int(per_tri.shape[0]))
     clipping = 0
     if fragments:
         sums = np.add.reduceat(per_tri, np.arange(0, per_tri.shape[0], chunk))

@@ -44,7 +44,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from . import filters, rasterize
+from . import filters, rasterize, threads
 from .area import erode_walkable_area
 from .chunky import TRIS_PER_CHUNK, PartitionedMesh, partition_mesh
 from .compact import CompactHeightfield, build_compact_heightfield
@@ -194,6 +194,9 @@ class TileJob:
     make_navdata: bool = True
     #: With automatic links: the tile's link window (`LinkWindowInput`), else None.
     link_window: LinkWindowInput | None = None
+    #: The stages may use threads (`core.threads`): only when tiles are baked one at a time
+    #: in this process; beside other tiles the workers already fill every core.
+    inner_threads: bool = True
 
 
 @dataclass
@@ -268,7 +271,11 @@ def bake_tile_job(job: TileJob) -> TileResult:
 
     Also records the baking process's CPU time for the tile and its peak resident memory."""
     start = time.process_time()
-    result = _bake_tile(job)
+    if job.inner_threads:
+        result = _bake_tile(job)
+    else:
+        with threads.single_threaded():
+            result = _bake_tile(job)
     result.cpu_seconds = time.process_time() - start
     result.peak_rss = process_peak_rss()
     return result
@@ -622,6 +629,7 @@ def iter_tiles(
         for job in jobs:
             yield _run_local(job)
         return
+    jobs = (replace(job, inner_threads=False) for job in jobs)
     own = executor is None
     if own:
         executor = cf.ProcessPoolExecutor(max_workers=n_workers)
