@@ -24,10 +24,13 @@ triangles each count, so a dense stack is bounded by what rasterizing it really 
 
 from __future__ import annotations
 
+import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
 import numpy as np
 
+from . import threads
 from .config import NavConfig
 from .errors import VoxNavError
 
@@ -35,6 +38,8 @@ from .errors import VoxNavError
 RUNTIME_BYTES = 96 * 1024**2
 #: Triangles bounded at once by `fragment_bound`.
 BOUND_CHUNK_TRIANGLES = 1 << 16
+#: Threads computing fragment bounds of chunks at once.
+BOUND_WORKERS = min(2, os.cpu_count() or 1)
 #: Small arrays and Python objects of any stage, whatever its size. [Units: bytes]
 STAGE_FIXED_BYTES = 2 * 1024**2
 
@@ -110,10 +115,21 @@ def fragment_bound(verts, tris, bmin, bmax, cs: float) -> np.ndarray:
     lo = np.asarray(bmin, dtype=np.float64)
     hi = np.asarray(bmax, dtype=np.float64)
     out = np.zeros(t.shape[0], dtype=np.int64)
-    # Chunks keep the temporaries cache-sized (fresh pages cost more than the arithmetic).
-    for start in range(0, t.shape[0], BOUND_CHUNK_TRIANGLES):
+
+    def bound(start: int) -> None:
         part = slice(start, start + BOUND_CHUNK_TRIANGLES)
         out[part] = _fragment_bound(v, t[part], lo, hi, float(cs))
+
+    # Chunks keep the temporaries cache-sized (fresh pages cost more than the arithmetic) and
+    # run two at a time on two threads (10x10 tiling: 240 -> 130 ms).
+    starts = range(0, t.shape[0], BOUND_CHUNK_TRIANGLES)
+    workers = threads.allowed(BOUND_WORKERS)
+    if workers > 1 and len(starts) > 1:
+        with ThreadPoolExecutor(workers) as pool:
+            list(pool.map(bound, starts))
+    else:
+        for start in starts:
+            bound(start)
     return out
 
 
@@ -252,20 +268,22 @@ def _filters(columns: int, solid_spans: int, inputs: int = 0, pairs: int = 0) ->
 
 def estimate_filters(hf, inputs: int = 0) -> StageEstimate:
     """The span filters' peak on the solid heightfield ``hf``; ``inputs``: `input_bytes`."""
-    pairs = neighbour_pairs(
-        hf.col_start, np.ones(int(hf.span_count), dtype=bool), hf.width, hf.height
-    )
+    pairs = neighbour_pairs(hf.col_start, None, hf.width, hf.height)
     return _filters(int(hf.width) * int(hf.height), int(hf.span_count), inputs, pairs[1])
 
 
 def neighbour_pairs(col_start, keep, width: int, height: int) -> tuple[int, int]:
     """(kept spans, the largest over the 4 directions of the sum over columns of kept spans
     times kept spans of the neighbour column): what span-to-neighbour tests allocate.
-    ``col_start`` int (w*h+1,), ``keep`` bool (spans,)."""
+    ``col_start`` int (w*h+1,), ``keep`` bool (spans,), or None to keep every span."""
     col_start = np.asarray(col_start, dtype=np.int64)
     width, height = int(width), int(height)
-    cum = np.concatenate(([0], np.cumsum(keep, dtype=np.int64)))
-    per_col = cum[col_start[1:]] - cum[col_start[:-1]]
+    if keep is None:
+        per_col = np.diff(col_start)
+    else:
+        cum = np.zeros(len(keep) + 1, dtype=np.int64)
+        np.cumsum(keep, out=cum[1:])
+        per_col = np.diff(cum[col_start])
     grid = per_col.reshape(height, width)
     pairs = max(
         int((grid[:, 1:] * grid[:, :-1]).sum()) if width > 1 else 0,

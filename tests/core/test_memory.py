@@ -218,6 +218,16 @@ def test_fragment_bound_holds_per_triangle():
     assert bound.sum() < 3 * made.sum()  # and not wildly above it
 
 
+def test_fragment_bound_in_chunks_on_threads_is_the_same(monkeypatch):
+    verts, tris = stack(300, seed=5)
+    bmin, bmax = verts.min(axis=0), verts.max(axis=0)
+    whole = memory.fragment_bound(verts, tris, bmin, bmax, 0.3)
+    monkeypatch.setattr(memory, "BOUND_CHUNK_TRIANGLES", 7)
+    for workers in (1, 2):
+        monkeypatch.setattr(memory, "BOUND_WORKERS", workers)
+        np.testing.assert_array_equal(memory.fragment_bound(verts, tris, bmin, bmax, 0.3), whole)
+
+
 def test_refused_mid_bake_before_a_stage_that_does_not_fit():
     """Stacked floors have more walkable spans than the up-front prediction (one per column);
     the check before compact uses the real counts and refuses before allocating."""
@@ -233,3 +243,27 @@ def test_refused_mid_bake_before_a_stage_that_does_not_fit():
     config = config.replace(memory_limit=int(predicted * 1.05))
     with pytest.raises(VoxNavError, match=r"in the (filters|compact|erode|regions) stage.*spans"):
         pipeline.bake(verts, tris, config)
+
+
+def test_neighbour_pairs_against_a_count_per_column():
+    rng = np.random.default_rng(11)
+    for width, height in ((1, 1), (5, 1), (1, 6), (7, 9)):
+        counts = rng.integers(0, 4, width * height)
+        col_start = np.concatenate([[0], np.cumsum(counts)])
+        keep = rng.random(int(col_start[-1])) < 0.7
+        for mask in (keep, None):
+            kept = (
+                counts
+                if mask is None
+                else np.add.reduceat(np.append(mask, False).astype(np.int64), col_start[:-1])
+                * (counts > 0)
+            )
+            grid = kept.reshape(height, width)
+            x_pairs = sum(int(grid[y, x] * grid[y, x + 1]) for y in range(height)
+                          for x in range(width - 1))  # fmt: skip
+            y_pairs = sum(int(grid[y, x] * grid[y + 1, x]) for y in range(height - 1)
+                          for x in range(width))  # fmt: skip
+            assert memory.neighbour_pairs(col_start, mask, width, height) == (
+                int(kept.sum()),
+                max(x_pairs, y_pairs),
+            )
