@@ -126,6 +126,8 @@ class _Graph:
         same[n] = False
         #: (n+1, 4) neighbour of the same area, n otherwise.
         self.nsa = np.where(same, nbx, index(n))
+        #: (4, n+1) the same, one contiguous row per direction (for 1-D takes).
+        self.nsa_by_dir = np.ascontiguousarray(self.nsa.T)
         #: (n+1, 4) Recast's diagonal: same-area neighbour d, then its same-area neighbour d+1.
         self.diag = np.stack([self.nsa[self.nsa[:, d], (d + 1) & 3] for d in range(4)], axis=1)
         #: Scratch of `_flood`: per-span stamp of the last flood that saw it, and a slot table.
@@ -209,7 +211,7 @@ def _expand(g: _Graph, reg, sdist, active, level: int, max_iter: int):
     found nothing can only succeed once a neighbour changed, so after the first pass only the
     spans that link to newly assigned spans are re-examined; the result is the same.
     """
-    nsa = g.nsa
+    nsa_by_dir = g.nsa_by_dir
     in_stack = np.zeros(g.n + 1, dtype=bool)
     in_stack[active] = True
     cand_spans = active
@@ -220,13 +222,16 @@ def _expand(g: _Graph, reg, sdist, active, level: int, max_iter: int):
         best_d = np.full(cand_spans.shape[0], _BIG, dtype=np.int64)
         best_r = np.zeros(cand_spans.shape[0], dtype=np.int64)
         for d in range(4):
-            nb = nsa[cand_spans, d]
-            rn = reg[nb]
+            nb = nsa_by_dir[d].take(cand_spans)
+            rn = reg.take(nb)
+            dd = sdist.take(nb)
+            dd += 2
             # A region that is not a tile border: 0 < id < BORDER_REG (ids stay below 2**16).
-            dd = np.where((rn > 0) & (rn < BORDER_REG), sdist[nb] + 2, _BIG)
-            better = dd < best_d
-            best_d = np.where(better, dd, best_d)
-            best_r = np.where(better, rn, best_r)
+            better = rn > 0
+            better &= rn < BORDER_REG
+            better &= dd < best_d
+            np.copyto(best_d, dd, where=better)
+            np.copyto(best_r, rn, where=better)
         found = best_d < 0xFFFF
         if not found.any():
             break
