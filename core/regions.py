@@ -126,8 +126,6 @@ class _Graph:
         same[n] = False
         #: (n+1, 4) neighbour of the same area, n otherwise.
         self.nsa = np.where(same, nbx, index(n))
-        #: (4, n+1) the same, one contiguous row per direction (for 1-D takes).
-        self.nsa_by_dir = np.ascontiguousarray(self.nsa.T)
         #: (n+1, 4) Recast's diagonal: same-area neighbour d, then its same-area neighbour d+1.
         self.diag = np.stack([self.nsa[self.nsa[:, d], (d + 1) & 3] for d in range(4)], axis=1)
         #: Scratch of `_flood`: per-span stamp of the last flood that saw it, and a slot table.
@@ -211,7 +209,7 @@ def _expand(g: _Graph, reg, sdist, active, level: int, max_iter: int):
     found nothing can only succeed once a neighbour changed, so after the first pass only the
     spans that link to newly assigned spans are re-examined; the result is the same.
     """
-    nsa_by_dir = g.nsa_by_dir
+    nsa_flat = g.nsa.reshape(-1)  # (span, d) at 4 * span + d: 1-D takes
     in_stack = np.zeros(g.n + 1, dtype=bool)
     in_stack[active] = True
     cand_spans = active
@@ -221,8 +219,9 @@ def _expand(g: _Graph, reg, sdist, active, level: int, max_iter: int):
         # order): four column passes, cheaper than an argmin over a short last axis.
         best_d = np.full(cand_spans.shape[0], _BIG, dtype=np.int64)
         best_r = np.zeros(cand_spans.shape[0], dtype=np.int64)
+        at = cand_spans * 4
         for d in range(4):
-            nb = nsa_by_dir[d].take(cand_spans)
+            nb = nsa_flat.take(at + d if d else at)
             rn = reg.take(nb)
             dd = sdist.take(nb)
             dd += 2
