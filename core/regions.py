@@ -122,12 +122,17 @@ class _Graph:
         self.nbx = nbx
         area_x = np.append(self.area, 0).astype(np.int16)
         area_x[n] = -1
-        same = area_x[nbx] == area_x[:, None]
+        same = area_x.take(nbx) == area_x[:, None]
         same[n] = False
         #: (n+1, 4) neighbour of the same area, n otherwise.
         self.nsa = np.where(same, nbx, index(n))
+        del same
+        # (span, d) at 4 * span + d: 1-D takes are several times faster than 2-D indexing.
+        nsa_flat = self.nsa.reshape(-1)
         #: (n+1, 4) Recast's diagonal: same-area neighbour d, then its same-area neighbour d+1.
-        self.diag = np.stack([self.nsa[self.nsa[:, d], (d + 1) & 3] for d in range(4)], axis=1)
+        self.diag = np.empty_like(self.nsa)
+        for d in range(4):
+            self.diag[:, d] = nsa_flat.take(self.nsa[:, d] * 4 + ((d + 1) & 3))
         #: Scratch of `_flood`: per-span stamp of the last flood that saw it, and a slot table.
         self.flood_stamp = 0
         self.flood_seen = np.zeros(n + 1, dtype=np.int64)
@@ -136,18 +141,22 @@ class _Graph:
         self.flood_label = np.empty(n + 1, dtype=np.int64)
         # Links need not be symmetric: a link in direction d is returned when the neighbour's
         # link in the opposite direction (the only one back to this column) leads back.
-        idx = np.arange(n, dtype=np.int64)
+        idx = np.arange(n, dtype=index)
         one_way = np.empty((n, 4), dtype=bool)
         for d in range(4):
             target = self.nsa[:n, d]
-            one_way[:, d] = (target != n) & (self.nsa[target, (d + 2) & 3] != idx)
+            back = nsa_flat.take(target * 4 + ((d + 2) & 3))
+            one_way[:, d] = (target != n) & (back != idx)
+        del idx, back, target
         #: bool (n+1,): the span has a same-area link that is not returned, or is the target of
         #: one. Floods through such spans depend on where they start (see `_flood_batch`).
         self.one_way = np.zeros(n + 1, dtype=bool)
         self.one_way[:n] = any_of_4(one_way)
-        # Row-major, as a boolean mask reads (usually none: a sum per row would cost more).
-        ow_src, ow_dir = np.nonzero(one_way)
-        ow_dst = self.nsa[ow_src, ow_dir].astype(np.int64)
+        # Row-major, as a boolean mask reads (usually none: only the rows that have one).
+        rows = np.flatnonzero(self.one_way[:n])
+        row_at, ow_dir = np.nonzero(one_way[rows])
+        ow_src = rows[row_at]
+        ow_dst = nsa_flat.take(ow_src * 4 + ow_dir).astype(np.int64)
         self.one_way[ow_dst] = True
         #: The one-way links as (source, target) pairs: `linked_from` adds them to the
         #: returned links, which it reads forward.
