@@ -630,12 +630,20 @@ def _clip_pieces(verts, tris, bmin, bmax, cs, ch, width, height, finish=None):
     ics = F32(F32(1.0) / cs)
     ich = F32(F32(1.0) / ch)
     # Recast frame: axis 0 = x (columns), axis 2 = grid rows, axis 1 = height.
-    tri_verts = verts[:, [0, 2, 1]][tris[:, [0, 2, 1]]]  # (m, 3, 3) in Recast's frame/order
+    # (m, 3, 3) in Recast's frame/order: each vertex row one 12-byte item of a 1-D take
+    # (twice as fast as indexing rows by a 2-D array).
+    rows = np.ascontiguousarray(verts[:, [0, 2, 1]]).view(np.dtype((np.void, 12))).reshape(-1)
+    tri_verts = rows.take(tris[:, [0, 2, 1]].reshape(-1)).view(F32).reshape(-1, 3, 3)
+    del rows
     rc_bmin = bmin[[0, 2, 1]]
     rc_bmax = bmax[[0, 2, 1]]
-    # Pairwise over the three corners: a reduction over the middle axis is several times slower.
-    tmin = np.minimum(np.minimum(tri_verts[:, 0], tri_verts[:, 1]), tri_verts[:, 2])
-    tmax = np.maximum(np.maximum(tri_verts[:, 0], tri_verts[:, 1]), tri_verts[:, 2])
+    # Pairwise over the three corners, each laid out contiguously per axis (on the strided
+    # (m, 3) corners the loops run three items at a time: 8x slower; a reduction over the
+    # middle axis 20x). tmin/tmax are (m, 3) views of (3, m) arrays.
+    by_corner = np.ascontiguousarray(np.moveaxis(tri_verts, 0, -1))  # (corner, axis, m)
+    tmin = np.minimum(np.minimum(by_corner[0], by_corner[1]), by_corner[2]).T
+    tmax = np.maximum(np.maximum(by_corner[0], by_corner[1]), by_corner[2]).T
+    del by_corner
     overlaps = (tmin[:, 0] <= rc_bmax[0]) & (tmax[:, 0] >= rc_bmin[0])
     for axis in (1, 2):
         overlaps &= (tmin[:, axis] <= rc_bmax[axis]) & (tmax[:, axis] >= rc_bmin[axis])
