@@ -293,6 +293,11 @@ def _walk_chains(near, far, forward, first_line, n_cross, dest, lines, outputs):
                 outputs[c - 1][at] = point
 
 
+def _by_corner(values):
+    """An (n, 3) array as an (n, 3) view of a contiguous (3, n) copy."""
+    return np.ascontiguousarray(values.T).T
+
+
 def _clip_by_chains(tri_verts, row_lo, row_hi, rc_bmin, cs, ics, width, height):
     """Cell polygons of triangles in general position, edge by edge instead of polygon by
     polygon.
@@ -310,7 +315,9 @@ def _clip_by_chains(tri_verts, row_lo, row_hi, rc_bmin, cs, ics, width, height):
     """
     n_tris = tri_verts.shape[0]
     row_lines = _cut_lines(rc_bmin[2], cs, height)
-    vert_z = tri_verts[:, :, 2]
+    # Per-corner arrays are (n, 3) views of (3, n) arrays: NumPy then loops over n, not over
+    # the three corners of each triangle, and the results it allocates keep that layout.
+    vert_z = _by_corner(tri_verts[:, :, 2])
     vert_row, on_line = _cell_of(
         vert_z, row_lines, row_lo[:, None], row_hi[:, None], rc_bmin[2], ics
     )
@@ -378,7 +385,7 @@ def _clip_by_chains(tri_verts, row_lo, row_hi, rc_bmin, cs, ics, width, height):
     col_lines = _cut_lines(rc_bmin[0], cs, width)
     index_up, on_up = _line_index(up_x, col_lines, rc_bmin[0], ics)
     index_down, on_down = _line_index(down_x, col_lines, rc_bmin[0], ics)
-    index_vert, on_vert = _line_index(tri_verts[:, :, 0], col_lines, rc_bmin[0], ics)
+    index_vert, on_vert = _line_index(_by_corner(tri_verts[:, :, 0]), col_lines, rc_bmin[0], ics)
     index_min, _ = _line_index(min_x, col_lines, rc_bmin[0], ics)
     index_max, _ = _line_index(max_x, col_lines, rc_bmin[0], ics)
 
