@@ -897,19 +897,9 @@ def _merge_grouped(n_cols, keys, shift, payload, merge_threshold):
     return col_start, out_min, out_max, out_area
 
 
-def _count_per_row(mask):
-    """True entries per row of a C-contiguous bool (n, slots) array, slots 4 or a multiple of 8.
-
-    Adds the row's bytes by one multiplication of the row read as an integer: sum() over short
-    rows is slow, and a matrix product would go through BLAS, whose spinning worker threads
-    cost more system time than the product itself.
-    """
-    if mask.shape[1] == 4:
-        return ((mask.view(np.uint32)[:, 0] * np.uint32(0x01010101)) >> np.uint32(24)).astype(
-            np.int64
-        )
-    words = mask.view(np.uint64) * np.uint64(0x0101010101010101) >> np.uint64(56)
-    return (words[:, 0] if words.shape[1] == 1 else words.sum(axis=1)).astype(np.int64)
+def _count_per_column(mask):
+    """int64 (n,): True entries per column of a bool (slots, n) array (slots < 2**16)."""
+    return np.add.reduce(mask.view(np.uint8), axis=0, dtype=np.uint16).astype(np.int64)
 
 
 def _fold_contained(col, f_min, f_max, f_area):
@@ -1083,10 +1073,12 @@ def _merge_sorted(col, f_min, f_max, f_area, merge_threshold):
         in_bounds = np.searchsorted(in_round[order], np.arange(max_rounds + 1))
 
     # Empty slots hold EMPTY as both bottom and top: never below a fragment, always above it.
+    # The state is slot-major, (slots, columns): every operation then loops over the
+    # columns, not over a column's few slots (12x faster for a comparison on 4 slots).
     slots = 4
-    st_min = np.full((n_used, slots), EMPTY, dtype=np.int32)
-    st_max = np.full((n_used, slots), EMPTY, dtype=np.int32)
-    st_area = np.zeros((n_used, slots), dtype=np.uint8)
+    st_min = np.full((slots, n_used), EMPTY, dtype=np.int32)
+    st_max = np.full((slots, n_used), EMPTY, dtype=np.int32)
+    st_area = np.zeros((slots, n_used), dtype=np.uint8)
     st_n = np.zeros(n_used, dtype=np.int64)
     finished: list[tuple] = []
     for k in range(max_rounds):
@@ -1094,37 +1086,41 @@ def _merge_sorted(col, f_min, f_max, f_area, merge_threshold):
         here = first[:nk] + k
         fmin, fmax, farea = f_min[here], f_max[here], f_area[here]
         if k == 0:
-            st_min[:nk, 0], st_max[:nk, 0], st_area[:nk, 0] = fmin, fmax, farea
+            st_min[0, :nk], st_max[0, :nk], st_area[0, :nk] = fmin, fmax, farea
             st_n[:nk] = 1
             if split is not None:
                 _fold_into_spans(st_max, st_area, in_row, in_min, in_area, in_bounds, k)
             continue
         if int(st_n[:nk].max()) >= slots:
-            # Only the active prefix grows; rows already finished keep their narrower state.
-            finished.append((nk, st_min.shape[0], st_min[nk:], st_max[nk:], st_area[nk:]))
+            # Only the active prefix grows; columns already finished keep their narrower state.
+            finished.append((nk, st_min.shape[1], st_min[:, nk:], st_max[:, nk:], st_area[:, nk:]))
             slots *= 2
-            st_min = _widen(st_min[:nk], slots, EMPTY)
-            st_max = _widen(st_max[:nk], slots, EMPTY)
-            st_area = _widen(st_area[:nk], slots, 0)
-        cur_min, cur_max, cur_area, cur_n = st_min[:nk], st_max[:nk], st_area[:nk], st_n[:nk]
+            st_min = _widen(st_min[:, :nk], slots, EMPTY)
+            st_max = _widen(st_max[:, :nk], slots, EMPTY)
+            st_area = _widen(st_area[:, :nk], slots, 0)
+        width = st_min.shape[1]
+        cur_min, cur_max, cur_area = st_min[:, :nk], st_max[:, :nk], st_area[:, :nk]
+        cur_n = st_n[:nk]
         # Spans are sorted and apart, so the ones the fragment touches are a contiguous run
         # [n_below, n_reach).
-        n_below = _count_per_row(cur_max < fmin[:, None])
-        n_reach = _count_per_row(cur_min <= fmax[:, None])
+        n_below = _count_per_column(cur_max < fmin)
+        n_reach = _count_per_column(cur_min <= fmax)
         n_over = n_reach - n_below
         touched = n_over > 0
-        # Slots read and written through flat indices: 1-D takes and puts are several times
-        # faster than 2-D fancy indexing. The state has room to spare (st_n < slots), so
-        # n_below is a real slot: the first touched span's, or where the fragment goes.
+        # Slots read and written through flat indices (slot * width + column): 1-D takes and
+        # puts are several times faster than 2-D fancy indexing. The state has room to spare
+        # (st_n < slots), so n_below is a real slot: the first touched span's, or where the
+        # fragment goes.
         flat_min, flat_max, flat_area = st_min.reshape(-1), st_max.reshape(-1), st_area.reshape(-1)
-        row_slot = np.arange(0, nk * slots, slots)
-        at_first = row_slot + n_below
+        column = np.arange(nk)
+        at_first = n_below * width
+        at_first += column
         first_min = flat_min.take(at_first)
         first_max = flat_max.take(at_first)
-        last_max = flat_max.take(row_slot + np.maximum(n_reach - 1, 0))
+        last_max = flat_max.take(np.maximum(n_reach - 1, 0) * width + column)
         new_min = np.where(touched, np.minimum(fmin, first_min), fmin)
         new_max = np.where(touched, np.maximum(fmax, last_max), fmax)
-        slot = np.arange(slots)[None, :]
+        slot = np.arange(slots)[:, None]
         # Area: the fragment's, max'ed with each touched span's whose top is within the
         # threshold. Usually one span is touched; several only when the fragment joins spans.
         first_area = np.where(
@@ -1134,22 +1130,23 @@ def _merge_sorted(col, f_min, f_max, f_area, merge_threshold):
         joins = np.nonzero(n_over > 1)[0]
         if joins.shape[0]:
             keep_area = (
-                (slot > n_below[joins, None])
-                & (slot < n_reach[joins, None])
-                & (fmax[joins, None] - cur_max[joins] <= merge_threshold)
+                (slot > n_below[joins])
+                & (slot < n_reach[joins])
+                & (fmax[joins] - cur_max[:, joins] <= merge_threshold)
             )
-            more = np.where(keep_area, cur_area[joins], 0).max(axis=1)
+            more = np.where(keep_area, cur_area[:, joins], 0).max(axis=0)
             new_area[joins] = np.maximum(new_area[joins], more)
         # A fragment that touches exactly one span replaces it in place; only the others
         # (an insertion, or several spans joined) shift the slots above.
         shift = np.nonzero((n_over != 1) & (n_below < cur_n))[0]
         if shift.shape[0]:
-            src = np.where(slot < n_below[shift, None], slot, slot - 1 + n_over[shift, None])
+            src = np.where(slot < n_below[shift], slot, slot - 1 + n_over[shift])
             src = np.minimum(src, slots - 1)
-            src += row_slot[shift, None]
-            st_min[shift] = flat_min.take(src)
-            st_max[shift] = flat_max.take(src)
-            st_area[shift] = flat_area.take(src)
+            src *= width
+            src += shift
+            st_min[:, shift] = flat_min.take(src)
+            st_max[:, shift] = flat_max.take(src)
+            st_area[:, shift] = flat_area.take(src)
         flat_min[at_first] = new_min
         flat_max[at_first] = new_max
         flat_area[at_first] = new_area
@@ -1158,11 +1155,11 @@ def _merge_sorted(col, f_min, f_max, f_area, merge_threshold):
             _fold_into_spans(st_max, st_area, in_row, in_min, in_area, in_bounds, k)
 
     # Spans row by row (columns in fragment-count order), then moved to column order.
-    segments = [(0, st_min.shape[0], st_min, st_max, st_area)] + finished[::-1]
+    segments = [(0, st_min.shape[1], st_min, st_max, st_area)] + finished[::-1]
     parts = []
     for start, end, seg_min, seg_max, seg_area in segments:
-        valid = np.arange(seg_min.shape[1])[None, :] < st_n[start:end][:, None]
-        parts.append((seg_min[valid], seg_max[valid], seg_area[valid]))
+        valid = np.arange(seg_min.shape[0])[None, :] < st_n[start:end][:, None]
+        parts.append((seg_min.T[valid], seg_max.T[valid], seg_area.T[valid]))
     row_min, row_max, row_area = (np.concatenate(p) for p in zip(*parts, strict=True))
     in_column_order = np.empty(n_used, dtype=np.int64)
     in_column_order[by_count] = np.arange(n_used)
@@ -1200,15 +1197,16 @@ def _fold_into_spans(st_max, st_area, rows, f_min, f_area, bounds, k):
     rows = rows[here]
     if not rows.shape[0]:
         return
-    slots = st_max.shape[1]
-    below = _count_per_row(st_max[rows] < f_min[here][:, None])
-    below += rows * slots
+    below = _count_per_column(st_max[:, rows] < f_min[here])
+    below *= st_max.shape[1]
+    below += rows
     np.maximum.at(st_area.reshape(-1), below, f_area[here])
 
 
 def _widen(array, slots, fill):
-    out = np.full((array.shape[0], slots), fill, dtype=array.dtype)
-    out[:, : array.shape[1]] = array
+    """A slot-major (slots, n) state with more slots (``fill`` in the new ones)."""
+    out = np.full((slots, array.shape[1]), fill, dtype=array.dtype)
+    out[: array.shape[0]] = array
     return out
 
 
