@@ -58,7 +58,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .compact import BORDER_REG, CompactHeightfield, bits_of_4
+from .compact import BORDER_REG, CompactHeightfield, bits_of_4, per_direction
 from .context import BuildContext
 from .errors import VoxNavError
 
@@ -152,7 +152,7 @@ def boundary_flags(chf: CompactHeightfield) -> np.ndarray:
     """
     reg = np.asarray(chf.reg)
     reg_x = np.append(reg, reg.dtype.type(0))  # a missing link (-1) reads region 0
-    leaves = reg_x[np.asarray(chf.neighbor)] != reg[:, None]
+    leaves = per_direction(np.not_equal, reg_x.take(np.asarray(chf.neighbor)), reg)
     flags = bits_of_4(leaves)  # bit d: direction d
     flags[(reg == 0) | ((reg & BORDER_REG) != 0)] = 0
     return flags

@@ -55,7 +55,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import threads
-from .compact import DIR_OFFSET_X, DIR_OFFSET_Y, any_of_4
+from .compact import DIR_OFFSET_X, DIR_OFFSET_Y, any_of_4, per_direction
 from .context import BuildContext
 from .errors import VoxNavError
 
@@ -224,7 +224,7 @@ def _region_borders(chf):
     reg = np.ascontiguousarray(chf.reg)
     nbr = chf.neighbor
     # A missing link (-1) reads the last span's region; the mask drops it.
-    border = any_of_4((nbr >= 0) & (reg.take(nbr) != reg[:, None]))
+    border = any_of_4((nbr >= 0) & per_direction(np.not_equal, reg.take(nbr), reg))
     return reg, border
 
 

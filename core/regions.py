@@ -29,7 +29,7 @@ from __future__ import annotations
 import numpy as np
 
 from .area import _check_chf, _neighbors_with_sentinel, chamfer_distance
-from .compact import BORDER_REG, CompactHeightfield, all_of_4, any_of_4
+from .compact import BORDER_REG, CompactHeightfield, all_of_4, any_of_4, per_direction
 from .context import BuildContext
 from .errors import VoxNavError
 
@@ -73,7 +73,7 @@ def build_distance_field(
     nbx = _neighbors_with_sentinel(chf)
     area_x = np.append(area, np.uint8(255)).astype(np.int16)
     area_x[n] = -1  # the sentinel never matches an area
-    same = all_of_4(area_x[nbx[:n]] == area[:, None])
+    same = all_of_4(per_direction(np.equal, area_x.take(nbx[:n]), area))
     init = np.where(same, 0xFFFF, 0)
     raw = chamfer_distance(chf, init, nbx)
     max_distance = int(raw.max()) if n else 0
@@ -122,7 +122,7 @@ class _Graph:
         self.nbx = nbx
         area_x = np.append(self.area, 0).astype(np.int16)
         area_x[n] = -1
-        same = area_x.take(nbx) == area_x[:, None]
+        same = per_direction(np.equal, area_x.take(nbx), area_x)
         same[n] = False
         #: (n+1, 4) neighbour of the same area, n otherwise.
         self.nsa = np.where(same, nbx, index(n))

@@ -251,3 +251,16 @@ def test_bits_of_4_matches_packbits():
             got = bits_of_4(mask)
             assert got.dtype == np.uint8
             np.testing.assert_array_equal(got, want)
+
+
+def test_per_direction_matches_broadcasting():
+    from core.compact import per_direction
+
+    rng = np.random.default_rng(5)
+    table = rng.integers(0, 4, (50, 4)).astype(np.int16)
+    values = rng.integers(0, 4, 50).astype(np.uint8)
+    np.testing.assert_array_equal(per_direction(np.equal, table, values), table == values[:, None])
+    np.testing.assert_array_equal(
+        per_direction(np.add, table, values, dtype=np.int32), table + values[:, None]
+    )
+    assert per_direction(np.not_equal, table[:0], values[:0]).shape == (0, 4)
