@@ -289,18 +289,18 @@ def _link_rounds(
         hi = min(n, lo + LINK_CHUNK_SPANS)
         max_layer = 0
         x, y = sx[lo:hi], sy[lo:hi]
-        ncol = np.empty((hi - lo, 4), dtype=index)
+        by_dir = np.empty((hi - lo, 4), dtype=index)
         base = y * width + x
         for d in range(4):
-            np.add(base, offsets[d], out=ncol[:, d])
-        ncol[x == 0, 0] = ncols
-        ncol[y == height - 1, 1] = ncols
-        ncol[x == width - 1, 2] = ncols
-        ncol[y == 0, 3] = ncols
-        ncol = ncol.reshape(-1)
+            np.add(base, offsets[d], out=by_dir[:, d])
+        by_dir[x == 0, 0] = ncols
+        by_dir[y == height - 1, 1] = ncols
+        by_dir[x == width - 1, 2] = ncols
+        by_dir[y == 0, 3] = ncols
+        ncol = by_dir.reshape(-1)
         first = starts[ncol]
         count = starts[ncol + 1] - first
-        del ncol
+        del ncol, by_dir
         pair = np.flatnonzero(count) + 4 * lo  # flat index 4 * span + direction
         first = first[pair - 4 * lo]
         count = count[pair - 4 * lo]
