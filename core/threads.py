@@ -2,7 +2,8 @@
 
 Several stages split large arrays into pieces that run on two threads (NumPy releases the GIL
 inside its loops): the rasterizer's clipping and merge, the ledge filter, the compact links,
-the distance field's pass plans and the detail mesh's height patches. Each names its own
+the distance field's pass plans, the detail mesh's height patches and the memory check's
+fragment bounds. Each names its own
 limit (a module constant such as ``rasterize.WORKERS``); `allowed` turns that limit into 1
 while the calling thread is inside `single_threaded`, as a tile baked beside other tiles is:
 there the other workers already keep every core busy, and extra threads only compete with
