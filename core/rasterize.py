@@ -702,9 +702,9 @@ def _clip_pieces(verts, tris, bmin, bmax, cs, ch, width, height, finish=None):
             out = [tuple(values[order] for values in joined)]
         return out if finish is None else [finish(*piece) for piece in out]
 
-    chunk, threads = clip_plan(int(tri_ids.shape[0]))
-    if threads > 1:
-        with ThreadPoolExecutor(threads) as pool:
+    chunk, n_threads = clip_plan(int(tri_ids.shape[0]))
+    if n_threads > 1:
+        with ThreadPoolExecutor(n_threads) as pool:
             done = pool.map(clip_chunk, _chunks(tri_ids, chunk))
             return [p for out in done for p in out]
     return [p for part in _chunks(tri_ids, chunk) for p in clip_chunk(part)]

@@ -592,14 +592,15 @@ def _same_column_pairs(chf: CompactHeightfield):
     cnt = np.diff(start)
     multi = np.flatnonzero(cnt > 1)
     per_col = cnt[multi]
-    # Spans of the multi-span columns, each repeated once per span of its column.
-    spans = np.repeat(start[multi], per_col)
-    spans += np.arange(spans.shape[0]) - np.repeat(np.cumsum(per_col) - per_col, per_col)
+    # Spans of the multi-span columns with their column's first span, each repeated once
+    # per span of its column.
+    column_first = np.repeat(start[multi], per_col)
+    spans = column_first + np.arange(column_first.shape[0])
+    spans -= np.repeat(np.cumsum(per_col) - per_col, per_col)
     rep = np.repeat(per_col, per_col)
     a = np.repeat(spans, rep)
-    first = np.repeat(np.repeat(start[multi], per_col), rep)
     offs = np.arange(a.shape[0]) - np.repeat(np.cumsum(rep) - rep, rep)
-    return a, first + offs
+    return a, np.repeat(column_first, rep) + offs
 
 
 def _unique_pairs(ra: np.ndarray, rb: np.ndarray) -> list[tuple[int, int]]:
