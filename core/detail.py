@@ -45,6 +45,8 @@ vertices, which is what the setting asks for (no extra samples).
 
 from __future__ import annotations
 
+import functools
+import gc
 import math
 import os
 import struct
@@ -1232,6 +1234,29 @@ def _largest_gaps(jobs, sample_max_error):
     return at[first] - sample_first, best_gap
 
 
+def _collector_paused(function):
+    """``function`` run with Python's cyclic garbage collector off (back on after, if it was).
+
+    The insertion rounds allocate hundreds of thousands of small lists, tuples and dicts (the
+    Delaunay edges and the scan caches), which reference counting frees; the collector would
+    still scan them every few hundred allocations, and in each full collection every object of
+    the process (in Blender, all of its Python state). Undulating's detail stage: 778 -> 696 ms.
+    Several threads may pause it at once: whoever found it on turns it back on."""
+
+    @functools.wraps(function)
+    def paused(*args, **kwargs):
+        was_on = gc.isenabled()
+        gc.disable()
+        try:
+            return function(*args, **kwargs)
+        finally:
+            if was_on:
+                gc.enable()
+
+    return paused
+
+
+@_collector_paused
 def _details_with_samples(items, sample_max_error):
     """`_build_poly_detail` for many polygons, their insertion steps in rounds: each round
     measures every still-growing polygon's samples against its triangles at once (the same

@@ -237,3 +237,32 @@ def test_a_broken_detail_pool_finishes_in_this_process_with_a_warning(monkeypatc
     assert any("worker processes failed" in w and "BrokenProcessPool" in w for w in ctx.warnings)
     for field in ("meshes", "verts", "tris"):
         np.testing.assert_array_equal(getattr(built, field), getattr(result.detail, field))
+
+
+def test_insertion_rounds_pause_the_collector_and_restore_it(monkeypatch):
+    """The rounds run with the cyclic collector off; afterwards it is as it was, on or off,
+    also when the rounds fail."""
+    import gc
+
+    seen = []
+
+    def rounds(fail):
+        seen.append(gc.isenabled())
+        if fail:
+            raise ValueError("a round failed")
+        return "built"
+
+    paused = detail._collector_paused(rounds)
+    was_on = gc.isenabled()
+    try:
+        gc.enable()
+        assert paused(False) == "built" and gc.isenabled()
+        with pytest.raises(ValueError):
+            paused(True)
+        assert gc.isenabled()
+        gc.disable()
+        assert paused(False) == "built" and not gc.isenabled()
+    finally:
+        (gc.enable if was_on else gc.disable)()
+    assert seen == [False, False, False]
+    assert detail._details_with_samples.__wrapped__ is not None
