@@ -762,10 +762,9 @@ _F32_EPS_LEFT = F32(1e-5)
 _FEW_NEW_POINTS = 4
 
 
-def _circle_class_f32(pts, cache, s, t, v, u):
-    """`_circle_class` on NumPy float32 scalars (each operation rounds to float32 as C's float
-    does; about 3x faster than rounding Python floats). Same results (tests/core/
-    test_detail_fast.py); the circle cache keys differ from `_circle_class`'s (``"c32"``)."""
+def _circle_of(pts, cache, s, t, v):
+    """The circumcircle of (s, t, v) as `_circle_class_f32` tests against it, cached: float32
+    (x, z, radius + 0.1 %, radius - 0.1 %), then the same four as Python floats."""
     key = ("c32", s, t, v)
     circle = cache.get(key)
     if circle is None:
@@ -785,8 +784,16 @@ def _circle_class_f32(pts, cache, s, t, v, u):
             cx, cz = c0 + p1x, c2 + p1z
         else:
             cx, cz, rad = p1x, p1z, _F32_ZERO
-        circle = cache[key] = (cx, cz, rad * _F32_TOL_HI, rad * _F32_TOL_LO)
-    cx, cz, r_hi, r_lo = circle
+        exact = (cx, cz, rad * _F32_TOL_HI, rad * _F32_TOL_LO)
+        circle = cache[key] = (*exact, *(float(value) for value in exact))
+    return circle
+
+
+def _circle_class_f32(pts, cache, s, t, v, u):
+    """`_circle_class` on NumPy float32 scalars (each operation rounds to float32 as C's float
+    does; about 3x faster than rounding Python floats). Same results (tests/core/
+    test_detail_fast.py); the circle cache keys differ from `_circle_class`'s (``"c32"``)."""
+    cx, cz, r_hi, r_lo = _circle_of(pts, cache, s, t, v)[:4]
     upx, upz = pts[u]
     dx = upx - cx
     dz = upz - cz
@@ -794,6 +801,38 @@ def _circle_class_f32(pts, cache, s, t, v, u):
     if d > r_hi:
         return 0
     return 1 if d < r_lo else 2
+
+
+#: Relative gap between the float32 distance `_circle_class_f32` computes (five roundings of
+#: 2**-24 each, at most about 1.8e-7 relative in all) and the same distance in double
+#: precision, with a 5x margin: beyond it, the double's comparisons are the float32 ones.
+_DISTANCE_SLACK = 1e-6
+#: Distances the double-precision shortcut of `_circle_class_fast` takes: far from float32's
+#: underflow and overflow, where the relative bound above holds. [Units: wu]
+_SHORTCUT_MIN, _SHORTCUT_MAX = 1e-12, 1e18
+
+
+def _circle_class_fast(pts, fpts, cache, s, t, v, u):
+    """`_circle_class_f32`, decided in double precision when the distance is clearly apart
+    from both tolerance radii (almost always), by the float32 operations otherwise.
+    ``fpts``: the points as Python floats. Same results (tests/core/test_detail_fast.py)."""
+    circle = cache.get(("c32", s, t, v))
+    if circle is None:
+        circle = _circle_of(pts, cache, s, t, v)
+    _, _, _, _, cx, cz, r_hi, r_lo = circle
+    ux, uz = fpts[u]
+    dx = ux - cx
+    dz = uz - cz
+    d = math.sqrt(dx * dx + dz * dz)
+    if _SHORTCUT_MIN < d < _SHORTCUT_MAX:
+        slack = d * _DISTANCE_SLACK
+        if d - slack > r_hi:
+            return 0
+        if d + slack < r_lo:
+            return 1
+        if r_lo < d - slack and d + slack < r_hi:
+            return 2
+    return _circle_class_f32(pts, cache, s, t, v, u)
 
 
 #: `_fold_tables` entry of an edge whose scan meets a point on a circle (its outcome then
@@ -934,6 +973,7 @@ def _delaunay_hull(vx, vz, hull, cache=None, fold=None):
     npts = vx.shape[0]
     max_edges = npts * 10
     pts = list(zip(vx, vz, strict=True))  # NumPy float32 scalars (`_circle_class_f32`)
+    fpts = list(zip(vx.tolist(), vz.tolist(), strict=True))  # the same as Python floats
 
     def left_of(s, t):
         # The points strictly left of s->t (vcross2 > EPS, float32 in Recast's order), in
@@ -1033,7 +1073,7 @@ def _delaunay_hull(vx, vz, hull, cache=None, fold=None):
                     key = (s, t, pt, u)
                     where = cache.get(key)
                     if where is None:
-                        where = cache[key] = _circle_class_f32(pts, cache, s, t, pt, u)
+                        where = cache[key] = _circle_class_fast(pts, fpts, cache, s, t, pt, u)
                     if where == 0:
                         continue
                     if where == 2:

@@ -266,3 +266,40 @@ def test_insertion_rounds_pause_the_collector_and_restore_it(monkeypatch):
         (gc.enable if was_on else gc.disable)()
     assert seen == [False, False, False]
     assert detail._details_with_samples.__wrapped__ is not None
+
+
+@pytest.mark.parametrize("kind", ["random", "grid", "near_circle", "degenerate"])
+def test_double_precision_circle_class_equals_float32(kind):
+    """`_circle_class_fast` decides in double precision only where the float32 test cannot
+    differ: on every kind of point set, including points within a few float32 steps of the
+    tolerance radii and collinear triples (zero-radius circles), it equals `_circle_class_f32`."""
+    rng = np.random.default_rng(11)
+    if kind == "random":
+        pts = rng.uniform(-50, 50, (24, 2))
+    elif kind == "grid":  # cocircular quadruples everywhere
+        gx, gz = np.meshgrid(np.arange(5), np.arange(5))
+        pts = np.stack([gx.ravel(), gz.ravel()], axis=1) * 0.3
+    elif kind == "degenerate":  # collinear and repeated points
+        pts = np.concatenate([np.stack([np.arange(8), np.arange(8)], axis=1), [[3, 3], [0, 1]]])
+    else:  # points on circles of radius 1 around 0, scaled by the tolerance +- a few ulps
+        angles = rng.uniform(0, 2 * np.pi, 24)
+        scale = np.array([1.0, 1.001, 0.999])[rng.integers(0, 3, 24)]
+        scale = scale * (1 + rng.integers(-4, 5, 24) * 2.0**-23)
+        pts = np.stack([np.cos(angles), np.sin(angles)], axis=1) * scale[:, None]
+        pts[:3] = [[1, 0], [0, 1], [-1, 0]]  # the circle through them: radius 1 about 0
+    pts = pts.astype(F32)
+    vx, vz = pts[:, 0].copy(), pts[:, 1].copy()
+    scalars = list(zip(vx, vz, strict=True))
+    floats = list(zip(vx.tolist(), vz.tolist(), strict=True))
+    n = pts.shape[0]
+    fast_cache: dict = {}
+    exact_cache: dict = {}
+    counts = [0, 0, 0]
+    for s, t, v in rng.integers(0, n, (60, 3)).tolist() + [[0, 1, 2]]:
+        for u in range(n):
+            want = detail._circle_class_f32(scalars, exact_cache, s, t, v, u)
+            assert detail._circle_class_fast(scalars, floats, fast_cache, s, t, v, u) == want
+            counts[want] += 1
+    assert counts[0] and counts[1]
+    if kind in ("grid", "near_circle", "degenerate"):
+        assert counts[2]  # points on a circle within the tolerance were met
