@@ -326,6 +326,14 @@ def _triangulate_all(
     fallback = np.zeros(ncont, dtype=bool)
     clipped: list[np.ndarray] = []  # per round: (contour, i, i1, i2) rows
     active = np.flatnonzero(left > 3)
+    # Each round's ear per contour, the shortest then the first, is the minimum of one int64
+    # key (squared length above the local index) over the contour's run of candidates: flat
+    # indices run contour by contour, so no sort is needed. With 16-bit cell coordinates the
+    # key takes under 50 bits; should it not fit, a lexsort.
+    local_bits = int(n_c.max(initial=1)).bit_length()
+    span_x = int(x.max(initial=0)) - int(x.min(initial=0))
+    span_z = int(z.max(initial=0)) - int(z.min(initial=0))
+    packed = (span_x * span_x + span_z * span_z).bit_length() + local_bits <= 62
     while active.size:
         act = np.zeros(ncont, dtype=bool)
         act[active] = True
@@ -333,10 +341,18 @@ def _triangulate_all(
         i2 = nxt[nxt[cand]]
         dx, dz = x[i2] - x[cand], z[i2] - z[cand]
         length = dx * dx + dz * dz
-        order = np.lexsort((local[cand], length, owner[cand]))
-        first = np.ones(order.size, dtype=bool)
-        first[1:] = owner[cand[order]][1:] != owner[cand[order]][:-1]
-        best = cand[order[first]]
+        cand_owner = owner[cand]
+        if packed and cand.size:
+            key = length << local_bits
+            key |= local[cand]
+            starts = np.flatnonzero(np.concatenate([[True], cand_owner[1:] != cand_owner[:-1]]))
+            best_key = np.minimum.reduceat(key, starts)
+            best = cstart[cand_owner[starts]] + (best_key & ((1 << local_bits) - 1))
+        else:
+            order = np.lexsort((local[cand], length, cand_owner))
+            first = np.ones(order.size, dtype=bool)
+            first[1:] = cand_owner[order][1:] != cand_owner[order][:-1]
+            best = cand[order[first]]
         has = np.zeros(ncont, dtype=bool)
         has[owner[best]] = True
         stuck = active[~has[active]]

@@ -557,9 +557,12 @@ def _messy_polygon(rng, seed: int):
     return xs, zs
 
 
-def test_batched_triangulation_equals_one_by_one_on_messy_polygons():
+@pytest.mark.parametrize("scale", [1, 1 << 25])
+def test_batched_triangulation_equals_one_by_one_on_messy_polygons(scale):
+    """Also with coordinates so far apart (scale 2**25) that the ears' packed (length, index)
+    key would not fit 62 bits: then the rounds pick the ears by a lexsort."""
     rng = np.random.default_rng(7)
-    polys = [_messy_polygon(rng, seed) for seed in range(60)]
+    polys = [(xs * scale, zs * scale) for xs, zs in (_messy_polygon(rng, s) for s in range(60))]
     polys.append((np.array([0, 4, 4, 0]), np.array([0, 0, 4, 4])))  # a square, 3 points left
     polys.append((np.array([0, 1, 2]), np.array([0, 2, 0])))  # a triangle: no clipping
     x = np.concatenate([p[0] for p in polys])
