@@ -293,12 +293,17 @@ def _diagonals(x, z, nxt, prv, alive, cstart, owner, qi, qj) -> np.ndarray:
     k = np.repeat(cstart[c], size) + (
         np.arange(int(size.sum())) - np.repeat(np.cumsum(size) - size, size)
     )
+    # Only the pairs that count go through the crossing test: as the contours lose their
+    # ears, more and more of their slots are dead.
+    alive_k = alive[k]
+    k, q = k[alive_k], q[alive_k]
     k1 = nxt[k]
     d0, d1 = qi[q], qj[q]
+    consider = np.flatnonzero((k != d0) & (k1 != d0) & (k != d1) & (k1 != d1))
+    k, k1, q, d0, d1 = k[consider], k1[consider], q[consider], d0[consider], d1[consider]
     x0, z0, x1, z1 = x[d0], z[d0], x[d1], z[d1]
     ax, az, bx, bz = x[k], z[k], x[k1], z[k1]
-    consider = alive[k] & (k != d0) & (k1 != d0) & (k != d1) & (k1 != d1)
-    hit = segments_cross(x0, z0, x1, z1, ax, az, bx, bz) & consider
+    hit = segments_cross(x0, z0, x1, z1, ax, az, bx, bz)
     crossed = np.bincount(q, weights=hit, minlength=qi.size) > 0
     return cone & ~crossed
 
