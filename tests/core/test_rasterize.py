@@ -238,9 +238,11 @@ def test_config_derives_recast_integers_in_float32():
     assert d.detail_sample_dist == F32(0.3) * F32(6.0)
 
 
-def test_chunked_and_threaded_paths_give_the_same_spans(monkeypatch):
-    """Tiny chunks force the threaded clipping, the threaded range-by-range span merge and the
-    split ledge filter that large scenes take; they must give exactly the oracle's results."""
+@pytest.mark.parametrize("blocks", [4096, 3])
+def test_chunked_and_threaded_paths_give_the_same_spans(blocks, monkeypatch):
+    """Tiny chunks force the threaded clipping, the threaded range-by-range span merge of the
+    pieces (one column per block, or blocks of many columns) and the split ledge filter that
+    large scenes take; they must give exactly the oracle's results."""
     from core import rasterize
 
     rng = np.random.default_rng(7)
@@ -255,11 +257,16 @@ def test_chunked_and_threaded_paths_give_the_same_spans(monkeypatch):
     monkeypatch.setattr(rasterize, "CHUNK_TRIANGLES", 5)
     monkeypatch.setattr(rasterize, "PARALLEL_CHUNK_TRIANGLES", 7)
     monkeypatch.setattr(rasterize, "CHUNK_FRAGMENTS", 16)
+    monkeypatch.setattr(rasterize, "MERGE_BLOCKS", blocks)
+    merged = []
+    merge_sorted = rasterize._merge_sorted
+    monkeypatch.setattr(rasterize, "_merge_sorted", lambda *a: merged.append(1) or merge_sorted(*a))
     fast = rasterize_fragments(verts, tris, areas, bmin, bmax, cs, ch, w, h)
     assert list(zip(*(a.tolist() for a in fast), strict=False)) == frags
     hf = rasterize_triangles(verts, tris, areas, bmin, bmax, cs, ch, w, h, climb)
     expected = [(i % w, i // w, *s) for i, c in enumerate(columns) for s in c]
     assert spans(hf) == sorted(expected)
+    assert len(merged) > 2  # several column ranges, each from several pieces
     monkeypatch.setattr(filters, "WORKERS", 2)
     monkeypatch.setattr(filters, "PARALLEL_SPANS", 1)
     monkeypatch.setattr(filters, "LEDGE_BLOCK", 3)
