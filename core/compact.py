@@ -43,6 +43,15 @@ def per_direction(op, table: np.ndarray, values: np.ndarray, dtype=bool) -> np.n
     return out
 
 
+def rows_of(table: np.ndarray, index: np.ndarray) -> np.ndarray:
+    """``table[index]`` for a C-contiguous (n, k) table and integer indices: each row read as
+    one k-item record by a 1-D take, 3-4x faster than NumPy's row indexing (which copies the
+    row item by item)."""
+    record = np.dtype((np.void, table.shape[1] * table.itemsize))
+    rows = np.ascontiguousarray(table).view(record).reshape(-1)
+    return rows.take(index).view(table.dtype).reshape(-1, table.shape[1])
+
+
 def bits_of_4(mask: np.ndarray) -> np.ndarray:
     """uint8 (k,): bit d set when direction d of a bool (k, 4) mask is. Reads each row as one
     little-endian uint32 (byte d is 0 or 1) and shifts the bytes' low bits together: an

@@ -29,7 +29,7 @@ from __future__ import annotations
 import numpy as np
 
 from .area import _check_chf, _neighbors_with_sentinel, chamfer_distance
-from .compact import BORDER_REG, CompactHeightfield, all_of_4, any_of_4, per_direction
+from .compact import BORDER_REG, CompactHeightfield, all_of_4, any_of_4, per_direction, rows_of
 from .context import BuildContext
 from .errors import VoxNavError
 
@@ -133,6 +133,10 @@ class _Graph:
         self.diag = np.empty_like(self.nsa)
         for d in range(4):
             self.diag[:, d] = nsa_flat.take(self.nsa[:, d] * 4 + ((d + 1) & 3))
+        # The two tables as one 16- or 32-byte record per span: row gathers as 1-D takes.
+        record = np.dtype((np.void, 4 * self.nsa.itemsize))
+        self._nsa_rows = self.nsa.view(record).reshape(-1)
+        self._diag_rows = self.diag.view(record).reshape(-1)
         #: Scratch of `_flood`: per-span stamp of the last flood that saw it, and a slot table.
         self.flood_stamp = 0
         self.flood_seen = np.zeros(n + 1, dtype=np.int64)
@@ -163,6 +167,14 @@ class _Graph:
         self.ow_src = ow_src.astype(np.int64)
         self.ow_dst = ow_dst
 
+    def nsa_of(self, spans) -> np.ndarray:
+        """``nsa[spans]`` (k, 4), each row read as one record (`compact.rows_of`)."""
+        return self._nsa_rows.take(spans).view(self.nsa.dtype).reshape(-1, 4)
+
+    def diag_of(self, spans) -> np.ndarray:
+        """``diag[spans]`` (k, 4), as `nsa_of`."""
+        return self._diag_rows.take(spans).view(self.diag.dtype).reshape(-1, 4)
+
     def free_flood_scratch(self) -> None:
         """Drop the flood scratch arrays (three of n+1) before merging."""
         self.flood_seen = self.flood_slot = self.flood_label = np.zeros(0, dtype=np.int64)
@@ -170,7 +182,7 @@ class _Graph:
     def linked_from(self, spans):
         """int64: every span with a same-area link to one of ``spans``, and perhaps others
         (with repeats): the returned links of ``spans`` read forward, plus the one-way ones."""
-        out = self.nsa[spans].ravel()
+        out = self.nsa_of(spans).ravel()
         out = out[out != self.n]
         if self.ow_src.shape[0]:
             out = np.concatenate([out, self.ow_src[np.isin(self.ow_dst, spans)]])
@@ -262,9 +274,9 @@ def _expand(g: _Graph, reg, sdist, active, level: int, max_iter: int):
 
 def _touching(g: _Graph, reg, spans):
     """bool per span: an 8-neighbour (Recast's floodRegion test) already has another region."""
-    nb = g.nsa[spans]
+    nb = g.nsa_of(spans)
     rn = reg[nb]
-    rd = reg[g.diag[spans]]
+    rd = reg[g.diag_of(spans)]
     hit = (nb != g.n) & ((rn & BORDER_REG) == 0) & ((rn != 0) | (rd != 0))
     return any_of_4(hit)
 
@@ -272,7 +284,6 @@ def _touching(g: _Graph, reg, spans):
 def _flood(g: _Graph, reg, sdist, dist_x, seed: int, lev: int, rid: int):
     """Recast's floodRegion for a seed known to be free and not touching another region."""
     n = g.n
-    nsa = g.nsa
     # Visited marks live across floods: a span is seen in this flood when it carries this
     # flood's stamp, so no array of n is cleared per seed.
     g.flood_stamp += 1
@@ -283,7 +294,7 @@ def _flood(g: _Graph, reg, sdist, dist_x, seed: int, lev: int, rid: int):
     members = [np.array([seed], dtype=np.int64)]
     frontier = members[0]
     while frontier.shape[0]:
-        cand = nsa[frontier].ravel()
+        cand = g.nsa_of(frontier).ravel()
         cand = cand[seen[cand] != stamp]
         if cand.shape[0] == 0:
             break
@@ -321,7 +332,6 @@ def _flood_batch(g: _Graph, reg, dist_x, seeds, lev: int):
     every seed was handled).
     """
     n = g.n
-    nsa = g.nsa
     g.flood_stamp += 1
     stamp = g.flood_stamp
     seen = g.flood_seen
@@ -335,7 +345,7 @@ def _flood_batch(g: _Graph, reg, dist_x, seeds, lev: int):
     same_b: list[np.ndarray] = []
     frontier = seeds
     while frontier.shape[0]:
-        cand = nsa[frontier].ravel()
+        cand = g.nsa_of(frontier).ravel()
         lab = np.repeat(label[frontier], 4)
         old = seen[cand] == stamp
         met = old & (label[cand] >= 0) & (label[cand] != lab)
@@ -381,7 +391,7 @@ def _flood_batch(g: _Graph, reg, dist_x, seeds, lev: int):
     region = region_of[label[spans]]
     # Could a region see an earlier one? Its spans' 4-neighbours and diagonals (Recast's
     # touching test) in another region of this batch, with a lower first seed.
-    look = np.concatenate([nsa[spans], g.diag[spans]], axis=1)
+    look = np.concatenate([g.nsa_of(spans), g.diag_of(spans)], axis=1)
     inside = (seen[look] == stamp) & (label[look] >= 0) & (look != n)
     other = np.where(inside, region_of[np.where(inside, label[look], 0)], _BIG)
     earlier = (other < region[:, None]).any(axis=1) | g.one_way[spans]
@@ -1081,7 +1091,7 @@ def _merge_layer_regions(chf, g: _Graph, reg, max_region_id: int, min_area: int)
     # same-area spans only), so any span's area is that one.
     last_area[r_[idx]] = g.area[idx]
     # Connections in discovery order (span order, then direction), any area.
-    nb = g.nbx[idx]
+    nb = rows_of(g.nbx, idx)
     rn = reg[nb]
     ok = (nb != n) & (rn > 0) & (rn < nreg) & (rn != r_[idx][:, None])
     border = np.zeros(nreg, dtype=bool)
