@@ -264,3 +264,18 @@ def test_per_direction_matches_broadcasting():
         per_direction(np.add, table, values, dtype=np.int32), table + values[:, None]
     )
     assert per_direction(np.not_equal, table[:0], values[:0]).shape == (0, 4)
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64, np.uint8, np.bool_])
+def test_rows_of_equals_row_indexing(dtype):
+    """`rows_of` (rows read as records by a 1-D take) gives ``table[index]``: any dtype,
+    repeated and empty indices, and a non-contiguous table."""
+    from core.compact import rows_of
+
+    rng = np.random.default_rng(5)
+    table = rng.integers(0, 1000, (50, 4)).astype(dtype)
+    for index in (rng.integers(0, 50, 200), np.zeros(0, dtype=np.int64), np.array([49, 0, 49])):
+        got = rows_of(table, index)
+        assert got.dtype == table.dtype and np.array_equal(got, table[index])
+    strided = rng.integers(0, 1000, (50, 8)).astype(dtype)[:, ::2]
+    assert np.array_equal(rows_of(strided, np.arange(50)[::-1]), strided[::-1])
