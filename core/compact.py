@@ -206,8 +206,11 @@ def build_compact_heightfield(
     y = smax[keep]
     h = np.clip(ceiling[keep] - y, 0, 0xFF)
     n = int(col.shape[0])
+    # Spans per column counted in place (a bincount would be a second array of ncols: on
+    # large grids first touching fresh memory costs more than the counting).
     cell_start = np.zeros(ncols + 1, dtype=np.int64)
-    np.cumsum(np.bincount(col, minlength=ncols), out=cell_start[1:])
+    np.add.at(cell_start[1:], col, 1)
+    np.cumsum(cell_start, out=cell_start)
     span_x = col % width
     span_y = col // width
     if progress is not None:
@@ -279,7 +282,9 @@ def _link_rounds(
     # the empty column ``ncols``.
     # int32 where it fits (heights are below 2**14): half the memory traffic of int64.
     index = np.int32 if max(4 * floor.shape[0], ncols + 1) < 2**31 else np.int64
-    starts = np.append(cell_start, cell_start[-1]).astype(index)
+    starts = np.empty(ncols + 2, dtype=index)  # cell_start and a last empty column
+    starts[:-1] = cell_start
+    starts[-1] = cell_start[-1]
     # int16 when every top fits (span heights are 13-bit, clearances 8-bit): half the bytes
     # the gathers below move.
     small = int(top.max(initial=0)) < 2**15 and int(floor.min(initial=0)) > -(2**15)
