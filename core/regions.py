@@ -138,11 +138,13 @@ class _Graph:
         self._nsa_rows = self.nsa.view(record).reshape(-1)
         self._diag_rows = self.diag.view(record).reshape(-1)
         #: Scratch of `_flood`: per-span stamp of the last flood that saw it, and a slot table.
+        # int32 like the tables (stamps count floods, each claiming at least one span; slots
+        # and labels count spans): half the fresh memory of int64.
         self.flood_stamp = 0
-        self.flood_seen = np.zeros(n + 1, dtype=np.int64)
-        self.flood_slot = np.empty(n + 1, dtype=np.int64)
+        self.flood_seen = np.zeros(n + 1, dtype=index)
+        self.flood_slot = np.empty(n + 1, dtype=index)
         #: Scratch of `_flood_batch`: the seed label of every span it accepted (-1: rejected).
-        self.flood_label = np.empty(n + 1, dtype=np.int64)
+        self.flood_label = np.empty(n + 1, dtype=index)
         # Links need not be symmetric: a link in direction d is returned when the neighbour's
         # link in the opposite direction (the only one back to this column) leads back.
         idx = np.arange(n, dtype=index)
@@ -267,7 +269,7 @@ def _expand(g: _Graph, reg, sdist, active, level: int, max_iter: int):
         nxt = nxt[in_stack[nxt]]
         # Drop repeats without sorting (the order of a Jacobi pass does not matter): of equal
         # entries only the last write survives.
-        slot = np.arange(nxt.shape[0], dtype=np.int64)
+        slot = np.arange(nxt.shape[0], dtype=g.flood_slot.dtype)
         g.flood_slot[nxt] = slot
         cand_spans = nxt[g.flood_slot[nxt] == slot]
 
@@ -299,7 +301,7 @@ def _flood(g: _Graph, reg, sdist, dist_x, seed: int, lev: int, rid: int):
         if cand.shape[0] == 0:
             break
         # Drop repeats without sorting: of equal entries only the last write survives.
-        slot = np.arange(cand.shape[0], dtype=np.int64)
+        slot = np.arange(cand.shape[0], dtype=g.flood_slot.dtype)
         g.flood_slot[cand] = slot
         cand = cand[g.flood_slot[cand] == slot]
         seen[cand] = stamp
@@ -339,7 +341,7 @@ def _flood_batch(g: _Graph, reg, dist_x, seeds, lev: int):
     seen[n] = stamp
     label[n] = -1
     seen[seeds] = stamp
-    label[seeds] = np.arange(seeds.shape[0], dtype=np.int64)
+    label[seeds] = np.arange(seeds.shape[0], dtype=label.dtype)
     members = [seeds]
     same_a: list[np.ndarray] = []  # label pairs of one region
     same_b: list[np.ndarray] = []
@@ -357,7 +359,7 @@ def _flood_batch(g: _Graph, reg, dist_x, seeds, lev: int):
         if cand.shape[0] == 0:
             break
         # One entry per span, labelled with the lowest label reaching it this round.
-        slot = np.arange(cand.shape[0], dtype=np.int64)
+        slot = np.arange(cand.shape[0], dtype=g.flood_slot.dtype)
         g.flood_slot[cand] = slot
         first = g.flood_slot[cand] == slot
         label[cand] = _BIG
