@@ -57,7 +57,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import threads
-from .compact import DIR_OFFSET_X, DIR_OFFSET_Y, any_of_4, per_direction
+from .compact import DIR_OFFSET_X, DIR_OFFSET_Y
 from .context import BuildContext
 from .errors import VoxNavError
 
@@ -220,13 +220,36 @@ def _seed_poly_center(chf, pverts, xmin, ymin, w, h, bs):
     return cx + bs, cy + bs, ci
 
 
+#: Spans per piece of `_region_borders` (cache-sized temporaries, reused by the allocator).
+BORDER_CHUNK_SPANS = 1 << 16
+
+
 def _region_borders(chf):
     """(chf.reg (n,), bool (n,) spans with a connected neighbour in another region): the flood
-    seeds of `_height_patches`, computed once for all polygon chunks."""
+    seeds of `_height_patches`, computed once for all polygon chunks, piece by piece on
+    `PATCH_WORKERS` threads (no (n, 4) temporaries)."""
     reg = np.ascontiguousarray(chf.reg)
     nbr = chf.neighbor
-    # A missing link (-1) reads the last span's region; the mask drops it.
-    border = any_of_4((nbr >= 0) & per_direction(np.not_equal, reg.take(nbr), reg))
+    n = reg.shape[0]
+    border = np.empty(n, dtype=bool)
+
+    def piece(lo: int) -> None:
+        hi = min(n, lo + BORDER_CHUNK_SPANS)
+        out, own = border[lo:hi], reg[lo:hi]
+        out[:] = False
+        for d in range(4):
+            link = nbr[lo:hi, d]
+            # A missing link (-1) reads the last span's region; the mask drops it.
+            out |= (link >= 0) & (reg.take(link) != own)
+
+    starts = range(0, n, BORDER_CHUNK_SPANS)
+    workers = threads.allowed(PATCH_WORKERS)
+    if workers > 1 and len(starts) > 1:
+        with ThreadPoolExecutor(workers) as pool:
+            list(pool.map(piece, starts))
+    else:
+        for lo in starts:
+            piece(lo)
     return reg, border
 
 

@@ -514,3 +514,20 @@ def test_vertex_cap_in_chunks(monkeypatch):
     np.testing.assert_array_equal(chunked.meshes, whole.meshes)
     np.testing.assert_array_equal(chunked.tris, whole.tris)
     np.testing.assert_array_equal(chunked.verts, whole.verts)
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_region_borders_in_pieces_equal_a_per_span_walk(workers, monkeypatch):
+    """`_region_borders` in small pieces, on one or two threads: a span is a border span when
+    some connected neighbour lies in another region."""
+    from core import detail
+
+    chf = ref_compact(load_reference("dungeon"))
+    monkeypatch.setattr(detail, "BORDER_CHUNK_SPANS", 1000)
+    monkeypatch.setattr(detail, "PATCH_WORKERS", workers)
+    reg, border = detail._region_borders(chf)
+    nbr = chf.neighbor.tolist()
+    regs = np.asarray(chf.reg).tolist()
+    want = [any(j >= 0 and regs[j] != regs[i] for j in nbr[i]) for i in range(len(regs))]
+    assert np.array_equal(reg, chf.reg) and border.tolist() == want
+    assert 0 < sum(want) < len(want)
