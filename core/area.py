@@ -83,9 +83,7 @@ class _ChamferPlan:
         index = np.int32 if 2 * (n + 1) < 2**31 else np.int64
         prev = (nbx[:n, first], nbx[nbx[:n, same], diag_a], nbx[nbx[:n, first], diag_b])
         x2: np.ndarray = np.asarray(chf.span_x).astype(np.int64)
-        x2 *= 2
-        if not forward:
-            x2 = -x2
+        x2 *= 2 if forward else -2
         parent = nbx[:, same].copy()  # sentinel n maps to n
         children = np.bincount(parent[:n], minlength=n + 1)[:n]
         if n and children.max() <= 1:
@@ -107,7 +105,9 @@ class _ChamferPlan:
         for k, source in enumerate(prev):
             np.take(source, seq, out=self.terms[k], mode="clip")
         self.terms[3] = seq
-        off = seg * _SEG
+        # In place: on large grids every fresh span-sized array costs its first touch.
+        off = seg.astype(np.int64, copy=False)
+        off *= _SEG
         off += x2[seq]
         self.off = off
         del x2, seg, prev
