@@ -286,14 +286,26 @@ def _height_patches(chf, verts, poly_idx, npoly, regions, xmin, ymin, pw, ph, bs
     reg_p = np.repeat(regions[row_poly], row_len)
     del row_y, row_start, row_col
     cell_start = chf.cell_start
-    start = cell_start[col]
-    count = cell_start[col + 1] - start
+    start = cell_start.take(col)
+    count = cell_start[1:].take(col)
+    count -= start
     del col
-    # The first span of each cell's column in the polygon's region, layer after layer; after
-    # the bottom layer only the cells of taller columns still looking take part.
-    found = np.full(total, -1, dtype=np.int64)
-    cand = np.flatnonzero((reg_p != MULTIPLE_REGS) & (count > 0))
-    k = 0
+    # The first span of each cell's column in the polygon's region, layer after layer: the
+    # bottom layer over every cell at once, then only the cells of taller columns still
+    # looking. (An empty column's start may be n: clipped, and masked by its count.)
+    looking = reg_p != MULTIPLE_REGS
+    looking &= count > 0
+    if chf_reg.shape[0]:
+        hit = chf_reg.take(start, mode="clip") == reg_p
+        hit &= looking
+    else:
+        hit = np.zeros(total, dtype=bool)
+    found = np.where(hit, start, -1)
+    looking &= ~hit
+    looking &= count > 1
+    cand = np.flatnonzero(looking)
+    del hit, looking
+    k = 1
     while cand.size:
         idx = start[cand] + k
         hit = chf_reg[idx] == reg_p[cand]
@@ -353,11 +365,21 @@ def _height_patches(chf, verts, poly_idx, npoly, regions, xmin, ymin, pw, ph, bs
                 lim = f_y if dys[d] < 0 else f_h - 1 - f_y
             inside[:, d] = lim > 0
         sel = np.flatnonzero(inside.ravel())
-        row = sel >> 2
-        d = sel & 3
-        g = f_g[row] + dxs[d] + dys[d] * f_w[row]
+        # Per cell its four neighbour cells and link slots as (k, 4) tables, built column by
+        # column over the frontier; each pair then reads its own with one gather.
+        step = np.empty((f_i.size, 4), dtype=np.int64)
+        for d in range(4):
+            if dys[d]:
+                np.multiply(f_w, dys[d], out=step[:, d])
+                step[:, d] += f_g
+            else:
+                np.add(f_g, dxs[d], out=step[:, d])
+        g = step.ravel().take(sel)
         keep = data[g] == UNSET_HEIGHT
-        ni = links[f_i[row[keep]] * 4 + d[keep]]
+        for d in range(4):
+            np.multiply(f_i, 4, out=step[:, d])
+            step[:, d] += d
+        ni = links.take(step.ravel().take(sel[keep]))
         linked = ni >= 0
         sel = sel[keep][linked]
         g = g[keep][linked]
