@@ -1553,6 +1553,11 @@ def patch_chunks(sizes, budget: int | None = None) -> list[tuple[int, int]]:
     return ranges
 
 
+#: The kept samples of an edge that keeps none (shared, never written). float32 (0, 3).
+_NO_SAMPLES = np.zeros((0, 3), dtype=F32)
+_NO_SAMPLES.flags.writeable = False
+
+
 def _edge_samples_of(lo, hi, e_p, e_k, edge_base, pv, npoly, sd, patches, sample_max_error, out):
     """Sample the edges of polygons [lo, hi) (Recast: per polygon, edge i from vertex i-1 to
     i) on ``patches`` (of those polygons, indexed from lo); ``out[e]`` = kept points of edge
@@ -1576,8 +1581,13 @@ def _edge_samples_of(lo, hi, e_p, e_k, edge_base, pv, npoly, sd, patches, sample
             local_p[sel], ea[sel, 0], ea[sel, 1], ea[sel, 2], eb[sel, 0], eb[sel, 1],
             eb[sel, 2], nn_sel, patches, sample_max_error,
         )  # fmt: skip
+        bounds = start.tolist()
         for q, e in enumerate(sel.tolist()):
-            seg = pts[start[q] : start[q + 1]]
+            a, b = bounds[q], bounds[q + 1]
+            if a == b:  # most edges keep no sample: one shared empty array
+                out[e0 + e] = _NO_SAMPLES
+                continue
+            seg = pts[a:b]
             out[e0 + e] = seg[::-1] if swapped_l[e] else seg
 
     # Polygons whose samples could reach MAX_VERTS go edge by edge, as Recast caps them.
