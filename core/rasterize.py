@@ -74,15 +74,18 @@ def mark_walkable_triangles(
     tris = np.asarray(tris, dtype=np.int64)
     if tris.shape[0] == 0:
         return np.zeros(0, dtype=np.uint8)
-    # Recast's triangle (a, b, c) is VoxNav's (a, c, b) with y and z swapped.
-    v0 = verts[tris[:, 0]][:, [0, 2, 1]]
-    v1 = verts[tris[:, 2]][:, [0, 2, 1]]
-    v2 = verts[tris[:, 1]][:, [0, 2, 1]]
-    e0 = v1 - v0
-    e1 = v2 - v0
-    nx = e0[:, 1] * e1[:, 2] - e0[:, 2] * e1[:, 1]
-    ny = e0[:, 2] * e1[:, 0] - e0[:, 0] * e1[:, 2]
-    nz = e0[:, 0] * e1[:, 1] - e0[:, 1] * e1[:, 0]
+    # Recast's triangle (a, b, c) is VoxNav's (a, c, b) with y and z swapped. Per axis, on
+    # contiguous coordinates: 1-D takes, and loops over the triangles rather than 3 items.
+    corners = (tris[:, 0], tris[:, 2], tris[:, 1])
+    e0, e1 = [], []
+    for axis in (0, 2, 1):
+        coord = np.ascontiguousarray(verts[:, axis])
+        v0, v1, v2 = (coord.take(corner) for corner in corners)
+        e0.append(v1 - v0)
+        e1.append(v2 - v0)
+    nx = e0[1] * e1[2] - e0[2] * e1[1]
+    ny = e0[2] * e1[0] - e0[0] * e1[2]
+    nz = e0[0] * e1[1] - e0[1] * e1[0]
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         inv_len = F32(1.0) / np.sqrt(nx * nx + ny * ny + nz * nz)
         up = ny * inv_len
