@@ -1053,30 +1053,42 @@ def _delaunay_hull(vx, vz, hull, cache=None, fold=None):
     # Edges are unique per vertex pair (addEdge refuses a second one), so findEdge's linear
     # scan is a lookup by the unordered pair.
     edge_at: dict[tuple[int, int], int] = {}
-
-    def find_edge(s, t):
-        return edge_at.get((s, t) if s < t else (t, s), _EV_UNDEF)
-
-    # The edges' ends also as arrays, for the vectorized overlap test.
-    edge_s = np.empty(max_edges, dtype=np.int64)
-    edge_t = np.empty(max_edges, dtype=np.int64)
+    edge_at_get = edge_at.get
+    # The edges' ends also as lists, made arrays for the vectorized overlap test when it runs
+    # (kept while no edge is added: a scan's tests come in pairs).
+    ends_s: list[int] = []
+    ends_t: list[int] = []
+    as_arrays: list = [-1, None, None]
 
     def add_edge(s, t, lf, rf):
         n_edges = len(edges)
         if n_edges >= max_edges:
-            return _EV_UNDEF
+            return
         key = (s, t) if s < t else (t, s)
         if key not in edge_at:
             edge_at[key] = n_edges
             edges.append([s, t, lf, rf])
-            edge_s[n_edges] = s
-            edge_t[n_edges] = t
-            return n_edges
-        return _EV_UNDEF
+            ends_s.append(s)
+            ends_t.append(t)
+
+    def link(a, b, face):
+        # Recast's findEdge(a, b), then addEdge(a, b, face, undef) or updateLeftFace.
+        e = edge_at_get((a, b) if a < b else (b, a))
+        if e is None:
+            add_edge(a, b, face, _EV_UNDEF)
+            return
+        other = edges[e]
+        if other[0] == a:  # the edge runs a -> b: face is its left
+            if other[2] == _EV_UNDEF:
+                other[2] = face
+        elif other[3] == _EV_UNDEF:  # it runs b -> a
+            other[3] = face
 
     def overlaps(a, b):
         n_edges = len(edges)
-        return _overlap_edges_np(vx, vz, edge_s[:n_edges], edge_t[:n_edges], a, b)
+        if as_arrays[0] != n_edges:
+            as_arrays[:] = n_edges, np.array(ends_s, np.int64), np.array(ends_t, np.int64)
+        return _overlap_edges_np(vx, vz, as_arrays[1], as_arrays[2], a, b)
 
     nh = len(hull)
     for i in range(nh):
@@ -1084,17 +1096,16 @@ def _delaunay_hull(vx, vz, hull, cache=None, fold=None):
     nfaces = 0
     cur = 0
     while cur < len(edges):
+        edge = edges[cur]
         for side in (2, 3):
-            edge = edges[cur]
             if edge[side] != _EV_UNDEF:
                 continue
-            # completeFacet
-            if edge[2] == _EV_UNDEF:
+            # completeFacet on the undefined side: s -> t with the face on its left (side 2
+            # is left of the edge's own direction; side 3 is reached with side 2 defined).
+            if side == 2:
                 s, t = edge[0], edge[1]
-            elif edge[3] == _EV_UNDEF:
-                s, t = edge[1], edge[0]
             else:
-                continue
+                s, t = edge[1], edge[0]
             # The scan is a fold over the candidates in index order. While it meets no point
             # on a circle (class 2, whose outcome depends on the current edges) it depends on
             # the points only, so a later call of this polygon resumes it at the points added
@@ -1131,20 +1142,12 @@ def _delaunay_hull(vx, vz, hull, cache=None, fold=None):
                 elif known is not None:
                     del cache[scan_key]
             if pt < npts:
-                _update_left_face(edges[cur], s, t, nfaces)
-                e = find_edge(pt, s)
-                if e == _EV_UNDEF:
-                    add_edge(pt, s, nfaces, _EV_UNDEF)
-                else:
-                    _update_left_face(edges[e], pt, s, nfaces)
-                e = find_edge(t, pt)
-                if e == _EV_UNDEF:
-                    add_edge(t, pt, nfaces, _EV_UNDEF)
-                else:
-                    _update_left_face(edges[e], t, pt, nfaces)
+                edge[side] = nfaces  # updateLeftFace(cur, s, t): this side is s -> t's left
+                link(pt, s, nfaces)
+                link(t, pt, nfaces)
                 nfaces += 1
             else:
-                _update_left_face(edges[cur], s, t, _EV_HULL)
+                edge[side] = _EV_HULL
         cur += 1
     return faces_from_edges(edges, nfaces)
 
