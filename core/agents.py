@@ -179,10 +179,31 @@ class _Recorded:
         return self.value
 
 
-def _copy_compact(chf: CompactHeightfield) -> CompactHeightfield:
-    """A compact heightfield sharing no array with ``chf`` (the later stages modify theirs)."""
+#: The compact heightfield's span layout and links: no stage after compaction modifies them.
+_LAYOUT_FIELDS = ("cell_start", "y", "h", "con", "neighbor", "span_x", "span_y", "bmin", "bmax")
+
+
+def _frozen_layout(chf: CompactHeightfield) -> dict[str, np.ndarray]:
+    """Read-only views of ``chf``'s layout arrays, to be shared by every agent's copy: a write
+    through one raises instead of reaching the other agents, and the distance field's pass
+    plans (cached by these very array objects) are built once for all agents."""
+    frozen = {}
+    for name in _LAYOUT_FIELDS:
+        view = getattr(chf, name).view()
+        view.flags.writeable = False
+        frozen[name] = view
+    return frozen
+
+
+def _copy_compact(
+    chf: CompactHeightfield, frozen: dict[str, np.ndarray] | None = None
+) -> CompactHeightfield:
+    """A compact heightfield whose writable arrays are its own (the later stages assign new
+    areas, distances and regions); with ``frozen`` (`_frozen_layout` of ``chf``) the layout
+    is those shared read-only views, else copied too."""
+    frozen = frozen or {}
     changes = {
-        f.name: getattr(chf, f.name).copy()
+        f.name: frozen[f.name] if f.name in frozen else getattr(chf, f.name).copy()
         for f in dataclasses.fields(chf)
         if isinstance(getattr(chf, f.name), np.ndarray)
     }
@@ -411,7 +432,13 @@ def bake_agents(
     ]
     overall.progress(done / max(total, 1), "agents: erode onwards")
     if workers == 1 or len(jobs) == 1:
-        outputs = [_agent_tail(*job[:4], _copy_compact(job[4]), job[5]) for job in jobs]
+        layouts: dict[int, dict[str, np.ndarray]] = {}
+        outputs = []
+        for job in jobs:
+            if id(job[4]) not in layouts:
+                layouts[id(job[4])] = _frozen_layout(job[4])
+            frozen = layouts[id(job[4])]
+            outputs.append(_agent_tail(*job[:4], _copy_compact(job[4], frozen), job[5]))
     else:
         outputs = _tails_in_processes(jobs, workers)
     for (agent, result, _d, _c, _e), (fields_set, timings, warnings, stage_est) in zip(
