@@ -202,7 +202,7 @@ def _copy_compact(
     areas, distances and regions); with ``frozen`` (`_frozen_layout` of ``chf``) the layout
     is those shared read-only views, else copied too."""
     frozen = frozen or {}
-    changes = {
+    changes: dict[str, Any] = {
         f.name: frozen[f.name] if f.name in frozen else getattr(chf, f.name).copy()
         for f in dataclasses.fields(chf)
         if isinstance(getattr(chf, f.name), np.ndarray)
