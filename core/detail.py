@@ -242,14 +242,7 @@ def _region_borders(chf):
             # A missing link (-1) reads the last span's region; the mask drops it.
             out |= (link >= 0) & (reg.take(link) != own)
 
-    starts = range(0, n, BORDER_CHUNK_SPANS)
-    workers = threads.allowed(PATCH_WORKERS)
-    if workers > 1 and len(starts) > 1:
-        with ThreadPoolExecutor(workers) as pool:
-            list(pool.map(piece, starts))
-    else:
-        for lo in starts:
-            piece(lo)
+    threads.map_pieces(piece, range(0, n, BORDER_CHUNK_SPANS), PATCH_WORKERS)
     return reg, border
 
 

@@ -25,7 +25,6 @@ triangles each count, so a dense stack is bounded by what rasterizing it really 
 from __future__ import annotations
 
 import os
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -122,14 +121,7 @@ def fragment_bound(verts, tris, bmin, bmax, cs: float) -> np.ndarray:
 
     # Chunks keep the temporaries cache-sized (fresh pages cost more than the arithmetic) and
     # run two at a time on two threads (10x10 tiling: 240 -> 130 ms).
-    starts = range(0, t.shape[0], BOUND_CHUNK_TRIANGLES)
-    workers = threads.allowed(BOUND_WORKERS)
-    if workers > 1 and len(starts) > 1:
-        with ThreadPoolExecutor(workers) as pool:
-            list(pool.map(bound, starts))
-    else:
-        for start in starts:
-            bound(start)
+    threads.map_pieces(bound, range(0, t.shape[0], BOUND_CHUNK_TRIANGLES), BOUND_WORKERS)
     return out
 
 

@@ -14,8 +14,13 @@ rasterizer's threads on).
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
+from typing import TypeVar
+
+_Item = TypeVar("_Item")
+_Result = TypeVar("_Result")
 
 _state = threading.local()
 
@@ -34,3 +39,16 @@ def single_threaded() -> Iterator[None]:
         yield
     finally:
         _state.single = before
+
+
+def map_pieces(
+    work: Callable[[_Item], _Result], pieces: Sequence[_Item], limit: int
+) -> list[_Result]:
+    """``[work(piece) for piece in pieces]``, on up to `allowed` (``limit``) threads when there
+    are several pieces (results in piece order). For pieces whose NumPy work releases the GIL
+    and that write disjoint outputs."""
+    workers = allowed(limit)
+    if workers > 1 and len(pieces) > 1:
+        with ThreadPoolExecutor(workers) as pool:
+            return list(pool.map(work, pieces))
+    return [work(piece) for piece in pieces]

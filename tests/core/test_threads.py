@@ -84,3 +84,24 @@ def test_tiles_beside_each_other_bake_single_threaded_and_alone_may_use_threads(
     with _RecordingPool() as other:
         tiles.bake_tiled(verts, tris, config, 32, executor=other)
     assert seen[-1] == (False, 1)  # inside the tile, its stages were limited to one thread
+
+
+def test_map_pieces_keeps_order_and_threads_only_when_allowed():
+    """Results come back in piece order; several pieces run on pool threads, one piece or a
+    single-threaded caller on the calling thread."""
+    main = threading.get_ident()
+    seen: list[int] = []
+
+    def work(piece: int) -> int:
+        seen.append(threading.get_ident())
+        return piece * piece
+
+    assert threads.map_pieces(work, range(7), 2) == [k * k for k in range(7)]
+    assert main not in seen
+    seen.clear()
+    assert threads.map_pieces(work, [3], 2) == [9] and seen == [main]
+    seen.clear()
+    with threads.single_threaded():
+        assert threads.map_pieces(work, range(4), 2) == [0, 1, 4, 9]
+    assert set(seen) == {main}
+    assert threads.map_pieces(work, [], 2) == []
