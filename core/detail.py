@@ -739,24 +739,36 @@ def _overlap_edges(pts, edges, s1, t1):
     return False
 
 
-def _cross2_np(ax, az, bx, bz, cx, cz):
-    # float32 arrays: every NumPy operation rounds to float32, as each C float operation does.
-    return (bx - ax) * (cz - az) - (bz - az) * (cx - ax)
+def _edge_segments(vx, vz, edge_s, edge_t):
+    """The edges as `_overlaps_any` reads them: ends, first end and direction (float32, each
+    difference rounded as Recast's ``vcross2`` rounds it), computed once for several tests."""
+    ax, az = vx[edge_s], vz[edge_s]
+    return edge_s, edge_t, ax, az, vx[edge_t] - ax, vz[edge_t] - az
+
+
+def _overlaps_any(segments, vx, vz, s1, t1) -> bool:
+    """Recast overlapEdges on `_edge_segments`: does segment s1-t1 cross any edge (not sharing
+    an end with it)? Every edge at once, float32 in Recast's operation order."""
+    es, et, ax, az, ux, uz = segments
+    cx, cz, dx, dz = vx[s1], vz[s1], vx[t1], vz[t1]
+    a1 = ux * (dz - az) - uz * (dx - ax)  # vcross2(a, b, d)
+    a2 = ux * (cz - az) - uz * (cx - ax)  # vcross2(a, b, c)
+    a3 = (dx - cx) * (az - cz) - (dz - cz) * (ax - cx)  # vcross2(c, d, a)
+    a4 = (a3 + a2) - a1
+    hit = (a1 * a2) < F32(0)
+    hit &= (a3 * a4) < F32(0)
+    hit &= es != s1
+    hit &= es != t1
+    hit &= et != s1
+    hit &= et != t1
+    return bool(hit.any())
 
 
 def _overlap_edges_np(vx, vz, edge_s, edge_t, s1, t1) -> bool:
     """Recast overlapEdges: does segment s1-t1 cross any edge (not sharing an end with it)?
-    vx/vz float32 point coordinates; edge_s/edge_t int64 arrays of the edges' ends. Every
-    edge at once, float32 in Recast's operation order (equal to `_overlap_edges`)."""
-    keep = (edge_s != s1) & (edge_s != t1) & (edge_t != s1) & (edge_t != t1)
-    es, et = edge_s[keep], edge_t[keep]
-    ax, az, bx, bz = vx[es], vz[es], vx[et], vz[et]
-    cx, cz, dx, dz = vx[s1], vz[s1], vx[t1], vz[t1]
-    a1 = _cross2_np(ax, az, bx, bz, dx, dz)
-    a2 = _cross2_np(ax, az, bx, bz, cx, cz)
-    a3 = _cross2_np(cx, cz, dx, dz, ax, az)
-    a4 = (a3 + a2) - a1
-    return bool(np.any(((a1 * a2) < F32(0)) & ((a3 * a4) < F32(0))))
+    vx/vz float32 point coordinates; edge_s/edge_t int64 arrays of the edges' ends (equal to
+    `_overlap_edges`)."""
+    return _overlaps_any(_edge_segments(vx, vz, edge_s, edge_t), vx, vz, s1, t1)
 
 
 def _find_edge(edges, s, t):
@@ -1051,7 +1063,7 @@ def _delaunay_hull(vx, vz, hull, cache=None, fold=None):
     # (kept while no edge is added: a scan's tests come in pairs).
     ends_s: list[int] = []
     ends_t: list[int] = []
-    as_arrays: list = [-1, None, None]
+    as_arrays: list = [-1, None]
 
     def add_edge(s, t, lf, rf):
         n_edges = len(edges)
@@ -1080,8 +1092,9 @@ def _delaunay_hull(vx, vz, hull, cache=None, fold=None):
     def overlaps(a, b):
         n_edges = len(edges)
         if as_arrays[0] != n_edges:
-            as_arrays[:] = n_edges, np.array(ends_s, np.int64), np.array(ends_t, np.int64)
-        return _overlap_edges_np(vx, vz, as_arrays[1], as_arrays[2], a, b)
+            ends = np.array(ends_s, np.int64), np.array(ends_t, np.int64)
+            as_arrays[:] = n_edges, _edge_segments(vx, vz, *ends)
+        return _overlaps_any(as_arrays[1], vx, vz, a, b)
 
     nh = len(hull)
     for i in range(nh):
