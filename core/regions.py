@@ -138,8 +138,9 @@ class _Graph:
         self._nsa_rows = self.nsa.view(record).reshape(-1)
         self._diag_rows = self.diag.view(record).reshape(-1)
         #: Scratch of `_flood`: per-span stamp of the last flood that saw it, and a slot table.
-        # int32 like the tables (stamps count floods, each claiming at least one span; slots
-        # and labels count spans): half the fresh memory of int64.
+        # int32 like the tables (slots and labels count spans; stamps count floods, and
+        # `next_stamp` starts over before they outgrow the type): half the fresh memory of
+        # int64.
         self.flood_stamp = 0
         self.flood_seen = np.zeros(n + 1, dtype=index)
         self.flood_slot = np.empty(n + 1, dtype=index)
@@ -168,6 +169,15 @@ class _Graph:
         #: returned links, which it reads forward.
         self.ow_src = ow_src.astype(np.int64)
         self.ow_dst = ow_dst
+
+    def next_stamp(self) -> int:
+        """A stamp no span of ``flood_seen`` carries yet (the marks are cleared, and stamps
+        start over, before they would outgrow its integer type)."""
+        if self.flood_stamp >= np.iinfo(self.flood_seen.dtype).max:
+            self.flood_seen[:] = 0
+            self.flood_stamp = 0
+        self.flood_stamp += 1
+        return self.flood_stamp
 
     def nsa_of(self, spans) -> np.ndarray:
         """``nsa[spans]`` (k, 4), each row read as one record (`compact.rows_of`)."""
@@ -288,8 +298,7 @@ def _flood(g: _Graph, reg, sdist, dist_x, seed: int, lev: int, rid: int):
     n = g.n
     # Visited marks live across floods: a span is seen in this flood when it carries this
     # flood's stamp, so no array of n is cleared per seed.
-    g.flood_stamp += 1
-    stamp = g.flood_stamp
+    stamp = g.next_stamp()
     seen = g.flood_seen
     seen[n] = stamp
     seen[seed] = stamp
@@ -334,8 +343,7 @@ def _flood_batch(g: _Graph, reg, dist_x, seeds, lev: int):
     every seed was handled).
     """
     n = g.n
-    g.flood_stamp += 1
-    stamp = g.flood_stamp
+    stamp = g.next_stamp()
     seen = g.flood_seen
     label = g.flood_label
     seen[n] = stamp

@@ -844,3 +844,33 @@ def test_outline_walk_longer_than_recasts_limit_stops_where_recast_stops(monkeyp
     assert fast == [slow]
     # Cut short: the full outline would list 0 and 2 alternately 4500 times each.
     assert 1000 < len(slow) < 9000
+
+
+def test_flood_stamps_start_over_before_outgrowing_their_type(monkeypatch):
+    """The int32 flood marks are cleared and the stamps restart instead of overflowing: a
+    watershed started with the stamp two below the type's limit (every span marked with it)
+    gives the same regions."""
+    from core import regions
+
+    ref = load_reference("dungeon")
+    chf = ref_compact(ref, with_regions=False)
+    args = (ref["chf_dist"], int(ref["chf_max_distance"]), 8, 20)
+    want_reg, want_max = build_regions(chf, *args)
+    original = regions._Graph.__init__
+    restarted = []
+
+    def near_limit(self, chf):
+        original(self, chf)
+        self.flood_stamp = int(np.iinfo(self.flood_seen.dtype).max) - 2
+        self.flood_seen[:] = self.flood_stamp
+
+    def next_stamp(self):
+        restarted.append(self.flood_stamp == np.iinfo(self.flood_seen.dtype).max)
+        return stamp_of(self)
+
+    stamp_of = regions._Graph.next_stamp
+    monkeypatch.setattr(regions._Graph, "__init__", near_limit)
+    monkeypatch.setattr(regions._Graph, "next_stamp", next_stamp)
+    reg, max_regions = build_regions(chf, *args)
+    assert np.array_equal(reg, want_reg) and max_regions == want_max
+    assert any(restarted)  # the stamps really reached the limit and started over
