@@ -141,11 +141,13 @@ class _Graph:
         # int32 like the tables (slots and labels count spans; stamps count floods, and
         # `next_stamp` starts over before they outgrow the type): half the fresh memory of
         # int64.
+        # (A frontier's candidates, 4 per span plus the one-way links, stay below 8 (n + 1).)
+        scratch = np.int32 if 8 * (n + 1) < 2**31 else np.int64
         self.flood_stamp = 0
-        self.flood_seen = np.zeros(n + 1, dtype=index)
-        self.flood_slot = np.empty(n + 1, dtype=index)
+        self.flood_seen = np.zeros(n + 1, dtype=scratch)
+        self.flood_slot = np.empty(n + 1, dtype=scratch)
         #: Scratch of `_flood_batch`: the seed label of every span it accepted (-1: rejected).
-        self.flood_label = np.empty(n + 1, dtype=index)
+        self.flood_label = np.empty(n + 1, dtype=scratch)
         # Links need not be symmetric: a link in direction d is returned when the neighbour's
         # link in the opposite direction (the only one back to this column) leads back.
         idx = np.arange(n, dtype=index)
