@@ -144,6 +144,7 @@ class _Graph:
         # (A frontier's candidates, 4 per span plus the one-way links, stay below 8 (n + 1).)
         scratch = np.int32 if 8 * (n + 1) < 2**31 else np.int64
         self.flood_stamp = 0
+        self.flood_stamp_limit = int(np.iinfo(scratch).max)
         self.flood_seen = np.zeros(n + 1, dtype=scratch)
         self.flood_slot = np.empty(n + 1, dtype=scratch)
         #: Scratch of `_flood_batch`: the seed label of every span it accepted (-1: rejected).
@@ -175,7 +176,7 @@ class _Graph:
     def next_stamp(self) -> int:
         """A stamp no span of ``flood_seen`` carries yet (the marks are cleared, and stamps
         start over, before they would outgrow its integer type)."""
-        if self.flood_stamp >= np.iinfo(self.flood_seen.dtype).max:
+        if self.flood_stamp >= self.flood_stamp_limit:
             self.flood_seen[:] = 0
             self.flood_stamp = 0
         self.flood_stamp += 1

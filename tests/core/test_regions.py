@@ -861,11 +861,11 @@ def test_flood_stamps_start_over_before_outgrowing_their_type(monkeypatch):
 
     def near_limit(self, chf):
         original(self, chf)
-        self.flood_stamp = int(np.iinfo(self.flood_seen.dtype).max) - 2
+        self.flood_stamp = self.flood_stamp_limit - 2
         self.flood_seen[:] = self.flood_stamp
 
     def next_stamp(self):
-        restarted.append(self.flood_stamp == np.iinfo(self.flood_seen.dtype).max)
+        restarted.append(self.flood_stamp == self.flood_stamp_limit)
         return stamp_of(self)
 
     stamp_of = regions._Graph.next_stamp
