@@ -775,9 +775,10 @@ def _sort_key_and_payload(areas, width, height):
         key += col
         key <<= shift
         key |= np.arange(key.shape[0], dtype=np.int64)
-        # Sorted here, on the clipping thread (NumPy sorts without the GIL): the keys of all
-        # pieces are then a few sorted runs, which the final stable sort (a merge sort that
-        # finds runs) joins in one or two passes. The payloads stay where the keys point.
+        # Sorted here, on the clipping thread (NumPy sorts without the GIL): `_merge_pieces`
+        # then cuts every piece into column ranges by binary search, and each range's slices
+        # are sorted runs that its stable sort (a merge sort that finds runs) joins in one or
+        # two passes. The payloads stay where the keys point.
         key.sort(kind="stable")
         return key, _pack_payload(smin, smax, areas[tri])
 
