@@ -8,7 +8,6 @@ clearance up to the next solid span (capped at 255). Direction d: 0 = (x-1), 1 =
 from __future__ import annotations
 
 import os
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -342,11 +341,7 @@ def _link_rounds(
         return max_layer
 
     chunks = range(0, n, LINK_CHUNK_SPANS)
-    workers = threads.allowed(LINK_WORKERS)
-    if workers > 1 and len(chunks) > 1:
-        with ThreadPoolExecutor(workers) as pool:
-            return max(pool.map(link_chunk, chunks), default=0)
-    return max(map(link_chunk, chunks), default=0)
+    return max(threads.map_pieces(link_chunk, chunks, LINK_WORKERS), default=0)
 
 
 def recast_cells(chf: CompactHeightfield, hf: Heightfield | None = None):

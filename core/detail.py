@@ -51,7 +51,6 @@ import math
 import os
 import struct
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -1901,12 +1900,7 @@ def build_poly_mesh_detail(
     sizes = pw * ph
     chunks = patch_chunks(sizes)
     fits = int(sizes.max(initial=0)) <= PATCH_CELLS_PER_CHUNK
-    workers = threads.allowed(PATCH_WORKERS)
-    if workers > 1 and len(chunks) > 1 and fits:
-        with ThreadPoolExecutor(workers) as pool:
-            sampled = list(pool.map(sample_chunk, chunks))
-    else:
-        sampled = [sample_chunk(chunk) for chunk in chunks]
+    sampled = threads.map_pieces(sample_chunk, chunks, PATCH_WORKERS if fits else 1)
     interior = [part for part in sampled if part is not None]
     if progress is not None:
         progress(0.5, "detail mesh: height patches, edge and interior samples")

@@ -7,8 +7,6 @@ open ceiling of 0xFFFF.
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
-
 import numpy as np
 
 from . import threads
@@ -91,12 +89,8 @@ def filter_ledge_spans(
     # Blocks keep the temporaries cache-sized; NumPy releases the GIL in its loops, so large
     # heightfields run their blocks on two cores.
     blocks = [candidates[i : i + LEDGE_BLOCK] for i in range(0, candidates.shape[0], LEDGE_BLOCK)]
-    workers = threads.allowed(WORKERS)
-    if workers > 1 and candidates.shape[0] >= PARALLEL_SPANS:
-        with ThreadPoolExecutor(workers) as pool:
-            ledge = np.concatenate(list(pool.map(ledges, blocks)))
-    else:
-        ledge = np.concatenate([ledges(block) for block in blocks])
+    parallel = candidates.shape[0] >= PARALLEL_SPANS
+    ledge = np.concatenate(threads.map_pieces(ledges, blocks, WORKERS if parallel else 1))
     area[candidates[ledge]] = NULL_AREA
     return area
 

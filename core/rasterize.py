@@ -897,12 +897,7 @@ def _merge_pieces(n_cols, pieces, shift, merge_threshold):
         del keys, payload
         return _merge_sorted(col, *spans, merge_threshold)
 
-    workers = threads.allowed(WORKERS)
-    if workers > 1 and len(ranges) > 2:
-        with ThreadPoolExecutor(workers) as pool:
-            merged = list(pool.map(merge_range, ranges))
-    else:
-        merged = [merge_range(block_range) for block_range in ranges]
+    merged = threads.map_pieces(merge_range, ranges, WORKERS, min_pieces=3)
     # Span counts at column + 1, summed in place: col_start without a dense count array.
     col_start = np.zeros(n_cols + 1, dtype=np.int64)
     parts = []

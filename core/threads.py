@@ -42,13 +42,13 @@ def single_threaded() -> Iterator[None]:
 
 
 def map_pieces(
-    work: Callable[[_Item], _Result], pieces: Sequence[_Item], limit: int
+    work: Callable[[_Item], _Result], pieces: Sequence[_Item], limit: int, min_pieces: int = 2
 ) -> list[_Result]:
     """``[work(piece) for piece in pieces]``, on up to `allowed` (``limit``) threads when there
-    are several pieces (results in piece order). For pieces whose NumPy work releases the GIL
-    and that write disjoint outputs."""
+    are at least ``min_pieces`` pieces (results in piece order). For pieces whose NumPy work
+    releases the GIL and that write disjoint outputs."""
     workers = allowed(limit)
-    if workers > 1 and len(pieces) > 1:
+    if workers > 1 and len(pieces) >= max(2, min_pieces):
         with ThreadPoolExecutor(workers) as pool:
             return list(pool.map(work, pieces))
     return [work(piece) for piece in pieces]

@@ -8,6 +8,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
+from core import threads
 from core.compact import DIR_OFFSET_X, DIR_OFFSET_Y, CompactHeightfield
 from core.detail import (
     UNSET_HEIGHT,
@@ -467,12 +468,13 @@ def test_polygon_chunks_give_the_same_detail_mesh(built, budget, workers, monkey
     monkeypatch.setattr(detail_module, "PATCH_WORKERS", workers)
     pools = []
 
-    class CountedPool(detail_module.ThreadPoolExecutor):
+    class CountedPool(threads.ThreadPoolExecutor):
         def __init__(self, *args, **kwargs):
             pools.append(self)
             super().__init__(*args, **kwargs)
 
-    monkeypatch.setattr(detail_module, "ThreadPoolExecutor", CountedPool)
+    # The stage's pools are `core.threads.map_pieces`'.
+    monkeypatch.setattr(threads, "ThreadPoolExecutor", CountedPool)
     sd, se = ref["cfg_detailSampleDist"], ref["cfg_detailSampleMaxError"]
     chunked = build_poly_mesh_detail(pmesh, chf, sd, se)
     # Two threads only when every polygon fits the budget (1 cell: none does).

@@ -105,3 +105,8 @@ def test_map_pieces_keeps_order_and_threads_only_when_allowed():
         assert threads.map_pieces(work, range(4), 2) == [0, 1, 4, 9]
     assert set(seen) == {main}
     assert threads.map_pieces(work, [], 2) == []
+    seen.clear()
+    assert threads.map_pieces(work, [1, 2], 2, min_pieces=3) == [1, 4] and set(seen) == {main}
+    seen.clear()
+    assert threads.map_pieces(work, [1, 2, 3], 2, min_pieces=3) == [1, 4, 9]
+    assert main not in seen
