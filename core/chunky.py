@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import math
 import os
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -59,6 +59,9 @@ _ROW_SHIFT = np.int64(33)
 _KEY_BIAS = np.int64(1) << np.int64(31)
 #: Threads merging the lower levels' blocks at once.
 WORKERS = min(2, os.cpu_count() or 1)
+#: Triangles from which `partition_mesh` sorts subtrees on its executor (below, shipping the
+#: bounds to the workers and back costs about what the second core saves).
+PARALLEL_MIN_TRIANGLES = 1 << 17
 #: Items per block of the merge sort's lower levels (merged block after block; cache-sized).
 _BLOCK_ITEMS = 1 << 16
 
@@ -166,13 +169,15 @@ def _odd_even(values: np.ndarray, width: int) -> np.ndarray:
     return np.concatenate([rows[1::2], rows[0::2]]).reshape(-1)
 
 
-def _msort_runs(ids, keys, seg_n) -> np.ndarray:
+def _msort_runs(ids, keys, seg_n, workers: int | None = None) -> np.ndarray:
     """glibc's msort of every run of ``ids`` (runs of seg_n items, back to back), all at once.
 
     ids int (n,); keys int64 (n,) the `_pack_keys` of the items at each place; seg_n int
     (runs,) [Limit: >= 0]. Returns the ids, each run in glibc's sorted order. The lower levels'
-    blocks are merged on `WORKERS` threads (NumPy releases the GIL in its loops). Memory: about
-    32 bytes per item and level slot (a slot per item, plus one per node of the level).
+    blocks are merged on ``workers`` threads (default `WORKERS`; NumPy releases the GIL in
+    its loops, but the merges hold it for much of their time: 2 threads gain about 10 %).
+    Memory: about 32 bytes per item and level slot (a slot per item, plus one per node of
+    the level).
     """
     seg_n = np.asarray(seg_n, dtype=np.int64)
     top = int(seg_n.max(initial=0))
@@ -209,8 +214,9 @@ def _msort_runs(ids, keys, seg_n) -> np.ndarray:
         return some_ids, some_keys, width
 
     firsts = range(0, n_upper, per_block)
-    if WORKERS > 1 and len(firsts) > 1:
-        with ThreadPoolExecutor(WORKERS) as pool:
+    workers = WORKERS if workers is None else workers
+    if workers > 1 and len(firsts) > 1:
+        with ThreadPoolExecutor(workers) as pool:
             blocks = list(pool.map(merge_block, firsts))
     else:
         blocks = [merge_block(first) for first in firsts]
@@ -297,40 +303,48 @@ class PartitionedMesh:
         return self.tri_order[offsets + np.arange(total)]
 
 
-def partition_mesh(verts, tris, tris_per_chunk: int = TRIS_PER_CHUNK) -> PartitionedMesh:
-    """RecastDemo's ``PartitionedMesh::PartitionMesh`` on a Z-up triangle soup.
-
-    verts float32 (n, 3) [Units: wu]; tris int (m, 3) [Limit: m < 2**31]; tris_per_chunk
-    [Limit: >= 1].
-    The k-d tree is built depth by depth: every node of one depth is sorted at once by
-    `_msort_runs` (glibc's merge sort, each level of its recursion one vectorized round over
-    all nodes), then the nodes are numbered depth first as RecastDemo's recursion numbers them.
-    Memory: about 80 bytes per triangle besides the input (at most 32 of them per slot in the
-    merge sort's largest levels).
-    """
-    verts = np.asarray(verts, dtype=np.float32)
-    tris = np.asarray(tris)
-    if tris.dtype.kind not in "iu":
-        tris = tris.astype(np.int64)
-    m = int(tris.shape[0])
-    if tris_per_chunk < 1:
-        raise ValueError(f"tris_per_chunk must be >= 1, got {tris_per_chunk}")
-    # Each triangle's X/Y minimum and maximum, one row of 16 bytes per triangle kept in chunk
-    # order (moved with it as one complex128: reading per-triangle data through the order
-    # would be a random gather per depth and column). Pairwise over the three corners: a
-    # reduction over a middle axis is several times slower.
-    bounds = np.empty((m, 4), dtype=np.float32)
+def _triangle_bounds(verts, tris) -> np.ndarray:
+    """float32 (m, 4): each triangle's X/Y minimum then maximum. Pairwise over the three
+    corners (a reduction over a middle axis is several times slower)."""
+    bounds = np.empty((tris.shape[0], 4), dtype=np.float32)
     for k in range(2):
         coord = np.ascontiguousarray(verts[:, k])
         a, b, c = coord[tris[:, 0]], coord[tris[:, 1]], coord[tris[:, 2]]
         np.minimum(np.minimum(a, b), c, out=bounds[:, k])
         np.maximum(np.maximum(a, b), c, out=bounds[:, 2 + k])
         del a, b, c
-    order = np.arange(m, dtype=np.int32 if m < 1 << 31 else np.int64)
-    found: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
-    lo = np.zeros(1 if m else 0, dtype=np.int64)
-    n = np.full(lo.shape[0], m, dtype=np.int64)
-    while lo.shape[0]:
+    return bounds
+
+
+#: A node's bounds by (first place, triangle count): RecastDemo's recursion visits nodes by
+#: these two, so the depth-first numbering looks them up here.
+NodeBounds = dict[tuple[int, int], tuple[np.ndarray, np.ndarray]]
+
+
+def _sort_depths(
+    bounds: np.ndarray,
+    order: np.ndarray,
+    lo: np.ndarray,
+    n: np.ndarray,
+    tris_per_chunk: int,
+    found: NodeBounds,
+    *,
+    depths: int | None = None,
+    workers: int | None = None,
+    sort=None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Sort the nodes (first place ``lo``, size ``n``) depth after depth, in place.
+
+    bounds float32 (m, 4) and order (m,) are rows by place; each node of a depth is sorted by
+    `_msort_runs` (all at once), then split in halves for the next depth. Records every
+    node's bounds in ``found``. Stops after ``depths`` depths (None: at the leaves) and
+    returns the nodes left to sort (empty at the leaves). ``workers``: threads of the merge
+    sort's lower levels (default `WORKERS`). ``sort``: replaces `_msort_runs` on the first
+    depth (same call and result).
+    """
+    m = bounds.shape[0]
+    done = 0
+    while lo.shape[0] and (depths is None or done < depths):
         starts = np.cumsum(n) - n
         # The nodes cover every place unless an earlier depth left some leaves.
         whole = int(n.sum()) == m
@@ -345,7 +359,7 @@ def partition_mesh(verts, tris, tris_per_chunk: int = TRIS_PER_CHUNK) -> Partiti
             found[(int(lo[k]), int(n[k]))] = (bmin[k], bmax[k])
         inner = n > tris_per_chunk
         if not inner.any():
-            break
+            return lo[:0], n[:0]
         use_x = (bmax[:, 0] - bmin[:, 0]) >= (bmax[:, 1] - bmin[:, 1])  # float32, as Recast
         if not inner.all():
             in_inner = np.repeat(inner, n)
@@ -359,12 +373,13 @@ def partition_mesh(verts, tris, tris_per_chunk: int = TRIS_PER_CHUNK) -> Partiti
         keys = _pack_keys(_f32_order_keys(key), _take_right_bound(key))
         del key
         # Sort places (not triangles): one permutation moves both the order and the bounds.
-        perm = _msort_runs(np.arange(keys.shape[0], dtype=order.dtype), keys, n)
+        msort = _msort_runs if sort is None or done else sort
+        perm = msort(np.arange(keys.shape[0], dtype=order.dtype), keys, n, workers)
         del keys
         packed = here.view(np.complex128).reshape(-1)
         if pos is None:
-            order = order[perm]
-            bounds = packed[perm].view(np.float32).reshape(-1, 4)
+            order[:] = order[perm]
+            bounds[:] = packed[perm].view(np.float32).reshape(-1, 4)
         else:
             order[pos] = order[pos][perm]
             bounds[pos] = packed[perm].view(np.float32).reshape(-1, 4)
@@ -372,6 +387,117 @@ def partition_mesh(verts, tris, tris_per_chunk: int = TRIS_PER_CHUNK) -> Partiti
         half = n // 2
         lo = np.stack([lo, lo + half], axis=1).ravel()
         n = np.stack([half, n - half], axis=1).ravel()
+        done += 1
+    return lo, n
+
+
+def _merge_sorted_runs(left, right, keys) -> np.ndarray:
+    """glibc's last merge of one msort: ``left`` (its first n // 2 items) and ``right`` (the
+    rest), each already in msort order (item ids); keys: `_pack_keys` by id. R[j] goes before
+    L[i] exactly when the running maximum of the right bounds up to j is at most that of
+    the left keys up to i (see `_merge_round`), so each item's place is its index plus a
+    binary search in the other run's running maxima."""
+    pairs = keys.view(np.int32).reshape(-1, 2)
+    left_max = np.maximum.accumulate(pairs[left, 0])
+    right_max = np.maximum.accumulate(pairs[right, 1])
+    out = np.empty(left.shape[0] + right.shape[0], dtype=left.dtype)
+    out[np.arange(left.shape[0]) + np.searchsorted(right_max, left_max, side="right")] = left
+    out[np.arange(right.shape[0]) + np.searchsorted(left_max, right_max, side="left")] = right
+    return out
+
+
+def _msort_halves(executor: Executor):
+    """A `_msort_runs` for a single run that sorts its two halves on ``executor`` (one
+    thread each) and merges them here; several runs are sorted here."""
+
+    def msort(ids, keys, seg_n, workers=None):
+        if np.shape(seg_n)[0] != 1:
+            return _msort_runs(ids, keys, seg_n, workers)
+        places = np.arange(ids.shape[0], dtype=ids.dtype)
+        half = ids.shape[0] // 2
+        futures = [
+            executor.submit(_msort_runs, part, keys[part], np.array([part.shape[0]]), 1)
+            for part in (places[:half], places[half:])
+        ]
+        left, right = (future.result() for future in futures)
+        return ids[_merge_sorted_runs(left, right, keys)]
+
+    return msort
+
+
+def _sort_subtree(rows: np.ndarray, tris_per_chunk: int):
+    """One subtree sorted from its node down to the leaves, on one thread (a worker process
+    of `partition_mesh`). rows float32 (k, 4): the node's triangle bounds in place order.
+    Returns (permutation int32 (k,) of the places, node firsts int64, node sizes int64,
+    node bounds float32 (nodes, 4)), places relative to the node."""
+    rows = np.array(rows, dtype=np.float32)  # a private, writable copy
+    perm = np.arange(rows.shape[0], dtype=np.int32)
+    found: NodeBounds = {}
+    _sort_depths(
+        rows, perm, np.zeros(1, dtype=np.int64), np.full(1, rows.shape[0], dtype=np.int64),
+        tris_per_chunk, found, workers=1,
+    )  # fmt: skip
+    keys = np.array(list(found), dtype=np.int64).reshape(-1, 2)
+    boxes = np.array([np.concatenate(v) for v in found.values()], dtype=np.float32)
+    return perm, keys[:, 0], keys[:, 1], boxes.reshape(-1, 4)
+
+
+def partition_mesh(
+    verts,
+    tris,
+    tris_per_chunk: int = TRIS_PER_CHUNK,
+    *,
+    executor: Executor | None = None,
+    subtrees: int = 2,
+) -> PartitionedMesh:
+    """RecastDemo's ``PartitionedMesh::PartitionMesh`` on a Z-up triangle soup.
+
+    verts float32 (n, 3) [Units: wu]; tris int (m, 3) [Limit: m < 2**31]; tris_per_chunk
+    [Limit: >= 1].
+    The k-d tree is built depth by depth: every node of one depth is sorted at once by
+    `_msort_runs` (glibc's merge sort, each level of its recursion one vectorized round over
+    all nodes), then the nodes are numbered depth first as RecastDemo's recursion numbers them.
+    With an ``executor`` (a process pool: the sorts hold the GIL for much of their time) and
+    at least `PARALLEL_MIN_TRIANGLES` triangles, the root's two halves are sorted on the
+    executor and merged here, the top depths are sorted here until there are ``subtrees``
+    nodes [Limit: >= 1], and each of their subtrees is sorted on the executor (no node's sort
+    reads another's, so the tree is the same).
+    Memory: about 80 bytes per triangle besides the input (at most 32 of them per slot in the
+    merge sort's largest levels).
+    """
+    verts = np.asarray(verts, dtype=np.float32)
+    tris = np.asarray(tris)
+    if tris.dtype.kind not in "iu":
+        tris = tris.astype(np.int64)
+    m = int(tris.shape[0])
+    if tris_per_chunk < 1:
+        raise ValueError(f"tris_per_chunk must be >= 1, got {tris_per_chunk}")
+    # Each triangle's bounds, one row of 16 bytes per triangle kept in chunk order (moved
+    # with it as one complex128: reading per-triangle data through the order would be a
+    # random gather per depth and column).
+    bounds = _triangle_bounds(verts, tris)
+    order = np.arange(m, dtype=np.int32 if m < 1 << 31 else np.int64)
+    found: NodeBounds = {}
+    lo = np.zeros(1 if m else 0, dtype=np.int64)
+    n = np.full(lo.shape[0], m, dtype=np.int64)
+    if executor is not None and m >= PARALLEL_MIN_TRIANGLES and subtrees > 1:
+        lo, n = _sort_depths(
+            bounds, order, lo, n, tris_per_chunk, found, depths=(subtrees - 1).bit_length(),
+            sort=_msort_halves(executor),
+        )  # fmt: skip
+        futures = [
+            executor.submit(_sort_subtree, bounds[first : first + size], tris_per_chunk)
+            for first, size in zip(lo.tolist(), n.tolist(), strict=True)
+        ]
+        for first, future in zip(lo.tolist(), futures, strict=True):
+            perm, firsts, sizes, boxes = future.result()
+            places = order[first : first + perm.shape[0]]
+            places[:] = places[perm]
+            for k, (a, b) in enumerate(zip(firsts.tolist(), sizes.tolist(), strict=True)):
+                found[(first + a, b)] = (boxes[k, :2], boxes[k, 2:])
+    else:
+        _sort_depths(bounds, order, lo, n, tris_per_chunk, found)
+    del bounds
 
     n_chunks = int(math.ceil(np.float32(m) / np.float32(tris_per_chunk)))
     max_nodes = n_chunks * 4

@@ -36,6 +36,7 @@ touching the triangles.
 from __future__ import annotations
 
 import concurrent.futures as cf
+import contextlib
 import os
 import time
 from collections import deque
@@ -549,11 +550,16 @@ def plan_tiles(
     *,
     volumes: tuple = (),
     tris_per_chunk: int = TRIS_PER_CHUNK,
+    executor: cf.Executor | None = None,
+    workers: int | None = None,
 ) -> TilePlan:
     """Check the input, lay the tile grid and chunk the triangles (RecastDemo's load step).
 
     verts float32 (n, 3) Z-up [Units: wu]; tris int (m, 3); tile_size [Units: cells]
     [Limit: 8..4096] (default: ``config.tile_size``; 0 is refused here: use the solo bake).
+    executor: a process pool (or any `concurrent.futures.Executor`) that sorts the chunk
+    tree's subtrees of large worlds, one per worker (``workers``, default 2); the tree is the
+    same as without it.
     """
     from .pipeline import check_input, grid_bounds
 
@@ -571,7 +577,9 @@ def plan_tiles(
             f"the geometry is smaller than one cell ({grid.width} x {grid.height} columns at "
             f"cell_size {config.cell_size:g}): lower cell_size"
         )
-    chunks = partition_mesh(verts, tris, tris_per_chunk)
+    chunks = partition_mesh(
+        verts, tris, tris_per_chunk, executor=executor, subtrees=max(2, workers or 2)
+    )
     return TilePlan(config, grid, verts, tris, chunks, tuple(volumes))
 
 
@@ -778,15 +786,27 @@ def bake_tiled(
 ) -> TiledBake:
     """Tiled bake of a Z-up triangle soup (see the module docstring); tiles with data only.
 
-    `plan_tiles` then `bake_plan`. Raises `VoxNavError` for bad input and `TileBakeError`
-    when a tile fails.
+    `plan_tiles` then `bake_plan`, both on the same executor (with none and more than one
+    worker, a process pool of ``workers`` made here). Raises `VoxNavError` for bad input and
+    `TileBakeError` when a tile fails.
     """
-    start = time.perf_counter()
-    plan = plan_tiles(verts, tris, config, tile_size, volumes=volumes)
-    seconds = time.perf_counter() - start
-    out = bake_plan(
-        plan, executor=executor, workers=workers, keep_compact=keep_compact, progress=progress
-    )
+    n_workers = workers if workers is not None else default_workers()
+    if n_workers < 1:
+        raise VoxNavError(f"workers must be at least 1, got {n_workers}")
+    with contextlib.ExitStack() as stack:
+        if executor is None and n_workers > 1:
+            pool = cf.ProcessPoolExecutor(max_workers=n_workers)
+            stack.callback(pool.shutdown, wait=True, cancel_futures=True)
+            executor = pool
+        start = time.perf_counter()
+        plan = plan_tiles(
+            verts, tris, config, tile_size, volumes=volumes, executor=executor, workers=n_workers
+        )
+        seconds = time.perf_counter() - start
+        out = bake_plan(
+            plan, executor=executor, workers=n_workers, keep_compact=keep_compact,
+            progress=progress,
+        )  # fmt: skip
     out.timings = {"plan": seconds, **out.timings}
     out.timings["total"] += seconds
     return out

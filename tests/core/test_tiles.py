@@ -413,3 +413,35 @@ def test_partition_of_random_soups_matches_literal_recursion():
         order, leaves = _literal_partition(verts, tris, per_chunk)
         assert np.array_equal(pm.tri_order, order)
         assert np.array_equal(pm.node_num_tris[pm.leaves()], leaves)
+
+
+@pytest.mark.parametrize("subtrees", [2, 3, 4])
+def test_partition_on_an_executor_matches_the_serial_tree(monkeypatch, subtrees):
+    # The root's halves and the subtrees sorted on worker processes (one thread each), merged
+    # and stitched here: the same tree as sorting every depth in this process.
+    verts, tris = dungeon()
+    monkeypatch.setattr(chunky, "PARALLEL_MIN_TRIANGLES", 0)
+    serial = chunky.partition_mesh(verts, tris, 64)
+    with cf.ProcessPoolExecutor(2) as pool:
+        split = chunky.partition_mesh(verts, tris, 64, executor=pool, subtrees=subtrees)
+    for field in ("node_bmin", "node_bmax", "node_tri_index", "node_num_tris", "tri_order"):
+        assert np.array_equal(getattr(split, field), getattr(serial, field)), field
+    order, leaves = _literal_partition(verts, tris[:3000], 64)
+    first = chunky.partition_mesh(verts, tris[:3000], 64, executor=cf.ThreadPoolExecutor(2))
+    assert np.array_equal(first.tri_order, order)
+    assert np.array_equal(first.node_num_tris[first.leaves()], leaves)
+
+
+def test_last_merge_of_halves_matches_glibc_msort():
+    # Keys within a unit of each other (the comparator's non-transitive ties) in runs of odd
+    # and even lengths: sorting the halves apart and merging them equals one msort.
+    rng = np.random.default_rng(8)
+    for n in (2, 3, 17, 256, 1001):
+        key = (rng.integers(0, 6, n) + rng.random(n) * 1.5).astype(np.float32)
+        keys = chunky._pack_keys(chunky._f32_order_keys(key), chunky._take_right_bound(key))
+        ids = np.arange(n, dtype=np.int32)
+        whole = chunky._msort_runs(ids, keys, np.array([n]))
+        half = n // 2
+        left = chunky._msort_runs(ids[:half], keys[:half], np.array([half]))
+        right = chunky._msort_runs(ids[half:], keys[half:], np.array([n - half]))
+        assert np.array_equal(chunky._merge_sorted_runs(left, right, keys), whole)
