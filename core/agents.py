@@ -492,17 +492,22 @@ def bake_agents_tiled(
 
     base = (config or NavConfig()).validate()
     pairs = check_agents(agents, base)
-    plan = tiles.plan_tiles(verts, tris, pairs[0][1], tile_size, volumes=volumes)
-    plans = []
-    for _agent, cfg in pairs:  # every agent's grid checked before any tile is baked
-        bmin, bmax = pipeline.grid_bounds(plan.verts, cfg)
-        grid = tiles.TileGrid.create(bmin, bmax, cfg, plan.grid.tile_size)
-        plans.append(dataclasses.replace(plan, config=cfg, grid=grid))
     n_workers = workers if workers is not None else tiles.default_workers()
+    if n_workers < 1:
+        raise VoxNavError(f"workers must be at least 1, got {n_workers}")
     own = executor is None and n_workers > 1
     pool = cf.ProcessPoolExecutor(max_workers=n_workers) if own else executor
     out = {}
-    try:  # one pool for every agent's tiles
+    try:  # one pool for the chunk tree's subtrees and every agent's tiles
+        plan = tiles.plan_tiles(
+            verts, tris, pairs[0][1], tile_size, volumes=volumes, executor=pool,
+            workers=n_workers,
+        )  # fmt: skip
+        plans = []
+        for _agent, cfg in pairs:  # every agent's grid checked before any tile is baked
+            bmin, bmax = pipeline.grid_bounds(plan.verts, cfg)
+            grid = tiles.TileGrid.create(bmin, bmax, cfg, plan.grid.tile_size)
+            plans.append(dataclasses.replace(plan, config=cfg, grid=grid))
         for (agent, _cfg), agent_plan in zip(pairs, plans, strict=True):
             out[agent.name] = tiles.bake_plan(agent_plan, executor=pool, workers=n_workers)
     finally:

@@ -41,7 +41,7 @@ F32 = np.float32
 #: Bottom and top of an empty span slot in the merge state (above any real height).
 EMPTY = np.iinfo(np.int32).max
 #: Triangles clipped together; bounds the clipping state (about 1 KiB per triangle).
-CHUNK_TRIANGLES = 8192
+CHUNK_TRIANGLES = 16384
 #: Triangles per chunk when chunks are clipped on several threads (larger, so the work inside
 #: NumPy outweighs the interpreter's share, which holds the GIL).
 PARALLEL_CHUNK_TRIANGLES = 16384

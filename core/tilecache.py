@@ -179,7 +179,9 @@ class TileCache:
         """`build` one tile at a time: a generator yielding (done, total) after each tile with
         geometry and returning the cache (``StopIteration.value``). A caller that stops early
         (``close()``) keeps nothing; an interactive caller runs other work between steps."""
-        plan = plan_tiles(verts, tris, config, tile_size, volumes=volumes)
+        plan = plan_tiles(
+            verts, tris, config, tile_size, volumes=volumes, executor=executor, workers=workers
+        )
         compact: dict[tuple[int, int], CompactHeightfield] = {}
         tiles: dict[tuple[int, int], TileResult] = {}
         total = plan.grid.tiles_w * plan.grid.tiles_h
