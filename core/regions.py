@@ -39,6 +39,8 @@ _NB_STACKS = 8
 #: Watershed expansion iterations per level. [Recast: expandIters]
 _EXPAND_ITERS = 8
 _BIG = 1 << 30
+#: Spans from which `_expand` reads the four directions in separate passes.
+EXPAND_COLUMN_PASSES_FROM = 2048
 #: Recast's walkContour stops after this many states (its `iter` limit).
 _WALK_MAX_STATES = 40000
 #: Walk the regions' outlines over solid states only (`_region_walks`); False: the state
@@ -251,22 +253,34 @@ def _expand(g: _Graph, reg, sdist, active, level: int, max_iter: int):
     cand_spans = active
     it = 0
     while cand_spans.shape[0]:
-        # Per direction in order, keeping the first strict minimum (Recast's "<" in direction
-        # order): four column passes, cheaper than an argmin over a short last axis.
-        best_d = np.full(cand_spans.shape[0], _BIG, dtype=np.int64)
-        best_r = np.zeros(cand_spans.shape[0], dtype=np.int64)
-        at = cand_spans * 4
-        for d in range(4):
-            nb = nsa_flat.take(at + d if d else at)
+        # The first strict minimum in direction order (Recast's "<" in direction order). A
+        # region that is not a tile border: 0 < id < BORDER_REG (ids stay below 2**16).
+        if cand_spans.shape[0] >= EXPAND_COLUMN_PASSES_FROM:
+            # Four column passes: cheaper per span than an argmin over a short last axis.
+            best_d = np.full(cand_spans.shape[0], _BIG, dtype=np.int64)
+            best_r = np.zeros(cand_spans.shape[0], dtype=np.int64)
+            at = cand_spans * 4
+            for d in range(4):
+                nb = nsa_flat.take(at + d if d else at)
+                rn = reg.take(nb)
+                dd = sdist.take(nb)
+                dd += 2
+                better = rn > 0
+                better &= rn < BORDER_REG
+                better &= dd < best_d
+                np.copyto(best_d, dd, where=better)
+                np.copyto(best_r, rn, where=better)
+        else:
+            # Few spans: one (k, 4) pass, a third of the calls (argmin keeps the first).
+            nb = g.nsa_of(cand_spans)
             rn = reg.take(nb)
-            dd = sdist.take(nb)
+            dd = sdist.take(nb).astype(np.int64)
             dd += 2
-            # A region that is not a tile border: 0 < id < BORDER_REG (ids stay below 2**16).
-            better = rn > 0
-            better &= rn < BORDER_REG
-            better &= dd < best_d
-            np.copyto(best_d, dd, where=better)
-            np.copyto(best_r, rn, where=better)
+            dd[(rn <= 0) | (rn >= BORDER_REG)] = _BIG
+            pick = dd.argmin(axis=1)
+            rows = np.arange(pick.shape[0])
+            best_d = dd[rows, pick]
+            best_r = rn[rows, pick]
         found = best_d < 0xFFFF
         if not found.any():
             break
