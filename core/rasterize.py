@@ -51,6 +51,13 @@ WORKERS = min(2, os.cpu_count() or 1)
 #: of interpreter work costs about what they save: dungeon, 10k triangles, in four chunks on
 #: two threads measured 8 % faster in one sitting and 4 % slower in another).
 PARALLEL_MIN_TRIANGLES = 1 << 15
+#: Cells smaller than the coordinates' magnitude over this take the polygon-by-polygon path:
+#: the edge walk needs every crossing well short of the next cut line. A crossing lies within
+#: a few float32 steps of its line (an interpolation's roundings: about magnitude * 2**-21),
+#: so cells of magnitude * 2**-17 leave it at least 16 times that. (The walk also sends any
+#: triangle whose row or cell polygons come out doubtful to the polygon path; random soups
+#: with cells of 4 float32 steps still matched the one-triangle-at-a-time oracle.)
+EDGE_WALK_MIN_CELL_STEPS = 2.0**17
 #: Fragments merged together; bounds the merge state (about 40 bytes per fragment).
 CHUNK_FRAGMENTS = 1 << 18
 #: Column blocks the span merge cuts every piece of fragments at; its ranges are runs of them.
@@ -671,14 +678,14 @@ def _clip_pieces(verts, tris, bmin, bmax, cs, ch, width, height, finish=None):
     # memory bounded; fragments keep their triangle ids, so chunking changes no result.
     # NumPy releases the GIL inside its loops, so two threads keep both cores busy.
     # The edge walk relies on a crossing lying well short of the next cut line; with cells
-    # smaller than about 2**14 float32 steps of the coordinates that may fail, and every
-    # triangle takes the polygon-by-polygon path, which is Recast's own arithmetic.
+    # under `EDGE_WALK_MIN_CELL_STEPS` parts of the coordinates' magnitude every triangle
+    # takes the polygon-by-polygon path, which is Recast's own arithmetic.
     kept_min, kept_max = (tmin, tmax) if tri_ids.shape[0] == tmin.shape[0] else (
         tmin[tri_ids], tmax[tri_ids]
     )  # fmt: skip
     # Every coordinate lies between the lowest minimum and the highest maximum.
     magnitude = max(abs(float(kept_min.min(initial=0))), abs(float(kept_max.max(initial=0))))
-    by_edges = float(cs) > magnitude * 2.0**-14
+    by_edges = float(cs) > magnitude / EDGE_WALK_MIN_CELL_STEPS
 
     def clip_chunk(part):
         sel, chunk = part

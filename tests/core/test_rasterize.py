@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from core import filters
+from core import filters, rasterize
 from core.config import NavConfig, grid_size
 from core.rasterize import (
     mark_walkable_triangles,
@@ -384,6 +384,33 @@ def test_fast_rasterizer_equals_literal_far_from_the_origin(offset, cs, seed):
     assert spans(hf) == sorted(expected)
     # Dense: some column holds many fragments, so their order decides areas.
     assert np.bincount(fast[1] + fast[2] * w).max() >= 10
+
+
+@pytest.mark.parametrize(("offset", "cs"), [(5000.0, 0.3), (3e4, 0.25), (1e5, 0.8)])
+def test_edge_walk_far_from_the_origin_equals_the_oracle(monkeypatch, offset, cs):
+    """Cells between 2**-17 and 2**-14 of the coordinates' magnitude (undulating.obj: 0.3 wu
+    cells 5 km out) take the edge walk, and give the oracle's fragments and spans; so do
+    cells 2**-19 of it when the walk is forced there (the guard's margin)."""
+    rng = np.random.default_rng(int(offset) + 7)
+    verts, tris, areas, bmin, bmax = offset_soup(rng, offset, cs, n_tris=70)
+    ch, climb = 0.2, 2
+    w, h = grid_size(bmin, bmax, cs)
+    assert cs > float(np.abs(verts).max()) / rasterize.EDGE_WALK_MIN_CELL_STEPS
+    walked = []
+    chains = rasterize._clip_by_chains
+    monkeypatch.setattr(rasterize, "_clip_by_chains", lambda *a: walked.append(1) or chains(*a))
+    columns, frags = oracle.rasterize(verts, tris, areas, bmin, bmax, cs, ch, w, h, climb)
+    fast = rasterize_fragments(verts, tris, areas, bmin, bmax, cs, ch, w, h)
+    assert walked
+    assert list(zip(*(a.tolist() for a in fast), strict=False)) == frags
+    assert_fast_equals_literal(verts, tris, areas, bmin, bmax, cs, ch, climb)
+    small = float(F32(offset * 2.0**-19))
+    verts, tris, areas, bmin, bmax = offset_soup(rng, offset, small, n_tris=30)
+    w, h = grid_size(bmin, bmax, small)
+    monkeypatch.setattr(rasterize, "EDGE_WALK_MIN_CELL_STEPS", 2.0**40)
+    _, frags = oracle.rasterize(verts, tris, areas, bmin, bmax, small, ch, w, h, climb)
+    fast = rasterize_fragments(verts, tris, areas, bmin, bmax, small, ch, w, h)
+    assert list(zip(*(a.tolist() for a in fast), strict=False)) == frags
 
 
 def dense_columns(rng, width, height, n, top, longest):
