@@ -897,14 +897,15 @@ FOLD_TABLES_PER_BATCH = 64
 BATCH_FOLDS = True
 
 
-def _fold_tables(point_sets) -> list[list[list[int]]]:
+def _fold_scans(point_sets) -> list[tuple[np.ndarray, np.ndarray]]:
     """completeFacet's scan for every ordered point pair (s, t) of several point sets at once.
 
     ``point_sets``: (vx, vz) float32 arrays per set (at most `FOLD_TABLE_MAX_POINTS` points).
-    Returns per set a nested list ``fold[s][t]``: the point the scan settles on (the first
-    candidate, replaced by each later candidate strictly inside the current circle, Recast's
-    test with its 0.1 % tolerance), -1 when no point is left of s->t, or `_FOLD_LITERAL` when
-    the scan meets a point on a circle (overlap tests against the edges decide). The same
+    Returns per set (pt int64 (n, n), on_circle bool (n, n)): at [s, t] the point the scan
+    settles on (the first candidate, replaced by each later candidate strictly inside the
+    current circle, Recast's test with its 0.1 % tolerance), -1 when no point is left of
+    s->t; on_circle where the scan meets a point on a circle (overlap tests against the
+    edges decide: `_FOLD_LITERAL` in `_fold_tables`). The same
     float32 operations as `_circle_class_f32` and `left_of`, for every set, pair and
     candidate at once; the scan runs in lockstep over the candidates in index order.
     """
@@ -972,8 +973,121 @@ def _fold_tables(point_sets) -> list[list[list[int]]]:
         inside = ~outside & (d < c[:, 3])
         pt = np.where(cand & (~have | inside), u, pt)
         on_circle |= cand & have & ~outside & ~inside
-    folds = np.where(on_circle, _FOLD_LITERAL, pt).reshape(count, n, n)
-    return [folds[i, : sizes[i], : sizes[i]].tolist() for i in range(count)]
+    return _per_set(pt.reshape(count, n, n), on_circle.reshape(count, n, n), sizes)
+
+
+def _per_set(pt, on_circle, sizes) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Per set the (n, n) corners of padded (sets, N, N) scan results."""
+    return [(pt[i, :n, :n], on_circle[i, :n, :n]) for i, n in enumerate(sizes.tolist())]
+
+
+def _fold_tables(point_sets) -> list[list[list[int]]]:
+    """completeFacet's scan for every ordered point pair (s, t) of several point sets at once
+    (`_fold_scans`), as nested lists ``fold[s][t]``: the point the scan settles on, -1 when no
+    point is left of s->t, or `_FOLD_LITERAL` when it meets a point on a circle."""
+    return [_fold_list(scan) for scan in _fold_scans(point_sets)]
+
+
+def _fold_list(scan) -> list[list[int]]:
+    """One `_fold_scans` entry as `_fold_tables` gives it."""
+    pt, on_circle = scan
+    return np.where(on_circle, _FOLD_LITERAL, pt).tolist()
+
+
+def _circles(v2x, v2z, v3x, v3z, p1x, p1z):
+    """Recast's circumCircle of (p1, p1 + v2, p1 + v3) as `_fold_scans` computes it, float32
+    elementwise: (centre x, centre z, radius + 0.1 %, radius - 0.1 %)."""
+    cp = v2x * v3z - v2z * v3x
+    v2sq = v2x * v2x + v2z * v2z
+    v3sq = v3x * v3x + v3z * v3z
+    den = _F32_TWO * cp
+    round_ok = np.abs(cp) > _F32_EPS_CIRCLE
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        c0 = (v2sq * v3z + v3sq * -v2z) / den
+        c2 = (v2sq * -v3x + v3sq * v2x) / den
+        rad = np.sqrt(c0 * c0 + c2 * c2)
+    rad = np.where(round_ok, rad, _F32_ZERO)
+    return (
+        np.where(round_ok, c0 + p1x, p1x),
+        np.where(round_ok, c2 + p1z, p1z),
+        rad * _F32_TOL_HI,
+        rad * _F32_TOL_LO,
+    )
+
+
+def _scan_step(pt, on_circle, cand, u, ux, uz, cx, cz, hi, lo):
+    """One candidate ``u`` of completeFacet's scan on many lanes (in place), as `_fold_scans`
+    takes it: u at (ux, uz), left of s->t where ``cand``; (cx, cz, hi, lo) the current
+    circle, of (s, t, pt)."""
+    have = pt >= 0
+    dx = ux - cx
+    dz = uz - cz
+    d = np.sqrt(dx * dx + dz * dz)
+    outside = d > hi
+    inside = ~outside & (d < lo)
+    np.copyto(pt, np.where(cand & (~have | inside), u, pt))
+    on_circle |= cand & have & ~outside & ~inside
+
+
+def _fold_scans_grown(point_sets, scans) -> list[tuple[np.ndarray, np.ndarray]]:
+    """`_fold_scans` of point sets that each gained one point, their last, since ``scans``
+    (theirs without it): each old (s, t) scan takes the new point as one more candidate (it
+    comes last in index order), and the scans of the new point's pairs run whole. Equal to
+    `_fold_scans` of the grown sets, at n^2 rather than n^3 work per set."""
+    count = len(point_sets)
+    sizes = np.array([vx.shape[0] for vx, _ in point_sets], dtype=np.int64)
+    n = int(sizes.max())
+    x = np.zeros((count, n), dtype=F32)
+    z = np.zeros((count, n), dtype=F32)
+    pt = np.full((count, n, n), -1, dtype=np.int64)
+    on_circle = np.zeros((count, n, n), dtype=bool)
+    for i, ((vx, vz), (old_pt, old_on)) in enumerate(zip(point_sets, scans, strict=True)):
+        x[i, : vx.shape[0]] = vx
+        z[i, : vz.shape[0]] = vz
+        k = old_pt.shape[0]
+        pt[i, :k, :k] = old_pt
+        on_circle[i, :k, :k] = old_on
+    sets = np.arange(count)
+    new = sizes - 1
+    ids = np.arange(n)
+    # The old scans, one more candidate: the new point u (never s or t there).
+    old = (ids[None, :, None] < new[:, None, None]) & (ids[None, None, :] < new[:, None, None])
+    ux = x[:, None, :] - x[:, :, None]  # [set, s, t]: t - s
+    uz = z[:, None, :] - z[:, :, None]
+    px, pz = x[sets, new][:, None, None], z[sets, new][:, None, None]
+    wx = px - x[:, :, None]  # u - s
+    wz = pz - z[:, :, None]
+    cand = old & ((ux * wz - uz * wx) > _F32_EPS_LEFT)
+    at = np.maximum(pt, 0)
+    v3x = np.take_along_axis(ux, at, axis=2)  # [set, s, t]: x[pt] - x[s]
+    v3z = np.take_along_axis(uz, at, axis=2)
+    circle = _circles(ux, uz, v3x, v3z, x[:, :, None], z[:, :, None])
+    _scan_step(pt, on_circle, cand, new[:, None, None], px, pz, *circle)
+    # The new point's pairs (s = new or t = new, s != t), scanned whole.
+    lane_set = np.concatenate([np.repeat(sets, new), np.repeat(sets, new)])
+    other = np.arange(int(new.sum())) - np.repeat(np.cumsum(new) - new, new)
+    lane_s = np.concatenate([np.repeat(new, new), other])
+    lane_t = np.concatenate([other, np.repeat(new, new)])
+    xs, zs = x[lane_set, lane_s], z[lane_set, lane_s]
+    lx, lz = x[lane_set], z[lane_set]  # (lanes, n) candidates
+    v2x = (x[lane_set, lane_t] - xs)[:, None]
+    v2z = (z[lane_set, lane_t] - zs)[:, None]
+    v3x = lx - xs[:, None]
+    v3z = lz - zs[:, None]
+    left = (v2x * v3z - v2z * v3x) > _F32_EPS_LEFT
+    left &= (ids[None, :] != lane_s[:, None]) & (ids[None, :] != lane_t[:, None])
+    left &= ids[None, :] < sizes[lane_set][:, None]
+    table = _circles(v2x, v2z, v3x, v3z, xs[:, None], zs[:, None])
+    rows = np.stack(table, axis=-1).reshape(-1, 4).view(np.complex128).reshape(-1)
+    lanes_n = np.arange(lane_set.shape[0]) * n
+    lane_pt = np.full(lane_set.shape[0], -1, dtype=np.int64)
+    lane_on = np.zeros(lane_set.shape[0], dtype=bool)
+    for u in range(n):
+        c = rows.take(lanes_n + np.maximum(lane_pt, 0)).view(F32).reshape(-1, 4)
+        _scan_step(lane_pt, lane_on, left[:, u], u, lx[:, u], lz[:, u], *c.T)
+    pt[lane_set, lane_s, lane_t] = lane_pt
+    on_circle[lane_set, lane_s, lane_t] = lane_on
+    return _per_set(pt, on_circle, sizes)
 
 
 def faces_from_edges(edges, nfaces: int) -> list[list[int]]:
@@ -1371,6 +1485,8 @@ def _details_with_samples(items, sample_max_error):
     added = [None] * count
     rounds = [0] * count
     caches: list[dict] = [{} for _ in range(count)]
+    #: The last round's `_fold_scans` of the polygons that grew in it.
+    scans: dict[int, tuple[np.ndarray, np.ndarray]] = {}
     active = []
     solo: list[int] = []
     for i, (_, _, _, interior, samples) in enumerate(items):
@@ -1422,10 +1538,20 @@ def _details_with_samples(items, sample_max_error):
         )
         folds: dict[int, list] = {}
         if BATCH_FOLDS:
-            for lo in range(0, len(small), FOLD_TABLES_PER_BATCH):
-                part = small[lo : lo + FOLD_TABLES_PER_BATCH]
-                sets = [(verts[j][:, 0], verts[j][:, 2]) for j in part]
-                folds.update(zip(part, _fold_tables(sets), strict=True))
+            # A polygon scanned last round has one point more: its scans are extended.
+            grown = [j for j in small if j in scans and len(scans[j][0]) + 1 == len(verts[j])]
+            fresh = [j for j in small if not (j in scans and len(scans[j][0]) + 1 == len(verts[j]))]
+            for group, extend in ((fresh, False), (grown, True)):
+                for lo in range(0, len(group), FOLD_TABLES_PER_BATCH):
+                    part = group[lo : lo + FOLD_TABLES_PER_BATCH]
+                    sets = [(verts[j][:, 0], verts[j][:, 2]) for j in part]
+                    if extend:
+                        found = _fold_scans_grown(sets, [scans[j] for j in part])
+                    else:
+                        found = _fold_scans(sets)
+                    scans.update(zip(part, found, strict=True))
+            scans = {j: scans[j] for j in small}
+            folds = {j: _fold_list(scans[j]) for j in small}
         for j in growing:
             tris[j] = _delaunay_hull(
                 verts[j][:, 0], verts[j][:, 2], items[j][1], caches[j], folds.get(j)

@@ -80,6 +80,27 @@ def test_fold_tables_give_the_literal_delaunay(kind):
     assert 0 < literal_scans < known
 
 
+@pytest.mark.parametrize("kind", ["random", "grid"])
+def test_grown_fold_scans_equal_fresh_ones(kind):
+    """A point set that gained one point: its old scans extended by that point, and the new
+    point's pairs scanned, equal the scans of the grown set built from the start (points on
+    circles included), several sets of different sizes at once."""
+    rng = np.random.default_rng(17 if kind == "grid" else 18)
+    on_circles = 0
+    for _ in range(6):
+        sets = []
+        for _ in range(int(rng.integers(1, 8))):
+            points, _ = _polygon_points(rng, kind, int(rng.integers(1, 12)))
+            sets.append((points[:, 0].copy(), points[:, 1].copy()))
+        before = detail._fold_scans([(vx[:-1], vz[:-1]) for vx, vz in sets])
+        grown = detail._fold_scans_grown(sets, before)
+        for (pt, on), (want_pt, want_on) in zip(grown, detail._fold_scans(sets), strict=True):
+            assert np.array_equal(pt, want_pt)
+            assert np.array_equal(on, want_on)
+            on_circles += int(want_on.sum())
+    assert on_circles > 0
+
+
 @pytest.mark.parametrize("seed", range(20))
 def test_vectorized_overlap_equals_scalar(seed):
     rng = np.random.default_rng(seed)
