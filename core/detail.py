@@ -1189,19 +1189,6 @@ def _delaunay_hull(vx, vz, hull, cache=None, fold=None):
             ends_s.append(s)
             ends_t.append(t)
 
-    def link(a, b, face):
-        # Recast's findEdge(a, b), then addEdge(a, b, face, undef) or updateLeftFace.
-        e = edge_at_get((a, b) if a < b else (b, a))
-        if e is None:
-            add_edge(a, b, face, _EV_UNDEF)
-            return
-        other = edges[e]
-        if other[0] == a:  # the edge runs a -> b: face is its left
-            if other[2] == _EV_UNDEF:
-                other[2] = face
-        elif other[3] == _EV_UNDEF:  # it runs b -> a
-            other[3] = face
-
     def overlaps(a, b):
         n_edges = len(edges)
         if as_arrays[0] != n_edges:
@@ -1262,8 +1249,25 @@ def _delaunay_hull(vx, vz, hull, cache=None, fold=None):
                     del cache[scan_key]
             if pt < npts:
                 edge[side] = nfaces  # updateLeftFace(cur, s, t): this side is s -> t's left
-                link(pt, s, nfaces)
-                link(t, pt, nfaces)
+                # Recast's findEdge(a, b), then addEdge(a, b, face, undef) or
+                # updateLeftFace, for (pt, s) and (t, pt); inline: this is the hot loop.
+                for a, b in ((pt, s), (t, pt)):
+                    key = (a, b) if a < b else (b, a)
+                    e = edge_at_get(key)
+                    if e is None:
+                        n_edges = len(edges)
+                        if n_edges < max_edges:
+                            edge_at[key] = n_edges
+                            edges.append([a, b, nfaces, _EV_UNDEF])
+                            ends_s.append(a)
+                            ends_t.append(b)
+                        continue
+                    other = edges[e]
+                    if other[0] == a:  # the edge runs a -> b: the face is its left
+                        if other[2] == _EV_UNDEF:
+                            other[2] = nfaces
+                    elif other[3] == _EV_UNDEF:  # it runs b -> a
+                        other[3] = nfaces
                 nfaces += 1
             else:
                 edge[side] = _EV_HULL
