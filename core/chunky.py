@@ -442,6 +442,30 @@ def _sort_subtree(rows: np.ndarray, tris_per_chunk: int):
     return perm, keys[:, 0], keys[:, 1], boxes.reshape(-1, 4)
 
 
+def _sort_apart(executor: Executor, bounds, order, tris_per_chunk: int, found, subtrees: int):
+    """`_sort_depths` of the whole tree (in place), its root's halves and the subtrees below
+    the top depths (``subtrees`` of them) sorted on ``executor`` (see `partition_mesh`)."""
+    m = bounds.shape[0]
+    lo, n = _sort_depths(
+        bounds, order, np.zeros(1, dtype=np.int64), np.full(1, m, dtype=np.int64),
+        tris_per_chunk, found, depths=(subtrees - 1).bit_length(), sort=_msort_halves(executor),
+    )  # fmt: skip
+    futures = [
+        executor.submit(_sort_subtree, bounds[first : first + size], tris_per_chunk)
+        for first, size in zip(lo.tolist(), n.tolist(), strict=True)
+    ]
+    try:
+        for first, future in zip(lo.tolist(), futures, strict=True):
+            perm, firsts, sizes, boxes = future.result()
+            places = order[first : first + perm.shape[0]]
+            places[:] = places[perm]
+            for k, (a, b) in enumerate(zip(firsts.tolist(), sizes.tolist(), strict=True)):
+                found[(first + a, b)] = (boxes[k, :2], boxes[k, 2:])
+    finally:
+        for future in futures:
+            future.cancel()
+
+
 def partition_mesh(
     verts,
     tris,
@@ -461,7 +485,8 @@ def partition_mesh(
     at least `PARALLEL_MIN_TRIANGLES` triangles, the root's two halves are sorted on the
     executor and merged here, the top depths are sorted here until there are ``subtrees``
     nodes [Limit: >= 1], and each of their subtrees is sorted on the executor (no node's sort
-    reads another's, so the tree is the same).
+    reads another's, so the tree is the same). Should the executor fail, the tree is sorted
+    here instead (same tree).
     Memory: about 80 bytes per triangle besides the input (at most 32 of them per slot in the
     merge sort's largest levels).
     """
@@ -481,22 +506,14 @@ def partition_mesh(
     lo = np.zeros(1 if m else 0, dtype=np.int64)
     n = np.full(lo.shape[0], m, dtype=np.int64)
     if executor is not None and m >= PARALLEL_MIN_TRIANGLES and subtrees > 1:
-        lo, n = _sort_depths(
-            bounds, order, lo, n, tris_per_chunk, found, depths=(subtrees - 1).bit_length(),
-            sort=_msort_halves(executor),
-        )  # fmt: skip
-        futures = [
-            executor.submit(_sort_subtree, bounds[first : first + size], tris_per_chunk)
-            for first, size in zip(lo.tolist(), n.tolist(), strict=True)
-        ]
-        for first, future in zip(lo.tolist(), futures, strict=True):
-            perm, firsts, sizes, boxes = future.result()
-            places = order[first : first + perm.shape[0]]
-            places[:] = places[perm]
-            for k, (a, b) in enumerate(zip(firsts.tolist(), sizes.tolist(), strict=True)):
-                found[(first + a, b)] = (boxes[k, :2], boxes[k, 2:])
-    else:
-        _sort_depths(bounds, order, lo, n, tris_per_chunk, found)
+        try:
+            _sort_apart(executor, bounds, order, tris_per_chunk, found, subtrees)
+            lo = n = lo[:0]  # nothing left to sort here
+        except Exception:  # a broken executor: the same sort here from the start, slower
+            bounds = _triangle_bounds(verts, tris)
+            order = np.arange(m, dtype=order.dtype)
+            found.clear()
+    _sort_depths(bounds, order, lo, n, tris_per_chunk, found)
     del bounds
 
     n_chunks = int(math.ceil(np.float32(m) / np.float32(tris_per_chunk)))

@@ -445,3 +445,35 @@ def test_last_merge_of_halves_matches_glibc_msort():
         left = chunky._msort_runs(ids[:half], keys[:half], np.array([half]))
         right = chunky._msort_runs(ids[half:], keys[half:], np.array([n - half]))
         assert np.array_equal(chunky._merge_sorted_runs(left, right, keys), whole)
+
+
+class _BrokenPool(cf.Executor):
+    """Runs the first ``good`` jobs, then fails: at submit, or in the future's result."""
+
+    def __init__(self, good: int, at_submit: bool):
+        self.good, self.at_submit, self.calls = good, at_submit, 0
+
+    def submit(self, fn, /, *args, **kwargs):
+        self.calls += 1
+        future: cf.Future = cf.Future()
+        if self.calls > self.good:
+            if self.at_submit:
+                raise RuntimeError("the cluster went away")
+            future.set_exception(RuntimeError("a worker died"))
+            return future
+        future.set_result(fn(*args, **kwargs))
+        return future
+
+
+@pytest.mark.parametrize(("good", "at_submit"), [(0, True), (1, False), (2, False), (3, True)])
+def test_partition_on_a_failing_executor_sorts_here(monkeypatch, good, at_submit):
+    # A broken executor at any point of the chunk sort: the tree is sorted in this process,
+    # the same tree.
+    verts, tris = dungeon()
+    monkeypatch.setattr(chunky, "PARALLEL_MIN_TRIANGLES", 0)
+    serial = chunky.partition_mesh(verts, tris, 64)
+    failing = _BrokenPool(good, at_submit)
+    split = chunky.partition_mesh(verts, tris, 64, executor=failing)
+    assert failing.calls > good
+    for field in ("node_bmin", "node_bmax", "node_tri_index", "node_num_tris", "tri_order"):
+        assert np.array_equal(getattr(split, field), getattr(serial, field)), field
