@@ -58,6 +58,9 @@ PARALLEL_MIN_TRIANGLES = 1 << 15
 #: triangle whose row or cell polygons come out doubtful to the polygon path; random soups
 #: with cells of 4 float32 steps still matched the one-triangle-at-a-time oracle.)
 EDGE_WALK_MIN_CELL_STEPS = 2.0**17
+#: Polygons from which a clipping sweep's round sends only those its line really cuts through
+#: dividePoly (below, all of them: fewer calls per round).
+SWEEP_SPLIT_FROM = 256
 #: Fragments merged together; bounds the merge state (about 40 bytes per fragment).
 CHUNK_FRAGMENTS = 1 << 18
 #: Column blocks the span merge cuts every piece of fragments at; its ranges are runs of them.
@@ -568,6 +571,25 @@ def _sweep(coords, count, first, last, ids, axis, origin, cs, keep, extent=False
     while ids.shape[0]:
         slots = coords[0].shape[0]
         offset = ((origin + index.astype(F32) * cs) + cs).astype(F32)
+        if ids.shape[0] < SWEEP_SPLIT_FROM:
+            # Few polygons: dividePoly on every one (a polygon wholly on one side comes out
+            # whole on that side, as Recast's does), fewer calls per round than the split.
+            delta = offset[None, :] - coords[axis]
+            (piece, n_piece), (rest, n_rest) = _divide_cut(
+                coords, count, delta, slots + 2, keep, extent
+            )
+            emit = (n_piece >= 3) & (index >= 0)
+            if emit.any():
+                if extent:
+                    values = [p[emit] for p in piece]
+                else:
+                    values = [p[:, emit] for p in piece]
+                out_parts.append((values, n_piece[emit], index[emit], ids[emit]))
+            go_on = np.flatnonzero((index < last) & (n_rest >= 2))
+            width = int(n_rest[go_on].max(initial=1))
+            coords = [r[:width, go_on] for r in rest]
+            count, index, ids, last = n_rest[go_on], index[go_on] + 1, ids[go_on], last[go_on]
+            continue
         valid = np.arange(slots)[:, None] < count[None, :]
         delta = offset[None, :] - coords[axis]
         whole_below = np.all((delta > 0) | ~valid, axis=0)

@@ -367,10 +367,15 @@ def offset_soup(rng, offset, cs, n_tris=90):
 @pytest.mark.parametrize("offset", [1e3, 1e4, 1e5])
 @pytest.mark.parametrize("cs", [0.3, 0.05])
 @pytest.mark.parametrize("seed", range(3))
-def test_fast_rasterizer_equals_literal_far_from_the_origin(offset, cs, seed):
+@pytest.mark.parametrize("split_from", [0, 1 << 30])
+def test_fast_rasterizer_equals_literal_far_from_the_origin(
+    monkeypatch, offset, cs, seed, split_from
+):
     """Random soups offset by 1e3-1e5 wu, on cells large enough for the edge walk and on cells
     small enough that every triangle takes the polygon path: fragments as the one-triangle-at-
-    a-time oracle gives them, spans and areas as the literal merge gives them."""
+    a-time oracle gives them, spans and areas as the literal merge gives them. The polygon
+    path's sweeps both ways: only the polygons a line cuts through dividePoly, and all."""
+    monkeypatch.setattr(rasterize, "SWEEP_SPLIT_FROM", split_from)
     rng = np.random.default_rng(1000 + seed)
     # Fewer triangles on the small cells, where the one-by-one oracle is slow.
     verts, tris, areas, bmin, bmax = offset_soup(rng, offset, cs, n_tris=90 if cs > 0.1 else 40)
