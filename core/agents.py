@@ -254,6 +254,39 @@ def _tail_beside_others(*job):
         return _agent_tail(*job)
 
 
+def _tails_on_executor(jobs: list, executor: cf.Executor) -> list:
+    """Every job's `_agent_tail`: the first job in this process while the others run on
+    ``executor`` (their jobs pickled to it: a pool kept between bakes, say)."""
+    futures = [executor.submit(_tail_layout_dropped, *job) for job in jobs[1:]]
+    try:
+        result, derived, volumes, inputs, chf, dist = jobs[0]
+        frozen = _frozen_layout(chf)
+        here = _tail_beside_others(
+            result, derived, volumes, inputs, _copy_compact(chf, frozen), dist
+        )
+        outputs = [here]
+        for job, future in zip(jobs[1:], futures, strict=True):
+            fields, *rest = future.result()
+            # The layout comes back from the input: shared read-only views, as in-process.
+            layout = frozen if job[4] is chf else _frozen_layout(job[4])
+            fields["compact"] = dataclasses.replace(fields["compact"], **layout)
+            outputs.append((fields, *rest))
+        return outputs
+    finally:
+        for future in futures:
+            future.cancel()
+
+
+def _tail_layout_dropped(*job):
+    """`_tail_beside_others` in a worker, its compact heightfield returned without the layout
+    arrays (the caller has them: later stages never write them)."""
+    fields, *rest = _tail_beside_others(*job)
+    empty = {name: np.zeros(0, dtype=getattr(fields["compact"], name).dtype) for name in
+             _LAYOUT_FIELDS}  # fmt: skip
+    fields["compact"] = dataclasses.replace(fields["compact"], **empty)
+    return (fields, *rest)
+
+
 def _tails_in_processes(jobs: list, workers: int) -> list:
     """Every job's `_agent_tail`: the first job in this process while the others run in a
     pool of up to ``workers`` processes (this process would otherwise only wait for them).
@@ -292,6 +325,7 @@ def bake_agents(
     volumes: tuple[pipeline.AreaVolume, ...] = (),
     workers: int = 1,
     offmesh_links=None,
+    executor: cf.Executor | None = None,
 ) -> dict[str, pipeline.BakeResult]:
     """One navmesh bake per agent, ``{agent name: BakeResult}`` in the agents' order.
 
@@ -304,7 +338,10 @@ def bake_agents(
     worker processes for the per-agent stages (erosion's threshold onwards): with more than
     one, the first agent's run here while the others' run in up to ``workers`` forked
     processes; 1 (the default) runs them all in this process. ``offmesh_links``: hand-made
-    `core.offmesh.OffMeshLinks` every agent's navmesh gets (as `pipeline.bake`'s). Raises
+    `core.offmesh.OffMeshLinks` every agent's navmesh gets (as `pipeline.bake`'s).
+    ``executor``: a process pool (any `concurrent.futures.Executor`) kept between bakes: the
+    per-agent stages of every agent but the first run on it, their inputs pickled to it
+    (``workers`` is then unused; no process is started per bake). Raises
     `VoxNavError` for bad input, a bad or duplicate agent, before any stage runs.
     """
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
@@ -431,7 +468,9 @@ def bake_agents(
         for _agent, result, derived, chf, dist in tails
     ]
     overall.progress(done / max(total, 1), "agents: erode onwards")
-    if workers == 1 or len(jobs) == 1:
+    if executor is not None and len(jobs) > 1:
+        outputs = _tails_on_executor(jobs, executor)
+    elif workers == 1 or len(jobs) == 1:
         layouts: dict[int, dict[str, np.ndarray]] = {}
         outputs = []
         for job in jobs:

@@ -115,6 +115,22 @@ def test_each_agent_equals_a_separate_bake(dungeon, agents, workers, fork, monke
     assert len(ids) == len(agents)
 
 
+def test_agents_on_a_kept_executor_equal_separate_bakes(dungeon):
+    # A process pool kept between bakes: the per-agent stages of all agents but the first are
+    # pickled to it, twice on the same pool; every agent equals its separate bake.
+    import concurrent.futures as cf
+
+    verts, tris = dungeon
+    config = NavConfig()
+    with cf.ProcessPoolExecutor(2) as pool:
+        for agents in (RADII, MIXED):
+            results = bake_agents(verts, tris, config, agents, executor=pool)
+            assert list(results) == [a.name for a in agents]
+            for agent in agents:
+                want = separate(verts, tris, config, agent)
+                assert_same_bake(results[agent.name], want, agent.name)
+
+
 def test_stages_are_shared_by_their_inputs(dungeon):
     """Stages actually run: mark once per slope, rasterize once per (slope, climb), ..."""
     verts, tris = dungeon
