@@ -430,7 +430,8 @@ def _sort_subtree(rows: np.ndarray, tris_per_chunk: int):
     of `partition_mesh`). rows float32 (k, 4): the node's triangle bounds in place order.
     Returns (permutation int32 (k,) of the places, node firsts int64, node sizes int64,
     node bounds float32 (nodes, 4)), places relative to the node."""
-    rows = np.array(rows, dtype=np.float32)  # a private, writable copy
+    if not rows.flags.writeable:  # sorted in place (an unpickled array is this worker's own)
+        rows = rows.copy()
     perm = np.arange(rows.shape[0], dtype=np.int32)
     found: NodeBounds = {}
     _sort_depths(
@@ -442,10 +443,13 @@ def _sort_subtree(rows: np.ndarray, tris_per_chunk: int):
     return perm, keys[:, 0], keys[:, 1], boxes.reshape(-1, 4)
 
 
-def _sort_apart(executor: Executor, bounds, order, tris_per_chunk: int, found, subtrees: int):
-    """`_sort_depths` of the whole tree (in place), its root's halves and the subtrees below
-    the top depths (``subtrees`` of them) sorted on ``executor`` (see `partition_mesh`)."""
+def _sort_apart(executor: Executor, verts, tris, tris_per_chunk: int, found, subtrees: int):
+    """The chunk order of the whole tree (`_sort_depths` from the root, filling ``found``),
+    the root's halves and the subtrees below the top depths (``subtrees`` of them) sorted on
+    ``executor`` (see `partition_mesh`). The triangle bounds are dropped here once sent."""
+    bounds = _triangle_bounds(verts, tris)
     m = bounds.shape[0]
+    order = np.arange(m, dtype=np.int32 if m < 1 << 31 else np.int64)
     lo, n = _sort_depths(
         bounds, order, np.zeros(1, dtype=np.int64), np.full(1, m, dtype=np.int64),
         tris_per_chunk, found, depths=(subtrees - 1).bit_length(), sort=_msort_halves(executor),
@@ -454,6 +458,7 @@ def _sort_apart(executor: Executor, bounds, order, tris_per_chunk: int, found, s
         executor.submit(_sort_subtree, bounds[first : first + size], tris_per_chunk)
         for first, size in zip(lo.tolist(), n.tolist(), strict=True)
     ]
+    del bounds  # the workers' rows hold what they need until sent
     try:
         for first, future in zip(lo.tolist(), futures, strict=True):
             perm, firsts, sizes, boxes = future.result()
@@ -464,6 +469,7 @@ def _sort_apart(executor: Executor, bounds, order, tris_per_chunk: int, found, s
     finally:
         for future in futures:
             future.cancel()
+    return order
 
 
 def partition_mesh(
@@ -497,24 +503,23 @@ def partition_mesh(
     m = int(tris.shape[0])
     if tris_per_chunk < 1:
         raise ValueError(f"tris_per_chunk must be >= 1, got {tris_per_chunk}")
-    # Each triangle's bounds, one row of 16 bytes per triangle kept in chunk order (moved
-    # with it as one complex128: reading per-triangle data through the order would be a
-    # random gather per depth and column).
-    bounds = _triangle_bounds(verts, tris)
-    order = np.arange(m, dtype=np.int32 if m < 1 << 31 else np.int64)
     found: NodeBounds = {}
-    lo = np.zeros(1 if m else 0, dtype=np.int64)
-    n = np.full(lo.shape[0], m, dtype=np.int64)
+    order = None
     if executor is not None and m >= PARALLEL_MIN_TRIANGLES and subtrees > 1:
         try:
-            _sort_apart(executor, bounds, order, tris_per_chunk, found, subtrees)
-            lo = n = lo[:0]  # nothing left to sort here
+            order = _sort_apart(executor, verts, tris, tris_per_chunk, found, subtrees)
         except Exception:  # a broken executor: the same sort here from the start, slower
-            bounds = _triangle_bounds(verts, tris)
-            order = np.arange(m, dtype=order.dtype)
             found.clear()
-    _sort_depths(bounds, order, lo, n, tris_per_chunk, found)
-    del bounds
+    if order is None:
+        # Each triangle's bounds, one row of 16 bytes per triangle kept in chunk order (moved
+        # with it as one complex128: reading per-triangle data through the order would be a
+        # random gather per depth and column).
+        bounds = _triangle_bounds(verts, tris)
+        order = np.arange(m, dtype=np.int32 if m < 1 << 31 else np.int64)
+        root_lo = np.zeros(1 if m else 0, dtype=np.int64)
+        root_n = np.full(root_lo.shape[0], m, dtype=np.int64)
+        _sort_depths(bounds, order, root_lo, root_n, tris_per_chunk, found)
+        del bounds
 
     n_chunks = int(math.ceil(np.float32(m) / np.float32(tris_per_chunk)))
     max_nodes = n_chunks * 4

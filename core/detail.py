@@ -929,32 +929,18 @@ def _fold_scans(point_sets) -> list[tuple[np.ndarray, np.ndarray]]:
         ids[None, None, None, :] != ids[None, None, :, None]
     )
     left &= real[:, None, None, :] & real[:, :, None, None] & real[:, None, :, None]
-    # Circle of (s, t, v): [set, s, t, v] (p1 = s, p2 = t, p3 = v).
-    v2x = ux[:, :, :, None]
-    v2z = uz[:, :, :, None]
-    v3x = ux[:, :, None, :]
-    v3z = uz[:, :, None, :]
-    cp = v2x * v3z - v2z * v3x
-    v2sq = v2x * v2x + v2z * v2z
-    v3sq = v3x * v3x + v3z * v3z
-    den = _F32_TWO * cp
-    round_ok = np.abs(cp) > _F32_EPS_CIRCLE
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        c0 = (v2sq * v3z + v3sq * -v2z) / den
-        c2 = (v2sq * -v3x + v3sq * v2x) / den
-        rad = np.sqrt(c0 * c0 + c2 * c2)
-    p1x = x[:, :, None, None]
-    p1z = z[:, :, None, None]
-    # Per circle (x, z, radius + 0.1 %, radius - 0.1 %), one row each for the gathers below.
+    # Circle of (s, t, v): [set, s, t, v] (p1 = s, p2 = t, p3 = v), per circle (x, z,
+    # radius + 0.1 %, radius - 0.1 %), one row each for the gathers below.
     circle = np.empty((count, n, n, n, 4), dtype=F32)
-    circle[..., 0] = np.where(round_ok, c0 + p1x, p1x)
-    circle[..., 1] = np.where(round_ok, c2 + p1z, p1z)
-    rad = np.where(round_ok, rad, _F32_ZERO)
-    circle[..., 2] = rad * _F32_TOL_HI
-    circle[..., 3] = rad * _F32_TOL_LO
+    parts = _circles(
+        ux[:, :, :, None], uz[:, :, :, None], ux[:, :, None, :], uz[:, :, None, :],
+        x[:, :, None, None], z[:, :, None, None],
+    )  # fmt: skip
+    for k, part in enumerate(parts):
+        circle[..., k] = part
+    del parts
     # Rows as single 16-byte items: a one-dimensional take is several times faster.
     rows = circle.reshape(-1, 4).view(np.complex128).reshape(-1)
-    del v2x, v2z, v3x, v3z, cp, v2sq, v3sq, den, c0, c2, rad, round_ok
     # Candidates first: left[u] is contiguous.
     left = np.moveaxis(left, 3, 0).copy()
     # The scans, candidate by candidate.
@@ -963,16 +949,10 @@ def _fold_scans(point_sets) -> list[tuple[np.ndarray, np.ndarray]]:
     lanes_n = np.arange(count * n * n) * n
     set_of_lane = np.repeat(np.arange(count), n * n)
     for u in range(n):
-        cand = left[u].reshape(-1)
-        have = pt >= 0
         c = rows.take(lanes_n + np.maximum(pt, 0)).view(F32).reshape(-1, 4)
-        dx = x[set_of_lane, u] - c[:, 0]
-        dz = z[set_of_lane, u] - c[:, 1]
-        d = np.sqrt(dx * dx + dz * dz)
-        outside = d > c[:, 2]
-        inside = ~outside & (d < c[:, 3])
-        pt = np.where(cand & (~have | inside), u, pt)
-        on_circle |= cand & have & ~outside & ~inside
+        _scan_step(
+            pt, on_circle, left[u].reshape(-1), u, x[set_of_lane, u], z[set_of_lane, u], *c.T
+        )
     return _per_set(pt.reshape(count, n, n), on_circle.reshape(count, n, n), sizes)
 
 
