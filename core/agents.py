@@ -256,19 +256,23 @@ def _tail_beside_others(*job):
 
 def _tails_on_executor(jobs: list, executor: cf.Executor) -> list:
     """Every job's `_agent_tail`: the first job in this process while the others run on
-    ``executor`` (their jobs pickled to it: a pool kept between bakes, say)."""
-    futures = [executor.submit(_tail_layout_dropped, *job) for job in jobs[1:]]
+    ``executor`` (a pool kept between bakes, say; their jobs pickled to it). Each job gets
+    its own writable arrays over the shared read-only layout, as in one process (so a thread
+    pool is safe too), and the layout is not sent back."""
+    layouts: dict[int, dict[str, np.ndarray]] = {}
+    own = []
+    for job in jobs:
+        chf = job[4]
+        if id(chf) not in layouts:
+            layouts[id(chf)] = _frozen_layout(chf)
+        own.append((*job[:4], _copy_compact(chf, layouts[id(chf)]), job[5]))
+    futures = [executor.submit(_tail_layout_dropped, *job) for job in own[1:]]
     try:
-        result, derived, volumes, inputs, chf, dist = jobs[0]
-        frozen = _frozen_layout(chf)
-        here = _tail_beside_others(
-            result, derived, volumes, inputs, _copy_compact(chf, frozen), dist
-        )
-        outputs = [here]
+        outputs = [_tail_beside_others(*own[0])]
         for job, future in zip(jobs[1:], futures, strict=True):
             fields, *rest = future.result()
             # The layout comes back from the input: shared read-only views, as in-process.
-            layout = frozen if job[4] is chf else _frozen_layout(job[4])
+            layout = layouts[id(job[4])]
             fields["compact"] = dataclasses.replace(fields["compact"], **layout)
             outputs.append((fields, *rest))
         return outputs

@@ -115,14 +115,17 @@ def test_each_agent_equals_a_separate_bake(dungeon, agents, workers, fork, monke
     assert len(ids) == len(agents)
 
 
-def test_agents_on_a_kept_executor_equal_separate_bakes(dungeon):
-    # A process pool kept between bakes: the per-agent stages of all agents but the first are
-    # pickled to it, twice on the same pool; every agent equals its separate bake.
+@pytest.mark.parametrize("kind", ["processes", "threads"])
+def test_agents_on_a_kept_executor_equal_separate_bakes(dungeon, kind):
+    # A pool kept between bakes: the per-agent stages of all agents but the first run on it
+    # (pickled to processes; on threads each agent's writable arrays are still its own), two
+    # bakes on the same pool; every agent equals its separate bake.
     import concurrent.futures as cf
 
     verts, tris = dungeon
     config = NavConfig()
-    with cf.ProcessPoolExecutor(2) as pool:
+    make = cf.ProcessPoolExecutor if kind == "processes" else cf.ThreadPoolExecutor
+    with make(2) as pool:
         for agents in (RADII, MIXED):
             results = bake_agents(verts, tris, config, agents, executor=pool)
             assert list(results) == [a.name for a in agents]
