@@ -59,9 +59,10 @@ _ROW_SHIFT = np.int64(33)
 _KEY_BIAS = np.int64(1) << np.int64(31)
 #: Threads merging the lower levels' blocks at once.
 WORKERS = min(2, os.cpu_count() or 1)
-#: Triangles from which `partition_mesh` sorts subtrees on its executor (below, shipping the
-#: bounds to the workers and back costs about what the second core saves).
-PARALLEL_MIN_TRIANGLES = 1 << 17
+#: Triangles from which `partition_mesh` sorts subtrees on its executor (on a 2-process pool
+#: already started: 40k triangles 56 -> 45 ms, 91k 128 -> 82 ms, 162k 233 -> 170 ms; below,
+#: sending the work costs about what the second core saves).
+PARALLEL_MIN_TRIANGLES = 1 << 15
 #: Items per block of the merge sort's lower levels (merged block after block; cache-sized).
 _BLOCK_ITEMS = 1 << 16
 
