@@ -1523,8 +1523,9 @@ def _details_with_samples(items, sample_max_error):
         folds: dict[int, list] = {}
         if BATCH_FOLDS:
             # A polygon scanned last round has one point more: its scans are extended.
-            grown = [j for j in small if j in scans and len(scans[j][0]) + 1 == len(verts[j])]
-            fresh = [j for j in small if not (j in scans and len(scans[j][0]) + 1 == len(verts[j]))]
+            extended = {j for j in small if j in scans and len(scans[j][0]) + 1 == len(verts[j])}
+            grown = [j for j in small if j in extended]
+            fresh = [j for j in small if j not in extended]
             for group, extend in ((fresh, False), (grown, True)):
                 for lo in range(0, len(group), FOLD_TABLES_PER_BATCH):
                     part = group[lo : lo + FOLD_TABLES_PER_BATCH]
