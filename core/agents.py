@@ -254,11 +254,10 @@ def _tail_beside_others(*job):
         return _agent_tail(*job)
 
 
-def _tails_on_executor(jobs: list, executor: cf.Executor) -> list:
-    """Every job's `_agent_tail`: the first job in this process while the others run on
-    ``executor`` (a pool kept between bakes, say; their jobs pickled to it). Each job gets
-    its own writable arrays over the shared read-only layout, as in one process (so a thread
-    pool is safe too), and the layout is not sent back."""
+def _own_compacts(jobs: list) -> tuple[list, dict[int, dict[str, np.ndarray]]]:
+    """The jobs, each with its own writable compact arrays over the shared read-only layout
+    (`_frozen_layout`, one per distinct compact heightfield), and those layouts by the id of
+    the job's input compact heightfield."""
     layouts: dict[int, dict[str, np.ndarray]] = {}
     own = []
     for job in jobs:
@@ -266,6 +265,15 @@ def _tails_on_executor(jobs: list, executor: cf.Executor) -> list:
         if id(chf) not in layouts:
             layouts[id(chf)] = _frozen_layout(chf)
         own.append((*job[:4], _copy_compact(chf, layouts[id(chf)]), job[5]))
+    return own, layouts
+
+
+def _tails_on_executor(jobs: list, executor: cf.Executor) -> list:
+    """Every job's `_agent_tail`: the first job in this process while the others run on
+    ``executor`` (a pool kept between bakes, say; their jobs pickled to it). Each job gets
+    its own writable arrays over the shared read-only layout, as in one process (so a thread
+    pool is safe too), and the layout is not sent back."""
+    own, layouts = _own_compacts(jobs)
     futures = [executor.submit(_tail_layout_dropped, *job) for job in own[1:]]
     try:
         outputs = [_tail_beside_others(*own[0])]
@@ -475,13 +483,7 @@ def bake_agents(
     if executor is not None and len(jobs) > 1:
         outputs = _tails_on_executor(jobs, executor)
     elif workers == 1 or len(jobs) == 1:
-        layouts: dict[int, dict[str, np.ndarray]] = {}
-        outputs = []
-        for job in jobs:
-            if id(job[4]) not in layouts:
-                layouts[id(job[4])] = _frozen_layout(job[4])
-            frozen = layouts[id(job[4])]
-            outputs.append(_agent_tail(*job[:4], _copy_compact(job[4], frozen), job[5]))
+        outputs = [_agent_tail(*job) for job in _own_compacts(jobs)[0]]
     else:
         outputs = _tails_in_processes(jobs, workers)
     for (agent, result, _d, _c, _e), (fields_set, timings, warnings, stage_est) in zip(
@@ -535,13 +537,10 @@ def bake_agents_tiled(
 
     base = (config or NavConfig()).validate()
     pairs = check_agents(agents, base)
-    n_workers = workers if workers is not None else tiles.default_workers()
-    if n_workers < 1:
-        raise VoxNavError(f"workers must be at least 1, got {n_workers}")
-    own = executor is None and n_workers > 1
-    pool = cf.ProcessPoolExecutor(max_workers=n_workers) if own else executor
+    n_workers = tiles.worker_count(workers)
     out = {}
-    try:  # one pool for the chunk tree's subtrees and every agent's tiles
+    with tiles.tile_executor(executor, n_workers) as pool:
+        # One pool for the chunk tree's subtrees and every agent's tiles.
         plan = tiles.plan_tiles(
             verts, tris, pairs[0][1], tile_size, volumes=volumes, executor=pool,
             workers=n_workers,
@@ -553,7 +552,4 @@ def bake_agents_tiled(
             plans.append(dataclasses.replace(plan, config=cfg, grid=grid))
         for (agent, _cfg), agent_plan in zip(pairs, plans, strict=True):
             out[agent.name] = tiles.bake_plan(agent_plan, executor=pool, workers=n_workers)
-    finally:
-        if own and pool is not None:
-            pool.shutdown(wait=True, cancel_futures=True)
     return out

@@ -603,6 +603,29 @@ def default_workers() -> int:
         return max(1, os.cpu_count() or 1)
 
 
+def worker_count(workers: int | None) -> int:
+    """``workers``, or every core (`default_workers`) for None; `VoxNavError` below 1."""
+    n_workers = workers if workers is not None else default_workers()
+    if n_workers < 1:
+        raise VoxNavError(f"workers must be at least 1, got {n_workers}")
+    return n_workers
+
+
+@contextlib.contextmanager
+def tile_executor(executor: cf.Executor | None, n_workers: int) -> Iterator[cf.Executor | None]:
+    """``executor`` itself; with none, a process pool of ``n_workers`` made for the block and
+    shut down after it (the platform's start method, see `iter_tiles`), or None (this
+    process) for one worker."""
+    if executor is not None or n_workers == 1:
+        yield executor
+        return
+    pool = cf.ProcessPoolExecutor(max_workers=n_workers)
+    try:
+        yield pool
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
 def iter_tiles(
     plan: TilePlan,
     *,
@@ -630,32 +653,26 @@ def iter_tiles(
         for tx, ty in plan.grid.tiles()
         if (job := plan.job(tx, ty, keep_compact, make_navdata)) is not None
     )
-    n_workers = workers if workers is not None else default_workers()
-    if n_workers < 1:
-        raise VoxNavError(f"workers must be at least 1, got {n_workers}")
+    n_workers = worker_count(workers)
     if executor is None and n_workers == 1:
         for job in jobs:
             yield _run_local(job)
         return
     jobs = (replace(job, inner_threads=False) for job in jobs)
-    own = executor is None
-    if own:
-        executor = cf.ProcessPoolExecutor(max_workers=n_workers)
-    assert executor is not None
     window = max_in_flight if max_in_flight is not None else max(2, 2 * n_workers)
     pending: deque[tuple[TileJob, cf.Future]] = deque()
-    try:
-        for job in jobs:
-            pending.append((job, executor.submit(bake_tile_job, job)))
-            if len(pending) >= window:
+    with tile_executor(executor, n_workers) as pool:
+        assert pool is not None
+        try:
+            for job in jobs:
+                pending.append((job, pool.submit(bake_tile_job, job)))
+                if len(pending) >= window:
+                    yield _collect(*pending.popleft())
+            while pending:
                 yield _collect(*pending.popleft())
-        while pending:
-            yield _collect(*pending.popleft())
-    finally:
-        for _, future in pending:
-            future.cancel()
-        if own:
-            executor.shutdown(wait=True, cancel_futures=True)
+        finally:
+            for _, future in pending:
+                future.cancel()
 
 
 def _run_local(job: TileJob) -> TileResult:
@@ -790,23 +807,16 @@ def bake_tiled(
     worker, a process pool of ``workers`` made here). Raises `VoxNavError` for bad input and
     `TileBakeError` when a tile fails.
     """
-    n_workers = workers if workers is not None else default_workers()
-    if n_workers < 1:
-        raise VoxNavError(f"workers must be at least 1, got {n_workers}")
-    with contextlib.ExitStack() as stack:
-        if executor is None and n_workers > 1:
-            pool = cf.ProcessPoolExecutor(max_workers=n_workers)
-            stack.callback(pool.shutdown, wait=True, cancel_futures=True)
-            executor = pool
+    n_workers = worker_count(workers)
+    with tile_executor(executor, n_workers) as pool:
         start = time.perf_counter()
         plan = plan_tiles(
-            verts, tris, config, tile_size, volumes=volumes, executor=executor, workers=n_workers
+            verts, tris, config, tile_size, volumes=volumes, executor=pool, workers=n_workers
         )
         seconds = time.perf_counter() - start
         out = bake_plan(
-            plan, executor=executor, workers=n_workers, keep_compact=keep_compact,
-            progress=progress,
-        )  # fmt: skip
+            plan, executor=pool, workers=n_workers, keep_compact=keep_compact, progress=progress
+        )
     out.timings = {"plan": seconds, **out.timings}
     out.timings["total"] += seconds
     return out
@@ -997,5 +1007,7 @@ __all__ = [
     "check_tile_size",
     "iter_tiles",
     "plan_tiles",
+    "tile_executor",
     "tiled_dump_arrays",
+    "worker_count",
 ]
