@@ -274,19 +274,38 @@ def _tails_on_executor(jobs: list, executor: cf.Executor) -> list:
     its own writable arrays over the shared read-only layout, as in one process (so a thread
     pool is safe too), and the layout is not sent back."""
     own, layouts = _own_compacts(jobs)
-    futures = [executor.submit(_tail_layout_dropped, *job) for job in own[1:]]
+    futures: list[cf.Future | None] = []
+    for job in own[1:]:
+        try:
+            futures.append(executor.submit(_tail_layout_dropped, *job))
+        except Exception:  # refused (a pool shut down, say): run here, below
+            futures.append(None)
     try:
         outputs = [_tail_beside_others(*own[0])]
         for job, future in zip(jobs[1:], futures, strict=True):
-            fields, *rest = future.result()
-            # The layout comes back from the input: shared read-only views, as in-process.
             layout = layouts[id(job[4])]
+            try:
+                if future is None:
+                    raise RuntimeError("the executor refused the job")
+                fields, timings, warnings, est = future.result()
+            except Exception as exc:  # a broken executor: the same stages here, only slower
+                # A fresh copy: a failing thread may have written into the one it was given.
+                fields, timings, warnings, est = _tail_beside_others(
+                    *job[:4], _copy_compact(job[4], layout), job[5]
+                )
+                warnings = [
+                    *warnings,
+                    f"the executor failed ({type(exc).__name__}: {exc}); this agent's stages "
+                    "ran in this process",
+                ]
+            # The layout comes back from the input: shared read-only views, as in-process.
             fields["compact"] = dataclasses.replace(fields["compact"], **layout)
-            outputs.append((fields, *rest))
+            outputs.append((fields, timings, warnings, est))
         return outputs
     finally:
         for future in futures:
-            future.cancel()
+            if future is not None:
+                future.cancel()
 
 
 def _tail_layout_dropped(*job):

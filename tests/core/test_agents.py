@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import concurrent.futures as cf
 import dataclasses
 import math
 from pathlib import Path
@@ -120,8 +121,6 @@ def test_agents_on_a_kept_executor_equal_separate_bakes(dungeon, kind):
     # A pool kept between bakes: the per-agent stages of all agents but the first run on it
     # (pickled to processes; on threads each agent's writable arrays are still its own), two
     # bakes on the same pool; every agent equals its separate bake.
-    import concurrent.futures as cf
-
     verts, tris = dungeon
     config = NavConfig()
     make = cf.ProcessPoolExecutor if kind == "processes" else cf.ThreadPoolExecutor
@@ -132,6 +131,35 @@ def test_agents_on_a_kept_executor_equal_separate_bakes(dungeon, kind):
             for agent in agents:
                 want = separate(verts, tris, config, agent)
                 assert_same_bake(results[agent.name], want, agent.name)
+
+
+class _BrokenPool(cf.Executor):
+    """Refuses every job (``at_submit``) or fails it in its result."""
+
+    def __init__(self, at_submit: bool):
+        self.at_submit = at_submit
+
+    def submit(self, fn, /, *args, **kwargs):
+        if self.at_submit:
+            raise RuntimeError("cannot schedule new futures after shutdown")
+        future: cf.Future = cf.Future()
+        future.set_exception(RuntimeError("a worker died"))
+        return future
+
+
+@pytest.mark.parametrize("at_submit", [True, False])
+def test_agents_on_a_broken_executor_run_here_and_say_so(dungeon, at_submit):
+    # Every agent still equals its separate bake; the agents whose stages the executor lost
+    # carry a warning naming the failure.
+    verts, tris = dungeon
+    config = NavConfig()
+    results = bake_agents(verts, tris, config, RADII, executor=_BrokenPool(at_submit))
+    for i, agent in enumerate(RADII):
+        got, want = results[agent.name], separate(verts, tris, config, agent)
+        lost = [w for w in got.warnings if "the executor failed" in w]
+        assert len(lost) == (1 if i else 0), got.warnings
+        got.warnings = [w for w in got.warnings if w not in lost]
+        assert_same_bake(got, want, agent.name)
 
 
 def test_stages_are_shared_by_their_inputs(dungeon):
