@@ -156,7 +156,12 @@ def check_agents(agents, base: NavConfig) -> list[tuple[AgentType, NavConfig]]:
         if agent.name in seen:
             raise VoxNavError(f"two agents are named {agent.name!r}: give every agent its own name")
         seen.add(agent.name)
-        out.append((agent, agent.config(base)))
+        config = agent.config(base)
+        try:  # the agent's own fields against Recast's 8-bit limits, before any stage runs
+            limits.check_agent_fields(config, config.derived(), None)
+        except VoxNavError as exc:
+            raise VoxNavError(f"agent {agent.name!r}: {exc}") from None
+        out.append((agent, config))
     return out
 
 

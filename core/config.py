@@ -392,8 +392,8 @@ class NavConfig:
                 raise VoxNavError("bounds_min and bounds_max must be finite (in float32)")
             if not (hi.astype(F32) > lo.astype(F32)).all():
                 raise VoxNavError(
-                    f"bounds_max {tuple(hi)} must be greater than bounds_min {tuple(lo)} "
-                    "on every axis"
+                    f"bounds_max ({', '.join(f'{x:g}' for x in hi.tolist())}) must be greater "
+                    f"than bounds_min ({', '.join(f'{x:g}' for x in lo.tolist())}) on every axis"
                 )
         derived = self.derived()
         if derived.walkable_height < 3:

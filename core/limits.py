@@ -6,7 +6,8 @@ always says what to change:
 
 - a grid with no or too little extent across X or Y (flat geometry, a wall seen edge-on);
 - coordinates so far from the origin that float32 cannot place the voxels (recentre);
-- agent height or climb above the 255 cells of Recast's 8-bit clearance field;
+- agent height or climb above the 255 cells of Recast's 8-bit clearance field, agent radius
+  above the 127 cells its 8-bit erosion distance can reach;
 - walkable surfaces above the 13-bit span height range (8191 cell heights above the grid's
   bottom), which Recast clamps silently (a larger cell height or tighter bounds).
 """
@@ -21,6 +22,9 @@ from .errors import VoxNavError
 
 #: Largest clearance / climb Recast can store: rcCompactSpan::h is 8 bits. [Units: ch]
 MAX_CLEARANCE = 255
+#: Largest erosion radius: rcErodeWalkableArea compares an 8-bit distance with 2 * radius
+#: (wider radii wrap around in Recast). [Units: cells]
+MAX_ERODE_RADIUS = 127
 #: Largest grid a bake can index (column ids are packed into sort keys). [Units: columns]
 MAX_COLUMNS = 2**31
 #: Warn when float32 coordinates at the grid are further apart than this share of a cell.
@@ -69,7 +73,7 @@ def check_grid(
                 f"(cell_size {config.cell_size:g}), so the grid has no columns: use cell_size <= "
                 f"{_round_down(ext[axis]):g}, or widen the bounds along {name}"
             )
-    _check_agent_fields(config, derived, ctx)
+    check_agent_fields(config, derived, ctx)
 
 
 def check_columns(bmin, bmax, config: NavConfig) -> None:
@@ -124,8 +128,19 @@ def check_precision(bmin, bmax, derived: DerivedConfig, ctx: BuildContext | None
         )
 
 
-def _check_agent_fields(config: NavConfig, derived: DerivedConfig, ctx: BuildContext | None):
+def check_agent_fields(
+    config: NavConfig, derived: DerivedConfig, ctx: BuildContext | None = None
+) -> None:
+    """Refuse an agent radius or height Recast's 8-bit fields cannot hold (the navmesh would
+    be wrong); warn (through ``ctx``) of a climb above them (steps that high never connect)."""
     ch = float(derived.ch)
+    if derived.walkable_radius > MAX_ERODE_RADIUS:
+        raise VoxNavError(
+            f"agent_radius {config.agent_radius:g} is {derived.walkable_radius} cells, more than "
+            f"the {MAX_ERODE_RADIUS} that Recast's 8-bit erosion distance can reach: use "
+            f"cell_size >= {_round_up(config.agent_radius / MAX_ERODE_RADIUS):g} or an "
+            f"agent_radius of at most {_round_down(MAX_ERODE_RADIUS * float(derived.cs)):g}"
+        )
     if derived.walkable_height > MAX_CLEARANCE:
         raise VoxNavError(
             f"agent_height {config.agent_height:g} is {derived.walkable_height} cell heights, "

@@ -104,6 +104,11 @@ class StageEstimate:
     sparse: bool = False
 
 
+#: Most fragments `fragment_bound` counts for one triangle (2**40: a million triangles at the
+#: cap still sum below 2**63). [Units: cells]
+_BOUND_CAP = float(1 << 40)
+
+
 def fragment_bound(verts, tris, bmin, bmax, cs: float) -> np.ndarray:
     """int64 (m,): an upper bound on the fragments (cells touched) of each triangle.
 
@@ -143,7 +148,9 @@ def _fragment_bound(v, t, lo, hi, cs: float) -> np.ndarray:
     area = np.abs(ab[:, 0] * ac[:, 1] - ab[:, 1] * ac[:, 0]) * (0.5 / (cs * cs))
     widths = (tmax[:, 0] - tmin[:, 0] + tmax[:, 1] - tmin[:, 1]) * (1.0 / cs)
     bound = np.minimum(box, np.ceil(area + 2 * widths + 6))
-    return np.where(inside, bound, 0).astype(np.int64)
+    # Capped so that absurd extents (a stray vertex at 1e30) stay valid int64 sums: one such
+    # triangle already exceeds any memory limit.
+    return np.where(inside, np.minimum(bound, _BOUND_CAP), 0).astype(np.int64)
 
 
 def grid_columns(bmin, bmax, cs: float) -> tuple[int, int]:

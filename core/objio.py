@@ -314,6 +314,12 @@ def read_obj(path, recast_frame: bool = True) -> tuple[np.ndarray, np.ndarray]:
         )
     verts = _concat(reader.vert_blocks, np.float32)
     faces = _concat(reader.tri_blocks, np.int32)
+    if faces.shape[0] == 0:  # a face of three or more vertices makes a triangle
+        raise VoxNavError(
+            f"{path}: each of its {reader.face_lines:,} faces (f lines) has fewer than three "
+            "vertices, so there is no polygon to walk on: export the mesh with its faces (not "
+            "only edges or points)"
+        )
     if recast_frame:
         verts[:, [1, 2]] = verts[:, [2, 1]]
         faces[:, [1, 2]] = faces[:, [2, 1]]

@@ -45,7 +45,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from . import filters, rasterize, threads
+from . import filters, limits, rasterize, threads
 from .area import erode_walkable_area
 from .chunky import TRIS_PER_CHUNK, PartitionedMesh, partition_mesh
 from .compact import CompactHeightfield, build_compact_heightfield
@@ -571,6 +571,8 @@ def plan_tiles(
         volume.validate()
     verts, tris = check_input(verts, tris)
     bmin, bmax = grid_bounds(verts, config)
+    # The world's checks before chunking (every tile's bake would refuse the same way).
+    limits.check_grid(bmin, bmax, config, config.derived())
     grid = TileGrid.create(bmin, bmax, config, tile_size)
     if grid.width < 1 or grid.height < 1:
         raise VoxNavError(
@@ -584,12 +586,20 @@ def plan_tiles(
 
 
 # ------------------------------------------------------------------------------- execution
+def _cause_text(cause: BaseException) -> str:
+    """A tile's failure for the user: VoxNav's own message as it is, anything else with the
+    kind of exception (a worker's crash says little without it)."""
+    if isinstance(cause, VoxNavError):
+        return str(cause)
+    return f"{type(cause).__name__}: {cause}"
+
+
 class TileBakeError(VoxNavError):
     """A tile failed to bake (its tile coordinates are in the message and attributes)."""
 
     def __init__(self, tx: int, ty: int, cause: BaseException):
         super().__init__(
-            f"tile ({tx}, {ty}) failed to bake: {type(cause).__name__}: {cause}; nothing was "
+            f"tile ({tx}, {ty}) failed to bake: {_cause_text(cause)}; nothing was "
             "written (the previous navmesh, if any, is unchanged)"
         )
         self.tx, self.ty, self.cause = tx, ty, cause

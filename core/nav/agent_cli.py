@@ -13,6 +13,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from .. import atomic
 from ..cliutil import offmesh_links_from_args
 from ..errors import UsageError, VoxNavError
 from .navdata import create_nav_mesh_data
@@ -80,27 +81,43 @@ def agent_navmeshes(
 
 
 def per_agent(command: Callable[..., int], args, config) -> int:
-    """Run ``command(args, config, nav)`` once per ``--agent`` on that agent's navmesh;
-    ``--out`` (when the command has one) becomes ``agent_output(out, name)``."""
-    from ..agents import agent_output
+    """Run ``command(args, config, nav, batch=batch)`` once per ``--agent`` on that agent's
+    navmesh; ``--out`` (when the command has one) becomes ``agent_output(out, name)``. Every
+    output and the queries file (when the command has one) are checked before the bake, and
+    the outputs are replaced together at the end (all or none)."""
+    from ..agents import agent_output, parse_agent_spec
 
     tile_size = int(getattr(args, "tile_size", 0) or 0)
     workers = getattr(args, "workers", None)
-    navs = agent_navmeshes(
-        args.mesh,
-        args.recast_frame,
-        config,
-        args.agent,
-        workers if tile_size else (workers or 1),
-        tile_size,
-        offmesh_links_from_args(args),
-    )
-    status = 0
-    for name, nav in navs.items():
-        one = argparse.Namespace(**vars(args))
-        one.agent = []
+    queries = getattr(args, "queries", None)
+    with atomic.Batch(inputs=[args.mesh, queries]) as batch:
         if getattr(args, "out", None):
-            one.out = agent_output(args.out, name)
-        print(f"agent {name}:")
-        status = max(status, command(one, config, nav))
+            for spec in args.agent:
+                try:
+                    name = parse_agent_spec(spec, config).name
+                except VoxNavError as exc:
+                    raise UsageError(f"--agent: {exc}") from None
+                batch.add(agent_output(args.out, name), f"--out (agent {name})")
+        if queries is not None:
+            from .cli import read_queries
+
+            read_queries(queries)  # a bad file is refused before the bake
+        navs = agent_navmeshes(
+            args.mesh,
+            args.recast_frame,
+            config,
+            args.agent,
+            workers if tile_size else (workers or 1),
+            tile_size,
+            offmesh_links_from_args(args),
+        )
+        status = 0
+        for name, nav in navs.items():
+            one = argparse.Namespace(**vars(args))
+            one.agent = []
+            if getattr(args, "out", None):
+                one.out = agent_output(args.out, name)
+            print(f"agent {name}:")
+            status = max(status, command(one, config, nav, batch=batch))
+        batch.commit()
     return status

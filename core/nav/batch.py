@@ -32,6 +32,13 @@ _EPS_SEG = F32(0.000001)
 CHUNK = 1 << 21
 
 
+def gatherable(rows: np.ndarray) -> np.ndarray:
+    """``rows``, or one row of zeros when there are none (a navmesh without links): the
+    batched searches read ``rows[max(index, 0)]`` and mask the entries whose index is -1,
+    which reads row 0 either way."""
+    return rows if rows.shape[0] else np.zeros((1, *rows.shape[1:]), dtype=rows.dtype)
+
+
 def _cached(nav: NavMesh, key: str, source, build):
     """A per-navmesh table built once by `build()`, rebuilt when `source` (an array it derives
     from) is replaced."""
@@ -1387,8 +1394,8 @@ def straight_paths(nav: NavMesh, count, start, polys, starts, ends, max_straight
     nxt[last_rows] = -1
     has_next = nxt >= 0
     link = np.maximum(portal_links(nav, flat_polys, np.maximum(nxt, 0)), 0)
-    plx, ply, plz = (nav.link_left[:, k][link] for k in range(3))
-    prx, pry, prz = (nav.link_right[:, k][link] for k in range(3))
+    plx, ply, plz = (gatherable(nav.link_left)[:, k][link] for k in range(3))
+    prx, pry, prz = (gatherable(nav.link_right)[:, k][link] for k in range(3))
     for k, (pl, pr) in enumerate(((plx, prx), (ply, pry), (plz, prz))):
         pl[last_rows] = end_c[:, k]
         pr[last_rows] = end_c[:, k]

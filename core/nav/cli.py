@@ -12,16 +12,15 @@ with --recast-frame, else VoxNav's Z-up.
 
 from __future__ import annotations
 
-import os
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from .. import atomic
 from ..cliutil import add_link_flag, offmesh_links_from_args
-from ..errors import VoxNavError
+from ..errors import UsageError, VoxNavError
 from .navdata import create_nav_mesh_data
 from .navmesh import NavMesh
 from .query import FAILURE, INVALID_PARAM, PARTIAL_RESULT, SUCCESS, NavMeshQuery
@@ -62,9 +61,10 @@ def build_navmesh(
         return tiled.navmesh()
     result = pipeline.bake(verts, tris, config, offmesh_links=offmesh_links)
     if result.polymesh is None or int(result.polymesh.npolys) == 0:
+        # The bake's warnings name the likely cause (regions below region_min_size, say).
+        why = "; ".join(result.warnings) or "check the agent settings and that the mesh has floors"
         raise VoxNavError(
-            f"{mesh_path}: the bake made no walkable polygons, so there is nothing to query; "
-            "check the agent settings and that the mesh has floors"
+            f"{mesh_path}: the bake made no walkable polygons, so there is nothing to query: {why}"
         )
     data = create_nav_mesh_data(
         result.polymesh,
@@ -83,8 +83,26 @@ def _frame(a: np.ndarray, recast_frame: bool) -> np.ndarray:
     return a[..., [0, 2, 1]].copy() if recast_frame else a.copy()
 
 
+#: The first bytes of an .npz (a zip archive).
+_ZIP_MAGIC = b"PK\x03\x04"
+
+
 def read_queries(path) -> dict[str, np.ndarray]:
+    """The query arrays of a queries .npz (`QUERY_ARRAYS`), checked: shapes, numbers, whole
+    indices into ``q_points``. `VoxNavError` says what is wrong. Positions may be NaN or out of
+    every polygon's reach: Detour answers those (with its invalid-parameter or not-found
+    status), and so does ``query``."""
     path = Path(path)
+    try:
+        with open(path, "rb") as f:
+            head = f.read(len(_ZIP_MAGIC))
+    except OSError as exc:
+        raise VoxNavError(f"cannot read queries file {path}: {exc.strerror or exc}") from exc
+    if head != _ZIP_MAGIC:
+        raise VoxNavError(
+            f"{path} is not a NumPy .npz archive (write it with numpy.savez): it holds "
+            + ("nothing" if not head else "other data")
+        )
     try:
         with np.load(path, allow_pickle=False) as z:
             arrays = {k: z[k] for k in z.files}
@@ -95,6 +113,14 @@ def read_queries(path) -> dict[str, np.ndarray]:
         raise VoxNavError(
             f"{path} lacks the query arrays {', '.join(missing)} (needs {', '.join(QUERY_ARRAYS)})"
         )
+    for name in QUERY_ARRAYS:
+        kind = np.asarray(arrays[name]).dtype.kind
+        if kind not in "iuf":
+            raise VoxNavError(f"{path}: {name} must hold numbers, got {arrays[name].dtype} data")
+    for name in ("q_pairs", "q_ray_start"):
+        idx = np.asarray(arrays[name])
+        if idx.dtype.kind == "f" and not np.array_equal(idx, np.trunc(idx)):
+            raise VoxNavError(f"{path}: {name} must hold whole indices into q_points")
     pts = np.asarray(arrays["q_points"])
     if pts.ndim != 2 or pts.shape[1] != 3:
         raise VoxNavError(f"{path}: q_points must be (n, 3), got shape {pts.shape}")
@@ -221,22 +247,6 @@ def run_queries(
     return out
 
 
-def write_npz_atomic(path, arrays: dict[str, Any]) -> None:
-    """Write an .npz through a temporary file in the target folder, then os.replace."""
-    path = Path(path)
-    if not path.parent.exists():
-        raise VoxNavError(f"output folder {path.parent} does not exist")
-    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            np.savez_compressed(f, **arrays)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
 def navmesh_from_args(args, config) -> NavMesh:
     """The navmesh a ``query``/``path`` command asks for: its mesh baked with its settings,
     tiles (``--tile-size``, ``--workers``) and hand-made off-mesh links (``--offmesh-link``)."""
@@ -256,14 +266,25 @@ def _per_agent(command, args, config) -> int:
     return per_agent(command, args, config)
 
 
-def cmd_query(args, config, nav: NavMesh | None = None) -> int:
+def cmd_query(args, config, nav: NavMesh | None = None, batch: atomic.Batch | None = None) -> int:
+    """``query``: answers of the queries file on the mesh's navmesh (``nav`` when given), or
+    on each ``--agent``'s. The output is checked before the bake and replaced only when every
+    answer is ready (``batch``: a caller's `atomic.Batch` holding it, committed by the caller)."""
     if nav is None and getattr(args, "agent", None):
         return _per_agent(cmd_query, args, config)
+    if batch is None:
+        with atomic.Batch(inputs=[args.mesh, args.queries]) as own:
+            own.add(args.out, "--out")
+            status = cmd_query(args, config, nav, own)
+            own.commit()
+        return status
     arrays = read_queries(args.queries)
     if nav is None:
         nav = navmesh_from_args(args, config)
     out = run_queries(NavMeshQuery(nav, 2048), arrays, args.recast_frame)
-    write_npz_atomic(args.out, out)
+    # An open file, so NumPy writes the name given (it appends .npz to a path without it).
+    with atomic.replacing(args.out, batch=batch) as temp, open(temp, "wb") as f:
+        np.savez_compressed(f, **out)
     times = " ".join(
         f"{k[len('time_query_') :]}={float(v) * 1000:.1f}ms"
         for k, v in out.items()
@@ -281,20 +302,34 @@ def _status_text(status: int) -> str:
     return "reached" if status & SUCCESS else f"status {status:#x}"
 
 
-def cmd_path(args, config, nav: NavMesh | None = None) -> int:
+def _path_points(args):
+    """``path``'s start, goal and search half extents in VoxNav's frame (float32 (3,) each),
+    and the half extents as given; `UsageError` for coordinates that are not finite or a
+    half extent that is not positive (checked before anything is baked)."""
+    start = _frame(np.asarray(args.start, dtype=F32), args.recast_frame)
+    goal = _frame(np.asarray(args.goal, dtype=F32), args.recast_frame)
+    if not (np.all(np.isfinite(start)) and np.all(np.isfinite(goal))):
+        raise UsageError("--from and --to need finite coordinates")
+    half_arg = args.half_extents
+    if half_arg is None:
+        half_arg = (2.0, 4.0, 2.0) if args.recast_frame else (2.0, 2.0, 4.0)
+    half = _frame(np.asarray(half_arg, dtype=F32), args.recast_frame)
+    if not (np.all(np.isfinite(half)) and np.all(half > 0)):
+        raise UsageError(
+            f"--half-extents must be three positive sizes (wu), got {' '.join(map(str, half_arg))}"
+        )
+    return start, goal, half, half_arg
+
+
+def cmd_path(args, config, nav: NavMesh | None = None, batch=None) -> int:
+    """``path``: the straight path between two points on the mesh's navmesh (``nav`` when
+    given), or on each ``--agent``'s. ``batch`` is unused (``path`` writes nothing)."""
+    start, goal, half, half_arg = _path_points(args)
     if nav is None and getattr(args, "agent", None):
         return _per_agent(cmd_path, args, config)
     if nav is None:
         nav = navmesh_from_args(args, config)
     query = NavMeshQuery(nav, 2048)
-    start = _frame(np.asarray(args.start, dtype=F32), args.recast_frame)
-    goal = _frame(np.asarray(args.goal, dtype=F32), args.recast_frame)
-    if not (np.all(np.isfinite(start)) and np.all(np.isfinite(goal))):
-        raise VoxNavError("--from and --to need finite coordinates")
-    half_arg = args.half_extents
-    if half_arg is None:
-        half_arg = (2.0, 4.0, 2.0) if args.recast_frame else (2.0, 2.0, 4.0)
-    half = _frame(np.asarray(half_arg, dtype=F32), args.recast_frame)
     s = query.find_nearest_poly(start, half)
     g = query.find_nearest_poly(goal, half)
     for name, r, p in (("start", s, args.start), ("goal", g, args.goal)):

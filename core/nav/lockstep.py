@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .batch import gatherable
 from .navdata import EXT_LINK, POLYTYPE_OFFMESH_CONNECTION, _ranges
 from .navmesh import SIDE_INTERNAL, NavMesh
 
@@ -558,7 +559,7 @@ def _find_paths_chunk(
         link_start[:-1, None] + np.arange(max(max_deg, 1))[None, :], nl,
     )  # fmt: skip
     # Portal mid points and start/end points as x, y, z arrays (1-D gathers).
-    mx, my, mz = (np.ascontiguousarray(mid[:, k]) for k in range(3))
+    mx, my, mz = (np.ascontiguousarray(gatherable(mid)[:, k]) for k in range(3))
     sx, sy, sz = (np.ascontiguousarray(start_pos[:, k]) for k in range(3))
     ex_, ey_, ez_ = (np.ascontiguousarray(end_pos[:, k]) for k in range(3))
     rows_all = np.arange(nq)
@@ -751,7 +752,7 @@ def _wall_chunk(nav, start_ref, centers, max_radius, pass_ok, solid, max_nodes, 
 
     nq = start_ref.shape[0]
     P = _Pools(nq, nav.poly_count, cap)
-    mid = _mid_first(nav)
+    mid = gatherable(_mid_first(nav))
     link_start, link_ref, link_edge = nav.link_start, nav.link_ref, nav.link_edge
     deg_all = np.diff(link_start)
     max_deg = int(deg_all.max()) if deg_all.shape[0] else 0

@@ -597,6 +597,39 @@ def test_batch_wall_distance_matches_single_port(dungeon_query):
             assert np.any(wb.status & Q.OUT_OF_NODES)
 
 
+def test_batch_queries_on_a_navmesh_without_links_match_single_ports():
+    # Two squares side by side but not linked: no polygon has a link, so the batched searches'
+    # portal tables are empty (they once indexed them anyway and failed).
+    q = NavMeshQuery(two_squares(connected=False))
+    assert q.nav.link_ref.shape[0] == 0
+    pts = np.array([zpt(5, 5), zpt(20, 5), zpt(2, 8), zpt(25, 2)], F32)
+    near = q.find_nearest_poly_batch(pts, np.array([2.0, 2.0, 4.0], F32))
+    assert near.ref.tolist() == [0, 1, 0, 1]
+    wb = q.find_distance_to_wall_batch(near.ref, near.point, 5.0)
+    for i in range(len(pts)):
+        one = q.find_distance_to_wall(int(near.ref[i]), near.point[i], 5.0)
+        assert wb.status[i] == one.status
+        np.testing.assert_array_equal(wb.distance[i], F32(one.distance))
+        np.testing.assert_array_equal(wb.position[i], one.position)
+    a, b = np.array([0, 0, 1, 2]), np.array([1, 2, 3, 0])
+    corr = q.find_path_batch(near.ref[a], near.ref[b], near.point[a], near.point[b])
+    sb = q.find_straight_path_batch(near.point[a], near.point[b], corr, 256)
+    rb = q.raycast_batch(near.ref[a], near.point[a], near.point[b])
+    for j in range(a.shape[0]):
+        one_path = q.find_path(near.ref[a[j]], near.ref[b[j]], near.point[a[j]], near.point[b[j]])
+        got = corr.polys[corr.start[j] : corr.start[j] + corr.count[j]]
+        assert corr.status[j] == one_path.status and got.tolist() == one_path.polys.tolist()
+        one = q.find_straight_path(near.point[a[j]], near.point[b[j]], one_path.polys, 256)
+        assert sb.status[j] == one.status
+        np.testing.assert_array_equal(
+            sb.points[sb.start[j] : sb.start[j] + sb.count[j]], one.points
+        )
+        ray = q.raycast(int(near.ref[a[j]]), near.point[a[j]], near.point[b[j]])
+        assert rb.status[j] == ray.status and rb.t[j] == F32(ray.t)
+    # Across the gap the path is partial: it ends on the start's own square.
+    assert corr.status[0] & Q.PARTIAL_RESULT and corr.count[0] == 1
+
+
 def _tiled_navmesh_from_reference(ref) -> NavMesh:
     """RecastDemo's tiled dungeon navmesh from the reference's per-tile Recast meshes, tiles
     added in build order (row by row) as Sample_TileMesh does."""

@@ -1,0 +1,173 @@
+"""Bad input found by feeding the CLI and the core odd values: each is refused before any
+stage runs (or any file is written) with a message that says what to change."""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from core import agents, limits, memory, pipeline, tiles
+from core.__main__ import main
+from core.agents import AgentType
+from core.config import NavConfig
+from core.errors import VoxNavError
+from core.nav import cli as nav_cli
+from core.objio import read_obj
+
+from .linkscenes import box, write_obj
+
+FLOOR = box((0.0, 0.0, -0.5), (8.0, 8.0, 0.0))
+
+
+def _floor(tmp_path: Path) -> Path:
+    return write_obj(tmp_path / "floor.obj", *FLOOR)
+
+
+def _no_stage(*_args, **_kwargs):
+    raise AssertionError("a stage ran although the input was refused")
+
+
+def test_agent_radius_beyond_erosion_range_is_refused_before_any_stage(monkeypatch):
+    # 1000 wu at 0.3 wu cells is 3334 cells; Recast's 8-bit erosion distance reaches 127.
+    monkeypatch.setattr(pipeline.rasterize, "rasterize_triangles", _no_stage)
+    config = NavConfig(agent_radius=1000.0)
+    with pytest.raises(VoxNavError, match=r"agent_radius 1000 is 3334 cells.*cell_size >= 7\.9"):
+        pipeline.bake(*FLOOR, config)
+    with pytest.raises(VoxNavError, match="agent_radius 1000 is 3334 cells"):
+        tiles.plan_tiles(*FLOOR, config, 32)
+    # The advice holds: the largest radius it names still bakes.
+    derived = NavConfig(agent_radius=38.0).derived()
+    assert derived.walkable_radius <= limits.MAX_ERODE_RADIUS
+    limits.check_agent_fields(NavConfig(agent_radius=38.0), derived)
+
+
+def test_an_agent_beyond_the_erosion_range_is_named():
+    with pytest.raises(VoxNavError, match=r"agent 'wide': agent_radius 50 is 167 cells"):
+        agents.check_agents([AgentType("a"), AgentType("wide", radius=50.0)], NavConfig())
+
+
+def test_tiled_agents_refuse_a_later_agent_before_any_tile(monkeypatch):
+    monkeypatch.setattr(tiles, "bake_tile_job", _no_stage)
+    with pytest.raises(VoxNavError, match="agent 'wide'"):
+        agents.bake_agents_tiled(
+            *FLOOR, NavConfig(), [AgentType("a"), AgentType("wide", radius=50.0)], 32, workers=1
+        )
+
+
+def test_a_stray_vertex_far_away_is_refused_without_numpy_warnings():
+    verts = np.array([[0, 0, 0], [1e30, 0, 0], [0, 3, 0]], np.float32)
+    tris = np.array([[0, 1, 2]], np.int32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # an overflowing cast would warn (and be garbage)
+        bound = memory.fragment_bound(verts, tris, verts.min(0), verts.max(0), 0.3)
+        assert 0 < int(bound[0]) <= 1 << 40
+        with pytest.raises(VoxNavError, match="stray vertices"):
+            pipeline.bake(verts, tris)
+
+
+def test_bounds_in_the_wrong_order_are_shown_as_numbers():
+    config = NavConfig(bounds_min=(0, 0, 0), bounds_max=(-1, 2, 2))
+    with pytest.raises(VoxNavError) as info:
+        config.validate()
+    assert str(info.value) == (
+        "bounds_max (-1, 2, 2) must be greater than bounds_min (0, 0, 0) on every axis"
+    )
+
+
+def test_obj_whose_faces_have_fewer_than_three_vertices(tmp_path):
+    path = tmp_path / "edges.obj"
+    path.write_text("v 0 0 0\nv 1 0 0\nv 0 0 1\nf 1 2\nf 2 3\n")
+    with pytest.raises(VoxNavError, match=r"edges\.obj: each of its 2 faces .* fewer than three"):
+        read_obj(path)
+    # One real face among them is a mesh (the short ones make no triangle, as in RecastDemo).
+    path.write_text("v 0 0 0\nv 1 0 0\nv 0 0 1\nf 1 2\nf 1 2 3\n")
+    assert read_obj(path)[1].shape == (1, 3)
+
+
+def test_tile_failure_shows_voxnav_messages_as_they_are():
+    cause = VoxNavError("the tile is too tall")
+    text = str(tiles.TileBakeError(2, 3, cause))
+    assert text.startswith("tile (2, 3) failed to bake: the tile is too tall; nothing was")
+    assert "MemoryError: " in str(tiles.TileBakeError(0, 0, MemoryError("out of memory")))
+
+
+def _queries(path: Path, **changes) -> Path:
+    arrays = {
+        "q_points": np.array([[2, 2, 0], [6, 6, 0]], np.float32),
+        "q_pairs": np.array([[0, 1]], np.int32),
+        "q_ray_start": np.array([0], np.int32),
+        "q_ray_end": np.array([[6, 2, 0]], np.float32),
+        "q_half_extents": np.array([2, 2, 4], np.float32),
+    }
+    arrays.update(changes)
+    np.savez(path, **arrays)
+    return path
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"q_points": np.array([["a", "b", "c"]])}, "q_points must hold numbers"),
+        ({"q_pairs": np.array([[0, 0.5]])}, "q_pairs must hold whole indices"),
+        ({"q_ray_start": np.array([0.25])}, "q_ray_start must hold whole indices"),
+        ({"q_half_extents": np.array([True, True, True])}, "q_half_extents must hold numbers"),
+    ],
+    ids=["text points", "fractional pair", "fractional ray start", "booleans"],
+)
+def test_query_files_with_values_that_are_not_numbers(tmp_path, changes, message):
+    with pytest.raises(VoxNavError, match=message):
+        nav_cli.read_queries(_queries(tmp_path / "q.npz", **changes))
+
+
+def test_a_queries_file_that_is_not_an_npz(tmp_path):
+    path = tmp_path / "q.npz"
+    path.write_bytes(b"not an archive")
+    with pytest.raises(VoxNavError, match=r"q\.npz is not a NumPy \.npz archive"):
+        nav_cli.read_queries(path)
+    path.write_bytes(b"")
+    with pytest.raises(VoxNavError, match="it holds nothing"):
+        nav_cli.read_queries(path)
+
+
+def test_query_checks_its_output_before_baking(tmp_path, monkeypatch, capsys):
+    mesh = _floor(tmp_path)
+    queries = _queries(tmp_path / "q.npz")
+    monkeypatch.setattr(nav_cli, "navmesh_from_args", _no_stage)
+    out = tmp_path / "missing" / "answers.npz"
+    assert main(["query", str(mesh), "--queries", str(queries), "--out", str(out)]) == 1
+    assert "output folder" in capsys.readouterr().err
+    assert main(["query", str(mesh), "--queries", str(mesh), "--out", str(tmp_path / "a.npz")]) == 1
+    assert "is not a NumPy .npz archive" in capsys.readouterr().err
+
+
+def test_per_agent_queries_are_written_all_or_none(tmp_path, monkeypatch, capsys):
+    mesh = _floor(tmp_path)
+    queries = _queries(tmp_path / "q.npz")
+    out = tmp_path / "answers.npz"
+    (tmp_path / "answers_big.npz").mkdir()  # the second agent's output cannot be written
+    monkeypatch.setattr("core.nav.agent_cli.agent_navmeshes", _no_stage)
+    args = ["query", str(mesh), "--queries", str(queries), "--out", str(out)]
+    assert main([*args, "--agent", "small:radius=0.2", "--agent", "big:radius=0.6"]) == 1
+    assert "(agent big)" in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "answers_big.npz", "floor.obj", "q.npz",
+    ]  # fmt: skip
+    monkeypatch.undo()
+    (tmp_path / "answers_big.npz").rmdir()
+    assert main([*args, "--agent", "small:radius=0.2", "--agent", "big:radius=0.6"]) == 0
+    for name in ("small", "big"):
+        with np.load(tmp_path / f"answers_{name}.npz") as z:
+            assert z["near_status"].shape == (2,)
+
+
+@pytest.mark.parametrize("half", [["0", "2", "2"], ["-1", "2", "2"], ["nan", "2", "2"]])
+def test_path_refuses_half_extents_that_are_not_positive_before_baking(
+    tmp_path, monkeypatch, capsys, half
+):
+    monkeypatch.setattr(nav_cli, "navmesh_from_args", _no_stage)
+    route = ["--from", "2", "2", "0", "--to", "6", "6", "0", "--half-extents", *half]
+    assert main(["path", str(_floor(tmp_path)), *route]) == 2
+    assert "--half-extents must be three positive sizes" in capsys.readouterr().err
