@@ -70,7 +70,8 @@ class Obstacle:
         size = _vec3(self.size, "obstacle size")
         if min(size) <= 0:
             raise VoxNavError(
-                f"a {self.kind} obstacle needs a size > 0 on every axis, got {list(size)}"
+                f"{'an' if self.kind[0] in 'aeiou' else 'a'} {self.kind} obstacle needs a size "
+                f"> 0 on every axis, got {list(size)}"
             )
         if not math.isfinite(self.yaw):
             raise VoxNavError(f"obstacle yaw must be finite, got {self.yaw}")
@@ -209,8 +210,10 @@ class ObstacleSet:
     def ids(self) -> list[int]:
         return sorted(self._shapes)
 
-    def get(self, obstacle_id: int) -> Obstacle:
-        return self._shapes[self._known(obstacle_id, "read")]
+    def get(self, obstacle_id: int, action: str = "read") -> Obstacle:
+        """The obstacle of an id; an unknown id is a `VoxNavError` saying what could not be
+        done (``action``: "move", say)."""
+        return self._shapes[self._known(obstacle_id, action)]
 
     def _known(self, obstacle_id, action: str) -> int:
         try:

@@ -244,7 +244,9 @@ class TileCache:
     def tiles_touched(self, box_xy) -> list[tuple[int, int]]:
         """(tx, ty) of every tile of the grid whose heightfield (tile + border) an X/Y box
         (xmin, ymin, xmax, ymax) [Units: wu], widened by one cell, overlaps; row by row."""
-        b = np.asarray(box_xy, dtype=np.float64).reshape(4)
+        b = np.asarray(box_xy, dtype=np.float64)
+        if b.shape != (4,):
+            raise VoxNavError(f"a box is four numbers (xmin, ymin, xmax, ymax), got {box_xy!r}")
         pad = float(self.grid.cs)
         lo_x, lo_y, hi_x, hi_y = (r.astype(np.float64) for r in self._tile_rects())
         xs = np.nonzero((lo_x <= b[2] + pad) & (hi_x >= b[0] - pad))[0]
@@ -252,6 +254,12 @@ class TileCache:
         return [(int(x), int(y)) for y in ys for x in xs]
 
     def _check_inside(self, obstacle: Obstacle) -> None:
+        if not isinstance(obstacle, Obstacle):
+            raise VoxNavError(
+                f"obstacles are core.obstacles.Obstacle values (made by cylinder, box or "
+                f"oriented_box), got {type(obstacle).__name__}"
+            )
+        obstacle.check()
         if self.tiles_touched(obstacle.box_xy()):
             return
         g = self.grid
@@ -277,7 +285,7 @@ class TileCache:
     def add(self, obstacle: Obstacle) -> int:
         """Add an obstacle (checked; outside every tile is a `VoxNavError`); returns its id.
         Its tiles are dirty until `update`."""
-        self._check_inside(obstacle.check())
+        self._check_inside(obstacle)
         obstacle_id = self.obstacles.add(obstacle)
         self._mark(self.obstacles.take_changes())
         return obstacle_id
@@ -290,14 +298,14 @@ class TileCache:
 
     def replace(self, obstacle_id: int, obstacle: Obstacle) -> None:
         """Give an obstacle a new shape or place, keeping its id."""
-        self.obstacles.get(obstacle_id)
-        self._check_inside(obstacle.check())
+        self.obstacles.get(obstacle_id, "replace")
+        self._check_inside(obstacle)
         self.obstacles.replace(obstacle_id, obstacle)
         self._mark(self.obstacles.take_changes())
 
     def move(self, obstacle_id: int, position) -> None:
         """Move an obstacle's position (see `Obstacle.position`). [Units: wu]"""
-        self.replace(obstacle_id, self.obstacles.get(obstacle_id).moved_to(position))
+        self.replace(obstacle_id, self.obstacles.get(obstacle_id, "move").moved_to(position))
 
     def overlay(self) -> tuple[np.ndarray, ...]:
         """The current navigation overlay (see `tile_overlay`), tiles in build order."""
@@ -308,7 +316,13 @@ class TileCache:
 
     def rebuild_tile(self, tx: int, ty: int) -> TileResult | None:
         """The tile rebuilt from its cache with the obstacles overlapping it, or None when the
-        tile has no geometry. Changes nothing here (see `update`)."""
+        tile has no geometry. Changes nothing here (see `update`). A tile outside the grid is
+        a `VoxNavError`."""
+        g = self.grid
+        if not (0 <= tx < g.tiles_w and 0 <= ty < g.tiles_h):
+            raise VoxNavError(
+                f"tile ({tx}, {ty}) is outside the {g.tiles_w} x {g.tiles_h} tile grid"
+            )
         chf = self.compact.get((tx, ty))
         if chf is None:
             return None

@@ -190,6 +190,20 @@ def test_bad_input_is_a_clear_message_and_keeps_the_navmesh(cache, monkeypatch):
     assert cache.update().rebuilt == dirty
 
 
+def test_misused_calls_are_clear_messages(cache):
+    with pytest.raises(VoxNavError, match="obstacles are core.obstacles.Obstacle values.*str"):
+        cache.add("crate")
+    with pytest.raises(VoxNavError, match="cannot move obstacle 7: no such obstacle"):
+        cache.move(7, (0.0, 0.0, 0.0))
+    with pytest.raises(VoxNavError, match=r"tile \(99, 0\) is outside the 3 x 3 tile grid"):
+        cache.rebuild_tile(99, 0)
+    with pytest.raises(VoxNavError, match="a box is four numbers"):
+        cache.tiles_touched([0.0, 0.0])
+    with pytest.raises(VoxNavError, match="an oriented_box obstacle needs a size > 0"):
+        cache.add(ob.oriented_box((0.0, 0.0, 0.0), (1.0, -1.0, 1.0), 0.0))
+    assert len(cache.obstacles) == 0 and not cache.dirty
+
+
 def _links(nm):
     """Per polygon (tile x, tile y, index): its links as (target tile x, y, index, edge,
     side, bmin, bmax), in order."""
