@@ -752,10 +752,15 @@ def _overlaps_any(segments, vx, vz, s1, t1) -> bool:
     cx, cz, dx, dz = vx[s1], vz[s1], vx[t1], vz[t1]
     a1 = ux * (dz - az) - uz * (dx - ax)  # vcross2(a, b, d)
     a2 = ux * (cz - az) - uz * (cx - ax)  # vcross2(a, b, c)
+    # The few edges whose line separates c from d go on to the second test.
+    at = np.flatnonzero((a1 * a2) < F32(0))
+    if not at.size:
+        return False
+    a1, a2, ax, az = a1[at], a2[at], ax[at], az[at]
     a3 = (dx - cx) * (az - cz) - (dz - cz) * (ax - cx)  # vcross2(c, d, a)
     a4 = (a3 + a2) - a1
-    hit = (a1 * a2) < F32(0)
-    hit &= (a3 * a4) < F32(0)
+    hit = (a3 * a4) < F32(0)
+    es, et = es[at], et[at]
     hit &= es != s1
     hit &= es != t1
     hit &= et != s1
@@ -856,23 +861,16 @@ def _circle_class_f32(pts, cache, s, t, v, u):
 #: 2**-24 each, at most about 1.8e-7 relative in all) and the same distance in double
 #: precision, with a 5x margin: beyond it, the double's comparisons are the float32 ones.
 _DISTANCE_SLACK = 1e-6
-#: Distances the double-precision shortcut of `_circle_class_fast` takes: far from float32's
+#: Distances the double-precision shortcut of `_class_by_distance` takes: far from float32's
 #: underflow and overflow, where the relative bound above holds. [Units: wu]
 _SHORTCUT_MIN, _SHORTCUT_MAX = 1e-12, 1e18
 
 
-def _circle_class_fast(pts, fpts, cache, s, t, v, u):
-    """`_circle_class_f32`, decided in double precision when the distance is clearly apart
-    from both tolerance radii (almost always), by the float32 operations otherwise.
-    ``fpts``: the points as Python floats. Same results (tests/core/test_detail_fast.py)."""
-    circle = cache.get(("c32", s, t, v))
-    if circle is None:
-        circle = _circle_of(pts, cache, s, t, v)
-    _, _, _, _, cx, cz, r_hi, r_lo = circle
-    ux, uz = fpts[u]
-    dx = ux - cx
-    dz = uz - cz
-    d = math.sqrt(dx * dx + dz * dz)
+def _class_by_distance(d: float, r_hi: float, r_lo: float) -> int:
+    """`_circle_class_f32`'s answer from the double-precision distance ``d`` of a point to a
+    circle's centre (``r_hi``/``r_lo``: the circle's float32 radius + / - 0.1 %, as floats):
+    0 outside, 1 inside, 2 on it, or -1 when ``d`` is too close to a radius (or to float32's
+    limits) for the float32 test to be sure to agree: then run that test."""
     if _SHORTCUT_MIN < d < _SHORTCUT_MAX:
         slack = d * _DISTANCE_SLACK
         if d - slack > r_hi:
@@ -881,7 +879,7 @@ def _circle_class_fast(pts, fpts, cache, s, t, v, u):
             return 1
         if r_lo < d - slack and d + slack < r_hi:
             return 2
-    return _circle_class_f32(pts, cache, s, t, v, u)
+    return -1
 
 
 #: `_fold_tables` entry of an edge whose scan meets a point on a circle (its outcome then
@@ -1070,6 +1068,45 @@ def _fold_scans_grown(point_sets, scans) -> list[tuple[np.ndarray, np.ndarray]]:
     return _per_set(pt, on_circle, sizes)
 
 
+def _extend_pure_scans(pure_scans: dict, vx, vz, q: int) -> None:
+    """Bring a polygon's settled scans up to its newest point ``q``, in place.
+
+    ``pure_scans`` maps an ordered pair (s, t) to the point completeFacet's scan of s -> t
+    settles on over the points before ``q`` (-1: none left of it), for scans that met no
+    point on a circle (their outcome depends on the points alone). ``q`` comes last in index
+    order, so each scan takes it as one more candidate: left of s -> t, it becomes the first
+    candidate of a scan that had none, or replaces a point whose circle it lies inside;
+    on that circle (within the 0.1 % tolerance) the outcome depends on the edges, and the
+    scan leaves the map (`_delaunay_hull` scans it itself). All scans at once, in the float32
+    operations of ``left_of`` and `_circle_class_f32`."""
+    if not pure_scans:
+        return
+    keys = list(pure_scans)
+    st = np.array(keys, dtype=np.int64)
+    pt = np.fromiter(pure_scans.values(), dtype=np.int64, count=len(keys))
+    s, t = st[:, 0], st[:, 1]
+    qx, qz = vx[q], vz[q]
+    sx, sz = vx[s], vz[s]
+    ux, uz = vx[t] - sx, vz[t] - sz
+    rows = np.flatnonzero((ux * (qz - sz) - uz * (qx - sx)) > _F32_EPS_LEFT)
+    if not rows.size:
+        return
+    first = pt[rows] < 0
+    has = rows[~first]
+    cx, cz, hi, lo = _circles(
+        ux[has], uz[has], vx[pt[has]] - sx[has], vz[pt[has]] - sz[has], sx[has], sz[has]
+    )
+    dx = qx - cx
+    dz = qz - cz
+    d = np.sqrt(dx * dx + dz * dz)
+    outside = d > hi
+    inside = ~outside & (d < lo)
+    for i in rows[first].tolist() + has[inside].tolist():
+        pure_scans[keys[i]] = q
+    for i in has[~outside & ~inside].tolist():
+        del pure_scans[keys[i]]
+
+
 def faces_from_edges(edges, nfaces: int) -> list[list[int]]:
     """delaunayHull's last step: the triangles [a, b, c] of ``nfaces`` faces from the edges
     [s, t, left face, right face], incomplete faces dropped (the last one moved into their
@@ -1107,7 +1144,9 @@ def _delaunay_hull(vx, vz, hull, cache=None, fold=None):
     """Recast delaunayHull on float32 points (x/z arrays): list of [a, b, c] triangles.
 
     ``cache``: dict shared by the calls of one polygon (points are only ever appended, so
-    circumcircles and point-circle tests of existing points stay valid). ``fold``: optional
+    circumcircles and point-circle tests of existing points stay valid, and the scans that
+    settled without meeting a point on a circle are brought up to one new point at once:
+    `_extend_pure_scans`). ``fold``: optional
     `_fold_tables` entry for these points: completeFacet's scan result per edge, read instead
     of scanning where it does not depend on the edges.
     """
@@ -1115,6 +1154,20 @@ def _delaunay_hull(vx, vz, hull, cache=None, fold=None):
         cache = {}
     npts = vx.shape[0]
     max_edges = npts * 10
+    # The settled scans of the polygon's last call, brought up to its one new point at once
+    # (`_extend_pure_scans`): the walk then reads them without scanning.
+    state = cache.get("pure")
+    if state is not None and state[0] == npts - 1:
+        pure_scans = state[1]
+        _extend_pure_scans(pure_scans, vx, vz, npts - 1)
+    elif state is not None and state[0] == npts:
+        pure_scans = state[1]
+    else:
+        pure_scans = {}
+    cache["pure"] = (npts, pure_scans)
+    pure_get = pure_scans.get
+    sqrt = math.sqrt
+    class_by_distance = _class_by_distance
     pts = list(zip(vx, vz, strict=True))  # NumPy float32 scalars (`_circle_class_f32`)
     fpts = list(zip(vx.tolist(), vz.tolist(), strict=True))  # the same as Python floats
 
@@ -1197,9 +1250,12 @@ def _delaunay_hull(vx, vz, hull, cache=None, fold=None):
             # the points only, so a later call of this polygon resumes it at the points added
             # since (they come last).
             pt = _FOLD_LITERAL if fold is None else fold[s][t]
+            settled = pure_get((s, t)) if pt == _FOLD_LITERAL else None
             if pt != _FOLD_LITERAL:  # the scan's result, known from the points alone
                 if pt < 0:
                     pt = npts
+            elif settled is not None:  # a settled scan, up to date (`_extend_pure_scans`)
+                pt = npts if settled < 0 else settled
             else:
                 candidates = left_of(s, t)
                 scan_key = ("scan", s, t)
@@ -1208,14 +1264,22 @@ def _delaunay_hull(vx, vz, hull, cache=None, fold=None):
                 if pt < 0:
                     pt = npts
                 pure = True
+                circle = None  # (s, t, pt)'s circle, looked up when pt changes
                 for u in candidates[first:] if first else candidates:
                     if pt == npts:  # first candidate: its circumcircle is the current one
                         pt = u
                         continue
-                    key = (s, t, pt, u)
-                    where = cache.get(key)
-                    if where is None:
-                        where = cache[key] = _circle_class_fast(pts, fpts, cache, s, t, pt, u)
+                    if circle is None:
+                        circle = cache.get(("c32", s, t, pt)) or _circle_of(pts, cache, s, t, pt)
+                        cx, cz, r_hi, r_lo = circle[4], circle[5], circle[6], circle[7]
+                    # The class in double precision where it is sure (this loop is most of
+                    # the stage's time); the circle is held while pt stays.
+                    px, pz = fpts[u]
+                    dx = px - cx
+                    dz = pz - cz
+                    where = class_by_distance(sqrt(dx * dx + dz * dz), r_hi, r_lo)
+                    if where < 0:
+                        where = _circle_class_f32(pts, cache, s, t, pt, u)
                     if where == 0:
                         continue
                     if where == 2:
@@ -1223,8 +1287,10 @@ def _delaunay_hull(vx, vz, hull, cache=None, fold=None):
                         if overlaps(s, u) or overlaps(t, u):
                             continue
                     pt = u
+                    circle = None
                 if pure:
                     cache[scan_key] = (len(candidates), pt if pt < npts else -1)
+                    pure_scans[(s, t)] = pt if pt < npts else -1
                 elif known is not None:
                     del cache[scan_key]
             if pt < npts:
