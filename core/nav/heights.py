@@ -126,7 +126,10 @@ def _stable_argsort(keys: np.ndarray) -> np.ndarray:
 
 
 def _as_points(points, z_max):
-    p = np.asarray(points, dtype=np.float64)
+    try:
+        p = np.asarray(points, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise VoxNavError(f"points must be numbers, (n, 2) or (n, 3), got {points!r}") from None
     if p.ndim == 1:
         p = p.reshape(1, -1)
     if p.ndim != 2 or p.shape[1] not in (2, 3):

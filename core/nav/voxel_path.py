@@ -79,17 +79,26 @@ class VoxelNavigator:
 
     def __init__(self, grid: VoxelGrid, clearance: int = 1):
         """grid: the solid voxels; clearance: free voxels an agent needs upwards, counting its
-        own [Units: voxels] [Limit: >= 1]."""
-        if int(clearance) != clearance or clearance < 1:
-            raise VoxNavError(f"clearance must be a whole number of voxels >= 1, got {clearance}")
+        own [Units: voxels] [Limit: >= 1]. Points more than min(clearance, depth + 1) voxels
+        above the grid's top are outside (a taller agent needs no more headroom there: the
+        space above the grid is free)."""
+        try:
+            whole = int(clearance) == clearance and clearance >= 1
+        except (TypeError, ValueError, OverflowError):
+            whole = False
+        if not whole:
+            raise VoxNavError(f"clearance must be a whole number of voxels >= 1, got {clearance!r}")
         self.grid = grid
         self.clearance = int(clearance)
         occ = _unpack(grid)
         h, w, d = occ.shape
+        # Headroom past the grid's top is free: clearances above d + 1 test the same voxels
+        # (and must not size the arrays).
+        headroom = min(self.clearance, d + 1)
         # Padded solid grid, indexed [y, x, z]: a ring of free voxels the agent may use
         # around X/Y and a ring it may not (so no move leaves the array), a never-stayable
         # layer below z = 0, and headroom on top.
-        solid = np.zeros((h + 4, w + 4, d + 2 + self.clearance), dtype=bool)
+        solid = np.zeros((h + 4, w + 4, d + 2 + headroom), dtype=bool)
         solid[2:-2, 2:-2, 1 : d + 1] = occ
         free = ~solid
         support = np.zeros_like(solid)
@@ -102,7 +111,7 @@ class VoxelNavigator:
         support |= beside  # climbing a wall
         support[:, :, 1:] |= beside[:, :, :-1]  # climbing down over an edge
         room = free.copy()
-        for up in range(1, self.clearance):
+        for up in range(1, headroom):
             room[:, :, :-up] &= free[:, :, up:]
             room[:, :, -up:] = False
         stayable = room & support
@@ -130,7 +139,12 @@ class VoxelNavigator:
         """The voxel (ix, iy, iz) a Z-up world point falls in, or None outside the padded grid
         or for a non-finite point."""
         g = self.grid
-        p = np.asarray(point, dtype=np.float64).reshape(3)
+        try:
+            p = np.asarray(point, dtype=np.float64)
+        except (TypeError, ValueError):
+            p = np.zeros(0)
+        if p.shape != (3,):
+            raise VoxNavError(f"a point is three numbers (x, y, z), got {point!r}")
         if not np.isfinite(p).all():
             return None
         size = np.array([g.cs, g.cs, g.ch], dtype=np.float64)

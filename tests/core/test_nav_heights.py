@@ -108,6 +108,8 @@ def test_bad_input():
     index = HeightIndex(verts, tris)
     with pytest.raises(VoxNavError, match="points must have shape"):
         index.heights(np.zeros((3, 4)))
+    with pytest.raises(VoxNavError, match="points must be numbers"):
+        index.heights([["a", "b"]])
     with pytest.raises(VoxNavError, match="outside"):
         HeightIndex(verts, np.array([[0, 1, 99]]))
     with pytest.raises(VoxNavError, match="cell_size"):

@@ -123,6 +123,22 @@ def test_points_drop_to_the_ground_and_bad_points():
         nav.find_path([1.5, 1.5, 1.5], [2.5, 1.5, 1.5], "dijkstra")
     with pytest.raises(VoxNavError, match="clearance"):
         VoxelNavigator(_grid(_wall_scene()), clearance=0)
+    for point in ([1.5, 1.5], "here"):
+        with pytest.raises(VoxNavError, match="a point is three numbers"):
+            nav.find_path(point, [2.5, 1.5, 1.5])
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_an_agent_taller_than_the_grid_stands_on_its_top(seed):
+    # Headroom above the grid is free, so a clearance far past its depth tests the same voxels
+    # as depth + 1 (and does not size the arrays: 10**9 would need exabytes).
+    rng = np.random.default_rng(seed)
+    occ = rng.random((5, 6, 4)) < 0.4
+    tall = VoxelNavigator(_grid(occ), clearance=10**9)
+    expected = stayable_voxels(occ, occ.shape[2] + 1)
+    cells = np.array([(x, y, z) for y in range(-1, 6) for x in range(-1, 7) for z in range(-1, 6)])
+    assert {tuple(c) for c in cells[tall.is_stayable(cells)].tolist()} == set(expected)
+    assert set(expected) == set(stayable_voxels(occ, occ.shape[2] + 3))
 
 
 def test_taller_agent_cannot_pass_a_low_gap():
