@@ -313,6 +313,8 @@ def bake_tiled_steps(context, gathered, config, volumes, timings: dict, workers=
             f"Nav Link object(s) {', '.join(unusable)} have no end: set their Link End "
             "object (or use a curve with two points); they were left out"
         )
+    for name, problem in live_tiles.problems.items():  # refused by the cache: say so now
+        outcome.warnings.append(f"Dynamic Obstacle {name} was left out: {problem}")
     from ..core.offmesh import unplaced_links
 
     unplaced = unplaced_links(cache.offmesh_links, cache.navmesh.tiles)

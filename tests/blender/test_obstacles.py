@@ -200,3 +200,15 @@ def test_a_too_small_tile_size_is_a_clear_error_and_keeps_the_navmesh(bpy, ext):
         bpy.ops.voxnav.build_navmesh()
     assert obstacles.CACHES[scene.session_uid] is live_tiles
     assert np.array_equal(overlay_verts(bpy, ext), before)
+
+
+def test_an_obstacle_outside_every_tile_is_named_after_the_bake(bpy, ext):
+    box(bpy, "Floor", (-12, -12, -0.5), (12, 12, 0))
+    stray = box(bpy, "Stray", (-1, -1, 0), (1, 1, 2), location=(5000.0, 0.0, 0.0))
+    stray.voxnav.dynamic_obstacle = True
+    settings = bpy.context.scene.voxnav
+    settings.tile_size = 16
+    assert bpy.ops.voxnav.build_navmesh() == {"FINISHED"}
+    warnings = [w.text for w in settings.last_warnings]
+    assert any(w.startswith("Dynamic Obstacle Stray was left out: ") for w in warnings), warnings
+    assert any("outside every tile" in w for w in warnings)
