@@ -307,27 +307,55 @@ def read_navmesh_json(path):
         raise VoxNavError(f"{path} is not a VoxNav navmesh JSON (format {FORMAT!r})")
     if doc.get("version") != VERSION:
         raise VoxNavError(f"{path} has navmesh JSON version {doc.get('version')}, need {VERSION}")
+
+    def check(ok: bool, what: str) -> None:
+        if not ok:
+            raise VoxNavError(f"{path}: malformed navmesh JSON: {what}")
+
     try:
         nvp = int(doc["max_verts_per_poly"])
+        check(3 <= nvp <= 6, f"max_verts_per_poly must be 3..6, got {nvp}")
         cells = np.asarray(doc["vertices_cells"], dtype=np.int64).reshape(-1, 3)
+        check(bool(((cells >= 0) & (cells < MESH_NULL_IDX)).all()), "a vertex cell is not 0..65534")
         npolys = len(doc["polygons"])
         polys = np.full((npolys, 2 * nvp), MESH_NULL_IDX, dtype=np.uint16)
         for i, (ids, nb) in enumerate(zip(doc["polygons"], doc["neighbours"], strict=True)):
             if not 3 <= len(ids) <= nvp or len(nb) != len(ids):
                 raise VoxNavError(f"{path}: polygon {i} has a bad vertex or neighbour list")
-            polys[i, : len(ids)] = ids
-            polys[i, nvp : nvp + len(nb)] = [MESH_NULL_IDX if n < 0 else n for n in nb]
+            row_ids = np.asarray(ids, dtype=np.int64)
+            row_nb = np.asarray(nb, dtype=np.int64)
+            check(
+                bool(((row_ids >= 0) & (row_ids < cells.shape[0])).all()),
+                f"polygon {i} refers to a vertex outside 0..{cells.shape[0] - 1}",
+            )
+            check(
+                bool(((row_nb >= -1) & (row_nb < npolys)).all()),
+                f"polygon {i} has a neighbour outside -1..{npolys - 1}",
+            )
+            polys[i, : len(ids)] = row_ids
+            polys[i, nvp : nvp + len(nb)] = np.where(row_nb < 0, MESH_NULL_IDX, row_nb)
+        per_poly = {}
+        for name, top in (("regions", 0xFFFF), ("flags", 0xFFFF), ("areas", 0xFF)):
+            values = np.asarray(doc[name], dtype=np.int64)
+            check(bool(((values >= 0) & (values <= top)).all()), f"{name} must be 0..{top}")
+            per_poly[name] = values
+        bounds = [np.asarray(doc[name], dtype=np.float64) for name in ("bmin", "bmax")]
+        for name, b in zip(("bmin", "bmax"), bounds, strict=True):
+            check(b.shape == (3,) and bool(np.isfinite(b).all()), f"{name} must be 3 numbers")
+        cs, ch = float(doc["cell_size"]), float(doc["cell_height"])
+        check(np.isfinite(cs) and cs > 0, f"cell_size must be > 0, got {cs}")
+        check(np.isfinite(ch) and ch > 0, f"cell_height must be > 0, got {ch}")
         pmesh = SimpleNamespace(
             verts=cells[:, [0, 2, 1]].astype(np.uint16),
             polys=polys,
-            regs=np.asarray(doc["regions"], dtype=np.uint16),
-            flags=np.asarray(doc["flags"], dtype=np.uint16),
-            areas=np.asarray(doc["areas"], dtype=np.uint8),
+            regs=per_poly["regions"].astype(np.uint16),
+            flags=per_poly["flags"].astype(np.uint16),
+            areas=per_poly["areas"].astype(np.uint8),
             nvp=nvp,
-            bmin=np.asarray(doc["bmin"], dtype=F32),
-            bmax=np.asarray(doc["bmax"], dtype=F32),
-            cs=F32(doc["cell_size"]),
-            ch=F32(doc["cell_height"]),
+            bmin=bounds[0].astype(F32),
+            bmax=bounds[1].astype(F32),
+            cs=F32(cs),
+            ch=F32(ch),
             border_size=0,
         )
         dmesh = None
@@ -342,14 +370,19 @@ def read_navmesh_json(path):
             meshes[:, 1] = nv
             meshes[:, 2] = np.concatenate([[0], np.cumsum(nt)[:-1]])
             meshes[:, 3] = nt
-            dverts = [v for d in det for v in d["vertices"]]
-            dtris = [t for d in det for t in d["triangles"]]
-            dmesh = PolyMeshDetail(
-                meshes,
-                np.asarray(dverts, dtype=F32).reshape(-1, 3),
-                np.asarray(dtris, dtype=np.int64).reshape(-1, 4).astype(np.uint8),
+            dverts = np.asarray([v for d in det for v in d["vertices"]], dtype=np.float64)
+            dtris = np.asarray([t for d in det for t in d["triangles"]], dtype=np.int64)
+            dverts, dtris = dverts.reshape(-1, 3), dtris.reshape(-1, 4)
+            check(bool(np.isfinite(dverts).all()), "a detail vertex is not a finite number")
+            # A triangle's corners index its own polygon's detail vertices.
+            tri_nv = np.repeat(nv, nt)
+            check(
+                bool(((dtris[:, :3] >= 0) & (dtris[:, :3] < tri_nv[:, None])).all()),
+                "a detail triangle refers to a vertex its polygon's detail does not have",
             )
-    except (KeyError, TypeError, ValueError) as exc:
+            check(bool(((dtris[:, 3] >= 0) & (dtris[:, 3] <= 0xFF)).all()), "bad triangle flags")
+            dmesh = PolyMeshDetail(meshes, dverts.astype(F32), dtris.astype(np.uint8))
+    except (KeyError, TypeError, ValueError, OverflowError) as exc:
         if isinstance(exc, VoxNavError):
             raise
         raise VoxNavError(f"{path}: malformed navmesh JSON ({exc!r})") from None

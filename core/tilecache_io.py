@@ -30,6 +30,7 @@ import hashlib
 import json
 import os
 import zipfile
+import zlib
 from typing import Any
 
 import numpy as np
@@ -240,14 +241,26 @@ class _open:
                 f"no tile cache at {self.path}: the file is missing; rebake (Build Navmesh with "
                 "tiles) to make a new one"
             )
+        if not zipfile.is_zipfile(self.path):  # NumPy would call it pickled data
+            raise VoxNavError(
+                f"the tile cache {self.path} is unreadable (it is not an .npz archive); it is "
+                "damaged or not a VoxNav tile cache: delete it and rebake"
+            )
         try:
             self.z = np.load(self.path, allow_pickle=False)
-        except (OSError, ValueError, zipfile.BadZipFile, EOFError) as exc:
+        except _UNREADABLE as exc:
             raise _corrupt(self.path, exc) from None
         return self.z
 
     def __exit__(self, *exc) -> None:
         self.z.close()
+
+
+#: What reading a damaged cache raises: a missing member, a bad array, a truncated or
+#: corrupted compressed stream.
+_UNREADABLE = (
+    KeyError, TypeError, ValueError, IndexError, OSError, zipfile.BadZipFile, EOFError, zlib.error,
+)  # fmt: skip
 
 
 def _corrupt(path, exc: BaseException) -> VoxNavError:
@@ -260,7 +273,7 @@ def _corrupt(path, exc: BaseException) -> VoxNavError:
 def _meta(z, path) -> dict:
     try:
         meta = json.loads(str(z["meta"][()]))
-    except (KeyError, ValueError, OSError, zipfile.BadZipFile, EOFError) as exc:
+    except _UNREADABLE as exc:
         raise _corrupt(path, exc) from None
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
         raise VoxNavError(
@@ -289,9 +302,7 @@ def load(path, *, key: str | None = None, obstacles: bool = True) -> TileCache:
             return _build(meta, z, obstacles)
         except VoxNavError:
             raise
-        except (KeyError, TypeError, ValueError, IndexError, OSError) as exc:
-            raise _corrupt(path, exc) from None
-        except (zipfile.BadZipFile, EOFError) as exc:
+        except _UNREADABLE as exc:
             raise _corrupt(path, exc) from None
 
 

@@ -13,6 +13,7 @@ with --recast-frame, else VoxNav's Z-up.
 from __future__ import annotations
 
 import time
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -83,10 +84,6 @@ def _frame(a: np.ndarray, recast_frame: bool) -> np.ndarray:
     return a[..., [0, 2, 1]].copy() if recast_frame else a.copy()
 
 
-#: The first bytes of an .npz (a zip archive).
-_ZIP_MAGIC = b"PK\x03\x04"
-
-
 def read_queries(path) -> dict[str, np.ndarray]:
     """The query arrays of a queries .npz (`QUERY_ARRAYS`), checked: shapes, numbers, whole
     indices into ``q_points``. `VoxNavError` says what is wrong. Positions may be NaN or out of
@@ -94,14 +91,14 @@ def read_queries(path) -> dict[str, np.ndarray]:
     status), and so does ``query``."""
     path = Path(path)
     try:
-        with open(path, "rb") as f:
-            head = f.read(len(_ZIP_MAGIC))
+        empty = path.stat().st_size == 0
+        is_npz = zipfile.is_zipfile(path)
     except OSError as exc:
         raise VoxNavError(f"cannot read queries file {path}: {exc.strerror or exc}") from exc
-    if head != _ZIP_MAGIC:
+    if not is_npz:  # NumPy would call it pickled data
         raise VoxNavError(
-            f"{path} is not a NumPy .npz archive (write it with numpy.savez): it holds "
-            + ("nothing" if not head else "other data")
+            f"{path} is not a NumPy .npz archive (write it with numpy.savez)"
+            + (": it is empty" if empty else "")
         )
     try:
         with np.load(path, allow_pickle=False) as z:

@@ -128,7 +128,7 @@ def test_a_queries_file_that_is_not_an_npz(tmp_path):
     with pytest.raises(VoxNavError, match=r"q\.npz is not a NumPy \.npz archive"):
         nav_cli.read_queries(path)
     path.write_bytes(b"")
-    with pytest.raises(VoxNavError, match="it holds nothing"):
+    with pytest.raises(VoxNavError, match="it is empty"):
         nav_cli.read_queries(path)
 
 

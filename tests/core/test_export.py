@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from types import SimpleNamespace
 
 import numpy as np
@@ -176,3 +177,35 @@ def test_read_rejects_other_files(tmp_path):
     bad.write_text(json.dumps({"format": "voxnav-navmesh", "version": 1}))
     with pytest.raises(VoxNavError, match="malformed"):
         read_navmesh_json(bad)
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda d: d.update(max_verts_per_poly=9), "max_verts_per_poly must be 3..6"),
+        (lambda d: d.update(cell_size=-0.3), "cell_size must be > 0"),
+        (lambda d: d.update(cell_height=float("nan")), "cell_height must be > 0"),
+        (lambda d: d.update(bmin=[0.0, 0.0]), "bmin must be 3 numbers"),
+        (lambda d: d["vertices_cells"][0].__setitem__(0, -1), "a vertex cell is not 0..65534"),
+        (lambda d: d["polygons"][0].__setitem__(0, 10**6), "refers to a vertex outside"),
+        (lambda d: d["neighbours"][0].__setitem__(0, 99999), "has a neighbour outside -1.."),
+        (lambda d: d.update(areas=[300] * len(d["areas"])), "areas must be 0..255"),
+        (
+            lambda d: d["detail"][0]["triangles"][0].__setitem__(0, 250),
+            "a detail triangle refers to a vertex its polygon's detail does not have",
+        ),
+    ],
+    ids=["nvp", "cell size", "cell height", "bmin", "cell", "vertex", "neighbour", "area",
+         "detail triangle"],
+)  # fmt: skip
+def test_read_refuses_values_out_of_range(navmesh, tmp_path, change, message):
+    # Each would have been cast to a wrong unsigned value or failed later, far from the file.
+    pmesh, dmesh = navmesh
+    doc = navmesh_to_dict(pmesh, dmesh)
+    change(doc)
+    path = tmp_path / "navmesh.json"
+    path.write_text(json.dumps(doc))
+    with pytest.raises(
+        VoxNavError, match=f"malformed navmesh JSON: (polygon 0 )?{re.escape(message)}"
+    ):
+        read_navmesh_json(path)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import json
+import struct
 import zipfile
 
 import numpy as np
@@ -103,6 +104,17 @@ def test_stale_missing_and_damaged_files_are_clear_messages(cache, tmp_path):
     np.savez(holed, **{k: v for k, v in arrays.items() if k != "compact.neighbor"})
     with pytest.raises(VoxNavError, match=r"holed\.npz is unreadable"):
         TileCache.load(holed)
+    # A flipped byte early in a compressed member's stream: zlib's own error (not a
+    # BadZipFile), named as damage too. The stream starts after the local header's name and
+    # extra field (their lengths at bytes 26 and 28 of the header).
+    with zipfile.ZipFile(path) as archive:
+        member = max(archive.infolist(), key=lambda info: info.compress_size)
+    name_len, extra_len = struct.unpack_from("<HH", data, member.header_offset + 26)
+    flipped = bytearray(data)
+    flipped[member.header_offset + 30 + name_len + extra_len + 3] ^= 0xFF
+    (tmp_path / "flipped.npz").write_bytes(bytes(flipped))
+    with pytest.raises(VoxNavError, match=r"flipped\.npz is unreadable .*delete it and rebake"):
+        TileCache.load(tmp_path / "flipped.npz")
     # A failed save leaves the old file whole.
     before = path.read_bytes()
     with pytest.raises(VoxNavError):
