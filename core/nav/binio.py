@@ -35,7 +35,14 @@ import numpy as np
 
 from .. import atomic
 from ..errors import VoxNavError
-from .navdata import VERTS_PER_POLYGON, NavMeshData
+from .navdata import (
+    EXT_LINK,
+    POLYTYPE_GROUND,
+    POLYTYPE_OFFMESH_CONNECTION,
+    VERTS_PER_POLYGON,
+    NavMeshData,
+    _ranges,
+)
 from .navmesh import NavMeshParams
 
 F32 = np.float32
@@ -357,7 +364,8 @@ def _tile_from_bytes(buf: memoryview, where: str) -> NavMeshData:
         axis=1,
     ).astype(np.uint32)
     cons = np.frombuffer(section["off_mesh"], dtype=OFF_MESH_CON, count=ncons)
-    return NavMeshData(
+    _check_indices(where, header, polys, details, nodes, cons)
+    tile = NavMeshData(
         tile_x=int(header["x"]),
         tile_y=int(header["y"]),
         layer=int(header["layer"]),
@@ -399,6 +407,67 @@ def _tile_from_bytes(buf: memoryview, where: str) -> NavMeshData:
         off_mesh_side=cons["side"].astype(np.uint8),
         off_mesh_user_id=cons["user_id"].astype(np.uint32),
     )
+    _check_detail_tris(where, tile)
+    return tile
+
+
+def _check_indices(where: str, header, polys, details, nodes, cons) -> None:
+    """Refuse a tile whose indices point outside its own arrays (Detour trusts them; a bit
+    flipped on disk would send a query past an array's end): polygon vertices and
+    neighbours, detail sub-meshes and their triangles, BV-tree nodes (and their boxes, never
+    inverted in a tree Detour built), off-mesh polygons."""
+
+    def check(ok, what: str) -> None:
+        if not bool(np.all(ok)):
+            raise VoxNavError(f"{where}: {what}: corrupt file")
+
+    npolys = int(header["poly_count"])
+    nverts = int(header["vert_count"])
+    kind = polys["area_and_type"] >> 6
+    count = polys["vert_count"].astype(np.int64)
+    check(kind <= POLYTYPE_OFFMESH_CONNECTION, "a polygon of unknown type")
+    ground = kind == POLYTYPE_GROUND
+    check(
+        np.where(ground, (count >= 3) & (count <= VERTS_PER_POLYGON), count == 2),
+        "a polygon with a vertex count outside 3..6 (2 for an off-mesh link)",
+    )
+    used = np.arange(VERTS_PER_POLYGON)[None, :] < count[:, None]
+    check(~used | (polys["verts"] < nverts), f"a polygon vertex outside 0..{nverts - 1}")
+    neis = polys["neis"].astype(np.int64)
+    portal = (neis & EXT_LINK) != 0
+    check(
+        ~used | np.where(portal, (neis & ~EXT_LINK) <= 0xFF, neis <= npolys),
+        f"a polygon neighbour outside 1..{npolys}",
+    )
+    nground = int(np.count_nonzero(ground))
+    check(details.shape[0] in (0, nground), "detail sub-meshes do not match the polygons")
+    if details.shape[0]:
+        vb, vc = details["vert_base"].astype(np.int64), details["vert_count"].astype(np.int64)
+        tb, tc = details["tri_base"].astype(np.int64), details["tri_count"].astype(np.int64)
+        check(vb + vc <= int(header["detail_vert_count"]), "a detail sub-mesh past its vertices")
+        check(tb + tc <= int(header["detail_tri_count"]), "a detail sub-mesh past its triangles")
+    nodes_i = nodes["i"].astype(np.int64)
+    check(nodes["bmin"] <= nodes["bmax"], "a BV-tree node with an inverted box")
+    at = np.arange(nodes_i.shape[0])
+    check(
+        np.where(nodes_i >= 0, nodes_i < max(npolys, 1), at - nodes_i <= nodes_i.shape[0]),
+        "a BV-tree node outside the tree or the polygons",
+    )
+    base = int(header["off_mesh_base"])
+    check((cons["poly"] >= base) & (cons["poly"] < npolys), "an off-mesh link's polygon")
+
+
+def _check_detail_tris(where: str, tile: NavMeshData) -> None:
+    """Each detail triangle's corners index its polygon's vertices and its sub-mesh's own."""
+    meshes = tile.detail_meshes.astype(np.int64)
+    if not meshes.shape[0]:
+        return
+    ground = np.flatnonzero(tile.poly_type == POLYTYPE_GROUND)
+    corners = tile.poly_vert_count[ground].astype(np.int64) + meshes[:, 2]
+    per_tri = np.repeat(corners, meshes[:, 3])
+    rows = _ranges(meshes[:, 1], meshes[:, 3])
+    if rows.shape[0] and not bool((tile.detail_tris[rows, :3] < per_tri[:, None]).all()):
+        raise VoxNavError(f"{where}: a detail triangle corner outside its sub-mesh: corrupt file")
 
 
 def navmesh_set_from_bytes(data: bytes, where: str = "navmesh file") -> NavMeshSet:

@@ -142,6 +142,38 @@ def test_bad_files(good_file, tmp_path, make, words):
     assert str(path) in str(info.value)
 
 
+def _corrupted(tile, field_name: str, change):
+    """``tile`` with one array changed in a copy (as a flipped bit on disk would)."""
+    values = getattr(tile, field_name).copy()
+    change(values)
+    return dataclasses.replace(tile, **{field_name: values})
+
+
+@pytest.mark.parametrize(
+    ("field_name", "change", "words"),
+    [
+        ("poly_verts", lambda a: a.__setitem__((0, 0), 9999), "a polygon vertex outside"),
+        ("poly_neis", lambda a: a.__setitem__((0, 0), 5000), "a polygon neighbour outside"),
+        (
+            "poly_vert_count",
+            lambda a: a.__setitem__(0, 9),
+            "a polygon with a vertex count outside 3..6",
+        ),
+        ("bv_i", lambda a: a.__setitem__(0, 10**6), "a BV-tree node outside"),
+        ("bv_bmin", lambda a: a.__setitem__((1, 0), 0xFFFF), "a BV-tree node with an inverted"),
+        ("detail_meshes", lambda a: a.__setitem__((0, 2), 10**6), "a detail sub-mesh past"),
+        ("detail_tris", lambda a: a.__setitem__((0, 0), 200), "a detail triangle corner"),
+    ],
+)
+def test_corrupt_indices_are_refused(good_file, tmp_path, field_name, change, words):
+    # Detour trusts these; read back, they would send a query past an array's end.
+    tile = binio.navmesh_set_from_bytes(good_file).tiles[0]
+    path = tmp_path / "flipped.bin"
+    path.write_bytes(binio.navmesh_set_bytes([_corrupted(tile, field_name, change)]))
+    with pytest.raises(VoxNavError, match=f"tile 0: {words}.*: corrupt file"):
+        binio.read_navmesh_set(path)
+
+
 def test_missing_file(tmp_path):
     with pytest.raises(VoxNavError, match="cannot read"):
         binio.read_navmesh_set(tmp_path / "none.bin")
