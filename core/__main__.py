@@ -43,6 +43,7 @@ from .cliutil import (
     SuggestingParser,
     add_link_flag,
     offmesh_links_from_args,
+    positive_int,
     print_warnings,
     run_guarded,
     setting_help,
@@ -587,16 +588,6 @@ def cmd_bench(args) -> int:
     return run_bench(args)
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
-
-
 def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--verbose", action="store_true", help="print progress, and the traceback of an error"
@@ -632,7 +623,7 @@ def add_tile_flags(parser: argparse.ArgumentParser) -> None:
     )
     group.add_argument(
         "--workers",
-        type=_positive_int,
+        type=positive_int,
         default=None,
         metavar="N",
         help="processes baking tiles at once, or (solo bakes) adding the detail mesh's "
@@ -720,7 +711,7 @@ def _add_prune_flags(parser: argparse.ArgumentParser) -> None:
 
 def _add_bench(sub) -> None:
     bench = sub.add_parser("bench", help="per-stage times and peak memory", epilog=EXIT_CODES_TEXT)
-    bench.add_argument("--runs", type=_positive_int, default=5, help="runs per mesh (>= 1)")
+    bench.add_argument("--runs", type=positive_int, default=5, help="runs per mesh (>= 1)")
     bench.add_argument("--quick", action="store_true", help="skip the 10x10 tiling")
     bench.add_argument(
         "--obstacles",

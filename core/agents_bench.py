@@ -25,6 +25,7 @@ from collections.abc import Callable
 from . import pipeline
 from .agents import AgentType, bake_agents
 from .bench import _find_meshes, tile_mesh
+from .cliutil import positive_int, run_guarded
 from .config import NavConfig
 from .objio import read_obj
 
@@ -52,7 +53,7 @@ def _separate(verts, tris, config: NavConfig) -> list[pipeline.BakeResult]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m core.agents_bench", description=__doc__)
-    parser.add_argument("--runs", type=int, default=3, help="runs per figure (median)")
+    parser.add_argument("--runs", type=positive_int, default=3, help="runs per figure (median)")
     parser.add_argument("--meshes", default=None, help="folder with dungeon.obj")
     args = parser.parse_args(argv)
     folder = _find_meshes(args.meshes)
@@ -91,4 +92,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_guarded(main, verbose=False))

@@ -90,6 +90,17 @@ def print_warnings(warnings: Iterable[str]) -> None:
         print(f"voxnav: warning: {warning}", file=sys.stderr)
 
 
+def positive_int(text: str) -> int:
+    """An argparse ``type``: a whole number >= 1 (counts of runs, workers, pairs)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
 def run_guarded(command: Callable[[], int], verbose: bool) -> int:
     """Run ``command`` and map failures to the exit codes above, one ``error:`` line each."""
     try:

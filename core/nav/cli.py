@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from .. import atomic
-from ..cliutil import add_link_flag, offmesh_links_from_args
+from ..cliutil import add_link_flag, offmesh_links_from_args, positive_int
 from ..errors import UsageError, VoxNavError
 from .navdata import create_nav_mesh_data
 from .navmesh import NavMesh
@@ -379,8 +379,10 @@ def add_parsers(sub, add_setting_flags, config_from_args, common=None) -> None:
     p.set_defaults(func=lambda args: cmd_path(args, config_from_args(args)))
     b = sub.add_parser("bench-queries", help="query rates on dungeon next to Detour's")
     b.add_argument("--meshes", default=None, help="folder with dungeon.obj")
-    b.add_argument("--pairs", type=int, default=10000, help="batch size [Limit: >= 1]")
-    b.add_argument("--runs", type=int, default=3, help="runs per batch, best counts [Limit: >= 1]")
+    b.add_argument("--pairs", type=positive_int, default=10000, help="batch size [Limit: >= 1]")
+    b.add_argument(
+        "--runs", type=positive_int, default=3, help="runs per batch, best counts [Limit: >= 1]"
+    )
     b.set_defaults(func=lambda args: _bench(args))
     for parser, what in (
         (q, "writes one OUT per agent, its name before the extension (out_small.npz)"),

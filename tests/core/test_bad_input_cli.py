@@ -171,3 +171,23 @@ def test_path_refuses_half_extents_that_are_not_positive_before_baking(
     route = ["--from", "2", "2", "0", "--to", "6", "6", "0", "--half-extents", *half]
     assert main(["path", str(_floor(tmp_path)), *route]) == 2
     assert "--half-extents must be three positive sizes" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "argv", [["bench-queries", "--pairs", "0"], ["bench-queries", "--runs", "0"]]
+)
+def test_benchmark_counts_below_one_are_usage_errors(argv, capsys):
+    assert main(argv) == 2
+    assert "must be at least 1, got 0" in capsys.readouterr().err
+
+
+def test_agents_bench_reports_bad_input_in_one_line(tmp_path, capsys):
+    from core import agents_bench
+    from core.cliutil import run_guarded
+
+    code = run_guarded(lambda: agents_bench.main(["--meshes", str(tmp_path)]), verbose=False)
+    err = capsys.readouterr().err
+    assert code == 1 and err.startswith("voxnav: error: --meshes") and "Traceback" not in err
+    with pytest.raises(SystemExit) as info:
+        agents_bench.main(["--runs", "0"])
+    assert info.value.code == 2
