@@ -46,6 +46,8 @@ from ..core.errors import UsageError, VoxNavError
 from . import bake, demo, live, properties, writeback
 
 PREVIEW_CAMERA = "VoxNav Preview Camera"
+#: Preview sides Blender renders (RenderSettings.resolution_x/y clamp to them). [Units: pixels]
+MIN_PREVIEW_SIDE, MAX_PREVIEW_SIDE = 4, 65536
 
 
 def settings_epilog() -> str:
@@ -395,12 +397,19 @@ def run(args) -> int:
         width, height = (int(v) for v in args.resolution.lower().split("x"))
     except ValueError:
         raise UsageError(f"--resolution expects WIDTHxHEIGHT, got {args.resolution!r}") from None
+    if not all(MIN_PREVIEW_SIDE <= side <= MAX_PREVIEW_SIDE for side in (width, height)):
+        raise UsageError(
+            f"--resolution {width}x{height}: each side must be {MIN_PREVIEW_SIDE}.."
+            f"{MAX_PREVIEW_SIDE} pixels"
+        )
     try:
         test_paths = [live.parse_path_option(text) for text in args.test_paths]
     except VoxNavError as exc:
         raise UsageError(str(exc)) from None
     if test_paths and args.voxels_only:
         raise UsageError("--path needs a navmesh: drop --voxels-only")
+    if args.json and args.voxels_only:
+        raise UsageError("--json writes the navmesh: drop --voxels-only (or write --npz)")
     if args.tile_size:
         for attr, why in SOLO_ONLY.items():
             if getattr(args, attr):
@@ -409,6 +418,8 @@ def run(args) -> int:
                     f"{flag} with --tile-size {args.tile_size}: {why}; bake solo (--tile-size 0) "
                     f"or drop {flag}"
                 )
+    if args.blend and os.path.isdir(os.path.abspath(args.blend)):
+        raise VoxNavError(f"{os.path.abspath(args.blend)} is a folder: give a .blend file")
     if args.blend and not os.path.isfile(os.path.abspath(args.blend)):
         raise VoxNavError(f"no such .blend file: {os.path.abspath(args.blend)}")
     targets = _targets(args)

@@ -230,3 +230,15 @@ def test_cli_reports_the_names_it_writes(bpy, ext, tmp_path, capsys):
     out = capsys.readouterr().out
     assert f"wrote {tmp_path / 'vox.npz'}\n" in out and f"wrote {tmp_path / 'shot.png'}\n" in out
     assert sorted(p.name for p in tmp_path.iterdir()) == ["shot.png", "vox.npz"]
+
+
+def test_cli_refuses_conflicting_or_impossible_flags_before_baking(bpy, ext, tmp_path, capsys):
+    cases = [
+        (["--resolution", "0x0", "--png", str(tmp_path / "a.png")], "each side must be 4..65536"),
+        (["--voxels-only", "--json", str(tmp_path / "b.json")], "--json writes the navmesh"),
+        ([str(tmp_path)], "is a folder: give a .blend file"),
+    ]
+    for argv, words in cases:
+        code = ext.cli.main(argv if argv[0] == str(tmp_path) else ["--demo", *argv])
+        assert code in (1, 2) and words in capsys.readouterr().err, argv
+    assert not any(tmp_path.iterdir())
