@@ -90,15 +90,23 @@ def print_warnings(warnings: Iterable[str]) -> None:
         print(f"voxnav: warning: {warning}", file=sys.stderr)
 
 
-def positive_int(text: str) -> int:
-    """An argparse ``type``: a whole number >= 1 (counts of runs, workers, pairs)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
+def whole_number_at_least(minimum: int) -> Callable[[str], int]:
+    """An argparse ``type``: a whole number >= ``minimum`` (counts of runs, workers, pairs)."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be at least {minimum}, got {value}")
+        return value
+
+    return parse
+
+
+#: A whole number >= 1.
+positive_int = whole_number_at_least(1)
 
 
 def run_guarded(command: Callable[[], int], verbose: bool) -> int:

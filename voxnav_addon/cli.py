@@ -40,6 +40,7 @@ from ..core.cliutil import (
     print_warnings,
     run_guarded,
     setting_help,
+    whole_number_at_least,
 )
 from ..core.config import NavConfig
 from ..core.errors import UsageError, VoxNavError
@@ -123,7 +124,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--tile-size",
-        type=_non_negative_int,
+        type=whole_number_at_least(0),
         default=None,
         metavar="CELLS",
         help="bake in square tiles of this many cells (RecastDemo's tile mesh, e.g. 32..128; "
@@ -133,7 +134,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--workers",
-        type=_non_negative_int,
+        type=whole_number_at_least(0),
         default=None,
         metavar="N",
         help="tiles baked at once in worker processes (0: one per core; default: the scene's "
@@ -166,16 +167,6 @@ def _parser() -> argparse.ArgumentParser:
         help="show the voxels in the preview too (default: scene and navmesh only)",
     )
     return p
-
-
-def _non_negative_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got {value}")
-    return value
 
 
 #: Outputs that read the solo bake's heightfield or polygon mesh: refused with tiles.
