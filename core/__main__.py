@@ -365,7 +365,8 @@ def _bake_tiled_out(args, verts, tris, config: NavConfig, batch: atomic.Batch) -
         args.out, result, frame="recast" if args.recast_frame else "engine", batch=batch
     )
     for path in batch.commit():
-        print(f"wrote {path} ({len(result.tiles)} tiles)")
+        count = len(result.tiles)
+        print(f"wrote {path} ({count} tile{'' if count == 1 else 's'})")
     return EXIT_OK
 
 
