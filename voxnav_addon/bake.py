@@ -209,6 +209,10 @@ def _bake(context, stop_after, progress, config, timings, tiles=True) -> BakeOut
 
     t0 = time.perf_counter()
     write_result(scene, outcome, context)
+    if stop_after == "navmesh":  # a solo navmesh now shows: the tiles' cache is stale
+        from . import obstacles
+
+        obstacles.forget(scene)
     from . import agents
 
     if agent_results:

@@ -12,7 +12,8 @@ shows how many tiles the last change rebuilt and how long it took. Headless (``b
 no event loop to run timers) the rebuild runs at once.
 
 Without tiles (Tile Size 0) dynamic obstacles are painted as area volumes during the solo bake
-(`solo_volumes`); moving one then needs a rebake.
+(`solo_volumes`); moving one then needs a rebake. A solo bake or Clear ends the tiled bake's
+live cache and its record (`forget`): the old tiles never come back on an obstacle change.
 
 The tile cache is saved after every tiled bake (`core.tilecache_io`, one .npz, written
 atomically) in the extension's user folder under the bake's key (the newest `USER_CACHE_FILES`
@@ -118,6 +119,18 @@ CACHES: dict[int, LiveTiles] = {}
 
 # -------------------------------------------------------------------------------------------
 # Shapes from objects
+
+
+def forget(scene) -> None:
+    """The scene's navmesh is no longer a tiled bake (a solo bake replaced it, or Clear
+    removed it): drop its live tile cache and the record of its saved one, so an obstacle
+    change does not bring the old tiles back."""
+    CACHES.pop(scene.session_uid, None)
+    _pending.discard(scene.session_uid)
+    settings = scene.voxnav
+    settings.tile_cache_key = ""
+    settings.tile_cache_agent_keys = ""
+    settings.obstacle_status = ""
 
 
 def _round_footprint(obj, half: np.ndarray) -> bool:

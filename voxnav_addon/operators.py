@@ -180,7 +180,7 @@ class VOXNAV_OT_clear(bpy.types.Operator):
     def execute(self, context):
         removed = writeback.clear(context.scene)
         bake.LAST.pop(context.scene.session_uid, None)
-        obstacles.CACHES.pop(context.scene.session_uid, None)
+        obstacles.forget(context.scene)
         live.forget_navmesh(context.scene)
         context.scene.voxnav.last_counts.clear()
         context.scene.voxnav.last_timings.clear()

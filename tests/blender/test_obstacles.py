@@ -212,3 +212,28 @@ def test_an_obstacle_outside_every_tile_is_named_after_the_bake(bpy, ext):
     warnings = [w.text for w in settings.last_warnings]
     assert any(w.startswith("Dynamic Obstacle Stray was left out: ") for w in warnings), warnings
     assert any("outside every tile" in w for w in warnings)
+
+
+@pytest.mark.parametrize("replace_with", ["solo bake", "clear"])
+def test_after_a_solo_bake_or_clear_obstacles_do_not_bring_the_tiles_back(bpy, ext, replace_with):
+    obstacles = _mod(ext, "obstacles")
+    crate = _scene(bpy, ext)  # a tiled bake with the crate live
+    scene = bpy.context.scene
+    settings = scene.voxnav
+    assert scene.session_uid in obstacles.CACHES and settings.tile_cache_key
+    if replace_with == "solo bake":
+        settings.tile_size = 0
+        assert bpy.ops.voxnav.build_navmesh() == {"FINISHED"}
+    else:
+        assert bpy.ops.voxnav.clear() == {"FINISHED"}
+    shown = overlay_verts(bpy, ext) if replace_with == "solo bake" else None
+    assert scene.session_uid not in obstacles.CACHES and not settings.tile_cache_key
+    # Moving the crate, even with Tile Size back on, no longer rebuilds the old tiles.
+    settings.tile_size = 16
+    crate.location = (7.0, 7.0, 0.0)
+    bpy.context.view_layer.update()
+    assert scene.session_uid not in obstacles.CACHES
+    if shown is not None:
+        assert np.array_equal(overlay_verts(bpy, ext), shown)
+    else:
+        assert ext.writeback.NAVMESH_NAME not in bpy.data.objects
