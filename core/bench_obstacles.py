@@ -25,6 +25,7 @@ import numpy as np
 
 from . import area as area_mod
 from . import obstacles as ob
+from .cliutil import positive_int, run_guarded
 from .config import NavConfig
 from .objio import read_obj
 from .tilecache import TileCache
@@ -105,13 +106,13 @@ def report(figures: dict) -> list[str]:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m core.bench_obstacles", description=__doc__)
-    parser.add_argument("--runs", type=int, default=10, help="obstacles placed (>= 1)")
+    parser.add_argument("--runs", type=positive_int, default=10, help="obstacles placed (>= 1)")
     default = Path(__file__).resolve().parents[2] / "shared" / "meshes"
     parser.add_argument("--meshes", type=Path, default=default, help="folder with dungeon.obj")
     args = parser.parse_args(argv)
-    print("\n".join(report(run(args.meshes, max(1, args.runs)))))
+    print("\n".join(report(run(args.meshes, args.runs))))
     return 0
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(run_guarded(main, verbose=False))

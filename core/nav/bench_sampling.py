@@ -19,6 +19,7 @@ import numpy as np
 
 from .. import pipeline
 from ..bench import _find_meshes, tile_mesh
+from ..cliutil import positive_int, run_guarded
 from ..config import NavConfig
 from ..objio import read_obj
 from .heights import HeightIndex
@@ -41,8 +42,8 @@ def _verdict(ok: bool) -> str:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m core.nav.bench_sampling")
     parser.add_argument("--meshes", default=None, help="folder with dungeon.obj")
-    parser.add_argument("--points", type=int, default=1_000_000)
-    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--points", type=positive_int, default=1_000_000)
+    parser.add_argument("--runs", type=positive_int, default=3)
     args = parser.parse_args(argv)
     verts, tris = read_obj(_find_meshes(args.meshes) / "dungeon.obj", recast_frame=False)
 
@@ -94,4 +95,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(run_guarded(main, verbose=False))

@@ -191,3 +191,18 @@ def test_agents_bench_reports_bad_input_in_one_line(tmp_path, capsys):
     with pytest.raises(SystemExit) as info:
         agents_bench.main(["--runs", "0"])
     assert info.value.code == 2
+
+
+@pytest.mark.parametrize("module", ["core.nav.bench_sampling", "core.bench_obstacles"])
+def test_other_benchmarks_refuse_bad_flags_in_one_line(module, tmp_path, capsys):
+    import importlib
+
+    from core.cliutil import run_guarded
+
+    bench = importlib.import_module(module)
+    with pytest.raises(SystemExit) as info:
+        bench.main(["--runs", "0"])
+    assert info.value.code == 2
+    code = run_guarded(lambda: bench.main(["--meshes", str(tmp_path)]), verbose=False)
+    err = capsys.readouterr().err
+    assert code == 1 and "voxnav: error:" in err and "Traceback" not in err
