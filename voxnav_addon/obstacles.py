@@ -98,19 +98,30 @@ class LiveTiles:
         if not len(self.reachable):
             self.navmesh, self.prune_report = cache.navmesh, None
             return cache.overlay(), cache.navmesh, []
+        from ..core.tilecache import tile_overlay
+
+        pruned, warnings = self.shown_bake()
+        self.navmesh = pruned.navmesh()
+        return tile_overlay(pruned.tiles), self.navmesh, warnings
+
+    def shown_bake(self) -> tuple[Any, list[str]]:
+        """(`core.tiles.TiledBake`, warnings): the cache's current tiles in build order, with
+        its off-mesh links, pruned from the Reachable From points when there are any (also
+        sets ``prune_report``): the navmesh the overlay shows, for exports."""
         from ..core.context import BuildContext
         from ..core.prune import prune_tiled
-        from ..core.tilecache import tile_overlay
         from ..core.tiles import TiledBake
 
+        cache = self.cache
         keys = sorted(cache.tiles, key=lambda k: (k[1], k[0]))  # build order
         tiles = [dataclasses.replace(cache.tiles[k]) for k in keys]  # pruning replaces fields
-        pruned = TiledBake(cache.config, cache.grid, tiles)
-        pruned.offmesh_links = cache.links()
+        shown = TiledBake(cache.config, cache.grid, tiles)
+        shown.offmesh_links = cache.links()
+        if not len(self.reachable):
+            return shown, []
         ctx = BuildContext()
-        self.prune_report = prune_tiled(pruned, self.reachable, mode=self.prune_mode, ctx=ctx)
-        self.navmesh = pruned.navmesh()
-        return tile_overlay(pruned.tiles), self.navmesh, list(ctx.warnings)
+        self.prune_report = prune_tiled(shown, self.reachable, mode=self.prune_mode, ctx=ctx)
+        return shown, list(ctx.warnings)
 
 
 #: The live tile cache of each scene (by ``Scene.session_uid``), in memory only.

@@ -196,7 +196,8 @@ FORMAT_EXTENSIONS = {"OBJ": ".obj", "JSON": ".json", "BIN": ".bin"}
 
 
 class VOXNAV_OT_export_navmesh(bpy.types.Operator, ExportHelper):  # type: ignore[misc]
-    """Export the last built navigation mesh as OBJ, JSON or Detour's binary navmesh (.bin)"""
+    """Export the navigation mesh shown as OBJ, JSON or Detour's binary navmesh (.bin); a
+    tiled one (with its obstacles' current tiles) as .bin, one tile per tile, or OBJ"""
 
     bl_idname = "voxnav.export_navmesh"
     bl_label = "Export Navmesh"
@@ -217,6 +218,8 @@ class VOXNAV_OT_export_navmesh(bpy.types.Operator, ExportHelper):  # type: ignor
     @classmethod
     def poll(cls, context):
         scene = context.scene
+        if scene is not None and scene.session_uid in obstacles.CACHES:
+            return True  # a tiled bake, its tiles live
         outcome = bake.LAST.get(scene.session_uid) if scene is not None else None
         if (
             outcome is None
@@ -246,8 +249,14 @@ class VOXNAV_OT_export_navmesh(bpy.types.Operator, ExportHelper):  # type: ignor
             self.file_format = by_extension[suffix]
         else:
             path += FORMAT_EXTENSIONS[self.file_format]
+        live_tiles = obstacles.CACHES.get(context.scene.session_uid)
         try:
-            written = export_navmesh(bake.LAST[context.scene.session_uid], path, self.file_format)
+            if live_tiles is not None:
+                written = export_tiled_navmesh(live_tiles, path, self.file_format)
+            else:
+                written = export_navmesh(
+                    bake.LAST[context.scene.session_uid], path, self.file_format
+                )
         except VoxNavError as exc:
             self.report({"ERROR"}, str(exc))
             return {"CANCELLED"}
@@ -300,6 +309,48 @@ def export_navmesh(
                 _export_one(result, target, file_format, paths, own)
             own.commit()
     return [target for target, _result in targets]
+
+
+def export_tiled_navmesh(live_tiles, path: str, file_format: str = "BIN") -> list[str]:
+    """Write the tiled navmesh the scene shows (`obstacles.LiveTiles`: the tiles as the
+    obstacles left them, pruned as shown): BIN, Detour's navmesh set with one tile per tile
+    (`core.export.write_tiled_detour_bin`, in a Y-up engine's frame); OBJ, every tile's
+    polygons (one object per tile). JSON has no tiled form (VoxNavError). With agent rows,
+    one file per agent (``navmesh.bin`` -> ``navmesh_small.bin``), all written or none.
+    Returns the paths written."""
+    from ..core import atomic, export
+    from ..core.agents import agent_output
+    from .cli import write_tiled_obj
+
+    if file_format == "JSON":
+        raise VoxNavError(
+            "a tiled navmesh exports as Detour .bin (one tile per tile) or OBJ (every tile's "
+            "polygons): choose one of those, or bake without tiles (Tile Size 0) for JSON"
+        )
+    directory = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(directory):
+        raise VoxNavError(f"cannot write {path}: folder {directory} does not exist")
+    each = (
+        [(agent_output(path, name), lt) for name, lt in live_tiles.agents.items()]
+        if live_tiles.agents
+        else [(path, live_tiles)]
+    )
+    with atomic.Batch(inputs=[bpy.data.filepath]) as batch:
+        for target, _lt in each:
+            batch.add(target)
+        for target, lt in each:
+            shown, _warnings = lt.shown_bake()
+            if shown.empty:
+                raise VoxNavError(
+                    "the tiled navigation mesh is empty (no tile has polygons): nothing to export"
+                )
+            if file_format == "BIN":
+                export.write_tiled_detour_bin(target, shown, frame="engine", batch=batch)
+            else:
+                with atomic.replacing(target, batch=batch) as temp:
+                    write_tiled_obj(os.fspath(temp), shown.navmesh())
+        batch.commit()
+    return [target for target, _lt in each]
 
 
 def _export_one(result, path: str, file_format: str, paths, batch) -> None:

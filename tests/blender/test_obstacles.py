@@ -237,3 +237,28 @@ def test_after_a_solo_bake_or_clear_obstacles_do_not_bring_the_tiles_back(bpy, e
         assert np.array_equal(overlay_verts(bpy, ext), shown)
     else:
         assert ext.writeback.NAVMESH_NAME not in bpy.data.objects
+
+
+def test_export_writes_the_tiles_as_the_obstacles_left_them(bpy, ext, tmp_path):
+    # Detour .bin with one tile per tile and OBJ with every tile's polygons, from the live
+    # cache (after an obstacle moved, without a rebake); JSON has no tiled form.
+    from importlib import import_module
+
+    binio = import_module(f"{ext.root.__name__}.core.nav.binio")
+    obstacles = _mod(ext, "obstacles")
+    crate = _scene(bpy, ext)
+    scene = bpy.context.scene
+    crate.location = (7.0, 7.0, 0.0)
+    bpy.context.view_layer.update()
+    cache = obstacles.CACHES[scene.session_uid].cache
+    assert bpy.ops.voxnav.export_navmesh(filepath=str(tmp_path / "nav.bin")) == {"FINISHED"}
+    nav_set = binio.read_navmesh_set(tmp_path / "nav.bin")
+    assert len(nav_set.tiles) == len(cache.navmesh.tiles)
+    assert sum(t.npolys for t in nav_set.tiles) == cache.navmesh.poly_count
+    assert bpy.ops.voxnav.export_navmesh(filepath=str(tmp_path / "nav.obj")) == {"FINISHED"}
+    text = (tmp_path / "nav.obj").read_text()
+    assert text.count("\no tile_") == len(cache.navmesh.tiles)
+    assert text.count("\nf ") == cache.navmesh.poly_count
+    with pytest.raises(RuntimeError, match="a tiled navmesh exports as Detour .bin"):
+        bpy.ops.voxnav.export_navmesh(filepath=str(tmp_path / "nav.json"))
+    assert not (tmp_path / "nav.json").exists()
