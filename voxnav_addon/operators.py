@@ -327,9 +327,6 @@ def export_tiled_navmesh(live_tiles, path: str, file_format: str = "BIN") -> lis
             "a tiled navmesh exports as Detour .bin (one tile per tile) or OBJ (every tile's "
             "polygons): choose one of those, or bake without tiles (Tile Size 0) for JSON"
         )
-    directory = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(directory):
-        raise VoxNavError(f"cannot write {path}: folder {directory} does not exist")
     each = (
         [(agent_output(path, name), lt) for name, lt in live_tiles.agents.items()]
         if live_tiles.agents
@@ -337,7 +334,7 @@ def export_tiled_navmesh(live_tiles, path: str, file_format: str = "BIN") -> lis
     )
     with atomic.Batch(inputs=[bpy.data.filepath]) as batch:
         for target, _lt in each:
-            batch.add(target)
+            batch.add(target)  # a missing folder, a folder or the open .blend: refused here
         for target, lt in each:
             shown, _warnings = lt.shown_bake()
             if shown.empty:

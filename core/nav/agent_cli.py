@@ -83,8 +83,8 @@ def agent_navmeshes(
 def per_agent(command: Callable[..., int], args, config) -> int:
     """Run ``command(args, config, nav, batch=batch)`` once per ``--agent`` on that agent's
     navmesh; ``--out`` (when the command has one) becomes ``agent_output(out, name)``. Every
-    output and the queries file (when the command has one) are checked before the bake, and
-    the outputs are replaced together at the end (all or none)."""
+    output is checked before the bake (none may be the mesh or the queries file), and the
+    outputs are replaced together at the end (all or none)."""
     from ..agents import agent_output, parse_agent_spec
 
     tile_size = int(getattr(args, "tile_size", 0) or 0)
@@ -98,10 +98,6 @@ def per_agent(command: Callable[..., int], args, config) -> int:
                 except VoxNavError as exc:
                     raise UsageError(f"--agent: {exc}") from None
                 batch.add(agent_output(args.out, name), f"--out (agent {name})")
-        if queries is not None:
-            from .cli import read_queries
-
-            read_queries(queries)  # a bad file is refused before the bake
         navs = agent_navmeshes(
             args.mesh,
             args.recast_frame,

@@ -268,6 +268,7 @@ def cmd_query(args, config, nav: NavMesh | None = None, batch: atomic.Batch | No
     on each ``--agent``'s. The output is checked before the bake and replaced only when every
     answer is ready (``batch``: a caller's `atomic.Batch` holding it, committed by the caller)."""
     if nav is None and getattr(args, "agent", None):
+        read_queries(args.queries)  # a bad file is refused before the agents' bake
         return _per_agent(cmd_query, args, config)
     if batch is None:
         with atomic.Batch(inputs=[args.mesh, args.queries]) as own:

@@ -262,3 +262,5 @@ def test_export_writes_the_tiles_as_the_obstacles_left_them(bpy, ext, tmp_path):
     with pytest.raises(RuntimeError, match="a tiled navmesh exports as Detour .bin"):
         bpy.ops.voxnav.export_navmesh(filepath=str(tmp_path / "nav.json"))
     assert not (tmp_path / "nav.json").exists()
+    with pytest.raises(RuntimeError, match="output folder .*missing does not exist"):
+        bpy.ops.voxnav.export_navmesh(filepath=str(tmp_path / "missing" / "nav.bin"))
