@@ -13,9 +13,11 @@ same floats.
 Clipping is done edge by edge (`_clip_by_chains`): Recast's incremental cuts make each crossing
 point of an edge depend only on that edge's previous crossing and its far end, so the k-th
 crossing of every edge is one vectorized round. Triangles with a vertex exactly on a cut line
-(and the rare row polygon that rounding leaves not monotone) take the polygon-by-polygon path
-(`_clip_triangles`), which runs Recast's full dividePoly per round. Its cells are put back in
-triangle order, which the span merge depends on.
+(grid-aligned geometry, the corner that sets the grid's bounds) or whose row polygons have one
+go through the same chains, their cells built from the sets each dividePoly cut keeps
+(`_clip_by_kept_sets`); only a row polygon that rounding leaves not monotone sends its
+triangle to the polygon-by-polygon path (`_clip_triangles`), which runs Recast's full
+dividePoly per round. Cells are put back in triangle order, which the span merge depends on.
 
 The span merge (Recast's addSpan, order-dependent per column) runs as rounds: round k adds
 the k-th fragment of every column. In columns with many fragments (overlapping geometry) only
@@ -542,6 +544,179 @@ def _clip_by_chains(tri_verts, row_lo, row_hi, rc_bmin, cs, ics, width, height):
     )
 
 
+def _clip_by_kept_sets(tri_verts, row_lo, row_hi, rc_bmin, cs, ics, width, height):
+    """Cell polygons of the triangles `_clip_by_chains` flags: vertices, or row polygon
+    vertices, exactly on a cut line (grid-aligned geometry, the vertex that sets the grid's
+    bounds) and rows that rounding leaves not monotone. Edge chains as there; the polygons
+    are built from what each of Recast's cuts keeps.
+
+    What a dividePoly cut at line L keeps on its low side: every edge's crossing with L, the
+    vertices below L, and a vertex exactly on L whose incoming edge (in the walk's order)
+    comes from the low side or along L; that vertex stays in the high part too. A vertex on L
+    reached from the high side is dropped on both sides: its edge's crossing (the far end plus
+    (vertex - far end) * 1, which can round apart from the vertex) stands for it. An edge
+    crosses the lines from its low end's own line, when that end lies on one, up to the line
+    below its high end; each crossing comes from the edge's previous one as in the chains.
+    So the piece between lines L[k-1] and L[k] is: the crossings on both lines, the vertices
+    strictly between them, and the vertices kept on either line. Rows are built as polygons
+    in the walk's order (the column cuts read each vertex's predecessor); cells as the sets.
+    A row polygon some column line crosses more than once each way (rounding) sends its
+    triangle to `_clip_triangles`.
+
+    Returns as `_clip_by_chains`.
+    """
+    n_tris = tri_verts.shape[0]
+    # Per coordinate a (3, n) array; corner a's predecessor in Recast's walk is a - 1.
+    vx, vy, vz = (np.ascontiguousarray(tri_verts[:, :, k].T) for k in range(3))
+    prev = np.array([2, 0, 1])
+    row_lines = _cut_lines(rc_bmin[2], cs, height)
+    found, on_line = _line_index(vz, row_lines, rc_bmin[2], ics)
+    cell = _clip_cell(found, row_lo, row_hi)
+    on_cut = _on_cut(found, on_line, row_lo, row_hi)
+    kept = ~on_cut | (vz[prev] <= vz)
+    # Edge a runs from corner a - 1 to corner a.
+    cell_b = cell[prev]
+    low = np.minimum(cell_b, cell)
+    n_cross = np.abs(cell - cell_b)
+    forward = cell_b < cell
+    edge_base = (np.cumsum(n_cross.ravel()) - n_cross.ravel()).reshape(3, n_tris)
+    crossings = np.empty((2, int(n_cross.sum())), F32)  # x and height of every row crossing
+    for side in (True, False):
+        corner, tri = np.nonzero((forward == side) & (n_cross > 0))
+        ends = (prev[corner], corner) if side else (corner, prev[corner])
+        near, far = ([c[end, tri] for c in (vz, vx, vy)] for end in ends)
+        at = (corner, tri)
+        _walk_chains(near, far, side, low[at], n_cross[at], edge_base[at], row_lines, crossings)
+
+    # Row polygons: per edge its crossings with the row's two lines (in the edge's direction),
+    # then its end vertex if the row keeps it; nine candidate slots, compacted in order.
+    n_rows = row_hi - row_lo + 1
+    row_base = np.cumsum(n_rows) - n_rows
+    total_rows = int(n_rows.sum())
+    row_tri = np.repeat(np.arange(n_tris), n_rows)
+    row = row_lo[row_tri] + (np.arange(total_rows) - row_base[row_tri])
+    slot_ok = np.zeros((9, total_rows), dtype=bool)
+    slot_x = np.zeros((9, total_rows), dtype=F32)
+    slot_y = np.zeros((9, total_rows), dtype=F32)
+    for a in range(3):
+        first = low[a][row_tri]
+        count = n_cross[a][row_tri]
+        below = row - 1 - first  # the crossing's index on the row's bottom line
+        above = below + 1
+        fwd = forward[a][row_tri]
+        on_bottom = (below >= 0) & (below < count)
+        on_top = (above >= 0) & (above < count)
+        # Going up, an edge meets the bottom line first; coming down, the top one.
+        for slot, ok, k in (
+            (3 * a, np.where(fwd, on_bottom, on_top), np.where(fwd, below, above)),
+            (3 * a + 1, np.where(fwd, on_top, on_bottom), np.where(fwd, above, below)),
+        ):
+            at = np.flatnonzero(ok)
+            place = edge_base[a][row_tri[at]] + k[at]
+            slot_ok[slot, at] = True
+            slot_x[slot, at] = crossings[0, place]
+            slot_y[slot, at] = crossings[1, place]
+        c_a = cell[a][row_tri]
+        slot_ok[3 * a + 2] = kept[a][row_tri] & (
+            (c_a == row) | (on_cut[a][row_tri] & (c_a + 1 == row))
+        )
+        slot_x[3 * a + 2] = vx[a][row_tri]
+        slot_y[3 * a + 2] = vy[a][row_tri]
+    n_verts = slot_ok.sum(axis=0)
+    min_x = np.where(slot_ok, slot_x, np.inf).min(axis=0)
+    max_x = np.where(slot_ok, slot_x, -np.inf).max(axis=0)
+    col_lo = np.trunc((min_x - rc_bmin[0]) * ics)
+    col_hi = np.trunc((max_x - rc_bmin[0]) * ics)
+    rows = np.flatnonzero(
+        (n_verts >= 3) & (row >= 0) & ~((col_hi < 0) | (col_lo >= width))
+    )  # fmt: skip
+    fallback = np.zeros(n_tris, dtype=bool)
+    n_poly = rows.shape[0]
+    if n_poly == 0:
+        empty = np.zeros(0, dtype=np.int64)
+        return fallback, empty, empty, empty, np.zeros(0, F32), np.zeros(0, F32)
+    ok = slot_ok[:, rows]
+    position = np.cumsum(ok, axis=0) - 1
+    n_verts = n_verts[rows]
+    slots = int(n_verts.max())
+    target = (np.where(ok, position, slots) * n_poly + np.arange(n_poly)).ravel()
+    poly_x = np.zeros((slots + 1) * n_poly, dtype=F32)
+    poly_y = np.zeros((slots + 1) * n_poly, dtype=F32)
+    poly_x[target] = slot_x[:, rows].ravel()
+    poly_y[target] = slot_y[:, rows].ravel()
+    poly_x = poly_x.reshape(slots + 1, n_poly)[:slots]
+    poly_y = poly_y.reshape(slots + 1, n_poly)[:slots]
+    del slot_ok, slot_x, slot_y, ok, position, target
+    owner, row = row_tri[rows], row[rows]
+    col_lo = np.clip(col_lo[rows], -1, width - 1).astype(np.int64)
+    col_hi = np.clip(col_hi[rows], 0, width - 1).astype(np.int64)
+
+    # Columns: the same sets, the predecessor now a row polygon's previous slot.
+    polys = np.arange(n_poly)
+    last = n_verts - 1
+    valid = np.arange(slots)[:, None] < n_verts
+    col_lines = _cut_lines(rc_bmin[0], cs, width)
+    found, on_line = _line_index(poly_x, col_lines, rc_bmin[0], ics)
+    cell = _clip_cell(found, col_lo, col_hi)
+    on_cut = _on_cut(found, on_line, col_lo, col_hi)
+    kept = valid & (~on_cut | (_previous(poly_x, polys, last) <= poly_x))
+    cell_b = _previous(cell, polys, last)
+    low = np.minimum(cell_b, cell)
+    n_cross = np.where(valid, np.abs(cell - cell_b), 0)
+    forward = cell_b < cell
+    # Going round, every line between the lowest and highest vertex cell is crossed at least
+    # once each way: exactly once when the crossings add up to the span.
+    span = np.where(valid, cell, -1).max(axis=0) - np.where(valid, cell, width + 1).min(axis=0)
+    regular = ((n_cross * forward).sum(axis=0) == span) & ((n_cross * ~forward).sum(axis=0) == span)
+    fallback[owner[~regular]] = True
+    n_cells = np.where(regular, col_hi - col_lo + 1, 0)
+    cell_base = np.cumsum(n_cells) - n_cells
+    total_cells = int(n_cells.sum())
+    cross_y = {side: np.full((1, total_cells), np.nan, F32) for side in (True, False)}
+    for side in (True, False):
+        slot, poly = np.nonzero((n_cross > 0) & (forward == side) & regular)
+        before = np.where(slot > 0, slot - 1, last[poly])
+        ends = (before, slot) if side else (slot, before)
+        near, far = ([c[end, poly] for c in (poly_x, poly_y)] for end in ends)
+        first = low[slot, poly]
+        dest = cell_base[poly] + (first - col_lo[poly])
+        _walk_chains(near, far, side, first, n_cross[slot, poly], dest, col_lines, cross_y[side])
+
+    vert_min = np.full(total_cells, np.nan, F32)
+    vert_max = np.full(total_cells, np.nan, F32)
+    vert_count = np.zeros(total_cells, dtype=np.uint8)
+    cell_index = cell_base - col_lo
+    for s in range(slots):
+        here = np.flatnonzero(kept[s] & regular & (cell[s] <= col_hi))
+        again = here[on_cut[s, here] & (cell[s, here] < col_hi[here])]
+        for poly, shift in ((here, 0), (again, 1)):
+            target = cell_index[poly] + cell[s, poly] + shift
+            y = poly_y[s, poly]
+            vert_min[target] = np.fmin(vert_min[target], y)
+            vert_max[target] = np.fmax(vert_max[target], y)
+            vert_count[target] += 1
+    right_up, right_down = cross_y[True][0], cross_y[False][0]
+    left_up, left_down = np.roll(right_up, 1), np.roll(right_down, 1)
+    filled = np.flatnonzero(n_cells)
+    left_up[cell_base[filled]] = np.nan
+    left_down[cell_base[filled]] = np.nan
+    lines_crossed = (~np.isnan(right_up)).view(np.uint8) + (~np.isnan(left_up)).view(np.uint8)
+    low = np.fmin(np.fmin(np.fmin(right_up, right_down), np.fmin(left_up, left_down)), vert_min)
+    high = np.fmax(np.fmax(np.fmax(right_up, right_down), np.fmax(left_up, left_down)), vert_max)
+    poly = np.repeat(polys, n_cells)
+    col = np.arange(total_cells) - cell_index[poly]
+    emit = np.flatnonzero((vert_count + lines_crossed * np.uint8(2) >= 3) & (col >= 0))
+    poly = poly[emit]
+    return (
+        fallback,
+        owner[poly],
+        row[poly],
+        col[emit],
+        low[emit] - rc_bmin[1],
+        high[emit] - rc_bmin[1],
+    )
+
+
 def _extent(values, count):
     """float32 (N,) min and max over the first count[i] slots of each column of (K, N)."""
     used = np.arange(values.shape[0])[:, None] < count[None, :]
@@ -716,6 +891,14 @@ def _clip_pieces(verts, tris, bmin, bmax, cs, ch, width, height, finish=None):
                 tri_verts[chunk], row_lo[sel], row_hi[sel], rc_bmin, cs, ics, width, height
             )
             out = [_snap_heights(chunk[owner], *cells, by, ich)]
+            flagged = np.flatnonzero(fallback)
+            if flagged.shape[0]:
+                still, owner, *cells = _clip_by_kept_sets(
+                    tri_verts[chunk[flagged]], row_lo[sel][flagged], row_hi[sel][flagged],
+                    rc_bmin, cs, ics, width, height,
+                )  # fmt: skip
+                out.append(_snap_heights(chunk[flagged[owner]], *cells, by, ich))
+                fallback[flagged[~still]] = False
         else:
             fallback, out = np.ones(chunk.shape[0], dtype=bool), []
         if fallback.any():
@@ -726,11 +909,11 @@ def _clip_pieces(verts, tris, bmin, bmax, cs, ch, width, height, finish=None):
             )  # fmt: skip
             if cells is not None:
                 out.append(_snap_heights(*cells, by, ich))
-        if out and fallback.any():
-            # The polygon path emits its cells strip by strip, not in triangle order (and the
-            # edge path's part must be interleaved with it): a stable sort on the triangle
-            # restores the call order the span merge depends on. A triangle adds at most one
-            # fragment per cell, so the order among one triangle's fragments is free.
+        if len(out) > 1 or fallback.any():
+            # The flagged triangles' cells come after the others' and the polygon path emits
+            # its cells strip by strip: a stable sort on the triangle restores the call order
+            # the span merge depends on. A triangle adds at most one fragment per cell, so the
+            # order among one triangle's fragments is free.
             joined = [np.concatenate(parts) for parts in zip(*out, strict=True)]
             order = np.argsort(joined[0], kind="stable")
             out = [tuple(values[order] for values in joined)]

@@ -520,3 +520,99 @@ def test_heaped_column_with_flat_fragments_matches_add_span():
         (column,) = add_spans_one_by_one(1, 1, ix, iy, smin, smax, area, climb)
         got = list(zip(out_min.tolist(), out_max.tolist(), out_area.tolist(), strict=True))
         assert got == [tuple(s) for s in column]
+
+
+def grid_aligned_triangles(rng, n, cs, width, height, degenerate):
+    """float32 (n, 3, 3) triangles in Recast's frame (x, height, row) around a grid at a random
+    bmin, every horizontal coordinate on a cut line as Recast computes the lines, some corners
+    sharing a coordinate (edges along a line, walls standing on one, collapsed corners) and
+    some triangles shrunk to a cell or two. Returns (triangles, bmin)."""
+    bmin = np.array([rng.uniform(-50, 50), rng.uniform(-5, 5), rng.uniform(-50, 50)], F32)
+    verts = np.empty((n, 3, 3), F32)
+    verts[:, :, 1] = bmin[1] + rng.uniform(-1, 5, (n, 3))
+    for axis, cells in ((0, width), (2, height)):
+        lines = rasterize._cut_lines(bmin[axis], F32(cs), cells)
+        verts[:, :, axis] = lines[rng.integers(0, lines.shape[0], (n, 3))]
+        shared = rng.random(n) < degenerate
+        src, dst = rng.integers(0, 3, n), rng.integers(0, 3, n)
+        verts[shared, dst[shared], axis] = verts[shared, src[shared], axis]
+    small = rng.random(n) < 0.3
+    corner = verts[small, :1, :]
+    near = verts[small] - corner
+    near[:, :, [0, 2]] = np.sign(near[:, :, [0, 2]]) * F32(cs)
+    verts[small] = corner + near
+    return verts, bmin
+
+
+def clip_setup(verts, bmin, cs, height):
+    ics = F32(F32(1) / F32(cs))
+    row_lo = np.trunc((verts[:, :, 2].min(axis=1) - bmin[2]) * ics)
+    row_hi = np.trunc((verts[:, :, 2].max(axis=1) - bmin[2]) * ics)
+    return (
+        ics,
+        np.clip(row_lo, -1, height - 1).astype(np.int64),
+        np.clip(row_hi, 0, height - 1).astype(np.int64),
+    )
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_kept_sets_equal_dividepoly_on_grid_aligned_triangles(seed):
+    """Every vertex on cut lines, corners sharing lines, tiny triangles: the kept-sets path
+    gives each cell Recast's dividePoly cells give (`_clip_triangles`, itself checked against
+    the one-triangle oracle), float for float; it hands on at most a rare triangle."""
+    rng = np.random.default_rng(7000 + seed)
+    cs = float(rng.choice([1.0, 0.3, 0.25, 0.2, 0.05]))
+    width, height = (int(v) for v in rng.integers(2, 30, 2))
+    verts, bmin = grid_aligned_triangles(rng, 30, cs, width, height, degenerate=0.5)
+    ics, row_lo, row_hi = clip_setup(verts, bmin, cs, height)
+    handed_on, owner, *cells = rasterize._clip_by_kept_sets(
+        verts, row_lo, row_hi, bmin, F32(cs), ics, width, height
+    )
+    ref = rasterize._clip_triangles(verts, np.arange(30), row_lo, row_hi, bmin, F32(cs), ics, width)
+    assert handed_on.sum() <= 1
+    mine = ~handed_on[ref[0]]
+    expected = sorted(zip(*(a[mine].tolist() for a in ref), strict=True))
+    got = sorted(zip(*(a.tolist() for a in (owner, *cells)), strict=True))
+    assert got == expected
+    assert len(expected) > 100
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_grid_aligned_scene_rasterizes_as_the_oracle_without_the_polygon_path(monkeypatch, seed):
+    """A blocky level snapped to the grid (floors whose corners set the bounds, walls standing
+    on cut lines, stair steps): fragments as the one-triangle oracle gives them, spans and
+    areas as the literal merge, and no triangle left for the polygon-by-polygon path."""
+    rng = np.random.default_rng(200 + seed)
+    cs = float(rng.choice([0.3, 0.2, 0.1]))
+    boxes = []
+    for _ in range(12):
+        lo = np.round(rng.uniform(0, 6, 3) / cs) * cs
+        size = np.round(rng.uniform(0.2, 3, 3) / cs) * cs + cs
+        boxes.append((lo, lo + size))
+    verts, tris = [], []
+    for lo, hi in [(np.zeros(3), np.array([6.0, 6.0, 0.0]))] + boxes:
+        corners = np.array([[x, y, z] for z in (lo[2], hi[2]) for y in (lo[1], hi[1])
+                            for x in (lo[0], hi[0])])  # fmt: skip
+        base = len(verts) * 8
+        verts.append(corners)
+        faces = [(0, 1, 3, 2), (4, 6, 7, 5), (0, 4, 5, 1), (2, 3, 7, 6), (0, 2, 6, 4), (1, 5, 7, 3)]
+        for a, b, c, d in faces:
+            tris += [(base + a, base + b, base + c), (base + a, base + c, base + d)]
+    verts = np.concatenate(verts).astype(F32)
+    tris = np.array(tris, dtype=np.int32)
+    areas = mark_walkable_triangles(verts, tris, 45.0)
+    bmin, bmax = verts.min(axis=0), verts.max(axis=0) + F32(1)
+    ch, climb = 0.2, 2
+    w, h = grid_size(bmin, bmax, cs)
+    polygon_path = []
+    clip = rasterize._clip_triangles
+    monkeypatch.setattr(
+        rasterize, "_clip_triangles", lambda *a: polygon_path.append(len(a[1])) or clip(*a)
+    )
+    columns, frags = oracle.rasterize(verts, tris, areas, bmin, bmax, cs, ch, w, h, climb)
+    fast = rasterize_fragments(verts, tris, areas, bmin, bmax, cs, ch, w, h)
+    assert list(zip(*(a.tolist() for a in fast), strict=False)) == frags
+    hf = assert_fast_equals_literal(verts, tris, areas, bmin, bmax, cs, ch, climb)
+    expected = [(i % w, i // w, *s) for i, c in enumerate(columns) for s in c]
+    assert spans(hf) == sorted(expected)
+    assert not polygon_path
