@@ -1381,26 +1381,31 @@ def _merge_sorted(col, f_min, f_max, f_area, merge_threshold):
         if split is not None:
             _fold_into_spans(st_max, st_area, in_row, in_min, in_area, in_bounds, k)
 
-    # Spans row by row (columns in fragment-count order), then moved to column order.
-    segments = [(0, st_min.shape[1], st_min, st_max, st_area)] + finished[::-1]
-    parts = []
-    for start, end, seg_min, seg_max, seg_area in segments:
-        valid = np.arange(seg_min.shape[0])[None, :] < st_n[start:end][:, None]
-        parts.append((seg_min.T[valid], seg_max.T[valid], seg_area.T[valid]))
-    row_min, row_max, row_area = (np.concatenate(p) for p in zip(*parts, strict=True))
+    # Spans into column order, one slot at a time: slot s of every state column holding more
+    # than s spans goes to that column's first output place + s (the state's columns are in
+    # fragment-count order; most hold one or two spans).
     in_column_order = np.empty(n_used, dtype=np.int64)
     in_column_order[by_count] = np.arange(n_used)
     per_used = st_n[in_column_order]
     start_by_column = np.cumsum(per_used) - per_used
-    span_row = np.repeat(np.arange(n_used), st_n)
-    row_first = np.cumsum(st_n) - st_n
-    dest = start_by_column[by_count][span_row] + (
-        np.arange(span_row.shape[0]) - row_first[span_row]
-    )
-    out_min = np.empty(dest.shape[0], dtype=np.uint16)
-    out_max = np.empty(dest.shape[0], dtype=np.uint16)
-    out_area = np.empty(dest.shape[0], dtype=np.uint8)
-    out_min[dest], out_max[dest], out_area[dest] = row_min, row_max, row_area
+    dest_first = start_by_column[by_count]
+    total_spans = int(per_used.sum())
+    out_min = np.empty(total_spans, dtype=np.uint16)
+    out_max = np.empty(total_spans, dtype=np.uint16)
+    out_area = np.empty(total_spans, dtype=np.uint8)
+    segments = [(0, st_min.shape[1], st_min, st_max, st_area)] + finished[::-1]
+    for start, end, seg_min, seg_max, seg_area in segments:
+        n_here, at = st_n[start:end], dest_first[start:end]
+        # Every used column holds a span in slot 0.
+        out_min[at], out_max[at], out_area[at] = seg_min[0], seg_max[0], seg_area[0]
+        for s in range(1, seg_min.shape[0]):
+            cols = np.flatnonzero(n_here > s)
+            if not cols.shape[0]:
+                break
+            place = at[cols] + s
+            out_min[place] = seg_min[s].take(cols)
+            out_max[place] = seg_max[s].take(cols)
+            out_area[place] = seg_area[s].take(cols)
     used_cols = used_cols[in_column_order]
     if split is not None and tail[0].shape[0]:
         # The fragments after their column's last shaping one lie inside its final spans:
