@@ -554,6 +554,29 @@ def _clip_by_chains(tri_verts, row_lo, row_hi, rc_bmin, cs, ics, width, height):
     )
 
 
+def _emitted_cells(emitted, cell_base, n_cells, cell_index, owner, row):
+    """(owner, row, column) of every emitted cell. ``emitted``: bool per cell, the cells of
+    polygon p at cell_base[p] + (column - first column); cell_index = cell_base - first column.
+    Each polygon's values are repeated over its emitted cells, not gathered per cell: on large
+    grids every cell-sized index array costs its first touch."""
+    before = np.zeros(emitted.shape[0] + 1, dtype=np.int64)
+    np.cumsum(emitted, out=before[1:])
+    per_poly = before[cell_base + n_cells] - before[cell_base]
+    del before
+    col = np.flatnonzero(emitted)
+    col -= np.repeat(cell_index, per_poly)
+    return np.repeat(owner, per_poly), np.repeat(row, per_poly), col
+
+
+def _emitted_heights(emitted, low, high, base):
+    """The lowest and highest height of every emitted cell, above ``base``. [Units: wu]"""
+    low = low[emitted]
+    low -= base
+    high = high[emitted]
+    high -= base
+    return low, high
+
+
 def _clip_by_kept_sets(tri_verts, row_lo, row_hi, rc_bmin, cs, ics, width, height):
     """Cell polygons of the triangles `_clip_by_chains` flags: vertices, or row polygon
     vertices, exactly on a cut line (grid-aligned geometry, the vertex that sets the grid's
@@ -713,18 +736,12 @@ def _clip_by_kept_sets(tri_verts, row_lo, row_hi, rc_bmin, cs, ics, width, heigh
     lines_crossed = (~np.isnan(right_up)).view(np.uint8) + (~np.isnan(left_up)).view(np.uint8)
     low = np.fmin(np.fmin(np.fmin(right_up, right_down), np.fmin(left_up, left_down)), vert_min)
     high = np.fmax(np.fmax(np.fmax(right_up, right_down), np.fmax(left_up, left_down)), vert_max)
-    poly = np.repeat(polys, n_cells)
-    col = np.arange(total_cells) - cell_index[poly]
-    emit = np.flatnonzero((vert_count + lines_crossed * np.uint8(2) >= 3) & (col >= 0))
-    poly = poly[emit]
-    return (
-        fallback,
-        owner[poly],
-        row[poly],
-        col[emit],
-        low[emit] - rc_bmin[1],
-        high[emit] - rc_bmin[1],
-    )
+    emitted = vert_count + lines_crossed * np.uint8(2) >= 3
+    # Column -1 (left of the grid) is only ever a row polygon's first cell.
+    emitted[cell_base[filled[col_lo[filled] < 0]]] = False
+    del vert_count, lines_crossed, vert_min, vert_max
+    return (fallback, *_emitted_cells(emitted, cell_base, n_cells, cell_index, owner, row),
+            *_emitted_heights(emitted, low, high, rc_bmin[1]))  # fmt: skip
 
 
 def _extent(values, count):
