@@ -308,6 +308,19 @@ def assert_fast_equals_literal(verts, tris, areas, bmin, bmax, cs, ch, climb):
     return hf
 
 
+def assert_equals_oracle(verts, tris, areas, bmin, bmax, cs, ch, climb):
+    """Fragments as the one-triangle-at-a-time oracle gives them, spans and areas as the
+    literal merge and the oracle's columns. Returns the fast fragments."""
+    w, h = grid_size(bmin, bmax, cs)
+    columns, frags = oracle.rasterize(verts, tris, areas, bmin, bmax, cs, ch, w, h, climb)
+    fast = rasterize_fragments(verts, tris, areas, bmin, bmax, cs, ch, w, h)
+    assert list(zip(*(a.tolist() for a in fast), strict=False)) == frags
+    hf = assert_fast_equals_literal(verts, tris, areas, bmin, bmax, cs, ch, climb)
+    expected = [(i % w, i // w, *s) for i, c in enumerate(columns) for s in c]
+    assert spans(hf) == sorted(expected)
+    return fast
+
+
 @pytest.mark.parametrize("name", ["bridge", "dungeon", "house", "nav_test", "undulating"])
 @pytest.mark.parametrize("recast_frame", [True, False])
 def test_fast_rasterizer_equals_literal_merge_on_every_shared_mesh(name, recast_frame):
@@ -379,14 +392,8 @@ def test_fast_rasterizer_equals_literal_far_from_the_origin(
     rng = np.random.default_rng(1000 + seed)
     # Fewer triangles on the small cells, where the one-by-one oracle is slow.
     verts, tris, areas, bmin, bmax = offset_soup(rng, offset, cs, n_tris=90 if cs > 0.1 else 40)
-    ch, climb = 0.2, 2
-    w, h = grid_size(bmin, bmax, cs)
-    columns, frags = oracle.rasterize(verts, tris, areas, bmin, bmax, cs, ch, w, h, climb)
-    fast = rasterize_fragments(verts, tris, areas, bmin, bmax, cs, ch, w, h)
-    assert list(zip(*(a.tolist() for a in fast), strict=False)) == frags
-    hf = assert_fast_equals_literal(verts, tris, areas, bmin, bmax, cs, ch, climb)
-    expected = [(i % w, i // w, *s) for i, c in enumerate(columns) for s in c]
-    assert spans(hf) == sorted(expected)
+    w, _ = grid_size(bmin, bmax, cs)
+    fast = assert_equals_oracle(verts, tris, areas, bmin, bmax, cs, 0.2, 2)
     # Dense: some column holds many fragments, so their order decides areas.
     assert np.bincount(fast[1] + fast[2] * w).max() >= 10
 
@@ -602,17 +609,10 @@ def test_grid_aligned_scene_rasterizes_as_the_oracle_without_the_polygon_path(mo
     tris = np.array(tris, dtype=np.int32)
     areas = mark_walkable_triangles(verts, tris, 45.0)
     bmin, bmax = verts.min(axis=0), verts.max(axis=0) + F32(1)
-    ch, climb = 0.2, 2
-    w, h = grid_size(bmin, bmax, cs)
     polygon_path = []
     clip = rasterize._clip_triangles
     monkeypatch.setattr(
         rasterize, "_clip_triangles", lambda *a: polygon_path.append(len(a[1])) or clip(*a)
     )
-    columns, frags = oracle.rasterize(verts, tris, areas, bmin, bmax, cs, ch, w, h, climb)
-    fast = rasterize_fragments(verts, tris, areas, bmin, bmax, cs, ch, w, h)
-    assert list(zip(*(a.tolist() for a in fast), strict=False)) == frags
-    hf = assert_fast_equals_literal(verts, tris, areas, bmin, bmax, cs, ch, climb)
-    expected = [(i % w, i // w, *s) for i, c in enumerate(columns) for s in c]
-    assert spans(hf) == sorted(expected)
+    assert_equals_oracle(verts, tris, areas, bmin, bmax, cs, 0.2, 2)
     assert not polygon_path
