@@ -526,23 +526,12 @@ def _clip_by_chains(tri_verts, row_lo, row_hi, rc_bmin, cs, ics, width, height):
         vert_max[target] = np.fmax(vert_max[target], y)
         vert_count[target] += 1
 
-    right_up, right_down = cross_y[True][0], cross_y[False][0]
-    left_up = np.roll(right_up, 1)
-    left_down = np.roll(right_down, 1)
-    # A row polygon's first cell has no line on its left.
-    filled = np.nonzero(n_cells)[0]
-    left_up[cell_base[filled]] = np.nan
-    left_down[cell_base[filled]] = np.nan
-    # Crossings come in pairs on a line, so the up ones count two vertices each.
-    lines_crossed = (~np.isnan(right_up)).view(np.uint8) + (~np.isnan(left_up)).view(np.uint8)
-    n_verts = vert_count + lines_crossed * np.uint8(2)
-    low = np.fmin(np.fmin(np.fmin(right_up, right_down), np.fmin(left_up, left_down)), vert_min)
-    high = np.fmax(np.fmax(np.fmax(right_up, right_down), np.fmax(left_up, left_down)), vert_max)
-    emitted = n_verts >= 3
-    # Column -1 (the part left of the grid) is only ever a row polygon's first cell.
-    emitted[cell_base[filled[col_lo[filled] < 0]]] = False
+    emitted, low, high = _cell_polygons(
+        cross_y, n_cells, cell_base, col_lo, vert_min, vert_max, vert_count
+    )
+    del vert_min, vert_max, vert_count
     emit = np.nonzero(emitted)[0]
-    del emitted, n_verts, lines_crossed, vert_min, vert_max, vert_count
+    del emitted
     owner = np.repeat(np.arange(total_rows, dtype=np.int32), n_cells)[emit]
     col = emit - cell_index[owner]
     return (
@@ -553,6 +542,30 @@ def _clip_by_chains(tri_verts, row_lo, row_hi, rc_bmin, cs, ics, width, height):
         low[emit] - rc_bmin[1],
         high[emit] - rc_bmin[1],
     )
+
+
+def _cell_polygons(cross_y, n_cells, cell_base, col_lo, vert_min, vert_max, vert_count):
+    """Each cell's polygon from the crossings on its two column lines and its own vertices.
+
+    ``cross_y``: {True: up, False: down} float32 (1, cells) heights of the crossing on each
+    cell's right line (NaN: none); a row polygon's cells lie at cell_base[p] .. + n_cells[p],
+    its first one at column col_lo[p]; ``vert_*``: per cell its vertices' lowest and highest
+    height and their count. Returns (emitted bool: 3 or more vertices and not column -1,
+    lowest height, highest height) per cell."""
+    right_up, right_down = cross_y[True][0], cross_y[False][0]
+    left_up, left_down = np.roll(right_up, 1), np.roll(right_down, 1)
+    # A row polygon's first cell has no line on its left.
+    filled = np.flatnonzero(n_cells)
+    left_up[cell_base[filled]] = np.nan
+    left_down[cell_base[filled]] = np.nan
+    # Crossings come in pairs on a line, so the up ones count two vertices each.
+    lines_crossed = (~np.isnan(right_up)).view(np.uint8) + (~np.isnan(left_up)).view(np.uint8)
+    low = np.fmin(np.fmin(np.fmin(right_up, right_down), np.fmin(left_up, left_down)), vert_min)
+    high = np.fmax(np.fmax(np.fmax(right_up, right_down), np.fmax(left_up, left_down)), vert_max)
+    emitted = vert_count + lines_crossed * np.uint8(2) >= 3
+    # Column -1 (the part left of the grid) is only ever a row polygon's first cell.
+    emitted[cell_base[filled[col_lo[filled] < 0]]] = False
+    return emitted, low, high
 
 
 def _emitted_cells(emitted, cell_base, n_cells, cell_index, owner, row):
@@ -727,18 +740,10 @@ def _clip_by_kept_sets(tri_verts, row_lo, row_hi, rc_bmin, cs, ics, width, heigh
             vert_min[target] = np.fmin(vert_min[target], y)
             vert_max[target] = np.fmax(vert_max[target], y)
             vert_count[target] += 1
-    right_up, right_down = cross_y[True][0], cross_y[False][0]
-    left_up, left_down = np.roll(right_up, 1), np.roll(right_down, 1)
-    filled = np.flatnonzero(n_cells)
-    left_up[cell_base[filled]] = np.nan
-    left_down[cell_base[filled]] = np.nan
-    lines_crossed = (~np.isnan(right_up)).view(np.uint8) + (~np.isnan(left_up)).view(np.uint8)
-    low = np.fmin(np.fmin(np.fmin(right_up, right_down), np.fmin(left_up, left_down)), vert_min)
-    high = np.fmax(np.fmax(np.fmax(right_up, right_down), np.fmax(left_up, left_down)), vert_max)
-    emitted = vert_count + lines_crossed * np.uint8(2) >= 3
-    # Column -1 (left of the grid) is only ever a row polygon's first cell.
-    emitted[cell_base[filled[col_lo[filled] < 0]]] = False
-    del vert_count, lines_crossed, vert_min, vert_max
+    emitted, low, high = _cell_polygons(
+        cross_y, n_cells, cell_base, col_lo, vert_min, vert_max, vert_count
+    )
+    del vert_min, vert_max, vert_count
     tri, row, col = _emitted_cells(emitted, cell_base, n_cells, cell_index, owner, row)
     return (fallback, tri, row, col, *_emitted_heights(emitted, low, high, rc_bmin[1]))
 
