@@ -12,6 +12,7 @@ with --recast-frame, else VoxNav's Z-up.
 
 from __future__ import annotations
 
+import functools
 import time
 import zipfile
 from pathlib import Path
@@ -263,20 +264,28 @@ def _per_agent(command, args, config) -> int:
     return per_agent(command, args, config)
 
 
-def cmd_query(args, config, nav: NavMesh | None = None, batch: atomic.Batch | None = None) -> int:
+def cmd_query(
+    args,
+    config,
+    nav: NavMesh | None = None,
+    batch: atomic.Batch | None = None,
+    arrays: dict[str, np.ndarray] | None = None,
+) -> int:
     """``query``: answers of the queries file on the mesh's navmesh (``nav`` when given), or
-    on each ``--agent``'s. The output is checked before the bake and replaced only when every
-    answer is ready (``batch``: a caller's `atomic.Batch` holding it, committed by the caller)."""
+    on each ``--agent``'s. The file is read (and a bad one refused) before any bake, once;
+    ``arrays``: its `read_queries` arrays when the caller has them. The output is checked
+    before the bake and replaced only when every answer is ready (``batch``: a caller's
+    `atomic.Batch` holding it, committed by the caller)."""
+    if arrays is None:
+        arrays = read_queries(args.queries)
     if nav is None and getattr(args, "agent", None):
-        read_queries(args.queries)  # a bad file is refused before the agents' bake
-        return _per_agent(cmd_query, args, config)
+        return _per_agent(functools.partial(cmd_query, arrays=arrays), args, config)
     if batch is None:
         with atomic.Batch(inputs=[args.mesh, args.queries]) as own:
             own.add(args.out, "--out")
-            status = cmd_query(args, config, nav, own)
+            status = cmd_query(args, config, nav, own, arrays)
             own.commit()
         return status
-    arrays = read_queries(args.queries)
     if nav is None:
         nav = navmesh_from_args(args, config)
     out = run_queries(NavMeshQuery(nav, 2048), arrays, args.recast_frame)
