@@ -79,6 +79,10 @@ BATCH_HULLS = True
 #: Polygons adding interior samples do so in rounds, each round's height gaps measured for all
 #: of them at once (False: one polygon after the other, `_build_poly_detail`, the oracle).
 BATCH_INSERTS = True
+#: A polygon adding interior samples one by one measures each triangle's height gaps to its
+#: samples once (`_TriangleGaps`): a Delaunay step replaces a few triangles and keeps the rest
+#: (False: every triangle again at every step, `_dist_to_tri_mesh`, the oracle).
+CACHE_GAPS = True
 #: Edge flag of a detail triangle edge that lies on the polygon outline. [Detour]
 DETAIL_EDGE_BOUNDARY = 0x1
 #: Patch cells of the polygons whose height patches are built at once; with `PATCH_WORKERS`
@@ -768,6 +772,29 @@ def _overlaps_any(segments, vx, vz, s1, t1) -> bool:
     return bool(hit.any())
 
 
+def _overlaps_either(segments, vx, vz, s, t, u) -> bool:
+    """``_overlaps_any(segments, vx, vz, s, u) or _overlaps_any(segments, vx, vz, t, u)`` in
+    one pass: completeFacet's two tests of a point u on the circle. The segments share their
+    second end u, so the first cross product (the edge against u) serves both."""
+    es, et, ax, az, ux, uz = segments
+    ends = np.array([s, t])
+    cx, cz = vx[ends][:, None], vz[ends][:, None]
+    dx, dz = vx[u], vz[u]
+    a1 = ux * (dz - az) - uz * (dx - ax)  # vcross2(a, b, d), one row for both
+    a2 = ux * (cz - az) - uz * (cx - ax)  # vcross2(a, b, c), a row per segment
+    seg, at = np.nonzero((a1 * a2) < F32(0))
+    if not at.size:
+        return False
+    a1, a2, ax, az = a1[at], a2[seg, at], ax[at], az[at]
+    cx, cz = cx[seg, 0], cz[seg, 0]
+    a3 = (dx - cx) * (az - cz) - (dz - cz) * (ax - cx)  # vcross2(c, d, a)
+    a4 = (a3 + a2) - a1
+    hit = (a3 * a4) < F32(0)
+    es, et, c = es[at], et[at], ends[seg]
+    hit &= (es != c) & (es != u) & (et != c) & (et != u)
+    return bool(hit.any())
+
+
 def _overlap_edges_np(vx, vz, edge_s, edge_t, s1, t1) -> bool:
     """Recast overlapEdges: does segment s1-t1 cross any edge (not sharing an end with it)?
     vx/vz float32 point coordinates; edge_s/edge_t int64 arrays of the edges' ends (equal to
@@ -1222,12 +1249,53 @@ def _delaunay_hull(vx, vz, hull, cache=None, fold=None):
             ends_s.append(s)
             ends_t.append(t)
 
-    def overlaps(a, b):
+    def overlaps(s, t, u):
+        # overlapEdges(s, u) || overlapEdges(t, u) against the edges so far
         n_edges = len(edges)
         if as_arrays[0] != n_edges:
             ends = np.array(ends_s, np.int64), np.array(ends_t, np.int64)
             as_arrays[:] = n_edges, _edge_segments(vx, vz, *ends)
-        return _overlaps_any(as_arrays[1], vx, vz, a, b)
+        return _overlaps_either(as_arrays[1], vx, vz, s, t, u)
+
+    def pure_run(s, t, candidates, first, pt):
+        # completeFacet's scan of s -> t from candidate ``first`` on with ``pt`` the point so
+        # far (-1: none), up to the first point on the current circle (class 2, whose outcome
+        # depends on the edges): (its place, pt then), or (len(candidates), the result).
+        # Such a run depends on the points only, so it is kept for the polygon's later calls:
+        # points are only appended, so a run that stopped stays as it was, and one that ran
+        # to the end goes on over the points added since.
+        key = ("run", s, t, first, pt)
+        known = cache.get(key)
+        if known is not None:
+            at, pt, stopped = known
+            if stopped or at == len(candidates):
+                return at, pt
+            first = at
+        circle = None  # (s, t, pt)'s circle, looked up when pt changes
+        for at, u in enumerate(candidates[first:] if first else candidates, first):
+            if pt < 0:  # first candidate: its circumcircle is the current one
+                pt = u
+                continue
+            if circle is None:
+                circle = cache.get(("c32", s, t, pt)) or _circle_of(pts, cache, s, t, pt)
+                cx, cz, r_hi, r_lo = circle[4], circle[5], circle[6], circle[7]
+            # The class in double precision where it is sure (this loop is most of the
+            # stage's time); the circle is held while pt stays.
+            px, pz = fpts[u]
+            dx = px - cx
+            dz = pz - cz
+            where = class_by_distance(sqrt(dx * dx + dz * dz), r_hi, r_lo)
+            if where < 0:
+                where = _circle_class_f32(pts, cache, s, t, pt, u)
+            if where == 0:
+                continue
+            if where == 2:
+                cache[key] = (at, pt, True)
+                return at, pt
+            pt = u
+            circle = None
+        cache[key] = (len(candidates), pt, False)
+        return len(candidates), pt
 
     nh = len(hull)
     for i in range(nh):
@@ -1258,41 +1326,24 @@ def _delaunay_hull(vx, vz, hull, cache=None, fold=None):
                 pt = npts if settled < 0 else settled
             else:
                 candidates = left_of(s, t)
-                scan_key = ("scan", s, t)
-                known = cache.get(scan_key)
-                first, pt = (0, npts) if known is None else known
+                n_candidates = len(candidates)
+                # Pure runs between the points on a circle, each read from the polygon's
+                # memo (`pure_run`); only the overlap tests run here every time.
+                first, pt = 0, -1
+                pure = True
+                while True:
+                    at, pt = pure_run(s, t, candidates, first, pt)
+                    if at == n_candidates:
+                        break
+                    pure = False
+                    u = candidates[at]
+                    if not overlaps(s, t, u):
+                        pt = u
+                    first = at + 1
+                if pure:
+                    pure_scans[(s, t)] = pt
                 if pt < 0:
                     pt = npts
-                pure = True
-                circle = None  # (s, t, pt)'s circle, looked up when pt changes
-                for u in candidates[first:] if first else candidates:
-                    if pt == npts:  # first candidate: its circumcircle is the current one
-                        pt = u
-                        continue
-                    if circle is None:
-                        circle = cache.get(("c32", s, t, pt)) or _circle_of(pts, cache, s, t, pt)
-                        cx, cz, r_hi, r_lo = circle[4], circle[5], circle[6], circle[7]
-                    # The class in double precision where it is sure (this loop is most of
-                    # the stage's time); the circle is held while pt stays.
-                    px, pz = fpts[u]
-                    dx = px - cx
-                    dz = pz - cz
-                    where = class_by_distance(sqrt(dx * dx + dz * dz), r_hi, r_lo)
-                    if where < 0:
-                        where = _circle_class_f32(pts, cache, s, t, pt, u)
-                    if where == 0:
-                        continue
-                    if where == 2:
-                        pure = False
-                        if overlaps(s, u) or overlaps(t, u):
-                            continue
-                    pt = u
-                    circle = None
-                if pure:
-                    cache[scan_key] = (len(candidates), pt if pt < npts else -1)
-                    pure_scans[(s, t)] = pt if pt < npts else -1
-                elif known is not None:
-                    del cache[scan_key]
             if pt < npts:
                 edge[side] = nfaces  # updateLeftFace(cur, s, t): this side is s -> t's left
                 # Recast's findEdge(a, b), then addEdge(a, b, face, undef) or
@@ -1389,6 +1440,61 @@ def _dist_to_tri_mesh(px, py, pz, verts, tris):
     return np.where(dmin == F32(_FLT_MAX), F32(-1), dmin)
 
 
+class _TriangleGaps:
+    """`_dist_to_tri_mesh` of one polygon's samples against its triangles as they change.
+
+    Each triangle's gaps to all samples (a row of float32, `_height_gap`) are computed the
+    first time the triangle appears and kept: vertices are only appended and never move, and
+    a gap depends only on the sample and the triangle's corners in their order, so a kept row
+    is what computing it again gives. A Delaunay step changes a few triangles around the new
+    point; the others are read back. The minimum over the current triangles' rows is
+    distToTriMesh's (the order of a float minimum does not matter). When the table is full,
+    the rows of triangles no longer present are dropped. Memory: at most about 4 x the
+    current triangles' rows x samples x 4 bytes.
+    """
+
+    def __init__(self, samples):
+        self.jx, self.jy, self.jz = samples
+        self.rows: dict[tuple[int, int, int], int] = {}
+        self.table = np.empty((0, self.jx.size), dtype=F32)
+        self.used = 0
+
+    def distances(self, verts, tris) -> np.ndarray:
+        """(s,) float32 as `_dist_to_tri_mesh` (verts float32 (n, 3) local; tris a list of
+        [a, b, c]): the smallest gap over the triangles, -1 where the sample is over none."""
+        keys = [(a, b, c) for a, b, c in tris]
+        new = [key for key in keys if key not in self.rows]
+        if new:
+            if self.used + len(new) > self.table.shape[0]:
+                self._make_room(keys, len(new))
+            corners = verts[np.array(new, dtype=np.int64)][:, None]  # (m, 1, 3, 3)
+            first = self.used
+            self.table[first : first + len(new)] = _height_gap(
+                self.jx, self.jy, self.jz, corners[..., 0, :], corners[..., 1, :],
+                corners[..., 2, :],
+            )  # fmt: skip
+            self.rows.update(zip(new, range(first, first + len(new)), strict=True))
+            self.used += len(new)
+        if not keys:
+            return np.full(self.jx.shape, F32(-1), dtype=F32)
+        rows = self.rows
+        dmin = self.table[[rows[key] for key in keys]].min(axis=0)
+        return np.where(dmin == F32(_FLT_MAX), F32(-1), dmin)
+
+    def _make_room(self, keys, n_new: int) -> None:
+        """Keep the rows of the current triangles (``keys``), in a table with room for them,
+        ``n_new`` more and as many again."""
+        kept = [key for key in keys if key in self.rows]
+        size = max(64, 2 * (len(kept) + n_new), self.table.shape[0])
+        if len(kept) + n_new > size // 2:
+            size *= 2
+        table = np.empty((size, self.jx.size), dtype=F32)
+        if kept:
+            table[: len(kept)] = self.table[[self.rows[key] for key in kept]]
+        self.rows = dict(zip(kept, range(len(kept)), strict=True))
+        self.table, self.used = table, len(kept)
+
+
 def _tri_flags(tris, hull):
     nh = len(hull)
     on = {(hull[j - 1], hull[j]) for j in range(nh)}
@@ -1421,11 +1527,14 @@ def _grow_poly_detail(verts, tris, hull, samples, added, done, cache, sample_max
     ``added``) and re-triangulate (Delaunay; ``cache`` kept across the polygon's calls).
     Returns (verts, tris)."""
     jx, jy, jz = samples
+    gaps = _TriangleGaps(samples) if CACHE_GAPS else None
     for _ in range(done, jx.size):
         if verts.shape[0] >= MAX_VERTS or not tris:
             break
-        ta = np.asarray(tris, dtype=np.int64)
-        d = _dist_to_tri_mesh(jx, jy, jz, verts, ta)
+        if gaps is not None:
+            d = gaps.distances(verts, tris)
+        else:
+            d = _dist_to_tri_mesh(jx, jy, jz, verts, np.asarray(tris, dtype=np.int64))
         d = np.where(added | (d < 0), F32(0), d)
         best = int(np.argmax(d))
         bestd = d[best]

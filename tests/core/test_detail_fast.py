@@ -146,6 +146,52 @@ def test_vectorized_overlap_equals_scalar(seed):
         assert got == want
 
 
+@pytest.mark.parametrize("seed", range(20))
+def test_both_overlap_tests_at_once_equal_the_scalar_pair(seed):
+    """`_overlaps_either` (completeFacet's two tests of a point on the circle in one pass)
+    equals overlapEdges(s, u) || overlapEdges(t, u), shared ends and touching cases included."""
+    rng = np.random.default_rng(seed)
+    pts = rng.integers(0, 6, (12, 2)).astype(F32) * F32(0.5)
+    edges = [[int(a), int(b), 0, 0] for a, b in rng.integers(0, 12, (15, 2)) if a != b]
+    ends = np.array(edges, dtype=np.int64)
+    segments = detail._edge_segments(pts[:, 0], pts[:, 1], ends[:, 0], ends[:, 1])
+    as_tuples = [tuple(p) for p in pts.tolist()]
+    hits = 0
+    for s, t, u in rng.integers(0, 12, (40, 3)).tolist():
+        want = detail._overlap_edges(as_tuples, edges, s, u) or detail._overlap_edges(
+            as_tuples, edges, t, u
+        )
+        assert detail._overlaps_either(segments, pts[:, 0], pts[:, 1], s, t, u) == want
+        hits += want
+    assert 0 < hits < 40
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_kept_triangle_gaps_equal_measuring_every_triangle(seed):
+    """`_TriangleGaps` (each triangle's gaps kept while it stays) against distToTriMesh over
+    all triangles, step by step as a polygon gains points; the table fills and drops the rows
+    of triangles gone (a small start forces it)."""
+    rng = np.random.default_rng(seed)
+    points, nhull = _polygon_points(rng, "random", 40)
+    heights = rng.uniform(-1, 1, points.shape[0]).astype(F32)
+    verts = np.stack([points[:, 0], heights, points[:, 1]], axis=1)
+    samples = tuple(rng.uniform(-4, 4, (3, 300)).astype(F32))
+    samples[1][:] = rng.uniform(-1, 1, 300).astype(F32)
+    gaps = detail._TriangleGaps(samples)
+    hull = list(range(nhull))
+    cache: dict = {}
+    tables, seen = set(), set()
+    for n in range(nhull, points.shape[0] + 1):
+        tris = detail._delaunay_hull(verts[:n, 0], verts[:n, 2], hull, cache)
+        want = detail._dist_to_tri_mesh(*samples, verts[:n], np.asarray(tris, dtype=np.int64))
+        got = gaps.distances(verts[:n], tris)
+        assert got.dtype == want.dtype and np.array_equal(got, want)
+        tables.add(id(gaps.table))
+        seen.update(map(tuple, tris))
+    assert len(tables) > 1 and len(gaps.rows) < len(seen)  # remade, rows of gone ones dropped
+    assert np.array_equal(gaps.distances(verts, []), np.full(300, F32(-1)))
+
+
 @pytest.mark.parametrize("name", ["undulating", "bridge", "house", "nav_test"])
 def test_whole_detail_mesh_equals_the_literal_delaunay(name, monkeypatch):
     verts, tris = read_obj(mesh_path(name))
@@ -230,6 +276,7 @@ def test_sample_rounds_equal_one_polygon_at_a_time(name, sample_dist, knobs, mon
     fast = detail.build_poly_mesh_detail(*args)
     monkeypatch.setattr(detail, "BATCH_INSERTS", False)
     monkeypatch.setattr(detail, "BATCH_FOLDS", False)
+    monkeypatch.setattr(detail, "CACHE_GAPS", False)
     slow = detail.build_poly_mesh_detail(*args)
     assert slow.ntris > result.polymesh.polys.shape[0]  # interior samples were added
     for field in ("meshes", "verts", "tris"):
