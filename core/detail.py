@@ -772,10 +772,11 @@ def _overlaps_any(segments, vx, vz, s1, t1) -> bool:
     return bool(hit.any())
 
 
-def _overlaps_either(segments, vx, vz, s, t, u) -> bool:
+def _overlaps_either(segments, vx, vz, s, t, u) -> int:
     """``_overlaps_any(segments, vx, vz, s, u) or _overlaps_any(segments, vx, vz, t, u)`` in
     one pass: completeFacet's two tests of a point u on the circle. The segments share their
-    second end u, so the first cross product (the edge against u) serves both."""
+    second end u, so the first cross product (the edge against u) serves both. Returns the
+    index of an edge crossed (in the segments' order), -1 for none."""
     es, et, ax, az, ux, uz = segments
     ends = np.array([s, t])
     cx, cz = vx[ends][:, None], vz[ends][:, None]
@@ -784,7 +785,7 @@ def _overlaps_either(segments, vx, vz, s, t, u) -> bool:
     a2 = ux * (cz - az) - uz * (cx - ax)  # vcross2(a, b, c), a row per segment
     seg, at = np.nonzero((a1 * a2) < F32(0))
     if not at.size:
-        return False
+        return -1
     a1, a2, ax, az = a1[at], a2[seg, at], ax[at], az[at]
     cx, cz = cx[seg, 0], cz[seg, 0]
     a3 = (dx - cx) * (az - cz) - (dz - cz) * (ax - cx)  # vcross2(c, d, a)
@@ -792,7 +793,8 @@ def _overlaps_either(segments, vx, vz, s, t, u) -> bool:
     hit = (a3 * a4) < F32(0)
     es, et, c = es[at], et[at], ends[seg]
     hit &= (es != c) & (es != u) & (et != c) & (et != u)
-    return bool(hit.any())
+    crossed = at[hit]
+    return int(crossed[0]) if crossed.size else -1
 
 
 def _overlap_edges_np(vx, vz, edge_s, edge_t, s1, t1) -> bool:
@@ -1250,12 +1252,23 @@ def _delaunay_hull(vx, vz, hull, cache=None, fold=None):
             ends_t.append(t)
 
     def overlaps(s, t, u):
-        # overlapEdges(s, u) || overlapEdges(t, u) against the edges so far
+        # overlapEdges(s, u) || overlapEdges(t, u) against the edges so far. An edge found
+        # crossing is kept for the polygon's later calls: while it exists, the answer is yes
+        # (the points never move); otherwise the edges are tested.
+        key = ("crossed", s, t, u)
+        crossed = cache.get(key)
+        if crossed is not None and crossed in edge_at:
+            return True
         n_edges = len(edges)
         if as_arrays[0] != n_edges:
             ends = np.array(ends_s, np.int64), np.array(ends_t, np.int64)
             as_arrays[:] = n_edges, _edge_segments(vx, vz, *ends)
-        return _overlaps_either(as_arrays[1], vx, vz, s, t, u)
+        e = _overlaps_either(as_arrays[1], vx, vz, s, t, u)
+        if e < 0:
+            return False
+        a, b = ends_s[e], ends_t[e]
+        cache[key] = (a, b) if a < b else (b, a)
+        return True
 
     def pure_run(s, t, candidates, first, pt):
         # completeFacet's scan of s -> t from candidate ``first`` on with ``pt`` the point so

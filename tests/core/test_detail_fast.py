@@ -161,7 +161,11 @@ def test_both_overlap_tests_at_once_equal_the_scalar_pair(seed):
         want = detail._overlap_edges(as_tuples, edges, s, u) or detail._overlap_edges(
             as_tuples, edges, t, u
         )
-        assert detail._overlaps_either(segments, pts[:, 0], pts[:, 1], s, t, u) == want
+        crossed = detail._overlaps_either(segments, pts[:, 0], pts[:, 1], s, t, u)
+        assert (crossed >= 0) == want
+        if want:  # the edge named crosses one of the two segments
+            a, b = edges[crossed][:2]
+            assert any(detail._overlap_edges(as_tuples, [[a, b, 0, 0]], c, u) for c in (s, t))
         hits += want
     assert 0 < hits < 40
 
