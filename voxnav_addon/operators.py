@@ -286,29 +286,16 @@ def export_navmesh(
     Returns the paths written (or to be written by ``batch``).
     """
     try:
-        from ..core import atomic
-        from ..core.agents import agent_output
+        from ..core import atomic  # noqa: F401  (the exporter's own module, checked here)
     except ImportError as exc:  # pragma: no cover - the exporter lands separately
         message = f"this VoxNav build has no navmesh exporter (core.export): {exc}"
         raise VoxNavError(message) from exc
 
+    def write(target, result, into):
+        _export_one(result, target, file_format, paths, into)
+
     agents = dict(getattr(outcome, "agents", None) or {})
-    if not agents:
-        _export_one(outcome.result, path, file_format, paths, batch)
-        return [path]
-    targets = [(agent_output(path, name), result) for name, result in agents.items()]
-    if batch is not None:
-        batch.release(path)
-        for target, result in targets:
-            _export_one(result, target, file_format, paths, batch)
-    else:
-        with atomic.Batch(inputs=[bpy.data.filepath]) as own:
-            for target, _result in targets:
-                own.add(target)
-            for target, result in targets:
-                _export_one(result, target, file_format, paths, own)
-            own.commit()
-    return [target for target, _result in targets]
+    return _write_per_agent(path, agents, outcome.result, write, batch)
 
 
 def export_tiled_navmesh(live_tiles, path: str, file_format: str = "BIN") -> list[str]:
@@ -319,7 +306,6 @@ def export_tiled_navmesh(live_tiles, path: str, file_format: str = "BIN") -> lis
     one file per agent (``navmesh.bin`` -> ``navmesh_small.bin``), all written or none.
     Returns the paths written."""
     from ..core import atomic, export
-    from ..core.agents import agent_output
     from .cli import write_tiled_obj
 
     if file_format == "JSON":
@@ -327,27 +313,48 @@ def export_tiled_navmesh(live_tiles, path: str, file_format: str = "BIN") -> lis
             "a tiled navmesh exports as Detour .bin (one tile per tile) or OBJ (every tile's "
             "polygons): choose one of those, or bake without tiles (Tile Size 0) for JSON"
         )
-    each = (
-        [(agent_output(path, name), lt) for name, lt in live_tiles.agents.items()]
-        if live_tiles.agents
-        else [(path, live_tiles)]
-    )
-    with atomic.Batch(inputs=[bpy.data.filepath]) as batch:
-        for target, _lt in each:
-            batch.add(target)  # a missing folder, a folder or the open .blend: refused here
-        for target, lt in each:
-            shown, _warnings = lt.shown_bake()
-            if shown.empty:
-                raise VoxNavError(
-                    "the tiled navigation mesh is empty (no tile has polygons): nothing to export"
-                )
-            if file_format == "BIN":
-                export.write_tiled_detour_bin(target, shown, frame="engine", batch=batch)
-            else:
-                with atomic.replacing(target, batch=batch) as temp:
-                    write_tiled_obj(os.fspath(temp), shown.navmesh())
-        batch.commit()
-    return [target for target, _lt in each]
+
+    def write(target, lt, into):
+        shown, _warnings = lt.shown_bake()
+        if shown.empty:
+            raise VoxNavError(
+                "the tiled navigation mesh is empty (no tile has polygons): nothing to export"
+            )
+        if file_format == "BIN":
+            export.write_tiled_detour_bin(target, shown, frame="engine", batch=into)
+        else:
+            with atomic.replacing(target, batch=into) as temp:
+                write_tiled_obj(os.fspath(temp), shown.navmesh())
+
+    return _write_per_agent(path, dict(live_tiles.agents or {}), live_tiles, write)
+
+
+def _write_per_agent(path: str, agents: dict, single, write, batch=None) -> list[str]:
+    """``write(target, item, batch)`` for each agent's item of ``agents`` ({name: item}) at
+    its own file (`core.agents.agent_output`), or for ``single`` at ``path`` when there are
+    no agents; all files or none. With a caller's ``batch`` (``path`` reserved in it), the
+    files join it (``path`` is released for the agents' files); else they go through a batch
+    of their own, every target checked before the first is written, committed at the end.
+    Returns the paths written (or to be written by the caller's batch)."""
+    from ..core import atomic
+    from ..core.agents import agent_output
+
+    each = [(agent_output(path, name), item) for name, item in agents.items()]
+    if not each:
+        each = [(path, single)]
+    if batch is not None:
+        if agents:
+            batch.release(path)
+        for target, item in each:
+            write(target, item, batch)
+    else:
+        with atomic.Batch(inputs=[bpy.data.filepath]) as own:
+            for target, _item in each:
+                own.add(target)  # a missing folder, a folder or the open .blend: refused here
+            for target, item in each:
+                write(target, item, own)
+            own.commit()
+    return [target for target, _item in each]
 
 
 def _export_one(result, path: str, file_format: str, paths, batch) -> None:
