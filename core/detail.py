@@ -743,40 +743,19 @@ def _overlap_edges(pts, edges, s1, t1):
 
 
 def _edge_segments(vx, vz, edge_s, edge_t):
-    """The edges as `_overlaps_any` reads them: ends, first end and direction (float32, each
+    """The edges as `_overlaps_either` reads them: ends, first end and direction (float32, each
     difference rounded as Recast's ``vcross2`` rounds it), computed once for several tests."""
     ax, az = vx[edge_s], vz[edge_s]
     return edge_s, edge_t, ax, az, vx[edge_t] - ax, vz[edge_t] - az
 
 
-def _overlaps_any(segments, vx, vz, s1, t1) -> bool:
-    """Recast overlapEdges on `_edge_segments`: does segment s1-t1 cross any edge (not sharing
-    an end with it)? Every edge at once, float32 in Recast's operation order."""
-    es, et, ax, az, ux, uz = segments
-    cx, cz, dx, dz = vx[s1], vz[s1], vx[t1], vz[t1]
-    a1 = ux * (dz - az) - uz * (dx - ax)  # vcross2(a, b, d)
-    a2 = ux * (cz - az) - uz * (cx - ax)  # vcross2(a, b, c)
-    # The few edges whose line separates c from d go on to the second test.
-    at = np.flatnonzero((a1 * a2) < F32(0))
-    if not at.size:
-        return False
-    a1, a2, ax, az = a1[at], a2[at], ax[at], az[at]
-    a3 = (dx - cx) * (az - cz) - (dz - cz) * (ax - cx)  # vcross2(c, d, a)
-    a4 = (a3 + a2) - a1
-    hit = (a3 * a4) < F32(0)
-    es, et = es[at], et[at]
-    hit &= es != s1
-    hit &= es != t1
-    hit &= et != s1
-    hit &= et != t1
-    return bool(hit.any())
-
-
 def _overlaps_either(segments, vx, vz, s, t, u) -> int:
-    """``_overlaps_any(segments, vx, vz, s, u) or _overlaps_any(segments, vx, vz, t, u)`` in
-    one pass: completeFacet's two tests of a point u on the circle. The segments share their
-    second end u, so the first cross product (the edge against u) serves both. Returns the
-    index of an edge crossed (in the segments' order), -1 for none."""
+    """Recast's ``overlapEdges(s, u) || overlapEdges(t, u)`` on `_edge_segments`, every edge
+    at once, float32 in Recast's operation order: completeFacet's two tests of a point u on
+    the circle, in one pass (the segments share their second end u, so the first cross
+    product, the edge against u, serves both; s == t tests one segment). An edge sharing an
+    end with a segment does not count against it. Returns the index of an edge crossed (in
+    the segments' order), -1 for none."""
     es, et, ax, az, ux, uz = segments
     ends = np.array([s, t])
     cx, cz = vx[ends][:, None], vz[ends][:, None]
@@ -801,7 +780,7 @@ def _overlap_edges_np(vx, vz, edge_s, edge_t, s1, t1) -> bool:
     """Recast overlapEdges: does segment s1-t1 cross any edge (not sharing an end with it)?
     vx/vz float32 point coordinates; edge_s/edge_t int64 arrays of the edges' ends (equal to
     `_overlap_edges`)."""
-    return _overlaps_any(_edge_segments(vx, vz, edge_s, edge_t), vx, vz, s1, t1)
+    return _overlaps_either(_edge_segments(vx, vz, edge_s, edge_t), vx, vz, s1, s1, t1) >= 0
 
 
 def _find_edge(edges, s, t):
@@ -1173,9 +1152,10 @@ def _delaunay_hull(vx, vz, hull, cache=None, fold=None):
     """Recast delaunayHull on float32 points (x/z arrays): list of [a, b, c] triangles.
 
     ``cache``: dict shared by the calls of one polygon (points are only ever appended, so
-    circumcircles and point-circle tests of existing points stay valid, and the scans that
-    settled without meeting a point on a circle are brought up to one new point at once:
-    `_extend_pure_scans`). ``fold``: optional
+    circumcircles and point-circle tests of existing points stay valid; the scans that
+    settled without meeting a point on a circle are brought up to one new point at once,
+    `_extend_pure_scans`; the others keep their runs between such points, and the edges
+    found crossing a point-on-circle's segments). ``fold``: optional
     `_fold_tables` entry for these points: completeFacet's scan result per edge, read instead
     of scanning where it does not depend on the edges.
     """

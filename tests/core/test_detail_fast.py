@@ -173,8 +173,8 @@ def test_both_overlap_tests_at_once_equal_the_scalar_pair(seed):
 @pytest.mark.parametrize("seed", range(4))
 def test_kept_triangle_gaps_equal_measuring_every_triangle(seed):
     """`_TriangleGaps` (each triangle's gaps kept while it stays) against distToTriMesh over
-    all triangles, step by step as a polygon gains points; the table fills and drops the rows
-    of triangles gone (a small start forces it)."""
+    all triangles, step by step as a polygon gains points; the table fills, is remade and
+    drops the rows of triangles gone."""
     rng = np.random.default_rng(seed)
     points, nhull = _polygon_points(rng, "random", 40)
     heights = rng.uniform(-1, 1, points.shape[0]).astype(F32)
