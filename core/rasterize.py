@@ -504,9 +504,7 @@ def _clip_by_chains(tri_verts, row_lo, row_hi, rc_bmin, cs, ics, width, height):
     # Vertices into their cells; one pass per vertex kind, so no cell is hit twice in a pass.
     # A cell of row polygon r and column c is at cell_index[r] + c.
     cell_index = cell_base - col_lo
-    vert_min = np.full(total_cells, np.nan, F32)
-    vert_max = np.full(total_cells, np.nan, F32)
-    vert_count = np.zeros(total_cells, dtype=np.uint8)
+    cell_verts = _CellVertices(total_cells)
     vert_good = vert_in & good[vert_poly]
     kinds = [
         (top & good & (c_up <= col_hi), None, c_up, up_y),
@@ -520,16 +518,10 @@ def _clip_by_chains(tri_verts, row_lo, row_hi, rc_bmin, cs, ics, width, height):
     ]  # fmt: skip
     for placed, poly, c, y in kinds:
         which = np.nonzero(placed)[0]
-        target = cell_index[which if poly is None else poly[which]] + c[which]
-        y = y[which]
-        vert_min[target] = np.fmin(vert_min[target], y)
-        vert_max[target] = np.fmax(vert_max[target], y)
-        vert_count[target] += 1
+        cell_verts.add(cell_index[which if poly is None else poly[which]] + c[which], y[which])
 
-    emitted, low, high = _cell_polygons(
-        cross_y, n_cells, cell_base, col_lo, vert_min, vert_max, vert_count
-    )
-    del vert_min, vert_max, vert_count
+    emitted, low, high = _cell_polygons(cross_y, n_cells, cell_base, col_lo, cell_verts)
+    del cell_verts
     emit = np.nonzero(emitted)[0]
     del emitted
     owner = np.repeat(np.arange(total_rows, dtype=np.int32), n_cells)[emit]
@@ -544,14 +536,31 @@ def _clip_by_chains(tri_verts, row_lo, row_hi, rc_bmin, cs, ics, width, height):
     )
 
 
-def _cell_polygons(cross_y, n_cells, cell_base, col_lo, vert_min, vert_max, vert_count):
+class _CellVertices:
+    """Per cell of the row polygons, the vertices placed in it: their lowest and highest
+    height (NaN: none) and their count, as `_cell_polygons` reads them."""
+
+    def __init__(self, total_cells: int):
+        self.low = np.full(total_cells, np.nan, F32)
+        self.high = np.full(total_cells, np.nan, F32)
+        self.count = np.zeros(total_cells, dtype=np.uint8)
+
+    def add(self, cells, heights) -> None:
+        """Vertices at ``heights`` (float32) into ``cells``; no cell twice in one call (the
+        updates are gathered, then written)."""
+        self.low[cells] = np.fmin(self.low[cells], heights)
+        self.high[cells] = np.fmax(self.high[cells], heights)
+        self.count[cells] += 1
+
+
+def _cell_polygons(cross_y, n_cells, cell_base, col_lo, verts: _CellVertices):
     """Each cell's polygon from the crossings on its two column lines and its own vertices.
 
     ``cross_y``: {True: up, False: down} float32 (1, cells) heights of the crossing on each
     cell's right line (NaN: none); a row polygon's cells lie at cell_base[p] .. + n_cells[p],
-    its first one at column col_lo[p]; ``vert_*``: per cell its vertices' lowest and highest
-    height and their count. Returns (emitted bool: 3 or more vertices and not column -1,
-    lowest height, highest height) per cell."""
+    its first one at column col_lo[p]; ``verts``: the vertices placed in each cell. Returns
+    (emitted bool: 3 or more vertices and not column -1, lowest height, highest height) per
+    cell."""
     right_up, right_down = cross_y[True][0], cross_y[False][0]
     left_up, left_down = np.roll(right_up, 1), np.roll(right_down, 1)
     # A row polygon's first cell has no line on its left.
@@ -560,9 +569,9 @@ def _cell_polygons(cross_y, n_cells, cell_base, col_lo, vert_min, vert_max, vert
     left_down[cell_base[filled]] = np.nan
     # Crossings come in pairs on a line, so the up ones count two vertices each.
     lines_crossed = (~np.isnan(right_up)).view(np.uint8) + (~np.isnan(left_up)).view(np.uint8)
-    low = np.fmin(np.fmin(np.fmin(right_up, right_down), np.fmin(left_up, left_down)), vert_min)
-    high = np.fmax(np.fmax(np.fmax(right_up, right_down), np.fmax(left_up, left_down)), vert_max)
-    emitted = vert_count + lines_crossed * np.uint8(2) >= 3
+    low = np.fmin(np.fmin(np.fmin(right_up, right_down), np.fmin(left_up, left_down)), verts.low)
+    high = np.fmax(np.fmax(np.fmax(right_up, right_down), np.fmax(left_up, left_down)), verts.high)
+    emitted = verts.count + lines_crossed * np.uint8(2) >= 3
     # Column -1 (the part left of the grid) is only ever a row polygon's first cell.
     emitted[cell_base[filled[col_lo[filled] < 0]]] = False
     return emitted, low, high
@@ -727,23 +736,15 @@ def _clip_by_kept_sets(tri_verts, row_lo, row_hi, rc_bmin, cs, ics, width, heigh
         dest = cell_base[poly] + (first - col_lo[poly])
         _walk_chains(near, far, side, first, n_cross[slot, poly], dest, col_lines, cross_y[side])
 
-    vert_min = np.full(total_cells, np.nan, F32)
-    vert_max = np.full(total_cells, np.nan, F32)
-    vert_count = np.zeros(total_cells, dtype=np.uint8)
+    cell_verts = _CellVertices(total_cells)
     cell_index = cell_base - col_lo
     for s in range(slots):
         here = np.flatnonzero(kept[s] & regular & (cell[s] <= col_hi))
         again = here[on_cut[s, here] & (cell[s, here] < col_hi[here])]
         for poly, shift in ((here, 0), (again, 1)):
-            target = cell_index[poly] + cell[s, poly] + shift
-            y = poly_y[s, poly]
-            vert_min[target] = np.fmin(vert_min[target], y)
-            vert_max[target] = np.fmax(vert_max[target], y)
-            vert_count[target] += 1
-    emitted, low, high = _cell_polygons(
-        cross_y, n_cells, cell_base, col_lo, vert_min, vert_max, vert_count
-    )
-    del vert_min, vert_max, vert_count
+            cell_verts.add(cell_index[poly] + cell[s, poly] + shift, poly_y[s, poly])
+    emitted, low, high = _cell_polygons(cross_y, n_cells, cell_base, col_lo, cell_verts)
+    del cell_verts
     tri, row, col = _emitted_cells(emitted, cell_base, n_cells, cell_index, owner, row)
     return (fallback, tri, row, col, *_emitted_heights(emitted, low, high, rc_bmin[1]))
 
