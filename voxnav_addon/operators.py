@@ -285,11 +285,6 @@ def export_navmesh(
     released for the agents' files); the .blend open in this session is never overwritten.
     Returns the paths written (or to be written by ``batch``).
     """
-    try:
-        from ..core import atomic  # noqa: F401  (the exporter's own module, checked here)
-    except ImportError as exc:  # pragma: no cover - the exporter lands separately
-        message = f"this VoxNav build has no navmesh exporter (core.export): {exc}"
-        raise VoxNavError(message) from exc
 
     def write(target, result, into):
         _export_one(result, target, file_format, paths, into)

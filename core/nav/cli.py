@@ -328,12 +328,15 @@ def _path_points(args):
     return start, goal, half, half_arg
 
 
-def cmd_path(args, config, nav: NavMesh | None = None, batch=None) -> int:
+def cmd_path(args, config, nav: NavMesh | None = None, batch=None, points=None) -> int:
     """``path``: the straight path between two points on the mesh's navmesh (``nav`` when
-    given), or on each ``--agent``'s. ``batch`` is unused (``path`` writes nothing)."""
-    start, goal, half, half_arg = _path_points(args)
+    given), or on each ``--agent``'s. ``batch`` is unused (``path`` writes nothing);
+    ``points``: `_path_points` when the caller has checked them (before any bake, once)."""
+    if points is None:
+        points = _path_points(args)
     if nav is None and getattr(args, "agent", None):
-        return _per_agent(cmd_path, args, config)
+        return _per_agent(functools.partial(cmd_path, points=points), args, config)
+    start, goal, half, half_arg = points
     if nav is None:
         nav = navmesh_from_args(args, config)
     query = NavMeshQuery(nav, 2048)
