@@ -373,8 +373,23 @@ def test_distance_field_matches_recast(mesh):
     assert raw.dtype == np.uint16 and dist.dtype == np.uint16
 
 
+#: Flood batch thresholds: every batch breadth first, a mix of both ways within one
+#: watershed (on these fields some batches' pools are above 200 spans, others below), every
+#: batch as connected sets.
+FLOOD_WAYS = {"bfs": 0, "mixed": 200, "sets": 1 << 40}
+
+
+@pytest.fixture(params=sorted(FLOOD_WAYS))
+def flood_way(request, monkeypatch):
+    """Runs the test with `_flood_batch` taking each of its ways (`FLOOD_WAYS`)."""
+    from core import regions
+
+    monkeypatch.setattr(regions, "FLOOD_SETS_MAX_SPANS", FLOOD_WAYS[request.param])
+    return request.param
+
+
 @pytest.mark.parametrize("mesh", MESHES)
-def test_watershed_matches_recast(mesh):
+def test_watershed_matches_recast(mesh, flood_way):
     ref = load_reference(mesh)
     chf = ref_compact(ref, with_regions=False)
     reg, max_regions = build_regions(
@@ -424,7 +439,7 @@ def _random_open_compact(seed, size=24, areas=(63,)):
 
 @pytest.mark.parametrize("seed", range(6))
 @pytest.mark.parametrize("border_size", [0, 2])
-def test_watershed_matches_slow_oracle(seed, border_size):
+def test_watershed_matches_slow_oracle(seed, border_size, flood_way):
     chf = _random_open_compact(seed, areas=(63, 63, 63, 7) if seed % 2 else (63,))
     _, dist, max_distance = build_distance_field(chf)
     reg_raw, rid = slow_watershed(chf, dist, max_distance, border_size)
@@ -494,7 +509,7 @@ def test_layers_match_literal_oracle(k):
 
 
 @pytest.mark.parametrize("seed", range(8))
-def test_watershed_small_random_fields_match_slow_oracle(seed):
+def test_watershed_small_random_fields_match_slow_oracle(seed, flood_way):
     chf = random_compact(seed)
     _, dist, max_distance = build_distance_field(chf)
     reg_raw, rid = slow_watershed(chf, dist, max_distance)
@@ -695,7 +710,7 @@ def test_sweep_past_65535_regions_is_an_error_not_a_wrapped_id(build):
 
 
 @pytest.mark.parametrize("k", RANDOM_FIELDS)
-def test_watershed_on_layered_fields_matches_slow_oracle(k):
+def test_watershed_on_layered_fields_matches_slow_oracle(k, flood_way):
     """Stacked layers give one-way links and regions meeting diagonally: the floods of a level
     batched together must still come out as one flood after the other."""
     chf, min_area, merge_area, border_size = _random_field(k)
@@ -726,7 +741,7 @@ def _one_way_field(seed, size=24):
 
 
 @pytest.mark.parametrize("seed", range(8))
-def test_watershed_with_one_way_links_matches_slow_oracle(seed):
+def test_watershed_with_one_way_links_matches_slow_oracle(seed, flood_way):
     chf = _one_way_field(seed)
     _, dist, max_distance = build_distance_field(chf)
     reg_raw, rid = slow_watershed(chf, dist, max_distance)
@@ -869,6 +884,7 @@ def test_flood_stamps_start_over_before_outgrowing_their_type(monkeypatch):
         return stamp_of(self)
 
     stamp_of = regions._Graph.next_stamp
+    monkeypatch.setattr(regions, "FLOOD_SETS_MAX_SPANS", 0)  # breadth first: stamps per batch
     monkeypatch.setattr(regions._Graph, "__init__", near_limit)
     monkeypatch.setattr(regions._Graph, "next_stamp", next_stamp)
     reg, max_regions = build_regions(chf, *args)
