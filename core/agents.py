@@ -11,7 +11,9 @@ put into the config, but runs each pipeline stage once per distinct input:
     compact        + walkable_height and walkable_climb (the filtered heightfield)
     erode          the boundary distance: once per compact heightfield; its threshold at
                    2 * walkable_radius per agent (`area.erosion_distance`)
-    distance on    per agent (distance field, regions, contours, polygons, detail)
+    distance on    per agent (distance field, regions, contours, polygons, detail); in one
+                   process, agents sharing a compact heightfield compute their distance
+                   fields together (one pass of the chamfer's row loop for all of them)
 
 Keys are the voxel-unit integers Recast derives (`NavConfig.derived`), so two agents whose
 climbs differ by less than a cell height share rasterization, as their separate bakes would
@@ -24,6 +26,7 @@ from __future__ import annotations
 import concurrent.futures as cf
 import dataclasses
 import re
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -36,6 +39,7 @@ from .config import DerivedConfig, NavConfig, did_you_mean, grid_size
 from .context import BuildContext
 from .errors import VoxNavError
 from .heightfield import Heightfield
+from .regions import build_distance_fields
 
 #: The agent spec keys (``--agent NAME:radius=..,height=..``) -> NavConfig settings.
 AGENT_KEYS = {
@@ -215,6 +219,19 @@ def _copy_compact(
     return dataclasses.replace(chf, **changes)
 
 
+#: The fields of a `BakeResult` an agent's tail sets (sent back from a worker).
+_TAIL_FIELDS = (
+    "area_initial", "dist_raw", "compact", "contours", "polymesh", "detail",
+    "offmesh_links", "auto_link_count",
+)  # fmt: skip
+#: Spans of all agents' compact heightfields together up to which agents sharing one layout
+#: compute their distance fields at once (`regions.build_distance_fields`): on dungeon-sized
+#: fields the chamfer's row loop is most of that stage, and three fields take about half the
+#: time of three calls; on larger ones the elements dominate, and their temporaries would
+#: grow with the agents.
+DISTANCE_BATCH_SPANS = 1 << 19
+
+
 def _agent_tail(
     result: pipeline.BakeResult,
     derived: DerivedConfig,
@@ -226,18 +243,46 @@ def _agent_tail(
     """One agent's stages from erosion's threshold on (a top-level function, so a process
     pool can run it). ``chf`` is taken over. Returns the result fields set, the stage timings,
     warnings and memory estimates."""
-    ctx = BuildContext()
-    est: dict[str, int] = {}
-    hand_links = result.offmesh_links
-    pipeline._navmesh_stages(
-        result, derived, volumes, ctx, est, inputs, compact=chf, erosion_distance=erosion_dist
-    )
-    pipeline.warn_unplaced_links(result, hand_links, ctx)
-    names = (
-        "area_initial", "dist_raw", "compact", "contours", "polymesh", "detail",
-        "offmesh_links", "auto_link_count",
-    )  # fmt: skip
-    return {n: getattr(result, n) for n in names}, ctx.timings, ctx.warnings, est
+    return _agent_tails([(result, derived, volumes, inputs, chf, erosion_dist)])[0]
+
+
+def _agent_tails(jobs: list) -> list:
+    """`_agent_tail` of every job, in this process. Agents whose compact heightfields share
+    one layout (`_frozen_layout`), at most `DISTANCE_BATCH_SPANS` spans together, compute
+    their distance fields at once, each recording an equal share of that time as its
+    "distance" stage; the other stages run agent by agent."""
+    opened = []
+    for result, derived, volumes, inputs, chf, erosion_dist in jobs:
+        ctx = BuildContext()
+        est: dict[str, int] = {}
+        hand_links = result.offmesh_links
+        chf = pipeline.open_stages(result, derived, volumes, ctx, est, inputs, chf, erosion_dist)
+        opened.append((result, derived, inputs, chf, ctx, est, hand_links))
+    distances: list[Any] = [None] * len(opened)
+    same_layout: dict[int, list[int]] = {}
+    for i, (*_, chf, _ctx, _est, _links) in enumerate(opened):
+        same_layout.setdefault(id(chf.neighbor), []).append(i)
+    for members in same_layout.values():
+        first = opened[members[0]][3]
+        if len(members) < 2 or first.y.shape[0] * len(members) > DISTANCE_BATCH_SPANS:
+            continue
+        start = time.perf_counter()
+        fields = build_distance_fields(first, [opened[i][3].area for i in members])
+        share = (time.perf_counter() - start) / len(members)
+        for i, distance in zip(members, fields, strict=True):
+            distances[i] = distance
+            timings = opened[i][4].timings
+            timings["distance"] = timings.get("distance", 0.0) + share
+    outputs = []
+    for (result, derived, inputs, chf, ctx, est, hand_links), distance in zip(
+        opened, distances, strict=True
+    ):
+        pipeline.partition_stages(result, chf, derived, ctx, est, inputs, distance)
+        pipeline.warn_unplaced_links(result, hand_links, ctx)
+        outputs.append(
+            ({n: getattr(result, n) for n in _TAIL_FIELDS}, ctx.timings, ctx.warnings, est)
+        )
+    return outputs
 
 
 #: The per-agent jobs a forked worker reads from its copy of this process's memory (so the
@@ -507,7 +552,7 @@ def bake_agents(
     if executor is not None and len(jobs) > 1:
         outputs = _tails_on_executor(jobs, executor)
     elif workers == 1 or len(jobs) == 1:
-        outputs = [_agent_tail(*job) for job in _own_compacts(jobs)[0]]
+        outputs = _agent_tails(_own_compacts(jobs)[0])
     else:
         outputs = _tails_in_processes(jobs, workers)
     for (agent, result, _d, _c, _e), (fields_set, timings, warnings, stage_est) in zip(

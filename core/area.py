@@ -220,20 +220,33 @@ def _tree_paths(parent: np.ndarray, children: np.ndarray, n: int):
 
 
 def _run_pass(plan: _ChamferPlan, d: np.ndarray) -> None:
+    """One raster pass over ``d``: int64 (n + 1,), or (k, n + 1) for k fields on the same
+    heightfield at once (the same row steps, k times the elements: the rows are a Python
+    loop, so k fields cost much less than k passes)."""
     terms, off, seq, row_seq = plan.terms, plan.off, plan.seq, plan.row_seq
+    many = d.ndim == 2
     for r in plan.row_order:
         p, q = row_seq[r], row_seq[r + 1]
         if p == q:
             continue
         # Each path position's best start (own value or a previous-row term + its cost),
         # less its offset; the running minimum along the path is the same-row recurrence.
-        values = d.take(terms[:, p:q])
-        values += _TERM_COSTS
-        best = values.min(axis=0)
-        best -= off[p:q]
-        np.minimum.accumulate(best, out=best)
-        best += off[p:q]
-        d[seq[p:q]] = best
+        if many:
+            values = d.take(terms[:, p:q], axis=1)
+            values += _TERM_COSTS
+            best = values.min(axis=1)
+            best -= off[p:q]
+            np.minimum.accumulate(best, axis=1, out=best)
+            best += off[p:q]
+            d[:, seq[p:q]] = best
+        else:
+            values = d.take(terms[:, p:q])
+            values += _TERM_COSTS
+            best = values.min(axis=0)
+            best -= off[p:q]
+            np.minimum.accumulate(best, out=best)
+            best += off[p:q]
+            d[seq[p:q]] = best
 
 
 def chamfer_distance(
@@ -242,17 +255,22 @@ def chamfer_distance(
     """Recast's two-pass chamfer transform (2 straight, 3 diagonal) over the span graph.
 
     ``init``: (n,) integer start values (0 on boundaries, a large value elsewhere; at most
-    0xFFFF). Returns int64 (n,), bit-identical to Recast's in-place raster passes (see
-    :class:`_ChamferPlan` for why the vectorized form is exact). Rows are a Python loop (the
-    recurrence is sequential from row to row); everything inside a row is vectorized.
+    0xFFFF), or (k, n) for k transforms on the same heightfield at once (several agents'
+    distance fields: one pass over the rows for all of them). Returns int64 of ``init``'s
+    shape, bit-identical to Recast's in-place raster passes (see :class:`_ChamferPlan` for why
+    the vectorized form is exact). Rows are a Python loop (the recurrence is sequential from
+    row to row); everything inside a row is vectorized.
     """
     n = _check_chf(chf)
-    d = np.empty(n + 1, dtype=np.int64)
-    d[:n] = np.asarray(init, dtype=np.int64)
-    d[n] = _INF
+    init = np.asarray(init, dtype=np.int64)
+    if init.shape[-1] != n or init.ndim not in (1, 2):
+        raise VoxNavError(f"init must hold (n,) or (k, n) values for n = {n} spans")
+    d = np.empty((*init.shape[:-1], n + 1), dtype=np.int64)
+    d[..., :n] = init
+    d[..., n] = _INF
     for plan in _chamfer_plans(chf, nbx):
         _run_pass(plan, d)
-    return d[:n]
+    return d[..., :n]
 
 
 #: Pass plans of recent compact heightfields, keyed by the identity of their link array:

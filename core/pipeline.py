@@ -499,6 +499,23 @@ def _navmesh_stages(
     from `compact_stage`; taken over and modified) stage 4 is skipped; with
     ``erosion_distance`` (`area.erosion_distance` of that compact heightfield) erosion only
     thresholds it."""
+    chf = open_stages(result, derived, volumes, ctx, estimates, inputs, compact, erosion_distance)
+    partition_stages(result, chf, derived, ctx, estimates, inputs)
+
+
+def open_stages(
+    result: BakeResult,
+    derived: DerivedConfig,
+    volumes: tuple[AreaVolume, ...],
+    ctx: BuildContext,
+    estimates: dict[str, int],
+    inputs: int,
+    compact: CompactHeightfield | None = None,
+    erosion_distance: np.ndarray | None = None,
+) -> CompactHeightfield:
+    """`_navmesh_stages` up to the distance field: the compact heightfield (unless given),
+    ``result.area_initial``, the memory checks of the stages up to contours, erosion and the
+    volumes' marks. Returns the compact heightfield with its areas opened for partitioning."""
     config = result.config
     solid = result.heightfield.span_count
     guard = functools.partial(memory.check, config=config, record=estimates)
@@ -516,8 +533,28 @@ def _navmesh_stages(
             chf.area = erode_by_distance(chf.area, erosion_distance, derived.walkable_radius)
     for volume in volumes:
         chf.area = volume.apply(chf)
-    with ctx.stage("distance"):
-        dist_raw, dist, max_distance = build_distance_field(chf, ctx=ctx)
+    return chf
+
+
+def partition_stages(
+    result: BakeResult,
+    chf: CompactHeightfield,
+    derived: DerivedConfig,
+    ctx: BuildContext,
+    estimates: dict[str, int],
+    inputs: int,
+    distance: tuple[np.ndarray, np.ndarray, int] | None = None,
+) -> None:
+    """`_navmesh_stages` from the distance field on, on ``chf`` from `open_stages`. With
+    ``distance`` (`build_distance_field`'s result for ``chf``, made by the caller, who records
+    its time) that stage is not run again."""
+    config = result.config
+    solid = result.heightfield.span_count
+    guard = functools.partial(memory.check, config=config, record=estimates)
+    if distance is None:
+        with ctx.stage("distance"):
+            distance = build_distance_field(chf, ctx=ctx)
+    dist_raw, dist, max_distance = distance
     result.dist_raw = dist_raw
     chf.dist, chf.max_distance = dist, max_distance
     with ctx.stage("regions"):

@@ -175,19 +175,30 @@ def test_stages_are_shared_by_their_inputs(dungeon):
             runs[name] = runs.get(name, 0) + 1
             return super().stage(name)
 
+    real_fields = agents_module.build_distance_fields
+    batched: list[int] = []
+
+    def counting_fields(chf, areas):
+        batched.append(len(areas))
+        return real_fields(chf, areas)
+
     agents_module.BuildContext = Counting  # type: ignore[misc]
+    agents_module.build_distance_fields = counting_fields  # type: ignore[assignment]
     try:
         bake_agents(verts, tris, NavConfig(), MIXED)
     finally:
         agents_module.BuildContext = real  # type: ignore[misc]
+        agents_module.build_distance_fields = real_fields  # type: ignore[assignment]
     # slopes: 45, 30; (slope, climb): +climber; (.., height): +tall. Erosion: its distance
-    # once per compact heightfield, its threshold per agent; the later stages per agent.
+    # once per compact heightfield, its threshold per agent; the later stages per agent, the
+    # distance fields of the two agents on one compact heightfield (medium, twin) together.
     assert runs["mark"] == 2
     assert runs["rasterize"] == 3
     assert runs["filter_low_height"] == 4
     assert runs["compact"] == 4
     assert runs["erode"] == 4 + len(MIXED)
-    assert runs["distance"] == runs["detail"] == len(MIXED)
+    assert batched == [2]
+    assert runs["distance"] + sum(batched) == runs["detail"] == len(MIXED)
 
 
 def test_volumes_and_overall_context(dungeon):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 
 import numpy as np
@@ -12,6 +13,7 @@ from core.context import BuildContext
 from core.errors import VoxNavError
 from core.regions import (
     build_distance_field,
+    build_distance_fields,
     build_regions,
     build_regions_layers,
     build_regions_monotone,
@@ -419,6 +421,12 @@ def test_distance_field_matches_slow_oracle(seed):
     assert max_distance == want_max
 
 
+def test_distance_fields_reject_an_area_array_of_the_wrong_length():
+    chf = random_compact(0)
+    with pytest.raises(VoxNavError, match="not one per span"):
+        build_distance_fields(chf, [chf.area, chf.area[:-1]])
+
+
 def _random_open_compact(seed, size=24, areas=(63,)):
     """A random floor plan (blobs of floor on a few heights) big enough for real regions."""
     rng = np.random.default_rng(seed)
@@ -435,6 +443,27 @@ def _random_open_compact(seed, size=24, areas=(63,)):
             cols[(x, y)] = spans
     hf = make_heightfield(size, size, cols)
     return build_compact_heightfield(hf, 10, 4)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_distance_fields_at_once_equal_one_by_one(seed):
+    """Several area arrays on one heightfield (several agents' erosions) through the chamfer's
+    rows and the blur together: each field as `build_distance_field` gives it alone."""
+    chf = _random_open_compact(seed, size=32)
+    rng = np.random.default_rng(seed)
+    areas = [chf.area] + [
+        np.where(rng.random(chf.area.shape[0]) < p, 0, chf.area).astype(np.uint8)
+        for p in (0.05, 0.3)
+    ]
+    got = build_distance_fields(chf, areas)
+    assert len(got) == len(areas)
+    assert max(field[2] for field in got) > 8  # deep enough for the row scans and the blur
+    for area, (raw, dist, max_distance) in zip(areas, got, strict=True):
+        alone = build_distance_field(dataclasses.replace(chf, area=area))
+        np.testing.assert_array_equal(raw, alone[0])
+        np.testing.assert_array_equal(dist, alone[1])
+        assert raw.dtype == dist.dtype == np.uint16
+        assert max_distance == alone[2]
 
 
 @pytest.mark.parametrize("seed", range(6))
