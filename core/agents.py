@@ -13,7 +13,8 @@ put into the config, but runs each pipeline stage once per distinct input:
                    2 * walkable_radius per agent (`area.erosion_distance`)
     distance on    per agent (distance field, regions, contours, polygons, detail); in one
                    process, agents sharing a compact heightfield compute their distance
-                   fields together (one pass of the chamfer's row loop for all of them)
+                   fields together (one pass of the chamfer's row loop for all of them), and
+                   all agents' contours are ear-clipped together (one round for all)
 
 Keys are the voxel-unit integers Recast derives (`NavConfig.derived`), so two agents whose
 climbs differ by less than a cell height share rasterization, as their separate bakes would
@@ -39,6 +40,7 @@ from .config import DerivedConfig, NavConfig, did_you_mean, grid_size
 from .context import BuildContext
 from .errors import VoxNavError
 from .heightfield import Heightfield
+from .polymesh import build_poly_meshes
 from .regions import build_distance_fields
 
 #: The agent spec keys (``--agent NAME:radius=..,height=..``) -> NavConfig settings.
@@ -230,6 +232,10 @@ _TAIL_FIELDS = (
 #: time of three calls; on larger ones the elements dominate, and their temporaries would
 #: grow with the agents.
 DISTANCE_BATCH_SPANS = 1 << 19
+#: Contour vertices of all agents together up to which their polygon meshes are ear-clipped at
+#: once (`polymesh.build_poly_meshes`: the clipping rounds are that stage's time on small
+#: levels; the first round's temporaries grow with the vertices).
+POLYMESH_BATCH_VERTICES = 1 << 16
 
 
 def _agent_tail(
@@ -250,7 +256,8 @@ def _agent_tails(jobs: list) -> list:
     """`_agent_tail` of every job, in this process. Agents whose compact heightfields share
     one layout (`_frozen_layout`), at most `DISTANCE_BATCH_SPANS` spans together, compute
     their distance fields at once, each recording an equal share of that time as its
-    "distance" stage; the other stages run agent by agent."""
+    "distance" stage; the polygon meshes are built together (`_poly_meshes_together`); the
+    other stages run agent by agent."""
     opened = []
     for result, derived, volumes, inputs, chf, erosion_dist in jobs:
         ctx = BuildContext()
@@ -273,16 +280,47 @@ def _agent_tails(jobs: list) -> list:
             distances[i] = distance
             timings = opened[i][4].timings
             timings["distance"] = timings.get("distance", 0.0) + share
-    outputs = []
-    for (result, derived, inputs, chf, ctx, est, hand_links), distance in zip(
+    for (result, derived, inputs, chf, ctx, est, _links), distance in zip(
         opened, distances, strict=True
     ):
-        pipeline.partition_stages(result, chf, derived, ctx, est, inputs, distance)
+        pipeline.contour_stages(result, chf, derived, ctx, est, inputs, distance)
+    _poly_meshes_together(opened)
+    outputs = []
+    for result, derived, inputs, chf, ctx, est, hand_links in opened:
+        pipeline.detail_stages(result, chf, derived, ctx, est, inputs)
         pipeline.warn_unplaced_links(result, hand_links, ctx)
         outputs.append(
             ({n: getattr(result, n) for n in _TAIL_FIELDS}, ctx.timings, ctx.warnings, est)
         )
     return outputs
+
+
+def _poly_meshes_together(opened: list) -> None:
+    """Every opened agent's polygon mesh from its contours (``result.polymesh``), the agents
+    with the same most vertices per polygon, at most `POLYMESH_BATCH_VERTICES` contour
+    vertices together, ear-clipped at once (`polymesh.build_poly_meshes`), each recording an
+    equal share of that time as its "polymesh" stage."""
+    by_nvp: dict[int, list[int]] = {}
+    for i, (_result, derived, *_rest) in enumerate(opened):
+        by_nvp.setdefault(int(derived.max_verts_per_poly), []).append(i)
+    for nvp, members in by_nvp.items():
+        batches: list[list[int]] = [[]]
+        vertices = 0
+        for i in members:
+            count = int(opened[i][0].contours.nverts.sum())
+            if batches[-1] and vertices + count > POLYMESH_BATCH_VERTICES:
+                batches.append([])
+                vertices = 0
+            batches[-1].append(i)
+            vertices += count
+        for batch in batches:
+            start = time.perf_counter()
+            meshes = build_poly_meshes([opened[i][0].contours for i in batch], nvp)
+            share = (time.perf_counter() - start) / len(batch)
+            for i, mesh in zip(batch, meshes, strict=True):
+                opened[i][0].polymesh = mesh
+                timings = opened[i][4].timings
+                timings["polymesh"] = timings.get("polymesh", 0.0) + share
 
 
 #: The per-agent jobs a forked worker reads from its copy of this process's memory (so the

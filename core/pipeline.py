@@ -545,12 +545,28 @@ def partition_stages(
     inputs: int,
     distance: tuple[np.ndarray, np.ndarray, int] | None = None,
 ) -> None:
-    """`_navmesh_stages` from the distance field on, on ``chf`` from `open_stages`. With
-    ``distance`` (`build_distance_field`'s result for ``chf``, made by the caller, who records
-    its time) that stage is not run again."""
+    """`_navmesh_stages` from the distance field on, on ``chf`` from `open_stages`:
+    `contour_stages`, the polygon mesh, `detail_stages`."""
+    contour_stages(result, chf, derived, ctx, estimates, inputs, distance)
+    assert result.contours is not None  # contour_stages sets them
+    with ctx.stage("polymesh"):
+        result.polymesh = build_poly_mesh(result.contours, derived.max_verts_per_poly, ctx=ctx)
+    detail_stages(result, chf, derived, ctx, estimates, inputs)
+
+
+def contour_stages(
+    result: BakeResult,
+    chf: CompactHeightfield,
+    derived: DerivedConfig,
+    ctx: BuildContext,
+    estimates: dict[str, int],
+    inputs: int,
+    distance: tuple[np.ndarray, np.ndarray, int] | None = None,
+) -> None:
+    """The distance field, regions and contours on ``chf`` from `open_stages`, then the
+    polygon mesh's memory check. With ``distance`` (`build_distance_field`'s result for
+    ``chf``, made by the caller, who records its time) that stage is not run again."""
     config = result.config
-    solid = result.heightfield.span_count
-    guard = functools.partial(memory.check, config=config, record=estimates)
     if distance is None:
         with ctx.stage("distance"):
             distance = build_distance_field(chf, ctx=ctx)
@@ -568,10 +584,25 @@ def partition_stages(
         result.contours = build_contours(
             chf, float(derived.max_simplification_error), derived.max_edge_len, ctx=ctx
         )
-    guard(memory.estimate_polymesh(result.contours, chf, solid, inputs))
-    with ctx.stage("polymesh"):
-        result.polymesh = build_poly_mesh(result.contours, derived.max_verts_per_poly, ctx=ctx)
-    guard(memory.estimate_detail(result.polymesh, chf, solid, inputs))
+    estimate = memory.estimate_polymesh(result.contours, chf, result.heightfield.span_count, inputs)
+    memory.check(estimate, config=config, record=estimates)
+
+
+def detail_stages(
+    result: BakeResult,
+    chf: CompactHeightfield,
+    derived: DerivedConfig,
+    ctx: BuildContext,
+    estimates: dict[str, int],
+    inputs: int,
+) -> None:
+    """The detail mesh's memory check, the detail mesh and (with ``auto_links``) the jump and
+    drop links, on ``result.polymesh``."""
+    config = result.config
+    solid = result.heightfield.span_count
+    memory.check(
+        memory.estimate_detail(result.polymesh, chf, solid, inputs), config=config, record=estimates
+    )
     with ctx.stage("detail"):
         result.detail = build_poly_mesh_detail(
             result.polymesh,

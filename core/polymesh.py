@@ -1037,9 +1037,59 @@ def build_poly_mesh(
     PolyMesh (see the module docstring for the layout). Contours that fail to triangulate
     keep the triangles found before the failure, as Recast.
     """
+    return build_poly_meshes([cset], nvp, progress=progress)[0]
+
+
+def build_poly_meshes(
+    csets: list[ContourSet], nvp: int, *, progress: ProgressFn | None = None
+) -> list[PolyMesh]:
+    """`build_poly_mesh` of each of ``csets`` (several agents' contours, say), their contours
+    ear-clipped together: a round of `_triangulate_all` clips an ear of every contour of every
+    set, and the rounds are what make the stage's time on small levels, so k sets cost about
+    what the one with the longest contour costs alone. Returns one PolyMesh per set, each as
+    `build_poly_mesh` gives it.
+    """
     if isinstance(nvp, bool) or int(nvp) != nvp or nvp < 3:
         raise VoxNavError(f"nvp (verts per polygon) must be a whole number >= 3, got {nvp!r}")
     nvp = int(nvp)
+    prepared = [_prepare_contours(cset) for cset in csets]
+    tri_of: list[dict[int, list[tuple[int, int, int]]]] = [{} for _ in csets]
+    if BATCH_TRIANGULATE and prepared:
+        # Every contour with >= 3 vertices of every set at once (each depends on its own only).
+        x = np.concatenate([prep.cverts[prep.rows, 0] for prep in prepared])
+        z = np.concatenate([prep.cverts[prep.rows, 2] for prep in prepared])
+        sizes = np.concatenate([np.diff(prep.cstart) for prep in prepared])
+        all_tris, _oks = _triangulate_all(x, z, np.concatenate([[0], np.cumsum(sizes)]))
+        first = 0
+        for prep, tris in zip(prepared, tri_of, strict=True):
+            count = prep.tri_contours.shape[0]
+            tris.update(
+                zip(prep.tri_contours.tolist(), all_tris[first : first + count], strict=True)
+            )
+            first += count
+    return [
+        _poly_mesh_of(cset, prep, tris, nvp, progress)
+        for cset, prep, tris in zip(csets, prepared, tri_of, strict=True)
+    ]
+
+
+@dataclass
+class _PreparedContours:
+    """A checked contour set's vertices (int64 (N, 4)) and offsets, the contours with >= 3
+    vertices (``tri_contours``), their vertex rows in order, their offsets among those rows
+    (``cstart``) and the triangle bound ``max_tris``."""
+
+    cverts: np.ndarray
+    starts: np.ndarray
+    tri_contours: np.ndarray
+    rows: np.ndarray
+    cstart: np.ndarray
+    max_tris: int
+
+
+def _prepare_contours(cset: ContourSet) -> _PreparedContours:
+    """`_PreparedContours` of ``cset``; `VoxNavError` for a malformed set or one with too many
+    vertices for a polygon mesh."""
     cv_shape = np.shape(cset.verts)
     if len(cv_shape) != 2 or cv_shape[1] != 4:
         raise VoxNavError(f"cset.verts must be (N, 4) contour vertices, got shape {cv_shape}")
@@ -1051,14 +1101,40 @@ def build_poly_mesh(
     nverts_c = cset.nverts
     big = nverts_c >= 3
     max_vertices = int(nverts_c[big].sum())
-    max_tris = int((nverts_c[big] - 2).sum())
     if max_vertices >= 0xFFFE:
         raise VoxNavError(
             f"the contours have {max_vertices} vertices, more than a polygon mesh can index "
             "(65534); split the level into tiles or raise cell_size"
         )
-    cverts = np.asarray(cset.verts).astype(np.int64)
     starts = np.asarray(cset.verts_start)
+    tri_contours = np.flatnonzero(big)
+    n_big = nverts_c[tri_contours].astype(np.int64)
+    rows = np.repeat(starts[tri_contours] - np.concatenate([[0], np.cumsum(n_big)[:-1]]), n_big)
+    rows += np.arange(rows.shape[0])  # every vertex of the contours with >= 3, in order
+    return _PreparedContours(
+        cverts=np.asarray(cset.verts).astype(np.int64),
+        starts=starts,
+        tri_contours=tri_contours,
+        rows=rows,
+        cstart=np.concatenate([[0], np.cumsum(n_big)]),
+        max_tris=int((nverts_c[big] - 2).sum()),
+    )
+
+
+def _poly_mesh_of(
+    cset: ContourSet,
+    prep: _PreparedContours,
+    tri_of: dict[int, list[tuple[int, int, int]]],
+    nvp: int,
+    progress: ProgressFn | None,
+) -> PolyMesh:
+    """`build_poly_mesh` of ``cset`` past its checks, with its contours' triangles ``tri_of``
+    (contour -> `_triangulate`'s triangles; with `BATCH_TRIANGULATE` off, found here)."""
+    cverts, starts, tri_contours, rows, cstart = (
+        prep.cverts, prep.starts, prep.tri_contours, prep.rows, prep.cstart
+    )  # fmt: skip
+    max_tris = prep.max_tris
+    nverts_c = cset.nverts
     reg_l = np.asarray(cset.reg).tolist()
     area_l = np.asarray(cset.area).tolist()
 
@@ -1074,16 +1150,6 @@ def build_poly_mesh(
     areas: list[int] = []
     nconts = cset.nconts
     pending: list[tuple[list[tuple[int, ...]], int, int]] = []
-    # Ear clipping of every contour with >= 3 vertices at once (each depends on its own only).
-    tri_of: dict[int, list[tuple[int, int, int]]] = {}
-    tri_contours = np.flatnonzero(big)
-    n_big = nverts_c[tri_contours].astype(np.int64)
-    rows = np.repeat(starts[tri_contours] - np.concatenate([[0], np.cumsum(n_big)[:-1]]), n_big)
-    rows += np.arange(rows.shape[0])  # every vertex of the contours with >= 3, in order
-    cstart = np.concatenate([[0], np.cumsum(n_big)])
-    if BATCH_TRIANGULATE:
-        all_tris, _oks = _triangulate_all(cverts[rows, 0], cverts[rows, 2], cstart)
-        tri_of = dict(zip(tri_contours.tolist(), all_tris, strict=True))
     index_of: dict[int, list[int]] = {}
     if BATCH_WELD:
         ids, welded, border = _weld_all(cverts[rows])
@@ -1171,4 +1237,11 @@ def build_poly_mesh(
     )
 
 
-__all__ = ["MESH_NULL_IDX", "RC_MULTIPLE_REGS", "PolyMesh", "build_adjacency", "build_poly_mesh"]
+__all__ = [
+    "MESH_NULL_IDX",
+    "RC_MULTIPLE_REGS",
+    "PolyMesh",
+    "build_adjacency",
+    "build_poly_mesh",
+    "build_poly_meshes",
+]

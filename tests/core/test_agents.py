@@ -116,6 +116,31 @@ def test_each_agent_equals_a_separate_bake(dungeon, agents, workers, fork, monke
     assert len(ids) == len(agents)
 
 
+@pytest.mark.parametrize(("spans", "vertices"), [(0, 1), (1 << 19, 520)], ids=["apart", "split"])
+def test_batch_bounds_keep_every_agent_equal_to_its_bake(dungeon, spans, vertices, monkeypatch):
+    """With the batch bounds low, distance fields and polygon meshes are made agent by agent
+    (or the meshes in two batches): the same navmeshes."""
+    import core.agents as agents_module
+
+    monkeypatch.setattr(agents_module, "DISTANCE_BATCH_SPANS", spans)
+    monkeypatch.setattr(agents_module, "POLYMESH_BATCH_VERTICES", vertices)
+    sizes: list[int] = []
+    real = agents_module.build_poly_meshes
+
+    def counting(csets, nvp):
+        sizes.append(len(csets))
+        return real(csets, nvp)
+
+    monkeypatch.setattr(agents_module, "build_poly_meshes", counting)
+    verts, tris = dungeon
+    results = bake_agents(verts, tris, NavConfig(), RADII)
+    for agent in RADII:
+        want = separate(verts, tris, NavConfig(), agent)
+        assert_same_bake(results[agent.name], want, agent.name)
+    # dungeon's agents have 288, 247 and 253 contour vertices: 288 + 247 > 520 >= 247 + 253
+    assert sizes == ([1, 1, 1] if vertices == 1 else [1, 2])
+
+
 @pytest.mark.parametrize("kind", ["processes", "threads"])
 def test_agents_on_a_kept_executor_equal_separate_bakes(dungeon, kind):
     # A pool kept between bakes: the per-agent stages of all agents but the first run on it
@@ -176,22 +201,31 @@ def test_stages_are_shared_by_their_inputs(dungeon):
             return super().stage(name)
 
     real_fields = agents_module.build_distance_fields
+    real_meshes = agents_module.build_poly_meshes
     batched: list[int] = []
+    meshes_together: list[int] = []
 
     def counting_fields(chf, areas):
         batched.append(len(areas))
         return real_fields(chf, areas)
 
+    def counting_meshes(csets, nvp):
+        meshes_together.append(len(csets))
+        return real_meshes(csets, nvp)
+
     agents_module.BuildContext = Counting  # type: ignore[misc]
     agents_module.build_distance_fields = counting_fields  # type: ignore[assignment]
+    agents_module.build_poly_meshes = counting_meshes  # type: ignore[assignment]
     try:
         bake_agents(verts, tris, NavConfig(), MIXED)
     finally:
         agents_module.BuildContext = real  # type: ignore[misc]
         agents_module.build_distance_fields = real_fields  # type: ignore[assignment]
+        agents_module.build_poly_meshes = real_meshes  # type: ignore[assignment]
     # slopes: 45, 30; (slope, climb): +climber; (.., height): +tall. Erosion: its distance
     # once per compact heightfield, its threshold per agent; the later stages per agent, the
-    # distance fields of the two agents on one compact heightfield (medium, twin) together.
+    # distance fields of the two agents on one compact heightfield (medium, twin) together,
+    # every agent's polygon mesh in one go.
     assert runs["mark"] == 2
     assert runs["rasterize"] == 3
     assert runs["filter_low_height"] == 4
@@ -199,6 +233,7 @@ def test_stages_are_shared_by_their_inputs(dungeon):
     assert runs["erode"] == 4 + len(MIXED)
     assert batched == [2]
     assert runs["distance"] + sum(batched) == runs["detail"] == len(MIXED)
+    assert meshes_together == [len(MIXED)] and "polymesh" not in runs  # all ear-clipped at once
 
 
 def test_volumes_and_overall_context(dungeon):

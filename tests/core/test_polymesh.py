@@ -10,7 +10,7 @@ import pytest
 from core import polymesh as P
 from core.contours import build_contours
 from core.errors import VoxNavError
-from core.polymesh import MESH_NULL_IDX, PolyMesh, build_poly_mesh
+from core.polymesh import MESH_NULL_IDX, PolyMesh, build_poly_mesh, build_poly_meshes
 
 from .refdata import MESHES, load_reference
 from .test_contours import (
@@ -102,6 +102,23 @@ def test_parity_from_reference_contours(name):
     ref = load_reference(name)
     pm = build_poly_mesh(cset_from_ref(ref), int(ref["cfg_maxVertsPerPoly"]))
     assert_mesh_equals_ref(pm, ref)
+
+
+def test_meshes_built_together_equal_each_alone():
+    """Several contour sets ear-clipped in one go (several agents' contours): each polygon
+    mesh is the one its set gives alone, Recast's for the reference sets."""
+    sets = [ref_contours(name) for name in MESHES]
+    reg, heights = random_grid(np.random.default_rng(3))
+    sets.append((None, build_contours(make_chf(reg, heights=heights, climb=1), 1.3, 8)))
+    meshes = build_poly_meshes([cset for _ref, cset in sets], 6)
+    assert len(meshes) == len(sets)
+    for (ref, cset), together in zip(sets, meshes, strict=True):
+        alone = build_poly_mesh(cset, 6)
+        for key in ARRAYS:
+            np.testing.assert_array_equal(getattr(together, key), getattr(alone, key), key)
+        if ref is not None:
+            assert_mesh_equals_ref(together, ref)
+    assert build_poly_meshes([], 6) == []
 
 
 @pytest.mark.parametrize("name", MESHES)
