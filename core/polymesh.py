@@ -1067,9 +1067,14 @@ def build_poly_meshes(
                 zip(prep.tri_contours.tolist(), all_tris[first : first + count], strict=True)
             )
             first += count
-    return [
-        _poly_mesh_of(cset, prep, tris, nvp, progress)
+    states = [
+        _contour_polygons(cset, prep, tris, nvp, progress)
         for cset, prep, tris in zip(csets, prepared, tri_of, strict=True)
+    ]
+    _merge_pending(states, nvp)
+    return [
+        _finish_poly_mesh(cset, state, nvp, progress)
+        for cset, state in zip(csets, states, strict=True)
     ]
 
 
@@ -1121,15 +1126,34 @@ def _prepare_contours(cset: ContourSet) -> _PreparedContours:
     )
 
 
-def _poly_mesh_of(
+@dataclass
+class _MeshState:
+    """A polygon mesh in the making: the welded vertices (``verts`` with their x, z and border
+    flags), the polygons with their regions and areas, and the contours' polygon groups still
+    to merge (``pending``: polygons, region, area)."""
+
+    verts: list[list[int]]
+    vx: list[int]
+    vz: list[int]
+    vflags: list[int]
+    polys: list[tuple[int, ...]]
+    regs: list[int]
+    areas: list[int]
+    pending: list[tuple[list[tuple[int, ...]], int, int]]
+    max_tris: int
+
+
+def _contour_polygons(
     cset: ContourSet,
     prep: _PreparedContours,
     tri_of: dict[int, list[tuple[int, int, int]]],
     nvp: int,
     progress: ProgressFn | None,
-) -> PolyMesh:
-    """`build_poly_mesh` of ``cset`` past its checks, with its contours' triangles ``tri_of``
-    (contour -> `_triangulate`'s triangles; with `BATCH_TRIANGULATE` off, found here)."""
+) -> _MeshState:
+    """`build_poly_mesh` of ``cset`` past its checks up to the merging: its vertices welded and
+    its contours' triangles ``tri_of`` (contour -> `_triangulate`'s triangles; with
+    `BATCH_TRIANGULATE` off, found here) as polygons, left in ``pending`` to merge (with
+    `BATCH_MERGE` off, merged here)."""
     cverts, starts, tri_contours, rows, cstart = (
         prep.cverts, prep.starts, prep.tri_contours, prep.rows, prep.cstart
     )  # fmt: skip
@@ -1190,13 +1214,49 @@ def _poly_mesh_of(
         areas.extend([area_l[c]] * len(cpolys))
         if progress and (c & 15) == 15:
             progress(0.9 * c / max(nconts, 1), "polymesh: triangulating contours")
-    if pending:
-        # Welding only appends vertices, so every contour merges on the final coordinates.
-        _merge_all([group for group, _, _ in pending], vx, vz, nvp)
-        for group, reg_c, area_c in pending:
-            polys.extend(group)
-            regs.extend([reg_c] * len(group))
-            areas.extend([area_c] * len(group))
+    return _MeshState(verts, vx, vz, vflags, polys, regs, areas, pending, max_tris)
+
+
+def _merge_pending(states: list[_MeshState], nvp: int) -> None:
+    """`_merge_all` of every state's pending groups at once (each group merges on its own
+    polygons and vertices, so several meshes' groups go through its rounds together, their
+    vertex ids shifted past the meshes before), then the merged groups appended to the
+    states' polygons. Welding only appends vertices, so every contour merges on the final
+    coordinates."""
+    groups: list[list[tuple[int, ...]]] = []
+    vx: list[int] = []
+    vz: list[int] = []
+    shifted: list[tuple[list[tuple[int, ...]], int]] = []
+    for state in states:
+        offset = len(vx)
+        for group, _reg, _area in state.pending:
+            if offset:
+                group[:] = [tuple(v + offset for v in poly) for poly in group]
+                shifted.append((group, offset))
+            groups.append(group)
+        vx.extend(state.vx)
+        vz.extend(state.vz)
+    if groups:
+        _merge_all(groups, vx, vz, nvp)
+    for group, offset in shifted:
+        group[:] = [tuple(v - offset for v in poly) for poly in group]
+    for state in states:
+        for group, reg_c, area_c in state.pending:
+            state.polys.extend(group)
+            state.regs.extend([reg_c] * len(group))
+            state.areas.extend([area_c] * len(group))
+        state.pending = []
+
+
+def _finish_poly_mesh(
+    cset: ContourSet, state: _MeshState, nvp: int, progress: ProgressFn | None
+) -> PolyMesh:
+    """The polygon mesh of ``cset`` from its merged ``state``: tile-border vertices removed,
+    polygons and adjacency laid out."""
+    verts, vflags, polys, regs, areas = (
+        state.verts, state.vflags, state.polys, state.regs, state.areas
+    )  # fmt: skip
+    max_tris = state.max_tris
 
     # Remove tile-border vertices.
     i = 0
