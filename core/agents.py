@@ -38,6 +38,7 @@ from . import area, limits, memory, pipeline, rasterize, threads
 from .compact import CompactHeightfield
 from .config import DerivedConfig, NavConfig, did_you_mean, grid_size
 from .context import BuildContext
+from .contours import ContourSet
 from .errors import VoxNavError
 from .heightfield import Heightfield
 from .polymesh import build_poly_meshes
@@ -252,75 +253,102 @@ def _agent_tail(
     return _agent_tails([(result, derived, volumes, inputs, chf, erosion_dist)])[0]
 
 
+@dataclass
+class _OpenAgent:
+    """One agent's tail between its stages: the result being filled, its settings, the
+    compact heightfield with its areas opened (`pipeline.open_stages`), its context and
+    memory estimates, and the hand-made links it started with."""
+
+    result: pipeline.BakeResult
+    derived: DerivedConfig
+    inputs: int
+    chf: CompactHeightfield
+    ctx: BuildContext
+    estimates: dict[str, int]
+    hand_links: Any
+
+    @property
+    def contours(self) -> ContourSet:
+        """The contours `pipeline.contour_stages` made."""
+        contours = self.result.contours
+        assert contours is not None
+        return contours
+
+    def record(self, stage: str, seconds: float) -> None:
+        """Add ``seconds`` to this agent's time for ``stage`` (its share of a batch)."""
+        self.ctx.timings[stage] = self.ctx.timings.get(stage, 0.0) + seconds
+
+
 def _agent_tails(jobs: list) -> list:
     """`_agent_tail` of every job, in this process. Agents whose compact heightfields share
     one layout (`_frozen_layout`), at most `DISTANCE_BATCH_SPANS` spans together, compute
     their distance fields at once, each recording an equal share of that time as its
     "distance" stage; the polygon meshes are built together (`_poly_meshes_together`); the
     other stages run agent by agent."""
-    opened = []
+    agents = []
     for result, derived, volumes, inputs, chf, erosion_dist in jobs:
         ctx = BuildContext()
         est: dict[str, int] = {}
         hand_links = result.offmesh_links
         chf = pipeline.open_stages(result, derived, volumes, ctx, est, inputs, chf, erosion_dist)
-        opened.append((result, derived, inputs, chf, ctx, est, hand_links))
-    distances: list[Any] = [None] * len(opened)
+        agents.append(_OpenAgent(result, derived, inputs, chf, ctx, est, hand_links))
+    distances: list[Any] = [None] * len(agents)
     same_layout: dict[int, list[int]] = {}
-    for i, (*_, chf, _ctx, _est, _links) in enumerate(opened):
-        same_layout.setdefault(id(chf.neighbor), []).append(i)
+    for i, agent in enumerate(agents):
+        same_layout.setdefault(id(agent.chf.neighbor), []).append(i)
     for members in same_layout.values():
-        first = opened[members[0]][3]
+        first = agents[members[0]].chf
         if len(members) < 2 or first.y.shape[0] * len(members) > DISTANCE_BATCH_SPANS:
             continue
         start = time.perf_counter()
-        fields = build_distance_fields(first, [opened[i][3].area for i in members])
+        fields = build_distance_fields(first, [agents[i].chf.area for i in members])
         share = (time.perf_counter() - start) / len(members)
         for i, distance in zip(members, fields, strict=True):
             distances[i] = distance
-            timings = opened[i][4].timings
-            timings["distance"] = timings.get("distance", 0.0) + share
-    for (result, derived, inputs, chf, ctx, est, _links), distance in zip(
-        opened, distances, strict=True
-    ):
-        pipeline.contour_stages(result, chf, derived, ctx, est, inputs, distance)
-    _poly_meshes_together(opened)
+            agents[i].record("distance", share)
+    for agent, distance in zip(agents, distances, strict=True):
+        pipeline.contour_stages(
+            agent.result, agent.chf, agent.derived, agent.ctx, agent.estimates, agent.inputs,
+            distance,
+        )  # fmt: skip
+    _poly_meshes_together(agents)
     outputs = []
-    for result, derived, inputs, chf, ctx, est, hand_links in opened:
-        pipeline.detail_stages(result, chf, derived, ctx, est, inputs)
-        pipeline.warn_unplaced_links(result, hand_links, ctx)
-        outputs.append(
-            ({n: getattr(result, n) for n in _TAIL_FIELDS}, ctx.timings, ctx.warnings, est)
+    for agent in agents:
+        result = agent.result
+        pipeline.detail_stages(
+            result, agent.chf, agent.derived, agent.ctx, agent.estimates, agent.inputs
         )
+        pipeline.warn_unplaced_links(result, agent.hand_links, agent.ctx)
+        fields_set = {n: getattr(result, n) for n in _TAIL_FIELDS}
+        outputs.append((fields_set, agent.ctx.timings, agent.ctx.warnings, agent.estimates))
     return outputs
 
 
-def _poly_meshes_together(opened: list) -> None:
-    """Every opened agent's polygon mesh from its contours (``result.polymesh``), the agents
-    with the same most vertices per polygon, at most `POLYMESH_BATCH_VERTICES` contour
-    vertices together, ear-clipped at once (`polymesh.build_poly_meshes`), each recording an
-    equal share of that time as its "polymesh" stage."""
-    by_nvp: dict[int, list[int]] = {}
-    for i, (_result, derived, *_rest) in enumerate(opened):
-        by_nvp.setdefault(int(derived.max_verts_per_poly), []).append(i)
+def _poly_meshes_together(agents: list[_OpenAgent]) -> None:
+    """Every agent's polygon mesh from its contours (``result.polymesh``), the agents with the
+    same most vertices per polygon, at most `POLYMESH_BATCH_VERTICES` contour vertices
+    together, ear-clipped at once (`polymesh.build_poly_meshes`), each recording an equal
+    share of that time as its "polymesh" stage."""
+    by_nvp: dict[int, list[_OpenAgent]] = {}
+    for agent in agents:
+        by_nvp.setdefault(int(agent.derived.max_verts_per_poly), []).append(agent)
     for nvp, members in by_nvp.items():
-        batches: list[list[int]] = [[]]
+        batches: list[list[_OpenAgent]] = [[]]
         vertices = 0
-        for i in members:
-            count = int(opened[i][0].contours.nverts.sum())
+        for agent in members:
+            count = int(agent.contours.nverts.sum())
             if batches[-1] and vertices + count > POLYMESH_BATCH_VERTICES:
                 batches.append([])
                 vertices = 0
-            batches[-1].append(i)
+            batches[-1].append(agent)
             vertices += count
         for batch in batches:
             start = time.perf_counter()
-            meshes = build_poly_meshes([opened[i][0].contours for i in batch], nvp)
+            meshes = build_poly_meshes([agent.contours for agent in batch], nvp)
             share = (time.perf_counter() - start) / len(batch)
-            for i, mesh in zip(batch, meshes, strict=True):
-                opened[i][0].polymesh = mesh
-                timings = opened[i][4].timings
-                timings["polymesh"] = timings.get("polymesh", 0.0) + share
+            for agent, mesh in zip(batch, meshes, strict=True):
+                agent.result.polymesh = mesh
+                agent.record("polymesh", share)
 
 
 #: The per-agent jobs a forked worker reads from its copy of this process's memory (so the
