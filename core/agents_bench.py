@@ -6,7 +6,9 @@ of each of: one bake (medium), `bake_agents` with the three, three separate bake
 ratio of the three-agent bake to one bake beside the issue's target (< 1.6x), in one
 process, with the per-agent stages in 2 worker processes forked per bake (``workers=2``),
 and on a pool of 2 processes kept between bakes (``executor=``; started and warmed before
-the clock, as an application that bakes again and again keeps it).
+the clock, as an application that bakes again and again keeps it). Each run times every
+variant in turn, and a ratio is the median over the runs of that run's variant time over
+its one bake (the machine's speed drifts within seconds; runs compare like with like).
 
     python -m core.agents_bench [--runs 3] [--meshes FOLDER]
 """
@@ -38,13 +40,19 @@ AGENTS = (
 TARGET_RATIO = 1.6
 
 
-def _median_seconds(run: Callable[[], object], runs: int) -> float:
-    times = []
+def _interleaved_seconds(
+    variants: dict[str, Callable[[], object]], runs: int
+) -> dict[str, list[float]]:
+    """Wall seconds of every variant per run, the variants run one after the other within each
+    run: a ratio of two variants of one run compares the same few seconds of this (noisy,
+    shared) machine."""
+    times: dict[str, list[float]] = {name: [] for name in variants}
     for _ in range(runs):
-        start = time.perf_counter()
-        run()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+        for name, run in variants.items():
+            start = time.perf_counter()
+            run()
+            times[name].append(time.perf_counter() - start)
+    return times
 
 
 def _separate(verts, tris, config: NavConfig) -> list[pipeline.BakeResult]:
@@ -67,21 +75,21 @@ def main(argv: list[str] | None = None) -> int:
         bake_agents(verts, tris, config, AGENTS, executor=pool)
         scenes = (("dungeon", (verts, tris)), ("dungeon 4x4", tile_mesh(verts, tris, 4)))
         for label, (v, t) in scenes:
-            one = _median_seconds(functools.partial(pipeline.bake, v, t, config), args.runs)
-            three = _median_seconds(functools.partial(bake_agents, v, t, config, AGENTS), args.runs)
-            separate = _median_seconds(functools.partial(_separate, v, t, config), args.runs)
-            pooled = _median_seconds(
-                functools.partial(bake_agents, v, t, config, AGENTS, workers=2), args.runs
-            )
-            kept = _median_seconds(
-                functools.partial(bake_agents, v, t, config, AGENTS, executor=pool), args.runs
-            )
-            for what, seconds in (
-                ("in-process", three),
-                ("2 workers", pooled),
-                ("kept pool", kept),
-            ):
-                ratio = seconds / one
+            variants: dict[str, Callable[[], object]] = {
+                "one": functools.partial(pipeline.bake, v, t, config),
+                "in-process": functools.partial(bake_agents, v, t, config, AGENTS),
+                "separate": functools.partial(_separate, v, t, config),
+                "2 workers": functools.partial(bake_agents, v, t, config, AGENTS, workers=2),
+                "kept pool": functools.partial(bake_agents, v, t, config, AGENTS, executor=pool),
+            }
+            times = _interleaved_seconds(variants, args.runs)
+            one = statistics.median(times["one"])
+            separate = statistics.median(times["separate"])
+            for what in ("in-process", "2 workers", "kept pool"):
+                seconds = statistics.median(times[what])
+                ratio = statistics.median(
+                    [a / b for a, b in zip(times[what], times["one"], strict=True)]
+                )
                 verdict = "ok" if ratio < TARGET_RATIO else "OVER"
                 print(
                     f"{label:12s} one bake {one * 1000:7.1f} ms | 3 agents {what:10s} "
