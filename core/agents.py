@@ -38,7 +38,6 @@ from . import area, limits, memory, pipeline, rasterize, threads
 from .compact import CompactHeightfield
 from .config import DerivedConfig, NavConfig, did_you_mean, grid_size
 from .context import BuildContext
-from .contours import ContourSet
 from .errors import VoxNavError
 from .heightfield import Heightfield
 from .polymesh import build_poly_meshes
@@ -255,72 +254,59 @@ def _agent_tail(
 
 @dataclass
 class _OpenAgent:
-    """One agent's tail between its stages: the result being filled, its settings, the
-    compact heightfield with its areas opened (`pipeline.open_stages`), its context and
-    memory estimates, and the hand-made links it started with."""
+    """One agent's tail between its stages: its bake (`pipeline.OpenBake`) and the hand-made
+    links it started with."""
 
-    result: pipeline.BakeResult
-    derived: DerivedConfig
-    inputs: int
-    chf: CompactHeightfield
-    ctx: BuildContext
-    estimates: dict[str, int]
+    bake: pipeline.OpenBake
     hand_links: Any
-
-    @property
-    def contours(self) -> ContourSet:
-        """The contours `pipeline.contour_stages` made."""
-        contours = self.result.contours
-        assert contours is not None
-        return contours
 
     def record(self, stage: str, seconds: float) -> None:
         """Add ``seconds`` to this agent's time for ``stage`` (its share of a batch)."""
-        self.ctx.timings[stage] = self.ctx.timings.get(stage, 0.0) + seconds
+        timings = self.bake.ctx.timings
+        timings[stage] = timings.get(stage, 0.0) + seconds
 
 
 def _agent_tails(jobs: list) -> list:
-    """`_agent_tail` of every job, in this process. Agents whose compact heightfields share
-    one layout (`_frozen_layout`), at most `DISTANCE_BATCH_SPANS` spans together, compute
-    their distance fields at once, each recording an equal share of that time as its
-    "distance" stage; the polygon meshes are built together (`_poly_meshes_together`); the
-    other stages run agent by agent."""
+    """Each job's agent stages from erosion's threshold on, in this process (a top-level
+    function, so a process pool can run it). A job is (result, derived, volumes, inputs,
+    compact heightfield, erosion distance); its compact heightfield is taken over. Returns
+    per job the result fields set, the stage timings, warnings and memory estimates.
+
+    Agents whose compact heightfields share one layout (`_frozen_layout`), at most
+    `DISTANCE_BATCH_SPANS` spans together, compute their distance fields at once, each
+    recording an equal share of that time as its "distance" stage; the polygon meshes are
+    built together (`_poly_meshes_together`); the other stages run agent by agent."""
     agents = []
     for result, derived, volumes, inputs, chf, erosion_dist in jobs:
-        ctx = BuildContext()
-        est: dict[str, int] = {}
         hand_links = result.offmesh_links
-        chf = pipeline.open_stages(result, derived, volumes, ctx, est, inputs, chf, erosion_dist)
-        agents.append(_OpenAgent(result, derived, inputs, chf, ctx, est, hand_links))
+        bake = pipeline.open_stages(
+            result, derived, volumes, BuildContext(), {}, inputs, chf, erosion_dist
+        )
+        agents.append(_OpenAgent(bake, hand_links))
     distances: list[Any] = [None] * len(agents)
     same_layout: dict[int, list[int]] = {}
     for i, agent in enumerate(agents):
-        same_layout.setdefault(id(agent.chf.neighbor), []).append(i)
+        same_layout.setdefault(id(agent.bake.chf.neighbor), []).append(i)
     for members in same_layout.values():
-        first = agents[members[0]].chf
+        first = agents[members[0]].bake.chf
         if len(members) < 2 or first.y.shape[0] * len(members) > DISTANCE_BATCH_SPANS:
             continue
         start = time.perf_counter()
-        fields = build_distance_fields(first, [agents[i].chf.area for i in members])
+        fields = build_distance_fields(first, [agents[i].bake.chf.area for i in members])
         share = (time.perf_counter() - start) / len(members)
         for i, distance in zip(members, fields, strict=True):
             distances[i] = distance
             agents[i].record("distance", share)
     for agent, distance in zip(agents, distances, strict=True):
-        pipeline.contour_stages(
-            agent.result, agent.chf, agent.derived, agent.ctx, agent.estimates, agent.inputs,
-            distance,
-        )  # fmt: skip
+        agent.bake.contour_stages(distance)
     _poly_meshes_together(agents)
     outputs = []
     for agent in agents:
-        result = agent.result
-        pipeline.detail_stages(
-            result, agent.chf, agent.derived, agent.ctx, agent.estimates, agent.inputs
-        )
-        pipeline.warn_unplaced_links(result, agent.hand_links, agent.ctx)
-        fields_set = {n: getattr(result, n) for n in _TAIL_FIELDS}
-        outputs.append((fields_set, agent.ctx.timings, agent.ctx.warnings, agent.estimates))
+        bake = agent.bake
+        bake.detail_stages()
+        pipeline.warn_unplaced_links(bake.result, agent.hand_links, bake.ctx)
+        fields_set = {n: getattr(bake.result, n) for n in _TAIL_FIELDS}
+        outputs.append((fields_set, bake.ctx.timings, bake.ctx.warnings, bake.estimates))
     return outputs
 
 
@@ -331,12 +317,12 @@ def _poly_meshes_together(agents: list[_OpenAgent]) -> None:
     share of that time as its "polymesh" stage."""
     by_nvp: dict[int, list[_OpenAgent]] = {}
     for agent in agents:
-        by_nvp.setdefault(int(agent.derived.max_verts_per_poly), []).append(agent)
+        by_nvp.setdefault(int(agent.bake.derived.max_verts_per_poly), []).append(agent)
     for nvp, members in by_nvp.items():
         batches: list[list[_OpenAgent]] = [[]]
         vertices = 0
         for agent in members:
-            count = int(agent.contours.nverts.sum())
+            count = int(agent.bake.contours.nverts.sum())
             if batches[-1] and vertices + count > POLYMESH_BATCH_VERTICES:
                 batches.append([])
                 vertices = 0
@@ -344,10 +330,10 @@ def _poly_meshes_together(agents: list[_OpenAgent]) -> None:
             vertices += count
         for batch in batches:
             start = time.perf_counter()
-            meshes = build_poly_meshes([agent.contours for agent in batch], nvp)
+            meshes = build_poly_meshes([agent.bake.contours for agent in batch], nvp)
             share = (time.perf_counter() - start) / len(batch)
             for agent, mesh in zip(batch, meshes, strict=True):
-                agent.result.polymesh = mesh
+                agent.bake.result.polymesh = mesh
                 agent.record("polymesh", share)
 
 

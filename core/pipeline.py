@@ -398,7 +398,8 @@ def bake(
     if offmesh_links is not None:
         result.offmesh_links = offmesh_links
     if stop_after == "navmesh":
-        _navmesh_stages(result, derived, volumes, ctx, estimates, memory.input_bytes(verts, tris))
+        inputs = memory.input_bytes(verts, tris)
+        open_stages(result, derived, volumes, ctx, estimates, inputs).finish()
         warn_unplaced_links(result, offmesh_links, ctx)
         if reachable_from is not None:
             prune_bake(result, reachable_from, prune_mode, ctx=ctx)
@@ -481,28 +482,6 @@ def filter_stages(
     return hf, stage_areas
 
 
-def _navmesh_stages(
-    result: BakeResult,
-    derived: DerivedConfig,
-    volumes: tuple[AreaVolume, ...],
-    ctx: BuildContext,
-    estimates: dict[str, int],
-    inputs: int,
-    compact: CompactHeightfield | None = None,
-    erosion_distance: np.ndarray | None = None,
-) -> None:
-    """Stages 4-10: compact heightfield, erosion, volumes, regions, contours, polygons, detail.
-
-    Before each large stage its memory estimate (`core.memory`, from the real counts so far;
-    ``inputs``: bytes held of the input) is recorded in ``estimates`` and checked. With
-    ``compact`` (stage 4's result for this heightfield, walkable_height and walkable_climb,
-    from `compact_stage`; taken over and modified) stage 4 is skipped; with
-    ``erosion_distance`` (`area.erosion_distance` of that compact heightfield) erosion only
-    thresholds it."""
-    chf = open_stages(result, derived, volumes, ctx, estimates, inputs, compact, erosion_distance)
-    partition_stages(result, chf, derived, ctx, estimates, inputs)
-
-
 def open_stages(
     result: BakeResult,
     derived: DerivedConfig,
@@ -512,10 +491,18 @@ def open_stages(
     inputs: int,
     compact: CompactHeightfield | None = None,
     erosion_distance: np.ndarray | None = None,
-) -> CompactHeightfield:
-    """`_navmesh_stages` up to the distance field: the compact heightfield (unless given),
-    ``result.area_initial``, the memory checks of the stages up to contours, erosion and the
-    volumes' marks. Returns the compact heightfield with its areas opened for partitioning."""
+) -> OpenBake:
+    """Stages 4-5 of a navmesh bake: the compact heightfield, erosion and the volumes' marks
+    (then the returned `OpenBake`'s stages: the distance field, regions, contours, polygons and
+    detail).
+
+    Before each large stage its memory estimate (`core.memory`, from the real counts so far;
+    ``inputs``: bytes held of the input) is recorded in ``estimates`` and checked; here those
+    of the stages up to contours. With ``compact`` (stage 4's result for this heightfield,
+    walkable_height and walkable_climb, from `compact_stage`; taken over and modified) stage
+    4 is skipped; with ``erosion_distance`` (`area.erosion_distance` of that compact
+    heightfield) erosion only thresholds it. Sets ``result.area_initial``. Returns the bake
+    with its compact heightfield's areas opened for partitioning."""
     config = result.config
     solid = result.heightfield.span_count
     guard = functools.partial(memory.check, config=config, record=estimates)
@@ -533,86 +520,89 @@ def open_stages(
             chf.area = erode_by_distance(chf.area, erosion_distance, derived.walkable_radius)
     for volume in volumes:
         chf.area = volume.apply(chf)
-    return chf
+    return OpenBake(result, chf, derived, ctx, estimates, inputs)
 
 
-def partition_stages(
-    result: BakeResult,
-    chf: CompactHeightfield,
-    derived: DerivedConfig,
-    ctx: BuildContext,
-    estimates: dict[str, int],
-    inputs: int,
-    distance: tuple[np.ndarray, np.ndarray, int] | None = None,
-) -> None:
-    """`_navmesh_stages` from the distance field on, on ``chf`` from `open_stages`:
-    `contour_stages`, the polygon mesh, `detail_stages`."""
-    contour_stages(result, chf, derived, ctx, estimates, inputs, distance)
-    assert result.contours is not None  # contour_stages sets them
-    with ctx.stage("polymesh"):
-        result.polymesh = build_poly_mesh(result.contours, derived.max_verts_per_poly, ctx=ctx)
-    detail_stages(result, chf, derived, ctx, estimates, inputs)
+@dataclass
+class OpenBake:
+    """A navmesh bake between stages 5 and 6 (`open_stages`): the result being filled, the
+    compact heightfield with its areas opened, the settings, the context, the memory estimates
+    and the bytes held of the input. `finish` runs the later stages in order; a caller baking
+    several navmeshes at once may run a stage for all of them in between (`core.agents`)."""
 
+    result: BakeResult
+    chf: CompactHeightfield
+    derived: DerivedConfig
+    ctx: BuildContext
+    estimates: dict[str, int]
+    inputs: int
 
-def contour_stages(
-    result: BakeResult,
-    chf: CompactHeightfield,
-    derived: DerivedConfig,
-    ctx: BuildContext,
-    estimates: dict[str, int],
-    inputs: int,
-    distance: tuple[np.ndarray, np.ndarray, int] | None = None,
-) -> None:
-    """The distance field, regions and contours on ``chf`` from `open_stages`, then the
-    polygon mesh's memory check. With ``distance`` (`build_distance_field`'s result for
-    ``chf``, made by the caller, who records its time) that stage is not run again."""
-    config = result.config
-    if distance is None:
-        with ctx.stage("distance"):
-            distance = build_distance_field(chf, ctx=ctx)
-    dist_raw, dist, max_distance = distance
-    result.dist_raw = dist_raw
-    chf.dist, chf.max_distance = dist, max_distance
-    with ctx.stage("regions"):
-        partition = PARTITION_BUILDERS[config.partition]
-        reg, max_regions = partition(
-            chf, dist, max_distance, derived.min_region_area, derived.merge_region_area, ctx=ctx
-        )
-    chf.reg, chf.max_regions = reg, max_regions
-    result.compact = chf
-    with ctx.stage("contours"):
-        result.contours = build_contours(
-            chf, float(derived.max_simplification_error), derived.max_edge_len, ctx=ctx
-        )
-    estimate = memory.estimate_polymesh(result.contours, chf, result.heightfield.span_count, inputs)
-    memory.check(estimate, config=config, record=estimates)
+    def finish(self) -> None:
+        """Stages 6-10: `contour_stages`, `polymesh_stage`, `detail_stages`."""
+        self.contour_stages()
+        self.polymesh_stage()
+        self.detail_stages()
 
+    def contour_stages(self, distance: tuple[np.ndarray, np.ndarray, int] | None = None) -> None:
+        """The distance field, regions and contours, then the polygon mesh's memory check.
+        With ``distance`` (`build_distance_field`'s result for the compact heightfield, made
+        by the caller, who records its time) that stage is not run again."""
+        result, chf, derived, ctx = self.result, self.chf, self.derived, self.ctx
+        config = result.config
+        if distance is None:
+            with ctx.stage("distance"):
+                distance = build_distance_field(chf, ctx=ctx)
+        dist_raw, dist, max_distance = distance
+        result.dist_raw = dist_raw
+        chf.dist, chf.max_distance = dist, max_distance
+        with ctx.stage("regions"):
+            partition = PARTITION_BUILDERS[config.partition]
+            reg, max_regions = partition(
+                chf, dist, max_distance, derived.min_region_area, derived.merge_region_area,
+                ctx=ctx,
+            )  # fmt: skip
+        chf.reg, chf.max_regions = reg, max_regions
+        result.compact = chf
+        with ctx.stage("contours"):
+            result.contours = build_contours(
+                chf, float(derived.max_simplification_error), derived.max_edge_len, ctx=ctx
+            )
+        solid = result.heightfield.span_count
+        estimate = memory.estimate_polymesh(result.contours, chf, solid, self.inputs)
+        memory.check(estimate, config=config, record=self.estimates)
 
-def detail_stages(
-    result: BakeResult,
-    chf: CompactHeightfield,
-    derived: DerivedConfig,
-    ctx: BuildContext,
-    estimates: dict[str, int],
-    inputs: int,
-) -> None:
-    """The detail mesh's memory check, the detail mesh and (with ``auto_links``) the jump and
-    drop links, on ``result.polymesh``."""
-    config = result.config
-    solid = result.heightfield.span_count
-    memory.check(
-        memory.estimate_detail(result.polymesh, chf, solid, inputs), config=config, record=estimates
-    )
-    with ctx.stage("detail"):
-        result.detail = build_poly_mesh_detail(
-            result.polymesh,
-            chf,
-            float(derived.detail_sample_dist),
-            float(derived.detail_sample_max_error),
-            ctx=ctx,
-        )
-    if config.auto_links:
-        auto_links_stage(result, derived, ctx)
+    @property
+    def contours(self) -> ContourSet:
+        """The contours `contour_stages` made."""
+        contours = self.result.contours
+        assert contours is not None
+        return contours
+
+    def polymesh_stage(self) -> None:
+        """The polygon mesh from the contours."""
+        with self.ctx.stage("polymesh"):
+            self.result.polymesh = build_poly_mesh(
+                self.contours, self.derived.max_verts_per_poly, ctx=self.ctx
+            )
+
+    def detail_stages(self) -> None:
+        """The detail mesh's memory check, the detail mesh and (with ``auto_links``) the jump
+        and drop links, on ``result.polymesh``."""
+        result, chf, derived = self.result, self.chf, self.derived
+        config = result.config
+        solid = result.heightfield.span_count
+        estimate = memory.estimate_detail(result.polymesh, chf, solid, self.inputs)
+        memory.check(estimate, config=config, record=self.estimates)
+        with self.ctx.stage("detail"):
+            result.detail = build_poly_mesh_detail(
+                result.polymesh,
+                chf,
+                float(derived.detail_sample_dist),
+                float(derived.detail_sample_max_error),
+                ctx=self.ctx,
+            )
+        if config.auto_links:
+            auto_links_stage(result, derived, self.ctx)
 
 
 def auto_links_stage(result: BakeResult, derived: DerivedConfig, ctx: BuildContext) -> None:
