@@ -489,14 +489,14 @@ def _flood_batch_sets(g: _Graph, reg, seeds, open_spans):
 
     ``seeds``: the stack spans still free and not touching another region, in stack order.
     ``open_spans``: every free span with ``dist >= lev`` (the flood level) and no other; the
-    seeds are among them (stack spans have ``dist >= level > lev``). Floods them all on the
-    state before any of them. A flood enters a span when it is free, has ``dist >= lev`` and
-    touches no other region, which the floods of this batch do not change; so each region is
-    a connected set of such spans (over same-area links) holding seeds, and seeds in one set
-    make one region (the first seed's). Taken in order of their
-    first seed, these regions are what one flood after the other gives, up to the first region
-    that could see an earlier one: one of its spans has a 4-neighbour or a diagonal in it (that
-    span would now touch a region), or it holds or is the target of a one-way link
+    seeds are among them (stack spans have ``dist >= level``, and ``lev <= level``). Floods
+    them all on the state before any of them. A flood enters a span when it is free, has
+    ``dist >= lev`` and touches no other region, which the floods of this batch do not
+    change; so each region is a connected set of such spans (over same-area links) holding
+    seeds, and seeds in one set make one region (the first seed's). Taken in order of their
+    first seed, these regions are what one flood after the other gives, up to the first
+    region that could see an earlier one: one of its spans has a 4-neighbour or a diagonal in
+    it (that span would now touch a region), or it holds or is the target of a one-way link
     (`_Graph.one_way`: a flood through it depends on where it starts, where the sets here
     follow links both ways).
 
@@ -514,6 +514,7 @@ def _flood_batch_sets(g: _Graph, reg, seeds, open_spans):
     local = g.flood_label  # -1 outside this call
     local[enter] = np.arange(m, dtype=local.dtype)
     seed_at = local[seeds].astype(np.int64)
+    assert seed_at.min(initial=0) >= 0, "a seed is not among the spans its flood may enter"
     links: np.ndarray = local.take(g.nsa_of(enter).ravel())
     local[enter] = -1
     at = np.flatnonzero(links >= 0)
