@@ -120,15 +120,26 @@ def _ledges(hf, candidates, ceiling_all, walkable_height, walkable_climb):
         ncol = np.where(off_grid, 0, nx + ny * width)
         nstart = hf.col_start[ncol]
         ncount = np.where(off_grid, 0, hf.col_start[ncol + 1] - nstart)
-        first_bottom = np.where(
-            ncount > 0,
-            hf.smin[np.minimum(nstart, hf.span_count - 1)].astype(np.int32),
-            OPEN_CEILING,
-        )
+        has = ncount > 0
+        # The neighbour column's first span over whole arrays, not through a list of live
+        # candidates (most columns hold one span); an empty or off-grid column reads some
+        # other span there, which ``has`` masks out.
+        first = np.minimum(nstart, hf.span_count - 1)
+        n_floor = hf.smax[first].astype(np.int32)
+        first_bottom = np.where(has, hf.smin[first].astype(np.int32), OPEN_CEILING)
         drop |= ~off_grid & (np.minimum(ceiling, first_bottom) - floor >= walkable_height)
-        # The j-th span of every neighbour column at once; columns hold few spans.
-        live = np.nonzero(ncount > 0)[0]
-        j = 0
+        clear = np.minimum(ceiling, ceiling_all[first]) - np.maximum(floor, n_floor)
+        clear = (clear >= walkable_height) & has
+        diff = n_floor - floor
+        drop |= clear & (diff < -walkable_climb)
+        step = clear & (np.abs(diff) <= walkable_climb)
+        np.copyto(lowest_ok, np.minimum(lowest_ok, n_floor), where=step)
+        np.copyto(highest_ok, np.maximum(highest_ok, n_floor), where=step)
+        # The j-th span of the columns holding more, j = 1, 2, ...; floors rise up a column:
+        # once one is within walkable_height of this span's ceiling, no span further up can
+        # count.
+        live = np.flatnonzero((ncount > 1) & (n_floor < ceiling - walkable_height))
+        j = 1
         while live.shape[0]:
             neighbour = nstart[live] + j
             n_floor = hf.smax[neighbour].astype(np.int32)
@@ -144,8 +155,6 @@ def _ledges(hf, candidates, ceiling_all, walkable_height, walkable_climb):
             lowest_ok[at] = np.minimum(lowest_ok[at], n_floor[step])
             highest_ok[at] = np.maximum(highest_ok[at], n_floor[step])
             j += 1
-            # Floors rise up a column: once one is within walkable_height of this span's
-            # ceiling, no span further up can count.
             live = live[(ncount[live] > j) & (n_floor < ceiling[live] - walkable_height)]
     return drop | (highest_ok - lowest_ok > walkable_climb)
 

@@ -79,3 +79,78 @@ def test_low_height_span_under_a_ceiling():
     hf = make_hf(1, 1, {(0, 0): [(0, 1, 63), (3, 4, 63)]})
     assert filter_walkable_low_height_spans(hf, 3).tolist() == [0, 63]
     assert filter_walkable_low_height_spans(hf, 2).tolist() == [63, 63]
+
+
+# ------------------------------------------------------------------------------------------
+# The ledge filter against a literal port of Recast's rcFilterLedgeSpans on random fields
+
+#: Recast's direction offsets (rcGetDirOffsetX / rcGetDirOffsetY).
+_DIRS = ((-1, 0), (0, 1), (1, 0), (0, -1))
+
+
+def _slow_ledges(hf: Heightfield, walkable_height: int, walkable_climb: int) -> np.ndarray:
+    """rcFilterLedgeSpans span by span: the new area array (the old one is read throughout)."""
+    top_of_grid = 0xFFFF
+    area = hf.area.copy()
+
+    def column(x, y):
+        c = x + y * hf.width
+        return range(int(hf.col_start[c]), int(hf.col_start[c + 1]))
+
+    def ceiling(spans, k):
+        return int(hf.smin[spans[k + 1]]) if k + 1 < len(spans) else top_of_grid
+
+    for y in range(hf.height):
+        for x in range(hf.width):
+            spans = list(column(x, y))
+            for k, s in enumerate(spans):
+                if hf.area[s] == 0:
+                    continue
+                bottom, top = int(hf.smax[s]), ceiling(spans, k)
+                lowest = top_of_grid  # the deepest drop to a neighbour floor with clearance
+                reach_min = reach_max = bottom  # the neighbour floors within a climb
+                for dx, dy in _DIRS:
+                    nx, ny = x + dx, y + dy
+                    if not (0 <= nx < hf.width and 0 <= ny < hf.height):
+                        lowest = min(lowest, -walkable_climb - bottom)
+                        continue
+                    nspans = list(column(nx, ny))
+                    # The open gap below the neighbour column's first span.
+                    first_top = int(hf.smin[nspans[0]]) if nspans else top_of_grid
+                    if min(top, first_top) - max(bottom, -walkable_climb) >= walkable_height:
+                        lowest = min(lowest, -walkable_climb - bottom)
+                    for j, ns in enumerate(nspans):
+                        nbottom, ntop = int(hf.smax[ns]), ceiling(nspans, j)
+                        if min(top, ntop) - max(bottom, nbottom) >= walkable_height:
+                            lowest = min(lowest, nbottom - bottom)
+                            if abs(nbottom - bottom) <= walkable_climb:
+                                reach_min = min(reach_min, nbottom)
+                                reach_max = max(reach_max, nbottom)
+                if lowest < -walkable_climb or reach_max - reach_min > walkable_climb:
+                    area[s] = 0
+    return area
+
+
+def _random_hf(rng, width, height):
+    columns = {}
+    for y in range(height):
+        for x in range(width):
+            spans, floor = [], int(rng.integers(0, 6))
+            for _ in range(int(rng.integers(0, 5))):
+                smin = floor + int(rng.integers(0, 8))
+                smax = smin + int(rng.integers(1, 4))
+                spans.append((smin, smax, int(rng.choice([0, 63, 63, 63, 5]))))
+                floor = smax + 1
+            columns[(x, y)] = spans
+    return make_hf(width, height, columns)
+
+
+def test_ledge_filter_matches_the_literal_port_on_random_fields():
+    # Empty columns, stacked spans with little room between them and climbs up to the
+    # spans' own steps, on grids down to one cell.
+    rng = np.random.default_rng(7)
+    for _ in range(200):
+        hf = _random_hf(rng, int(rng.integers(1, 20)), int(rng.integers(1, 20)))
+        walkable_height, walkable_climb = int(rng.integers(1, 10)), int(rng.integers(0, 9))
+        got = filter_ledge_spans(hf, walkable_height, walkable_climb)
+        np.testing.assert_array_equal(got, _slow_ledges(hf, walkable_height, walkable_climb))
