@@ -314,10 +314,24 @@ def _link_rounds(
         first = starts[ncol]
         count = starts[ncol + 1] - first
         del ncol, by_dir
-        pair = np.flatnonzero(count) + 4 * lo  # flat index 4 * span + direction
-        first = first[pair - 4 * lo]
-        count = count[pair - 4 * lo]
-        layer = 0
+        # Layer 0 (every neighbour column's lowest span) over whole (span, direction) arrays,
+        # not through a list of pairs: most columns hold one span. An empty column (count 0)
+        # reads some other span there, which ``count`` masks out.
+        lowest = np.minimum(first, n - 1)
+        floor_src = np.repeat(floor[lo:hi], 4)
+        floor_cand = floor[lowest]
+        ok = np.minimum(np.repeat(top[lo:hi], 4), top[lowest]) - np.maximum(floor_src, floor_cand)
+        ok = ok >= walkable_height
+        ok &= np.abs(floor_cand - floor_src) <= walkable_climb
+        ok &= count > 0
+        del floor_src, floor_cand
+        np.copyto(con_flat[4 * lo : 4 * hi], 0, where=ok)
+        np.copyto(neighbor_flat[4 * lo : 4 * hi], lowest, where=ok, casting="unsafe")
+        del lowest
+        pair = np.flatnonzero(~ok & (count > 1))  # the pairs that look further up
+        first, count = first[pair], count[pair]
+        pair += 4 * lo  # flat index 4 * span + direction
+        layer = 1
         while pair.shape[0]:
             src = pair >> 2
             cand = first + layer
