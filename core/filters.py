@@ -21,6 +21,9 @@ OPEN_CEILING = 0xFFFF
 PARALLEL_SPANS = 200_000
 #: Walkable spans the ledge filter checks together.
 LEDGE_BLOCK = 1 << 16
+#: Share of a block's spans still looking at a neighbour column's j-th span above which that
+#: round runs over whole arrays (masked) rather than through the list of those spans.
+LEDGE_WHOLE_ROUNDS_FROM = 0.4
 
 
 def _ceilings(hf: Heightfield) -> np.ndarray:
@@ -121,25 +124,31 @@ def _ledges(hf, candidates, ceiling_all, walkable_height, walkable_climb):
         nstart = hf.col_start[ncol]
         ncount = np.where(off_grid, 0, hf.col_start[ncol + 1] - nstart)
         has = ncount > 0
-        # The neighbour column's first span over whole arrays, not through a list of live
-        # candidates (most columns hold one span); an empty or off-grid column reads some
-        # other span there, which ``has`` masks out.
         first = np.minimum(nstart, hf.span_count - 1)
-        n_floor = hf.smax[first].astype(np.int32)
         first_bottom = np.where(has, hf.smin[first].astype(np.int32), OPEN_CEILING)
         drop |= ~off_grid & (np.minimum(ceiling, first_bottom) - floor >= walkable_height)
-        clear = np.minimum(ceiling, ceiling_all[first]) - np.maximum(floor, n_floor)
-        clear = (clear >= walkable_height) & has
-        diff = n_floor - floor
-        drop |= clear & (diff < -walkable_climb)
-        step = clear & (np.abs(diff) <= walkable_climb)
-        np.copyto(lowest_ok, np.minimum(lowest_ok, n_floor), where=step)
-        np.copyto(highest_ok, np.maximum(highest_ok, n_floor), where=step)
-        # The j-th span of the columns holding more, j = 1, 2, ...; floors rise up a column:
-        # once one is within walkable_height of this span's ceiling, no span further up can
-        # count.
-        live = np.flatnonzero((ncount > 1) & (n_floor < ceiling - walkable_height))
-        j = 1
+        del first_bottom
+        # The j-th span of every neighbour column holding more than j, j = 0, 1, ...: over
+        # whole arrays while most candidates still look (on layered levels most neighbour
+        # columns hold two spans or more), then through the list of those that do. Floors
+        # rise up a column: once one is within walkable_height of this span's ceiling, no
+        # span further up can count. A column with fewer spans reads some other span in a
+        # whole-array round, which ``looking`` masks out.
+        looking = has
+        j = 0
+        while np.count_nonzero(looking) > LEDGE_WHOLE_ROUNDS_FROM * n:
+            neighbour = np.minimum(nstart + j, hf.span_count - 1)
+            n_floor = hf.smax[neighbour].astype(np.int32)
+            clear = np.minimum(ceiling, ceiling_all[neighbour]) - np.maximum(floor, n_floor)
+            clear = (clear >= walkable_height) & looking
+            diff = n_floor - floor
+            drop |= clear & (diff < -walkable_climb)
+            step = clear & (np.abs(diff) <= walkable_climb)
+            np.copyto(lowest_ok, np.minimum(lowest_ok, n_floor), where=step)
+            np.copyto(highest_ok, np.maximum(highest_ok, n_floor), where=step)
+            j += 1
+            looking = looking & (ncount > j) & (n_floor < ceiling - walkable_height)
+        live = np.flatnonzero(looking)
         while live.shape[0]:
             neighbour = nstart[live] + j
             n_floor = hf.smax[neighbour].astype(np.int32)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from core.filters import (
     filter_ledge_spans,
@@ -145,7 +146,12 @@ def _random_hf(rng, width, height):
     return make_hf(width, height, columns)
 
 
-def test_ledge_filter_matches_the_literal_port_on_random_fields():
+@pytest.mark.parametrize("whole_from", [0.0, 0.4, 1.0], ids=["whole", "mixed", "listed"])
+def test_ledge_filter_matches_the_literal_port_on_random_fields(whole_from, monkeypatch):
+    """Each round over whole arrays, over the list of the spans still looking, or both."""
+    from core import filters
+
+    monkeypatch.setattr(filters, "LEDGE_WHOLE_ROUNDS_FROM", whole_from)
     # Empty columns, stacked spans with little room between them and climbs up to the
     # spans' own steps, on grids down to one cell.
     rng = np.random.default_rng(7)
