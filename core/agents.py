@@ -185,7 +185,7 @@ class _Recorded:
         for message in self.warnings:
             ctx.warn(message)
         for name, seconds in self.timings.items():
-            ctx.timings[name] = ctx.timings.get(name, 0.0) + seconds
+            ctx.add_time(name, seconds)
         estimates.update(self.estimates)
         return self.value
 
@@ -260,11 +260,6 @@ class _OpenAgent:
     bake: pipeline.OpenBake
     hand_links: Any
 
-    def record(self, stage: str, seconds: float) -> None:
-        """Add ``seconds`` to this agent's time for ``stage`` (its share of a batch)."""
-        timings = self.bake.ctx.timings
-        timings[stage] = timings.get(stage, 0.0) + seconds
-
 
 def _agent_tails(jobs: list) -> list:
     """Each job's agent stages from erosion's threshold on, in this process (a top-level
@@ -296,7 +291,7 @@ def _agent_tails(jobs: list) -> list:
         share = (time.perf_counter() - start) / len(members)
         for i, distance in zip(members, fields, strict=True):
             distances[i] = distance
-            agents[i].record("distance", share)
+            agents[i].bake.ctx.add_time("distance", share)
     for agent, distance in zip(agents, distances, strict=True):
         agent.bake.contour_stages(distance)
     _poly_meshes_together(agents)
@@ -334,7 +329,7 @@ def _poly_meshes_together(agents: list[_OpenAgent]) -> None:
             share = (time.perf_counter() - start) / len(batch)
             for agent, mesh in zip(batch, meshes, strict=True):
                 agent.bake.result.polymesh = mesh
-                agent.record("polymesh", share)
+                agent.bake.ctx.add_time("polymesh", share)
 
 
 #: The per-agent jobs a forked worker reads from its copy of this process's memory (so the
@@ -522,7 +517,7 @@ def bake_agents(
             value = run(stage_ctx, stage_est)
             cache[key] = _Recorded(value, stage_ctx.warnings, stage_ctx.timings, stage_est)
             for name, seconds in stage_ctx.timings.items():
-                overall.timings[name] = overall.timings.get(name, 0.0) + seconds
+                overall.add_time(name, seconds)
             done += 1
         return cache[key].replay(actx, est)
 
@@ -616,8 +611,8 @@ def bake_agents(
         for message in warnings:
             actx.warn(message)
         for name, seconds in timings.items():
-            actx.timings[name] = actx.timings.get(name, 0.0) + seconds
-            overall.timings[name] = overall.timings.get(name, 0.0) + seconds
+            actx.add_time(name, seconds)
+            overall.add_time(name, seconds)
         est.update(stage_est)
         result.memory_estimates = est
         result.counts = pipeline._counts(result, tris.shape[0])

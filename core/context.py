@@ -60,7 +60,12 @@ class BuildContext:
         try:
             yield
         finally:
-            self.timings[name] = self.timings.get(name, 0.0) + time.perf_counter() - start
+            self.add_time(name, time.perf_counter() - start)
+
+    def add_time(self, name: str, seconds: float) -> None:
+        """Add ``seconds`` to stage ``name``'s time (a stage run elsewhere, or a share of one
+        run for several bakes). [Units: s]"""
+        self.timings[name] = self.timings.get(name, 0.0) + seconds
 
     def done(self) -> None:
         self.progress(1.0, "done")
