@@ -38,6 +38,7 @@ from . import area, limits, memory, pipeline, rasterize, threads
 from .compact import CompactHeightfield
 from .config import DerivedConfig, NavConfig, did_you_mean, grid_size
 from .context import BuildContext
+from .detail import build_poly_mesh_details
 from .errors import VoxNavError
 from .heightfield import Heightfield
 from .polymesh import build_poly_meshes
@@ -236,6 +237,11 @@ DISTANCE_BATCH_SPANS = 1 << 21
 #: once (`polymesh.build_poly_meshes`: the clipping rounds are that stage's time on small
 #: levels; the first round's temporaries grow with the vertices).
 POLYMESH_BATCH_VERTICES = 1 << 16
+#: Polygons of all agents together up to which agents sharing one layout build their detail
+#: meshes at once (`detail.build_poly_mesh_details`: the patch flood's and the insertion
+#: rounds' per-call work is most of that stage on small levels). The per-polygon arrays grow
+#: with the polygons (the height patches go in bounded chunks either way).
+DETAIL_BATCH_POLYGONS = 1 << 15
 
 
 def _agent_tail(
@@ -269,8 +275,9 @@ def _agent_tails(jobs: list) -> list:
 
     Agents whose compact heightfields share one layout (`_frozen_layout`), at most
     `DISTANCE_BATCH_SPANS` spans together, compute their distance fields at once, each
-    recording an equal share of that time as its "distance" stage; the polygon meshes are
-    built together (`_poly_meshes_together`); the other stages run agent by agent."""
+    recording an equal share of that time as its "distance" stage; the polygon meshes and the
+    detail meshes are built together (`_poly_meshes_together`, `_details_together`); the
+    other stages run agent by agent."""
     agents = []
     for result, derived, volumes, inputs, chf, erosion_dist in jobs:
         hand_links = result.offmesh_links
@@ -295,10 +302,11 @@ def _agent_tails(jobs: list) -> list:
     for agent, distance in zip(agents, distances, strict=True):
         agent.bake.contour_stages(distance)
     _poly_meshes_together(agents)
+    details = _details_together(agents)
     outputs = []
-    for agent in agents:
+    for agent, detail in zip(agents, details, strict=True):
         bake = agent.bake
-        bake.detail_stages()
+        bake.detail_stages(detail)
         pipeline.warn_unplaced_links(bake.result, agent.hand_links, bake.ctx)
         fields_set = {n: getattr(bake.result, n) for n in _TAIL_FIELDS}
         outputs.append((fields_set, bake.ctx.timings, bake.ctx.warnings, bake.estimates))
@@ -330,6 +338,57 @@ def _poly_meshes_together(agents: list[_OpenAgent]) -> None:
             for agent, mesh in zip(batch, meshes, strict=True):
                 agent.bake.result.polymesh = mesh
                 agent.bake.ctx.add_time("polymesh", share)
+
+
+def _details_together(agents: list[_OpenAgent]) -> list[Any]:
+    """The detail meshes of the agents whose compact heightfields share one layout and whose
+    polygon meshes share a frame and detail settings, at most `DETAIL_BATCH_POLYGONS`
+    polygons together, built at once (`detail.build_poly_mesh_details`), each after its own
+    memory check and recording an equal share of that time as its "detail" stage. Returns
+    per agent its detail mesh, or None for the agents left to build theirs alone."""
+    details: list[Any] = [None] * len(agents)
+    groups: dict[tuple, list[tuple[int, int]]] = {}
+    for i, agent in enumerate(agents):
+        bake = agent.bake
+        pmesh, derived = bake.result.polymesh, bake.derived
+        if pmesh is None or pmesh.npolys == 0:
+            continue
+        key = (
+            id(bake.chf.neighbor), id(bake.chf.y), id(bake.chf.cell_start),
+            tuple(np.asarray(pmesh.bmin, dtype=np.float32).tolist()), float(pmesh.cs),
+            float(pmesh.ch), int(pmesh.border_size), int(pmesh.nvp), float(pmesh.max_edge_error),
+            float(derived.detail_sample_dist), float(derived.detail_sample_max_error),
+        )  # fmt: skip
+        groups.setdefault(key, []).append((i, int(pmesh.npolys)))
+    for members in groups.values():
+        batches: list[list[int]] = [[]]
+        polygons = 0
+        for i, count in members:
+            if batches[-1] and polygons + count > DETAIL_BATCH_POLYGONS:
+                batches.append([])
+                polygons = 0
+            batches[-1].append(i)
+            polygons += count
+        for batch in batches:
+            if len(batch) < 2:
+                continue
+            bakes = [agents[i].bake for i in batch]
+            for bake in bakes:
+                bake.detail_memory_check()
+            derived = bakes[0].derived
+            start = time.perf_counter()
+            built = build_poly_mesh_details(
+                [bake.result.polymesh for bake in bakes],
+                [bake.chf for bake in bakes],
+                float(derived.detail_sample_dist),
+                float(derived.detail_sample_max_error),
+                ctx=bakes[0].ctx,
+            )
+            share = (time.perf_counter() - start) / len(batch)
+            for i, bake, detail in zip(batch, bakes, built, strict=True):
+                details[i] = detail
+                bake.ctx.add_time("detail", share)
+    return details
 
 
 #: The per-agent jobs a forked worker reads from its copy of this process's memory (so the

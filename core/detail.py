@@ -52,6 +52,7 @@ import os
 import struct
 import time
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -249,7 +250,9 @@ def _region_borders(chf):
     return reg, border
 
 
-def _height_patches(chf, verts, poly_idx, npoly, regions, xmin, ymin, pw, ph, bs, borders=None):
+def _height_patches(
+    chf, verts, poly_idx, npoly, regions, xmin, ymin, pw, ph, bs, borders=None, layer=None
+):
     """The height patches of the given polygons (Recast's getHeightData), flooded together.
 
     Returns (data uint16 (sum w*h,), offsets int64 (npolys+1,)): patch of polygon p is
@@ -258,6 +261,8 @@ def _height_patches(chf, verts, poly_idx, npoly, regions, xmin, ymin, pw, ph, bs
     first claim of a cell in Recast's FIFO order (queue position, then direction) wins, which is
     exactly Recast's sequential queue. Each patch depends on its own polygon only, so any subset
     of polygons gives the same patches. ``borders``: `_region_borders` (computed when None).
+    ``layer``: per polygon, where its region field starts in the borders' arrays (several
+    meshes' fields joined, `build_poly_mesh_details`); None: they are chf's own.
     Working memory about `PATCH_BYTES_PER_CELL` per patch cell. [Units: cells]
     """
     chf_reg, border = _region_borders(chf) if borders is None else borders
@@ -286,6 +291,11 @@ def _height_patches(chf, verts, poly_idx, npoly, regions, xmin, ymin, pw, ph, bs
     count = cell_start[1:].take(col)
     count -= start
     del col
+    layer_at = None
+    if layer is not None:
+        # Span ids into the joined region fields while looking for the polygon's region.
+        layer_at = np.repeat(layer[row_poly], row_len)
+        start += layer_at
     # The first span of each cell's column in the polygon's region, layer after layer: the
     # bottom layer over every cell at once, then only the cells of taller columns still
     # looking. (An empty column's start may be n: clipped, and masked by its count.)
@@ -311,15 +321,18 @@ def _height_patches(chf, verts, poly_idx, npoly, regions, xmin, ymin, pw, ph, bs
     del start, count, reg_p
     has = np.flatnonzero(found >= 0)
     span = found[has]
+    # A span is a seed when a connected neighbour lies in another region (its region is the
+    # polygon's, so this is a property of the span alone).
+    seed_at = border[span]
+    if layer_at is not None:
+        span -= layer_at[has]
+        del layer_at
     data[has] = chf.y[span]
     nonempty = np.zeros(npolys, dtype=bool)
     if has.size:
         # Patches are laid out in polygon order, so a polygon has a span of its region when
         # some hit lies in its range.
         nonempty = np.searchsorted(has, off[1:]) > np.searchsorted(has, off[:-1])
-    # A span is a seed when a connected neighbour lies in another region (its region is the
-    # polygon's, so this is a property of the span alone).
-    seed_at = border[span]
     f_g = has[seed_at]
     f_i = span[seed_at]
     del found, has, span, seed_at
@@ -2053,6 +2066,73 @@ def _check(pmesh, chf):
     return verts, polys, nvp, regs
 
 
+class _MeshPolygons(NamedTuple):
+    """One polygon mesh's polygons as `build_poly_mesh_details` reads them: vertices int64
+    (n, 3) [Units: cells], vertex ids int64 (npolys, nvp), vertex counts (npolys,), regions
+    (npolys,); ``npolys`` 0 when there is nothing to build (no vertices or no polygons)."""
+
+    vi: np.ndarray
+    pidx: np.ndarray
+    npoly: np.ndarray
+    regs: np.ndarray
+    polys: np.ndarray
+    nvp: int
+    npolys: int
+
+
+def _mesh_polygons(pmesh, chf) -> _MeshPolygons:
+    verts_u16, polys, nvp, regs = _check(pmesh, chf)
+    npolys = polys.shape[0]
+    if verts_u16.shape[0] == 0 or npolys == 0:
+        none = np.zeros((0, nvp), dtype=np.int64)
+        return _MeshPolygons(none, none, none[:, 0], none[:, 0], polys, nvp, 0)
+    vi = verts_u16.astype(np.int64)
+    pidx = polys[:, :nvp].astype(np.int64)
+    valid = pidx != MESH_NULL_IDX
+    # Recast stops at the first null index.
+    npoly = np.argmin(np.concatenate([valid, np.zeros((npolys, 1), bool)], axis=1), axis=1)
+    if (npoly < 3).any():
+        bad = int(np.flatnonzero(npoly < 3)[0])
+        raise VoxNavError(f"polygon {bad} has fewer than 3 vertices")
+    if int(pidx[valid].max()) >= verts_u16.shape[0]:
+        raise VoxNavError("pmesh.polys refers to a vertex index beyond pmesh.verts")
+    # The ids past a polygon's last vertex are never read (`pcols` masks them).
+    return _MeshPolygons(vi, pidx, npoly, regs, polys, nvp, npolys)
+
+
+def _empty_detail(npolys: int) -> PolyMeshDetail:
+    return PolyMeshDetail(
+        np.zeros((npolys, 4), dtype=np.uint32),
+        np.zeros((0, 3), dtype=F32),
+        np.zeros((0, 4), dtype=np.uint8),
+    )
+
+
+def _check_same_frame(pmeshes, chfs) -> None:
+    """Refuse meshes `build_poly_mesh_details` cannot build together (a caller's mistake)."""
+    first, chf = pmeshes[0], chfs[0]
+
+    def frame(pmesh):
+        return (
+            tuple(np.asarray(pmesh.bmin, dtype=F32).reshape(3).tolist()),
+            float(F32(pmesh.cs)), float(F32(pmesh.ch)), int(getattr(pmesh, "border_size", 0)),
+            int(pmesh.nvp), float(F32(getattr(pmesh, "max_edge_error", 0.0))),
+        )  # fmt: skip
+
+    for pmesh, other in zip(pmeshes[1:], chfs[1:], strict=True):
+        if frame(pmesh) != frame(first):
+            raise VoxNavError(
+                "polygon meshes built together need the same bmin, cs, ch, border_size, nvp "
+                "and max_edge_error"
+            )
+        for name in ("cell_start", "y", "neighbor"):
+            mine, theirs = getattr(chf, name), getattr(other, name)
+            if mine is not theirs and not np.array_equal(mine, theirs):
+                raise VoxNavError(
+                    f"compact heightfields built together must share their layout ({name})"
+                )
+
+
 def build_poly_mesh_detail(
     pmesh,
     chf,
@@ -2085,8 +2165,34 @@ def build_poly_mesh_detail(
     PolyMeshDetail with ``meshes`` uint32 (npolys, 4), ``verts`` float32 (n, 3) world Z-up,
     ``tris`` uint8 (m, 4). Vertex heights are raised by one cell height, as Recast does.
     """
+    return build_poly_mesh_details(
+        [pmesh], [chf], sample_dist, sample_max_error, progress=progress, ctx=ctx
+    )[0]
+
+
+def build_poly_mesh_details(
+    pmeshes,
+    chfs,
+    sample_dist: float,
+    sample_max_error: float,
+    *,
+    progress=None,
+    ctx: BuildContext | None = None,
+) -> list[PolyMeshDetail]:
+    """`build_poly_mesh_detail` of several polygon meshes at once, each with the compact
+    heightfield it was built from; each result equals that mesh's detail mesh built alone.
+
+    The heightfields share one layout and differ only in their regions (several agents'
+    copies of one compact heightfield, `core.agents`): the same ``cell_start``, ``y`` and
+    ``neighbor`` arrays, and the meshes the same frame (bmin, cs, ch, border_size), nvp and
+    max_edge_error. Each polygon's detail depends on that polygon alone, so all the meshes'
+    polygons go through every step together (the patch flood, the samples, the Delaunay
+    insertions) and each step's per-call work is paid once, not once per mesh. Arguments and
+    limits as `build_poly_mesh_detail`. Working memory: as one mesh holding all the polygons.
+    """
     t0 = time.perf_counter()
-    verts_u16, polys, nvp, regs = _check(pmesh, chf)
+    if len(pmeshes) != len(chfs) or not pmeshes:
+        raise VoxNavError("build_poly_mesh_details takes one compact heightfield per polygon mesh")
     sample_dist = float(F32(sample_dist))
     sample_max_error = float(F32(sample_max_error))
     if not (math.isfinite(sample_dist) and sample_dist >= 0):
@@ -2095,29 +2201,39 @@ def build_poly_mesh_detail(
         raise VoxNavError(
             f"sample_max_error must be a finite number >= 0, got {sample_max_error!r}"
         )
-    npolys = polys.shape[0]
-    empty = PolyMeshDetail(
-        np.zeros((npolys, 4), dtype=np.uint32),
-        np.zeros((0, 3), dtype=F32),
-        np.zeros((0, 4), dtype=np.uint8),
-    )
-    if verts_u16.shape[0] == 0 or npolys == 0:
-        return empty
+    meshes_in = [_mesh_polygons(pmesh, chf) for pmesh, chf in zip(pmeshes, chfs, strict=True)]
+    results: list[PolyMeshDetail | None] = [
+        None if mesh.npolys else _empty_detail(mesh.polys.shape[0]) for mesh in meshes_in
+    ]
+    batch = [i for i, mesh in enumerate(meshes_in) if mesh.npolys]
+    if not batch:
+        return [r for r in results if r is not None]
+    pmesh, chf = pmeshes[batch[0]], chfs[batch[0]]
+    _check_same_frame([pmeshes[i] for i in batch], [chfs[i] for i in batch])
+    nvp = meshes_in[batch[0]].nvp
     cs = F32(pmesh.cs)
     ch = F32(pmesh.ch)
     orig = np.asarray(pmesh.bmin, dtype=F32).reshape(3)
     bs = int(getattr(pmesh, "border_size", 0))
     radius = max(1, int(math.ceil(float(F32(getattr(pmesh, "max_edge_error", 0.0))))))
-    vi = verts_u16.astype(np.int64)
-    pidx = polys[:, :nvp].astype(np.int64)
-    valid = pidx != MESH_NULL_IDX
-    # Recast stops at the first null index.
-    npoly = np.argmin(np.concatenate([valid, np.zeros((npolys, 1), bool)], axis=1), axis=1)
-    if (npoly < 3).any():
-        bad = int(np.flatnonzero(npoly < 3)[0])
-        raise VoxNavError(f"polygon {bad} has fewer than 3 vertices")
-    if int(pidx[valid].max()) >= verts_u16.shape[0]:
-        raise VoxNavError("pmesh.polys refers to a vertex index beyond pmesh.verts")
+    # The meshes' polygons one after the other, vertex ids shifted past the meshes before;
+    # each polygon reads its own mesh's regions (``layer``: where its mesh's region field
+    # starts in the joined fields).
+    vert_base = np.cumsum([0] + [meshes_in[i].vi.shape[0] for i in batch])
+    vi = np.concatenate([meshes_in[i].vi for i in batch])
+    pidx = np.concatenate([meshes_in[i].pidx + vert_base[k] for k, i in enumerate(batch)])
+    npoly = np.concatenate([meshes_in[i].npoly for i in batch])
+    regs = np.concatenate([meshes_in[i].regs for i in batch])
+    poly_first = np.cumsum([0] + [meshes_in[i].npolys for i in batch])
+    npolys = int(poly_first[-1])
+    if len(batch) == 1:
+        borders = _region_borders(chf)
+        layer = None
+    else:
+        fields = [_region_borders(chfs[i]) for i in batch]
+        borders = (np.concatenate([f[0] for f in fields]), np.concatenate([f[1] for f in fields]))
+        n_spans = np.int64(chf.y.shape[0])
+        layer = np.repeat(np.arange(len(batch), dtype=np.int64) * n_spans, np.diff(poly_first))
     pcols = np.arange(nvp)[None, :] < npoly[:, None]
     safe = np.where(pcols, pidx, 0)
     px_all = np.where(pcols, vi[safe, 0], 0)
@@ -2129,10 +2245,10 @@ def build_poly_mesh_detail(
     ymax = np.minimum(chf.height, np.where(pcols, pz_all, -1).max(axis=1) + 1)
     pw = np.maximum(xmax - xmin, 1)
     ph = np.maximum(ymax - ymin, 1)
-    vf = np.empty((verts_u16.shape[0], 3), dtype=F32)
-    vf[:, 0] = verts_u16[:, 0].astype(F32) * cs
-    vf[:, 1] = verts_u16[:, 1].astype(F32) * ch
-    vf[:, 2] = verts_u16[:, 2].astype(F32) * cs
+    vf = np.empty((vi.shape[0], 3), dtype=F32)
+    vf[:, 0] = vi[:, 0].astype(F32) * cs
+    vf[:, 1] = vi[:, 1].astype(F32) * ch
+    vf[:, 2] = vi[:, 2].astype(F32) * cs
     pv = vf[safe]  # (P, nvp, 3) local polygon vertices, padded with vertex 0
     sd = F32(sample_dist)
     min_extent = _poly_min_extent(pv[:, :, 0], pv[:, :, 2], npoly)
@@ -2149,14 +2265,13 @@ def build_poly_mesh_detail(
     # Polygons go through in chunks of at most PATCH_CELLS_PER_CHUNK patch cells (a larger
     # polygon alone): each polygon's patch and samples depend on that polygon only, so the
     # result is the same and the peak no longer grows with the sum of all bounding boxes.
-    borders = _region_borders(chf)
     regs64 = regs.astype(np.int64)
 
     def sample_chunk(lo_hi: tuple[int, int]):
         lo, hi = lo_hi
         data, off = _height_patches(
             chf, vi, pidx[lo:hi], npoly[lo:hi], regs64[lo:hi], xmin[lo:hi], ymin[lo:hi],
-            pw[lo:hi], ph[lo:hi], bs, borders,
+            pw[lo:hi], ph[lo:hi], bs, borders, None if layer is None else layer[lo:hi],
         )  # fmt: skip
         patches = _Patches(
             data, off, xmin[lo:hi], ymin[lo:hi], pw[lo:hi], ph[lo:hi], F32(1) / F32(chf.cs),
@@ -2275,4 +2390,15 @@ def build_poly_mesh_detail(
     world[:, 2] = local[:, 1] + (orig[2] + F32(chf.ch))
     if progress is not None:
         progress(1.0, f"detail mesh: {tris.shape[0]} triangles ({time.perf_counter() - t0:.3f}s)")
-    return PolyMeshDetail(meshes, world, tris)
+    for k, i in enumerate(batch):
+        lo, hi = int(poly_first[k]), int(poly_first[k + 1])
+        if len(batch) == 1:
+            results[i] = PolyMeshDetail(meshes, world, tris)
+            continue
+        own = meshes[lo:hi].copy()
+        own[:, 0] -= np.uint32(vbase[lo])
+        own[:, 2] -= np.uint32(tbase[lo])
+        results[i] = PolyMeshDetail(
+            own, world[vbase[lo] : vbase[hi]].copy(), tris[tbase[lo] : tbase[hi]].copy()
+        )
+    return [r for r in results if r is not None]

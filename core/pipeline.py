@@ -585,22 +585,32 @@ class OpenBake:
                 self.contours, self.derived.max_verts_per_poly, ctx=self.ctx
             )
 
-    def detail_stages(self) -> None:
+    def detail_memory_check(self) -> None:
+        """The detail mesh's memory check (`core.memory`), on ``result.polymesh``."""
+        result = self.result
+        solid = result.heightfield.span_count
+        estimate = memory.estimate_detail(result.polymesh, self.chf, solid, self.inputs)
+        memory.check(estimate, config=result.config, record=self.estimates)
+
+    def detail_stages(self, detail: PolyMeshDetail | None = None) -> None:
         """The detail mesh's memory check, the detail mesh and (with ``auto_links``) the jump
-        and drop links, on ``result.polymesh``."""
+        and drop links, on ``result.polymesh``. With ``detail`` (this bake's detail mesh,
+        made by the caller after `detail_memory_check`, who records its time) the detail mesh
+        is not built again."""
         result, chf, derived = self.result, self.chf, self.derived
         config = result.config
-        solid = result.heightfield.span_count
-        estimate = memory.estimate_detail(result.polymesh, chf, solid, self.inputs)
-        memory.check(estimate, config=config, record=self.estimates)
-        with self.ctx.stage("detail"):
-            result.detail = build_poly_mesh_detail(
-                result.polymesh,
-                chf,
-                float(derived.detail_sample_dist),
-                float(derived.detail_sample_max_error),
-                ctx=self.ctx,
-            )
+        if detail is not None:
+            result.detail = detail
+        else:
+            self.detail_memory_check()
+            with self.ctx.stage("detail"):
+                result.detail = build_poly_mesh_detail(
+                    result.polymesh,
+                    chf,
+                    float(derived.detail_sample_dist),
+                    float(derived.detail_sample_max_error),
+                    ctx=self.ctx,
+                )
         if config.auto_links:
             auto_links_stage(result, derived, self.ctx)
 

@@ -116,29 +116,46 @@ def test_each_agent_equals_a_separate_bake(dungeon, agents, workers, fork, monke
     assert len(ids) == len(agents)
 
 
-@pytest.mark.parametrize(("spans", "vertices"), [(0, 1), (1 << 19, 520)], ids=["apart", "split"])
-def test_batch_bounds_keep_every_agent_equal_to_its_bake(dungeon, spans, vertices, monkeypatch):
-    """With the batch bounds low, distance fields and polygon meshes are made agent by agent
-    (or the meshes in two batches): the same navmeshes."""
+@pytest.mark.parametrize(
+    ("spans", "vertices", "polygons"),
+    [(0, 1, 1), (1 << 19, 520, 250)],
+    ids=["apart", "split"],
+)
+def test_batch_bounds_keep_every_agent_equal_to_its_bake(
+    dungeon, spans, vertices, polygons, monkeypatch
+):
+    """With the batch bounds low, distance fields, polygon meshes and detail meshes are made
+    agent by agent (or the meshes in two batches): the same navmeshes."""
     import core.agents as agents_module
 
     monkeypatch.setattr(agents_module, "DISTANCE_BATCH_SPANS", spans)
     monkeypatch.setattr(agents_module, "POLYMESH_BATCH_VERTICES", vertices)
+    monkeypatch.setattr(agents_module, "DETAIL_BATCH_POLYGONS", polygons)
     sizes: list[int] = []
+    detail_sizes: list[int] = []
     real = agents_module.build_poly_meshes
+    real_details = agents_module.build_poly_mesh_details
 
     def counting(csets, nvp):
         sizes.append(len(csets))
         return real(csets, nvp)
 
+    def counting_details(pmeshes, chfs, *args, **kwargs):
+        detail_sizes.append(len(pmeshes))
+        return real_details(pmeshes, chfs, *args, **kwargs)
+
     monkeypatch.setattr(agents_module, "build_poly_meshes", counting)
+    monkeypatch.setattr(agents_module, "build_poly_mesh_details", counting_details)
     verts, tris = dungeon
     results = bake_agents(verts, tris, NavConfig(), RADII)
     for agent in RADII:
         want = separate(verts, tris, NavConfig(), agent)
         assert_same_bake(results[agent.name], want, agent.name)
-    # dungeon's agents have 288, 247 and 253 contour vertices: 288 + 247 > 520 >= 247 + 253
+    # dungeon's agents have 288, 247 and 253 contour vertices: 288 + 247 > 520 >= 247 + 253;
+    # and 140, 118 and 112 polygons: 140 + 118 > 250 >= 118 + 112 (a batch of one builds
+    # its detail mesh alone, in its bake's own stage)
     assert sizes == ([1, 1, 1] if vertices == 1 else [1, 2])
+    assert detail_sizes == ([] if polygons == 1 else [2])
 
 
 @pytest.mark.parametrize("kind", ["processes", "threads"])
@@ -202,8 +219,10 @@ def test_stages_are_shared_by_their_inputs(dungeon):
 
     real_fields = agents_module.build_distance_fields
     real_meshes = agents_module.build_poly_meshes
+    real_details = agents_module.build_poly_mesh_details
     batched: list[int] = []
     meshes_together: list[int] = []
+    details_together: list[int] = []
 
     def counting_fields(chf, areas):
         batched.append(len(areas))
@@ -213,26 +232,33 @@ def test_stages_are_shared_by_their_inputs(dungeon):
         meshes_together.append(len(csets))
         return real_meshes(csets, nvp)
 
+    def counting_details(pmeshes, chfs, *args, **kwargs):
+        details_together.append(len(pmeshes))
+        return real_details(pmeshes, chfs, *args, **kwargs)
+
     agents_module.BuildContext = Counting  # type: ignore[misc]
     agents_module.build_distance_fields = counting_fields  # type: ignore[assignment]
     agents_module.build_poly_meshes = counting_meshes  # type: ignore[assignment]
+    agents_module.build_poly_mesh_details = counting_details  # type: ignore[assignment]
     try:
         bake_agents(verts, tris, NavConfig(), MIXED)
     finally:
         agents_module.BuildContext = real  # type: ignore[misc]
         agents_module.build_distance_fields = real_fields  # type: ignore[assignment]
         agents_module.build_poly_meshes = real_meshes  # type: ignore[assignment]
+        agents_module.build_poly_mesh_details = real_details  # type: ignore[assignment]
     # slopes: 45, 30; (slope, climb): +climber; (.., height): +tall. Erosion: its distance
     # once per compact heightfield, its threshold per agent; the later stages per agent, the
-    # distance fields of the two agents on one compact heightfield (medium, twin) together,
-    # every agent's polygon mesh in one go.
+    # distance fields and the detail meshes of the two agents on one compact heightfield
+    # (medium, twin) together, every agent's polygon mesh in one go.
     assert runs["mark"] == 2
     assert runs["rasterize"] == 3
     assert runs["filter_low_height"] == 4
     assert runs["compact"] == 4
     assert runs["erode"] == 4 + len(MIXED)
     assert batched == [2]
-    assert runs["distance"] + sum(batched) == runs["detail"] == len(MIXED)
+    assert runs["distance"] + sum(batched) == len(MIXED)
+    assert details_together == [2] and runs["detail"] == len(MIXED) - 2
     assert meshes_together == [len(MIXED)] and "polymesh" not in runs  # all ear-clipped at once
 
 

@@ -16,11 +16,12 @@ from core.detail import (
     _height_patches,
     _Patches,
     build_poly_mesh_detail,
+    build_poly_mesh_details,
     patch_chunks,
 )
 from core.errors import VoxNavError
 
-from .refdata import MESHES, load_reference, ref_compact, zup
+from .refdata import MESHES, load_reference, mesh_path, ref_compact, zup
 
 F32 = np.float32
 
@@ -294,6 +295,43 @@ def test_empty_mesh_gives_empty_detail():
     dmesh = build_poly_mesh_detail(pmesh, chf, 1.0, 0.25)
     assert isinstance(dmesh, PolyMeshDetail)
     assert dmesh.meshes.shape == (0, 4) and dmesh.nverts == 0 and dmesh.ntris == 0
+
+
+@pytest.mark.parametrize("scene", MESHES)
+def test_details_together_equal_each_alone(scene):
+    """Several agents' polygon meshes on one compact heightfield layout (the agents' regions
+    differ): built together, each detail mesh equals that mesh's built alone; a mesh without
+    polygons among them gets its empty detail mesh."""
+    from core import pipeline
+    from core.config import NavConfig
+    from core.objio import read_obj
+
+    verts, tris = read_obj(mesh_path(scene))
+    bakes = [pipeline.bake(verts, tris, NavConfig(agent_radius=r)) for r in (0.3, 0.6, 1.2)]
+    derived = bakes[0].config.derived()
+    settings = (float(derived.detail_sample_dist), float(derived.detail_sample_max_error))
+    pmeshes = [b.polymesh for b in bakes]
+    chfs = [b.compact for b in bakes]
+    empty = SimpleNamespace(**vars(pmeshes[0]))
+    empty.polys, empty.regs = empty.polys[:0], empty.regs[:0]
+    pmeshes.insert(1, empty)
+    chfs.insert(1, chfs[0])
+    together = build_poly_mesh_details(pmeshes, chfs, *settings)
+    assert len(together) == 4
+    assert together[1].meshes.shape == (0, 4) and together[1].nverts == 0
+    del together[1], pmeshes[1], chfs[1]
+    for bake, got in zip(bakes, together, strict=True):
+        assert not np.array_equal(bake.compact.reg, chfs[0].reg) or bake is bakes[0]
+        for name in ("meshes", "verts", "tris"):
+            np.testing.assert_array_equal(getattr(got, name), getattr(bake.detail, name))
+    # Meshes of another frame, or heightfields of another layout, are refused.
+    moved = SimpleNamespace(**vars(pmeshes[1]))
+    moved.border_size = 3
+    with pytest.raises(VoxNavError, match="same bmin"):
+        build_poly_mesh_details([pmeshes[0], moved], chfs[:2], *settings)
+    other = pipeline.bake(verts, tris, NavConfig(agent_height=1.0)).compact
+    with pytest.raises(VoxNavError, match="share their layout"):
+        build_poly_mesh_details(pmeshes[:2], [chfs[0], other], *settings)
 
 
 def test_bad_input():
