@@ -13,8 +13,9 @@ put into the config, but runs each pipeline stage once per distinct input:
                    2 * walkable_radius per agent (`area.erosion_distance`)
     distance on    per agent (distance field, regions, contours, polygons, detail); in one
                    process, agents sharing a compact heightfield compute their distance
-                   fields together (one pass of the chamfer's row loop for all of them), and
-                   all agents' contours are ear-clipped together (one round for all)
+                   fields together (one pass of the chamfer's row loop for all of them) and
+                   their detail meshes together (one patch flood and insertion rounds for
+                   all), and all agents' contours are ear-clipped together (one round for all)
 
 Keys are the voxel-unit integers Recast derives (`NavConfig.derived`), so two agents whose
 climbs differ by less than a cell height share rasterization, as their separate bakes would
