@@ -271,20 +271,24 @@ def _walk_order_fast(
     if m == 0:
         return []
     # Four-sided single spans are never walked (flags == 0xf is skipped by the scan).
-    keep = flags[span] != 0xF
     label = _cycle_labels(succ)
-    cyc_ids, cyc = np.unique(label, return_inverse=True)
+    # Cycles numbered by their smallest edge (each cycle's label), in that order.
+    is_root = label == np.arange(m)
+    n_cycles = int(np.count_nonzero(is_root))
+    cyc = (np.cumsum(is_root) - 1)[label]
     # Edges grouped by cycle, in storage order (span, then direction) within each cycle.
-    order = np.lexsort((np.arange(m), cyc))
-    group_start = np.searchsorted(cyc[order], np.arange(cyc_ids.shape[0] + 1))
-    order_l = order.tolist()
-    span_l = span.tolist()
-    d_l = d.tolist()
-    heap: list[tuple[int, int, int]] = []
-    for c in range(cyc_ids.shape[0]):
-        first = order_l[group_start[c]]
-        if keep[first]:
-            heap.append((span_l[first], c, int(group_start[c])))
+    order = np.argsort(cyc, kind="stable")
+    group_start = np.zeros(n_cycles + 1, dtype=np.int64)
+    np.cumsum(np.bincount(cyc, minlength=n_cycles), out=group_start[1:])
+    # The scan below reads a few edges per cycle: items, not whole lists.
+    span_at = span.take(order).item
+    order_at = order.item
+    first_edges = order[group_start[:-1]]
+    heap = [
+        (int(sp), c, int(g))
+        for c, (sp, g) in enumerate(zip(span[first_edges], group_start[:-1], strict=True))
+        if flags[sp] != 0xF
+    ]
     heapq.heapify(heap)
     starts: list[int] = []
     while heap:
@@ -294,30 +298,50 @@ def _walk_order_fast(
             contenders.append(heapq.heappop(heap))
         # The scan walks the span's lowest unvisited direction; the other cycles through this
         # span are started later, at their next span.
-        best = min(contenders, key=lambda ev: d_l[order_l[ev[2]]])
-        starts.append(order_l[best[2]])
+        best = min(contenders, key=lambda ev: d[order_at(ev[2])])
+        starts.append(order_at(best[2]))
         for ev in contenders:
             if ev is best:
                 continue
             _, c, p = ev
             end = int(group_start[c + 1])
-            while p < end and span_l[order_l[p]] == s:
+            while p < end and span_at(p) == s:
                 p += 1
             if p < end:
-                heapq.heappush(heap, (span_l[order_l[p]], c, p))
-    succ_l = succ.tolist()
-    walks = []
-    for e0 in starts:
-        seq = [e0]
-        e = succ_l[e0]
-        while e != e0:
-            seq.append(e)
-            e = succ_l[e]
-        seq_a = np.asarray(seq, dtype=np.int64)
-        if int(steps[seq_a].sum()) > _WALK_MAX_STEPS:
-            return None
-        walks.append(seq_a)
-    return walks
+                heapq.heappush(heap, (span_at(p), c, p))
+    if not starts:
+        return []
+    # Each walk is its start's cycle read along succ from the start (a cycle has one start at
+    # most). Every edge's place in its walk is found at once: the cycle is cut before its
+    # start (its last edge points to itself) and pointer jumping counts each edge's steps to
+    # that last edge (Wyllie's list ranking: rounds logarithmic in the longest walk).
+    first = np.asarray(starts, dtype=np.int64)
+    sizes = np.diff(group_start)
+    walk_of = np.full(n_cycles, -1, dtype=np.int64)
+    walk_of[cyc[first]] = np.arange(first.shape[0])
+    before = np.empty(m, dtype=np.int64)
+    before[succ] = np.arange(m)
+    last = before[first]
+    jump = succ.copy()
+    jump[last] = last
+    to_last = np.ones(m, dtype=np.int64)
+    to_last[last] = 0
+    lengths = sizes[cyc[first]]
+    reach = 1
+    longest = int(lengths.max())
+    while reach < longest:
+        to_last += to_last[jump]
+        jump = jump[jump]
+        reach *= 2
+    walk_start = np.zeros(first.shape[0] + 1, dtype=np.int64)
+    np.cumsum(lengths, out=walk_start[1:])
+    member = np.flatnonzero(walk_of[cyc] >= 0)
+    place = walk_start[walk_of[cyc[member]]] + (sizes[cyc[member]] - 1 - to_last[member])
+    sequence = np.empty(int(walk_start[-1]), dtype=np.int64)
+    sequence[place] = member
+    if int(np.add.reduceat(steps[sequence], walk_start[:-1]).max()) > _WALK_MAX_STEPS:
+        return None
+    return np.split(sequence, walk_start[1:-1])
 
 
 def _walk_order_exact(
