@@ -270,7 +270,6 @@ def _walk_order_fast(
     m = span.shape[0]
     if m == 0:
         return []
-    # Four-sided single spans are never walked (flags == 0xf is skipped by the scan).
     label = _cycle_labels(succ)
     # Cycles numbered by their smallest edge (each cycle's label), in that order.
     is_root = label == np.arange(m)
@@ -284,6 +283,7 @@ def _walk_order_fast(
     span_at = span.take(order).item
     order_at = order.item
     first_edges = order[group_start[:-1]]
+    # Four-sided single spans are never walked (flags == 0xf is skipped by the scan).
     heap = [
         (int(sp), c, int(g))
         for c, (sp, g) in enumerate(zip(span[first_edges], group_start[:-1], strict=True))
