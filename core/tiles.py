@@ -497,8 +497,7 @@ class TilePlan:
         if nodes.shape[0] == 0:
             return None
         tri_ids = self.chunks.chunk_triangles(nodes)
-        tile_tris = self.tris[tri_ids]
-        used, local = np.unique(tile_tris, return_inverse=True)
+        used, local = _local_mesh(self.verts.shape[0], self.tris[tri_ids])
         link_window = None
         if self.config.auto_links and make_navdata and self.config.max_jump_distance > 0:
             link_window = self.link_window(tx, ty)
@@ -511,7 +510,7 @@ class TilePlan:
             tile_size=self.grid.tile_size,
             border_size=self.grid.border_size,
             verts=self.verts[used],
-            tris=local.reshape(-1, 3).astype(np.int32),
+            tris=local,
             volumes=self.volumes,
             keep_compact=keep_compact,
             make_navdata=make_navdata,
@@ -530,7 +529,7 @@ class TilePlan:
         hi[:2] = hi[:2] + pad
         nodes = self.chunks.nodes_overlapping_rect(lo[:2], hi[:2])
         tri_ids = self.chunks.chunk_triangles(nodes)
-        used, local = np.unique(self.tris[tri_ids], return_inverse=True)
+        used, local = _local_mesh(self.verts.shape[0], self.tris[tri_ids])
         return LinkWindowInput(
             bmin=lo,
             bmax=hi,
@@ -538,8 +537,21 @@ class TilePlan:
             core_max=core_max,
             size=self.grid.tile_size + 2 * margin,
             verts=self.verts[used],
-            tris=local.reshape(-1, 3).astype(np.int32),
+            tris=local,
         )
+
+
+def _local_mesh(n_verts: int, tris: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(vertex ids used by ``tris`` ascending, int32 (m, 3) triangles renumbered into them):
+    what ``np.unique(tris, return_inverse=True)`` gives, by marking the used vertices instead
+    of sorting every corner (the planning process makes one per tile while the workers bake:
+    on the 10x10 tiling 28 ms a 1024-cell tile sorted, about 4 marked)."""
+    used = np.zeros(n_verts, dtype=bool)
+    used[tris] = True
+    ids = np.flatnonzero(used)
+    renumber = np.empty(n_verts, dtype=np.int32)
+    renumber[ids] = np.arange(ids.shape[0], dtype=np.int32)
+    return ids, renumber[tris].reshape(-1, 3)
 
 
 def plan_tiles(
