@@ -31,7 +31,7 @@ import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -44,6 +44,8 @@ from .errors import VoxNavError
 from .heightfield import Heightfield
 from .polymesh import build_poly_meshes
 from .regions import build_distance_fields
+
+T = TypeVar("T")
 
 #: The agent spec keys (``--agent NAME:radius=..,height=..``) -> NavConfig settings.
 AGENT_KEYS = {
@@ -314,6 +316,20 @@ def _agent_tails(jobs: list) -> list:
     return outputs
 
 
+def _bounded_runs(members: list[T], sizes: list[int], bound: int) -> list[list[T]]:
+    """``members`` in order, cut into runs whose ``sizes`` add up to at most ``bound`` (a
+    member larger than the bound makes a run of its own)."""
+    runs: list[list[T]] = [[]]
+    total = 0
+    for member, size in zip(members, sizes, strict=True):
+        if runs[-1] and total + size > bound:
+            runs.append([])
+            total = 0
+        runs[-1].append(member)
+        total += size
+    return runs
+
+
 def _poly_meshes_together(agents: list[_OpenAgent]) -> None:
     """Every agent's polygon mesh from its contours (``result.polymesh``), the agents with the
     same most vertices per polygon, at most `POLYMESH_BATCH_VERTICES` contour vertices
@@ -323,16 +339,8 @@ def _poly_meshes_together(agents: list[_OpenAgent]) -> None:
     for agent in agents:
         by_nvp.setdefault(int(agent.bake.derived.max_verts_per_poly), []).append(agent)
     for nvp, members in by_nvp.items():
-        batches: list[list[_OpenAgent]] = [[]]
-        vertices = 0
-        for agent in members:
-            count = int(agent.bake.contours.nverts.sum())
-            if batches[-1] and vertices + count > POLYMESH_BATCH_VERTICES:
-                batches.append([])
-                vertices = 0
-            batches[-1].append(agent)
-            vertices += count
-        for batch in batches:
+        sizes = [int(agent.bake.contours.nverts.sum()) for agent in members]
+        for batch in _bounded_runs(members, sizes, POLYMESH_BATCH_VERTICES):
             start = time.perf_counter()
             meshes = build_poly_meshes([agent.bake.contours for agent in batch], nvp)
             share = (time.perf_counter() - start) / len(batch)
@@ -362,15 +370,9 @@ def _details_together(agents: list[_OpenAgent]) -> list[Any]:
         )  # fmt: skip
         groups.setdefault(key, []).append((i, int(pmesh.npolys)))
     for members in groups.values():
-        batches: list[list[int]] = [[]]
-        polygons = 0
-        for i, count in members:
-            if batches[-1] and polygons + count > DETAIL_BATCH_POLYGONS:
-                batches.append([])
-                polygons = 0
-            batches[-1].append(i)
-            polygons += count
-        for batch in batches:
+        ids = [i for i, _count in members]
+        sizes = [count for _i, count in members]
+        for batch in _bounded_runs(ids, sizes, DETAIL_BATCH_POLYGONS):
             if len(batch) < 2:
                 continue
             bakes = [agents[i].bake for i in batch]
