@@ -2207,7 +2207,7 @@ def build_poly_mesh_details(
     ]
     batch = [i for i, mesh in enumerate(meshes_in) if mesh.npolys]
     if not batch:
-        return [r for r in results if r is not None]
+        return _all_built(results)
     pmesh, chf = pmeshes[batch[0]], chfs[batch[0]]
     _check_same_frame([pmeshes[i] for i in batch], [chfs[i] for i in batch])
     nvp = meshes_in[batch[0]].nvp
@@ -2401,4 +2401,11 @@ def build_poly_mesh_details(
         results[i] = PolyMeshDetail(
             own, world[vbase[lo] : vbase[hi]].copy(), tris[tbase[lo] : tbase[hi]].copy()
         )
-    return [r for r in results if r is not None]
+    return _all_built(results)
+
+
+def _all_built(results: list[PolyMeshDetail | None]) -> list[PolyMeshDetail]:
+    built = [r for r in results if r is not None]
+    if len(built) != len(results):  # every mesh is either empty or in the batch
+        raise AssertionError("a polygon mesh's detail mesh was not built")
+    return built
