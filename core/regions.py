@@ -966,7 +966,9 @@ def build_regions(
     dist = np.asarray(dist)
     if dist.shape != (n,):
         raise VoxNavError(f"dist has shape {dist.shape}; expected ({n},), one per compact span")
-    reg = np.zeros(n + 1, dtype=np.int64)
+    # int32: ids stay below 2**17 (border flag included), and the expansion's gathers of
+    # regions and flood distances move half the bytes (regions 1.07x on the 4x4).
+    reg = np.zeros(n + 1, dtype=np.int32)
     first = _paint_border(chf, reg, border_size, 1)
     rid = _watershed(g, dist, max_distance, reg, first, progress)
     g.free_flood_scratch()
@@ -986,7 +988,7 @@ def _watershed(g: _Graph, dist, max_distance: int, reg, first_id: int, progress=
     n = g.n
     walk = g.area != NULL_AREA
     dist_x = np.append(np.asarray(dist, dtype=np.int64), 0)
-    sdist = np.zeros(n + 1, dtype=np.int64)
+    sdist = np.zeros(n + 1, dtype=np.int32)  # flood distances: level steps of 2, below 2**16
     rid = first_id
     level = (int(max_distance) + 1) & ~1
     top = max(level, 1)
