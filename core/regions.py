@@ -306,7 +306,7 @@ def _expand(g: _Graph, reg, sdist, active, level: int, max_iter: int):
             # Few spans: one (k, 4) pass, a third of the calls (argmin keeps the first).
             nb = g.nsa_of(cand_spans)
             rn = reg.take(nb)
-            dd = sdist.take(nb)  # int64: a new array
+            dd = sdist.take(nb)  # a new array
             dd += 2
             dd[(rn <= 0) | (rn >= BORDER_REG)] = _BIG
             pick = dd.argmin(axis=1)
