@@ -168,33 +168,44 @@ def _edge_vertices(
     connected). `RC_AREA_BORDER` is added per walk: Recast compares the neighbour's area with
     the area of the span the walk *started* from.
     """
-    nb = np.asarray(chf.neighbor).astype(np.int64)
-    y = np.asarray(chf.y).astype(np.int64)
-    reg = np.asarray(chf.reg).astype(np.int64)
-    area = np.asarray(chf.area).astype(np.int64)
-    full = reg | (area << 16)
+    # Only the boundary edges' spans and their neighbours are read: the fields are gathered
+    # as they are and widened afterwards (widening whole fields first cost more than the
+    # rest of this function on large grids).
+    nb = np.asarray(chf.neighbor)
+    y = np.asarray(chf.y)
+    reg = np.asarray(chf.reg)
+    area = np.asarray(chf.area)
+
+    def height(spans):
+        return y[spans].astype(np.int64)
+
+    def full(spans):
+        out = reg[spans].astype(np.int64)
+        out |= area[spans].astype(np.int64) << 16
+        return out
+
     dp = (d + 1) & 3
 
-    h = y[span]
-    r0 = full[span]
-    a = nb[span, d]
+    h = height(span)
+    r0 = full(span)
+    a = nb[span, d].astype(np.int64)
     ha = a >= 0
     ac = np.maximum(a, 0)
-    h = np.where(ha, np.maximum(h, y[ac]), h)
-    r1 = np.where(ha, full[ac], 0)
+    h = np.where(ha, np.maximum(h, height(ac)), h)
+    r1 = np.where(ha, full(ac), 0)
     a2 = np.where(ha, nb[ac, dp], -1)
     ha2 = a2 >= 0
-    h = np.where(ha2, np.maximum(h, y[np.maximum(a2, 0)]), h)
-    r2 = np.where(ha2, full[np.maximum(a2, 0)], 0)
-    b = nb[span, dp]
+    h = np.where(ha2, np.maximum(h, height(np.maximum(a2, 0))), h)
+    r2 = np.where(ha2, full(np.maximum(a2, 0)), 0)
+    b = nb[span, dp].astype(np.int64)
     hb = b >= 0
     bc = np.maximum(b, 0)
-    h = np.where(hb, np.maximum(h, y[bc]), h)
-    r3 = np.where(hb, full[bc], 0)
+    h = np.where(hb, np.maximum(h, height(bc)), h)
+    r3 = np.where(hb, full(bc), 0)
     b2 = np.where(hb, nb[bc, d], -1)
     hb2 = b2 >= 0
-    h = np.where(hb2, np.maximum(h, y[np.maximum(b2, 0)]), h)
-    r2 = np.where(hb2, full[np.maximum(b2, 0)], r2)
+    h = np.where(hb2, np.maximum(h, height(np.maximum(b2, 0))), h)
+    r2 = np.where(hb2, full(np.maximum(b2, 0)), r2)
 
     regs = (r0, r1, r2, r3)
     border_vertex = np.zeros(span.shape[0], dtype=bool)
@@ -206,12 +217,12 @@ def _edge_vertices(
         ints_same_area = (rc >> 16) == (rd >> 16)
         border_vertex |= two_same_exts & two_ints & ints_same_area & no_zeros
 
-    x = np.asarray(chf.span_x).astype(np.int64)[span]
-    z = np.asarray(chf.span_y).astype(np.int64)[span]
+    x = np.asarray(chf.span_x)[span].astype(np.int64)
+    z = np.asarray(chf.span_y)[span].astype(np.int64)
     px = x + ((d == 1) | (d == 2))
     pz = z + ((d == 0) | (d == 1))
-    r = np.where(ha, reg[ac], 0) | np.where(border_vertex, RC_BORDER_VERTEX, 0)
-    nb_area = np.where(ha, area[ac], -1)
+    r = np.where(ha, reg[ac].astype(np.int64), 0) | np.where(border_vertex, RC_BORDER_VERTEX, 0)
+    nb_area = np.where(ha, area[ac].astype(np.int64), -1)
     return np.stack([px, h, pz, r], axis=1), nb_area
 
 
@@ -223,7 +234,7 @@ def _edge_successors(
     Returns (succ int64 (m,) edge index, steps int64 (m,)), or None when a walk would step
     through a missing connection or not settle in a few steps (malformed connectivity).
     """
-    nb = np.asarray(chf.neighbor).astype(np.int64)
+    nb = np.asarray(chf.neighbor)
     m = span.shape[0]
     cur = span.copy()
     cdir = (d + 1) & 3
