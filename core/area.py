@@ -547,7 +547,7 @@ def mark_box_area(chf: CompactHeightfield, bmin, bmax, area_id: int) -> np.ndarr
     idx = _spans_in_rect(chf, x0, x1, y0, y1)
     if idx is None:
         return out
-    fy = np.asarray(chf.y, dtype=np.int64)[idx]
+    fy = np.asarray(chf.y)[idx].astype(np.int64)
     hit = idx[(fy >= z0) & (fy <= z1) & (out[idx] != NULL_AREA)]
     out[hit] = area_id
     return out
@@ -583,7 +583,7 @@ def mark_convex_poly_area(
     idx = _spans_in_rect(chf, x0, x1, y0, y1)
     if idx is None:
         return out
-    fy = np.asarray(chf.y, dtype=np.int64)[idx]
+    fy = np.asarray(chf.y)[idx].astype(np.int64)
     idx = idx[(out[idx] != NULL_AREA) & (fy >= z0) & (fy <= z1)]
     cs = np.float32(chf.cs)
     px = np.float32(chf.bmin[0]) + (np.asarray(chf.span_x)[idx].astype(np.float32) + 0.5) * cs
@@ -639,7 +639,7 @@ def mark_cylinder_area(
     dx = (cx - c[0]).astype(np.float32)
     dy = (cy - c[1]).astype(np.float32)
     near = (dx * dx + dy * dy) < r * r
-    fy = np.asarray(chf.y, dtype=np.int64)[idx]
+    fy = np.asarray(chf.y)[idx].astype(np.int64)
     hit = idx[near & (out[idx] != NULL_AREA) & (fy >= z0) & (fy <= z1)]
     out[hit] = area_id
     return out
