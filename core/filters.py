@@ -32,7 +32,8 @@ def _ceilings(hf: Heightfield) -> np.ndarray:
     ceiling = np.full(n, OPEN_CEILING, dtype=np.int32)
     if n:
         is_top = np.zeros(n, dtype=bool)
-        is_top[hf.col_start[1:][np.diff(hf.col_start) > 0] - 1] = True
+        # Occupied columns by comparison: no grid-sized integer temporary.
+        is_top[hf.col_start[1:][hf.col_start[1:] > hf.col_start[:-1]] - 1] = True
         ceiling[:-1] = np.where(is_top[:-1], OPEN_CEILING, hf.smin[1:].astype(np.int32))
     return ceiling
 
@@ -51,7 +52,7 @@ def filter_low_hanging_obstacles(
     if hf.span_count < 2:
         return area
     first_in_column = np.zeros(hf.span_count, dtype=bool)
-    first_in_column[hf.col_start[:-1][np.diff(hf.col_start) > 0]] = True
+    first_in_column[hf.col_start[:-1][hf.col_start[1:] > hf.col_start[:-1]]] = True
     below_area = hf.area[:-1]
     rises = hf.smax[1:].astype(np.int32) - hf.smax[:-1].astype(np.int32)
     take = (

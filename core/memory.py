@@ -39,6 +39,8 @@ RUNTIME_BYTES = 96 * 1024**2
 BOUND_CHUNK_TRIANGLES = 1 << 16
 #: Threads computing fragment bounds of chunks at once.
 BOUND_WORKERS = min(2, os.cpu_count() or 1)
+#: Columns per block of `neighbour_pairs` (cache-sized temporaries).
+PAIR_BLOCK_COLUMNS = 1 << 16
 #: Small arrays and Python objects of any stage, whatever its size. [Units: bytes]
 STAGE_FIXED_BYTES = 2 * 1024**2
 
@@ -276,21 +278,35 @@ def estimate_filters(hf, inputs: int = 0) -> StageEstimate:
 def neighbour_pairs(col_start, keep, width: int, height: int) -> tuple[int, int]:
     """(kept spans, the largest over the 4 directions of the sum over columns of kept spans
     times kept spans of the neighbour column): what span-to-neighbour tests allocate.
-    ``col_start`` int (w*h+1,), ``keep`` bool (spans,), or None to keep every span."""
+    ``col_start`` int (w*h+1,), ``keep`` bool (spans,), or None to keep every span.
+
+    Counted in blocks of rows (`PAIR_BLOCK_COLUMNS` columns): whole-grid temporaries on a
+    large grid cost more than the counting (fresh memory on this kind of VM), and an estimate
+    should not cost what the stage it guards does."""
     col_start = np.asarray(col_start, dtype=np.int64)
     width, height = int(width), int(height)
-    if keep is None:
-        per_col = np.diff(col_start)
-    else:
+    cum = None
+    if keep is not None:
         cum = np.zeros(len(keep) + 1, dtype=np.int64)
         np.cumsum(keep, out=cum[1:])
-        per_col = np.diff(cum[col_start])
-    grid = per_col.reshape(height, width)
-    pairs = max(
-        int((grid[:, 1:] * grid[:, :-1]).sum()) if width > 1 else 0,
-        int((grid[1:, :] * grid[:-1, :]).sum()) if height > 1 else 0,
-    )
-    return int(per_col.sum()), pairs
+    rows_per_block = max(1, PAIR_BLOCK_COLUMNS // max(width, 1))
+    kept = across = along = 0
+    last_row = None
+    for first in range(0, height, rows_per_block):
+        end = min(height, first + rows_per_block)
+        bounds = col_start[first * width : end * width + 1]
+        if cum is not None:
+            bounds = cum[bounds]
+        grid = np.diff(bounds).reshape(end - first, width)
+        kept += int(grid.sum())
+        if width > 1:
+            across += int(np.einsum("ij,ij->", grid[:, 1:], grid[:, :-1]))
+        if end - first > 1:
+            along += int(np.einsum("ij,ij->", grid[1:], grid[:-1]))
+        if last_row is not None:
+            along += int(last_row @ grid[0])
+        last_row = grid[-1]
+    return kept, max(across, along)
 
 
 def _held(columns: int, solid_spans: int) -> int:

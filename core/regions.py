@@ -755,9 +755,16 @@ def _same_column_pairs(chf: CompactHeightfield):
     """int64 (p,) a, b: every ordered pair of spans in one column (a == b included), for
     columns holding more than one span (few: only those columns are read)."""
     start = np.asarray(chf.cell_start, dtype=np.int64)
-    cnt = np.diff(start)
-    multi = np.flatnonzero(cnt > 1)
-    per_col = cnt[multi]
+    # The columns found from the spans (stored column by column: a span shares its column
+    # with the next one), not from a grid-sized count array: on a large grid that array's
+    # fresh memory cost more than the rest of this function.
+    sx, sy = np.asarray(chf.span_x), np.asarray(chf.span_y)
+    shares = (sx[1:] == sx[:-1]) & (sy[1:] == sy[:-1])
+    opens = shares.copy()
+    opens[1:] &= ~shares[:-1]  # the first span of each column shared
+    firsts = np.flatnonzero(opens)
+    multi = sx[firsts].astype(np.int64) + sy[firsts].astype(np.int64) * int(chf.width)
+    per_col = start[multi + 1] - start[multi]
     # Spans of the multi-span columns with their column's first span, each repeated once
     # per span of its column.
     column_first = np.repeat(start[multi], per_col)

@@ -245,7 +245,11 @@ def test_refused_mid_bake_before_a_stage_that_does_not_fit():
         pipeline.bake(verts, tris, config)
 
 
-def test_neighbour_pairs_against_a_count_per_column():
+@pytest.mark.parametrize("block", [1, 5, 16, 1 << 16])
+def test_neighbour_pairs_against_a_count_per_column(block, monkeypatch):
+    # Counted in blocks of rows: a block of one row (or fewer columns than a row), blocks
+    # cutting the grid unevenly, and the whole grid in one block.
+    monkeypatch.setattr(memory, "PAIR_BLOCK_COLUMNS", block)
     rng = np.random.default_rng(11)
     for width, height in ((1, 1), (5, 1), (1, 6), (7, 9)):
         counts = rng.integers(0, 4, width * height)
