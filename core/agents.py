@@ -276,11 +276,9 @@ def _agent_tails(jobs: list) -> list:
     compact heightfield, erosion distance); its compact heightfield is taken over. Returns
     per job the result fields set, the stage timings, warnings and memory estimates.
 
-    Agents whose compact heightfields share one layout (`_frozen_layout`), at most
-    `DISTANCE_BATCH_SPANS` spans together, compute their distance fields at once, each
-    recording an equal share of that time as its "distance" stage; the polygon meshes and the
-    detail meshes are built together (`_poly_meshes_together`, `_details_together`); the
-    other stages run agent by agent."""
+    The distance fields, polygon meshes and detail meshes are built together where agents
+    share what those stages read (`_distances_together`, `_poly_meshes_together`,
+    `_details_together`); the other stages run agent by agent."""
     agents = []
     for result, derived, volumes, inputs, chf, erosion_dist in jobs:
         hand_links = result.offmesh_links
@@ -288,21 +286,7 @@ def _agent_tails(jobs: list) -> list:
             result, derived, volumes, BuildContext(), {}, inputs, chf, erosion_dist
         )
         agents.append(_OpenAgent(bake, hand_links))
-    distances: list[Any] = [None] * len(agents)
-    same_layout: dict[int, list[int]] = {}
-    for i, agent in enumerate(agents):
-        same_layout.setdefault(id(agent.bake.chf.neighbor), []).append(i)
-    for members in same_layout.values():
-        first = agents[members[0]].bake.chf
-        if len(members) < 2 or first.y.shape[0] * len(members) > DISTANCE_BATCH_SPANS:
-            continue
-        start = time.perf_counter()
-        fields = build_distance_fields(first, [agents[i].bake.chf.area for i in members])
-        share = (time.perf_counter() - start) / len(members)
-        for i, distance in zip(members, fields, strict=True):
-            distances[i] = distance
-            agents[i].bake.ctx.add_time("distance", share)
-    for agent, distance in zip(agents, distances, strict=True):
+    for agent, distance in zip(agents, _distances_together(agents), strict=True):
         agent.bake.contour_stages(distance)
     _poly_meshes_together(agents)
     details = _details_together(agents)
@@ -328,6 +312,32 @@ def _bounded_runs(members: list[T], sizes: list[int], bound: int) -> list[list[T
         runs[-1].append(member)
         total += size
     return runs
+
+
+def _distances_together(agents: list[_OpenAgent]) -> list[Any]:
+    """The distance fields of the agents whose compact heightfields share one layout
+    (`_frozen_layout`), at most `DISTANCE_BATCH_SPANS` spans together, computed at once
+    (`regions.build_distance_fields`), each recording an equal share of that time as its
+    "distance" stage. Returns per agent its distance field, or None for the agents left to
+    compute theirs alone."""
+    distances: list[Any] = [None] * len(agents)
+    same_layout: dict[int, list[int]] = {}
+    for i, agent in enumerate(agents):
+        same_layout.setdefault(id(agent.bake.chf.neighbor), []).append(i)
+    for members in same_layout.values():
+        sizes = [int(agents[i].bake.chf.y.shape[0]) for i in members]
+        for batch in _bounded_runs(members, sizes, DISTANCE_BATCH_SPANS):
+            if len(batch) < 2:
+                continue
+            start = time.perf_counter()
+            fields = build_distance_fields(
+                agents[batch[0]].bake.chf, [agents[i].bake.chf.area for i in batch]
+            )
+            share = (time.perf_counter() - start) / len(batch)
+            for i, distance in zip(batch, fields, strict=True):
+                distances[i] = distance
+                agents[i].bake.ctx.add_time("distance", share)
+    return distances
 
 
 def _poly_meshes_together(agents: list[_OpenAgent]) -> None:

@@ -62,6 +62,23 @@ def assert_same_bake(got: pipeline.BakeResult, want: pipeline.BakeResult, name: 
     assert got.empty == want.empty
 
 
+def count_batches(monkeypatch, name: str) -> list[int]:
+    """Replace `core.agents`' batch builder ``name`` (distance fields, polygon meshes or
+    detail meshes of several agents) by one recording how many agents each call builds (its
+    first argument's length for the meshes, its second's for the fields); returns that list."""
+    import core.agents as agents_module
+
+    real = getattr(agents_module, name)
+    sizes: list[int] = []
+
+    def counting(first, second, *args, **kwargs):
+        sizes.append(len(second if name == "build_distance_fields" else first))
+        return real(first, second, *args, **kwargs)
+
+    monkeypatch.setattr(agents_module, name, counting)
+    return sizes
+
+
 def separate(verts, tris, config: NavConfig, agent: AgentType, **kw) -> pipeline.BakeResult:
     return pipeline.bake(
         verts,
@@ -131,21 +148,9 @@ def test_batch_bounds_keep_every_agent_equal_to_its_bake(
     monkeypatch.setattr(agents_module, "DISTANCE_BATCH_SPANS", spans)
     monkeypatch.setattr(agents_module, "POLYMESH_BATCH_VERTICES", vertices)
     monkeypatch.setattr(agents_module, "DETAIL_BATCH_POLYGONS", polygons)
-    sizes: list[int] = []
-    detail_sizes: list[int] = []
-    real = agents_module.build_poly_meshes
-    real_details = agents_module.build_poly_mesh_details
-
-    def counting(csets, nvp):
-        sizes.append(len(csets))
-        return real(csets, nvp)
-
-    def counting_details(pmeshes, chfs, *args, **kwargs):
-        detail_sizes.append(len(pmeshes))
-        return real_details(pmeshes, chfs, *args, **kwargs)
-
-    monkeypatch.setattr(agents_module, "build_poly_meshes", counting)
-    monkeypatch.setattr(agents_module, "build_poly_mesh_details", counting_details)
+    field_sizes = count_batches(monkeypatch, "build_distance_fields")
+    sizes = count_batches(monkeypatch, "build_poly_meshes")
+    detail_sizes = count_batches(monkeypatch, "build_poly_mesh_details")
     verts, tris = dungeon
     results = bake_agents(verts, tris, NavConfig(), RADII)
     for agent in RADII:
@@ -154,6 +159,7 @@ def test_batch_bounds_keep_every_agent_equal_to_its_bake(
     # dungeon's agents have 288, 247 and 253 contour vertices: 288 + 247 > 520 >= 247 + 253;
     # and 140, 118 and 112 polygons: 140 + 118 > 250 >= 118 + 112 (a batch of one builds
     # its detail mesh alone, in its bake's own stage)
+    assert field_sizes == ([] if spans == 0 else [3])
     assert sizes == ([1, 1, 1] if vertices == 1 else [1, 2])
     assert detail_sizes == ([] if polygons == 1 else [2])
 
@@ -204,49 +210,22 @@ def test_agents_on_a_broken_executor_run_here_and_say_so(dungeon, at_submit):
         assert_same_bake(got, want, agent.name)
 
 
-def test_stages_are_shared_by_their_inputs(dungeon):
+def test_stages_are_shared_by_their_inputs(dungeon, monkeypatch):
     """Stages actually run: mark once per slope, rasterize once per (slope, climb), ..."""
     verts, tris = dungeon
     runs: dict[str, int] = {}
     import core.agents as agents_module
 
-    real = agents_module.BuildContext
-
-    class Counting(real):  # type: ignore[misc, valid-type]
+    class Counting(agents_module.BuildContext):  # type: ignore[misc, valid-type]
         def stage(self, name):
             runs[name] = runs.get(name, 0) + 1
             return super().stage(name)
 
-    real_fields = agents_module.build_distance_fields
-    real_meshes = agents_module.build_poly_meshes
-    real_details = agents_module.build_poly_mesh_details
-    batched: list[int] = []
-    meshes_together: list[int] = []
-    details_together: list[int] = []
-
-    def counting_fields(chf, areas):
-        batched.append(len(areas))
-        return real_fields(chf, areas)
-
-    def counting_meshes(csets, nvp):
-        meshes_together.append(len(csets))
-        return real_meshes(csets, nvp)
-
-    def counting_details(pmeshes, chfs, *args, **kwargs):
-        details_together.append(len(pmeshes))
-        return real_details(pmeshes, chfs, *args, **kwargs)
-
-    agents_module.BuildContext = Counting  # type: ignore[misc]
-    agents_module.build_distance_fields = counting_fields  # type: ignore[assignment]
-    agents_module.build_poly_meshes = counting_meshes  # type: ignore[assignment]
-    agents_module.build_poly_mesh_details = counting_details  # type: ignore[assignment]
-    try:
-        bake_agents(verts, tris, NavConfig(), MIXED)
-    finally:
-        agents_module.BuildContext = real  # type: ignore[misc]
-        agents_module.build_distance_fields = real_fields  # type: ignore[assignment]
-        agents_module.build_poly_meshes = real_meshes  # type: ignore[assignment]
-        agents_module.build_poly_mesh_details = real_details  # type: ignore[assignment]
+    monkeypatch.setattr(agents_module, "BuildContext", Counting)
+    batched = count_batches(monkeypatch, "build_distance_fields")
+    meshes_together = count_batches(monkeypatch, "build_poly_meshes")
+    details_together = count_batches(monkeypatch, "build_poly_mesh_details")
+    bake_agents(verts, tris, NavConfig(), MIXED)
     # slopes: 45, 30; (slope, climb): +climber; (.., height): +tall. Erosion: its distance
     # once per compact heightfield, its threshold per agent; the later stages per agent, the
     # distance fields and the detail meshes of the two agents on one compact heightfield
