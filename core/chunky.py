@@ -35,8 +35,10 @@ s for 9M).
 
 from __future__ import annotations
 
+import hashlib
 import math
 import os
+import threading
 from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -473,6 +475,32 @@ def _sort_apart(executor: Executor, verts, tris, tris_per_chunk: int, found, sub
     return order
 
 
+#: The newest tree `partition_mesh` made with ``reuse=True``, by `_mesh_key`: a rebake of the
+#: same triangles (another cell size, agent or tile size: the tree reads only the triangles'
+#: X/Y bounds) takes it instead of sorting again (the 10x10 tiling's tree: some 2.5 s of CPU;
+#: kept, 8 bytes a triangle). One entry; guarded (bakes may plan in threads).
+_REUSED: dict[bytes, PartitionedMesh] = {}
+_REUSE_LOCK = threading.Lock()
+
+
+def _mesh_key(verts: np.ndarray, tris: np.ndarray, tris_per_chunk: int) -> bytes:
+    """A digest of the triangles as `partition_mesh` reads them (the bytes of both arrays,
+    their shapes and dtypes) and the chunk size: equal keys, equal trees."""
+    digest = hashlib.blake2b(digest_size=32)
+    for array in (verts, tris):
+        digest.update(f"{array.dtype.str}{array.shape};".encode())
+        digest.update(np.ascontiguousarray(array).reshape(-1).view(np.uint8).data)
+    digest.update(str(int(tris_per_chunk)).encode())
+    return digest.digest()
+
+
+def forget_reused() -> None:
+    """Drop the tree kept by ``partition_mesh(..., reuse=True)``: its memory, and the next
+    such call sorts again (the benchmark times the whole planning step)."""
+    with _REUSE_LOCK:
+        _REUSED.clear()
+
+
 def partition_mesh(
     verts,
     tris,
@@ -480,6 +508,7 @@ def partition_mesh(
     *,
     executor: Executor | None = None,
     subtrees: int = 2,
+    reuse: bool = False,
 ) -> PartitionedMesh:
     """RecastDemo's ``PartitionedMesh::PartitionMesh`` on a Z-up triangle soup.
 
@@ -494,6 +523,9 @@ def partition_mesh(
     nodes [Limit: >= 1], and each of their subtrees is sorted on the executor (no node's sort
     reads another's, so the tree is the same). Should the executor fail, the tree is sorted
     here instead (same tree).
+    ``reuse``: the tree of the previous ``reuse=True`` call when the triangles and chunk size
+    are the same (a digest of their bytes; the tree's arrays are then read-only), else this
+    one sorted and kept in its place (`forget_reused` drops it).
     Memory: about 80 bytes per triangle besides the input (at most 32 of them per slot in the
     merge sort's largest levels).
     """
@@ -501,9 +533,30 @@ def partition_mesh(
     tris = np.asarray(tris)
     if tris.dtype.kind not in "iu":
         tris = tris.astype(np.int64)
-    m = int(tris.shape[0])
     if tris_per_chunk < 1:
         raise ValueError(f"tris_per_chunk must be >= 1, got {tris_per_chunk}")
+    if not reuse:
+        return _partition(verts, tris, tris_per_chunk, executor, subtrees)
+    key = _mesh_key(verts, tris, tris_per_chunk)
+    with _REUSE_LOCK:
+        kept = _REUSED.get(key)
+        _REUSED.clear()  # another world's tree goes before this one is sorted
+    if kept is None:
+        kept = _partition(verts, tris, tris_per_chunk, executor, subtrees)
+        for array in (
+            kept.node_bmin, kept.node_bmax, kept.node_tri_index, kept.node_num_tris,
+            kept.tri_order,
+        ):  # fmt: skip
+            array.flags.writeable = False
+    with _REUSE_LOCK:
+        _REUSED.clear()
+        _REUSED[key] = kept
+    return kept
+
+
+def _partition(verts, tris, tris_per_chunk: int, executor, subtrees: int) -> PartitionedMesh:
+    """`partition_mesh` after its checks and without reuse: the tree sorted from scratch."""
+    m = int(tris.shape[0])
     found: NodeBounds = {}
     order = None
     if executor is not None and m >= PARALLEL_MIN_TRIANGLES and subtrees > 1:
@@ -555,4 +608,4 @@ def partition_mesh(
     )
 
 
-__all__ = ["TRIS_PER_CHUNK", "PartitionedMesh", "partition_mesh"]
+__all__ = ["TRIS_PER_CHUNK", "PartitionedMesh", "forget_reused", "partition_mesh"]

@@ -807,14 +807,16 @@ def _counts(result: BakeResult, n_tris: int) -> dict[str, int]:
         "height": int(result.height),
         "spans": hf.span_count,
         "walkable_spans": int(np.count_nonzero(hf.area)),
-        "voxels": int((hf.smax.astype(np.int64) - hf.smin).sum()),
+        # Sums apart: no span-sized int64 temporary.
+        "voxels": int(hf.smax.sum(dtype=np.int64)) - int(hf.smin.sum(dtype=np.int64)),
     }
     if result.compact is not None:
         chf = result.compact
         counts["compact_spans"] = chf.span_count
         counts["walkable_after_erode"] = int(np.count_nonzero(chf.area))
         reg = chf.reg if chf.reg is not None else np.zeros(0, dtype=np.uint16)
-        counts["regions"] = int(np.unique(reg[reg != 0]).shape[0])
+        # Ids are 16-bit: a histogram, not a sort of every span.
+        counts["regions"] = int(np.count_nonzero(np.bincount(reg, minlength=1)[1:]))
     if result.polymesh is not None:
         counts["polys"] = int(result.polymesh.polys.shape[0])
         counts["poly_verts"] = int(result.polymesh.verts.shape[0])

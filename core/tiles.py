@@ -564,6 +564,7 @@ def plan_tiles(
     tris_per_chunk: int = TRIS_PER_CHUNK,
     executor: cf.Executor | None = None,
     workers: int | None = None,
+    reuse_chunks: bool = True,
 ) -> TilePlan:
     """Check the input, lay the tile grid and chunk the triangles (RecastDemo's load step).
 
@@ -571,7 +572,8 @@ def plan_tiles(
     [Limit: 8..4096] (default: ``config.tile_size``; 0 is refused here: use the solo bake).
     executor: a process pool (or any `concurrent.futures.Executor`) that sorts the chunk
     tree's subtrees of large worlds, one per worker (``workers``, default 2); the tree is the
-    same as without it.
+    same as without it. ``reuse_chunks``: a plan of the same triangles as the previous one
+    (rebaking with other settings) takes that plan's chunk tree (`core.chunky`'s ``reuse``).
     """
     from .pipeline import check_input, grid_bounds
 
@@ -592,8 +594,9 @@ def plan_tiles(
             f"cell_size {config.cell_size:g}): lower cell_size"
         )
     chunks = partition_mesh(
-        verts, tris, tris_per_chunk, executor=executor, subtrees=max(2, workers or 2)
-    )
+        verts, tris, tris_per_chunk, executor=executor, subtrees=max(2, workers or 2),
+        reuse=reuse_chunks,
+    )  # fmt: skip
     return TilePlan(config, grid, verts, tris, chunks, tuple(volumes))
 
 

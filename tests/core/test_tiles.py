@@ -447,6 +447,52 @@ def test_last_merge_of_halves_matches_glibc_msort():
         assert np.array_equal(chunky._merge_sorted_runs(left, right, keys), whole)
 
 
+TREE_FIELDS = ("node_bmin", "node_bmax", "node_tri_index", "node_num_tris", "tri_order")
+
+
+def test_partition_reuse_keeps_the_tree_of_the_same_triangles():
+    # A rebake of the same triangles takes the kept tree (the same object, read-only); any
+    # change to the triangles, or the chunk size, sorts again and gives the fresh tree.
+    verts, tris = dungeon()
+    chunky.forget_reused()
+    first = chunky.partition_mesh(verts, tris, 64, reuse=True)
+    again = chunky.partition_mesh(verts.copy(), tris.copy(), 64, reuse=True)
+    assert again is first
+    with pytest.raises(ValueError):
+        first.tri_order[0] = 1
+    moved = verts.copy()
+    moved[tris[5, 0], 0] += 3.0
+    for args in ((moved, tris, 64), (verts, tris[::-1].copy(), 64), (verts, tris, 32)):
+        tree = chunky.partition_mesh(*args, reuse=True)
+        assert tree is not first
+        fresh = chunky.partition_mesh(*args)
+        for field in TREE_FIELDS:
+            assert np.array_equal(getattr(tree, field), getattr(fresh, field)), field
+    chunky.forget_reused()
+    assert chunky.partition_mesh(verts, tris, 64, reuse=True) is not first
+    chunky.forget_reused()
+
+
+def test_tiled_rebake_reuses_the_chunk_tree():
+    # Two plans of the same triangles with other settings share the chunk tree; their tiles
+    # equal bakes planned without reuse.
+    verts, tris = dungeon()
+    chunky.forget_reused()
+    plan = tiles.plan_tiles(verts, tris, NavConfig(), 32)
+    other = tiles.plan_tiles(verts, tris, NavConfig(cell_size=0.25, agent_radius=0.4), 48)
+    assert other.chunks is plan.chunks
+    alone = tiles.plan_tiles(verts, tris, other.config, 48, reuse_chunks=False)
+    assert alone.chunks is not plan.chunks
+    reused = tiles.bake_plan(other, workers=1)
+    fresh = tiles.bake_plan(alone, workers=1)
+    assert [(t.tx, t.ty) for t in reused.tiles] == [(t.tx, t.ty) for t in fresh.tiles]
+    for a, b in zip(reused.tiles, fresh.tiles, strict=True):
+        assert np.array_equal(a.polymesh.polys, b.polymesh.polys)
+        assert np.array_equal(a.polymesh.verts, b.polymesh.verts)
+        assert np.array_equal(a.detail.verts, b.detail.verts)
+    chunky.forget_reused()
+
+
 class _BrokenPool(cf.Executor):
     """Runs the first ``good`` jobs, then fails: at submit, or in the future's result."""
 
