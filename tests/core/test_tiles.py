@@ -432,6 +432,21 @@ def test_partition_on_an_executor_matches_the_serial_tree(monkeypatch, subtrees)
     assert np.array_equal(first.node_num_tris[first.leaves()], leaves)
 
 
+def test_running_max_matches_numpy_accumulate():
+    # The blocked running maximum of the merge rounds: lengths below, at and around the
+    # blocked path's start and its block size, random, rising and falling values.
+    rng = np.random.default_rng(12)
+    for n in (0, 1, 31, 32, 33, 4095, 4096, 4097, 4127, 70_001):
+        for values in (
+            rng.integers(-(1 << 40), 1 << 40, n),
+            np.sort(rng.integers(0, 1000, n)),
+            np.sort(rng.integers(0, 1000, n))[::-1].copy(),
+        ):
+            got = values.astype(np.int64)
+            chunky._running_max(got)
+            assert np.array_equal(got, np.maximum.accumulate(values)), n
+
+
 def test_last_merge_of_halves_matches_glibc_msort():
     # Keys within a unit of each other (the comparator's non-transitive ties) in runs of odd
     # and even lengths: sorting the halves apart and merging them equals one msort.
