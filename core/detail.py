@@ -1307,6 +1307,7 @@ def _delaunay_hull(vx, vz, hull, cache=None, fold=None):
     for i in range(nh):
         add_edge(hull[i - 1], hull[i], _EV_HULL, _EV_UNDEF)
     nfaces = 0
+    faces: list = []  # per face its triangle [a, b, c], or None while incomplete
     cur = 0
     while cur < len(edges):
         edge = edges[cur]
@@ -1354,6 +1355,9 @@ def _delaunay_hull(vx, vz, hull, cache=None, fold=None):
                 edge[side] = nfaces  # updateLeftFace(cur, s, t): this side is s -> t's left
                 # Recast's findEdge(a, b), then addEdge(a, b, face, undef) or
                 # updateLeftFace, for (pt, s) and (t, pt); inline: this is the hot loop.
+                # The other edges naming the face (new, or with that side still free): with
+                # at least one, faces_from_edges reads the face as t, s, pt (see below).
+                naming = 1
                 for a, b in ((pt, s), (t, pt)):
                     key = (a, b) if a < b else (b, a)
                     e = edge_at_get(key)
@@ -1364,18 +1368,37 @@ def _delaunay_hull(vx, vz, hull, cache=None, fold=None):
                             edges.append([a, b, nfaces, _EV_UNDEF])
                             ends_s.append(a)
                             ends_t.append(b)
+                            naming += 1
                         continue
                     other = edges[e]
                     if other[0] == a:  # the edge runs a -> b: the face is its left
                         if other[2] == _EV_UNDEF:
                             other[2] = nfaces
+                            naming += 1
                     elif other[3] == _EV_UNDEF:  # it runs b -> a
                         other[3] = nfaces
+                        naming += 1
+                faces.append([t, s, pt] if naming > 1 else None)
                 nfaces += 1
             else:
                 edge[side] = _EV_HULL
         cur += 1
-    return faces_from_edges(edges, nfaces)
+    # Recast reads the triangles back from the edges when done (faces_from_edges, the
+    # literal port): the first edge naming a face, in edge order, gives two corners (t, s
+    # for the edge completed), a second one the third. The edges naming face f are set when
+    # f is made, never after: the edge completed, and (pt, s) and (t, pt) where they are new
+    # or had that side free. Those come after the edge completed (every edge before it has
+    # both sides set), so each face reads t, s, pt, or stays incomplete when no other edge
+    # names it; the incomplete ones are dropped as there (the last face moved into place).
+    if None in faces:
+        i = 0
+        while i < len(faces):
+            if faces[i] is None:
+                faces[i] = faces[-1]
+                faces.pop()
+                continue
+            i += 1
+    return faces
 
 
 def _height_gap(px, py, pz, a, b, c):
