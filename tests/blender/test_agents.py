@@ -99,6 +99,36 @@ def test_bad_agent_rows_report_an_error(bpy, ext, name, needle, tile_size):
         bpy.ops.voxnav.build_navmesh()
 
 
+def test_tiled_agents_and_rebakes_sort_the_chunk_tree_once(bpy, ext, monkeypatch):
+    """Each agent row's tile cache plans the same triangles: the first sorts RecastDemo's
+    chunk tree, the other agent and a rebake with another cell size take it; a changed
+    scene sorts again."""
+    chunky = importlib.import_module(f"{ext.root.__name__}.core.chunky")
+    sorts = []
+    sort_tree = chunky._partition
+
+    def counted(*args, **kwargs):
+        sorts.append(args[1].shape[0])
+        return sort_tree(*args, **kwargs)
+
+    monkeypatch.setattr(chunky, "_partition", counted)
+    chunky.forget_reused()
+    box(bpy, "Floor", (-6, -6, -0.5), (6, 6, 0))
+    scene = bpy.context.scene
+    _add_agent(bpy, "small", 0.3)
+    _add_agent(bpy, "large", 1.2)
+    scene.voxnav.tile_size = 16
+    assert bpy.ops.voxnav.build_navmesh() == {"FINISHED"}
+    assert len(sorts) == 1
+    scene.voxnav.cell_size = 0.25
+    assert bpy.ops.voxnav.build_navmesh() == {"FINISHED"}
+    assert len(sorts) == 1
+    box(bpy, "Step", (0, 0, 0), (1, 1, 0.2))
+    assert bpy.ops.voxnav.build_navmesh() == {"FINISHED"}
+    assert len(sorts) == 2 and sorts[1] > sorts[0]
+    chunky.forget_reused()
+
+
 def test_agent_rows_with_tiles_bake_one_tile_cache_per_agent(bpy, ext, tmp_path):
     """Tile Size with agent rows: one overlay per agent, each the core's tiled bake with that
     agent's settings; a dynamic obstacle rebuilds every agent's tiles; the batch command's
