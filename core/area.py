@@ -393,7 +393,7 @@ def erosion_distance(chf: CompactHeightfield, cap: int | None = None) -> np.ndar
     area = np.asarray(chf.area, dtype=np.uint8)
     nbx = _neighbors_with_sentinel(chf)
     area_x = np.append(area, np.uint8(NULL_AREA))  # the sentinel counts as null
-    inner = (area != NULL_AREA) & all_of_4(area_x[nbx[:n]] != NULL_AREA)
+    inner = (area != NULL_AREA) & all_of_4(area_x.take(nbx[:n]) != NULL_AREA)
     if cap is not None and 0 <= int(cap) < 255 and _capped_rounds(int(cap)) <= CAPPED_ROUNDS_LIMIT:
         return _capped_chamfer(nbx, inner, int(cap))
     init = np.where(inner, 255, 0)

@@ -569,7 +569,7 @@ def _contour_machine(g: _Graph, reg):
     """Successor and emitted neighbour region of every (span, dir) state of walkContour."""
     n = g.n
     nbx = g.nbx[:n]
-    emit = reg[nbx].astype(np.int32)  # (n, 4), sentinel -> 0; ids fit 17 bits
+    emit = reg.take(nbx).astype(np.int32)  # (n, 4), sentinel -> 0; ids fit 17 bits
     solid = emit != reg[:n, None]
     # Not solid: move to the neighbour and turn left; solid: turn right on the spot. Built
     # in place (one (n, 4) table each): on a big grid these are the stage's largest arrays.
@@ -629,7 +629,7 @@ def _region_walks(g: _Graph, reg, starts: np.ndarray, first_regs: list[int]):
     n = g.n
     nbx = g.nbx[:n]
     reg32 = reg.astype(np.int32)  # ids fit 17 bits: half the memory of the (n, 4) table
-    nb_reg = reg32[nbx]
+    nb_reg = reg32.take(nbx)  # (n, 4); a take, not fancy indexing: a third faster
     solid = nb_reg != reg32[:n, None]
     del reg32
     # Spans of the walked regions with a solid direction (few), then their solid states in
