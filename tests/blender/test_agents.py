@@ -99,6 +99,17 @@ def test_bad_agent_rows_report_an_error(bpy, ext, name, needle, tile_size):
         bpy.ops.voxnav.build_navmesh()
 
 
+def _tiled_two_agents(bpy):
+    """A floor, agent rows "small" (radius 0.3) and "large" (1.2), Tile Size 16: built."""
+    box(bpy, "Floor", (-6, -6, -0.5), (6, 6, 0))
+    _add_agent(bpy, "small", 0.3)
+    _add_agent(bpy, "large", 1.2)
+    scene = bpy.context.scene
+    scene.voxnav.tile_size = 16
+    assert bpy.ops.voxnav.build_navmesh() == {"FINISHED"}
+    return scene
+
+
 def test_tiled_agents_and_rebakes_sort_the_chunk_tree_once(bpy, ext, monkeypatch):
     """Each agent row's tile cache plans the same triangles: the first sorts RecastDemo's
     chunk tree, the other agent and a rebake with another cell size take it; a changed
@@ -113,12 +124,7 @@ def test_tiled_agents_and_rebakes_sort_the_chunk_tree_once(bpy, ext, monkeypatch
 
     monkeypatch.setattr(chunky, "_partition", counted)
     chunky.forget_reused()
-    box(bpy, "Floor", (-6, -6, -0.5), (6, 6, 0))
-    scene = bpy.context.scene
-    _add_agent(bpy, "small", 0.3)
-    _add_agent(bpy, "large", 1.2)
-    scene.voxnav.tile_size = 16
-    assert bpy.ops.voxnav.build_navmesh() == {"FINISHED"}
+    scene = _tiled_two_agents(bpy)
     assert len(sorts) == 1
     scene.voxnav.cell_size = 0.25
     assert bpy.ops.voxnav.build_navmesh() == {"FINISHED"}
@@ -137,12 +143,7 @@ def test_agent_rows_with_tiles_bake_one_tile_cache_per_agent(bpy, ext, tmp_path)
 
     agents = importlib.import_module(f"{ext.root.__name__}.voxnav_addon.agents")
     obstacles = importlib.import_module(f"{ext.root.__name__}.voxnav_addon.obstacles")
-    box(bpy, "Floor", (-6, -6, -0.5), (6, 6, 0))
-    scene = bpy.context.scene
-    _add_agent(bpy, "small", 0.3)
-    _add_agent(bpy, "large", 1.2)
-    scene.voxnav.tile_size = 16
-    assert bpy.ops.voxnav.build_navmesh() == {"FINISHED"}
+    scene = _tiled_two_agents(bpy)
     assert bpy.data.objects.get(ext.writeback.NAVMESH_NAME) is None
     live_tiles = obstacles.CACHES[scene.session_uid]
     assert list(live_tiles.agents) == ["small", "large"]
