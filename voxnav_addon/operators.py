@@ -15,6 +15,7 @@ import bpy
 from bpy.props import EnumProperty, StringProperty
 from bpy_extras.io_utils import ExportHelper
 
+from ..core import chunky
 from ..core.errors import VoxNavError
 from . import bake, demo, live, obstacles, writeback
 
@@ -182,6 +183,7 @@ class VOXNAV_OT_clear(bpy.types.Operator):
         bake.LAST.pop(context.scene.session_uid, None)
         obstacles.forget(context.scene)
         live.forget_navmesh(context.scene)
+        chunky.forget_reused()  # the chunk tree kept for a tiled rebake: its memory back
         context.scene.voxnav.last_counts.clear()
         context.scene.voxnav.last_timings.clear()
         context.scene.voxnav.last_warnings.clear()

@@ -132,6 +132,10 @@ def test_tiled_agents_and_rebakes_sort_the_chunk_tree_once(bpy, ext, monkeypatch
     box(bpy, "Step", (0, 0, 0), (1, 1, 0.2))
     assert bpy.ops.voxnav.build_navmesh() == {"FINISHED"}
     assert len(sorts) == 2 and sorts[1] > sorts[0]
+    # Clear gives the kept tree's memory back: the next bake sorts again.
+    assert bpy.ops.voxnav.clear() == {"FINISHED"}
+    assert bpy.ops.voxnav.build_navmesh() == {"FINISHED"}
+    assert len(sorts) == 3
     chunky.forget_reused()
 
 
