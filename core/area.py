@@ -82,8 +82,6 @@ class _ChamferPlan:
         # they fit.
         index = np.int32 if 2 * (n + 1) < 2**31 else np.int64
         prev = (nbx[:n, first], nbx[nbx[:n, same], diag_a], nbx[nbx[:n, first], diag_b])
-        x2: np.ndarray = np.asarray(chf.span_x).astype(np.int64)
-        x2 *= 2 if forward else -2
         parent = nbx[:, same].copy()  # sentinel n maps to n
         children = np.bincount(parent[:n], minlength=n + 1)[:n]
         if n and children.max() <= 1:
@@ -105,16 +103,20 @@ class _ChamferPlan:
         for k, source in enumerate(prev):
             np.take(source, seq, out=self.terms[k], mode="clip")
         self.terms[3] = seq
-        # In place: on large grids every fresh span-sized array costs its first touch.
+        # In place, and the columns and rows read per path position in their own int32: on
+        # large grids every fresh span-sized array costs its first touch (the 10x10 tiling's
+        # two plans made four int64 copies of the span coordinates, 75 MB).
         off = seg.astype(np.int64, copy=False)
         off *= _SEG
-        off += x2[seq]
+        del seg, prev
+        x2 = np.asarray(chf.span_x).take(seq)
+        x2 *= 2 if forward else -2
+        off += x2
         self.off = off
-        del x2, seg, prev
+        del x2
         # Rows: path range per row (paths never leave their row).
-        span_row = np.asarray(chf.span_y, dtype=np.int64)
-        rows = np.arange(chf.height + 1)
-        self.row_seq = np.searchsorted(span_row[seq], rows)
+        span_row = np.asarray(chf.span_y).take(seq)
+        self.row_seq = np.searchsorted(span_row, np.arange(chf.height + 1, dtype=span_row.dtype))
         if forward:
             self.row_order = range(chf.height)
         else:
