@@ -109,14 +109,14 @@ class _ChamferPlan:
         off = seg.astype(np.int64, copy=False)
         off *= _SEG
         del seg, prev
-        x2 = np.asarray(chf.span_x).take(seq)
+        x2 = np.asarray(chf.span_x).take(seq).astype(np.int32, copy=False)  # signed
         x2 *= 2 if forward else -2
         off += x2
         self.off = off
         del x2
         # Rows: path range per row (paths never leave their row).
-        span_row = np.asarray(chf.span_y).take(seq)
-        self.row_seq = np.searchsorted(span_row, np.arange(chf.height + 1, dtype=span_row.dtype))
+        span_row = np.asarray(chf.span_y).take(seq).astype(np.int32, copy=False)
+        self.row_seq = np.searchsorted(span_row, np.arange(chf.height + 1, dtype=np.int32))
         if forward:
             self.row_order = range(chf.height)
         else:
