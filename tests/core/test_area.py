@@ -158,6 +158,21 @@ def test_chamfer_matches_slow_oracle_with_shared_left_neighbours(seed):
     np.testing.assert_array_equal(chamfer_distance(chf, init), slow_chamfer(chf, init))
 
 
+@pytest.mark.parametrize("dtype", [np.uint16, np.int16, np.uint32, np.int64])
+def test_chamfer_reads_span_coordinates_of_any_integer_type(dtype):
+    # The pass plans read columns and rows per path position; coordinates held in another
+    # integer type, unsigned ones included, give the same transform.
+    import dataclasses
+
+    rng = np.random.default_rng(7)
+    chf = build_compact_heightfield(random_heightfield(rng, 12, 9, 3), 2, 2)
+    init = np.where(rng.random(chf.span_count) < 0.15, 0, 0xFFFF)
+    other = dataclasses.replace(
+        chf, span_x=chf.span_x.astype(dtype), span_y=chf.span_y.astype(dtype)
+    )
+    np.testing.assert_array_equal(chamfer_distance(other, init), slow_chamfer(chf, init))
+
+
 def test_thin_wall_gap_is_closed_by_erosion():
     # A 3-cell wide corridor between walls: radius 2 closes it, radius 1 keeps the middle line.
     mask = np.zeros((9, 12), dtype=bool)
