@@ -313,21 +313,21 @@ def _height_patches(
     del hit, looking
     k = 1
     while cand.size:
-        idx = start[cand] + k
-        hit = chf_reg[idx] == reg_p[cand]
+        idx = start.take(cand) + k
+        hit = chf_reg.take(idx) == reg_p.take(cand)
         found[cand[hit]] = idx[hit]
         k += 1
-        cand = cand[~hit & (count[cand] > k)]
+        cand = cand[~hit & (count.take(cand) > k)]
     del start, count, reg_p
     has = np.flatnonzero(found >= 0)
-    span = found[has]
+    span = found.take(has)
     # A span is a seed when a connected neighbour lies in another region (its region is the
     # polygon's, so this is a property of the span alone).
-    seed_at = border[span]
+    seed_at = border.take(span)
     if layer_at is not None:
-        span -= layer_at[has]
+        span -= layer_at.take(has)
         del layer_at
-    data[has] = chf.y[span]
+    data[has] = chf.y.take(span)
     nonempty = np.zeros(npolys, dtype=bool)
     if has.size:
         # Patches are laid out in polygon order, so a polygon has a span of its region when
@@ -355,7 +355,7 @@ def _height_patches(
     # The frontier as patch cells: polygon (from the offsets), patch x/y and the span.
     f_p = np.searchsorted(off, f_g, side="right") - 1
     local = f_g - off[f_p]
-    f_w = pw[f_p]
+    f_w = pw.take(f_p)
     f_x = local % f_w
     f_y = local // f_w
     del local
@@ -366,7 +366,7 @@ def _height_patches(
     while f_i.size:
         # (cell, direction) pairs: inside the patch, onto an unset cell, along a link; the
         # cheap tests first so the link table is read for the few pairs that pass them.
-        f_h = ph[f_p]
+        f_h = ph.take(f_p)
         inside = np.empty((f_i.size, 4), dtype=bool)
         for d in range(4):
             lim = f_x if dxs[d] < 0 else f_w - 1 - f_x if dxs[d] > 0 else None
@@ -384,7 +384,7 @@ def _height_patches(
             else:
                 np.add(f_g, dxs[d], out=step[:, d])
         g = step.ravel().take(sel)
-        keep = data[g] == UNSET_HEIGHT
+        keep = data.take(g) == UNSET_HEIGHT
         for d in range(4):
             np.multiply(f_i, 4, out=step[:, d])
             step[:, d] += d
@@ -399,17 +399,17 @@ def _height_patches(
         # claims written last to first, so the first one's position is what stays.
         order = np.arange(g.size)
         claim[g[::-1]] = order[::-1]
-        first = claim[g] == order
+        first = claim.take(g) == order
         sel = sel[first]
         g = g[first]
         ni = ni[first].astype(np.int64)
-        data[g] = chf.y[ni]
+        data[g] = chf.y.take(ni)
         row = sel >> 2
         d = sel & 3
-        f_p = f_p[row]
-        f_w = f_w[row]
-        f_x = f_x[row] + dxs[d]
-        f_y = f_y[row] + dys[d]
+        f_p = f_p.take(row)
+        f_w = f_w.take(row)
+        f_x = f_x.take(row) + dxs.take(d)
+        f_y = f_y.take(row) + dys.take(d)
         f_g = g
         f_i = ni
     return data, off
