@@ -39,7 +39,7 @@ from . import area, limits, memory, pipeline, rasterize, threads
 from .compact import CompactHeightfield
 from .config import DerivedConfig, NavConfig, did_you_mean, grid_size
 from .context import BuildContext
-from .detail import build_poly_mesh_details
+from .detail import build_poly_mesh_details, detail_frame
 from .errors import VoxNavError
 from .heightfield import Heightfield
 from .polymesh import build_poly_meshes
@@ -373,9 +373,7 @@ def _details_together(agents: list[_OpenAgent]) -> list[Any]:
         if pmesh is None or pmesh.npolys == 0:
             continue
         key = (
-            id(bake.chf.neighbor), id(bake.chf.y), id(bake.chf.cell_start),
-            tuple(np.asarray(pmesh.bmin, dtype=np.float32).tolist()), float(pmesh.cs),
-            float(pmesh.ch), int(pmesh.border_size), int(pmesh.nvp), float(pmesh.max_edge_error),
+            id(bake.chf.neighbor), id(bake.chf.y), id(bake.chf.cell_start), detail_frame(pmesh),
             float(derived.detail_sample_dist), float(derived.detail_sample_max_error),
         )  # fmt: skip
         groups.setdefault(key, []).append((i, int(pmesh.npolys)))

@@ -2131,19 +2131,23 @@ def _empty_detail(npolys: int) -> PolyMeshDetail:
     )
 
 
+def detail_frame(pmesh) -> tuple:
+    """What a polygon mesh's detail mesh reads besides its polygons and regions: its bmin,
+    cs, ch, border_size, nvp and max_edge_error (as the stage reads them, float32). Meshes
+    with equal frames (and one compact heightfield layout) can be built together
+    (`build_poly_mesh_details`)."""
+    return (
+        tuple(np.asarray(pmesh.bmin, dtype=F32).reshape(3).tolist()),
+        float(F32(pmesh.cs)), float(F32(pmesh.ch)), int(getattr(pmesh, "border_size", 0)),
+        int(pmesh.nvp), float(F32(getattr(pmesh, "max_edge_error", 0.0))),
+    )  # fmt: skip
+
+
 def _check_same_frame(pmeshes, chfs) -> None:
     """Refuse meshes `build_poly_mesh_details` cannot build together (a caller's mistake)."""
     first, chf = pmeshes[0], chfs[0]
-
-    def frame(pmesh):
-        return (
-            tuple(np.asarray(pmesh.bmin, dtype=F32).reshape(3).tolist()),
-            float(F32(pmesh.cs)), float(F32(pmesh.ch)), int(getattr(pmesh, "border_size", 0)),
-            int(pmesh.nvp), float(F32(getattr(pmesh, "max_edge_error", 0.0))),
-        )  # fmt: skip
-
     for pmesh, other in zip(pmeshes[1:], chfs[1:], strict=True):
-        if frame(pmesh) != frame(first):
+        if detail_frame(pmesh) != detail_frame(first):
             raise VoxNavError(
                 "polygon meshes built together need the same bmin, cs, ch, border_size, nvp "
                 "and max_edge_error"
