@@ -119,8 +119,10 @@ def build_distance_fields(
     # One field reads through 1-D takes (cheaper than a take along the last axis).
     flat = src[0] if src.shape[0] == 1 else None
     for d in range(4):
-        a = nbx[:n, d]
-        b = nbx.take(a * 4 + ((d + 1) & 3))  # nbx[a, d + 1]: its row n is all sentinels
+        a = nbx[:n, d].copy()  # contiguous: the takes below read it cheaper than the column
+        b = a * 4
+        b += (d + 1) & 3
+        b = nbx.take(b)  # nbx[a, d + 1]: its row n is all sentinels
         total += flat.take(a) if flat is not None else src.take(a, axis=1)
         total += flat.take(b) if flat is not None else src.take(b, axis=1)
         missing += a == n
