@@ -78,8 +78,8 @@ class _ChamferPlan:
         n = int(chf.y.shape[0])
         same, first, second, diag_a, diag_b = (0, 3, 2, 3, 2) if forward else (2, 1, 0, 1, 0)
         # Previous-row sources: straight (cost 2) and the two L-shaped diagonals (cost 3).
-        # The plans are kept for the distance field, so their index tables are int32 where
-        # they fit.
+        # The plans are kept for the distance field, so their gather tables (``terms``) are
+        # int32 where they fit.
         index = np.int32 if 2 * (n + 1) < 2**31 else np.int64
         prev = (nbx[:n, first], nbx[nbx[:n, same], diag_a], nbx[nbx[:n, first], diag_b])
         parent = nbx[:, same].copy()  # sentinel n maps to n
@@ -94,7 +94,10 @@ class _ChamferPlan:
         total = int(seq.shape[0])
         if 4 * total >= 2**31:
             index = np.int64
-        self.seq = seq.astype(index)
+        # The path's spans stay intp: every row writes its results through them, and NumPy
+        # scatters through int32 indices three times slower (the 4x4 tiling's two passes:
+        # 29.8 -> 25.7 ms).
+        self.seq = seq.astype(np.intp, copy=False)
         # Per path position, the four terms of a span in the order `_TERM_COSTS` adds to them
         # (previous row straight, the two diagonals, the span's own value), gathered in one
         # take per row; and the offset that turns the same-row recurrence into a running
