@@ -387,7 +387,7 @@ def _clip_by_chains(tri_verts, row_lo, row_hi, rc_bmin, cs, ics, width, height):
     max_x = np.fmax(np.fmax(up_x, down_x), np.fmax(low_up_x, low_down_x))
     for j in range(3):
         has = np.nonzero(vert_in[:, j])[0]
-        at, x = vert_poly[has, j], tri_verts[has, j, 0]
+        at, x = vert_poly[:, j].take(has), tri_verts[:, j, 0].take(has)
         min_x[at] = np.fmin(min_x[at], x)
         max_x[at] = np.fmax(max_x[at], x)
         n_inside[at] += 1
@@ -449,11 +449,12 @@ def _clip_by_chains(tri_verts, row_lo, row_hi, rc_bmin, cs, ics, width, height):
             np.where(fwd, up_y, low_down_y),
         ]
         for vertex, (c_end, x_end, y_end) in ((b, ends[:3]), (a, ends[3:])):
+            # Takes from the columns: indexing (has, vertex) is NumPy's 2-D path, slower.
             has = np.nonzero(vert_in[:, vertex])[0]
-            at = vert_poly[has, vertex]
-            c_end[at] = c_vert[has, vertex]
-            x_end[at] = tri_verts[has, vertex, 0]
-            y_end[at] = tri_verts[has, vertex, 1]
+            at = vert_poly[:, vertex].take(has)
+            c_end[at] = c_vert[:, vertex].take(has)
+            x_end[at] = tri_verts[:, vertex, 0].take(has)
+            y_end[at] = tri_verts[:, vertex, 1].take(has)
         edges.append(
             (
                 (low[row_tri] <= row) & (row <= high[row_tri]),
@@ -518,7 +519,9 @@ def _clip_by_chains(tri_verts, row_lo, row_hi, rc_bmin, cs, ics, width, height):
     ]  # fmt: skip
     for placed, poly, c, y in kinds:
         which = np.nonzero(placed)[0]
-        cell_verts.add(cell_index[which if poly is None else poly[which]] + c[which], y[which])
+        cells = cell_index.take(which if poly is None else poly.take(which))
+        cells += c.take(which)
+        cell_verts.add(cells, y.take(which))
 
     emitted, low, high = _cell_polygons(cross_y, n_cells, cell_base, col_lo, cell_verts)
     del cell_verts
@@ -548,9 +551,9 @@ class _CellVertices:
     def add(self, cells, heights) -> None:
         """Vertices at ``heights`` (float32) into ``cells``; no cell twice in one call (the
         updates are gathered, then written)."""
-        self.low[cells] = np.fmin(self.low[cells], heights)
-        self.high[cells] = np.fmax(self.high[cells], heights)
-        self.count[cells] += 1
+        self.low[cells] = np.fmin(self.low.take(cells), heights)
+        self.high[cells] = np.fmax(self.high.take(cells), heights)
+        self.count[cells] = self.count.take(cells) + np.uint8(1)
 
 
 def _cell_polygons(cross_y, n_cells, cell_base, col_lo, verts: _CellVertices):
