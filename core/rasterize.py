@@ -368,7 +368,7 @@ def _clip_by_chains(tri_verts, row_lo, row_hi, rc_bmin, cs, ics, width, height):
     # up the rows, ``down``: on the one coming back), the two on its bottom line (the row
     # below's top ones) and the triangle's vertices inside the row.
     row_tri = np.repeat(np.arange(n_tris), n_rows)
-    row = row_lo[row_tri] + (np.arange(total_rows) - row_base[row_tri])
+    row = row_lo.take(row_tri) + (np.arange(total_rows) - row_base.take(row_tri))
     up_x, up_y = cross[True]
     down_x, down_y = cross[False]
 
@@ -388,10 +388,10 @@ def _clip_by_chains(tri_verts, row_lo, row_hi, rc_bmin, cs, ics, width, height):
     for j in range(3):
         has = np.nonzero(vert_in[:, j])[0]
         at, x = vert_poly[:, j].take(has), tri_verts[:, j, 0].take(has)
-        min_x[at] = np.fmin(min_x[at], x)
-        max_x[at] = np.fmax(max_x[at], x)
+        min_x[at] = np.fmin(min_x.take(at), x)
+        max_x[at] = np.fmax(max_x.take(at), x)
         n_inside[at] += 1
-    keep = (2 * top + 2 * bottom + n_inside >= 3) & (row >= 0) & ~fallback[row_tri]
+    keep = (2 * top + 2 * bottom + n_inside >= 3) & (row >= 0) & ~fallback.take(row_tri)
     col_lo = np.trunc((min_x - rc_bmin[0]) * ics)
     col_hi = np.trunc((max_x - rc_bmin[0]) * ics)
     keep &= ~((col_hi < 0) | (col_lo >= width))
@@ -415,9 +415,9 @@ def _clip_by_chains(tri_verts, row_lo, row_hi, rc_bmin, cs, ics, width, height):
     c_up, c_down = cell(index_up), cell(index_down)
     index_low_up, index_low_down = row_below(index_up), row_below(index_down)
     c_low_up, c_low_down = cell(index_low_up), cell(index_low_down)
-    vert_lo, vert_hi = col_lo[vert_poly], col_hi[vert_poly]
+    vert_lo, vert_hi = col_lo.take(vert_poly), col_hi.take(vert_poly)
     c_vert = cell(index_vert, vert_lo, vert_hi)
-    vert_in &= keep[vert_poly]
+    vert_in &= keep.take(vert_poly)
     bad = keep & (
         (top & (cut(index_up, on_up) | cut(index_down, on_down)))
         | (bottom & (cut(index_low_up, row_below(on_up)) | cut(index_low_down, row_below(on_down))))
@@ -429,14 +429,14 @@ def _clip_by_chains(tri_verts, row_lo, row_hi, rc_bmin, cs, ics, width, height):
     # lines, then the pieces of the triangle's three edges. Each as (valid, cell of B, cell of
     # A, a function giving the x and y of B and A for a subset of row polygons).
     def piece(b_x, b_y, a_x, a_y):
-        return lambda at: (b_x[at], b_y[at], a_x[at], a_y[at])
+        return lambda at: (b_x.take(at), b_y.take(at), a_x.take(at), a_y.take(at))
 
     edges = [
         (top, c_up, c_down, piece(up_x, up_y, down_x, down_y)),
         (bottom, c_low_down, c_low_up, piece(low_down_x, low_down_y, low_up_x, low_up_y)),
     ]
     for b, a, forward, low, high in slots:
-        fwd = forward[row_tri]
+        fwd = forward.take(row_tri)
         # Between its end rows an edge starts from the crossing on the row's bottom line
         # (going up) or its top line (coming back) and ends on the other; in the rows holding
         # its own vertices it starts or ends there instead.
@@ -457,7 +457,7 @@ def _clip_by_chains(tri_verts, row_lo, row_hi, rc_bmin, cs, ics, width, height):
             y_end[at] = tri_verts[:, vertex, 1].take(has)
         edges.append(
             (
-                (low[row_tri] <= row) & (row <= high[row_tri]),
+                (low.take(row_tri) <= row) & (row <= high.take(row_tri)),
                 ends[0],
                 ends[3],
                 piece(*ends[1:3], *ends[4:]),
@@ -472,7 +472,7 @@ def _clip_by_chains(tri_verts, row_lo, row_hi, rc_bmin, cs, ics, width, height):
     expected = cell(index_max) - cell(index_min)
     bad |= keep & ((going_up != expected) | (going_down != expected))
     fallback[row_tri[bad]] = True
-    good = keep & ~fallback[row_tri]
+    good = keep & ~fallback.take(row_tri)
     del going_up, going_down, expected, bad, keep, step, index_min, index_max
     del index_up, index_down, index_vert, index_low_up, index_low_down, on_up, on_down, on_vert
     del min_x, max_x, n_inside
@@ -486,10 +486,13 @@ def _clip_by_chains(tri_verts, row_lo, row_hi, rc_bmin, cs, ics, width, height):
         for valid, c_b, c_a, ends in edges:
             at = np.nonzero(valid & good & ((c_a > c_b) if side else (c_b > c_a)))[0]
             b_x, b_y, a_x, a_y = ends(at)
-            first = (c_b if side else c_a)[at]
-            n_cross = np.abs(c_a[at] - c_b[at])
+            c_at_b, c_at_a = c_b.take(at), c_a.take(at)
+            first = c_at_b if side else c_at_a
+            n_cross = np.abs(c_at_a - c_at_b)
             near, far = ((b_x, b_y), (a_x, a_y)) if side else ((a_x, a_y), (b_x, b_y))
-            parts.append((near, far, first, n_cross, cell_base[at] + (first - col_lo[at])))
+            parts.append(
+                (near, far, first, n_cross, cell_base.take(at) + (first - col_lo.take(at)))
+            )
         near = [np.concatenate([p[0][k] for p in parts]) for k in range(2)]
         far = [np.concatenate([p[1][k] for p in parts]) for k in range(2)]
         first, n_cross, dest = (np.concatenate([p[i] for p in parts]) for i in range(2, 5))
@@ -506,7 +509,7 @@ def _clip_by_chains(tri_verts, row_lo, row_hi, rc_bmin, cs, ics, width, height):
     # A cell of row polygon r and column c is at cell_index[r] + c.
     cell_index = cell_base - col_lo
     cell_verts = _CellVertices(total_cells)
-    vert_good = vert_in & good[vert_poly]
+    vert_good = vert_in & good.take(vert_poly)
     kinds = [
         (top & good & (c_up <= col_hi), None, c_up, up_y),
         (top & good & (c_down <= col_hi), None, c_down, down_y),
@@ -528,11 +531,11 @@ def _clip_by_chains(tri_verts, row_lo, row_hi, rc_bmin, cs, ics, width, height):
     emit = np.nonzero(emitted)[0]
     del emitted
     owner = np.repeat(np.arange(total_rows, dtype=np.int32), n_cells)[emit]
-    col = emit - cell_index[owner]
+    col = emit - cell_index.take(owner)
     return (
         fallback,
-        row_tri[owner],
-        row[owner],
+        row_tri.take(owner),
+        row.take(owner),
         col,
         low[emit] - rc_bmin[1],
         high[emit] - rc_bmin[1],
