@@ -224,11 +224,13 @@ class _Graph:
         intp because the results index other arrays: NumPy indexes by int32 arrays through a
         slow path (gathers twice, scatters three times the time of intp indices), and one cast
         costs much less than that."""
-        return self._nsa_rows.take(spans).view(self.nsa.dtype).reshape(-1, 4).astype(np.intp)
+        rows = self._nsa_rows.take(spans).view(self.nsa.dtype).reshape(-1, 4)
+        return rows.astype(np.intp, copy=False)
 
     def diag_of(self, spans) -> np.ndarray:
         """``diag[spans]`` (k, 4) as intp, as `nsa_of`."""
-        return self._diag_rows.take(spans).view(self.diag.dtype).reshape(-1, 4).astype(np.intp)
+        rows = self._diag_rows.take(spans).view(self.diag.dtype).reshape(-1, 4)
+        return rows.astype(np.intp, copy=False)
 
     def free_flood_scratch(self) -> None:
         """Drop the flood scratch arrays (three of n+1) before merging."""
