@@ -368,8 +368,9 @@ def _clip_by_chains(tri_verts, row_lo, row_hi, rc_bmin, cs, ics, width, height):
     # up the rows, ``down``: on the one coming back), the two on its bottom line (the row
     # below's top ones) and the triangle's vertices inside the row.
     row_tri = np.repeat(np.arange(n_tris), n_rows)
-    # Gathers here go by `take`: NumPy's fancy indexing costs 1.3-2x as much (2-D, or through
-    # int32 indices, the most), and this function is most of the rasterizer's time.
+    # The per-row and per-cell gathers go by `take`: NumPy's fancy indexing costs 1.3-2x as
+    # much (2-D, or through int32 indices, the most), and this function is most of the
+    # rasterizer's time.
     row = row_lo.take(row_tri) + (np.arange(total_rows) - row_base.take(row_tri))
     up_x, up_y = cross[True]
     down_x, down_y = cross[False]
@@ -539,8 +540,8 @@ def _clip_by_chains(tri_verts, row_lo, row_hi, rc_bmin, cs, ics, width, height):
         row_tri.take(owner),
         row.take(owner),
         col,
-        low[emit] - rc_bmin[1],
-        high[emit] - rc_bmin[1],
+        low.take(emit) - rc_bmin[1],
+        high.take(emit) - rc_bmin[1],
     )
 
 
