@@ -575,9 +575,13 @@ def _messy_polygon(rng, seed: int):
 
 
 @pytest.mark.parametrize("scale", [1, 1 << 25])
-def test_batched_triangulation_equals_one_by_one_on_messy_polygons(scale):
+@pytest.mark.parametrize("tail", [0, P.TRIANGULATE_TAIL_CONTOURS, 1000])
+def test_batched_triangulation_equals_one_by_one_on_messy_polygons(scale, tail, monkeypatch):
     """Also with coordinates so far apart (scale 2**25) that the ears' packed (length, index)
-    key would not fit 62 bits: then the rounds pick the ears by a lexsort."""
+    key would not fit 62 bits: then the rounds pick the ears by a lexsort. ``tail``: the
+    contours go on in the sequential loop once that few are left (0: never; 1000: all of them
+    from the first ears, the loose retries and failures included)."""
+    monkeypatch.setattr(P, "TRIANGULATE_TAIL_CONTOURS", tail)
     rng = np.random.default_rng(7)
     polys = [(xs * scale, zs * scale) for xs, zs in (_messy_polygon(rng, s) for s in range(60))]
     polys.append((np.array([0, 4, 4, 0]), np.array([0, 0, 4, 4])))  # a square, 3 points left
