@@ -612,7 +612,11 @@ def test_batched_triangulation_equals_one_by_one_on_meshes_of_contours(seed, mon
 
 
 @pytest.mark.parametrize("seed", range(8))
-def test_batched_merge_equals_one_by_one_on_random_contours(seed, monkeypatch):
+@pytest.mark.parametrize("tail", [0, P.MERGE_TAIL_GROUPS, 1000])
+def test_batched_merge_equals_one_by_one_on_random_contours(seed, tail, monkeypatch):
+    """``tail``: the groups go on in `_merge_polys` once that few still merge (0: never;
+    1000: all of them from the start)."""
+    monkeypatch.setattr(P, "MERGE_TAIL_GROUPS", tail)
     rng = np.random.default_rng(400 + seed)
     reg, heights = random_grid(rng)
     cset = build_contours(make_chf(reg, heights=heights, climb=1), 0.0 if seed % 2 else 1.3, 6)
@@ -625,9 +629,11 @@ def test_batched_merge_equals_one_by_one_on_random_contours(seed, monkeypatch):
             np.testing.assert_array_equal(getattr(fast, key), getattr(slow, key), err_msg=key)
 
 
-def test_batched_merge_hands_malformed_groups_to_the_heap():
+def test_batched_merge_hands_malformed_groups_to_the_heap(monkeypatch):
     """A fan of triangles around a shared edge (three polygons on one edge) and a plain group
-    side by side: both end as `_merge_polys` leaves them."""
+    side by side: both end as `_merge_polys` leaves them (the lockstep rounds find the
+    malformed group: no hand-off of the last groups)."""
+    monkeypatch.setattr(P, "MERGE_TAIL_GROUPS", 0)
     vx = [0, 4, 2, 2, 6, 4, 0, 8, 8]
     vz = [0, 0, 3, -3, 2, 4, 4, 0, 4]
     malformed = [(0, 1, 2), (1, 0, 3), (0, 1, 4)]  # edge 0-1 in three triangles
