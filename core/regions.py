@@ -49,6 +49,8 @@ FLOOD_SETS_MAX_SPANS = 1 << 15
 EXPAND_COLUMN_PASSES_FROM = 2048
 #: Recast's walkContour stops after this many states (its `iter` limit).
 _WALK_MAX_STATES = 40000
+#: `_region_walks` steps through pieces of at most 2**this many states that emit one region.
+_WALK_PIECE_ROUNDS = 6
 #: Walk the regions' outlines over solid states only (`_region_walks`); False: the state
 #: machine one state at a time (`_walk_contour`, the literal port and the tests' oracle).
 BATCH_WALKS = True
@@ -663,10 +665,31 @@ def _region_walks(g: _Graph, reg, starts: np.ndarray, first_regs: list[int]):
         steps[active] += 1
     else:
         return None
-    nxt = np.searchsorted(keys, cur * 4 + cdir).tolist()
-    emit = nb_reg[span, d].tolist()
-    steps_l = steps.tolist()
-    start_at = np.searchsorted(keys, np.asarray(starts, dtype=np.int64) * 4).tolist()
+    nxt_a = np.searchsorted(keys, cur * 4 + cdir)
+    emit_a = nb_reg[span, d]
+    start_at_a = np.searchsorted(keys, np.asarray(starts, dtype=np.int64) * 4)
+    # Along a walk most states emit what the state before did, and a Python step per state
+    # is most of this function's time. So the walks step through pieces: a state and the
+    # ones after it up to the last one emitting the same region (or at most
+    # 2**_WALK_PIECE_ROUNDS states), never past a walk's start; a piece adds its states'
+    # steps and emits its first state's region, which is what stepping through it did.
+    # Pieces by pointer doubling: a piece not yet closed by a run's end takes the piece after
+    # it (each right-hand side is read before its array is written).
+    closed = emit_a.take(nxt_a) != emit_a
+    closed[np.isin(nxt_a, start_at_a)] = True
+    piece_next, piece_steps = nxt_a, steps  # (both this function's own)
+    for _ in range(_WALK_PIECE_ROUNDS):
+        grow = np.flatnonzero(~closed)
+        if not grow.size:
+            break
+        after = piece_next.take(grow)
+        piece_steps[grow] += piece_steps.take(after)
+        closed[grow] = closed.take(after)
+        piece_next[grow] = piece_next.take(after)
+    nxt = piece_next.tolist()
+    emit = emit_a.tolist()
+    steps_l = piece_steps.tolist()
+    start_at = start_at_a.tolist()
     walks = []
     machine = None
     for s, e0, first in zip(np.asarray(starts).tolist(), start_at, first_regs, strict=True):

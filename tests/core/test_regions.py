@@ -890,6 +890,29 @@ def test_outline_walk_longer_than_recasts_limit_stops_where_recast_stops(monkeyp
     assert 1000 < len(slow) < 9000
 
 
+def test_outline_walks_end_at_their_start_without_a_replay(monkeypatch):
+    """The walks step through pieces of states emitting one region: a piece never runs past
+    a walk's start, so every walk of an ordinary level ends there (none goes round until
+    Recast's 40000-state limit and is replayed state by state)."""
+    from core import pipeline
+    from core import regions as R
+    from core.config import NavConfig
+    from core.objio import read_obj
+
+    from .refdata import mesh_path
+
+    verts, tris = read_obj(mesh_path("dungeon"))
+    chf = pipeline.bake(verts, tris, NavConfig()).compact
+    d = NavConfig().derived()
+    calls = []
+    machine = R._contour_machine
+    monkeypatch.setattr(R, "_contour_machine", lambda *a: calls.append(1) or machine(*a))
+    reg, n_regions = R.build_regions(
+        chf, chf.dist, int(chf.max_distance), d.min_region_area, d.merge_region_area
+    )
+    assert n_regions > 10 and not calls
+
+
 def test_flood_stamps_start_over_before_outgrowing_their_type(monkeypatch):
     """The int32 flood marks are cleared and the stamps restart instead of overflowing: a
     watershed started with the stamp two below the type's limit (every span marked with it)
