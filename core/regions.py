@@ -836,9 +836,13 @@ def _merge_and_filter(chf, g: _Graph, reg, max_region_id: int, min_area: int, me
     # Connections: walk the contour from each region's first span in raster order.
     present = np.nonzero(counts)[0]
     if present.shape[0]:
-        order = np.nonzero(valid)[0]
-        uniq, first = np.unique(r_[order], return_index=True)
-        first_span = order[first]
+        # Each region's first span: the spans written last to first, so the first one's id
+        # is what stays (a scatter, where a sort by region cost 4 ms on the 4x4).
+        order = np.flatnonzero(valid)
+        first_at = np.empty(nreg, dtype=np.int64)
+        first_at[r_[order[::-1]]] = order[::-1]
+        uniq = present
+        first_span = first_at[uniq]
         nbx = g.nbx
         first_regs = reg[nbx[first_span, 0]].tolist()
         walks = _region_walks(g, reg, first_span, first_regs) if BATCH_WALKS else None
