@@ -852,9 +852,9 @@ def _merge_and_filter(chf, g: _Graph, reg, max_region_id: int, min_area: int, me
                 _walk_contour(4 * s, succ, emit, fr)
                 for s, fr in zip(first_span.tolist(), first_regs, strict=True)
             ]
-        for r, s, cons in zip(uniq.tolist(), first_span.tolist(), walks, strict=True):
-            regs[r].area = int(g.area[s])
-            regs[r].connections = cons
+        for region, s, cons in zip(uniq.tolist(), first_span.tolist(), walks, strict=True):
+            regs[region].area = int(g.area[s])
+            regs[region].connections = cons
 
     # Remove too small regions (whole connected groups smaller than min_area).
     for i in range(nreg):
