@@ -692,16 +692,64 @@ def _remove_degenerate_segments(simp: list[list[int]]) -> None:
         i += 1
 
 
-def _area_sign_negative(v: list[list[int]]) -> bool:
-    """calcAreaOfPolygon2D(v) < 0 with C's truncating (area+1)/2."""
-    n = len(v)
-    area = 0
-    j = n - 1
-    for i in range(n):
-        area += v[i][0] * v[j][2] - v[j][0] * v[i][2]
-        j = i
+def _area_signs_negative(verts: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """calcAreaOfPolygon2D(v) < 0 (C's truncating (area + 1) / 2) of every contour: bool per
+    contour of ``verts`` (rows x, y, z, flags; contour c at starts[c]:starts[c + 1], each of
+    at least 3 rows)."""
+    n = starts.shape[0] - 1
+    if n == 0:
+        return np.zeros(0, dtype=bool)
+    x = verts[:, 0].astype(np.int64)
+    z = verts[:, 2].astype(np.int64)
+    # Each vertex with the one before it in its contour (the last one before the first).
+    prev = np.arange(-1, x.shape[0] - 1)
+    prev[starts[:-1]] = starts[1:] - 1
+    area = np.add.reduceat(x * z.take(prev) - x.take(prev) * z, starts[:-1])
     # C truncates toward zero: (area + 1) / 2 < 0 exactly when area + 1 <= -2.
     return area + 1 <= -2
+
+
+def _assemble_contours(simple_rows, sstart, all_points, pstart, first_span, reg, area, bs):
+    """The batched simplification's contours as the contour set holds them, before holes:
+    degenerate segments removed (Recast's single pass), contours under 3 vertices dropped with
+    their raw points, and both moved off the tile border ``bs``.
+
+    simple_rows int64 (S, 4) and sstart (W + 1,): every walk's simplified vertices; all_points
+    int64 (P, 4) and pstart: their raw points; first_span (W,): each walk's first span.
+    Returns (verts int32, verts_start, rverts int32, rverts_start, region ids, area ids) of
+    the contours kept, in walk order.
+    """
+    n_walks = sstart.shape[0] - 1
+    sizes = np.diff(sstart)
+    owner = np.repeat(np.arange(n_walks), sizes)
+    local = np.arange(simple_rows.shape[0]) - sstart[owner]
+    nxt = sstart[owner] + (local + 1) % sizes[owner]
+    x, z = simple_rows[:, 0], simple_rows[:, 2]
+    keep = np.ones(simple_rows.shape[0], dtype=bool)
+    # Contours with a vertex equal (x and row) to the next one (rare) take Recast's pass.
+    for w in np.unique(owner[(x == x.take(nxt)) & (z == z.take(nxt))]).tolist():
+        lo, hi = int(sstart[w]), int(sstart[w + 1])
+        # The pass on (x, y, z, row) lists: the rows it leaves are the ones kept.
+        simp = np.column_stack([simple_rows[lo:hi, :3], np.arange(lo, hi)]).tolist()
+        _remove_degenerate_segments(simp)
+        keep[lo:hi] = False
+        keep[[v[3] for v in simp]] = True
+    left = np.bincount(owner[keep], minlength=n_walks)
+    good = left >= 3
+    keep &= good[owner]
+    verts = simple_rows[keep].astype(np.int32)
+    rverts = all_points[np.repeat(good, np.diff(pstart))].astype(np.int32)
+    if bs > 0:
+        verts[:, 0] -= bs
+        verts[:, 2] -= bs
+        rverts[:, 0] -= bs
+        rverts[:, 2] -= bs
+    verts_start = np.zeros(int(good.sum()) + 1, dtype=np.int64)
+    np.cumsum(left[good], out=verts_start[1:])
+    rverts_start = np.zeros(verts_start.shape[0], dtype=np.int64)
+    np.cumsum(np.diff(pstart)[good], out=rverts_start[1:])
+    spans = first_span[good]
+    return verts, verts_start, rverts, rverts_start, reg[spans].astype(np.int64), area[spans]
 
 
 def segment_hits_edges(
@@ -945,52 +993,60 @@ def build_contours(
         simple_rows, sstart = _simplify_all(
             all_points, pstart, max_error32, max_edge_len, build_flags
         )
-        simple_lists = simple_rows.tolist()
-    for k, seq in enumerate(walks):
-        points = all_points[pstart[k] : pstart[k + 1]]
-        if BATCH_SIMPLIFY:
-            simp = simple_lists[sstart[k] : sstart[k + 1]]
-        else:
+        if progress:
+            progress(0.9, "contours: simplified")
+        verts, verts_start, rverts, rverts_start, cregs_a, careas_a = _assemble_contours(
+            simple_rows, sstart, all_points, pstart, espan[every[pstart[:-1]]], reg, area, bs
+        )
+        cregs, careas = cregs_a.tolist(), careas_a.tolist()
+        nconts = len(cregs)
+    else:
+        for k, seq in enumerate(walks):
+            points = all_points[pstart[k] : pstart[k + 1]]
             simp = _simplify(points, max_error32, max_edge_len, build_flags)
-        _remove_degenerate_segments(simp)
-        if len(simp) >= 3:
-            s0 = int(espan[seq[0]])
-            if bs > 0:
-                for v in simp:
-                    v[0] -= bs
-                    v[2] -= bs
-                points = points.copy()
-                points[:, 0] -= bs
-                points[:, 2] -= bs
-            conts.append(simp)
-            raws.append(points)
-            cregs.append(int(reg[s0]))
-            careas.append(int(area[s0]))
-        if progress and (k & 31) == 31:
-            progress(0.3 + 0.6 * k / max(len(walks), 1), "contours: simplifying")
+            _remove_degenerate_segments(simp)
+            if len(simp) >= 3:
+                s0 = int(espan[seq[0]])
+                if bs > 0:
+                    for v in simp:
+                        v[0] -= bs
+                        v[2] -= bs
+                    points = points.copy()
+                    points[:, 0] -= bs
+                    points[:, 2] -= bs
+                conts.append(simp)
+                raws.append(points)
+                cregs.append(int(reg[s0]))
+                careas.append(int(area[s0]))
+            if progress and (k & 31) == 31:
+                progress(0.3 + 0.6 * k / max(len(walks), 1), "contours: simplifying")
+        nconts = len(conts)
+        verts_start = np.zeros(nconts + 1, dtype=np.int64)
+        verts_start[1:] = np.cumsum([len(c) for c in conts])
+        rverts_start = np.zeros(nconts + 1, dtype=np.int64)
+        rverts_start[1:] = np.cumsum([r.shape[0] for r in raws])
+        verts = np.asarray([v for c in conts for v in c], dtype=np.int32).reshape(-1, 4)
+        rverts = np.concatenate(raws).astype(np.int32) if raws else np.zeros((0, 4), dtype=np.int32)
 
     # Holes: clockwise contours, bridged into their region's outline.
-    winding = [(-1 if _area_sign_negative(c) else 1) for c in conts]
-    if any(w < 0 for w in winding):
+    negative = _area_signs_negative(verts, verts_start)
+    if negative.any():
         outline_of: dict[int, int] = {}
         holes_of: dict[int, list[int]] = {}
-        for c, w in enumerate(winding):
-            if w > 0:
+        for c, neg in enumerate(negative.tolist()):
+            if not neg:
                 outline_of[cregs[c]] = c  # Recast logs an error on a second outline; last wins.
             else:
                 holes_of.setdefault(cregs[c], []).append(c)
-        for r in sorted(holes_of):
-            if r in outline_of:
+        merged = [r for r in sorted(holes_of) if r in outline_of]
+        if merged:
+            bounds = zip(verts_start[:-1], verts_start[1:], strict=True)
+            conts = [verts[a:b].tolist() for a, b in bounds]
+            for r in merged:
                 _merge_region_holes(conts, outline_of[r], holes_of[r])
-
-    nconts = len(conts)
-    verts_start = np.zeros(nconts + 1, dtype=np.int64)
-    verts_start[1:] = np.cumsum([len(c) for c in conts])
-    rverts_start = np.zeros(nconts + 1, dtype=np.int64)
-    rverts_start[1:] = np.cumsum([r.shape[0] for r in raws])
-    flat = [v for c in conts for v in c]
-    verts = np.asarray(flat, dtype=np.int32).reshape(-1, 4)
-    rverts = np.concatenate(raws).astype(np.int32) if raws else np.zeros((0, 4), dtype=np.int32)
+            verts_start = np.zeros(nconts + 1, dtype=np.int64)
+            verts_start[1:] = np.cumsum([len(c) for c in conts])
+            verts = np.asarray([v for c in conts for v in c], dtype=np.int32).reshape(-1, 4)
     bmin = np.asarray(chf.bmin, dtype=np.float32).copy()
     bmax = np.asarray(chf.bmax, dtype=np.float32).copy()
     if bs > 0:
