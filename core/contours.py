@@ -709,6 +709,15 @@ def _area_signs_negative(verts: np.ndarray, starts: np.ndarray) -> np.ndarray:
     return area + 1 <= -2
 
 
+def _contour_rows(conts: list[list[list[int]]]) -> tuple[np.ndarray, np.ndarray]:
+    """Contours as lists of [x, y, z, flags] vertices into the contour set's rows: (verts
+    int32 (V, 4), verts_start int64 (C + 1,))."""
+    verts_start = np.zeros(len(conts) + 1, dtype=np.int64)
+    verts_start[1:] = np.cumsum([len(c) for c in conts])
+    verts = np.asarray([v for c in conts for v in c], dtype=np.int32).reshape(-1, 4)
+    return verts, verts_start
+
+
 def _assemble_contours(simple_rows, sstart, all_points, pstart, first_span, reg, area, bs):
     """The batched simplification's contours as the contour set holds them, before holes:
     degenerate segments removed (Recast's single pass), contours under 3 vertices dropped with
@@ -1021,11 +1030,9 @@ def build_contours(
             if progress and (k & 31) == 31:
                 progress(0.3 + 0.6 * k / max(len(walks), 1), "contours: simplifying")
         nconts = len(conts)
-        verts_start = np.zeros(nconts + 1, dtype=np.int64)
-        verts_start[1:] = np.cumsum([len(c) for c in conts])
+        verts, verts_start = _contour_rows(conts)
         rverts_start = np.zeros(nconts + 1, dtype=np.int64)
         rverts_start[1:] = np.cumsum([r.shape[0] for r in raws])
-        verts = np.asarray([v for c in conts for v in c], dtype=np.int32).reshape(-1, 4)
         rverts = np.concatenate(raws).astype(np.int32) if raws else np.zeros((0, 4), dtype=np.int32)
 
     # Holes: clockwise contours, bridged into their region's outline.
@@ -1044,9 +1051,7 @@ def build_contours(
             conts = [verts[a:b].tolist() for a, b in bounds]
             for r in merged:
                 _merge_region_holes(conts, outline_of[r], holes_of[r])
-            verts_start = np.zeros(nconts + 1, dtype=np.int64)
-            verts_start[1:] = np.cumsum([len(c) for c in conts])
-            verts = np.asarray([v for c in conts for v in c], dtype=np.int32).reshape(-1, 4)
+            verts, verts_start = _contour_rows(conts)
     bmin = np.asarray(chf.bmin, dtype=np.float32).copy()
     bmax = np.asarray(chf.bmax, dtype=np.float32).copy()
     if bs > 0:

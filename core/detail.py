@@ -1150,15 +1150,20 @@ def faces_from_edges(edges, nfaces: int) -> list[list[int]]:
                 t[2] = e1
             elif t[1] == e1:
                 t[2] = e0
+    _drop_incomplete(tris, lambda t: t[0] == -1 or t[1] == -1 or t[2] == -1)
+    return tris
+
+
+def _drop_incomplete(faces: list, incomplete) -> None:
+    """delaunayHull's removal of incomplete faces, in place: each is replaced by the last
+    face, which is then checked in its place."""
     i = 0
-    while i < len(tris):
-        t = tris[i]
-        if t[0] == -1 or t[1] == -1 or t[2] == -1:
-            tris[i] = tris[-1]
-            tris.pop()
+    while i < len(faces):
+        if incomplete(faces[i]):
+            faces[i] = faces[-1]
+            faces.pop()
             continue
         i += 1
-    return tris
 
 
 def _delaunay_hull(vx, vz, hull, cache=None, fold=None):
@@ -1391,13 +1396,7 @@ def _delaunay_hull(vx, vz, hull, cache=None, fold=None):
     # both sides set), so each face reads t, s, pt, or stays incomplete when no other edge
     # names it; the incomplete ones are dropped as there (the last face moved into place).
     if None in faces:
-        i = 0
-        while i < len(faces):
-            if faces[i] is None:
-                faces[i] = faces[-1]
-                faces.pop()
-                continue
-            i += 1
+        _drop_incomplete(faces, lambda face: face is None)
     return faces
 
 
