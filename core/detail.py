@@ -525,28 +525,23 @@ def _poly_min_extent(px, pz, npoly):
     """Recast polyMinExtent of every polygon: px, pz float32 (P, nvp) padded, npoly (P,).
 
     Returns float32 (P,): the smallest over edges of the largest distance of another vertex
-    from the edge (x/z).
+    from the edge (x/z). Polygons of each vertex count together: edge k against vertices
+    k + 2 .. k + n - 1 (mod n), no padding or masks (most polygons are triangles).
     """
-    nvp = px.shape[1]
-    k = np.arange(nvp)
-    n = npoly[:, None]
-    nk = (k[None, :] + 1) % n  # (P, nvp) next vertex of edge k
-    rows = np.arange(px.shape[0])[:, None]
-    ax, az = px[rows, np.minimum(k[None, :], n - 1)], pz[rows, np.minimum(k[None, :], n - 1)]
-    bx, bz = px[rows, nk], pz[rows, nk]
-    d = _dist_pt_seg2d_sq(
-        px[:, None, :],
-        pz[:, None, :],
-        ax[:, :, None],
-        az[:, :, None],
-        bx[:, :, None],
-        bz[:, :, None],
-    )  # (P, edge, vertex)
-    valid_v = (k[None, None, :] < n[:, :, None]) & (k[None, None, :] != k[None, :, None])
-    valid_v &= k[None, None, :] != nk[:, :, None]
-    edge_max = np.where(valid_v, d, F32(0)).max(axis=2)
-    edge_max = np.where(k[None, :] < n, edge_max, F32(_FLT_MAX))
-    return np.sqrt(edge_max.min(axis=1)).astype(F32)
+    out = np.empty(px.shape[0], dtype=F32)
+    for n in np.unique(npoly).tolist():
+        rows = np.flatnonzero(npoly == n)
+        if n < 3:  # no vertex off an edge: Recast's 0 (its FLT_MAX start with no edge)
+            out[rows] = np.sqrt(F32(_FLT_MAX)) if n == 0 else F32(0)
+            continue
+        k = np.arange(n)
+        others = (k[:, None] + np.arange(2, n)[None, :]) % n  # (edge, vertex)
+        x, z = px[rows, :n], pz[rows, :n]
+        ax, az = x[:, :, None], z[:, :, None]
+        bx, bz = x[:, (k + 1) % n, None], z[:, (k + 1) % n, None]
+        d = _dist_pt_seg2d_sq(x[:, others], z[:, others], ax, az, bx, bz)
+        out[rows] = np.sqrt(d.max(axis=2).min(axis=1))
+    return out
 
 
 def _jitter(i, mult):
@@ -835,6 +830,9 @@ _F32_ZERO = F32(0)
 _F32_EPS_LEFT = F32(1e-5)
 #: New points up to which a cached left-of list is extended with scalar tests.
 _FEW_NEW_POINTS = 4
+#: A pair of point indices (a, b) as one int key, a << _PAIR_SHIFT | b (a polygon's detail
+#: has at most `MAX_VERTS` points, far below 2**20).
+_PAIR_SHIFT = 20
 
 
 def _circle_of(pts, cache, s, t, v):
@@ -1092,20 +1090,20 @@ def _fold_scans_grown(point_sets, scans) -> list[tuple[np.ndarray, np.ndarray]]:
 def _extend_pure_scans(pure_scans: dict, vx, vz, q: int) -> None:
     """Bring a polygon's settled scans up to its newest point ``q``, in place.
 
-    ``pure_scans`` maps an ordered pair (s, t) to the point completeFacet's scan of s -> t
-    settles on over the points before ``q`` (-1: none left of it), for scans that met no
-    point on a circle (their outcome depends on the points alone). ``q`` comes last in index
-    order, so each scan takes it as one more candidate: left of s -> t, it becomes the first
-    candidate of a scan that had none, or replaces a point whose circle it lies inside;
-    on that circle (within the 0.1 % tolerance) the outcome depends on the edges, and the
-    scan leaves the map (`_delaunay_hull` scans it itself). All scans at once, in the float32
-    operations of ``left_of`` and `_circle_class_f32`."""
+    ``pure_scans`` maps an ordered pair (s, t) (the key s << `_PAIR_SHIFT` | t) to the point
+    completeFacet's scan of s -> t settles on over the points before ``q`` (-1: none left of
+    it), for scans that met no point on a circle (their outcome depends on the points alone).
+    ``q`` comes last in index order, so each scan takes it as one more candidate: left of
+    s -> t, it becomes the first candidate of a scan that had none, or replaces a point whose
+    circle it lies inside; on that circle (within the 0.1 % tolerance) the outcome depends on
+    the edges, and the scan leaves the map (`_delaunay_hull` scans it itself). All scans at
+    once, in the float32 operations of ``left_of`` and `_circle_class_f32`."""
     if not pure_scans:
         return
     keys = list(pure_scans)
     st = np.array(keys, dtype=np.int64)
     pt = np.fromiter(pure_scans.values(), dtype=np.int64, count=len(keys))
-    s, t = st[:, 0], st[:, 1]
+    s, t = st >> _PAIR_SHIFT, st & ((1 << _PAIR_SHIFT) - 1)
     qx, qz = vx[q], vz[q]
     sx, sz = vx[s], vz[s]
     ux, uz = vx[t] - sx, vz[t] - sz
@@ -1193,10 +1191,17 @@ def _delaunay_hull(vx, vz, hull, cache=None, fold=None):
         pure_scans = {}
     cache["pure"] = (npts, pure_scans)
     pure_get = pure_scans.get
+    shift = _PAIR_SHIFT
     sqrt = math.sqrt
     class_by_distance = _class_by_distance
-    pts = list(zip(vx, vz, strict=True))  # NumPy float32 scalars (`_circle_class_f32`)
-    fpts = list(zip(vx.tolist(), vz.tolist(), strict=True))  # the same as Python floats
+    # The points as NumPy float32 scalars (`_circle_class_f32`) and as Python floats, made
+    # when a scan first needs them (with fold tables, most calls never do).
+    pts: list = []
+    fpts: list = []
+
+    def scalars() -> None:
+        pts.extend(zip(vx, vz, strict=True))
+        fpts.extend(zip(vx.tolist(), vz.tolist(), strict=True))
 
     def left_of(s, t):
         # The points strictly left of s->t (vcross2 > EPS, float32 in Recast's order), in
@@ -1209,6 +1214,8 @@ def _delaunay_hull(vx, vz, hull, cache=None, fold=None):
             return known[1]
         if known is not None and npts - start <= _FEW_NEW_POINTS:
             # A point or two added since: float32 scalars beat array set-up here.
+            if not pts:
+                scalars()
             sx, sz = pts[s]
             tx, tz = pts[t]
             ux, uz = tx - sx, tz - sz
@@ -1229,25 +1236,15 @@ def _delaunay_hull(vx, vz, hull, cache=None, fold=None):
 
     edges: list[list[int]] = []
     # Edges are unique per vertex pair (addEdge refuses a second one), so findEdge's linear
-    # scan is a lookup by the unordered pair.
-    edge_at: dict[tuple[int, int], int] = {}
+    # scan is a lookup by the unordered pair (a < b) as one int, a << `_PAIR_SHIFT` | b (it
+    # hashes faster than a tuple, and this is the hot loop).
+    edge_at: dict[int, int] = {}
     edge_at_get = edge_at.get
     # The edges' ends also as lists, made arrays for the vectorized overlap test when it runs
     # (kept while no edge is added: a scan's tests come in pairs).
     ends_s: list[int] = []
     ends_t: list[int] = []
     as_arrays: list = [-1, None]
-
-    def add_edge(s, t, lf, rf):
-        n_edges = len(edges)
-        if n_edges >= max_edges:
-            return
-        key = (s, t) if s < t else (t, s)
-        if key not in edge_at:
-            edge_at[key] = n_edges
-            edges.append([s, t, lf, rf])
-            ends_s.append(s)
-            ends_t.append(t)
 
     def overlaps(s, t, u):
         # overlapEdges(s, u) || overlapEdges(t, u) against the edges so far. An edge found
@@ -1265,7 +1262,7 @@ def _delaunay_hull(vx, vz, hull, cache=None, fold=None):
         if e < 0:
             return False
         a, b = ends_s[e], ends_t[e]
-        cache[key] = (a, b) if a < b else (b, a)
+        cache[key] = a << shift | b if a < b else b << shift | a
         return True
 
     def pure_run(s, t, candidates, first, pt):
@@ -1282,6 +1279,8 @@ def _delaunay_hull(vx, vz, hull, cache=None, fold=None):
             if stopped or at == len(candidates):
                 return at, pt
             first = at
+        if not pts:
+            scalars()
         circle = None  # (s, t, pt)'s circle, looked up when pt changes
         for at, u in enumerate(candidates[first:] if first else candidates, first):
             if pt < 0:  # first candidate: its circumcircle is the current one
@@ -1308,86 +1307,80 @@ def _delaunay_hull(vx, vz, hull, cache=None, fold=None):
         cache[key] = (len(candidates), pt, False)
         return len(candidates), pt
 
-    nh = len(hull)
-    for i in range(nh):
-        add_edge(hull[i - 1], hull[i], _EV_HULL, _EV_UNDEF)
+    def scan(s, t):
+        # completeFacet's scan of s -> t: the point it settles on, -1 for none. A fold over
+        # the candidates in index order; while it meets no point on a circle (class 2, whose
+        # outcome depends on the current edges) it depends on the points only, so a later
+        # call of this polygon resumes it at the points added since (they come last). Pure
+        # runs between the points on a circle are read from the polygon's memo
+        # (`pure_run`); only the overlap tests run here every time.
+        candidates = left_of(s, t)
+        n_candidates = len(candidates)
+        first, pt = 0, -1
+        pure = True
+        while True:
+            at, pt = pure_run(s, t, candidates, first, pt)
+            if at == n_candidates:
+                break
+            pure = False
+            u = candidates[at]
+            if not overlaps(s, t, u):
+                pt = u
+            first = at + 1
+        if pure:
+            pure_scans[s << shift | t] = pt
+        return pt
+
+    # Recast's hull edges (addEdge(hull[i - 1], hull[i], EV_HULL, EV_UNDEF)).
+    for i in range(len(hull)):
+        a, b = hull[i - 1], hull[i]
+        key = a << shift | b if a < b else b << shift | a
+        if key not in edge_at and len(edges) < max_edges:
+            edge_at[key] = len(edges)
+            edges.append([a, b, _EV_HULL, _EV_UNDEF])
+            ends_s.append(a)
+            ends_t.append(b)
     nfaces = 0
     faces: list = []  # per face its triangle [a, b, c], or None while incomplete
-    cur = 0
-    while cur < len(edges):
-        edge = edges[cur]
-        for side in (2, 3):
-            if edge[side] != _EV_UNDEF:
-                continue
-            # completeFacet on the undefined side: s -> t with the face on its left (side 2
-            # is left of the edge's own direction; side 3 is reached with side 2 defined).
-            if side == 2:
-                s, t = edge[0], edge[1]
+    # Every edge is made with its left face set (EV_HULL for the hull's, the face that made
+    # it for the others) and updateLeftFace only fills an undefined side, so Recast's loop
+    # only ever completes the right side: completeFacet of t -> s for the edge s -> t.
+    for edge in edges:  # the list grows while it is walked, as Recast's currentEdge loop
+        if edge[3] != _EV_UNDEF:
+            continue
+        t, s = edge[0], edge[1]
+        pt = _FOLD_LITERAL if fold is None else fold[s][t]
+        if pt == _FOLD_LITERAL:  # the scan depends on the edges, or there is no table
+            pt = pure_get(s << shift | t, _FOLD_LITERAL)  # a settled scan, up to date
+            if pt == _FOLD_LITERAL:
+                pt = scan(s, t)
+        if pt < 0:
+            edge[3] = _EV_HULL
+            continue
+        edge[3] = nfaces  # updateLeftFace(cur, s, t): this side is s -> t's left
+        # Recast's findEdge(a, b), then addEdge(a, b, face, undef) or updateLeftFace, for
+        # (pt, s) and (t, pt); inline: this is the hot loop. An existing edge's left side is
+        # set, so only one running b -> a takes the face (on its right). The edges naming
+        # the face (new, or with that side still free): with at least one besides this
+        # one, faces_from_edges reads the face as t, s, pt (see below).
+        naming = 1
+        for a, b in ((pt, s), (t, pt)):
+            key = a << shift | b if a < b else b << shift | a
+            e = edge_at_get(key)
+            if e is None:
+                if len(edges) < max_edges:
+                    edge_at[key] = len(edges)
+                    edges.append([a, b, nfaces, _EV_UNDEF])
+                    ends_s.append(a)
+                    ends_t.append(b)
+                    naming += 1
             else:
-                s, t = edge[1], edge[0]
-            # The scan is a fold over the candidates in index order. While it meets no point
-            # on a circle (class 2, whose outcome depends on the current edges) it depends on
-            # the points only, so a later call of this polygon resumes it at the points added
-            # since (they come last).
-            pt = _FOLD_LITERAL if fold is None else fold[s][t]
-            settled = pure_get((s, t)) if pt == _FOLD_LITERAL else None
-            if pt != _FOLD_LITERAL:  # the scan's result, known from the points alone
-                if pt < 0:
-                    pt = npts
-            elif settled is not None:  # a settled scan, up to date (`_extend_pure_scans`)
-                pt = npts if settled < 0 else settled
-            else:
-                candidates = left_of(s, t)
-                n_candidates = len(candidates)
-                # Pure runs between the points on a circle, each read from the polygon's
-                # memo (`pure_run`); only the overlap tests run here every time.
-                first, pt = 0, -1
-                pure = True
-                while True:
-                    at, pt = pure_run(s, t, candidates, first, pt)
-                    if at == n_candidates:
-                        break
-                    pure = False
-                    u = candidates[at]
-                    if not overlaps(s, t, u):
-                        pt = u
-                    first = at + 1
-                if pure:
-                    pure_scans[(s, t)] = pt
-                if pt < 0:
-                    pt = npts
-            if pt < npts:
-                edge[side] = nfaces  # updateLeftFace(cur, s, t): this side is s -> t's left
-                # Recast's findEdge(a, b), then addEdge(a, b, face, undef) or
-                # updateLeftFace, for (pt, s) and (t, pt); inline: this is the hot loop.
-                # The other edges naming the face (new, or with that side still free): with
-                # at least one, faces_from_edges reads the face as t, s, pt (see below).
-                naming = 1
-                for a, b in ((pt, s), (t, pt)):
-                    key = (a, b) if a < b else (b, a)
-                    e = edge_at_get(key)
-                    if e is None:
-                        n_edges = len(edges)
-                        if n_edges < max_edges:
-                            edge_at[key] = n_edges
-                            edges.append([a, b, nfaces, _EV_UNDEF])
-                            ends_s.append(a)
-                            ends_t.append(b)
-                            naming += 1
-                        continue
-                    other = edges[e]
-                    if other[0] == a:  # the edge runs a -> b: the face is its left
-                        if other[2] == _EV_UNDEF:
-                            other[2] = nfaces
-                            naming += 1
-                    elif other[3] == _EV_UNDEF:  # it runs b -> a
-                        other[3] = nfaces
-                        naming += 1
-                faces.append([t, s, pt] if naming > 1 else None)
-                nfaces += 1
-            else:
-                edge[side] = _EV_HULL
-        cur += 1
+                other = edges[e]
+                if other[0] != a and other[3] == _EV_UNDEF:
+                    other[3] = nfaces
+                    naming += 1
+        faces.append([t, s, pt] if naming > 1 else None)
+        nfaces += 1
     # Recast reads the triangles back from the edges when done (faces_from_edges, the
     # literal port): the first edge naming a face, in edge order, gives two corners (t, s
     # for the edge completed), a second one the third. The edges naming face f are set when

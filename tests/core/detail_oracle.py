@@ -98,3 +98,33 @@ def delaunay_hull_literal(vx, vz, hull, cache=None):
                 _update_left_face(edges[cur], s, t, _EV_HULL)
         cur += 1
     return faces_from_edges(edges, nfaces)
+
+
+def _dist_pt_seg2d_sq_literal(px, pz, ax, az, bx, bz):
+    """Recast distancePtSeg2d, one float32 operation at a time."""
+    pqx, pqz = bx - ax, bz - az
+    dx, dz = px - ax, pz - az
+    d = pqx * pqx + pqz * pqz
+    t = pqx * dx + pqz * dz
+    if d > 0:
+        t = t / d
+    t = min(max(t, F32(0)), F32(1))
+    dx = ax + t * pqx - px
+    dz = az + t * pqz - pz
+    return dx * dx + dz * dz
+
+
+def poly_min_extent_literal(xs, zs):
+    """Recast polyMinExtent of one polygon (float32 x/z of its vertices in order)."""
+    n = len(xs)
+    min_dist = F32(np.finfo(F32).max)
+    for i in range(n):
+        ni = (i + 1) % n
+        max_edge = F32(0)
+        for j in range(n):
+            if j in (i, ni):
+                continue
+            d = _dist_pt_seg2d_sq_literal(xs[j], zs[j], xs[i], zs[i], xs[ni], zs[ni])
+            max_edge = max(max_edge, d)
+        min_dist = min(min_dist, max_edge)
+    return np.sqrt(min_dist)

@@ -17,7 +17,7 @@ from core.config import NavConfig
 from core.context import BuildContext
 from core.objio import read_obj
 
-from .detail_oracle import delaunay_hull_literal
+from .detail_oracle import delaunay_hull_literal, poly_min_extent_literal
 from .refdata import mesh_path
 
 F32 = np.float32
@@ -104,11 +104,14 @@ def test_grown_fold_scans_equal_fresh_ones(kind):
 
 def _settled(scan) -> dict:
     """The scans of a `_fold_scans` entry that met no point on a circle, as
-    `_extend_pure_scans` keeps them: {(s, t): pt or -1}."""
+    `_extend_pure_scans` keeps them: {s << _PAIR_SHIFT | t: pt or -1}."""
     pt, on_circle = scan
     n = pt.shape[0]
     return {
-        (s, t): int(pt[s, t]) for s in range(n) for t in range(n) if s != t and not on_circle[s, t]
+        s << detail._PAIR_SHIFT | t: int(pt[s, t])
+        for s in range(n)
+        for t in range(n)
+        if s != t and not on_circle[s, t]
     }
 
 
@@ -127,10 +130,31 @@ def test_settled_scans_extended_by_a_point_equal_fresh_scans(kind):
         before = dict(settled)
         detail._extend_pure_scans(settled, vx, vz, q)
         grown = _settled(detail._fold_scans([(vx, vz)])[0])
-        assert settled == {key: pt for key, pt in grown.items() if q not in key}
+        shift = detail._PAIR_SHIFT
+        pairs = {key: (key >> shift, key & ((1 << shift) - 1)) for key in grown}
+        assert settled == {key: pt for key, pt in grown.items() if q not in pairs[key]}
         dropped += len(before) - len(settled)
         taken += sum(pt == q for pt in settled.values())
     assert taken and (dropped or kind == "random")
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_poly_min_extent_equals_the_literal(seed):
+    """`_poly_min_extent` (polygons grouped by vertex count) against Recast's polyMinExtent
+    one polygon at a time: padded (P, 6) vertices, 0 to 6 of them used, grid coordinates
+    (ties, collinear and repeated vertices) and random ones."""
+    rng = np.random.default_rng(seed)
+    npoly = rng.integers(0, 7, 200)
+    if seed % 2:
+        xs = rng.uniform(-5, 5, (200, 6)).astype(F32)
+        zs = rng.uniform(-5, 5, (200, 6)).astype(F32)
+    else:
+        xs = (rng.integers(0, 4, (200, 6)) * F32(0.3)).astype(F32)
+        zs = (rng.integers(0, 4, (200, 6)) * F32(0.3)).astype(F32)
+    got = detail._poly_min_extent(xs, zs, npoly)
+    want = [poly_min_extent_literal(xs[p, :n], zs[p, :n]) for p, n in enumerate(npoly.tolist())]
+    assert got.dtype == F32
+    np.testing.assert_array_equal(got, np.array(want, dtype=F32))
 
 
 @pytest.mark.parametrize("seed", range(20))
