@@ -1003,6 +1003,8 @@ def _circles(v2x, v2z, v3x, v3z, p1x, p1z):
         c0 = (v2sq * v3z + v3sq * -v2z) / den
         c2 = (v2sq * -v3x + v3sq * v2x) / den
         rad = np.sqrt(c0 * c0 + c2 * c2)
+    if round_ok.all():  # the common case: no degenerate circle to replace
+        return c0 + p1x, c2 + p1z, rad * _F32_TOL_HI, rad * _F32_TOL_LO
     rad = np.where(round_ok, rad, _F32_ZERO)
     return (
         np.where(round_ok, c0 + p1x, p1x),
@@ -1194,6 +1196,7 @@ def _delaunay_hull(vx, vz, hull, cache=None, fold=None):
     shift = _PAIR_SHIFT
     sqrt = math.sqrt
     class_by_distance = _class_by_distance
+    slack, shortcut_min, shortcut_max = _DISTANCE_SLACK, _SHORTCUT_MIN, _SHORTCUT_MAX
     # The points as NumPy float32 scalars (`_circle_class_f32`) and as Python floats, made
     # when a scan first needs them (with fold tables, most calls never do).
     pts: list = []
@@ -1290,11 +1293,15 @@ def _delaunay_hull(vx, vz, hull, cache=None, fold=None):
                 circle = cache.get(("c32", s, t, pt)) or _circle_of(pts, cache, s, t, pt)
                 cx, cz, r_hi, r_lo = circle[4], circle[5], circle[6], circle[7]
             # The class in double precision where it is sure (this loop is most of the
-            # stage's time); the circle is held while pt stays.
+            # stage's time); the circle is held while pt stays. Most candidates lie surely
+            # outside: `_class_by_distance`'s first answer, inline.
             px, pz = fpts[u]
             dx = px - cx
             dz = pz - cz
-            where = class_by_distance(sqrt(dx * dx + dz * dz), r_hi, r_lo)
+            d = sqrt(dx * dx + dz * dz)
+            if d - d * slack > r_hi and shortcut_min < d < shortcut_max:
+                continue
+            where = class_by_distance(d, r_hi, r_lo)
             if where < 0:
                 where = _circle_class_f32(pts, cache, s, t, pt, u)
             if where == 0:
