@@ -1875,15 +1875,11 @@ def patch_chunks(sizes, budget: int | None = None) -> list[tuple[int, int]]:
     return ranges
 
 
-#: The kept samples of an edge that keeps none (shared, never written). float32 (0, 3).
-_NO_SAMPLES = np.zeros((0, 3), dtype=F32)
-_NO_SAMPLES.flags.writeable = False
-
-
-def _edge_samples_of(lo, hi, e_p, e_k, edge_base, pv, npoly, sd, patches, sample_max_error, out):
+def _edge_samples_of(lo, hi, e_p, e_k, edge_base, pv, npoly, sd, patches, sample_max_error):
     """Sample the edges of polygons [lo, hi) (Recast: per polygon, edge i from vertex i-1 to
-    i) on ``patches`` (of those polygons, indexed from lo); ``out[e]`` = kept points of edge
-    e in the polygon's edge direction."""
+    i) on ``patches`` (of those polygons, indexed from lo). Returns (counts int64, points
+    float32 (sum counts, 3)) for the polygons' edges in order: each edge's kept points, in
+    the polygon's edge direction, one edge after the other."""
     e0, e1 = int(edge_base[lo]), int(edge_base[hi])
     ep, ek = e_p[e0:e1], e_k[e0:e1]
     vi_ = pv[ep, ek]
@@ -1895,46 +1891,62 @@ def _edge_samples_of(lo, hi, e_p, e_k, edge_base, pv, npoly, sd, patches, sample
     dx, dz = eb[:, 0] - ea[:, 0], eb[:, 2] - ea[:, 2]
     d = np.sqrt(dx * dx + dz * dz)
     nn = np.minimum(1 + np.floor(d / sd).astype(np.int64), MAX_VERTS_PER_EDGE - 1)
-    swapped_l = swapped.tolist()
     local_p = ep - lo
 
     def run(sel, nn_sel):
+        # The kept points of edges ``sel`` (ascending) in the polygon's edge direction (a
+        # swapped edge's run back to front), with their counts.
         pts, start = _sample_edges(
             local_p[sel], ea[sel, 0], ea[sel, 1], ea[sel, 2], eb[sel, 0], eb[sel, 1],
             eb[sel, 2], nn_sel, patches, sample_max_error,
         )  # fmt: skip
-        bounds = start.tolist()
-        for q, e in enumerate(sel.tolist()):
-            a, b = bounds[q], bounds[q + 1]
-            if a == b:  # most edges keep no sample: one shared empty array
-                out[e0 + e] = _NO_SAMPLES
-                continue
-            seg = pts[a:b]
-            out[e0 + e] = seg[::-1] if swapped_l[e] else seg
+        counts = np.diff(start)
+        edge = np.repeat(np.arange(sel.size), counts)
+        at = np.arange(pts.shape[0])
+        flip = swapped[sel][edge]
+        at[flip] = (start[edge] + start[edge + 1] - 1 - at)[flip]
+        return counts, pts[at]
 
+    counts = np.zeros(e1 - e0, dtype=np.int64)
     # Polygons whose samples could reach MAX_VERTS go edge by edge, as Recast caps them.
     risky = npoly[lo:hi] + np.bincount(local_p, weights=nn, minlength=hi - lo) >= MAX_VERTS
     fast = np.flatnonzero(~risky[local_p])
+    fast_points = np.zeros((0, 3), dtype=F32)
     if fast.size:
-        run(fast, nn[fast])
+        counts[fast], fast_points = run(fast, nn[fast])
+    alone: dict[int, np.ndarray] = {}
     for p in (np.flatnonzero(risky) + lo).tolist():
         nverts = int(npoly[p])
         for e in range(int(edge_base[p]) - e0, int(edge_base[p + 1]) - e0):
             c = int(nn[e])
             if nverts + c >= MAX_VERTS:
                 c = max(1, MAX_VERTS - 1 - nverts)
-            run(np.array([e]), np.array([c], dtype=np.int64))
-            nverts += out[e0 + e].shape[0]
+            counts[e : e + 1], alone[e] = run(np.array([e]), np.array([c], dtype=np.int64))
+            nverts += alone[e].shape[0]
+    if not alone:
+        return counts, fast_points
+    first = np.cumsum(counts) - counts
+    points = np.empty((int(counts.sum()), 3), dtype=F32)
+    fast_counts = counts[fast]
+    points[
+        np.repeat(first[fast] - (np.cumsum(fast_counts) - fast_counts), fast_counts)
+        + np.arange(fast_points.shape[0])
+    ] = fast_points  # fmt: skip
+    for e, seg in alone.items():
+        points[first[e] : first[e] + seg.shape[0]] = seg
+    return counts, points
 
 
 def _simple_details(
-    polys, npoly, pv, e_p, m_edge, edge_base, kept_by_edge, vbase, tbase, sampled, verts, tris
+    polys, npoly, pv, e_p, m_edge, edge_base, kept, vbase, tbase, sampled, verts, tris
 ):
     """Detail meshes of the polygons ``polys`` (int64, ascending) that get no interior samples:
     their vertices (the polygon's, then each edge's kept samples in edge order) and Recast's
     hull triangulation with its edge flags, written into ``verts`` (local float32 rows from
-    ``vbase[p]``) and ``tris`` (int64 rows from ``tbase[p]``: a, b, c, flags). ``sampled``:
-    edges were sampled (else Recast's hull is the polygon in vertex order, issue #650)."""
+    ``vbase[p]``) and ``tris`` (int64 rows from ``tbase[p]``: a, b, c, flags). ``kept``:
+    (points, start): edge e's kept samples are points[start[e] : start[e] + m_edge[e]].
+    ``sampled``: edges were sampled (else Recast's hull is the polygon in vertex order, issue
+    #650)."""
     n = npoly[polys]
     nv = vbase[polys + 1] - vbase[polys]
     # Vertices: the polygon's own, then the edge samples in edge order.
@@ -1949,9 +1961,11 @@ def _simple_details(
         edge_first = np.cumsum(m) - m
         before = edge_first - edge_first[np.searchsorted(edges, edge_base[poly_of_edge])]
         if int(m.sum()):
-            samples = np.concatenate([kept_by_edge[e] for e in edges[m > 0].tolist()])
+            kept_points, kept_start = kept
+            within = np.arange(int(m.sum())) - np.repeat(edge_first, m)
+            samples = kept_points[np.repeat(kept_start[edges], m) + within]
             rows = np.repeat(vbase[poly_of_edge] + npoly[poly_of_edge] + before, m)
-            verts[rows + np.arange(samples.shape[0]) - np.repeat(edge_first, m)] = samples
+            verts[rows + within] = samples
         # The hull: per edge k, vertex k - 1, then edge k's samples.
         group = 1 + m
         owner_h = np.repeat(np.searchsorted(polys, poly_of_edge), group)
@@ -1987,7 +2001,7 @@ def _adds_no_sample(
     e_p,
     m_edge,
     edge_base,
-    kept_by_edge,
+    kept,
     nv_poly,
     slot,
     istart,
@@ -2010,7 +2024,7 @@ def _adds_no_sample(
     sel_e_p, sel_edge_base, edges = _edges_of(polys, e_p, edge_base)
     _simple_details(
         at, npoly[polys], pv[polys], sel_e_p, m_edge[edges], sel_edge_base,
-        [kept_by_edge[e] for e in edges.tolist()], vbase, tbase, True, verts, tris,
+        (kept[0], kept[1][edges]), vbase, tbase, True, verts, tris,
     )  # fmt: skip
     lo = istart[slot[polys]]
     ns = istart[slot[polys] + 1] - lo
@@ -2281,7 +2295,6 @@ def build_poly_mesh_details(
     e_p, e_k = np.nonzero(pcols)
     edge_base = np.zeros(npolys + 1, dtype=np.int64)
     np.cumsum(npoly, out=edge_base[1:])
-    kept_by_edge: list = [None] * e_p.size
     slot = np.full(npolys, -1, dtype=np.int64)
     if sample_dist > 0:
         ipolys = np.flatnonzero(~(min_extent < sd * F32(2)))
@@ -2305,34 +2318,39 @@ def build_poly_mesh_details(
         )  # fmt: skip
         if sample_dist <= 0:
             return None
-        _edge_samples_of(
-            lo, hi, e_p, e_k, edge_base, pv, npoly, sd, patches, sample_max_error, kept_by_edge
+        kept = _edge_samples_of(
+            lo, hi, e_p, e_k, edge_base, pv, npoly, sd, patches, sample_max_error
         )
         chunk_ipolys = ipolys[(ipolys >= lo) & (ipolys < hi)]
-        return _interior_samples(
+        interior = _interior_samples(
             pv[lo:hi], npoly[lo:hi], chunk_ipolys - lo, sample_dist, patches, cs
         )
+        return kept, interior
 
-    # Chunks write the slots of their own polygons' edges only; on two threads NumPy's share
-    # of the work (it runs without the GIL) overlaps. A polygon larger than the budget makes
-    # a chunk of its own: then one chunk at a time, so the working memory stays that
-    # `core.memory` predicts (the workers' budgets, or one polygon's patch).
+    # Chunks sample their own polygons' edges only; on two threads NumPy's share of the work
+    # (it runs without the GIL) overlaps. A polygon larger than the budget makes a chunk of
+    # its own: then one chunk at a time, so the working memory stays that `core.memory`
+    # predicts (the workers' budgets, or one polygon's patch).
     sizes = pw * ph
     chunks = patch_chunks(sizes)
     fits = int(sizes.max(initial=0)) <= PATCH_CELLS_PER_CHUNK
     sampled = threads.map_pieces(sample_chunk, chunks, PATCH_WORKERS if fits else 1)
-    interior = [part for part in sampled if part is not None]
     if progress is not None:
         progress(0.5, "detail mesh: height patches, edge and interior samples")
+    # Each edge's kept samples (m_edge of them, in its direction) from kept_start on in
+    # kept_points: the chunks' edges follow one another.
+    m_edge = np.zeros(e_p.size, dtype=np.int64)
+    kept_points = np.zeros((0, 3), dtype=F32)
     if sample_dist > 0:
-        istart, jx, jy, jz = _join_samples(interior)
+        istart, jx, jy, jz = _join_samples([part[1] for part in sampled])
+        m_edge = np.concatenate([part[0][0] for part in sampled])
+        kept_points = np.concatenate([part[0][1] for part in sampled])
+    kept_start = np.cumsum(m_edge) - m_edge
+    kept = (kept_points, kept_start)
 
     # Polygons without interior samples only triangulate their hull: all of them at once.
     # The others add interior samples one by one (Delaunay after each), polygon by polygon.
     simple = slot < 0 if BATCH_HULLS else np.zeros(npolys, dtype=bool)
-    m_edge = np.zeros(e_p.size, dtype=np.int64)
-    if sample_dist > 0:
-        m_edge = np.fromiter((seg.shape[0] for seg in kept_by_edge), np.int64, e_p.size)
     nv_poly = npoly + np.bincount(e_p, weights=m_edge, minlength=npolys).astype(np.int64)
     nt_poly = nv_poly - 2
     if BATCH_HULLS and sample_dist > 0:
@@ -2341,7 +2359,7 @@ def build_poly_mesh_details(
         sampled_polys = np.flatnonzero(~simple)
         if sampled_polys.size:
             simple[sampled_polys[_adds_no_sample(
-                sampled_polys, npoly, pv, e_p, m_edge, edge_base, kept_by_edge, nv_poly, slot,
+                sampled_polys, npoly, pv, e_p, m_edge, edge_base, kept, nv_poly, slot,
                 istart, jx, jy, jz, sample_max_error,
             )]] = True  # fmt: skip
     per_poly: dict[int, tuple[np.ndarray, np.ndarray]] = {}
@@ -2353,13 +2371,17 @@ def build_poly_mesh_details(
         parts = [pv[p, :n]]
         nv = n
         if sample_dist > 0:
-            for k in range(n):
+            first = int(edge_base[p])
+            for k, m, at in zip(
+                range(n),
+                m_edge[first : first + n].tolist(),
+                kept_start[first : first + n].tolist(),
+                strict=True,
+            ):
                 hull.append((k - 1) % n)
-                seg = kept_by_edge[int(edge_base[p]) + k]
-                m = seg.shape[0]
                 if m:
                     hull.extend(range(nv, nv + m))
-                    parts.append(seg)
+                    parts.append(kept_points[at : at + m])
                     nv += m
         else:  # Recast leaves the hull empty here (issue #650); use the polygon itself.
             hull = list(range(n))
@@ -2406,7 +2428,7 @@ def build_poly_mesh_details(
     sp = np.flatnonzero(simple)
     if sp.size:
         _simple_details(
-            sp, npoly, pv, e_p, m_edge, edge_base, kept_by_edge, vbase, tbase, sample_dist > 0,
+            sp, npoly, pv, e_p, m_edge, edge_base, kept, vbase, tbase, sample_dist > 0,
             local, out_tris,
         )  # fmt: skip
     tris = out_tris.astype(np.uint8)
