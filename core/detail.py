@@ -374,35 +374,24 @@ def _height_patches(
                 lim = f_y if dys[d] < 0 else f_h - 1 - f_y
             inside[:, d] = lim > 0
         sel = np.flatnonzero(inside.ravel())
-        # Per cell its four neighbour cells and link slots as (k, 4) tables, built column by
-        # column over the frontier; each pair then reads its own with one gather.
-        step = np.empty((f_i.size, 4), dtype=np.int64)
-        for d in range(4):
-            if dys[d]:
-                np.multiply(f_w, dys[d], out=step[:, d])
-                step[:, d] += f_g
-            else:
-                np.add(f_g, dxs[d], out=step[:, d])
-        g = step.ravel().take(sel)
-        keep = data.take(g) == UNSET_HEIGHT
-        for d in range(4):
-            np.multiply(f_i, 4, out=step[:, d])
-            step[:, d] += d
-        ni = links.take(step.ravel().take(sel[keep]))
-        linked = ni >= 0
-        sel = sel[keep][linked]
-        g = g[keep][linked]
-        ni = ni[linked]
+        # Each pair's neighbour cell (dx + dy * width cells on in its patch), then for those
+        # still unset its link slot: gathers over the pairs left, index arrays throughout.
+        row, d = sel >> 2, sel & 3
+        g = f_g.take(row) + (dxs.take(d) + dys.take(d) * f_w.take(row))
+        keep = np.flatnonzero(data.take(g) == UNSET_HEIGHT)
+        sel, g = sel.take(keep), g.take(keep)
+        ni = links.take(f_i.take(sel >> 2) * 4 + (sel & 3))
+        linked = np.flatnonzero(ni >= 0)
+        sel, g, ni = sel.take(linked), g.take(linked), ni.take(linked)
         if not g.size:
             break
         # The first claim of each cell in FIFO order (queue position, then direction): the
         # claims written last to first, so the first one's position is what stays.
         order = np.arange(g.size)
         claim[g[::-1]] = order[::-1]
-        first = claim.take(g) == order
-        sel = sel[first]
-        g = g[first]
-        ni = ni[first].astype(np.int64)
+        first = np.flatnonzero(claim.take(g) == order)
+        sel, g = sel.take(first), g.take(first)
+        ni = ni.take(first).astype(np.int64)
         data[g] = chf.y.take(ni)
         row = sel >> 2
         d = sel & 3
