@@ -1815,12 +1815,16 @@ def _interior_samples(pv, npoly, polys, sample_dist, patches, cs):
     inside = np.zeros(gp.size, dtype=bool)
     dmin = np.full(gp.size, F32(_FLT_MAX), dtype=F32)
     ng = n[gp]
-    for k in range(pv.shape[1]):
+    # Each sample's polygon vertices by one flat gather per coordinate.
+    nvp = pv.shape[1]
+    sub_x = np.ascontiguousarray(sub[:, :, 0]).ravel()
+    sub_z = np.ascontiguousarray(sub[:, :, 2]).ravel()
+    row = gp * nvp
+    for k in range(nvp):
         on = k < ng
-        j = (k - 1) % np.maximum(ng, 1)
-        vi = sub[gp, np.minimum(k, ng - 1)]
-        vj = sub[gp, j]
-        vix, viz, vjx, vjz = vi[:, 0], vi[:, 2], vj[:, 0], vj[:, 2]
+        at_i = row + np.minimum(k, ng - 1)
+        at_j = row + (k - 1) % np.maximum(ng, 1)
+        vix, viz, vjx, vjz = sub_x.take(at_i), sub_z.take(at_i), sub_x.take(at_j), sub_z.take(at_j)
         straddle = (viz > ptz) != (vjz > ptz)
         with np.errstate(divide="ignore", invalid="ignore"):
             xc = (vjx - vix) * (ptz - viz) / (vjz - viz) + vix
