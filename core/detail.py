@@ -878,7 +878,9 @@ def _class_by_distance(d: float, r_hi: float, r_lo: float) -> int:
     """`_circle_class_f32`'s answer from the double-precision distance ``d`` of a point to a
     circle's centre (``r_hi``/``r_lo``: the circle's float32 radius + / - 0.1 %, as floats):
     0 outside, 1 inside, 2 on it, or -1 when ``d`` is too close to a radius (or to float32's
-    limits) for the float32 test to be sure to agree: then run that test."""
+    limits) for the float32 test to be sure to agree: then run that test. The first answer
+    (surely outside) is also inline in `_delaunay_hull`'s ``pure_run``, its hot loop: change
+    both together."""
     if _SHORTCUT_MIN < d < _SHORTCUT_MAX:
         slack = d * _DISTANCE_SLACK
         if d - slack > r_hi:
@@ -1283,7 +1285,8 @@ def _delaunay_hull(vx, vz, hull, cache=None, fold=None):
                 cx, cz, r_hi, r_lo = circle[4], circle[5], circle[6], circle[7]
             # The class in double precision where it is sure (this loop is most of the
             # stage's time); the circle is held while pt stays. Most candidates lie surely
-            # outside: `_class_by_distance`'s first answer, inline.
+            # outside: `_class_by_distance`'s first answer, inline (a call per candidate
+            # costs more than the test; keep the two the same).
             px, pz = fpts[u]
             dx = px - cx
             dz = pz - cz
