@@ -616,3 +616,16 @@ def test_grid_aligned_scene_rasterizes_as_the_oracle_without_the_polygon_path(mo
     )
     assert_equals_oracle(verts, tris, areas, bmin, bmax, cs, 0.2, 2)
     assert not polygon_path
+
+
+@pytest.mark.parametrize("n_cols", [1, 2, 1 << 16, (1 << 16) + 1, 1 << 20, (1 << 33) + 5])
+def test_stable_column_order_is_a_stable_sort(n_cols):
+    # The clipping pieces' keys are sorted by column with their positions in input order:
+    # the radix passes must give exactly NumPy's stable order, whatever the column range.
+    rng = np.random.default_rng(n_cols % 1000)
+    for size in (0, 1, 7, 5000):
+        columns = rng.integers(0, n_cols, size).astype(np.int64)
+        if size > 2:
+            columns[: size // 3] = columns[size // 3]  # many ties
+        expected = np.argsort(columns, kind="stable")
+        assert np.array_equal(rasterize._stable_column_order(columns, n_cols), expected)
