@@ -1209,7 +1209,10 @@ def _fold_contained(col, f_min, f_max, f_area):
     if not contained.any():
         return col, f_min, f_max, f_area
     starts = np.flatnonzero(~np.concatenate(([False], contained)))
-    return col[starts], f_min[starts], f_max[starts], np.maximum.reduceat(f_area, starts)
+    return (
+        col.take(starts), f_min.take(starts), f_max.take(starts),
+        np.maximum.reduceat(f_area, starts),
+    )  # fmt: skip
 
 
 def _first_coverers(first, per_col, f_min, f_max):
@@ -1378,7 +1381,7 @@ def _merge_sorted(col, f_min, f_max, f_area, merge_threshold):
     for k in range(max_rounds):
         nk = int(active_counts[k])
         here = first[:nk] + k
-        fmin, fmax, farea = f_min[here], f_max[here], f_area[here]
+        fmin, fmax, farea = f_min.take(here), f_max.take(here), f_area.take(here)
         if k == 0:
             st_min[0, :nk], st_max[0, :nk], st_area[0, :nk] = fmin, fmax, farea
             st_n[:nk] = 1
@@ -1434,7 +1437,7 @@ def _merge_sorted(col, f_min, f_max, f_area, merge_threshold):
         # (an insertion, or several spans joined) shift the slots above.
         shift = np.nonzero((n_over != 1) & (n_below < cur_n))[0]
         if shift.shape[0]:
-            src = np.where(slot < n_below[shift], slot, slot - 1 + n_over[shift])
+            src = np.where(slot < n_below.take(shift), slot, slot - 1 + n_over.take(shift))
             src = np.minimum(src, slots - 1)
             src *= width
             src += shift
