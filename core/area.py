@@ -173,10 +173,10 @@ def _chain_paths(parent: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
     up = np.where(is_root, 0, below + 1)
     del head_link, target, into, below
     while True:
-        nxt = jump[jump]
+        nxt = jump.take(jump)  # takes: 1-D gathers, cheaper than fancy indexing
         if np.array_equal(nxt, jump):
             break
-        up += up[jump]
+        up += up.take(jump)
         jump = nxt
     chain_of_piece = (np.cumsum(is_root) - 1)[jump]  # roots in span order = pieces' order
     # A chain stays in its row and steps one column per link, so its pieces' depths follow

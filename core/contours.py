@@ -265,8 +265,9 @@ def _cycle_labels(succ: np.ndarray) -> np.ndarray:
     jump = succ.copy()
     span = 1
     while span < m:
-        label = np.minimum(label, label[jump])
-        jump = jump[jump]
+        # Takes: 1-D gathers by int64 indices, cheaper than fancy indexing.
+        np.minimum(label, label.take(jump), out=label)
+        jump = jump.take(jump)
         span *= 2
     return label
 
@@ -341,8 +342,8 @@ def _walk_order_fast(
     reach = 1
     longest = int(lengths.max())
     while reach < longest:
-        to_last += to_last[jump]
-        jump = jump[jump]
+        to_last += to_last.take(jump)
+        jump = jump.take(jump)
         reach *= 2
     walk_start = np.zeros(first.shape[0] + 1, dtype=np.int64)
     np.cumsum(lengths, out=walk_start[1:])
