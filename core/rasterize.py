@@ -1038,15 +1038,22 @@ def _sort_key_and_payload(areas, width, height):
         # Sorted here, on the clipping thread (NumPy sorts without the GIL): `_merge_pieces`
         # then cuts every piece into column ranges by binary search, and each range's slices
         # are sorted runs that its stable sort (a merge sort that finds runs) joins in one or
-        # two passes. The payloads stay where the keys point. The keys' positions ascend,
-        # so a stable order by column alone sorts them.
-        order = _stable_column_order(column, width * height)
-        key = column.take(order)
-        key <<= shift
-        key |= order
+        # two passes. The payloads stay where the keys point.
+        key = _sorted_column_keys(column, width * height, shift)
         return key, _pack_payload(smin, smax, areas[tri])
 
     return finish, shift
+
+
+def _sorted_column_keys(column, n_cols: int, shift: int):
+    """The sort keys of fragments in columns ``column`` (int64 in [0, n_cols), in the order
+    given): column << shift | position, sorted, so grouped by column and in the order given
+    within one. The positions ascend, so a stable order by column alone sorts the keys."""
+    order = _stable_column_order(column, n_cols)
+    key = column.take(order)
+    key <<= shift
+    key |= order
+    return key
 
 
 def _stable_column_order(column, n_cols: int):
@@ -1111,11 +1118,8 @@ def merge_fragments(
     Returns col_start int64 (w*h+1,), smin uint16, smax uint16, area uint8.
     """
     shift = _position_bits(width, height)
-    keys = np.asarray(ix, dtype=np.int64) + np.asarray(iy, dtype=np.int64) * width
-    keys <<= shift
-    keys |= np.arange(keys.shape[0], dtype=np.int64)
-    keys.sort()  # grouped by column, in the order given within one (the keys are unique)
-    piece = (keys, _pack_payload(smin, smax, area))
+    column = np.asarray(ix, dtype=np.int64) + np.asarray(iy, dtype=np.int64) * width
+    piece = (_sorted_column_keys(column, width * height, shift), _pack_payload(smin, smax, area))
     return _merge_pieces(width * height, [piece], shift, merge_threshold)
 
 
