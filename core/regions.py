@@ -295,39 +295,34 @@ def _expand(g: _Graph, reg, sdist, active, level: int, max_iter: int):
     cand_spans = active
     it = 0
     while cand_spans.shape[0]:
-        # The first strict minimum in direction order (Recast's "<" in direction order). A
-        # region that is not a tile border: 0 < id < BORDER_REG (ids stay below 2**16).
+        # The first strict minimum in direction order (Recast's "<" in direction order) of
+        # the neighbours' flood distances; ``sdist`` holds _BIG for a span without a region
+        # or with a tile border's (see `_watershed`), so those never win.
         if cand_spans.shape[0] >= EXPAND_COLUMN_PASSES_FROM:
             # Four column passes: cheaper per span than an argmin over a short last axis.
-            best_d = np.full(cand_spans.shape[0], _BIG, dtype=np.int64)
-            best_r = np.zeros(cand_spans.shape[0], dtype=np.int64)
+            best_d = np.full(cand_spans.shape[0], _BIG, dtype=sdist.dtype)
+            best_at = np.zeros(cand_spans.shape[0], dtype=nsa_flat.dtype)
             at = cand_spans * 4
             for d in range(4):
                 nb = nsa_flat.take(at + d if d else at)
-                rn = reg.take(nb)
                 dd = sdist.take(nb)
-                dd += 2
-                better = rn > 0
-                better &= rn < BORDER_REG
-                better &= dd < best_d
+                better = dd < best_d
                 np.copyto(best_d, dd, where=better)
-                np.copyto(best_r, rn, where=better)
+                np.copyto(best_at, nb, where=better)
         else:
             # Few spans: one (k, 4) pass, a third of the calls (argmin keeps the first).
             nb = g.nsa_of(cand_spans)
-            rn = reg.take(nb)
-            dd = sdist.take(nb)  # a new array
-            dd += 2
-            dd[(rn <= 0) | (rn >= BORDER_REG)] = _BIG
+            dd = sdist.take(nb)
             pick = dd.argmin(axis=1)
             rows = np.arange(pick.shape[0])
             best_d = dd[rows, pick]
-            best_r = rn[rows, pick]
-        found = best_d < 0xFFFF
+            best_at = nb[rows, pick]
+        found = best_d < 0xFFFF - 2
         if not found.any():
             break
         hit = cand_spans[found]
-        reg[hit] = best_r[found]
+        reg[hit] = reg.take(best_at[found])
+        best_d += 2
         sdist[hit] = best_d[found]
         in_stack[hit] = False
         if level > 0:
@@ -381,7 +376,13 @@ def _flood(g: _Graph, reg, sdist, dist_x, seed: int, lev: int, rid: int):
         frontier = cand
     region = np.concatenate(members)
     reg[region] = rid
-    sdist[region] = 0
+    sdist[region] = _flood_distance(rid)
+
+
+def _flood_distance(rid: int) -> int:
+    """A new region's flood distance in `_watershed`'s ``sdist``: 0, or _BIG when its id
+    carries the border flag (ids past 0x7FFF), a region Recast's expansion never grows."""
+    return 0 if rid < BORDER_REG else _BIG
 
 
 def _flood_batch_bfs(g: _Graph, reg, dist_x, seeds, lev: int):
@@ -1030,7 +1031,10 @@ def _watershed(g: _Graph, dist, max_distance: int, reg, first_id: int, progress=
     n = g.n
     walk = g.area != NULL_AREA
     dist_x = np.append(np.asarray(dist, dtype=np.int64), 0)
-    sdist = np.zeros(n + 1, dtype=np.int32)  # flood distances: level steps of 2, below 2**16
+    # Flood distances (level steps of 2, below 2**16) of the spans in a region the expansion
+    # grows from; _BIG for the others (no region, a tile border's, or an id past the border
+    # flag, which Recast's expandRegions skips), so it needs not read their regions.
+    sdist = np.full(n + 1, _BIG, dtype=np.int32)
     rid = first_id
     level = (int(max_distance) + 1) & ~1
     top = max(level, 1)
@@ -1067,7 +1071,7 @@ def _watershed(g: _Graph, dist, max_distance: int, reg, first_id: int, progress=
             regions, stop = _flood_batch(g, reg, dist_x, rest[idx], lev, pool)
             for region in regions:
                 reg[region] = rid
-                sdist[region] = 0
+                sdist[region] = _flood_distance(rid)
                 if rid == 0xFFFF:
                     raise VoxNavError(
                         "watershed ran out of region ids (65535); raise cell_size or use tiles"
