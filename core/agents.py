@@ -13,9 +13,11 @@ put into the config, but runs each pipeline stage once per distinct input:
                    2 * walkable_radius per agent (`area.erosion_distance`)
     distance on    per agent (distance field, regions, contours, polygons, detail); in one
                    process, agents sharing a compact heightfield compute their distance
-                   fields together (one pass of the chamfer's row loop for all of them) and
-                   their detail meshes together (one patch flood and insertion rounds for
-                   all), and all agents' contours are ear-clipped together (one round for all)
+                   fields together (one pass of the chamfer's row loop for all of them),
+                   their watershed regions together (one watershed over their union, while
+                   small) and their detail meshes together (one patch flood and insertion
+                   rounds for all), and all agents' contours are ear-clipped together (one
+                   round for all)
 
 Keys are the voxel-unit integers Recast derives (`NavConfig.derived`), so two agents whose
 climbs differ by less than a cell height share rasterization, as their separate bakes would
@@ -43,7 +45,7 @@ from .detail import build_poly_mesh_details, detail_frame
 from .errors import VoxNavError
 from .heightfield import Heightfield
 from .polymesh import build_poly_meshes
-from .regions import build_distance_fields
+from .regions import build_distance_fields, build_regions_together
 
 T = TypeVar("T")
 
@@ -276,9 +278,9 @@ def _agent_tails(jobs: list) -> list:
     compact heightfield, erosion distance); its compact heightfield is taken over. Returns
     per job the result fields set, the stage timings, warnings and memory estimates.
 
-    The distance fields, polygon meshes and detail meshes are built together where agents
-    share what those stages read (`_distances_together`, `_poly_meshes_together`,
-    `_details_together`); the other stages run agent by agent."""
+    The distance fields, regions, polygon meshes and detail meshes are built together where
+    agents share what those stages read (`_distances_together`, `_regions_together`,
+    `_poly_meshes_together`, `_details_together`); the other stages run agent by agent."""
     agents = []
     for result, derived, volumes, inputs, chf, erosion_dist in jobs:
         hand_links = result.offmesh_links
@@ -287,7 +289,11 @@ def _agent_tails(jobs: list) -> list:
         )
         agents.append(_OpenAgent(bake, hand_links))
     for agent, distance in zip(agents, _distances_together(agents), strict=True):
-        agent.bake.contour_stages(distance)
+        agent.bake.distance_stage(distance)
+    for agent, regions in zip(agents, _regions_together(agents), strict=True):
+        agent.bake.regions_stage(regions)
+    for agent in agents:
+        agent.bake.contours_stage()
     _poly_meshes_together(agents)
     details = _details_together(agents)
     outputs = []
@@ -338,6 +344,47 @@ def _distances_together(agents: list[_OpenAgent]) -> list[Any]:
                 distances[i] = distance
                 agents[i].bake.ctx.add_time("distance", share)
     return distances
+
+
+def _regions_together(agents: list[_OpenAgent]) -> list[Any]:
+    """The watershed regions of the agents whose compact heightfields share one layout and
+    whose region settings are the same, built at once (`regions.build_regions_together`,
+    one watershed over their union while it is small), each recording an equal share of that
+    time as its "regions" stage. Returns per agent its (reg, max_regions), or None for the
+    agents left to partition alone."""
+    regions: list[Any] = [None] * len(agents)
+    groups: dict[tuple, list[int]] = {}
+    for i, agent in enumerate(agents):
+        bake = agent.bake
+        if bake.result.config.partition != "watershed":
+            continue
+        key = (
+            id(bake.chf.neighbor), int(bake.derived.min_region_area),
+            int(bake.derived.merge_region_area),
+        )  # fmt: skip
+        groups.setdefault(key, []).append(i)
+    for batch in groups.values():
+        if len(batch) < 2:
+            continue
+        bakes = [agents[i].bake for i in batch]
+        dists: list[np.ndarray] = []
+        for bake in bakes:
+            assert bake.chf.dist is not None, "the distance stage comes first"
+            dists.append(bake.chf.dist)
+        start = time.perf_counter()
+        built = build_regions_together(
+            [bake.chf for bake in bakes],
+            dists,
+            [int(bake.chf.max_distance) for bake in bakes],
+            int(bakes[0].derived.min_region_area),
+            int(bakes[0].derived.merge_region_area),
+            ctxs=[bake.ctx for bake in bakes],
+        )
+        share = (time.perf_counter() - start) / len(batch)
+        for i, bake, found in zip(batch, bakes, built, strict=True):
+            regions[i] = found
+            bake.ctx.add_time("regions", share)
+    return regions
 
 
 def _poly_meshes_together(agents: list[_OpenAgent]) -> None:

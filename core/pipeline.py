@@ -542,42 +542,55 @@ class OpenBake:
     inputs: int
 
     def finish(self) -> None:
-        """Stages 6-10: `contour_stages`, `polymesh_stage`, `detail_stages`."""
-        self.contour_stages()
+        """Stages 6-10: `distance_stage`, `regions_stage`, `contours_stage`,
+        `polymesh_stage`, `detail_stages`."""
+        self.distance_stage()
+        self.regions_stage()
+        self.contours_stage()
         self.polymesh_stage()
         self.detail_stages()
 
-    def contour_stages(self, distance: tuple[np.ndarray, np.ndarray, int] | None = None) -> None:
-        """The distance field, regions and contours, then the polygon mesh's memory check.
-        With ``distance`` (`build_distance_field`'s result for the compact heightfield, made
-        by the caller, who records its time) that stage is not run again."""
-        result, chf, derived, ctx = self.result, self.chf, self.derived, self.ctx
-        config = result.config
+    def distance_stage(self, distance: tuple[np.ndarray, np.ndarray, int] | None = None) -> None:
+        """The distance field. With ``distance`` (`build_distance_field`'s result for the
+        compact heightfield, made by the caller, who records its time) it is not run again."""
+        result, chf, ctx = self.result, self.chf, self.ctx
         if distance is None:
             with ctx.stage("distance"):
                 distance = build_distance_field(chf, ctx=ctx)
         dist_raw, dist, max_distance = distance
         result.dist_raw = dist_raw
         chf.dist, chf.max_distance = dist, max_distance
-        with ctx.stage("regions"):
-            partition = PARTITION_BUILDERS[config.partition]
-            reg, max_regions = partition(
-                chf, dist, max_distance, derived.min_region_area, derived.merge_region_area,
-                ctx=ctx,
-            )  # fmt: skip
-        chf.reg, chf.max_regions = reg, max_regions
+
+    def regions_stage(self, regions: tuple[np.ndarray, int] | None = None) -> None:
+        """The regions (the configured partitioning) on the distance field. With ``regions``
+        ((reg, max_regions) of this compact heightfield and settings, made by the caller, who
+        records its time) they are not built again."""
+        result, chf, derived, ctx = self.result, self.chf, self.derived, self.ctx
+        if regions is None:
+            assert chf.dist is not None, "the distance stage comes first"
+            with ctx.stage("regions"):
+                partition = PARTITION_BUILDERS[result.config.partition]
+                regions = partition(
+                    chf, chf.dist, chf.max_distance, derived.min_region_area,
+                    derived.merge_region_area, ctx=ctx,
+                )  # fmt: skip
+        chf.reg, chf.max_regions = regions
         result.compact = chf
+
+    def contours_stage(self) -> None:
+        """The contours, then the polygon mesh's memory check."""
+        result, chf, derived, ctx = self.result, self.chf, self.derived, self.ctx
         with ctx.stage("contours"):
             result.contours = build_contours(
                 chf, float(derived.max_simplification_error), derived.max_edge_len, ctx=ctx
             )
         solid = result.heightfield.span_count
         estimate = memory.estimate_polymesh(result.contours, chf, solid, self.inputs)
-        memory.check(estimate, config=config, record=self.estimates)
+        memory.check(estimate, config=result.config, record=self.estimates)
 
     @property
     def contours(self) -> ContourSet:
-        """The contours `contour_stages` made."""
+        """The contours `contours_stage` made."""
         contours = self.result.contours
         assert contours is not None
         return contours

@@ -478,6 +478,118 @@ def test_watershed_matches_slow_oracle(seed, border_size, flood_way):
     assert got_max == want_max
 
 
+def _fields_on_one_layout(seed):
+    """Four area arrays on one random floor plan (several agents' erosions): the plan's own,
+    two with spans nulled at random, and one with every other span nulled (a checkerboard:
+    every span on a border, no level at all)."""
+    chf = _random_open_compact(seed, size=32)
+    rng = np.random.default_rng(seed)
+    areas = [chf.area] + [
+        np.where(rng.random(chf.area.shape[0]) < p, 0, chf.area).astype(np.uint8)
+        for p in (0.03, 0.2)
+    ]
+    checker = (np.asarray(chf.span_x) + np.asarray(chf.span_y)) % 2 == 0
+    areas.append(np.where(checker, chf.area, 0).astype(np.uint8))
+    chfs = [dataclasses.replace(chf, area=area) for area in areas]
+    fields = [build_distance_field(c) for c in chfs]
+    return chfs, [f[1] for f in fields], [f[2] for f in fields]
+
+
+def _count_watersheds(monkeypatch) -> list[int]:
+    """A list that grows by one at every watershed run from now on."""
+    from core import regions
+
+    calls: list[int] = []
+    watershed = regions._watershed
+
+    def counted(*args, **kwargs):
+        calls.append(1)
+        return watershed(*args, **kwargs)
+
+    monkeypatch.setattr(regions, "_watershed", counted)
+    return calls
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_regions_together_equal_one_by_one(seed, flood_way, monkeypatch):
+    """One watershed over the union of several fields on one layout (agents' erosions), each
+    field's level schedule shifted to the highest: every field's regions as `build_regions`
+    gives them alone (and the union was used: one watershed call)."""
+    from core import regions
+
+    chfs, dists, maxima = _fields_on_one_layout(seed)
+    # The fields start (and end) on different levels, one on none.
+    assert len(set(maxima)) >= 3 and min(maxima) <= 1
+    calls = _count_watersheds(monkeypatch)
+    ctxs = [BuildContext() for _ in chfs]
+    got = regions.build_regions_together(chfs, dists, maxima, 8, 20, ctxs=ctxs)
+    assert len(calls) == 1
+    for chf, dist, top, (reg, max_regions) in zip(chfs, dists, maxima, got, strict=True):
+        want, want_max = build_regions(chf, dist, top, 8, 20)
+        np.testing.assert_array_equal(reg, want)
+        assert reg.dtype == np.uint16 and max_regions == want_max
+    assert max(r[1] for r in got) > 3
+
+
+def test_regions_together_grow_a_field_to_the_end_on_its_last_level():
+    """A field that ends before the others (a lower start level) grows its regions without
+    the 8-pass cap on its own last level, as alone: a corridor of 24 one-wide spans off a
+    room, reached only by that growth (its spans are all on the border), stays the room's
+    region instead of getting a new one past the 8th span."""
+    from core import regions
+
+    cols = {(x, y): [(0, 2, 63)] for x in range(16) for y in range(16)}
+    cols.update({(x, 8): [(0, 2, 63)] for x in range(16, 40)})
+    chf = build_compact_heightfield(make_heightfield(40, 16, cols), 4, 1)
+    x = np.asarray(chf.span_x)
+    strips = np.where((x < 16) & (x % 8 == 0), 0, chf.area).astype(np.uint8)
+    chfs = [chf, dataclasses.replace(chf, area=strips)]
+    fields = [build_distance_field(c) for c in chfs]
+    dists, maxima = [f[1] for f in fields], [f[2] for f in fields]
+    assert maxima[1] + 4 <= maxima[0]  # the strips' field starts (and ends) levels earlier
+    got = regions.build_regions_together(chfs, dists, maxima, 0, 0)
+    corridor = x >= 16
+    for c, dist, top, (reg, max_regions) in zip(chfs, dists, maxima, got, strict=True):
+        want, want_max = build_regions(c, dist, top, 0, 0)
+        assert len(np.unique(want[corridor])) == 1  # the corridor is one room's region
+        np.testing.assert_array_equal(reg, want)
+        assert max_regions == want_max
+
+
+@pytest.mark.parametrize("bound", ["spans", "ids"])
+def test_regions_together_fall_back_to_one_by_one(bound, monkeypatch):
+    """Past the span bound, or when the union's ids would reach the id limit, each field is
+    partitioned alone: the same regions."""
+    from core import regions
+
+    chfs, dists, maxima = _fields_on_one_layout(1)
+    want = [build_regions(c, d, m, 8, 20) for c, d, m in zip(chfs, dists, maxima, strict=True)]
+    if bound == "spans":
+        monkeypatch.setattr(regions, "TOGETHER_MAX_SPANS", chfs[0].span_count)
+    else:
+        monkeypatch.setattr(regions, "_UNION_ID_LIMIT", 4)
+    calls = _count_watersheds(monkeypatch)
+    got = regions.build_regions_together(chfs, dists, maxima, 8, 20)
+    assert len(calls) == (len(chfs) if bound == "spans" else len(chfs) + 1)
+    for (reg, max_regions), (want_reg, want_max) in zip(got, want, strict=True):
+        np.testing.assert_array_equal(reg, want_reg)
+        assert max_regions == want_max
+
+
+def test_regions_together_refuse_fields_on_other_layouts():
+    from core import regions
+
+    chfs, dists, maxima = _fields_on_one_layout(0)
+    other = _random_open_compact(5, size=32)
+    _, other_dist, other_max = build_distance_field(other)
+    with pytest.raises(VoxNavError, match="share one span layout"):
+        regions.build_regions_together(
+            [chfs[0], other], [dists[0], other_dist], [maxima[0], other_max], 8, 20
+        )
+    with pytest.raises(VoxNavError, match="one distance field and maximum per field"):
+        regions.build_regions_together(chfs, dists[:-1], maxima, 8, 20)
+
+
 def _random_layered(seed):
     """A random heightfield with stepped floors, holes, up to a few stacked layers and mixed
     areas, plus random settings: (chf, min_region_area, merge_region_area, border_size)."""
