@@ -1061,9 +1061,10 @@ def _merged_regions(chf, g: _Graph | _Links, reg, rid: int, min_area: int, merge
 
 #: Spans of all fields together up to which `build_regions_together` runs one watershed over
 #: their union. The union pays each level's NumPy calls once, where its tables, three times
-#: as large as one field's, are fresh memory: three agents' fields of dungeon (3 x 52k spans)
-#: 21.9 -> 16.1 ms of watershed and 2.9 -> 5.1 ms of tables, of nav_test 37.5 -> 28.9 and
-#: 5.5 -> 9.0 ms, of the 4x4 tiling (3 x 377k) 140 -> 155 ms and 37 -> 70 ms (2026-11-26).
+#: as large as one field's, are fresh memory: three agents' fields of dungeon (3 x 24k spans)
+#: 21.9 -> 16.1 ms of watershed and 2.9 -> 5.1 ms of tables, of nav_test (3 x 57k) 37.5 ->
+#: 28.9 and 5.5 -> 9.0 ms, of the 4x4 tiling (3 x 377k) 140 -> 155 ms and 37 -> 70 ms
+#: (2026-11-26).
 TOGETHER_MAX_SPANS = 1 << 18
 
 
