@@ -1087,7 +1087,7 @@ def build_regions_together(
     ctxs: list[BuildContext | None] | None = None,
 ) -> list[tuple[np.ndarray, int]]:
     """`build_regions` (no tile border) of several compact heightfields that share one span
-    layout and links (the same ``neighbor`` array: agents baked together, `core.agents`) and
+    layout and links (equal ``neighbor`` arrays: agents baked together, `core.agents`) and
     differ in their areas and distance fields; each result equals its own `build_regions`.
 
     The watershed runs once over the disjoint union of their span graphs, so its per-level
