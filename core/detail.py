@@ -51,7 +51,9 @@ import math
 import os
 import struct
 import time
+from bisect import bisect_left
 from dataclasses import dataclass
+from itertools import islice
 from typing import NamedTuple
 
 import numpy as np
@@ -84,6 +86,12 @@ BATCH_INSERTS = True
 #: samples once (`_TriangleGaps`): a Delaunay step replaces a few triangles and keeps the rest
 #: (False: every triangle again at every step, `_dist_to_tri_mesh`, the oracle).
 CACHE_GAPS = True
+#: A polygon's Delaunay after one more point resumes the walk of its previous call where the
+#: new point first changes a step (`_resumed_walk`); False: every call walks from the hull.
+RESUME_WALKS = True
+#: Fewest steps of the previous walk for which resuming it pays (finding where to resume
+#: costs some 20 NumPy calls; measured on the shared meshes).
+RESUME_MIN_STEPS = 32
 #: Edge flag of a detail triangle edge that lies on the polygon outline. [Detour]
 DETAIL_EDGE_BOUNDARY = 0x1
 #: Patch cells of the polygons whose height patches are built at once; with `PATCH_WORKERS`
@@ -1330,21 +1338,38 @@ def _delaunay_hull(vx, vz, hull, cache=None, fold=None):
             pure_scans[s << shift | t] = pt
         return pt
 
-    # Recast's hull edges (addEdge(hull[i - 1], hull[i], EV_HULL, EV_UNDEF)).
-    for i in range(len(hull)):
-        a, b = hull[i - 1], hull[i]
-        key = a << shift | b if a < b else b << shift | a
-        if key not in edge_at and len(edges) < max_edges:
-            edge_at[key] = len(edges)
-            edges.append([a, b, _EV_HULL, _EV_UNDEF])
-            ends_s.append(a)
-            ends_t.append(b)
-    nfaces = 0
     faces: list = []  # per face its triangle [a, b, c], or None while incomplete
+    # The walk's steps (edges completed) in order, each as its edge index << `_PAIR_SHIFT`
+    # | (the point found + 1): the polygon's next call resumes the walk where its new point
+    # first changes a step (`_resumed_walk`).
+    steps: list[int] = []
+    first_edge = 0
+    walk = cache.get("walk") if RESUME_WALKS else None
+    if walk is not None and walk[0] == npts - 1 and walk[1] is hull:
+        resumed = _resumed_walk(walk, vx, vz)
+        if resumed is None:  # no step changes: the walk and its triangles are the last call's
+            cache["walk"] = (npts, *walk[1:])
+            return walk[-1]
+        first_edge, edges, ends_s, ends_t, keys, faces, steps = resumed
+        edge_at.update(zip(keys, range(len(edges)), strict=True))
+    else:
+        # Recast's hull edges (addEdge(hull[i - 1], hull[i], EV_HULL, EV_UNDEF)).
+        for i in range(len(hull)):
+            a, b = hull[i - 1], hull[i]
+            key = a << shift | b if a < b else b << shift | a
+            if key not in edge_at and len(edges) < max_edges:
+                edge_at[key] = len(edges)
+                edges.append([a, b, _EV_HULL, _EV_UNDEF])
+                ends_s.append(a)
+                ends_t.append(b)
+    nfaces = len(faces)
+    capped = False
+    steps_append = steps.append
     # Every edge is made with its left face set (EV_HULL for the hull's, the face that made
     # it for the others) and updateLeftFace only fills an undefined side, so Recast's loop
-    # only ever completes the right side: completeFacet of t -> s for the edge s -> t.
-    for edge in edges:  # the list grows while it is walked, as Recast's currentEdge loop
+    # only ever completes the right side: completeFacet of t -> s for the edge s -> t. The
+    # list grows while it is walked, as Recast's currentEdge loop.
+    for i, edge in enumerate(islice(edges, first_edge, None), first_edge):
         if edge[3] != _EV_UNDEF:
             continue
         t, s = edge[0], edge[1]
@@ -1353,6 +1378,7 @@ def _delaunay_hull(vx, vz, hull, cache=None, fold=None):
             pt = pure_get(s << shift | t, _FOLD_LITERAL)  # a settled scan, up to date
             if pt == _FOLD_LITERAL:
                 pt = scan(s, t)
+        steps_append(i << shift | (pt + 1))
         if pt < 0:
             edge[3] = _EV_HULL
             continue
@@ -1373,6 +1399,8 @@ def _delaunay_hull(vx, vz, hull, cache=None, fold=None):
                     ends_s.append(a)
                     ends_t.append(b)
                     naming += 1
+                else:  # a later call's larger cap would add it: its walk starts afresh
+                    capped = True
             else:
                 other = edges[e]
                 if other[0] != a and other[3] == _EV_UNDEF:
@@ -1387,9 +1415,79 @@ def _delaunay_hull(vx, vz, hull, cache=None, fold=None):
     # or had that side free. Those come after the edge completed (every edge before it has
     # both sides set), so each face reads t, s, pt, or stays incomplete when no other edge
     # names it; the incomplete ones are dropped as there (the last face moved into place).
+    walked = faces
     if None in faces:
+        faces = faces.copy()
         _drop_incomplete(faces, lambda face: face is None)
+    if RESUME_WALKS:
+        # Kept for the polygon's next call where resuming it pays (keeping every polygon's
+        # walk alive costs more than it saves on scenes of many small polygons).
+        long_walk = len(steps) >= RESUME_MIN_STEPS and not capped
+        cache["walk"] = (
+            (npts, hull, steps, edges, ends_s, ends_t, edge_at, walked, faces)
+            if long_walk
+            else None
+        )
     return faces
+
+
+def _resumed_walk(walk, vx, vz):
+    """Where `_delaunay_hull`'s walk for a polygon that gained one point (its last, ``q``)
+    first differs from the walk of its previous call (``walk``, as that call kept it), and
+    the walk's state there: None when no step differs (the triangles are the same), else
+    (index of the edge to complete next, edges, their ends s and t, their pair keys, faces,
+    steps) as they were when the old walk reached that edge. The old walk's edges are reused
+    (changed in place): it is not read again.
+
+    Each step completes an edge with completeFacet's scan over the points left of it in index
+    order; q comes last, so while the edges are the old walk's, a step's scan reaches what
+    it did before and then takes q as one more candidate. It keeps its point when q is not
+    left of the edge, or lies surely outside the circle of (s, t, point found) (Recast's 0.1 %
+    tolerance, the float32 operations of ``left_of`` and `_circle_class_f32`); otherwise (no
+    point before, inside, or on the circle, where the edges decide) the step may change, and
+    from the first such step the walk runs anew. Before it, every step and so every edge and
+    face is the old walk's: the edges that existed then (made by the faces before it), their
+    right faces set then (a face before it, or no face by the edge's own earlier step).
+    """
+    _, _, steps, edges, ends_s, ends_t, edge_at, walked, _ = walk
+    q = vx.shape[0] - 1
+    code = np.array(steps, dtype=np.int64)
+    edge_of = code >> _PAIR_SHIFT
+    pt = (code & ((1 << _PAIR_SHIFT) - 1)) - 1
+    # A step completes s -> t for the edge (t, s) (scan(s, t)).
+    s = np.array(ends_t, dtype=np.int64).take(edge_of)
+    t = np.array(ends_s, dtype=np.int64).take(edge_of)
+    sx, sz = vx.take(s), vz.take(s)
+    ux, uz = vx.take(t) - sx, vz.take(t) - sz
+    changes = (ux * (vz[q] - sz) - uz * (vx[q] - sx)) > _F32_EPS_LEFT
+    rows = np.flatnonzero(changes & (pt >= 0))
+    if rows.size:
+        at = pt.take(rows)
+        sx, sz = sx.take(rows), sz.take(rows)
+        cx, cz, hi, _ = _circles(
+            ux.take(rows), uz.take(rows), vx.take(at) - sx, vz.take(at) - sz, sx, sz
+        )
+        dx = vx[q] - cx
+        dz = vz[q] - cz
+        changes[rows[np.sqrt(dx * dx + dz * dz) > hi]] = False
+    k = int(np.argmax(changes))
+    if not changes[k]:
+        return None
+    first_edge = int(edge_of[k])
+    nfaces = int(np.count_nonzero(pt[:k] >= 0))
+    # Edges are made in face order (the hull's first, left face EV_HULL), and every edge
+    # before the first one completed anew had its right face set when the walk passed it.
+    n_edges = bisect_left(edges, nfaces, key=_left_face)
+    edges = edges[:n_edges]
+    for edge in islice(edges, first_edge, None):
+        if edge[3] == _EV_HULL or edge[3] >= nfaces:
+            edge[3] = _EV_UNDEF
+    keys = list(islice(edge_at, n_edges))
+    return first_edge, edges, ends_s[:n_edges], ends_t[:n_edges], keys, walked[:nfaces], steps[:k]
+
+
+def _left_face(edge: list[int]) -> int:
+    return edge[2]
 
 
 def _height_gap(px, py, pz, a, b, c):

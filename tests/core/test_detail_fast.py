@@ -60,6 +60,40 @@ def test_fast_delaunay_equals_literal_as_points_are_added(kind, seed):
 
 
 @pytest.mark.parametrize("kind", ["random", "grid"])
+@pytest.mark.parametrize("seed", range(6))
+def test_resumed_walks_equal_the_literal_delaunay(kind, seed, monkeypatch):
+    """Every call resumes the polygon's previous walk where its new point first changes a
+    step (`_resumed_walk`), or keeps its triangles when the point changes none (a point off
+    the hull): triangle for triangle the literal delaunayHull, points on circles included."""
+    monkeypatch.setattr(detail, "RESUME_MIN_STEPS", 1)
+    outcomes = []
+    resumed_walk = detail._resumed_walk
+
+    def spy(walk, vx, vz):
+        found = resumed_walk(walk, vx, vz)
+        outcomes.append(None if found is None else len(found[-1]))
+        return found
+
+    monkeypatch.setattr(detail, "_resumed_walk", spy)
+    rng = np.random.default_rng(40 + seed)
+    points, nhull = _polygon_points(rng, kind, 25 if kind == "grid" else 30)
+    # A point far below the hull: right of the edges along its bottom, far outside every
+    # circle (the grid's circles are small): on the grid, no scan takes it.
+    points = np.insert(points, nhull + 4, np.array([3, -1000], dtype=F32), axis=0)
+    hull = list(range(nhull))
+    cache: dict = {}
+    literal_cache: dict = {}
+    for pts in _grown(points, nhull):
+        vx, vz = pts[:, 0].copy(), pts[:, 1].copy()
+        assert detail._delaunay_hull(vx, vz, hull, cache) == delaunay_hull_literal(
+            vx, vz, hull, literal_cache
+        )
+    assert len(outcomes) == points.shape[0] - nhull - 1  # every call after the first
+    assert any(outcomes)  # walks resumed past their first step
+    assert None in outcomes or kind == "random"  # and the grid's triangles kept
+
+
+@pytest.mark.parametrize("kind", ["random", "grid"])
 def test_fold_tables_give_the_literal_delaunay(kind):
     """Scans read from `_fold_tables` (built for many point sets at once, padded to the
     largest) give the literal delaunayHull triangle for triangle; scans that meet a point on
