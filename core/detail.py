@@ -854,8 +854,8 @@ def _circle_of(pts, cache, s, t, v):
             cx, cz = c0 + p1x, c2 + p1z
         else:
             cx, cz, rad = p1x, p1z, _F32_ZERO
-        exact = (cx, cz, rad * _F32_TOL_HI, rad * _F32_TOL_LO)
-        circle = cache[key] = (*exact, *(float(value) for value in exact))
+        hi, lo = rad * _F32_TOL_HI, rad * _F32_TOL_LO
+        circle = cache[key] = (cx, cz, hi, lo, float(cx), float(cz), float(hi), float(lo))
     return circle
 
 
@@ -1197,13 +1197,16 @@ def _delaunay_hull(vx, vz, hull, cache=None, fold=None):
     class_by_distance = _class_by_distance
     slack, shortcut_min, shortcut_max = _DISTANCE_SLACK, _SHORTCUT_MIN, _SHORTCUT_MAX
     # The points as NumPy float32 scalars (`_circle_class_f32`) and as Python floats, made
-    # when a scan first needs them (with fold tables, most calls never do).
-    pts: list = []
-    fpts: list = []
+    # when a scan first needs them (with fold tables, most calls never do); kept for the
+    # polygon's later calls, which add their new points.
+    pts: list
+    fpts: list
+    pts, fpts = cache.setdefault("points", ([], []))
 
     def scalars() -> None:
-        pts.extend(zip(vx, vz, strict=True))
-        fpts.extend(zip(vx.tolist(), vz.tolist(), strict=True))
+        have = len(pts)
+        pts.extend(zip(vx[have:], vz[have:], strict=True))
+        fpts.extend(zip(vx[have:].tolist(), vz[have:].tolist(), strict=True))
 
     def left_of(s, t):
         # The points strictly left of s->t (vcross2 > EPS, float32 in Recast's order), in
@@ -1216,7 +1219,7 @@ def _delaunay_hull(vx, vz, hull, cache=None, fold=None):
             return known[1]
         if known is not None and npts - start <= _FEW_NEW_POINTS:
             # A point or two added since: float32 scalars beat array set-up here.
-            if not pts:
+            if len(pts) < npts:
                 scalars()
             sx, sz = pts[s]
             tx, tz = pts[t]
@@ -1281,7 +1284,7 @@ def _delaunay_hull(vx, vz, hull, cache=None, fold=None):
             if stopped or at == len(candidates):
                 return at, pt
             first = at
-        if not pts:
+        if len(pts) < npts:
             scalars()
         circle = None  # (s, t, pt)'s circle, looked up when pt changes
         for at, u in enumerate(candidates[first:] if first else candidates, first):
