@@ -92,6 +92,9 @@ RESUME_WALKS = True
 #: Fewest steps of the previous walk for which resuming it pays (finding where to resume
 #: costs some 20 NumPy calls; measured on the shared meshes).
 RESUME_MIN_STEPS = 32
+#: Polygons leaving `_details_with_samples`' rounds keep their last scan tables as settled
+#: scans (`_seed_settled_scans`); False: their first Delaunay alone scans every pair.
+SEED_SETTLED_SCANS = True
 #: Edge flag of a detail triangle edge that lies on the polygon outline. [Detour]
 DETAIL_EDGE_BOUNDARY = 0x1
 #: Patch cells of the polygons whose height patches are built at once; with `PATCH_WORKERS`
@@ -1787,8 +1790,10 @@ def _details_with_samples(items, sample_max_error):
             or verts[i].shape[0] >= FOLD_TABLE_MAX_POINTS
         }  # fmt: skip
         solo.extend(i for i in active if i in large)
+        _seed_settled_scans([i for i in active if i in large], verts, scans, caches)
         active = [i for i in active if i not in large]
         if len(active) < ROUNDS_MIN_POLYGONS:
+            _seed_settled_scans(active, verts, scans, caches)
             break
         growing = []
         batch: list[int] = []
@@ -1849,6 +1854,26 @@ def _details_with_samples(items, sample_max_error):
         t = tris[i][:MAX_TRIS] if sampled[i] else tris[i]
         out.append((verts[i], _tri_flags(t, item[1])))
     return out
+
+
+def _seed_settled_scans(polygons, verts, scans, caches) -> None:
+    """Give the polygons leaving the rounds for `_grow_poly_detail` their last round's
+    `_fold_scans` as settled scans (the scans that met no point on a circle, as
+    `_delaunay_hull` keeps them in its cache under "pure"): their next Delaunay extends them
+    by its new point (`_extend_pure_scans`) instead of scanning every pair afresh, as it
+    would after rounds that read their scans from tables. Only where the scans are of the
+    polygon's current points."""
+    if not SEED_SETTLED_SCANS:
+        return
+    for i in polygons:
+        scan = scans.get(i)
+        n = verts[i].shape[0]
+        if scan is None or scan[0].shape[0] != n:
+            continue
+        pt, on_circle = scan
+        s, t = np.nonzero(~on_circle & ~np.eye(n, dtype=bool))
+        keys = (s << _PAIR_SHIFT | t).tolist()
+        caches[i]["pure"] = (n, dict(zip(keys, pt[s, t].tolist(), strict=True)))
 
 
 def _insert_work(items) -> np.ndarray | int:

@@ -345,6 +345,44 @@ def test_sample_rounds_equal_one_polygon_at_a_time(name, sample_dist, knobs, mon
         np.testing.assert_array_equal(getattr(fast, field), getattr(slow, field), err_msg=field)
 
 
+@pytest.mark.parametrize(
+    ("name", "knobs"),
+    [
+        ("nav_test", {}),
+        ("undulating", {}),
+        ("nav_test", {"FOLD_TABLE_MAX_POINTS": 20, "ROUNDS_MIN_POLYGONS": 3}),
+    ],
+)
+def test_polygons_leaving_the_rounds_keep_their_scans(name, knobs, monkeypatch):
+    """Polygons that leave the rounds (grown past the fold tables, or among the last few)
+    take their last tables' settled scans into their own Delaunay calls
+    (`_seed_settled_scans`): the detail mesh equals `_build_poly_detail` polygon by polygon,
+    and scans were seeded."""
+    config = NavConfig(detail_sample_dist=6.0, detail_sample_max_error=0.2)
+    _, args = _detail_args(name, config)
+    for knob, value in knobs.items():
+        monkeypatch.setattr(detail, knob, value)
+    seeded = []
+    seed = detail._seed_settled_scans
+
+    def spy(polygons, verts, scans, caches):
+        before = {i: caches[i].get("pure") for i in polygons}
+        seed(polygons, verts, scans, caches)
+        for i in polygons:
+            if caches[i].get("pure") is not before[i]:  # seeded: the scans that met no circle
+                assert caches[i]["pure"] == (verts[i].shape[0], _settled(scans[i]))
+                seeded.append(len(caches[i]["pure"][1]))
+
+    monkeypatch.setattr(detail, "_seed_settled_scans", spy)
+    fast = detail.build_poly_mesh_detail(*args)
+    assert seeded and min(seeded) > 0
+    monkeypatch.setattr(detail, "BATCH_INSERTS", False)
+    monkeypatch.setattr(detail, "BATCH_FOLDS", False)
+    slow = detail.build_poly_mesh_detail(*args)
+    for field in ("meshes", "verts", "tris"):
+        np.testing.assert_array_equal(getattr(fast, field), getattr(slow, field), err_msg=field)
+
+
 @pytest.mark.parametrize("pool", ["threads", "processes"])
 def test_detail_pool_gives_the_same_mesh(pool, monkeypatch):
     """The polygons adding interior samples sent to a build context's executor in pieces (as
