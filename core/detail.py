@@ -89,9 +89,9 @@ CACHE_GAPS = True
 #: A polygon's Delaunay after one more point resumes the walk of its previous call where the
 #: new point first changes a step (`_resumed_walk`); False: every call walks from the hull.
 RESUME_WALKS = True
-#: Fewest steps of the previous walk for which resuming it pays (finding where to resume
-#: costs some 20 NumPy calls; measured on the shared meshes).
-RESUME_MIN_STEPS = 32
+#: Fewest steps of the previous walk for which resuming it pays (keeping a walk costs more
+#: than resuming short ones saves; measured on the shared meshes).
+RESUME_MIN_STEPS = 16
 #: Polygons leaving `_details_with_samples`' rounds keep their last scan tables as settled
 #: scans (`_seed_settled_scans`); False: their first Delaunay alone scans every pair.
 SEED_SETTLED_SCANS = True
@@ -1091,8 +1091,9 @@ def _fold_scans_grown(point_sets, scans) -> list[tuple[np.ndarray, np.ndarray]]:
     return _per_set(pt, on_circle, sizes)
 
 
-def _extend_pure_scans(pure_scans: dict, vx, vz, q: int) -> None:
-    """Bring a polygon's settled scans up to its newest point ``q``, in place.
+def _extend_pure_scans(pure_scans: dict, vx, vz, q: int) -> set[int]:
+    """Bring a polygon's settled scans up to its newest point ``q``, in place; returns the
+    keys of the scans it changed (taken by ``q``, or left on its circle and dropped).
 
     ``pure_scans`` maps an ordered pair (s, t) (the key s << `_PAIR_SHIFT` | t) to the point
     completeFacet's scan of s -> t settles on over the points before ``q`` (-1: none left of
@@ -1102,8 +1103,9 @@ def _extend_pure_scans(pure_scans: dict, vx, vz, q: int) -> None:
     circle it lies inside; on that circle (within the 0.1 % tolerance) the outcome depends on
     the edges, and the scan leaves the map (`_delaunay_hull` scans it itself). All scans at
     once, in the float32 operations of ``left_of`` and `_circle_class_f32`."""
+    changed: set[int] = set()
     if not pure_scans:
-        return
+        return changed
     keys = list(pure_scans)
     st = np.array(keys, dtype=np.int64)
     pt = np.fromiter(pure_scans.values(), dtype=np.int64, count=len(keys))
@@ -1113,7 +1115,7 @@ def _extend_pure_scans(pure_scans: dict, vx, vz, q: int) -> None:
     ux, uz = vx[t] - sx, vz[t] - sz
     rows = np.flatnonzero((ux * (qz - sz) - uz * (qx - sx)) > _F32_EPS_LEFT)
     if not rows.size:
-        return
+        return changed
     first = pt[rows] < 0
     has = rows[~first]
     cx, cz, hi, lo = _circles(
@@ -1126,8 +1128,11 @@ def _extend_pure_scans(pure_scans: dict, vx, vz, q: int) -> None:
     inside = ~outside & (d < lo)
     for i in rows[first].tolist() + has[inside].tolist():
         pure_scans[keys[i]] = q
+        changed.add(keys[i])
     for i in has[~outside & ~inside].tolist():
         del pure_scans[keys[i]]
+        changed.add(keys[i])
+    return changed
 
 
 def faces_from_edges(edges, nfaces: int) -> list[list[int]]:
@@ -1186,9 +1191,10 @@ def _delaunay_hull(vx, vz, hull, cache=None, fold=None):
     # The settled scans of the polygon's last call, brought up to its one new point at once
     # (`_extend_pure_scans`): the walk then reads them without scanning.
     state = cache.get("pure")
+    changed = None  # the settled scans the new point changed, when they were brought up
     if state is not None and state[0] == npts - 1:
         pure_scans = state[1]
-        _extend_pure_scans(pure_scans, vx, vz, npts - 1)
+        changed = _extend_pure_scans(pure_scans, vx, vz, npts - 1)
     elif state is not None and state[0] == npts:
         pure_scans = state[1]
     else:
@@ -1351,8 +1357,10 @@ def _delaunay_hull(vx, vz, hull, cache=None, fold=None):
     steps: list[int] = []
     first_edge = 0
     walk = cache.get("walk") if RESUME_WALKS else None
-    if walk is not None and walk[0] == npts - 1 and walk[1] is hull:
-        resumed = _resumed_walk(walk, vx, vz)
+    if walk is not None and walk[0] == npts - 1 and walk[1] is hull and changed is not None:
+        if len(pts) < npts:
+            scalars()
+        resumed = _resumed_walk(walk, pts, cache, pure_scans, changed)
         if resumed is None:  # no step changes: the walk and its triangles are the last call's
             cache["walk"] = (npts, *walk[1:])
             return walk[-1]
@@ -1437,50 +1445,51 @@ def _delaunay_hull(vx, vz, hull, cache=None, fold=None):
     return faces
 
 
-def _resumed_walk(walk, vx, vz):
+def _resumed_walk(walk, pts, cache, pure_scans: dict, changed: set[int]):
     """Where `_delaunay_hull`'s walk for a polygon that gained one point (its last, ``q``)
     first differs from the walk of its previous call (``walk``, as that call kept it), and
     the walk's state there: None when no step differs (the triangles are the same), else
     (index of the edge to complete next, edges, their ends s and t, their pair keys, faces,
     steps) as they were when the old walk reached that edge. The old walk's edges are reused
-    (changed in place): it is not read again.
+    (changed in place): it is not read again. ``pts``: the points as float32 scalars, ``q``
+    included; ``pure_scans``/``changed``: the settled scans and the keys of those ``q``
+    changed, as `_extend_pure_scans` just left and returned them.
 
     Each step completes an edge with completeFacet's scan over the points left of it in index
     order; q comes last, so while the edges are the old walk's, a step's scan reaches what
     it did before and then takes q as one more candidate. It keeps its point when q is not
     left of the edge, or lies surely outside the circle of (s, t, point found) (Recast's 0.1 %
-    tolerance, the float32 operations of ``left_of`` and `_circle_class_f32`); otherwise (no
-    point before, inside, or on the circle, where the edges decide) the step may change, and
-    from the first such step the walk runs anew. Before it, every step and so every edge and
-    face is the old walk's: the edges that existed then (made by the faces before it), their
-    right faces set then (a face before it, or no face by the edge's own earlier step).
+    tolerance); otherwise (no point before, inside, or on the circle, where the edges decide)
+    the step may change, and from the first such step the walk runs anew. A settled scan's
+    step has had that test in `_extend_pure_scans` (changed or not); the others' (scans that
+    met a point on a circle) is made here, in the float32 operations of ``left_of`` and
+    `_circle_class_f32`. Before that step, every step and so every edge and face is the old
+    walk's: the edges that existed then (made by the faces before it), their right faces set
+    then (a face before it, or no face by the edge's own earlier step).
     """
     _, _, steps, edges, ends_s, ends_t, edge_at, walked, _ = walk
-    q = vx.shape[0] - 1
-    code = np.array(steps, dtype=np.int64)
-    edge_of = code >> _PAIR_SHIFT
-    pt = (code & ((1 << _PAIR_SHIFT) - 1)) - 1
-    # A step completes s -> t for the edge (t, s) (scan(s, t)).
-    s = np.array(ends_t, dtype=np.int64).take(edge_of)
-    t = np.array(ends_s, dtype=np.int64).take(edge_of)
-    sx, sz = vx.take(s), vz.take(s)
-    ux, uz = vx.take(t) - sx, vz.take(t) - sz
-    changes = (ux * (vz[q] - sz) - uz * (vx[q] - sx)) > _F32_EPS_LEFT
-    rows = np.flatnonzero(changes & (pt >= 0))
-    if rows.size:
-        at = pt.take(rows)
-        sx, sz = sx.take(rows), sz.take(rows)
-        cx, cz, hi, _ = _circles(
-            ux.take(rows), uz.take(rows), vx.take(at) - sx, vz.take(at) - sz, sx, sz
-        )
-        dx = vx[q] - cx
-        dz = vz[q] - cz
-        changes[rows[np.sqrt(dx * dx + dz * dz) > hi]] = False
-    k = int(np.argmax(changes))
-    if not changes[k]:
+    q = len(pts) - 1
+    qx, qz = pts[q]
+    shift = _PAIR_SHIFT
+    mask = (1 << shift) - 1
+    nfaces = 0
+    for k in range(len(steps)):  # to the first step q may change
+        edge, pt = steps[k] >> shift, (steps[k] & mask) - 1
+        s, t = ends_t[edge], ends_s[edge]  # a step completes s -> t for the edge (t, s)
+        key = s << shift | t
+        if key in changed:
+            break
+        if key not in pure_scans:
+            sx, sz = pts[s]
+            tx, tz = pts[t]
+            if (tx - sx) * (qz - sz) - (tz - sz) * (qx - sx) > _F32_EPS_LEFT and (
+                pt < 0 or _circle_class_f32(pts, cache, s, t, pt, q)
+            ):
+                break
+        nfaces += pt >= 0
+    else:
         return None
-    first_edge = int(edge_of[k])
-    nfaces = int(np.count_nonzero(pt[:k] >= 0))
+    first_edge = steps[k] >> shift
     # Edges are made in face order (the hull's first, left face EV_HULL), and every edge
     # before the first one completed anew had its right face set when the walk passed it.
     n_edges = bisect_left(edges, nfaces, key=_left_face)

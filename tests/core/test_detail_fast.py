@@ -69,8 +69,8 @@ def test_resumed_walks_equal_the_literal_delaunay(kind, seed, monkeypatch):
     outcomes = []
     resumed_walk = detail._resumed_walk
 
-    def spy(walk, vx, vz):
-        found = resumed_walk(walk, vx, vz)
+    def spy(*args):
+        found = resumed_walk(*args)
         outcomes.append(None if found is None else len(found[-1]))
         return found
 
