@@ -1357,13 +1357,13 @@ def _delaunay_hull(vx, vz, hull, cache=None, fold=None):
     steps: list[int] = []
     first_edge = 0
     walk = cache.get("walk") if RESUME_WALKS else None
-    if walk is not None and walk[0] == npts - 1 and walk[1] is hull and changed is not None:
+    if walk is not None and walk.npts == npts - 1 and walk.hull is hull and changed is not None:
         if len(pts) < npts:
             scalars()
         resumed = _resumed_walk(walk, pts, cache, pure_scans, changed)
         if resumed is None:  # no step changes: the walk and its triangles are the last call's
-            cache["walk"] = (npts, *walk[1:])
-            return walk[-1]
+            cache["walk"] = walk._replace(npts=npts)
+            return walk.faces
         first_edge, edges, ends_s, ends_t, keys, faces, steps = resumed
         edge_at.update(zip(keys, range(len(edges)), strict=True))
     else:
@@ -1438,14 +1438,29 @@ def _delaunay_hull(vx, vz, hull, cache=None, fold=None):
         # walk alive costs more than it saves on scenes of many small polygons).
         long_walk = len(steps) >= RESUME_MIN_STEPS and not capped
         cache["walk"] = (
-            (npts, hull, steps, edges, ends_s, ends_t, edge_at, walked, faces)
+            _Walk(npts, hull, steps, edges, ends_s, ends_t, edge_at, walked, faces)
             if long_walk
             else None
         )
     return faces
 
 
-def _resumed_walk(walk, pts, cache, pure_scans: dict, changed: set[int]):
+class _Walk(NamedTuple):
+    """A `_delaunay_hull` call's walk, kept in the polygon's cache for its next call
+    (`_resumed_walk`)."""
+
+    npts: int  # the points it triangulated
+    hull: list  # the hull it started from (the same list object every call of a polygon)
+    steps: list[int]  # edges completed, in order: edge index << _PAIR_SHIFT | point found + 1
+    edges: list[list[int]]  # [a, b, left face, right face] each, as the walk left them
+    ends_s: list[int]  # the edges' first ends
+    ends_t: list[int]  # the edges' second ends
+    edge_at: dict[int, int]  # edge index by unordered pair key, in the edges' order
+    walked: list  # per face [t, s, pt], or None where incomplete
+    faces: list  # the triangles returned (incomplete faces dropped)
+
+
+def _resumed_walk(walk: _Walk, pts, cache, pure_scans: dict, changed: set[int]):
     """Where `_delaunay_hull`'s walk for a polygon that gained one point (its last, ``q``)
     first differs from the walk of its previous call (``walk``, as that call kept it), and
     the walk's state there: None when no step differs (the triangles are the same), else
@@ -1467,15 +1482,15 @@ def _resumed_walk(walk, pts, cache, pure_scans: dict, changed: set[int]):
     walk's: the edges that existed then (made by the faces before it), their right faces set
     then (a face before it, or no face by the edge's own earlier step).
     """
-    _, _, steps, edges, ends_s, ends_t, edge_at, walked, _ = walk
+    steps, ends_s, ends_t = walk.steps, walk.ends_s, walk.ends_t
     q = len(pts) - 1
     qx, qz = pts[q]
     shift = _PAIR_SHIFT
     mask = (1 << shift) - 1
     nfaces = 0
     for k in range(len(steps)):  # to the first step q may change
-        edge, pt = steps[k] >> shift, (steps[k] & mask) - 1
-        s, t = ends_t[edge], ends_s[edge]  # a step completes s -> t for the edge (t, s)
+        completed, pt = steps[k] >> shift, (steps[k] & mask) - 1
+        s, t = ends_t[completed], ends_s[completed]  # it completes s -> t for the edge (t, s)
         key = s << shift | t
         if key in changed:
             break
@@ -1492,13 +1507,16 @@ def _resumed_walk(walk, pts, cache, pure_scans: dict, changed: set[int]):
     first_edge = steps[k] >> shift
     # Edges are made in face order (the hull's first, left face EV_HULL), and every edge
     # before the first one completed anew had its right face set when the walk passed it.
-    n_edges = bisect_left(edges, nfaces, key=_left_face)
-    edges = edges[:n_edges]
+    n_edges = bisect_left(walk.edges, nfaces, key=_left_face)
+    edges = walk.edges[:n_edges]
     for edge in islice(edges, first_edge, None):
         if edge[3] == _EV_HULL or edge[3] >= nfaces:
             edge[3] = _EV_UNDEF
-    keys = list(islice(edge_at, n_edges))
-    return first_edge, edges, ends_s[:n_edges], ends_t[:n_edges], keys, walked[:nfaces], steps[:k]
+    keys = list(islice(walk.edge_at, n_edges))
+    return (
+        first_edge, edges, ends_s[:n_edges], ends_t[:n_edges], keys, walk.walked[:nfaces],
+        steps[:k],
+    )  # fmt: skip
 
 
 def _left_face(edge: list[int]) -> int:
