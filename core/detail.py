@@ -92,6 +92,14 @@ RESUME_WALKS = True
 #: Fewest steps of the previous walk for which resuming it pays (keeping a walk costs more
 #: than resuming short ones saves; measured on the shared meshes).
 RESUME_MIN_STEPS = 16
+#: Sample heights are read from the few patch cells around each sample (`_LocalHeights`:
+#: Recast's flood replayed in a small window) instead of whole height patches; False: every
+#: polygon's whole patch is built (`_height_patches`, the oracle, and the fallback).
+LOCAL_HEIGHTS = True
+#: Flood levels `_LocalHeights` replays around a sample's cell before it builds that polygon's
+#: whole patch (samples lie on or near their polygon, so their cells are reached within two
+#: levels on every shared mesh: the rest is a rare fallback, not a different result).
+LOCAL_FLOOD_LEVELS = 2
 #: Polygons leaving `_details_with_samples`' rounds keep their last scan tables as settled
 #: scans (`_seed_settled_scans`); False: their first Delaunay alone scans every pair.
 SEED_SETTLED_SCANS = True
@@ -103,6 +111,10 @@ DETAIL_EDGE_BOUNDARY = 0x1
 PATCH_CELLS_PER_CHUNK = 1 << 18
 #: Threads building patch chunks at once.
 PATCH_WORKERS = min(2, os.cpu_count() or 1)
+#: Threads sampling chunks at once with `LOCAL_HEIGHTS`: one, as that work is many small NumPy
+#: calls holding the GIL (detail stage, one thread against two in one process: 4x4 tiling
+#: 41.8 against 43.1 ms, 10x10 252 against 268 ms).
+LOCAL_WORKERS = 1
 #: Working bytes per patch cell while patches are built and sampled (measured with
 #: tracemalloc, rounded up). [Units: bytes]
 PATCH_BYTES_PER_CELL = 96
@@ -261,6 +273,58 @@ def _region_borders(chf):
     return reg, border
 
 
+def _region_spans(chf_reg, cell_start, col, reg, layer_at=None) -> np.ndarray:
+    """The first span, bottom up, of each column ``col`` (int64 (m,) chf cell ids) whose
+    region is ``reg`` (int64 (m,)), as Recast's getHeightData looks for the polygon's region:
+    int64 (m,) ids into ``chf_reg``, -1 where the column has none (or reg is MULTIPLE_REGS).
+    ``layer_at`` (m,): where each lookup's region field starts in ``chf_reg`` (several
+    agents' fields joined, `build_poly_mesh_details`); None: chf_reg is chf's own.
+    """
+    start = cell_start.take(col)
+    count = cell_start[1:].take(col)
+    count -= start
+    if layer_at is not None:
+        start += layer_at
+    # Layer after layer: the bottom layer of every column at once, then only the taller
+    # columns still looking. (An empty column's start may be n: clipped, masked by its count.)
+    looking = reg != MULTIPLE_REGS
+    looking &= count > 0
+    if chf_reg.shape[0]:
+        hit = chf_reg.take(start, mode="clip") == reg
+        hit &= looking
+    else:
+        hit = np.zeros(col.shape[0], dtype=bool)
+    found = np.where(hit, start, -1)
+    looking &= ~hit
+    looking &= count > 1
+    cand = np.flatnonzero(looking)
+    del hit, looking
+    k = 1
+    while cand.size:
+        idx = start.take(cand) + k
+        hit = chf_reg.take(idx) == reg.take(cand)
+        found[cand[hit]] = idx[hit]
+        k += 1
+        cand = cand[~hit & (count.take(cand) > k)]
+    return found
+
+
+def _seed_flags(chf_reg, neighbor, span, layer_at=None) -> np.ndarray:
+    """bool (m,): spans ``span`` (int64 ids into ``chf_reg``, shifted by ``layer_at`` as in
+    `_region_spans`) with a connected neighbour in another region: Recast's flood seeds."""
+    own = chf_reg.take(span)
+    at = span if layer_at is None else span - layer_at
+    at4 = at * 4
+    links = neighbor.reshape(-1)  # (n, 4) row-major: a view, where a column's take copies
+    out = np.zeros(span.shape[0], dtype=bool)
+    for d in range(4):
+        link = links.take(at4 + d)
+        there = link if layer_at is None else link + layer_at
+        # A missing link (-1) reads some span's region; the mask drops it.
+        out |= (link >= 0) & (chf_reg.take(there, mode="clip") != own)
+    return out
+
+
 def _height_patches(
     chf, verts, poly_idx, npoly, regions, xmin, ymin, pw, ph, bs, borders=None, layer=None
 ):
@@ -271,12 +335,16 @@ def _height_patches(
     The breadth-first flood runs level by level over all polygons at once; within a level the
     first claim of a cell in Recast's FIFO order (queue position, then direction) wins, which is
     exactly Recast's sequential queue. Each patch depends on its own polygon only, so any subset
-    of polygons gives the same patches. ``borders``: `_region_borders` (computed when None).
-    ``layer``: per polygon, where its region field starts in the borders' arrays (several
-    meshes' fields joined, `build_poly_mesh_details`); None: they are chf's own.
+    of polygons gives the same patches. ``borders``: `_region_borders` (None: chf's own
+    regions, the seed flags computed for the spans found only). ``layer``: per polygon, where
+    its region field starts in the borders' arrays (several meshes' fields joined,
+    `build_poly_mesh_details`); None: they are chf's own.
     Working memory about `PATCH_BYTES_PER_CELL` per patch cell. [Units: cells]
     """
-    chf_reg, border = _region_borders(chf) if borders is None else borders
+    if borders is None:
+        chf_reg, border = np.ascontiguousarray(chf.reg), None
+    else:
+        chf_reg, border = borders
     npolys = regions.shape[0]
     width = chf.width
     size = pw * ph
@@ -297,44 +365,22 @@ def _height_patches(
     col += np.arange(total, dtype=np.int64)
     reg_p = np.repeat(regions[row_poly], row_len)
     del row_y, row_start, row_col
-    cell_start = chf.cell_start
-    start = cell_start.take(col)
-    count = cell_start[1:].take(col)
-    count -= start
-    del col
     layer_at = None
     if layer is not None:
         # Span ids into the joined region fields while looking for the polygon's region.
         layer_at = np.repeat(layer[row_poly], row_len)
-        start += layer_at
-    # The first span of each cell's column in the polygon's region, layer after layer: the
-    # bottom layer over every cell at once, then only the cells of taller columns still
-    # looking. (An empty column's start may be n: clipped, and masked by its count.)
-    looking = reg_p != MULTIPLE_REGS
-    looking &= count > 0
-    if chf_reg.shape[0]:
-        hit = chf_reg.take(start, mode="clip") == reg_p
-        hit &= looking
-    else:
-        hit = np.zeros(total, dtype=bool)
-    found = np.where(hit, start, -1)
-    looking &= ~hit
-    looking &= count > 1
-    cand = np.flatnonzero(looking)
-    del hit, looking
-    k = 1
-    while cand.size:
-        idx = start.take(cand) + k
-        hit = chf_reg.take(idx) == reg_p.take(cand)
-        found[cand[hit]] = idx[hit]
-        k += 1
-        cand = cand[~hit & (count.take(cand) > k)]
-    del start, count, reg_p
+    found = _region_spans(chf_reg, chf.cell_start, col, reg_p, layer_at)
+    del col, reg_p
     has = np.flatnonzero(found >= 0)
     span = found.take(has)
     # A span is a seed when a connected neighbour lies in another region (its region is the
     # polygon's, so this is a property of the span alone).
-    seed_at = border.take(span)
+    if border is not None:
+        seed_at = border.take(span)
+    else:
+        seed_at = _seed_flags(
+            chf_reg, chf.neighbor, span, None if layer_at is None else layer_at.take(has)
+        )
     if layer_at is not None:
         span -= layer_at.take(has)
         del layer_at
@@ -477,6 +523,179 @@ class _Patches:
                 todo &= ~hit
             hgt[bad] = result
         return hgt
+
+
+@functools.cache
+def _diamond(radius: int):
+    """Cells within ``radius`` steps of a centre: offsets (K, 2) (x, z), centre first, and for
+    each cell the cell one step back against each direction (K, 4), K where outside."""
+    offs = [(0, 0)] + [
+        (x, z)
+        for z in range(-radius, radius + 1)
+        for x in range(-radius, radius + 1)
+        if 0 < abs(x) + abs(z) <= radius
+    ]
+    at = {o: k for k, o in enumerate(offs)}
+    back = [
+        [at.get((x - int(DIR_OFFSET_X[d]), z - int(DIR_OFFSET_Y[d])), len(offs)) for d in range(4)]
+        for x, z in offs
+    ]
+    return np.array(offs, dtype=np.int64), np.array(back, dtype=np.int64)
+
+
+class _LocalHeights:
+    """Recast's getHeight on polygons' height patches, reading only the cells around each
+    sample: same results as `_Patches` over `_height_patches`, without building the patches.
+
+    A patch cell holds the height of the first span of the polygon's region in its column
+    (flood level 0); the other cells get theirs from Recast's breadth-first flood out of the
+    region's border spans, each cell from the first claim in queue order. A cell's claim at
+    level L depends only on the cells within L steps of it, and its queue order is its
+    claimer's followed by the direction (a seed's is its row-major place in the patch), so
+    the flood replayed in that small window gives the cell exactly. Samples lie on or near
+    their polygon: their cells are reached within `LOCAL_FLOOD_LEVELS` levels on every shared
+    mesh. A sample whose cell is not (farther, unreached: Recast's spiral walk) has its
+    polygon's whole patch built (`_height_patches`), as are polygons with no span of their
+    region under them (Recast seeds those at the centre).
+    Arguments as `_height_patches`; ``reg_field``: the region field the polygons read (several
+    meshes' joined, with ``layer``; chf.reg when None). [Units: cells, ch]
+    """
+
+    def __init__(
+        self, chf, verts, poly_idx, npoly, regions, xmin, ymin, pw, ph, bs, ics, radius,
+        reg_field=None, layer=None,
+    ):  # fmt: skip
+        self.chf, self.verts, self.poly_idx, self.npoly = chf, verts, poly_idx, npoly
+        self.regions = np.asarray(regions, dtype=np.int64)
+        self.xmin = np.asarray(xmin, dtype=np.int64)
+        self.ymin = np.asarray(ymin, dtype=np.int64)
+        self.w = np.asarray(pw, dtype=np.int64)
+        self.h = np.asarray(ph, dtype=np.int64)
+        self.bs, self.ics, self.ch, self.radius = bs, F32(ics), F32(chf.ch), radius
+        self.reg_field = np.ascontiguousarray(chf.reg if reg_field is None else reg_field)
+        self.layer = None if layer is None else np.asarray(layer, dtype=np.int64)
+        # Polygons whose whole patch was built, and where (`_whole_patches`).
+        self.whole: _Patches | None = None
+        self.whole_at = np.full(self.regions.shape[0], -1, dtype=np.int64)
+
+    def height(self, pid, fx, fy, fz):
+        """Recast getHeight for float32 arrays (n,) of points of polygons ``pid`` (n,), in
+        the mesh's local frame: uint16 heights (n,) [Units: ch], UNSET_HEIGHT if none near."""
+        w, h = self.w[pid], self.h[pid]
+        ix = np.floor(fx * self.ics + F32(0.01)).astype(np.int64)
+        iz = np.floor(fz * self.ics + F32(0.01)).astype(np.int64)
+        ix = np.minimum(np.maximum(ix - self.xmin[pid], 0), w - 1)
+        iz = np.minimum(np.maximum(iz - self.ymin[pid], 0), h - 1)
+        hgt = np.full(pid.shape[0], UNSET_HEIGHT, dtype=np.uint16)
+        todo = np.arange(pid.shape[0])
+        # Level by level, each time on a window one step wider, for the cells not yet reached.
+        for level in range(LOCAL_FLOOD_LEVELS + 1):
+            if not todo.size:
+                break
+            span = self._claims(pid.take(todo), ix.take(todo), iz.take(todo), level)
+            hit = span >= 0
+            hgt[todo[hit]] = self.chf.y.take(span[hit])
+            todo = todo[~hit]
+        if todo.size:
+            hgt[todo] = self._whole_patches(pid.take(todo)).height(
+                self.whole_at[pid.take(todo)], fx.take(todo), fy.take(todo), fz.take(todo)
+            )
+        return hgt
+
+    def _claims(self, pid, ix, iz, level: int) -> np.ndarray:
+        """The span Recast's flood puts in patch cell (ix, iz) of polygon pid (int64 (m,)
+        each) by flood level ``level``: int64 (m,) chf span ids, -1 where not reached yet."""
+        offs, back = _diamond(level)
+        k_cells = offs.shape[0]
+        w, h = self.w.take(pid)[:, None], self.h.take(pid)[:, None]
+        cx = ix[:, None] + offs[:, 0]
+        cz = iz[:, None] + offs[:, 1]
+        inside = (cx >= 0) & (cz >= 0) & (cx < w) & (cz < h)
+        cells = np.flatnonzero(inside)
+        row = cells // k_cells
+        p = pid.take(row)
+        width = self.chf.width
+        col = (self.xmin.take(p) + self.bs + cx.ravel().take(cells)) + (
+            self.ymin.take(p) + self.bs + cz.ravel().take(cells)
+        ) * width
+        layer_at = None if self.layer is None else self.layer.take(p)
+        found = _region_spans(
+            self.reg_field, self.chf.cell_start, col, self.regions.take(p), layer_at
+        )
+        # Per window cell (one spare column for "outside the window"): its span, -1 unset.
+        span = np.full((pid.shape[0], k_cells + 1), -1, dtype=np.int64)
+        if level == 0:
+            at = found if layer_at is None else np.where(found >= 0, found - layer_at, -1)
+            span.ravel()[row * (k_cells + 1) + cells % k_cells] = at
+            return span[:, 0]
+        # Recast's seeds are the found spans with a neighbour in another region; every found
+        # span is taken as one here: one linked into an unfound cell is a seed (that cell's
+        # spans are all in other regions), and the others claim nothing.
+        seed = found >= 0
+        if layer_at is not None:
+            found = np.where(found >= 0, found - layer_at, -1)
+        slot = row * (k_cells + 1) + cells % k_cells
+        span.ravel()[slot] = found
+        open_ = np.zeros(span.shape, dtype=bool)  # inside the patch, not set yet
+        open_.ravel()[slot] = found < 0
+        # Queue keys: a seed's is its row-major place in the patch; a claimed cell's is its
+        # claimer's times 4 plus the direction (FIFO order: claimer first, then direction).
+        none = np.iinfo(np.int64).max
+        key = np.full(span.shape, none, dtype=np.int64)
+        seed_cells = cells[seed]
+        key.ravel()[slot[seed]] = cz.ravel().take(seed_cells) * w.ravel().take(
+            row.take(np.flatnonzero(seed))
+        ) + cx.ravel().take(seed_cells)
+        links = self.chf.neighbor.reshape(-1)
+        span_flat, open_flat = span.ravel(), open_.ravel()
+        stride = k_cells + 1
+        for _ in range(level):
+            best = np.full(span.size, none, dtype=np.int64)
+            best_span = np.full(span.size, -1, dtype=np.int64)
+            key_flat = key.ravel()
+            claims = key != none
+            for d in range(4):
+                # Open cells whose cell one step back (against d) claims at this level; the
+                # link tables read for those few pairs only.
+                src = back[:, d]
+                pair = np.flatnonzero(open_[:, :k_cells] & claims[:, src])
+                if not pair.size:
+                    continue
+                row_p, cell_p = pair // k_cells, pair % k_cells
+                src_at = row_p * stride + src.take(cell_p)
+                nxt = links.take(span_flat.take(src_at) * 4 + d)
+                linked = np.flatnonzero(nxt >= 0)
+                at = row_p.take(linked) * stride + cell_p.take(linked)
+                cand = key_flat.take(src_at.take(linked)) * 4 + d
+                better = np.flatnonzero(cand < best.take(at))
+                best[at.take(better)] = cand.take(better)
+                best_span[at.take(better)] = nxt.take(linked).take(better)
+            new = np.flatnonzero(best != none)
+            span_flat[new] = best_span.take(new)
+            open_flat[new] = False
+            # Only the cells claimed this level claim at the next.
+            key = np.full(span.shape, none, dtype=np.int64)
+            key.ravel()[new] = best.take(new)
+        return span[:, 0]
+
+    def _whole_patches(self, pid) -> _Patches:
+        """`_Patches` holding the whole patches of polygons ``pid`` (and of those built
+        before); ``whole_at`` maps a polygon to its patch there."""
+        need = np.union1d(np.flatnonzero(self.whole_at >= 0), pid)
+        if self.whole is None or (self.whole_at[need] < 0).any():
+            layer = None if self.layer is None else self.layer[need]
+            reg_field = self.reg_field
+            data, off = _height_patches(
+                self.chf, self.verts, self.poly_idx[need], self.npoly[need], self.regions[need],
+                self.xmin[need], self.ymin[need], self.w[need], self.h[need], self.bs,
+                (reg_field, None), layer,
+            )  # fmt: skip
+            self.whole = _Patches(
+                data, off, self.xmin[need], self.ymin[need], self.w[need], self.h[need],
+                self.ics, self.ch, self.radius,
+            )  # fmt: skip
+            self.whole_at[need] = np.arange(need.size)
+        return self.whole
 
 
 # ----------------------------------------------------------------------------------------------
@@ -2415,14 +2634,18 @@ def build_poly_mesh_details(
     regs = np.concatenate([meshes_in[i].regs for i in batch])
     poly_first = np.cumsum([0] + [meshes_in[i].npolys for i in batch])
     npolys = int(poly_first[-1])
-    if len(batch) == 1:
+    layer = None
+    if len(batch) > 1:
+        n_spans = np.int64(chf.y.shape[0])
+        layer = np.repeat(np.arange(len(batch), dtype=np.int64) * n_spans, np.diff(poly_first))
+    if LOCAL_HEIGHTS:
+        borders = None
+        reg_field = chf.reg if len(batch) == 1 else np.concatenate([chfs[i].reg for i in batch])
+    elif len(batch) == 1:
         borders = _region_borders(chf)
-        layer = None
     else:
         fields = [_region_borders(chfs[i]) for i in batch]
         borders = (np.concatenate([f[0] for f in fields]), np.concatenate([f[1] for f in fields]))
-        n_spans = np.int64(chf.y.shape[0])
-        layer = np.repeat(np.arange(len(batch), dtype=np.int64) * n_spans, np.diff(poly_first))
     pcols = np.arange(nvp)[None, :] < npoly[:, None]
     safe = np.where(pcols, pidx, 0)
     px_all = np.where(pcols, vi[safe, 0], 0)
@@ -2457,16 +2680,24 @@ def build_poly_mesh_details(
 
     def sample_chunk(lo_hi: tuple[int, int]):
         lo, hi = lo_hi
-        data, off = _height_patches(
-            chf, vi, pidx[lo:hi], npoly[lo:hi], regs64[lo:hi], xmin[lo:hi], ymin[lo:hi],
-            pw[lo:hi], ph[lo:hi], bs, borders, None if layer is None else layer[lo:hi],
-        )  # fmt: skip
-        patches = _Patches(
-            data, off, xmin[lo:hi], ymin[lo:hi], pw[lo:hi], ph[lo:hi], F32(1) / F32(chf.cs),
-            chf.ch, radius,
-        )  # fmt: skip
         if sample_dist <= 0:
             return None
+        chunk_layer = None if layer is None else layer[lo:hi]
+        patches: _Patches | _LocalHeights
+        if LOCAL_HEIGHTS:
+            patches = _LocalHeights(
+                chf, vi, pidx[lo:hi], npoly[lo:hi], regs64[lo:hi], xmin[lo:hi], ymin[lo:hi],
+                pw[lo:hi], ph[lo:hi], bs, F32(1) / F32(chf.cs), radius, reg_field, chunk_layer,
+            )  # fmt: skip
+        else:
+            data, off = _height_patches(
+                chf, vi, pidx[lo:hi], npoly[lo:hi], regs64[lo:hi], xmin[lo:hi], ymin[lo:hi],
+                pw[lo:hi], ph[lo:hi], bs, borders, chunk_layer,
+            )  # fmt: skip
+            patches = _Patches(
+                data, off, xmin[lo:hi], ymin[lo:hi], pw[lo:hi], ph[lo:hi],
+                F32(1) / F32(chf.cs), chf.ch, radius,
+            )  # fmt: skip
         kept = _edge_samples_of(
             lo, hi, e_p, e_k, edge_base, pv, npoly, sd, patches, sample_max_error
         )
@@ -2483,7 +2714,8 @@ def build_poly_mesh_details(
     sizes = pw * ph
     chunks = patch_chunks(sizes)
     fits = int(sizes.max(initial=0)) <= PATCH_CELLS_PER_CHUNK
-    sampled = threads.map_pieces(sample_chunk, chunks, PATCH_WORKERS if fits else 1)
+    workers = LOCAL_WORKERS if LOCAL_HEIGHTS else PATCH_WORKERS
+    sampled = threads.map_pieces(sample_chunk, chunks, workers if fits else 1)
     if progress is not None:
         progress(0.5, "detail mesh: height patches, edge and interior samples")
     # Each edge's kept samples (m_edge of them, in its direction) from kept_start on in

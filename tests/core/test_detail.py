@@ -8,12 +8,13 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from core import threads
+from core import detail, threads
 from core.compact import DIR_OFFSET_X, DIR_OFFSET_Y, CompactHeightfield
 from core.detail import (
     UNSET_HEIGHT,
     PolyMeshDetail,
     _height_patches,
+    _LocalHeights,
     _Patches,
     build_poly_mesh_detail,
     build_poly_mesh_details,
@@ -467,6 +468,144 @@ def test_get_height_matches_scalar_spiral(radius):
     np.testing.assert_array_equal(fast, slow)
 
 
+def patch_frames(pmesh, chf):
+    """Per polygon of ``pmesh``: vertices, (npoly, nvp) ids, sizes and patch boxes, as
+    build_poly_mesh_detail frames them (cells)."""
+    nvp = pmesh.nvp
+    pidx = pmesh.polys[:, :nvp].astype(np.int64)
+    npoly = (pidx != 0xFFFF).sum(axis=1)
+    vi = pmesh.verts.astype(np.int64)
+    safe = np.where(pidx != 0xFFFF, pidx, pidx[:, :1])
+    xmin = np.maximum(0, vi[safe, 0].min(axis=1) - 1)
+    xmax = np.minimum(chf.width, vi[safe, 0].max(axis=1) + 1)
+    ymin = np.maximum(0, vi[safe, 2].min(axis=1) - 1)
+    ymax = np.minimum(chf.height, vi[safe, 2].max(axis=1) + 1)
+    return vi, safe, pidx, npoly, xmin, ymin, xmax - xmin, ymax - ymin
+
+
+@pytest.mark.parametrize("scene", ["nav_test", "dungeon"])
+@pytest.mark.parametrize("levels", [0, 1, 2, 3])
+def test_local_heights_equal_getheight_on_whole_patches(scene, levels, monkeypatch):
+    """`_LocalHeights` (Recast's flood replayed around each looked-up cell) gives getHeight on
+    the literal flood's whole patches: at the polygons' vertices, edge midpoints and centres
+    (nearly all reached within two levels: few whole patches built) and at random points over and
+    beyond each patch box (far cells, unreached ones: those polygons' whole patches are built,
+    more of them with fewer levels). Also with the regions read from a joined field of two
+    meshes' regions (``layer``), as `build_poly_mesh_details` reads several agents'."""
+    monkeypatch.setattr(detail, "LOCAL_FLOOD_LEVELS", levels)
+    ref = load_reference(scene)
+    pmesh, chf = ref_polymesh(ref), ref_compact(ref)
+    vi, safe, pidx, npoly, xmin, ymin, pw, ph = patch_frames(pmesh, chf)
+    regs = pmesh.regs.astype(np.int64)
+    cs, ch = F32(chf.cs), F32(chf.ch)
+    ics = F32(1) / cs
+    radius = 2
+    polys = np.arange(0, regs.shape[0], 2)
+    slow = [slow_height_data(chf, None, regs[p], xmin[p], ymin[p], pw[p], ph[p]) for p in polys]
+    sizes = pw[polys] * ph[polys]
+    off = np.concatenate([[0], np.cumsum(sizes)])
+    whole = _Patches(
+        np.concatenate([d.ravel() for d in slow]).astype(np.uint16), off, xmin[polys],
+        ymin[polys], pw[polys], ph[polys], ics, ch, radius,
+    )  # fmt: skip
+    rng = np.random.default_rng(levels)
+    # Near points: vertices, edge midpoints, centres (local frame, world units).
+    near_pid, near_x, near_z = [], [], []
+    for k, p in enumerate(polys.tolist()):
+        vx = vi[safe[p, : npoly[p]], 0].astype(F32) * cs
+        vz = vi[safe[p, : npoly[p]], 2].astype(F32) * cs
+        mx, mz = (vx + np.roll(vx, 1)) * F32(0.5), (vz + np.roll(vz, 1)) * F32(0.5)
+        xs = np.concatenate([vx, mx, [vx.mean(dtype=F32)]])
+        zs = np.concatenate([vz, mz, [vz.mean(dtype=F32)]])
+        near_pid += [k] * xs.size
+        near_x.append(xs)
+        near_z.append(zs)
+    near = (
+        np.array(near_pid),
+        np.concatenate(near_x).astype(F32),
+        np.concatenate(near_z).astype(F32),
+    )
+    # Far points: anywhere over the patch box and a cell beyond it.
+    far_pid = rng.integers(0, polys.size, 3000)
+    far = (
+        far_pid,
+        (
+            (xmin[polys][far_pid] - 1 + rng.random(far_pid.size) * (pw[polys][far_pid] + 2)) * cs
+        ).astype(F32),
+        (
+            (ymin[polys][far_pid] - 1 + rng.random(far_pid.size) * (ph[polys][far_pid] + 2)) * cs
+        ).astype(F32),
+    )
+    for joined in (False, True):
+        if joined:  # this mesh's regions second in a field after another mesh's
+            other = np.where(chf.reg != 0, chf.reg.astype(np.int64) + 7, 0)
+            reg_field = np.concatenate([other, chf.reg.astype(np.int64)])
+            layer = np.full(polys.size, chf.reg.shape[0], dtype=np.int64)
+        else:
+            reg_field, layer = None, None
+        for name, (pid, fx, fz) in (("near", near), ("far", far)):
+            local = _LocalHeights(
+                chf, vi, pidx[polys], npoly[polys], regs[polys], xmin[polys], ymin[polys],
+                pw[polys], ph[polys], 0, ics, radius, reg_field, layer,
+            )  # fmt: skip
+            fy = (rng.random(pid.size) * 6).astype(F32)
+            got = local.height(pid, fx, fy, fz)
+            np.testing.assert_array_equal(got, whole.height(pid, fx, fy, fz), err_msg=name)
+            built = int((local.whole_at >= 0).sum())
+            if name == "near" and levels >= 2:
+                assert built <= polys.size // 20  # the local flood answered nearly all
+            if name == "far" and levels <= 1:
+                assert built > 0  # some points needed whole patches
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_local_heights_on_random_layered_fields(seed, monkeypatch):
+    """Random fields of up to four spans a column with random regions, where which claim
+    comes first in Recast's queue (claimer, then direction) decides many cells' heights:
+    every cell of random patch boxes, with 1 to 3 flood levels replayed (the rest from
+    whole patches), equals getHeight on the literal flood's patch."""
+    from core.compact import build_compact_heightfield
+
+    from .test_compact import random_heightfield
+
+    rng = np.random.default_rng(seed)
+    hf = random_heightfield(rng, 14, 14, max_spans=4, areas=(63,))
+    chf = build_compact_heightfield(hf, 2, 6)
+    chf.reg = rng.integers(1, 4, size=chf.span_count).astype(np.uint16)
+    cs, ch = F32(chf.cs), F32(chf.ch)
+    ics = F32(1) / cs
+    boxes = []
+    while len(boxes) < 40:
+        x0, y0 = (int(v) for v in rng.integers(0, 10, 2))
+        w, h = (int(v) for v in rng.integers(2, 15 - max(x0, y0), 2))
+        region = int(rng.integers(1, 4))
+        cols = [x + y * chf.width for y in range(y0, y0 + h) for x in range(x0, x0 + w)]
+        if any(region in chf.reg[chf.cell_start[c] : chf.cell_start[c + 1]] for c in cols):
+            boxes.append((x0, y0, w, h, region))
+    xmin, ymin, pw, ph, regs = (np.array(v, dtype=np.int64) for v in zip(*boxes, strict=True))
+    slow = [slow_height_data(chf, None, r, x0, y0, w, h) for x0, y0, w, h, r in boxes]
+    off = np.concatenate([[0], np.cumsum(pw * ph)])
+    whole = _Patches(
+        np.concatenate([d.ravel() for d in slow]).astype(np.uint16), off, xmin, ymin, pw, ph,
+        ics, ch, 1,
+    )  # fmt: skip
+    pid = np.concatenate([np.full(w * h, k) for k, (_, _, w, h, _) in enumerate(boxes)])
+    cx = np.concatenate([x0 + np.arange(w * h) % w for x0, _, w, h, _ in boxes])
+    cz = np.concatenate([y0 + np.arange(w * h) // w for _, y0, w, h, _ in boxes])
+    fx = ((cx + F32(0.5)) * cs).astype(F32)
+    fz = ((cz + F32(0.5)) * cs).astype(F32)
+    fy = (rng.random(pid.size) * 10).astype(F32)
+    dummy = (np.zeros((1, 3), dtype=np.int64), np.zeros((len(boxes), 1), dtype=np.int64))
+    for levels in (1, 2, 3):
+        monkeypatch.setattr(detail, "LOCAL_FLOOD_LEVELS", levels)
+        local = _LocalHeights(
+            chf, dummy[0], dummy[1], np.ones(len(boxes), dtype=np.int64), regs, xmin, ymin,
+            pw, ph, 0, ics, 1,
+        )  # fmt: skip
+        got = local.height(pid, fx, fy, fz)
+        np.testing.assert_array_equal(got, whole.height(pid, fx, fy, fz), err_msg=f"{levels}")
+
+
 def test_vertex_cap_on_rough_ground():
     """Long edges over rough ground with a tiny error: Recast's 127-vertex cap per polygon."""
     rng = np.random.default_rng(7)
@@ -493,17 +632,21 @@ def test_progress_is_reported():
     assert all(isinstance(s, str) and s for _, s in seen)
 
 
+@pytest.mark.parametrize("local", [True, False])
 @pytest.mark.parametrize("budget", [1, 5000])
 @pytest.mark.parametrize("workers", [1, 2])
-def test_polygon_chunks_give_the_same_detail_mesh(built, budget, workers, monkeypatch):
+def test_polygon_chunks_give_the_same_detail_mesh(built, budget, workers, local, monkeypatch):
     """Height patches built a few polygons at a time (1 cell: one polygon per chunk), on one
-    thread or two, give the same detail mesh as all at once, bit for bit."""
+    thread or two, whole or read cell by cell (`LOCAL_HEIGHTS`), give the same detail mesh as
+    all at once, bit for bit."""
     import core.detail as detail_module
 
     ref, pmesh, chf, whole = built
     assert len(detail_module.patch_chunks(np.full(len(pmesh.polys), 100), budget)) > 1
     monkeypatch.setattr(detail_module, "PATCH_CELLS_PER_CHUNK", budget)
     monkeypatch.setattr(detail_module, "PATCH_WORKERS", workers)
+    monkeypatch.setattr(detail_module, "LOCAL_WORKERS", workers)
+    monkeypatch.setattr(detail_module, "LOCAL_HEIGHTS", local)
     pools = []
 
     class CountedPool(threads.ThreadPoolExecutor):
