@@ -528,7 +528,7 @@ class _Patches:
 @functools.cache
 def _diamond(radius: int):
     """Cells within ``radius`` steps of a centre: offsets (K, 2) (x, z), centre first, and for
-    each cell the cell one step back against each direction (K, 4), K where outside."""
+    each cell the cell one step on in each direction (K, 4), K where outside."""
     offs = [(0, 0)] + [
         (x, z)
         for z in range(-radius, radius + 1)
@@ -536,11 +536,11 @@ def _diamond(radius: int):
         if 0 < abs(x) + abs(z) <= radius
     ]
     at = {o: k for k, o in enumerate(offs)}
-    back = [
-        [at.get((x - int(DIR_OFFSET_X[d]), z - int(DIR_OFFSET_Y[d])), len(offs)) for d in range(4)]
+    step = [
+        [at.get((x + int(DIR_OFFSET_X[d]), z + int(DIR_OFFSET_Y[d])), len(offs)) for d in range(4)]
         for x, z in offs
     ]
-    return np.array(offs, dtype=np.int64), np.array(back, dtype=np.int64)
+    return np.array(offs, dtype=np.int64), np.array(step, dtype=np.int64)
 
 
 class _LocalHeights:
@@ -605,7 +605,7 @@ class _LocalHeights:
     def _claims(self, pid, ix, iz, level: int) -> np.ndarray:
         """The span Recast's flood puts in patch cell (ix, iz) of polygon pid (int64 (m,)
         each) by flood level ``level``: int64 (m,) chf span ids, -1 where not reached yet."""
-        offs, back = _diamond(level)
+        offs, step = _diamond(level)
         k_cells = offs.shape[0]
         w, h = self.w.take(pid)[:, None], self.h.take(pid)[:, None]
         cx = ix[:, None] + offs[:, 0]
@@ -649,33 +649,31 @@ class _LocalHeights:
         links = self.chf.neighbor.reshape(-1)
         span_flat, open_flat = span.ravel(), open_.ravel()
         stride = k_cells + 1
+        key_flat = key.ravel()
+        src = np.flatnonzero(key_flat != none)
         for _ in range(level):
+            # The cells claiming at this level (``src``, flat) and, direction by direction,
+            # the open cells they reach over a link: the few pairs read the link table.
             best = np.full(span.size, none, dtype=np.int64)
             best_span = np.full(span.size, -1, dtype=np.int64)
-            key_flat = key.ravel()
-            claims = key != none
+            src_row, src_cell = src // stride, src % stride
+            src_key, src_span4 = key_flat.take(src), span_flat.take(src) * 4
             for d in range(4):
-                # Open cells whose cell one step back (against d) claims at this level; the
-                # link tables read for those few pairs only.
-                src = back[:, d]
-                pair = np.flatnonzero(open_[:, :k_cells] & claims[:, src])
-                if not pair.size:
-                    continue
-                row_p, cell_p = pair // k_cells, pair % k_cells
-                src_at = row_p * stride + src.take(cell_p)
-                nxt = links.take(span_flat.take(src_at) * 4 + d)
-                linked = np.flatnonzero(nxt >= 0)
-                at = row_p.take(linked) * stride + cell_p.take(linked)
-                cand = key_flat.take(src_at.take(linked)) * 4 + d
+                at = src_row * stride + step[:, d].take(src_cell)
+                pair = np.flatnonzero(open_flat.take(at))  # the spare column is never open
+                nxt = links.take(src_span4.take(pair) + d)
+                linked = pair.take(np.flatnonzero(nxt >= 0))
+                nxt = nxt[nxt >= 0]
+                at = at.take(linked)
+                cand = src_key.take(linked) * 4 + d
                 better = np.flatnonzero(cand < best.take(at))
                 best[at.take(better)] = cand.take(better)
-                best_span[at.take(better)] = nxt.take(linked).take(better)
-            new = np.flatnonzero(best != none)
-            span_flat[new] = best_span.take(new)
-            open_flat[new] = False
+                best_span[at.take(better)] = nxt.take(better)
+            src = np.flatnonzero(best != none)
+            span_flat[src] = best_span.take(src)
+            open_flat[src] = False
             # Only the cells claimed this level claim at the next.
-            key = np.full(span.shape, none, dtype=np.int64)
-            key.ravel()[new] = best.take(new)
+            key_flat = best
         return span[:, 0]
 
     def _whole_patches(self, pid) -> _Patches:
