@@ -509,20 +509,28 @@ class _Patches:
             inside = (nx >= 0) & (nz >= 0) & (nx < wb) & (nz < hb)
             nh = np.full(nx.shape, UNSET_HEIGHT, dtype=np.uint16)
             nh[inside] = self.data[(base[bad, None] + nx + nz * wb)[inside]]
-            d = np.abs(nh.astype(F32) * self.ch - fy[bad, None])
-            d = np.where(nh != UNSET_HEIGHT, d, np.inf)
-            result = np.full(bad.size, UNSET_HEIGHT, dtype=np.uint16)
-            todo = np.ones(bad.size, dtype=bool)
-            rows = np.arange(bad.size)
-            for ring in range(1, self.nring + 1):
-                cols = np.flatnonzero(self.ring == ring)
-                dr = d[:, cols]
-                best = np.argmin(dr, axis=1)
-                hit = todo & np.isfinite(dr[rows, best])
-                result[hit] = nh[rows[hit], cols[best[hit]]]
-                todo &= ~hit
-            hgt[bad] = result
+            hgt[bad] = _spiral_pick(nh, fy[bad], self.ring, self.nring, self.ch)
         return hgt
+
+
+def _spiral_pick(nh, fy, ring, nring: int, ch) -> np.ndarray:
+    """The end of Recast getHeight's spiral walk: ``nh`` uint16 (m, K) the heights of the
+    cells around m points in spiral order (UNSET_HEIGHT: none or outside), ``ring`` (K,) each
+    cell's ring; per point the height nearest ``fy`` [wu] in the first ring holding any (the
+    first of equals in spiral order), UNSET_HEIGHT if none. [Units: ch]"""
+    d = np.abs(nh.astype(F32) * ch - fy[:, None])
+    d = np.where(nh != UNSET_HEIGHT, d, np.inf)
+    result = np.full(nh.shape[0], UNSET_HEIGHT, dtype=np.uint16)
+    todo = np.ones(nh.shape[0], dtype=bool)
+    rows = np.arange(nh.shape[0])
+    for r in range(1, nring + 1):
+        cols = np.flatnonzero(ring == r)
+        dr = d[:, cols]
+        best = np.argmin(dr, axis=1)
+        hit = todo & np.isfinite(dr[rows, best])
+        result[hit] = nh[rows[hit], cols[best[hit]]]
+        todo &= ~hit
+    return result
 
 
 @functools.cache
@@ -572,6 +580,8 @@ class _LocalHeights:
         self.w = np.asarray(pw, dtype=np.int64)
         self.h = np.asarray(ph, dtype=np.int64)
         self.bs, self.ics, self.ch, self.radius = bs, F32(ics), F32(chf.ch), radius
+        self.spiral, self.ring = _spiral(radius)
+        self.nring = int(self.ring.max()) if self.ring.size else 0
         self.reg_field = np.ascontiguousarray(chf.reg if reg_field is None else reg_field)
         self.layer = None if layer is None else np.asarray(layer, dtype=np.int64)
         # Polygons whose whole patch was built, and where (`_whole_patches`).
@@ -586,6 +596,25 @@ class _LocalHeights:
         iz = np.floor(fz * self.ics + F32(0.01)).astype(np.int64)
         ix = np.minimum(np.maximum(ix - self.xmin[pid], 0), w - 1)
         iz = np.minimum(np.maximum(iz - self.ymin[pid], 0), h - 1)
+        hgt, known, empty = self._cells(pid, ix, iz)
+        # A cell over an empty column stays unset: Recast walks the spiral around it.
+        walk = np.flatnonzero(empty)
+        if walk.size:
+            hgt[walk], known[walk] = self._spiral(
+                pid.take(walk), ix.take(walk), iz.take(walk), fy.take(walk)
+            )
+        todo = np.flatnonzero(~known)
+        if todo.size:
+            hgt[todo] = self._whole_patches(pid.take(todo)).height(
+                self.whole_at[pid.take(todo)], fx.take(todo), fy.take(todo), fz.take(todo)
+            )
+        return hgt
+
+    def _cells(self, pid, ix, iz):
+        """Patch cells (ix, iz) of polygons pid (int64 (m,) each): (uint16 (m,) heights
+        [Units: ch], bool (m,) known, bool (m,) empty). Known: the cell's span is found or
+        claimed within `LOCAL_FLOOD_LEVELS` levels, or its column holds no span (empty:
+        UNSET_HEIGHT, as nothing can claim it)."""
         hgt = np.full(pid.shape[0], UNSET_HEIGHT, dtype=np.uint16)
         todo = np.arange(pid.shape[0])
         # Level by level, each time on a window one step wider, for the cells not yet reached.
@@ -596,11 +625,43 @@ class _LocalHeights:
             hit = span >= 0
             hgt[todo[hit]] = self.chf.y.take(span[hit])
             todo = todo[~hit]
-        if todo.size:
-            hgt[todo] = self._whole_patches(pid.take(todo)).height(
-                self.whole_at[pid.take(todo)], fx.take(todo), fy.take(todo), fz.take(todo)
-            )
-        return hgt
+        empty = np.zeros(pid.shape[0], dtype=bool)
+        empty[todo] = self._empty(pid.take(todo), ix.take(todo), iz.take(todo))
+        known = np.ones(pid.shape[0], dtype=bool)
+        known[todo] = empty[todo]
+        return hgt, known, empty
+
+    def _empty(self, pid, ix, iz) -> np.ndarray:
+        """bool (m,): patch cells (ix, iz) of polygons pid whose column holds no span."""
+        col = (self.xmin.take(pid) + self.bs + ix) + (
+            self.ymin.take(pid) + self.bs + iz
+        ) * self.chf.width
+        cell_start = self.chf.cell_start
+        return cell_start.take(col) == cell_start[1:].take(col)
+
+    def _spiral(self, pid, ix, iz, fy):
+        """Recast getHeight's spiral walk around unset patch cells (ix, iz) of polygons pid,
+        its cells read by `_cells`: (uint16 (m,) heights, bool (m,) known). Not known: a
+        cell of a ring the walk reaches (up to the first ring holding a height) is neither
+        reached within the levels nor over an empty column."""
+        offs = self.spiral
+        w, h = self.w.take(pid)[:, None], self.h.take(pid)[:, None]
+        nx = ix[:, None] + offs[:, 0]
+        nz = iz[:, None] + offs[:, 1]
+        inside = (nx >= 0) & (nz >= 0) & (nx < w) & (nz < h)
+        cells = np.flatnonzero(inside)
+        at, known_at, _ = self._cells(
+            pid.take(cells // offs.shape[0]), nx.ravel().take(cells), nz.ravel().take(cells)
+        )
+        nh = np.full(nx.shape, UNSET_HEIGHT, dtype=np.uint16)
+        nh.ravel()[cells] = at
+        unknown = np.zeros(nx.shape, dtype=bool)
+        unknown.ravel()[cells] = ~known_at
+        # The walk stops after the first ring holding a height: unknown cells up to it matter.
+        has = nh != UNSET_HEIGHT
+        last = np.where(has.any(axis=1), self.ring.take(np.argmax(has, axis=1)), self.nring)
+        known = ~(unknown & (self.ring[None, :] <= last[:, None])).any(axis=1)
+        return _spiral_pick(nh, fy, self.ring, self.nring, self.ch), known
 
     def _claims(self, pid, ix, iz, level: int) -> np.ndarray:
         """The span Recast's flood puts in patch cell (ix, iz) of polygon pid (int64 (m,)
