@@ -28,8 +28,12 @@ The rule, per polygon (Recast's ``buildPolyDetail``):
    every error is within ``sample_max_error``.
 
 Arithmetic is float32 in Recast's operation order, so the output matches Recast bit for bit.
-Vectorized over all polygons at once: the height patches (one level-by-level breadth-first
-flood for every polygon), edge sampling and simplification, minimum extents, the interior
+Only the patch cells the samples read are worked out (`_LocalHeights`: a cell's floor, or
+the flood replayed in a window of a few cells around it, claims in Recast's queue order);
+a polygon with a sample beyond that gets its whole patch (`_height_patches`: one
+level-by-level breadth-first flood for all such polygons at once, also the oracle).
+Vectorized over all polygons at once: those height reads, edge sampling and
+simplification, minimum extents, the interior
 sample grids and the hull ear walks. The greedy insertion of interior samples runs in rounds
 over the polygons that add some: each round measures every such polygon's samples against its
 triangles at once, and re-triangulates each (Recast's delaunayHull, sequential per polygon;
