@@ -620,8 +620,10 @@ class _LocalHeights:
         claimed within `LOCAL_FLOOD_LEVELS` levels, or its column holds no span (empty:
         UNSET_HEIGHT, as nothing can claim it)."""
         hgt = np.full(pid.shape[0], UNSET_HEIGHT, dtype=np.uint16)
+        empty = np.zeros(pid.shape[0], dtype=bool)
         todo = np.arange(pid.shape[0])
-        # Level by level, each time on a window one step wider, for the cells not yet reached.
+        # Level by level, each time on a window one step wider, for the cells not yet reached
+        # (after level 0, not those over an empty column: nothing reaches them).
         for level in range(LOCAL_FLOOD_LEVELS + 1):
             if not todo.size:
                 break
@@ -629,10 +631,12 @@ class _LocalHeights:
             hit = span >= 0
             hgt[todo[hit]] = self.chf.y.take(span[hit])
             todo = todo[~hit]
-        empty = np.zeros(pid.shape[0], dtype=bool)
-        empty[todo] = self._empty(pid.take(todo), ix.take(todo), iz.take(todo))
+            if level == 0:
+                none = self._empty(pid.take(todo), ix.take(todo), iz.take(todo))
+                empty[todo[none]] = True
+                todo = todo[~none]
         known = np.ones(pid.shape[0], dtype=bool)
-        known[todo] = empty[todo]
+        known[todo] = False
         return hgt, known, empty
 
     def _empty(self, pid, ix, iz) -> np.ndarray:
