@@ -339,10 +339,11 @@ def _height_patches(
     The breadth-first flood runs level by level over all polygons at once; within a level the
     first claim of a cell in Recast's FIFO order (queue position, then direction) wins, which is
     exactly Recast's sequential queue. Each patch depends on its own polygon only, so any subset
-    of polygons gives the same patches. ``borders``: `_region_borders` (None: chf's own
-    regions, the seed flags computed for the spans found only). ``layer``: per polygon, where
-    its region field starts in the borders' arrays (several meshes' fields joined,
-    `build_poly_mesh_details`); None: they are chf's own.
+    of polygons gives the same patches. ``borders``: (region field, seed flag per span or
+    None), as `_region_borders` gives them (flags None: computed for the spans found only);
+    None: chf's own regions. ``layer``: per polygon, where its region field starts in the
+    borders' arrays (several meshes' fields joined, `build_poly_mesh_details`); None: they
+    are chf's own.
     Working memory about `PATCH_BYTES_PER_CELL` per patch cell. [Units: cells]
     """
     if borders is None:
@@ -565,9 +566,10 @@ class _LocalHeights:
     level L depends only on the cells within L steps of it, and its queue order is its
     claimer's followed by the direction (a seed's is its row-major place in the patch), so
     the flood replayed in that small window gives the cell exactly. Samples lie on or near
-    their polygon: their cells are reached within `LOCAL_FLOOD_LEVELS` levels on every shared
-    mesh. A sample whose cell is not (farther, unreached: Recast's spiral walk) has its
-    polygon's whole patch built (`_height_patches`), as are polygons with no span of their
+    their polygon: their cells are reached within `LOCAL_FLOOD_LEVELS` levels, or lie over an
+    empty column (unset: getHeight's spiral walk then reads the cells around, the same way).
+    A cell read that is neither (farther, or cut off from the region's border spans) has its
+    polygon's whole patch built (`_height_patches`), as have polygons with no span of their
     region under them (Recast seeds those at the centre).
     Arguments as `_height_patches`; ``reg_field``: the region field the polygons read (several
     meshes' joined, with ``layer``; chf.reg when None). [Units: cells, ch]
@@ -691,12 +693,10 @@ class _LocalHeights:
         found = _region_spans(
             self.reg_field, self.chf.cell_start, col, self.regions.take(p), layer_at
         )
+        if level == 0:  # the window is the cell itself, always inside the patch
+            return found if layer_at is None else np.where(found >= 0, found - layer_at, -1)
         # Per window cell (one spare column for "outside the window"): its span, -1 unset.
         span = np.full((pid.shape[0], k_cells + 1), -1, dtype=np.int64)
-        if level == 0:
-            at = found if layer_at is None else np.where(found >= 0, found - layer_at, -1)
-            span.ravel()[row * (k_cells + 1) + cells % k_cells] = at
-            return span[:, 0]
         # Recast's seeds are the found spans with a neighbour in another region; every found
         # span is taken as one here: one linked into an unfound cell is a seed (that cell's
         # spans are all in other regions), and the others claim nothing.
@@ -731,8 +731,8 @@ class _LocalHeights:
                 at = src_row * stride + step[:, d].take(src_cell)
                 pair = np.flatnonzero(open_flat.take(at))  # the spare column is never open
                 nxt = links.take(src_span4.take(pair) + d)
-                linked = pair.take(np.flatnonzero(nxt >= 0))
-                nxt = nxt[nxt >= 0]
+                ok = nxt >= 0
+                linked, nxt = pair[ok], nxt[ok]
                 at = at.take(linked)
                 cand = src_key.take(linked) * 4 + d
                 better = np.flatnonzero(cand < best.take(at))
@@ -751,11 +751,10 @@ class _LocalHeights:
         need = np.union1d(np.flatnonzero(self.whole_at >= 0), pid)
         if self.whole is None or (self.whole_at[need] < 0).any():
             layer = None if self.layer is None else self.layer[need]
-            reg_field = self.reg_field
             data, off = _height_patches(
                 self.chf, self.verts, self.poly_idx[need], self.npoly[need], self.regions[need],
                 self.xmin[need], self.ymin[need], self.w[need], self.h[need], self.bs,
-                (reg_field, None), layer,
+                (self.reg_field, None), layer,
             )  # fmt: skip
             self.whole = _Patches(
                 data, off, self.xmin[need], self.ymin[need], self.w[need], self.h[need],
