@@ -104,6 +104,11 @@ LOCAL_HEIGHTS = True
 #: whole patch (samples lie on or near their polygon, so their cells are reached within two
 #: levels on every shared mesh: the rest is a rare fallback, not a different result).
 LOCAL_FLOOD_LEVELS = 2
+#: Patch cells of a chunk below which its whole patches are built all the same: there the
+#: flood costs less than the local reads' fixed NumPy calls (the detail stage with whole
+#: patches against local reads, in one process: house's 3.5k patch cells and bridge's 1.6k
+#: 0.94x, dungeon's 37k about 1.15x). [Units: cells]
+LOCAL_MIN_CELLS = 8192
 #: Polygons leaving `_details_with_samples`' rounds keep their last scan tables as settled
 #: scans (`_seed_settled_scans`); False: their first Delaunay alone scans every pair.
 SEED_SETTLED_SCANS = True
@@ -2704,9 +2709,12 @@ def build_poly_mesh_details(
     if len(batch) > 1:
         n_spans = np.int64(chf.y.shape[0])
         layer = np.repeat(np.arange(len(batch), dtype=np.int64) * n_spans, np.diff(poly_first))
+    borders: tuple[np.ndarray, np.ndarray | None]
     if LOCAL_HEIGHTS:
-        borders = None
+        # The region field the polygons read; chunks too small for local reads build whole
+        # patches from it, their seed flags found for the spans they meet.
         reg_field = chf.reg if len(batch) == 1 else np.concatenate([chfs[i].reg for i in batch])
+        borders = (np.ascontiguousarray(reg_field), None)
     elif len(batch) == 1:
         borders = _region_borders(chf)
     else:
@@ -2743,6 +2751,7 @@ def build_poly_mesh_details(
     # polygon alone): each polygon's patch and samples depend on that polygon only, so the
     # result is the same and the peak no longer grows with the sum of all bounding boxes.
     regs64 = regs.astype(np.int64)
+    sizes = pw * ph
 
     def sample_chunk(lo_hi: tuple[int, int]):
         lo, hi = lo_hi
@@ -2750,7 +2759,7 @@ def build_poly_mesh_details(
             return None
         chunk_layer = None if layer is None else layer[lo:hi]
         patches: _Patches | _LocalHeights
-        if LOCAL_HEIGHTS:
+        if LOCAL_HEIGHTS and int(sizes[lo:hi].sum()) >= LOCAL_MIN_CELLS:
             patches = _LocalHeights(
                 chf, vi, pidx[lo:hi], npoly[lo:hi], regs64[lo:hi], xmin[lo:hi], ymin[lo:hi],
                 pw[lo:hi], ph[lo:hi], bs, F32(1) / F32(chf.cs), radius, reg_field, chunk_layer,
@@ -2777,7 +2786,6 @@ def build_poly_mesh_details(
     # (it runs without the GIL) overlaps. A polygon larger than the budget makes a chunk of
     # its own: then one chunk at a time, so the working memory stays that `core.memory`
     # predicts (the workers' budgets, or one polygon's patch).
-    sizes = pw * ph
     chunks = patch_chunks(sizes)
     fits = int(sizes.max(initial=0)) <= PATCH_CELLS_PER_CHUNK
     workers = LOCAL_WORKERS if LOCAL_HEIGHTS else PATCH_WORKERS

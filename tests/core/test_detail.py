@@ -632,13 +632,13 @@ def test_progress_is_reported():
     assert all(isinstance(s, str) and s for _, s in seen)
 
 
-@pytest.mark.parametrize("local", [True, False])
+@pytest.mark.parametrize("heights", ["local", "small chunks whole", "whole"])
 @pytest.mark.parametrize("budget", [1, 5000])
 @pytest.mark.parametrize("workers", [1, 2])
-def test_polygon_chunks_give_the_same_detail_mesh(built, budget, workers, local, monkeypatch):
+def test_polygon_chunks_give_the_same_detail_mesh(built, budget, workers, heights, monkeypatch):
     """Height patches built a few polygons at a time (1 cell: one polygon per chunk), on one
-    thread or two, whole or read cell by cell (`LOCAL_HEIGHTS`), give the same detail mesh as
-    all at once, bit for bit."""
+    thread or two, read cell by cell (`LOCAL_HEIGHTS`), whole for chunks below
+    `LOCAL_MIN_CELLS`, or whole, give the same detail mesh as all at once, bit for bit."""
     import core.detail as detail_module
 
     ref, pmesh, chf, whole = built
@@ -646,7 +646,8 @@ def test_polygon_chunks_give_the_same_detail_mesh(built, budget, workers, local,
     monkeypatch.setattr(detail_module, "PATCH_CELLS_PER_CHUNK", budget)
     monkeypatch.setattr(detail_module, "PATCH_WORKERS", workers)
     monkeypatch.setattr(detail_module, "LOCAL_WORKERS", workers)
-    monkeypatch.setattr(detail_module, "LOCAL_HEIGHTS", local)
+    monkeypatch.setattr(detail_module, "LOCAL_HEIGHTS", heights != "whole")
+    monkeypatch.setattr(detail_module, "LOCAL_MIN_CELLS", 0 if heights == "local" else 1 << 30)
     pools = []
 
     class CountedPool(threads.ThreadPoolExecutor):
