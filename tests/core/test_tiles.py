@@ -133,9 +133,20 @@ def test_chunk_tree_shape_and_rect_query():
         assert pm.nodes_overlapping_rect(a, b).tolist() == _escape_traversal(pm, a, b)
 
 
-def test_tiled_dungeon_equals_recastdemo():
+@pytest.mark.parametrize("local_min_cells", [None, 0])
+def test_tiled_dungeon_equals_recastdemo(local_min_cells, monkeypatch):
+    """RecastDemo's tiled dungeon, array for array; also with every tile's detail heights read
+    locally (its 32-cell tiles' patches are below `LOCAL_MIN_CELLS`: whole by default), where
+    the tile border shifts every cell read."""
+    from core import detail
+
     ref = load_reference("dungeon_tiled")
-    got = tiles.tiled_dump_arrays(dungeon_tiled())
+    if local_min_cells is None:
+        bake = dungeon_tiled()
+    else:
+        monkeypatch.setattr(detail, "LOCAL_MIN_CELLS", local_min_cells)
+        bake = tiles.bake_tiled(*dungeon(), NavConfig(), 32, workers=1)
+    got = tiles.tiled_dump_arrays(bake)
     names = [k for k in ref if k.startswith(TILE_KEYS_PREFIX)]
     assert sorted(names) == sorted(got)
     for name in names:
