@@ -487,6 +487,17 @@ def _spiral(radius: int):
     return off, ring
 
 
+def _patch_cell(fx, fz, ics, xmin, ymin, w, h):
+    """getHeight's patch cell of points fx, fz (float32 (n,), local frame [wu]) in patches
+    at xmin, ymin of w x h cells (int64 (n,) each): (ix, iz) int64, clamped into the patch,
+    Recast's ``floor(f * ics + 0.01)`` in float32."""
+    ix = np.floor(fx * ics + F32(0.01)).astype(np.int64)
+    iz = np.floor(fz * ics + F32(0.01)).astype(np.int64)
+    ix = np.minimum(np.maximum(ix - xmin, 0), w - 1)
+    iz = np.minimum(np.maximum(iz - ymin, 0), h - 1)
+    return ix, iz
+
+
 class _Patches:
     """All polygons' height patches plus what Recast's getHeight needs."""
 
@@ -504,10 +515,7 @@ class _Patches:
         """Recast getHeight for float32 arrays (n,) of points of polygons ``pid`` (n,), in
         the mesh's local frame: uint16 heights (n,) [Units: ch], UNSET_HEIGHT if none near."""
         w, h = self.w[pid], self.h[pid]
-        ix = np.floor(fx * self.ics + F32(0.01)).astype(np.int64)
-        iz = np.floor(fz * self.ics + F32(0.01)).astype(np.int64)
-        ix = np.minimum(np.maximum(ix - self.xmin[pid], 0), w - 1)
-        iz = np.minimum(np.maximum(iz - self.ymin[pid], 0), h - 1)
+        ix, iz = _patch_cell(fx, fz, self.ics, self.xmin[pid], self.ymin[pid], w, h)
         base = self.off[pid]
         hgt = self.data[base + ix + iz * w]
         bad = np.flatnonzero(hgt == UNSET_HEIGHT)
@@ -602,11 +610,9 @@ class _LocalHeights:
     def height(self, pid, fx, fy, fz):
         """Recast getHeight for float32 arrays (n,) of points of polygons ``pid`` (n,), in
         the mesh's local frame: uint16 heights (n,) [Units: ch], UNSET_HEIGHT if none near."""
-        w, h = self.w[pid], self.h[pid]
-        ix = np.floor(fx * self.ics + F32(0.01)).astype(np.int64)
-        iz = np.floor(fz * self.ics + F32(0.01)).astype(np.int64)
-        ix = np.minimum(np.maximum(ix - self.xmin[pid], 0), w - 1)
-        iz = np.minimum(np.maximum(iz - self.ymin[pid], 0), h - 1)
+        ix, iz = _patch_cell(
+            fx, fz, self.ics, self.xmin[pid], self.ymin[pid], self.w[pid], self.h[pid]
+        )
         hgt, known, empty = self._cells(pid, ix, iz)
         # A cell over an empty column stays unset: Recast walks the spiral around it.
         walk = np.flatnonzero(empty)

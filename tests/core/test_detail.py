@@ -390,10 +390,9 @@ def slow_height_data(chf, poly_verts, region, xmin, ymin, w, h):
     return data
 
 
-@pytest.mark.parametrize("scene", ["nav_test", "dungeon"])
-def test_batched_height_patches_match_sequential_flood(scene):
-    ref = load_reference(scene)
-    pmesh, chf = ref_polymesh(ref), ref_compact(ref)
+def patch_frames(pmesh, chf):
+    """Per polygon of ``pmesh``: vertices, (npoly, nvp) ids, sizes and patch boxes, as
+    build_poly_mesh_detail frames them (cells)."""
     nvp = pmesh.nvp
     pidx = pmesh.polys[:, :nvp].astype(np.int64)
     npoly = (pidx != 0xFFFF).sum(axis=1)
@@ -403,7 +402,14 @@ def test_batched_height_patches_match_sequential_flood(scene):
     xmax = np.minimum(chf.width, vi[safe, 0].max(axis=1) + 1)
     ymin = np.maximum(0, vi[safe, 2].min(axis=1) - 1)
     ymax = np.minimum(chf.height, vi[safe, 2].max(axis=1) + 1)
-    pw, ph = xmax - xmin, ymax - ymin
+    return vi, safe, pidx, npoly, xmin, ymin, xmax - xmin, ymax - ymin
+
+
+@pytest.mark.parametrize("scene", ["nav_test", "dungeon"])
+def test_batched_height_patches_match_sequential_flood(scene):
+    ref = load_reference(scene)
+    pmesh, chf = ref_polymesh(ref), ref_compact(ref)
+    vi, _safe, pidx, npoly, xmin, ymin, pw, ph = patch_frames(pmesh, chf)
     regs = pmesh.regs.astype(np.int64)
     data, off = _height_patches(chf, vi, pidx, npoly, regs, xmin, ymin, pw, ph, 0)
     for p in range(0, pmesh.polys.shape[0], 3):
@@ -466,21 +472,6 @@ def test_get_height_matches_scalar_spiral(radius):
         for a, b, c in zip(fx, fy, fz, strict=True)
     ]
     np.testing.assert_array_equal(fast, slow)
-
-
-def patch_frames(pmesh, chf):
-    """Per polygon of ``pmesh``: vertices, (npoly, nvp) ids, sizes and patch boxes, as
-    build_poly_mesh_detail frames them (cells)."""
-    nvp = pmesh.nvp
-    pidx = pmesh.polys[:, :nvp].astype(np.int64)
-    npoly = (pidx != 0xFFFF).sum(axis=1)
-    vi = pmesh.verts.astype(np.int64)
-    safe = np.where(pidx != 0xFFFF, pidx, pidx[:, :1])
-    xmin = np.maximum(0, vi[safe, 0].min(axis=1) - 1)
-    xmax = np.minimum(chf.width, vi[safe, 0].max(axis=1) + 1)
-    ymin = np.maximum(0, vi[safe, 2].min(axis=1) - 1)
-    ymax = np.minimum(chf.height, vi[safe, 2].max(axis=1) + 1)
-    return vi, safe, pidx, npoly, xmin, ymin, xmax - xmin, ymax - ymin
 
 
 @pytest.mark.parametrize("scene", ["nav_test", "dungeon"])
