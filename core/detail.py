@@ -256,32 +256,6 @@ def _seed_poly_center(chf, pverts, xmin, ymin, w, h, bs):
     return cx + bs, cy + bs, ci
 
 
-#: Spans per piece of `_region_borders` (cache-sized temporaries, reused by the allocator).
-BORDER_CHUNK_SPANS = 1 << 16
-
-
-def _region_borders(chf):
-    """(chf.reg (n,), bool (n,) spans with a connected neighbour in another region): the flood
-    seeds of `_height_patches`, computed once for all polygon chunks, piece by piece on
-    `PATCH_WORKERS` threads (no (n, 4) temporaries)."""
-    reg = np.ascontiguousarray(chf.reg)
-    nbr = chf.neighbor
-    n = reg.shape[0]
-    border = np.empty(n, dtype=bool)
-
-    def piece(lo: int) -> None:
-        hi = min(n, lo + BORDER_CHUNK_SPANS)
-        out, own = border[lo:hi], reg[lo:hi]
-        out[:] = False
-        for d in range(4):
-            link = nbr[lo:hi, d]
-            # A missing link (-1) reads the last span's region; the mask drops it.
-            out |= (link >= 0) & (reg.take(link) != own)
-
-    threads.map_pieces(piece, range(0, n, BORDER_CHUNK_SPANS), PATCH_WORKERS)
-    return reg, border
-
-
 def _region_spans(chf_reg, cell_start, col, reg, layer_at=None) -> np.ndarray:
     """The first span, bottom up, of each column ``col`` (int64 (m,) chf cell ids) whose
     region is ``reg`` (int64 (m,)), as Recast's getHeightData looks for the polygon's region:
@@ -335,7 +309,7 @@ def _seed_flags(chf_reg, neighbor, span, layer_at=None) -> np.ndarray:
 
 
 def _height_patches(
-    chf, verts, poly_idx, npoly, regions, xmin, ymin, pw, ph, bs, borders=None, layer=None
+    chf, verts, poly_idx, npoly, regions, xmin, ymin, pw, ph, bs, reg_field=None, layer=None
 ):
     """The height patches of the given polygons (Recast's getHeightData), flooded together.
 
@@ -344,17 +318,13 @@ def _height_patches(
     The breadth-first flood runs level by level over all polygons at once; within a level the
     first claim of a cell in Recast's FIFO order (queue position, then direction) wins, which is
     exactly Recast's sequential queue. Each patch depends on its own polygon only, so any subset
-    of polygons gives the same patches. ``borders``: (region field, seed flag per span or
-    None), as `_region_borders` gives them (flags None: computed for the spans found only);
-    None: chf's own regions. ``layer``: per polygon, where its region field starts in the
-    borders' arrays (several meshes' fields joined, `build_poly_mesh_details`); None: they
-    are chf's own.
+    of polygons gives the same patches. ``reg_field``: the region field the polygons read
+    (several meshes' joined, `build_poly_mesh_details`; chf.reg when None); ``layer``: per
+    polygon, where its mesh's regions start in it (None: the field is chf's own). The seed
+    flags (`_seed_flags`) are found for the spans of the polygons' regions only.
     Working memory about `PATCH_BYTES_PER_CELL` per patch cell. [Units: cells]
     """
-    if borders is None:
-        chf_reg, border = np.ascontiguousarray(chf.reg), None
-    else:
-        chf_reg, border = borders
+    chf_reg = np.ascontiguousarray(chf.reg if reg_field is None else reg_field)
     npolys = regions.shape[0]
     width = chf.width
     size = pw * ph
@@ -385,12 +355,9 @@ def _height_patches(
     span = found.take(has)
     # A span is a seed when a connected neighbour lies in another region (its region is the
     # polygon's, so this is a property of the span alone).
-    if border is not None:
-        seed_at = border.take(span)
-    else:
-        seed_at = _seed_flags(
-            chf_reg, chf.neighbor, span, None if layer_at is None else layer_at.take(has)
-        )
+    seed_at = _seed_flags(
+        chf_reg, chf.neighbor, span, None if layer_at is None else layer_at.take(has)
+    )
     if layer_at is not None:
         span -= layer_at.take(has)
         del layer_at
@@ -765,7 +732,7 @@ class _LocalHeights:
             data, off = _height_patches(
                 self.chf, self.verts, self.poly_idx[need], self.npoly[need], self.regions[need],
                 self.xmin[need], self.ymin[need], self.w[need], self.h[need], self.bs,
-                (self.reg_field, None), layer,
+                self.reg_field, layer,
             )  # fmt: skip
             self.whole = _Patches(
                 data, off, self.xmin[need], self.ymin[need], self.w[need], self.h[need],
@@ -2715,17 +2682,10 @@ def build_poly_mesh_details(
     if len(batch) > 1:
         n_spans = np.int64(chf.y.shape[0])
         layer = np.repeat(np.arange(len(batch), dtype=np.int64) * n_spans, np.diff(poly_first))
-    borders: tuple[np.ndarray, np.ndarray | None]
-    if LOCAL_HEIGHTS:
-        # The region field the polygons read; chunks too small for local reads build whole
-        # patches from it, their seed flags found for the spans they meet.
-        reg_field = chf.reg if len(batch) == 1 else np.concatenate([chfs[i].reg for i in batch])
-        borders = (np.ascontiguousarray(reg_field), None)
-    elif len(batch) == 1:
-        borders = _region_borders(chf)
-    else:
-        fields = [_region_borders(chfs[i]) for i in batch]
-        borders = (np.concatenate([f[0] for f in fields]), np.concatenate([f[1] for f in fields]))
+    # The region field the polygons read (each mesh's after the ones before, with ``layer``).
+    reg_field = np.ascontiguousarray(
+        chf.reg if len(batch) == 1 else np.concatenate([chfs[i].reg for i in batch])
+    )
     pcols = np.arange(nvp)[None, :] < npoly[:, None]
     safe = np.where(pcols, pidx, 0)
     px_all = np.where(pcols, vi[safe, 0], 0)
@@ -2773,7 +2733,7 @@ def build_poly_mesh_details(
         else:
             data, off = _height_patches(
                 chf, vi, pidx[lo:hi], npoly[lo:hi], regs64[lo:hi], xmin[lo:hi], ymin[lo:hi],
-                pw[lo:hi], ph[lo:hi], bs, borders, chunk_layer,
+                pw[lo:hi], ph[lo:hi], bs, reg_field, chunk_layer,
             )  # fmt: skip
             patches = _Patches(
                 data, off, xmin[lo:hi], ymin[lo:hi], pw[lo:hi], ph[lo:hi],

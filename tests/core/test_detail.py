@@ -691,18 +691,25 @@ def test_vertex_cap_in_chunks(monkeypatch):
     np.testing.assert_array_equal(chunked.verts, whole.verts)
 
 
-@pytest.mark.parametrize("workers", [1, 2])
-def test_region_borders_in_pieces_equal_a_per_span_walk(workers, monkeypatch):
-    """`_region_borders` in small pieces, on one or two threads: a span is a border span when
-    some connected neighbour lies in another region."""
+@pytest.mark.parametrize("joined", [False, True])
+def test_seed_flags_equal_a_per_span_walk(joined):
+    """`_seed_flags` of every span: a span is a flood seed when some connected neighbour lies
+    in another region; also with the regions second in a field joined after another mesh's
+    (span ids shifted by ``layer_at``)."""
     from core import detail
 
     chf = ref_compact(load_reference("dungeon"))
-    monkeypatch.setattr(detail, "BORDER_CHUNK_SPANS", 1000)
-    monkeypatch.setattr(detail, "PATCH_WORKERS", workers)
-    reg, border = detail._region_borders(chf)
+    reg = np.asarray(chf.reg)
+    n = reg.shape[0]
+    spans = np.arange(n, dtype=np.int64)
+    if joined:
+        other = np.where(reg != 0, 1 - reg.astype(np.int64), 0)  # none of this mesh's ids
+        field = np.concatenate([other, reg.astype(np.int64)])
+        got = detail._seed_flags(field, chf.neighbor, spans + n, np.full(n, n, dtype=np.int64))
+    else:
+        got = detail._seed_flags(reg, chf.neighbor, spans)
     nbr = chf.neighbor.tolist()
-    regs = np.asarray(chf.reg).tolist()
+    regs = reg.tolist()
     want = [any(j >= 0 and regs[j] != regs[i] for j in nbr[i]) for i in range(len(regs))]
-    assert np.array_equal(reg, chf.reg) and border.tolist() == want
+    assert got.tolist() == want
     assert 0 < sum(want) < len(want)
