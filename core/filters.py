@@ -160,9 +160,8 @@ def _ledges(hf, candidates, ceiling_all, walkable_height, walkable_climb):
             step = clear & (np.abs(diff) <= walkable_climb)
             # The step floors into the running extremes without a mask (a masked ufunc or
             # np.where branches per element, several times slower where the mask changes
-            # often; here the stage gained 1-11 %): the
-            # other floors count as 0 for the highest (which is >= floor >= 0) and as above
-            # any height for the lowest.
+            # often; here the stage gained 1-11 %): the other floors count as 0 for the
+            # highest (which is >= floor >= 0) and as above any height for the lowest.
             stepped = np.multiply(n_floor, step)
             np.maximum(highest_ok, stepped, out=highest_ok)
             stepped += np.multiply(~step, _ABOVE_ANY_FLOOR)
