@@ -449,30 +449,27 @@ def _details_together(agents: list[_OpenAgent]) -> list[Any]:
     return details
 
 
+#: Spans of the jobs' compact heightfields together (each distinct one counted once) below
+#: which the per-agent stages stay in this process even with ``workers`` > 1 or an
+#: ``executor``: forking (or pickling to a kept pool) and sending the results back cost about
+#: what a second core gives there. Three agents on this machine class, over one bake: dungeon
+#: (23.6k spans) 1.47x in one process, 1.51x with a forked worker, 1.47x on a kept pool; its
+#: 2x2 tiling (94k) 1.49x / 1.41x / 1.45x; its 4x4 (377k) 1.67x / 1.43x / 1.51x.
+PROCESS_MIN_SPANS = 1 << 16
+
 #: The per-agent jobs a forked worker reads from its copy of this process's memory (so the
 #: shared heightfields are not pickled to it); set only while `_tails_in_processes` runs.
 _FORKED_JOBS: list | None = None
 
 
-def _forked_tail(index: int):
-    """`_agent_tail` of job ``index`` of `_FORKED_JOBS`, in a forked worker (its arrays are the
-    worker's own copy-on-write pages, so the compact heightfield is taken over as it is)."""
-    assert _FORKED_JOBS is not None
-    return _tail_beside_others(*_FORKED_JOBS[index])
-
-
-def _tail_beside_others(*job):
-    """`_agent_tail` while other agents' tails run on the other cores: one thread per stage
-    (`core.threads`)."""
-    with threads.single_threaded():
-        return _agent_tail(*job)
-
-
-def _own_compacts(jobs: list) -> tuple[list, dict[int, dict[str, np.ndarray]]]:
+def _own_compacts(
+    jobs: list, layouts: dict[int, dict[str, np.ndarray]] | None = None
+) -> tuple[list, dict[int, dict[str, np.ndarray]]]:
     """The jobs, each with its own writable compact arrays over the shared read-only layout
-    (`_frozen_layout`, one per distinct compact heightfield), and those layouts by the id of
-    the job's input compact heightfield."""
-    layouts: dict[int, dict[str, np.ndarray]] = {}
+    (`_frozen_layout`, one per distinct compact heightfield; taken from ``layouts`` where it
+    has one, else made and added), and those layouts by the id of the job's input compact
+    heightfield."""
+    layouts = {} if layouts is None else layouts
     own = []
     for job in jobs:
         chf = job[4]
@@ -482,82 +479,138 @@ def _own_compacts(jobs: list) -> tuple[list, dict[int, dict[str, np.ndarray]]]:
     return own, layouts
 
 
-def _tails_on_executor(jobs: list, executor: cf.Executor) -> list:
-    """Every job's `_agent_tail`: the first job in this process while the others run on
-    ``executor`` (a pool kept between bakes, say; their jobs pickled to it). Each job gets
-    its own writable arrays over the shared read-only layout, as in one process (so a thread
-    pool is safe too), and the layout is not sent back."""
-    own, layouts = _own_compacts(jobs)
+def _job_cost(job) -> int:
+    """The spans an agent's stages work on: its walkable spans after erosion's threshold."""
+    _result, derived, _volumes, _inputs, chf, erosion_dist = job
+    keep = np.asarray(erosion_dist) >= 2 * int(derived.walkable_radius)
+    return int(np.count_nonzero(keep & (chf.area != 0)))
+
+
+def _agent_groups(costs: list[int], count: int) -> list[list[int]]:
+    """Job indices in ``count`` groups (fewer if there are fewer jobs) of about equal work
+    (``costs``, per job: `_job_cost`; the costliest job first onto the lightest group), each
+    group in job order, the lightest group first: it runs in this process, which also
+    unpickles the others' results."""
+    count = max(1, min(count, len(costs)))
+    groups: list[list[int]] = [[] for _ in range(count)]
+    loads = [0] * count
+    for i in sorted(range(len(costs)), key=lambda i: (-costs[i], i)):
+        lightest = loads.index(min(loads))
+        groups[lightest].append(i)
+        loads[lightest] += costs[i]
+    order = sorted(range(count), key=lambda g: (loads[g], groups[g]))
+    return [sorted(groups[g]) for g in order if groups[g]]
+
+
+def _group_here(jobs: list, layouts: dict[int, dict[str, np.ndarray]]) -> list:
+    """`_agent_tails` of ``jobs`` on their own writable copies over ``layouts``, one thread
+    per stage (`core.threads`): other processes keep the other cores busy meanwhile."""
+    with threads.single_threaded():
+        return _agent_tails(_own_compacts(jobs, layouts)[0])
+
+
+def _group_in_worker(jobs: list) -> list:
+    """`_group_here` in a worker process, each compact heightfield returned without its
+    layout arrays (the caller has them: later stages never write them)."""
+    outputs = _group_here(jobs, {})
+    for fields, *_rest in outputs:
+        compact = fields["compact"]
+        empty = {name: np.zeros(0, dtype=getattr(compact, name).dtype) for name in
+                 _LAYOUT_FIELDS}  # fmt: skip
+        fields["compact"] = dataclasses.replace(compact, **empty)
+    return outputs
+
+
+def _forked_group(indices: list[int]) -> list:
+    """`_group_in_worker` of those jobs of `_FORKED_JOBS`, in a forked worker (its arrays are
+    the worker's own copy-on-write pages: nothing large is pickled to it)."""
+    assert _FORKED_JOBS is not None
+    return _group_in_worker([_FORKED_JOBS[i] for i in indices])
+
+
+def _tails_beside(jobs: list, groups: list[list[int]], submit, failure: str) -> list:
+    """Every job's `_agent_tail`: ``groups[0]`` in this process while ``submit(group)`` (a
+    future of `_group_in_worker`'s outputs for that group's jobs) runs each other group. A
+    group whose future fails (or that could not be submitted) runs here afterwards, its
+    agents warned ``failure`` and the error. The results' compact heightfields get their
+    layouts from this process: shared read-only views, as in one process."""
+    layouts: dict[int, dict[str, np.ndarray]] = {}
     futures: list[cf.Future | None] = []
-    for job in own[1:]:
+    for group in groups[1:]:
         try:
-            futures.append(executor.submit(_tail_layout_dropped, *job))
+            futures.append(submit(group))
         except Exception:  # refused (a pool shut down, say): run here, below
             futures.append(None)
     try:
-        outputs = [_tail_beside_others(*own[0])]
-        for job, future in zip(jobs[1:], futures, strict=True):
-            layout = layouts[id(job[4])]
+        outputs: dict[int, Any] = dict(zip(groups[0], _group_here(
+            [jobs[i] for i in groups[0]], layouts), strict=True))  # fmt: skip
+        for group, future in zip(groups[1:], futures, strict=True):
             try:
                 if future is None:
-                    raise RuntimeError("the executor refused the job")
-                fields, timings, warnings, est = future.result()
-            except Exception as exc:  # a broken executor: the same stages here, only slower
-                # A fresh copy: a failing thread may have written into the one it was given.
-                fields, timings, warnings, est = _tail_beside_others(
-                    *job[:4], _copy_compact(job[4], layout), job[5]
+                    raise RuntimeError("the job was refused")
+                done = future.result()
+            except Exception as exc:  # the same stages here, only slower
+                # Fresh copies: a failing thread may have written into the ones it was given.
+                redone = _group_here([jobs[i] for i in group], layouts)
+                note = f"{failure} ({type(exc).__name__}: {exc}); this agent's stages ran in "
+                note += "this process"
+                outputs.update(
+                    (i, (fields, timings, [*warnings, note], est))
+                    for i, (fields, timings, warnings, est) in zip(group, redone, strict=True)
                 )
-                warnings = [
-                    *warnings,
-                    f"the executor failed ({type(exc).__name__}: {exc}); this agent's stages "
-                    "ran in this process",
-                ]
-            # The layout comes back from the input: shared read-only views, as in-process.
-            fields["compact"] = dataclasses.replace(fields["compact"], **layout)
-            outputs.append((fields, timings, warnings, est))
-        return outputs
+                continue
+            for i, (fields, *rest) in zip(group, done, strict=True):
+                layout = layouts.setdefault(id(jobs[i][4]), _frozen_layout(jobs[i][4]))
+                fields["compact"] = dataclasses.replace(fields["compact"], **layout)
+                outputs[i] = (fields, *rest)
+        return [outputs[i] for i in range(len(jobs))]
     finally:
         for future in futures:
             if future is not None:
                 future.cancel()
 
 
-def _tail_layout_dropped(*job):
-    """`_tail_beside_others` in a worker, its compact heightfield returned without the layout
-    arrays (the caller has them: later stages never write them)."""
-    fields, *rest = _tail_beside_others(*job)
-    empty = {name: np.zeros(0, dtype=getattr(fields["compact"], name).dtype) for name in
-             _LAYOUT_FIELDS}  # fmt: skip
-    fields["compact"] = dataclasses.replace(fields["compact"], **empty)
-    return (fields, *rest)
+def _tails_on_executor(jobs: list, groups: list[list[int]], executor: cf.Executor) -> list:
+    """`_tails_beside` with the other groups on ``executor`` (a pool kept between bakes, say;
+    their jobs pickled to it: a compact heightfield shared by a group's agents once)."""
+    return _tails_beside(
+        jobs, groups,
+        lambda group: executor.submit(_group_in_worker, [jobs[i] for i in group]),
+        "the executor failed",
+    )  # fmt: skip
 
 
-def _tails_in_processes(jobs: list, workers: int) -> list:
-    """Every job's `_agent_tail`: the first job in this process while the others run in a
-    pool of up to ``workers`` processes (this process would otherwise only wait for them).
-    Where the platform forks, the workers inherit the jobs (nothing large is sent to them;
-    the results come back pickled); elsewhere the jobs are pickled to them."""
+def _tails_in_processes(jobs: list, groups: list[list[int]]) -> list:
+    """`_tails_beside` with the other groups in a pool of processes made for them. Where the
+    platform forks, the workers inherit the jobs (nothing large is sent to them; the results
+    come back pickled); elsewhere the jobs are pickled to them."""
     global _FORKED_JOBS
     import multiprocessing
 
-    pool_size = max(1, min(workers, len(jobs) - 1))
     forking = "fork" in multiprocessing.get_all_start_methods()
+    context = multiprocessing.get_context("fork") if forking else None
     if forking:
         _FORKED_JOBS = jobs
-        context = multiprocessing.get_context("fork")
     try:
-        with cf.ProcessPoolExecutor(
-            max_workers=pool_size, mp_context=context if forking else None
-        ) as pool:
+        with cf.ProcessPoolExecutor(max_workers=len(groups) - 1, mp_context=context) as pool:
             if forking:
-                futures = [pool.submit(_forked_tail, i) for i in range(1, len(jobs))]
-            else:
-                futures = [pool.submit(_tail_beside_others, *job) for job in jobs[1:]]
-            result, derived, volumes, inputs, chf, dist = jobs[0]
-            here = _tail_beside_others(result, derived, volumes, inputs, _copy_compact(chf), dist)
-            return [here, *(future.result() for future in futures)]
+                return _tails_beside(
+                    jobs, groups, lambda group: pool.submit(_forked_group, group),
+                    "a worker process failed",
+                )  # fmt: skip
+            return _tails_beside(
+                jobs, groups,
+                lambda group: pool.submit(_group_in_worker, [jobs[i] for i in group]),
+                "a worker process failed",
+            )  # fmt: skip
     finally:
         _FORKED_JOBS = None
+
+
+def _worth_processes(jobs: list) -> bool:
+    """Whether the jobs are large enough for other processes to pay (`PROCESS_MIN_SPANS`)."""
+    distinct = {id(job[4]): int(job[4].y.shape[0]) for job in jobs}
+    return len(jobs) > 1 and sum(distinct.values()) >= PROCESS_MIN_SPANS
 
 
 def bake_agents(
@@ -580,13 +633,17 @@ def bake_agents(
     agent that used it). verts float32 (n, 3) world Z-up [Units: wu]; tris int (m, 3).
     ``ctx`` (optional) receives progress, the time of each stage actually run (summed over
     runs) and every agent's warnings prefixed with ``agent NAME:``. ``workers`` [Limit: >= 1]:
-    worker processes for the per-agent stages (erosion's threshold onwards): with more than
-    one, the first agent's run here while the others' run in up to ``workers`` forked
-    processes; 1 (the default) runs them all in this process. ``offmesh_links``: hand-made
+    processes for the per-agent stages (erosion's threshold onwards), this one included:
+    with more than one, the agents are cut into that many groups of about equal work, the
+    lightest runs here while each other group runs (its agents' stages batched as here) in a
+    process forked for the bake; 1 (the default) runs them all in this process, as do
+    agents whose compact heightfields are small (`PROCESS_MIN_SPANS`: there the processes
+    cost more than they give). ``offmesh_links``: hand-made
     `core.offmesh.OffMeshLinks` every agent's navmesh gets (as `pipeline.bake`'s).
-    ``executor``: a process pool (any `concurrent.futures.Executor`) kept between bakes: the
-    per-agent stages of every agent but the first run on it, their inputs pickled to it
-    (``workers`` is then unused; no process is started per bake). Raises
+    ``executor``: a process pool (any `concurrent.futures.Executor`) kept between bakes:
+    the groups (``workers`` of them, at least 2) but the one here run on it, their inputs
+    pickled to it (no process is started per bake). A group a worker or the executor fails
+    runs here afterwards, its agents warned. Raises
     `VoxNavError` for bad input, a bad or duplicate agent, before any stage runs.
     """
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
@@ -713,12 +770,15 @@ def bake_agents(
         for _agent, result, derived, chf, dist in tails
     ]
     overall.progress(done / max(total, 1), "agents: erode onwards")
-    if executor is not None and len(jobs) > 1:
-        outputs = _tails_on_executor(jobs, executor)
-    elif workers == 1 or len(jobs) == 1:
+    beside = (executor is not None or workers > 1) and _worth_processes(jobs)
+    if not beside:
         outputs = _agent_tails(_own_compacts(jobs)[0])
     else:
-        outputs = _tails_in_processes(jobs, workers)
+        groups = _agent_groups([_job_cost(job) for job in jobs], max(2, workers))
+        if executor is not None:
+            outputs = _tails_on_executor(jobs, groups, executor)
+        else:
+            outputs = _tails_in_processes(jobs, groups)
     for (agent, result, _d, _c, _e), (fields_set, timings, warnings, stage_est) in zip(
         tails, outputs, strict=True
     ):

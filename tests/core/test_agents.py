@@ -117,6 +117,10 @@ MIXED = [
     ids=["radii", "mixed", "pool", "pool-pickled"],
 )
 def test_each_agent_equals_a_separate_bake(dungeon, agents, workers, fork, monkeypatch):
+    import core.agents as agents_module
+
+    # dungeon is below the size at which other processes pay: they run all the same here
+    monkeypatch.setattr(agents_module, "PROCESS_MIN_SPANS", 0)
     if not fork:  # as on platforms without fork: the jobs are pickled to the workers
         import multiprocessing
 
@@ -165,10 +169,13 @@ def test_batch_bounds_keep_every_agent_equal_to_its_bake(
 
 
 @pytest.mark.parametrize("kind", ["processes", "threads"])
-def test_agents_on_a_kept_executor_equal_separate_bakes(dungeon, kind):
+def test_agents_on_a_kept_executor_equal_separate_bakes(dungeon, kind, monkeypatch):
     # A pool kept between bakes: the per-agent stages of all agents but the first run on it
     # (pickled to processes; on threads each agent's writable arrays are still its own), two
     # bakes on the same pool; every agent equals its separate bake.
+    import core.agents as agents_module
+
+    monkeypatch.setattr(agents_module, "PROCESS_MIN_SPANS", 0)
     verts, tris = dungeon
     config = NavConfig()
     make = cf.ProcessPoolExecutor if kind == "processes" else cf.ThreadPoolExecutor
@@ -196,9 +203,13 @@ class _BrokenPool(cf.Executor):
 
 
 @pytest.mark.parametrize("at_submit", [True, False])
-def test_agents_on_a_broken_executor_run_here_and_say_so(dungeon, at_submit):
+def test_agents_on_a_broken_executor_run_here_and_say_so(dungeon, at_submit, monkeypatch):
     # Every agent still equals its separate bake; the agents whose stages the executor lost
-    # carry a warning naming the failure.
+    # carry a warning naming the failure: medium and large, the group sent to it (small,
+    # with the most walkable spans, is a group alone and the lighter one: it runs here).
+    import core.agents as agents_module
+
+    monkeypatch.setattr(agents_module, "PROCESS_MIN_SPANS", 0)
     verts, tris = dungeon
     config = NavConfig()
     results = bake_agents(verts, tris, config, RADII, executor=_BrokenPool(at_submit))
@@ -381,3 +392,38 @@ def test_bad_workers_are_refused():
     verts = np.array([[0, 0, 0], [4, 0, 0], [4, 4, 0]], np.float32)
     with pytest.raises(VoxNavError, match="workers"):
         bake_agents(verts, [[0, 1, 2]], NavConfig(), [AgentType("a")], workers=0)
+
+
+@pytest.mark.parametrize(
+    ("costs", "count", "groups"),
+    [
+        ([5, 4, 3], 2, [[0], [1, 2]]),  # the costliest alone, the lighter group first
+        ([3, 4, 5], 2, [[2], [0, 1]]),
+        ([1, 1, 1, 1], 2, [[0, 2], [1, 3]]),
+        ([9, 1, 1], 2, [[1, 2], [0]]),
+        ([2, 7, 3], 5, [[0], [2], [1]]),  # more groups than jobs: one job each, lightest first
+        ([2, 7, 3], 1, [[0, 1, 2]]),
+    ],
+)
+def test_agent_groups_share_the_work_out(costs, count, groups):
+    import core.agents as agents_module
+
+    assert agents_module._agent_groups(costs, count) == groups
+
+
+def test_small_agent_stages_start_no_process(dungeon, monkeypatch):
+    # dungeon's 23.6k spans are below PROCESS_MIN_SPANS: workers=2 bakes here, as workers=1.
+    import core.agents as agents_module
+
+    def no_pool(*args, **kwargs):
+        raise AssertionError("a process pool was started")
+
+    monkeypatch.setattr(agents_module.cf, "ProcessPoolExecutor", no_pool)
+    verts, tris = dungeon
+    results = bake_agents(verts, tris, NavConfig(), RADII, workers=2)
+    for agent in RADII:
+        want = separate(verts, tris, NavConfig(), agent)
+        assert_same_bake(results[agent.name], want, agent.name)
+    monkeypatch.setattr(agents_module, "PROCESS_MIN_SPANS", 0)
+    with pytest.raises(AssertionError, match="process pool"):
+        bake_agents(verts, tris, NavConfig(), RADII, workers=2)
