@@ -490,7 +490,7 @@ def _bake_agents_out(args, config: NavConfig) -> int:
         verts, tris = read_obj(args.mesh, recast_frame=args.recast_frame)
         ctx = BuildContext(progress_fn=_bake_progress(args))
         results = bake_agents(
-            verts, tris, config, agents, ctx=ctx, workers=args.workers or 1,
+            verts, tris, config, agents, ctx=ctx, workers=args.workers,
             offmesh_links=offmesh_links_from_args(args),
         )  # fmt: skip
         reachable = _reachable_points(args)
@@ -672,7 +672,8 @@ def _add_bake(sub) -> None:
         "writes one output per agent, its name inserted before the extension: --out "
         "navmesh.obj writes navmesh_small.obj, navmesh_large.obj (--json likewise); all "
         "outputs are written or none. --workers N runs the per-agent stages in N processes "
-        "(default 1: in this process)",
+        "(default: every core where the platform forks, on levels large enough to pay; 1 = "
+        "in this process)",
     )
     bake.add_argument(
         "--recast-frame",

@@ -607,6 +607,20 @@ def _tails_in_processes(jobs: list, groups: list[list[int]]) -> list:
         _FORKED_JOBS = None
 
 
+def default_workers() -> int:
+    """`bake_agents`' processes for ``workers=None``: every core (`tiles.default_workers`)
+    where the platform forks (the workers inherit the heightfields), else 1 (a spawned
+    worker imports NumPy and the core first, more than the per-agent stages of most levels
+    take)."""
+    import multiprocessing
+
+    from . import tiles
+
+    if "fork" not in multiprocessing.get_all_start_methods():
+        return 1
+    return tiles.default_workers()
+
+
 def _worth_processes(jobs: list) -> bool:
     """Whether the jobs are large enough for other processes to pay (`PROCESS_MIN_SPANS`)."""
     distinct = {id(job[4]): int(job[4].y.shape[0]) for job in jobs}
@@ -621,7 +635,7 @@ def bake_agents(
     *,
     ctx: BuildContext | None = None,
     volumes: tuple[pipeline.AreaVolume, ...] = (),
-    workers: int = 1,
+    workers: int | None = 1,
     offmesh_links=None,
     executor: cf.Executor | None = None,
 ) -> dict[str, pipeline.BakeResult]:
@@ -638,7 +652,8 @@ def bake_agents(
     lightest runs here while each other group runs (its agents' stages batched as here) in a
     process forked for the bake; 1 (the default) runs them all in this process, as do
     agents whose compact heightfields are small (`PROCESS_MIN_SPANS`: there the processes
-    cost more than they give). ``offmesh_links``: hand-made
+    cost more than they give); None: every core where the platform forks, else 1
+    (`default_workers`; the CLI's default). ``offmesh_links``: hand-made
     `core.offmesh.OffMeshLinks` every agent's navmesh gets (as `pipeline.bake`'s).
     ``executor``: a process pool (any `concurrent.futures.Executor`) kept between bakes:
     the groups (``workers`` of them, at least 2) but the one here run on it, their inputs
@@ -646,6 +661,8 @@ def bake_agents(
     runs here afterwards, its agents warned. Raises
     `VoxNavError` for bad input, a bad or duplicate agent, before any stage runs.
     """
+    if workers is None:
+        workers = default_workers()
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise VoxNavError(f"workers must be a whole number >= 1, got {workers!r}")
     base = (config or NavConfig()).validate()

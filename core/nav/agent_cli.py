@@ -33,8 +33,9 @@ def agent_navmeshes(
 ):
     """``{agent name: NavMesh}`` of the agents in ``specs`` (bake --agent text), baked from the
     OBJ in one `bake_agents` run (with ``tile_size`` > 0 [Units: cells], one tiled bake per
-    agent, `bake_agents_tiled`). `UsageError` for a bad spec, `VoxNavError` naming an agent
-    whose navmesh is empty."""
+    agent, `bake_agents_tiled`). ``workers``: processes, as those take it (None: every
+    core). `UsageError` for a bad spec, `VoxNavError` naming an agent whose navmesh is
+    empty."""
     from ..agents import bake_agents, check_agents, parse_agent_spec
     from ..objio import read_obj
 
@@ -57,9 +58,7 @@ def agent_navmeshes(
                     "floors"
                 )
         return {name: bake.navmesh() for name, bake in tiled.items()}
-    results = bake_agents(
-        verts, tris, config, agents, workers=workers or 1, offmesh_links=offmesh_links
-    )
+    results = bake_agents(verts, tris, config, agents, workers=workers, offmesh_links=offmesh_links)
     navs = {}
     for name, result in results.items():
         if result.empty or result.polymesh is None or result.polymesh.npolys == 0:
@@ -103,7 +102,7 @@ def per_agent(command: Callable[..., int], args, config) -> int:
             args.recast_frame,
             config,
             args.agent,
-            workers if tile_size else (workers or 1),
+            workers,
             tile_size,
             offmesh_links_from_args(args),
         )

@@ -427,3 +427,30 @@ def test_small_agent_stages_start_no_process(dungeon, monkeypatch):
     monkeypatch.setattr(agents_module, "PROCESS_MIN_SPANS", 0)
     with pytest.raises(AssertionError, match="process pool"):
         bake_agents(verts, tris, NavConfig(), RADII, workers=2)
+
+
+def test_workers_none_takes_every_core_where_the_platform_forks(dungeon, monkeypatch):
+    import multiprocessing
+
+    import core.agents as agents_module
+    from core import tiles
+
+    monkeypatch.setattr(tiles, "default_workers", lambda: 3)
+    assert agents_module.default_workers() == 3
+    groups_seen = []
+    beside = agents_module._tails_in_processes
+
+    def spy(jobs, groups):
+        groups_seen.append(groups)
+        return beside(jobs, groups)
+
+    monkeypatch.setattr(agents_module, "_tails_in_processes", spy)
+    monkeypatch.setattr(agents_module, "PROCESS_MIN_SPANS", 0)
+    verts, tris = dungeon
+    results = bake_agents(verts, tris, NavConfig(), RADII, workers=None)
+    assert groups_seen == [[[2], [1], [0]]]  # three cores: one agent each, lightest here
+    for agent in RADII:
+        assert_same_bake(results[agent.name], separate(verts, tris, NavConfig(), agent), agent.name)
+    # Without fork a worker would start a fresh interpreter: None stays in this process.
+    monkeypatch.setattr(multiprocessing, "get_all_start_methods", lambda: ["spawn"])
+    assert agents_module.default_workers() == 1
