@@ -168,19 +168,24 @@ def test_batch_bounds_keep_every_agent_equal_to_its_bake(
     assert detail_sizes == ([] if polygons == 1 else [2])
 
 
-@pytest.mark.parametrize("kind", ["processes", "threads"])
-def test_agents_on_a_kept_executor_equal_separate_bakes(dungeon, kind, monkeypatch):
-    # A pool kept between bakes: the per-agent stages of all agents but the first run on it
-    # (pickled to processes; on threads each agent's writable arrays are still its own), two
-    # bakes on the same pool; every agent equals its separate bake.
+@pytest.mark.parametrize(
+    ("kind", "auto_links"),
+    [("processes", False), ("threads", False), ("processes", True)],
+    ids=["processes", "threads", "processes-auto-links"],
+)
+def test_agents_on_a_kept_executor_equal_separate_bakes(dungeon, kind, auto_links, monkeypatch):
+    # A pool kept between bakes: the per-agent stages of all agents but one group run on it
+    # (pickled to processes without the solid heightfield unless automatic links read it; on
+    # threads each agent's writable arrays are still its own), two bakes on the same pool;
+    # every agent equals its separate bake.
     import core.agents as agents_module
 
     monkeypatch.setattr(agents_module, "PROCESS_MIN_SPANS", 0)
     verts, tris = dungeon
-    config = NavConfig()
+    config = NavConfig(auto_links=auto_links)
     make = cf.ProcessPoolExecutor if kind == "processes" else cf.ThreadPoolExecutor
     with make(2) as pool:
-        for agents in (RADII, MIXED):
+        for agents in (RADII, MIXED) if not auto_links else (RADII,):
             results = bake_agents(verts, tris, config, agents, executor=pool)
             assert list(results) == [a.name for a in agents]
             for agent in agents:
