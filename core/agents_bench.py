@@ -4,9 +4,10 @@ Agents small/medium/large (radius 0.3 / 0.6 / 1.2 wu, NavConfig's height, climb 
 the shared dungeon and dungeon tiled 4x4 (`core.bench.tile_mesh`). Prints the median wall time
 of each of: one bake (medium), `bake_agents` with the three, three separate bakes; and the
 ratio of the three-agent bake to one bake beside the issue's target (< 1.6x), in one
-process, with the per-agent stages in 2 worker processes forked per bake (``workers=2``),
-and on a pool of 2 processes kept between bakes (``executor=``; started and warmed before
-the clock, as an application that bakes again and again keeps it). Each run times every
+process, with the per-agent stages in 2 processes (``workers=2``: this one and one forked
+per bake), and on a pool of 2 processes kept between bakes (``executor=``; started and
+warmed before the clock, as an application that bakes again and again keeps it). Dungeon is
+below `core.agents.PROCESS_MIN_SPANS`: its last two variants bake in one process too. Each run times every
 variant in turn, and a ratio is the median over the runs of that run's variant time over
 its one bake (the machine's speed drifts within seconds; runs compare like with like).
 
