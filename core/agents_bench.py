@@ -7,9 +7,10 @@ ratio of the three-agent bake to one bake beside the issue's target (< 1.6x), in
 process, with the per-agent stages in 2 processes (``workers=2``: this one and one forked
 per bake), and on a pool of 2 processes kept between bakes (``executor=``; started and
 warmed before the clock, as an application that bakes again and again keeps it). Dungeon is
-below `core.agents.PROCESS_MIN_SPANS`: its last two variants bake in one process too. Each run times every
-variant in turn, and a ratio is the median over the runs of that run's variant time over
-its one bake (the machine's speed drifts within seconds; runs compare like with like).
+below `core.agents.PROCESS_MIN_SPANS`: its last two variants bake in one process too. Each
+run times every variant in turn, and a ratio is the median over the runs of that run's
+variant time over its one bake (the machine's speed drifts within seconds; runs compare like
+with like).
 
     python -m core.agents_bench [--runs 3] [--meshes FOLDER]
 """

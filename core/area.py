@@ -51,8 +51,14 @@ def _neighbors_with_sentinel(chf: CompactHeightfield) -> np.ndarray:
     sentinel row) when unconnected."""
     n = int(chf.y.shape[0])
     nb = np.asarray(chf.neighbor)
-    out = np.full((n + 1, 4), n, dtype=np.int32 if 4 * (n + 1) < 2**31 else np.int64)
-    np.copyto(out[:n], nb, where=nb >= 0)
+    out = np.empty((n + 1, 4), dtype=np.int32 if 4 * (n + 1) < 2**31 else np.int64)
+    # Arithmetic, not a masked copy (3x slower: the mask changes from entry to entry):
+    # "none" is -1 (`CompactHeightfield.neighbor`), and -1 + (n + 1) is the sentinel.
+    body = out[:n]
+    np.less(nb, 0, out=body)
+    body *= n + 1
+    body += nb
+    out[n] = n
     return out
 
 

@@ -173,6 +173,20 @@ def test_chamfer_reads_span_coordinates_of_any_integer_type(dtype):
     np.testing.assert_array_equal(chamfer_distance(other, init), slow_chamfer(chf, init))
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_neighbors_with_sentinel_follow_recast_links(seed):
+    from core.area import _neighbors_with_sentinel
+
+    chf = random_compact(seed)
+    n = int(chf.y.shape[0])
+    got = _neighbors_with_sentinel(chf)
+    want = [[_nb(chf, i, d) if _nb(chf, i, d) >= 0 else n for d in range(4)] for i in range(n)]
+    assert got.shape == (n + 1, 4)
+    assert np.array_equal(got[:n], np.array(want, dtype=np.int64).reshape(n, 4))
+    assert (got[n] == n).all()
+    assert (got[:n] == n).any() and (got[:n] < n).any()  # both kinds present
+
+
 def test_thin_wall_gap_is_closed_by_erosion():
     # A 3-cell wide corridor between walls: radius 2 closes it, radius 1 keeps the middle line.
     mask = np.zeros((9, 12), dtype=bool)
