@@ -219,8 +219,9 @@ def build_compact_heightfield(
     # of the neighbour column for every (span, direction) still unresolved whose neighbour
     # column has more than j spans. Round 0 covers every pair at once; most columns hold one
     # span, so later rounds are short. No temporaries per direction or per candidate pair.
-    con = np.full((n, 4), NOT_CONNECTED, dtype=np.uint8)
-    neighbor = np.full((n, 4), -1, dtype=np.int32)
+    # Every entry is written by `_link_rounds` (its layer 0 writes whole chunks).
+    con = np.empty((n, 4), dtype=np.uint8)
+    neighbor = np.empty((n, 4), dtype=np.int32)
     max_layer = _link_rounds(
         span_x, span_y, y, y + h, cell_start, width, height, walkable_height, walkable_climb,
         con.reshape(-1), neighbor.reshape(-1),
@@ -327,8 +328,14 @@ def _link_rounds(
         ok &= np.abs(floor_cand - floor_src) <= walkable_climb
         ok &= count > 0
         del floor_src, floor_cand
-        np.copyto(con_flat[4 * lo : 4 * hi], 0, where=ok)
-        np.copyto(neighbor_flat[4 * lo : 4 * hi], lowest, where=ok, casting="unsafe")
+        # Written whole by arithmetic, not by masked copies (3x slower where the mask changes
+        # from entry to entry): NOT_CONNECTED / -1 where not ok, 0 / lowest where ok.
+        con_chunk = con_flat[4 * lo : 4 * hi]
+        np.logical_not(ok, out=con_chunk, casting="unsafe")
+        con_chunk *= NOT_CONNECTED
+        lowest += 1
+        np.multiply(lowest, ok, out=neighbor_flat[4 * lo : 4 * hi], casting="unsafe")
+        neighbor_flat[4 * lo : 4 * hi] -= 1
         del lowest
         pair = np.flatnonzero(~ok & (count > 1))  # the pairs that look further up
         first, count = first[pair], count[pair]
