@@ -249,20 +249,6 @@ POLYMESH_BATCH_VERTICES = 1 << 16
 DETAIL_BATCH_POLYGONS = 1 << 15
 
 
-def _agent_tail(
-    result: pipeline.BakeResult,
-    derived: DerivedConfig,
-    volumes: tuple[pipeline.AreaVolume, ...],
-    inputs: int,
-    chf: CompactHeightfield,
-    erosion_dist: np.ndarray,
-) -> tuple[dict[str, Any], dict[str, float], list[str], dict[str, int]]:
-    """One agent's stages from erosion's threshold on (a top-level function, so a process
-    pool can run it). ``chf`` is taken over. Returns the result fields set, the stage timings,
-    warnings and memory estimates."""
-    return _agent_tails([(result, derived, volumes, inputs, chf, erosion_dist)])[0]
-
-
 @dataclass
 class _OpenAgent:
     """One agent's tail between its stages: its bake (`pipeline.OpenBake`) and the hand-made
@@ -495,7 +481,9 @@ def _agent_groups(costs: list[int], count: int) -> list[list[int]]:
     groups: list[list[int]] = [[] for _ in range(count)]
     loads = [0] * count
     for i in sorted(range(len(costs)), key=lambda i: (-costs[i], i)):
-        lightest = loads.index(min(loads))
+        # Equal loads go to the group with fewer jobs: agents of no work (an empty navmesh)
+        # still fill every group, so there are never fewer groups than asked.
+        lightest = min(range(count), key=lambda g: (loads[g], len(groups[g])))
         groups[lightest].append(i)
         loads[lightest] += costs[i]
     order = sorted(range(count), key=lambda g: (loads[g], groups[g]))
@@ -552,11 +540,12 @@ def _forked_group(indices: list[int]) -> list:
 
 
 def _tails_beside(jobs: list, groups: list[list[int]], submit, failure: str) -> list:
-    """Every job's `_agent_tail`: ``groups[0]`` in this process while ``submit(group)`` (a
-    future of `_group_in_worker`'s outputs for that group's jobs) runs each other group. A
-    group whose future fails (or that could not be submitted) runs here afterwards, its
-    agents warned ``failure`` and the error. The results' compact heightfields get their
-    layouts from this process: shared read-only views, as in one process."""
+    """Every job's `_agent_tails` output: ``groups[0]`` in this process while
+    ``submit(group)`` (a future of `_group_in_worker`'s outputs for that group's jobs) runs
+    each other group. A group whose future fails (or that could not be submitted) runs here
+    afterwards, its agents warned ``failure`` and the error. The results' compact
+    heightfields get their layouts from this process: shared read-only views, as in one
+    process."""
     layouts: dict[int, dict[str, np.ndarray]] = {}
     futures: list[cf.Future | None] = []
     for group in groups[1:]:

@@ -270,17 +270,25 @@ def test_volumes_and_overall_context(dungeon):
     assert "erode" in ctx.timings and "mark" in ctx.timings
 
 
-def test_empty_agent_warns_with_its_name():
+@pytest.mark.parametrize("workers", [1, 2])
+def test_empty_agent_warns_with_its_name(workers, monkeypatch):
+    import core.agents as agents_module
+
+    monkeypatch.setattr(agents_module, "PROCESS_MIN_SPANS", 0)
     verts = np.array([[0, 0, 0], [4, 0, 0], [4, 4, 0], [0, 4, 0]], np.float32)
     tris = np.array([[0, 1, 2], [0, 2, 3]], np.int32)
     ctx = BuildContext()
-    results = bake_agents(
-        verts, tris, NavConfig(), [AgentType("ok", radius=0.3), AgentType("huge", radius=3.0)],
-        ctx=ctx,
-    )  # fmt: skip
+    agents = [
+        AgentType("ok", radius=0.3), AgentType("huge", radius=3.0),
+        AgentType("vast", radius=3.3),
+    ]  # fmt: skip
+    results = bake_agents(verts, tris, NavConfig(), agents, ctx=ctx, workers=workers)
     assert not results["ok"].empty
-    assert results["huge"].empty
+    assert results["huge"].empty and results["vast"].empty
     assert any(w.startswith("agent huge: ") and "agent_radius" in w for w in ctx.warnings)
+    # Two agents of no work are still two groups: no pool of zero workers.
+    results = bake_agents(verts, tris, NavConfig(), agents[1:], workers=workers)
+    assert results["huge"].empty and results["vast"].empty
 
 
 @pytest.mark.parametrize(
@@ -408,6 +416,8 @@ def test_bad_workers_are_refused():
         ([9, 1, 1], 2, [[1, 2], [0]]),
         ([2, 7, 3], 5, [[0], [2], [1]]),  # more groups than jobs: one job each, lightest first
         ([2, 7, 3], 1, [[0, 1, 2]]),
+        ([0, 0, 0], 2, [[0, 2], [1]]),  # no work (empty navmeshes): still two groups
+        ([4, 0, 0], 2, [[1, 2], [0]]),
     ],
 )
 def test_agent_groups_share_the_work_out(costs, count, groups):
