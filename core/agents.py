@@ -670,8 +670,9 @@ def bake_agents(
     `core.offmesh.OffMeshLinks` every agent's navmesh gets (as `pipeline.bake`'s).
     ``executor``: a process pool (any `concurrent.futures.Executor`) kept between bakes:
     the groups (``workers`` of them, at least 2) but the one here run on it, their inputs
-    pickled to it (no process is started per bake). A group a worker or the executor fails
-    runs here afterwards, its agents warned. Raises
+    pickled to it (no process is started per bake; small levels, under `PROCESS_MIN_SPANS`,
+    bake here). A group a worker or the executor fails runs here afterwards, its agents
+    warned. Raises
     `VoxNavError` for bad input, a bad or duplicate agent, before any stage runs.
     """
     if workers is None:
