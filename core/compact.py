@@ -274,9 +274,11 @@ def _link_rounds(
     con_flat,
     neighbor_flat,
 ) -> int:
-    """Fill ``con_flat`` / ``neighbor_flat`` (views of the (n, 4) arrays) with the lowest
-    qualifying span of each direction's neighbour column; returns the highest layer index of a
-    qualifying span that could not be stored (0 if none). [Recast: rcBuildCompactHeightfield]"""
+    """Fill ``con_flat`` / ``neighbor_flat`` (views of the (n, 4) arrays; every entry is
+    written, so they may start uninitialised) with the lowest qualifying span of each
+    direction's neighbour column, NOT_CONNECTED / -1 where there is none; returns the highest
+    layer index of a qualifying span that could not be stored (0 if none). [Recast:
+    rcBuildCompactHeightfield]"""
     ncols = width * height
     # Neighbour column per (span, direction), flat index 4 * span + d; outside the grid it is
     # the empty column ``ncols``.
