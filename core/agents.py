@@ -212,13 +212,10 @@ def _frozen_layout(chf: CompactHeightfield) -> dict[str, np.ndarray]:
     return frozen
 
 
-def _copy_compact(
-    chf: CompactHeightfield, frozen: dict[str, np.ndarray] | None = None
-) -> CompactHeightfield:
+def _copy_compact(chf: CompactHeightfield, frozen: dict[str, np.ndarray]) -> CompactHeightfield:
     """A compact heightfield whose writable arrays are its own (the later stages assign new
-    areas, distances and regions); with ``frozen`` (`_frozen_layout` of ``chf``) the layout
-    is those shared read-only views, else copied too."""
-    frozen = frozen or {}
+    areas, distances and regions) and whose layout is ``frozen`` (`_frozen_layout` of
+    ``chf``: read-only views shared with the other agents)."""
     changes: dict[str, Any] = {
         f.name: frozen[f.name] if f.name in frozen else getattr(chf, f.name).copy()
         for f in dataclasses.fields(chf)
@@ -456,13 +453,15 @@ def _own_compacts(
     has one, else made and added), and those layouts by the id of the job's input compact
     heightfield."""
     layouts = {} if layouts is None else layouts
-    own = []
-    for job in jobs:
-        chf = job[4]
-        if id(chf) not in layouts:
-            layouts[id(chf)] = _frozen_layout(chf)
-        own.append((*job[:4], _copy_compact(chf, layouts[id(chf)]), job[5]))
+    own = [(*job[:4], _copy_compact(job[4], _layout_of(layouts, job[4])), job[5]) for job in jobs]
     return own, layouts
+
+
+def _layout_of(layouts: dict[int, dict[str, np.ndarray]], chf: CompactHeightfield):
+    """``layouts``' `_frozen_layout` of ``chf``, made and kept there the first time."""
+    if id(chf) not in layouts:
+        layouts[id(chf)] = _frozen_layout(chf)
+    return layouts[id(chf)]
 
 
 def _job_cost(job) -> int:
@@ -539,10 +538,21 @@ def _forked_group(indices: list[int]) -> list:
     return _group_in_worker([_FORKED_JOBS[i] for i in indices])
 
 
-def _tails_beside(jobs: list, groups: list[list[int]], submit, failure: str) -> list:
-    """Every job's `_agent_tails` output: ``groups[0]`` in this process while
-    ``submit(group)`` (a future of `_group_in_worker`'s outputs for that group's jobs) runs
-    each other group. A group whose future fails (or that could not be submitted) runs here
+def _submit_group(executor: cf.Executor, jobs: list, group: list[int], forked: bool):
+    """A future of `_group_in_worker`'s outputs for ``group``'s jobs on ``executor``: by their
+    indices where its workers were forked holding them (`_FORKED_JOBS`), else pickled to it
+    (`_for_worker`: a compact heightfield shared by the group's agents once)."""
+    if forked:
+        return executor.submit(_forked_group, group)
+    return executor.submit(_group_in_worker, [_for_worker(jobs[i]) for i in group])
+
+
+def _tails_beside(
+    jobs: list, groups: list[list[int]], executor: cf.Executor, failure: str, forked: bool = False
+) -> list:
+    """Every job's `_agent_tails` output: ``groups[0]`` in this process while each other
+    group runs on ``executor`` (`_submit_group`; a pool kept between bakes, say, or one made
+    for the bake). A group whose future fails (or that could not be submitted) runs here
     afterwards, its agents warned ``failure`` and the error. The results' compact
     heightfields get their layouts from this process: shared read-only views, as in one
     process."""
@@ -550,7 +560,7 @@ def _tails_beside(jobs: list, groups: list[list[int]], submit, failure: str) -> 
     futures: list[cf.Future | None] = []
     for group in groups[1:]:
         try:
-            futures.append(submit(group))
+            futures.append(_submit_group(executor, jobs, group, forked))
         except Exception:  # refused (a pool shut down, say): run here, below
             futures.append(None)
     try:
@@ -572,7 +582,7 @@ def _tails_beside(jobs: list, groups: list[list[int]], submit, failure: str) -> 
                 )
                 continue
             for i, (fields, *rest) in zip(group, done, strict=True):
-                layout = layouts.setdefault(id(jobs[i][4]), _frozen_layout(jobs[i][4]))
+                layout = _layout_of(layouts, jobs[i][4])
                 fields["compact"] = dataclasses.replace(fields["compact"], **layout)
                 outputs[i] = (fields, *rest)
         return [outputs[i] for i in range(len(jobs))]
@@ -580,17 +590,6 @@ def _tails_beside(jobs: list, groups: list[list[int]], submit, failure: str) -> 
         for future in futures:
             if future is not None:
                 future.cancel()
-
-
-def _tails_on_executor(jobs: list, groups: list[list[int]], executor: cf.Executor) -> list:
-    """`_tails_beside` with the other groups on ``executor`` (a pool kept between bakes, say;
-    their jobs pickled to it, `_for_worker`: a compact heightfield shared by a group's agents
-    once)."""
-    return _tails_beside(
-        jobs, groups,
-        lambda group: executor.submit(_group_in_worker, [_for_worker(jobs[i]) for i in group]),
-        "the executor failed",
-    )  # fmt: skip
 
 
 def _tails_in_processes(jobs: list, groups: list[list[int]]) -> list:
@@ -606,16 +605,7 @@ def _tails_in_processes(jobs: list, groups: list[list[int]]) -> list:
         _FORKED_JOBS = jobs
     try:
         with cf.ProcessPoolExecutor(max_workers=len(groups) - 1, mp_context=context) as pool:
-            if forking:
-                return _tails_beside(
-                    jobs, groups, lambda group: pool.submit(_forked_group, group),
-                    "a worker process failed",
-                )  # fmt: skip
-            return _tails_beside(
-                jobs, groups,
-                lambda group: pool.submit(_group_in_worker, [_for_worker(jobs[i]) for i in group]),
-                "a worker process failed",
-            )  # fmt: skip
+            return _tails_beside(jobs, groups, pool, "a worker process failed", forking)
     finally:
         _FORKED_JOBS = None
 
@@ -807,7 +797,7 @@ def bake_agents(
     else:
         groups = _agent_groups([_job_cost(job) for job in jobs], max(2, workers))
         if executor is not None:
-            outputs = _tails_on_executor(jobs, groups, executor)
+            outputs = _tails_beside(jobs, groups, executor, "the executor failed")
         else:
             outputs = _tails_in_processes(jobs, groups)
     for (agent, result, _d, _c, _e), (fields_set, timings, warnings, stage_est) in zip(
