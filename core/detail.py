@@ -619,11 +619,16 @@ class _LocalHeights:
         known[todo] = False
         return hgt, known, empty
 
-    def _empty(self, pid, ix, iz) -> np.ndarray:
-        """bool (m,): patch cells (ix, iz) of polygons pid whose column holds no span."""
-        col = (self.xmin.take(pid) + self.bs + ix) + (
+    def _column(self, pid, ix, iz) -> np.ndarray:
+        """int64 (m,): the compact heightfield's column of patch cells (ix, iz) of polygons
+        pid (the patch's corner is the polygon's bounds, inside the tile border)."""
+        return (self.xmin.take(pid) + self.bs + ix) + (
             self.ymin.take(pid) + self.bs + iz
         ) * self.chf.width
+
+    def _empty(self, pid, ix, iz) -> np.ndarray:
+        """bool (m,): patch cells (ix, iz) of polygons pid whose column holds no span."""
+        col = self._column(pid, ix, iz)
         cell_start = self.chf.cell_start
         return cell_start.take(col) == cell_start[1:].take(col)
 
@@ -663,10 +668,7 @@ class _LocalHeights:
         cells = np.flatnonzero(inside)
         row = cells // k_cells
         p = pid.take(row)
-        width = self.chf.width
-        col = (self.xmin.take(p) + self.bs + cx.ravel().take(cells)) + (
-            self.ymin.take(p) + self.bs + cz.ravel().take(cells)
-        ) * width
+        col = self._column(p, cx.ravel().take(cells), cz.ravel().take(cells))
         layer_at = None if self.layer is None else self.layer.take(p)
         found = _region_spans(
             self.reg_field, self.chf.cell_start, col, self.regions.take(p), layer_at
