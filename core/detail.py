@@ -1505,10 +1505,18 @@ def _delaunay_hull(vx, vz, hull, cache=None, fold=None):
                     found = [*found, u]
             cache[key] = (npts, found)
             return found
-        u = np.arange(start, npts)
-        ux, uz = vx[t] - vx[s], vz[t] - vz[s]
-        wx, wz = vx[start:] - vx[s], vz[start:] - vz[s]
-        new = u[((ux * wz - uz * wx) > _F32_EPS_LEFT) & (u != s) & (u != t)].tolist()
+        # vcross2(s, t, u) = ux * wz - uz * wx, in place; s and t need no exclusion: their
+        # cross product is exactly 0 (w is 0, or w is u and both products round alike).
+        sx, sz = vx[s], vz[s]
+        ux, uz = vx[t] - sx, vz[t] - sz
+        wx, wz = vx[start:] - sx, vz[start:] - sz
+        wz *= ux
+        wx *= uz
+        wz -= wx
+        found = (wz > _F32_EPS_LEFT).nonzero()[0]
+        if start:
+            found += start
+        new = found.tolist()
         found = new if known is None else known[1] + new
         cache[key] = (npts, found)
         return found
