@@ -445,16 +445,13 @@ PROCESS_MIN_SPANS = 1 << 16
 _FORKED_JOBS: list | None = None
 
 
-def _own_compacts(
-    jobs: list, layouts: dict[int, dict[str, np.ndarray]] | None = None
-) -> tuple[list, dict[int, dict[str, np.ndarray]]]:
+def _own_compacts(jobs: list, layouts: dict[int, dict[str, np.ndarray]] | None = None) -> list:
     """The jobs, each with its own writable compact arrays over the shared read-only layout
-    (`_frozen_layout`, one per distinct compact heightfield; taken from ``layouts`` where it
-    has one, else made and added), and those layouts by the id of the job's input compact
-    heightfield."""
+    (`_frozen_layout`, one per distinct compact heightfield, by the id of the job's input
+    compact heightfield: taken from ``layouts`` where it has one, else made and added there,
+    so the caller can hand the same views to results that come back without them)."""
     layouts = {} if layouts is None else layouts
-    own = [(*job[:4], _copy_compact(job[4], _layout_of(layouts, job[4])), job[5]) for job in jobs]
-    return own, layouts
+    return [(*job[:4], _copy_compact(job[4], _layout_of(layouts, job[4])), job[5]) for job in jobs]
 
 
 def _layout_of(layouts: dict[int, dict[str, np.ndarray]], chf: CompactHeightfield):
@@ -493,7 +490,7 @@ def _group_here(jobs: list, layouts: dict[int, dict[str, np.ndarray]]) -> list:
     """`_agent_tails` of ``jobs`` on their own writable copies over ``layouts``, one thread
     per stage (`core.threads`): other processes keep the other cores busy meanwhile."""
     with threads.single_threaded():
-        return _agent_tails(_own_compacts(jobs, layouts)[0])
+        return _agent_tails(_own_compacts(jobs, layouts))
 
 
 def _group_in_worker(jobs: list) -> list:
@@ -793,7 +790,7 @@ def bake_agents(
     overall.progress(done / max(total, 1), "agents: erode onwards")
     beside = (executor is not None or workers > 1) and _worth_processes(jobs)
     if not beside:
-        outputs = _agent_tails(_own_compacts(jobs)[0])
+        outputs = _agent_tails(_own_compacts(jobs))
     else:
         groups = _agent_groups([_job_cost(job) for job in jobs], max(2, workers))
         if executor is not None:
