@@ -14,6 +14,8 @@ from concurrent.futures import Executor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
+from . import heap
+
 #: progress(fraction in [0, 1], message).
 ProgressFn = Callable[[float, str], None]
 
@@ -37,6 +39,11 @@ class BuildContext:
     #: that add interior samples when they are many. None: everything in this process.
     executor: Executor | None = None
     _fraction: float = 0.0
+
+    def __post_init__(self) -> None:
+        # Every bake, tile and agent job makes one: the first sets the allocator up to keep
+        # the memory stages free for the stages after them (`core.heap`).
+        heap.keep_freed_memory()
 
     def warn(self, message: str) -> None:
         """Record a warning (duplicates of an earlier warning are dropped)."""
