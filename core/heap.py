@@ -4,19 +4,25 @@ A bake allocates and frees hundreds of NumPy arrays of a few KiB to tens of MiB.
 defaults, an array above its mmap threshold (128 KiB at first, raised to the largest one freed
 so far) gets fresh pages from the kernel and hands them back when freed, and the free memory
 above the heap's top goes back as soon as it exceeds twice that threshold. Every page that
-comes back this way is faulted in and zeroed again on its first write: 4,000-5,500 faults in
-each bake of dungeon and nav_test, 10,000 in undulating's, about 8, 10 and 15 ms of their 50,
-75 and 320 ms on this project's VMs (2026-11-26; Recast's own runs fault about 350 and 490
-pages each).
+comes back this way is faulted in and zeroed again on its first write: some 4,200 page faults
+in every bake of dungeon, 6,900 in nav_test's and 8,000-9,000 in undulating's, baked again
+and again in one process (Recast's own runs fault about 350 and 490 pages each).
 
 `keep_freed_memory` fixes both thresholds where glibc's own adaptive rule ends up at most
 (mmap above `MMAP_THRESHOLD_BYTES`, trimming above twice it), so arrays below 32 MiB come from
-the heap, which keeps up to `TRIM_THRESHOLD_BYTES` of free memory: a bake then reuses the
-pages the stages before it (or the bake before it) freed. Measured in one sitting, first bake
-in a fresh process / later bakes: dungeon 72 -> 62 / 60 -> 50 ms, nav_test 103 -> 84 /
-81 -> 73 ms, the 4x4 tiling 720 -> 638 / 583 -> 575 ms; the 10x10 tiling, whose large
-arrays are above 32 MiB either way, within noise; resident peaks within 10 MiB. The process
-keeps at most `TRIM_THRESHOLD_BYTES` of freed memory at the heap's top after a bake.
+the heap, and has the heap keep `TOP_PAD_BYTES` of free memory when it trims (by default a
+trim hands back everything above 128 KiB: one large free, such as the bench's calibration
+workload between two bakes, and the next bake faulted all its pages in again). A bake then
+reuses the pages the stages before it (or the bake before it) freed.
+
+Measured 2026-11-26, this tree against the one before, alternating processes, medians of 9
+(undulating 7, the 4x4 tiling 5): the first bake in a fresh process / later bakes / later
+bakes each after a calibration run (as `python -m core bench` times them), ms: dungeon
+80.5 -> 72.3 / 66.0 -> 57.1 / 65.0 -> 57.9; nav_test 116 -> 97 / 94.6 -> 82.0 /
+87.6 -> 84.5; undulating 367 -> 357 / 345 -> 323 / 344 -> 319; the 4x4 tiling
+658 -> 581 / 598 -> 531 / 595 -> 546. Faults per later bake fall from 1,800-8,900 to under
+500; resident peaks within 11 MiB. Afterwards the process keeps at most
+`TRIM_THRESHOLD_BYTES` of freed memory at the heap's top (`TOP_PAD_BYTES` after a trim).
 
 Only where the process's C library is glibc (found by its ``gnu_get_libc_version`` and
 ``mallopt``); elsewhere, or with ``VOXNAV_KEEP_HEAP=0`` in the environment, nothing changes.
@@ -32,6 +38,7 @@ import threading
 
 #: mallopt parameters (glibc's malloc.h).
 _M_TRIM_THRESHOLD = -1
+_M_TOP_PAD = -2
 _M_MMAP_THRESHOLD = -3
 #: Arrays from this size get their own mapping [Units: bytes]: glibc's ceiling for its
 #: adaptive threshold on 64-bit systems.
@@ -39,6 +46,9 @@ MMAP_THRESHOLD_BYTES = 32 << 20
 #: Free memory at the heap's top the process keeps [Units: bytes]: twice the mmap threshold,
 #: as glibc's adaptive rule sets it.
 TRIM_THRESHOLD_BYTES = 64 << 20
+#: Free memory at the heap's top a trim keeps, and extra room each growth asks for (address
+#: space only until written) [Units: bytes].
+TOP_PAD_BYTES = 64 << 20
 #: Environment variable that turns the setting off when "0".
 OPT_OUT_VARIABLE = "VOXNAV_KEEP_HEAP"
 
@@ -73,6 +83,9 @@ def _set_thresholds() -> bool:
     mallopt.argtypes = (ctypes.c_int, ctypes.c_int)
     mallopt.restype = ctypes.c_int
     # mallopt returns 1 on success; the mmap threshold first (the trim rule follows it).
-    if not mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES):
-        return False
-    return bool(mallopt(_M_TRIM_THRESHOLD, TRIM_THRESHOLD_BYTES))
+    settings = (
+        (_M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES),
+        (_M_TRIM_THRESHOLD, TRIM_THRESHOLD_BYTES),
+        (_M_TOP_PAD, TOP_PAD_BYTES),
+    )
+    return all(mallopt(parameter, value) for parameter, value in settings)
