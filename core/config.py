@@ -519,20 +519,26 @@ def _normalise(name: str, value, strict: bool = False):
 
 
 def _check_range(name: str, value, doc: SettingDoc, whole: bool) -> None:
-    unit = f" {doc.unit}" if doc.unit and doc.unit != "bytes" else ""
-    default = NavConfig.default(name)
-    shown_default = format_size(default) if name == "memory_limit" else f"{default}"
-    where = f"{doc.limits()}{unit} (default {shown_default})"
+    def where() -> str:
+        # Only for the message: every bake validates its settings.
+        unit = f" {doc.unit}" if doc.unit and doc.unit != "bytes" else ""
+        default = NavConfig.default(name)
+        shown_default = format_size(default) if name == "memory_limit" else f"{default}"
+        return f"{doc.limits()}{unit} (default {shown_default})"
+
     if name == "memory_limit" and isinstance(value, str):
         parse_size(value, name)  # raises with the accepted forms
     if isinstance(value, bool) or not isinstance(value, (int, float, np.number)):
-        raise VoxNavError(f"{name} must be a number from {where}, got {value!r}")
+        raise VoxNavError(f"{name} must be a number from {where()}, got {value!r}")
     number = float(value)
     if whole and (not math.isfinite(number) or number != int(number)):
-        raise VoxNavError(f"{name} must be a whole number from {where}, got {value!r}")
+        raise VoxNavError(f"{name} must be a whole number from {where()}, got {value!r}")
     # The value as the core uses it: float32 for the float settings.
-    with np.errstate(over="ignore"):
-        used = number if whole or name == "memory_limit" else float(F32(number))
+    if whole or name == "memory_limit":
+        used = number
+    else:
+        with np.errstate(over="ignore"):
+            used = float(F32(number))
     ok = math.isfinite(used)
     if ok and doc.lo is not None:
         ok = used > doc.lo if doc.lo_open else used >= doc.lo
@@ -542,4 +548,4 @@ def _check_range(name: str, value, doc: SettingDoc, whole: bool) -> None:
         shown = f"{value!r}"
         if math.isfinite(number) and (not math.isfinite(used) or (used == 0 and number != 0)):
             shown += " (not representable in float32, which the core uses)"
-        raise VoxNavError(f"{name} must be from {where}, got {shown}")
+        raise VoxNavError(f"{name} must be from {where()}, got {shown}")
