@@ -199,7 +199,7 @@ class CalibrationProcess:
     while this process waits.
 
     Not here: the bakes here set the C allocator to keep freed memory (`core.heap`), which
-    makes the workload itself about 8 % faster (103 against 112 ms between bakes,
+    makes the workload itself about 8 % faster (104 against 113 ms between bakes,
     2026-11-26), and `CALIBRATION_REFERENCE_S` was measured with the allocator's defaults. A
     spawned interpreter starts with those and never bakes, so the workload meets the same
     allocator as when its reference was taken, and `speed` keeps measuring the machine."""
