@@ -10,15 +10,25 @@ from __future__ import annotations
 import numpy as np
 
 from . import threads
-from .config import NULL_AREA
+from .config import NULL_AREA, SPAN_MAX_HEIGHT
 from .context import BuildContext
 from .heightfield import Heightfield
 from .rasterize import WORKERS
 
 #: Ceiling of the open sky above a column's top span. [Units: ch]
 OPEN_CEILING = 0xFFFF
-#: Above every span floor (int32): a neighbour floor that does not count, for a minimum.
-_ABOVE_ANY_FLOOR = np.int32(1 << 20)
+#: The ledge filter's heights are int16 when spans stay within `SPAN_MAX_HEIGHT` (8191) and
+#: the agent's height and climb within `_NARROW_LIMIT`: half the memory traffic of int32 and
+#: twice the values per vector instruction (the filter, medians of 30: nav_test 4.7 -> 4.0
+#: ms, undulating 4.3 -> 3.7, dungeon 1.9 -> 1.6). The open ceiling is then
+#: `_OPEN_CEILING_16`: a clearance under it is still at least 32767 - 8191, above any such
+#: height, so every test reads as with `OPEN_CEILING`, and no difference leaves int16.
+_OPEN_CEILING_16 = np.int16(0x7FFF)
+_NARROW_LIMIT = 0x3FFF
+#: Above every span floor: a neighbour floor that does not count, for a minimum (int16 with
+#: narrow heights, int32 otherwise).
+_ABOVE_ANY_FLOOR_16 = np.int16(SPAN_MAX_HEIGHT + 1)
+_ABOVE_ANY_FLOOR_32 = np.int32(1 << 20)
 #: Walkable spans from which the ledge filter splits its work over two threads.
 PARALLEL_SPANS = 200_000
 #: Walkable spans the ledge filter checks together.
@@ -37,6 +47,18 @@ def _ceilings(hf: Heightfield) -> np.ndarray:
         # Occupied columns by comparison: no grid-sized integer temporary.
         is_top[hf.col_start[1:][hf.col_start[1:] > hf.col_start[:-1]] - 1] = True
         ceiling[:-1] = np.where(is_top[:-1], OPEN_CEILING, hf.smin[1:].astype(np.int32))
+    return ceiling
+
+
+def _ceilings_16(hf: Heightfield) -> np.ndarray:
+    """`_ceilings` as int16, the open sky at `_OPEN_CEILING_16`."""
+    n = hf.span_count
+    ceiling = np.full(n, _OPEN_CEILING_16, dtype=np.int16)
+    if n:
+        is_top = np.zeros(n, dtype=bool)
+        is_top[hf.col_start[1:][hf.col_start[1:] > hf.col_start[:-1]] - 1] = True
+        # uint16 heights up to SPAN_MAX_HEIGHT have the same bits as int16.
+        ceiling[:-1] = np.where(is_top[:-1], _OPEN_CEILING_16, hf.smin[1:].view(np.int16))
     return ceiling
 
 
@@ -87,10 +109,21 @@ def filter_ledge_spans(
     candidates = np.nonzero(hf.area != NULL_AREA)[0]
     if candidates.shape[0] == 0:
         return area
-    ceiling_all = _ceilings(hf)
+    narrow = (
+        max(walkable_height, walkable_climb) <= _NARROW_LIMIT
+        and int(hf.smax.max()) <= SPAN_MAX_HEIGHT
+    )
+    above_any: np.signedinteger
+    if narrow:
+        # uint16 heights up to SPAN_MAX_HEIGHT have the same bits as int16.
+        heights = hf.smin.view(np.int16), hf.smax.view(np.int16)
+        ceiling_all, above_any = _ceilings_16(hf), _ABOVE_ANY_FLOOR_16
+    else:
+        heights = hf.smin.astype(np.int32), hf.smax.astype(np.int32)
+        ceiling_all, above_any = _ceilings(hf), _ABOVE_ANY_FLOOR_32
 
     def ledges(subset):
-        return _ledges(hf, subset, ceiling_all, walkable_height, walkable_climb)
+        return _ledges(hf, subset, heights, ceiling_all, above_any, walkable_height, walkable_climb)
 
     # Blocks keep the temporaries cache-sized; NumPy releases the GIL in its loops, so large
     # heightfields run their blocks on two cores.
@@ -101,8 +134,10 @@ def filter_ledge_spans(
     return area
 
 
-def _ledges(hf, candidates, ceiling_all, walkable_height, walkable_climb):
-    """bool per candidate span (ascending): is it a ledge (see `filter_ledge_spans`)."""
+def _ledges(hf, candidates, heights, ceiling_all, above_any, walkable_height, walkable_climb):
+    """bool per candidate span (ascending): is it a ledge (see `filter_ledge_spans`).
+    ``heights``: the spans' bottoms and tops, and ``ceiling_all`` their ceilings, all int16 or
+    all int32; ``above_any``: a floor above every span's, of that type."""
     width, height = hf.width, hf.height
     # Columns of the block's own span range only: no per-span or per-column array of the
     # whole heightfield is made (on large grids that memory costs more to touch than to use).
@@ -113,7 +148,9 @@ def _ledges(hf, candidates, ceiling_all, walkable_height, walkable_climb):
     local = np.repeat(np.arange(c0, c1 + 1, dtype=np.int64), np.diff(bounds))
     col = local.take(candidates - first)
     cx, cy = col % width, col // width
-    floor = hf.smax.take(candidates).astype(np.int32)
+    smin, smax = heights
+    open_ceiling = _OPEN_CEILING_16 if ceiling_all.dtype == np.int16 else np.int32(OPEN_CEILING)
+    floor = smax.take(candidates)
     ceiling = ceiling_all.take(candidates)
     # A neighbour floor at or above this is too close under the span's ceiling to count.
     too_high = ceiling - walkable_height
@@ -137,7 +174,7 @@ def _ledges(hf, candidates, ceiling_all, walkable_height, walkable_climb):
         ncount[off_grid] = 0
         has = ncount > 0
         first = np.minimum(nstart, hf.span_count - 1)
-        first_bottom = np.where(has, hf.smin.take(first).astype(np.int32), OPEN_CEILING)
+        first_bottom = np.where(has, smin.take(first), open_ceiling)
         drop |= ~off_grid & (np.minimum(ceiling, first_bottom) - floor >= walkable_height)
         del first_bottom
         # The j-th span of every neighbour column holding more than j, j = 0, 1, ...: over
@@ -150,7 +187,7 @@ def _ledges(hf, candidates, ceiling_all, walkable_height, walkable_climb):
         j = 0
         while np.count_nonzero(looking) > LEDGE_WHOLE_ROUNDS_FROM * n:
             neighbour = np.minimum(nstart + j, hf.span_count - 1)
-            n_floor = hf.smax.take(neighbour).astype(np.int32)
+            n_floor = smax.take(neighbour)
             clear = np.minimum(ceiling, ceiling_all.take(neighbour))
             clear -= np.maximum(floor, n_floor)
             clear = clear >= walkable_height
@@ -164,7 +201,7 @@ def _ledges(hf, candidates, ceiling_all, walkable_height, walkable_climb):
             # highest (which is >= floor >= 0) and as above any height for the lowest.
             stepped = np.multiply(n_floor, step)
             np.maximum(highest_ok, stepped, out=highest_ok)
-            stepped += np.multiply(~step, _ABOVE_ANY_FLOOR)
+            stepped += np.multiply(~step, above_any)
             np.minimum(lowest_ok, stepped, out=lowest_ok)
             j += 1
             looking &= ncount > j
@@ -172,7 +209,7 @@ def _ledges(hf, candidates, ceiling_all, walkable_height, walkable_climb):
         live = np.flatnonzero(looking)
         while live.shape[0]:
             neighbour = nstart.take(live) + j
-            n_floor = hf.smax.take(neighbour).astype(np.int32)
+            n_floor = smax.take(neighbour)
             p_floor = floor.take(live)
             clear = np.minimum(ceiling.take(live), ceiling_all.take(neighbour))
             clear -= np.maximum(p_floor, n_floor)

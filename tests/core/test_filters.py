@@ -132,14 +132,14 @@ def _slow_ledges(hf: Heightfield, walkable_height: int, walkable_climb: int) -> 
     return area
 
 
-def _random_hf(rng, width, height):
+def _random_hf(rng, width, height, base=0, step=1):
     columns = {}
     for y in range(height):
         for x in range(width):
-            spans, floor = [], int(rng.integers(0, 6))
+            spans, floor = [], base + int(rng.integers(0, 6)) * step
             for _ in range(int(rng.integers(0, 5))):
-                smin = floor + int(rng.integers(0, 8))
-                smax = smin + int(rng.integers(1, 4))
+                smin = floor + int(rng.integers(0, 8)) * step
+                smax = smin + int(rng.integers(1, 4)) * step
                 spans.append((smin, smax, int(rng.choice([0, 63, 63, 63, 5]))))
                 floor = smax + 1
             columns[(x, y)] = spans
@@ -158,5 +158,31 @@ def test_ledge_filter_matches_the_literal_port_on_random_fields(whole_from, monk
     for _ in range(200):
         hf = _random_hf(rng, int(rng.integers(1, 20)), int(rng.integers(1, 20)))
         walkable_height, walkable_climb = int(rng.integers(1, 10)), int(rng.integers(0, 9))
+        got = filter_ledge_spans(hf, walkable_height, walkable_climb)
+        np.testing.assert_array_equal(got, _slow_ledges(hf, walkable_height, walkable_climb))
+
+
+@pytest.mark.parametrize(
+    ("base", "step", "height_range", "climb_range"),
+    [
+        (7000, 40, (1, 400), (0, 300)),  # tall spans up to Recast's 8191: int16 heights
+        (0, 1, (16_000, 70_000), (0, 40_000)),  # agents beyond int16: int32 heights
+        (0, 1000, (1, 3000), (16_000, 20_000)),  # a climb beyond the narrow limit
+    ],
+    ids=["tall-spans", "huge-agent", "huge-climb"],
+)
+def test_ledge_filter_matches_the_literal_port_at_the_height_limits(
+    base, step, height_range, climb_range
+):
+    """The filter reads heights as int16 only where nothing can leave that range, with an
+    open ceiling of 0x7FFF; agent heights or climbs where that would change a test, as the
+    open ceiling of 0xFFFF does, go through int32."""
+    rng = np.random.default_rng(11)
+    for _ in range(60):
+        hf = _random_hf(rng, int(rng.integers(1, 12)), int(rng.integers(1, 12)), base, step)
+        if hf.span_count and int(hf.smax.max()) > 8191:
+            continue
+        walkable_height = int(rng.integers(*height_range))
+        walkable_climb = int(rng.integers(*climb_range))
         got = filter_ledge_spans(hf, walkable_height, walkable_climb)
         np.testing.assert_array_equal(got, _slow_ledges(hf, walkable_height, walkable_climb))
