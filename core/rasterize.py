@@ -40,8 +40,10 @@ from .context import BuildContext
 from .heightfield import Heightfield
 
 F32 = np.float32
-#: Bottom and top of an empty span slot in the merge state (above any real height).
-EMPTY = np.iinfo(np.int32).max
+#: Bottom and top of an empty span slot in the merge state (above any real height). The
+#: merge reads heights as int16 (they reach SPAN_MAX_HEIGHT, 8191): every difference it
+#: takes stays within int16, and its passes move half the bytes of int32.
+EMPTY = np.iinfo(np.int16).max
 #: Triangles clipped together; bounds the clipping state (about 1 KiB per triangle).
 CHUNK_TRIANGLES = 16384
 #: Triangles per chunk when chunks are clipped on several threads (larger, so the work inside
@@ -1012,10 +1014,10 @@ def _pack_payload(smin, smax, area):
 
 
 def _unpack_payload(payload):
-    """int32 smin, int32 smax, uint8 area of `_pack_payload` payloads."""
+    """int16 smin, int16 smax, uint8 area of `_pack_payload` payloads."""
     return (
-        (payload & 0x1FFF).astype(np.int32),
-        ((payload >> 13) & 0x1FFF).astype(np.int32),
+        (payload & 0x1FFF).astype(np.int16),
+        ((payload >> 13) & 0x1FFF).astype(np.int16),
         (payload >> 26).astype(np.uint8),
     )
 
@@ -1225,7 +1227,7 @@ def _first_coverers(first, per_col, f_min, f_max):
     A fragment that is not lies inside the union of its column's earlier fragments, which is
     then one span (a covered interval is connected): adding it only raises that span's area
     (see `_fold_contained`). Columns are given by ``first`` and ``per_col`` (fragments grouped
-    by column, in order within one); heights [Units: ch] as int32/int64, smax > smin.
+    by column, in order within one); heights [Units: ch] as int16/int32/int64, smax > smin.
 
     The earliest fragment covering each unit [h, h + 1) of a column is a range-minimum update
     of the fragment's position over [smin, smax): each range is written as two (overlapping)
@@ -1377,8 +1379,8 @@ def _merge_sorted(col, f_min, f_max, f_area, merge_threshold):
     # The state is slot-major, (slots, columns): every operation then loops over the
     # columns, not over a column's few slots (12x faster for a comparison on 4 slots).
     slots = 4
-    st_min = np.full((slots, n_used), EMPTY, dtype=np.int32)
-    st_max = np.full((slots, n_used), EMPTY, dtype=np.int32)
+    st_min = np.full((slots, n_used), EMPTY, dtype=np.int16)
+    st_max = np.full((slots, n_used), EMPTY, dtype=np.int16)
     st_area = np.zeros((slots, n_used), dtype=np.uint8)
     st_n = np.zeros(n_used, dtype=np.int64)
     finished: list[tuple] = []
