@@ -1210,15 +1210,30 @@ def _fold_contained(col, f_min, f_max, f_area):
     never negative): adding the previous fragment with the max of both areas is the same. By
     induction a whole run of fragments each inside the one before folds into the run's first.
     Cuts the merge's rounds (dungeon: 149 to 55 fragments in the fullest column).
+
+    Returns the remaining fragments' col, min, max, area and where each column's first of them
+    is (int64, ascending).
     """
-    contained = (col[1:] == col[:-1]) & (f_min[1:] >= f_min[:-1]) & (f_max[1:] <= f_max[:-1])
+    same_col = col[1:] == col[:-1]
+    contained = same_col & (f_min[1:] >= f_min[:-1]) & (f_max[1:] <= f_max[:-1])
+    # A fragment left starts a column when the one before it does not share its column: that
+    # one is the previous fragment left or one folded into it, in the same column.
+    column_start = np.concatenate(([col.shape[0] > 0], ~same_col))[: col.shape[0]]
+    del same_col
     if not contained.any():
-        return col, f_min, f_max, f_area
-    starts = np.flatnonzero(~np.concatenate(([False], contained)))
-    return (
-        col.take(starts), f_min.take(starts), f_max.take(starts),
-        np.maximum.reduceat(f_area, starts),
-    )  # fmt: skip
+        return col, f_min, f_max, f_area, np.flatnonzero(column_start)
+    kept = np.concatenate(([True], ~contained))
+    starts = np.flatnonzero(kept)
+    area = f_area.take(starts)
+    # Most runs hold one fragment: the folded ones raise their run's area one by one, not a
+    # reduceat over every run (a third of the merge's time on nav_test).
+    folded = np.flatnonzero(contained)
+    folded += 1
+    run = np.cumsum(kept, dtype=np.int64)
+    run -= 1
+    np.maximum.at(area, run.take(folded), f_area.take(folded))
+    first = np.flatnonzero(column_start.take(starts))
+    return col.take(starts), f_min.take(starts), f_max.take(starts), area, first
 
 
 def _first_coverers(first, per_col, f_min, f_max):
@@ -1343,8 +1358,7 @@ def _merge_sorted(col, f_min, f_max, f_area, merge_threshold):
     a shaping fragment is the first to cover one of the column's height units, and a column
     is split unless it has fewer fragments than its height range has units.
     """
-    col, f_min, f_max, f_area = _fold_contained(col, f_min, f_max, f_area)
-    first = np.flatnonzero(np.diff(col, prepend=-1))
+    col, f_min, f_max, f_area, first = _fold_contained(col, f_min, f_max, f_area)
     per_col = np.diff(first, append=col.shape[0])
     split = None
     if int(per_col.max(initial=0)) >= DENSE_COLUMN_FRAGMENTS:
