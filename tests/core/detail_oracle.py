@@ -128,3 +128,26 @@ def poly_min_extent_literal(xs, zs):
             max_edge = max(max_edge, d)
         min_dist = min(min_dist, max_edge)
     return np.sqrt(min_dist)
+
+
+def height_gap_literal(px, py, pz, a, b, c):
+    """Recast distToTriMesh's point-over-triangle test as written there, one float32
+    operation at a time: |height of the triangle under the point - py| where the point lies
+    over it (barycentric, 1e-4 slack), else FLT_MAX (a, b, c float32 (..., 3) corners)."""
+    v0x, v0y, v0z = c[..., 0] - a[..., 0], c[..., 1] - a[..., 1], c[..., 2] - a[..., 2]
+    v1x, v1y, v1z = b[..., 0] - a[..., 0], b[..., 1] - a[..., 1], b[..., 2] - a[..., 2]
+    v2x = px - a[..., 0]
+    v2z = pz - a[..., 2]
+    dot00 = v0x * v0x + v0z * v0z
+    dot01 = v0x * v1x + v0z * v1z
+    dot02 = v0x * v2x + v0z * v2z
+    dot11 = v1x * v1x + v1z * v1z
+    dot12 = v1x * v2x + v1z * v2z
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        inv = F32(1) / (dot00 * dot11 - dot01 * dot01)
+        u = (dot11 * dot02 - dot01 * dot12) * inv
+        v = (dot00 * dot12 - dot01 * dot02) * inv
+        eps = F32(1e-4)
+        inside = (u >= -eps) & (v >= -eps) & ((u + v) <= F32(1) + eps)
+        y = a[..., 1] + v0y * u + v1y * v
+        return np.where(inside, np.abs(y - py), F32(np.finfo(np.float32).max))

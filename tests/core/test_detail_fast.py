@@ -17,7 +17,7 @@ from core.config import NavConfig
 from core.context import BuildContext
 from core.objio import read_obj
 
-from .detail_oracle import delaunay_hull_literal, poly_min_extent_literal
+from .detail_oracle import delaunay_hull_literal, height_gap_literal, poly_min_extent_literal
 from .refdata import mesh_path
 
 F32 = np.float32
@@ -510,3 +510,36 @@ def test_double_precision_circle_class_equals_float32(kind):
         assert counts[2]  # points on a circle within the tolerance were met
     if kind == "near_circle":
         assert undecided  # some lie within a few float32 steps of a tolerance radius
+
+
+@pytest.mark.parametrize("scale", [1.0, 100.0, 1e-3, 1e6])
+def test_height_gap_matches_the_literal_test_bit_for_bit(scale):
+    """The stacked height gap (`_height_gap`, `_height_gap_stacked`) against distToTriMesh's
+    test written out, on random triangles and points: degenerate triangles (repeated or
+    collinear corners), points on a corner, coordinates on whole numbers; samples against
+    triangles (the broadcast `_TriangleGaps` and `_dist_to_tri_mesh` use) and pair by pair."""
+    rng = np.random.default_rng(int(scale * 1000) % 9973)
+    for trial in range(300):
+        m, s = int(rng.integers(1, 12)), int(rng.integers(1, 40))
+        corners = (rng.normal(size=(m, 1, 3, 3)) * scale).astype(np.float32)
+        if trial % 7 == 0:
+            corners[..., 1, :] = corners[..., 0, :]
+        if trial % 11 == 0:
+            corners[..., :, 0] = np.round(corners[..., :, 0])
+        if trial % 13 == 0:
+            corners[..., 2, :] = corners[..., 0, :] * np.float32(2)
+        px, py, pz = (rng.normal(size=(3, s)) * scale).astype(np.float32)
+        if trial % 5 == 0:
+            px[:], pz[:] = corners[0, 0, 0, 0], corners[0, 0, 0, 2]
+        a, b, c = corners[..., 0, :], corners[..., 1, :], corners[..., 2, :]
+        want = height_gap_literal(px, py, pz, a, b, c)
+        got = detail._height_gap(px, py, pz, a, b, c)
+        stacked = detail._height_gap_stacked(px, py, pz, a, np.stack((c, b)))
+        for result in (got, stacked):
+            assert result.dtype == want.dtype and result.shape == want.shape
+            assert np.array_equal(result.view(np.uint32), want.view(np.uint32))
+        k = min(m, s)
+        pair = (px[:k], py[:k], pz[:k], a[:k, 0], b[:k, 0], c[:k, 0])
+        assert np.array_equal(
+            detail._height_gap(*pair).view(np.uint32), height_gap_literal(*pair).view(np.uint32)
+        )
