@@ -234,29 +234,34 @@ def _run_pass(plan: _ChamferPlan, d: np.ndarray) -> None:
     """One raster pass over ``d``: int64 (n + 1,), or (k, n + 1) for k fields on the same
     heightfield at once (the same row steps, k times the elements: the rows are a Python
     loop, so k fields cost much less than k passes)."""
-    terms, off, seq, row_seq = plan.terms, plan.off, plan.seq, plan.row_seq
+    terms, off, seq = plan.terms, plan.off, plan.seq
+    row_seq = plan.row_seq.tolist()  # Python ints: cheaper slice bounds
     many = d.ndim == 2
+    # The ufunc methods straight (ndarray.min goes through a Python wrapper: the rows are a
+    # Python loop of a few small calls each, so the wrapper is a share of the time).
+    smallest, running = np.minimum.reduce, np.minimum.accumulate
     for r in plan.row_order:
         p, q = row_seq[r], row_seq[r + 1]
         if p == q:
             continue
         # Each path position's best start (own value or a previous-row term + its cost),
         # less its offset; the running minimum along the path is the same-row recurrence.
+        row_off = off[p:q]
         if many:
             values = d.take(terms[:, p:q], axis=1)
             values += _TERM_COSTS
-            best = values.min(axis=1)
-            best -= off[p:q]
-            np.minimum.accumulate(best, axis=1, out=best)
-            best += off[p:q]
+            best = smallest(values, axis=1)
+            best -= row_off
+            running(best, axis=1, out=best)
+            best += row_off
             d[:, seq[p:q]] = best
         else:
             values = d.take(terms[:, p:q])
             values += _TERM_COSTS
-            best = values.min(axis=0)
-            best -= off[p:q]
-            np.minimum.accumulate(best, out=best)
-            best += off[p:q]
+            best = smallest(values, axis=0)
+            best -= row_off
+            running(best, out=best)
+            best += row_off
             d[seq[p:q]] = best
 
 
