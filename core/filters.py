@@ -38,27 +38,17 @@ LEDGE_BLOCK = 1 << 16
 LEDGE_WHOLE_ROUNDS_FROM = 0.4
 
 
-def _ceilings(hf: Heightfield) -> np.ndarray:
-    """int32 (n,): the bottom of the next span up in the column, or 0xFFFF for the top span."""
+def _ceilings(hf: Heightfield, dtype=np.int32, open_ceiling=OPEN_CEILING) -> np.ndarray:
+    """(n,) of ``dtype``: the bottom of the next span up in the column, or ``open_ceiling``
+    for the top span (int32 and 0xFFFF by default; the ledge filter's narrow heights take
+    int16 and `_OPEN_CEILING_16`)."""
     n = hf.span_count
-    ceiling = np.full(n, OPEN_CEILING, dtype=np.int32)
+    ceiling = np.full(n, open_ceiling, dtype=dtype)
     if n:
         is_top = np.zeros(n, dtype=bool)
         # Occupied columns by comparison: no grid-sized integer temporary.
         is_top[hf.col_start[1:][hf.col_start[1:] > hf.col_start[:-1]] - 1] = True
-        ceiling[:-1] = np.where(is_top[:-1], OPEN_CEILING, hf.smin[1:].astype(np.int32))
-    return ceiling
-
-
-def _ceilings_16(hf: Heightfield) -> np.ndarray:
-    """`_ceilings` as int16, the open sky at `_OPEN_CEILING_16`."""
-    n = hf.span_count
-    ceiling = np.full(n, _OPEN_CEILING_16, dtype=np.int16)
-    if n:
-        is_top = np.zeros(n, dtype=bool)
-        is_top[hf.col_start[1:][hf.col_start[1:] > hf.col_start[:-1]] - 1] = True
-        # uint16 heights up to SPAN_MAX_HEIGHT have the same bits as int16.
-        ceiling[:-1] = np.where(is_top[:-1], _OPEN_CEILING_16, hf.smin[1:].view(np.int16))
+        ceiling[:-1] = np.where(is_top[:-1], open_ceiling, hf.smin[1:].astype(dtype))
     return ceiling
 
 
@@ -117,7 +107,8 @@ def filter_ledge_spans(
     if narrow:
         # uint16 heights up to SPAN_MAX_HEIGHT have the same bits as int16.
         heights = hf.smin.view(np.int16), hf.smax.view(np.int16)
-        ceiling_all, above_any = _ceilings_16(hf), _ABOVE_ANY_FLOOR_16
+        ceiling_all = _ceilings(hf, np.int16, _OPEN_CEILING_16)
+        above_any = _ABOVE_ANY_FLOOR_16
     else:
         heights = hf.smin.astype(np.int32), hf.smax.astype(np.int32)
         ceiling_all, above_any = _ceilings(hf), _ABOVE_ANY_FLOOR_32
