@@ -25,7 +25,8 @@ bakes each after a calibration run (as `python -m core bench` times them), ms: d
 `TRIM_THRESHOLD_BYTES` of freed memory at the heap's top (`TOP_PAD_BYTES` after a trim).
 
 Only where the process's C library is glibc (found by its ``gnu_get_libc_version`` and
-``mallopt``); elsewhere, or with ``VOXNAV_KEEP_HEAP=0`` in the environment, nothing changes.
+``mallopt``); elsewhere, or with ``VOXNAV_KEEP_HEAP=0`` (or off, false, no) in the
+environment, nothing changes.
 Inside Blender the setting reaches only the memory Blender lets glibc allocate.
 """
 
@@ -35,6 +36,8 @@ import ctypes
 import os
 import sys
 import threading
+
+from .errors import VoxNavError
 
 #: mallopt parameters (glibc's malloc.h).
 _M_TRIM_THRESHOLD = -1
@@ -49,8 +52,10 @@ TRIM_THRESHOLD_BYTES = 64 << 20
 #: Free memory at the heap's top a trim keeps, and extra room each growth asks for (address
 #: space only until written) [Units: bytes].
 TOP_PAD_BYTES = 64 << 20
-#: Environment variable that turns the setting off when "0".
+#: Environment variable that turns the setting off ("0", "off", "false" or "no").
 OPT_OUT_VARIABLE = "VOXNAV_KEEP_HEAP"
+_OFF = frozenset({"0", "off", "false", "no"})
+_ON = frozenset({"", "1", "on", "true", "yes"})
 
 _lock = threading.Lock()
 _applied: bool | None = None
@@ -59,7 +64,8 @@ _applied: bool | None = None
 def keep_freed_memory() -> bool:
     """Set the allocator's thresholds (once per process; later calls return the first
     answer). True when they were set, False when the C library is not glibc, the platform is
-    not Linux, or ``VOXNAV_KEEP_HEAP=0``."""
+    not Linux, or ``VOXNAV_KEEP_HEAP`` is 0 (off, false, no); `VoxNavError` naming the
+    accepted values for any other value of it (asked again on the next call)."""
     global _applied
     if _applied is None:
         with _lock:
@@ -68,8 +74,22 @@ def keep_freed_memory() -> bool:
     return _applied
 
 
+def _wanted() -> bool:
+    """Whether ``VOXNAV_KEEP_HEAP`` asks for the setting (unset or empty: yes)."""
+    text = os.environ.get(OPT_OUT_VARIABLE, "").strip().lower()
+    if text in _OFF:
+        return False
+    if text in _ON:
+        return True
+    raise VoxNavError(
+        f"{OPT_OUT_VARIABLE}={os.environ[OPT_OUT_VARIABLE]!r} is not understood: set it to 0 "
+        "(off, false, no) to leave the C allocator as it is, or 1 (on, true, yes) or unset it "
+        "to keep freed memory in the process"
+    )
+
+
 def _set_thresholds() -> bool:
-    if os.environ.get(OPT_OUT_VARIABLE, "").strip() == "0":
+    if not _wanted():
         return False
     if not sys.platform.startswith("linux"):
         return False

@@ -13,6 +13,7 @@ import pytest
 
 from core import heap
 from core.context import BuildContext
+from core.errors import VoxNavError
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -77,6 +78,18 @@ def test_freed_arrays_are_reused_not_faulted_in_again():
     assert default["faults"][1] >= 1024
 
 
-def test_opt_out_leaves_the_allocator_alone():
-    probe = _probe("set", **{heap.OPT_OUT_VARIABLE: "0"})
+@pytest.mark.parametrize("value", ["0", "off", "False", " no "])
+def test_opt_out_leaves_the_allocator_alone(value):
+    probe = _probe("set", **{heap.OPT_OUT_VARIABLE: value})
     assert probe["applied"] is False
+
+
+def test_an_unknown_opt_out_value_is_refused_with_the_accepted_ones(monkeypatch):
+    monkeypatch.setattr(heap, "_applied", None)  # as in a fresh process
+    monkeypatch.setenv(heap.OPT_OUT_VARIABLE, "maybe")
+    with pytest.raises(VoxNavError, match=r"VOXNAV_KEEP_HEAP='maybe'.*0 \(off, false, no\)"):
+        heap.keep_freed_memory()
+    with pytest.raises(VoxNavError):  # asked again, not taken as an answer
+        BuildContext()
+    monkeypatch.setenv(heap.OPT_OUT_VARIABLE, "yes")
+    assert heap.keep_freed_memory() is _is_glibc_linux()
