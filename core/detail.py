@@ -410,15 +410,15 @@ def _height_patches(
             if lim is None:
                 lim = f_y if dys[d] < 0 else f_h - 1 - f_y
             inside[:, d] = lim > 0
-        sel = np.flatnonzero(inside.ravel())
+        sel = inside.ravel().nonzero()[0]
         # Each pair's neighbour cell (dx + dy * width cells on in its patch), then for those
         # still unset its link slot: gathers over the pairs left, index arrays throughout.
         row, d = sel >> 2, sel & 3
         g = f_g.take(row) + (dxs.take(d) + dys.take(d) * f_w.take(row))
-        keep = np.flatnonzero(data.take(g) == UNSET_HEIGHT)
+        keep = (data.take(g) == UNSET_HEIGHT).nonzero()[0]
         sel, g = sel.take(keep), g.take(keep)
         ni = links.take(f_i.take(sel >> 2) * 4 + (sel & 3))
-        linked = np.flatnonzero(ni >= 0)
+        linked = (ni >= 0).nonzero()[0]
         sel, g, ni = sel.take(linked), g.take(linked), ni.take(linked)
         if not g.size:
             break
@@ -1038,7 +1038,7 @@ def _overlaps_either(segments, vx, vz, s, t, u) -> int:
     dx, dz = vx[u], vz[u]
     a1 = ux * (dz - az) - uz * (dx - ax)  # vcross2(a, b, d), one row for both
     a2 = ux * (cz - az) - uz * (cx - ax)  # vcross2(a, b, c), a row per segment
-    seg, at = np.nonzero((a1 * a2) < F32(0))
+    seg, at = ((a1 * a2) < F32(0)).nonzero()
     if not at.size:
         return -1
     a1, a2, ax, az = a1[at], a2[seg, at], ax[at], az[at]
@@ -1273,7 +1273,7 @@ def _circles(v2x, v2z, v3x, v3z, p1x, p1z):
         c0 = (v2sq * v3z + v3sq * -v2z) / den
         c2 = (v2sq * -v3x + v3sq * v2x) / den
         rad = np.sqrt(c0 * c0 + c2 * c2)
-    if round_ok.all():  # the common case: no degenerate circle to replace
+    if np.logical_and.reduce(round_ok, axis=None):  # the common case: no degenerate circle
         return c0 + p1x, c2 + p1z, rad * _F32_TOL_HI, rad * _F32_TOL_LO
     rad = np.where(round_ok, rad, _F32_ZERO)
     return (
@@ -1381,7 +1381,7 @@ def _extend_pure_scans(pure_scans: dict, vx, vz, q: int) -> set[int]:
     qx, qz = vx[q], vz[q]
     sx, sz = vx[s], vz[s]
     ux, uz = vx[t] - sx, vz[t] - sz
-    rows = np.flatnonzero((ux * (qz - sz) - uz * (qx - sx)) > _F32_EPS_LEFT)
+    rows = ((ux * (qz - sz) - uz * (qx - sx)) > _F32_EPS_LEFT).nonzero()[0]
     if not rows.size:
         return changed
     first = pt[rows] < 0
@@ -1931,7 +1931,7 @@ class _TriangleGaps:
         if not keys:
             return np.full(self.jx.shape, F32(-1), dtype=F32)
         rows = self.rows
-        dmin = self.table[[rows[key] for key in keys]].min(axis=0)
+        dmin = np.minimum.reduce(self.table[[rows[key] for key in keys]], axis=0)
         return np.where(dmin == F32(_FLT_MAX), F32(-1), dmin)
 
     def _make_room(self, keys, n_new: int) -> None:
@@ -1989,7 +1989,7 @@ def _grow_poly_detail(verts, tris, hull, samples, added, done, cache, sample_max
         else:
             d = _dist_to_tri_mesh(jx, jy, jz, verts, np.asarray(tris, dtype=np.int64))
         d = np.where(added | (d < 0), F32(0), d)
-        best = int(np.argmax(d))
+        best = int(d.argmax())
         bestd = d[best]
         if not bestd > 0 or bestd <= F32(sample_max_error):
             break

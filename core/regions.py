@@ -571,7 +571,7 @@ def _flood_batch_sets(g: _Graph, reg, seeds, open_spans):
         np.minimum.at(root, np.maximum(root_lo, root_hi), np.minimum(root_lo, root_hi))
         while True:
             up = root[root]
-            if np.array_equal(up, root):
+            if not np.logical_or.reduce(up != root):  # (ufunc direct: a hot loop)
                 break
             root = up
     # Each set's first seed names its region; sets without a seed are no flood's.
