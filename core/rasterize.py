@@ -1218,7 +1218,7 @@ def _fold_contained(col, f_min, f_max, f_area):
     contained = same_col & (f_min[1:] >= f_min[:-1]) & (f_max[1:] <= f_max[:-1])
     # A fragment left starts a column when the one before it does not share its column: that
     # one is the previous fragment left or one folded into it, in the same column.
-    column_start = np.concatenate(([col.shape[0] > 0], ~same_col))[: col.shape[0]]
+    column_start = np.concatenate(([True], ~same_col))[: col.shape[0]]  # none when empty
     del same_col
     if not contained.any():
         return col, f_min, f_max, f_area, np.flatnonzero(column_start)
