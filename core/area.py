@@ -14,7 +14,9 @@ import os
 import threading
 import weakref
 from collections import OrderedDict
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar, cast
 
 import numpy as np
 
@@ -48,7 +50,14 @@ def _check_chf(chf: CompactHeightfield) -> int:
 
 def _neighbors_with_sentinel(chf: CompactHeightfield) -> np.ndarray:
     """int32 (int64 past 2**31 entries) (n+1, 4): neighbour span per direction, ``n`` (a
-    sentinel row) when unconnected."""
+    sentinel row) when unconnected. Read-only: kept per span layout (`layout_cached`; the
+    erosion, distance field and regions of a bake, and every agent sharing the layout, read
+    the same table)."""
+    return layout_cached(chf, "neighbours with sentinel", lambda: _neighbor_table(chf))
+
+
+def _neighbor_table(chf: CompactHeightfield) -> np.ndarray:
+    """`_neighbors_with_sentinel` made afresh (read-only)."""
     n = int(chf.y.shape[0])
     nb = np.asarray(chf.neighbor)
     out = np.empty((n + 1, 4), dtype=np.int32 if 4 * (n + 1) < 2**31 else np.int64)
@@ -59,6 +68,7 @@ def _neighbors_with_sentinel(chf: CompactHeightfield) -> np.ndarray:
     body *= n + 1
     body += nb
     out[n] = n
+    out.flags.writeable = False
     return out
 
 
@@ -289,12 +299,15 @@ def chamfer_distance(
     return d[..., :n]
 
 
-#: Pass plans of recent compact heightfields, keyed by the identity of their link array:
-#: erosion and the distance field run on the same links, a tile cache rebuilds the same tiles'
-#: distance fields again and again, and building the plans is most of a chamfer's cost. The
-#: entries hold weak references (an entry dies with its heightfield's arrays, which no stage
-#: modifies) and at most `_PLAN_CACHE_SPANS` spans in all (the newest entry always stays).
-_PLAN_CACHE: OrderedDict[int, tuple[tuple, tuple[_ChamferPlan, _ChamferPlan], int]] = OrderedDict()
+#: Values derived from the span layout and links alone of recent compact heightfields (the
+#: chamfer's pass plans, the neighbour table, ...), keyed by the identity of their link array:
+#: erosion, the distance field and the regions of one bake read the same links, every agent
+#: sharing a compact heightfield's layout reads them again, a tile cache rebuilds the same
+#: tiles' distance fields again and again, and building the plans is most of a chamfer's
+#: cost. An entry is (weak references to the layout's links, columns and rows; values by
+#: name; spans): it dies with its heightfield's arrays, which no stage modifies, and the
+#: entries hold at most `_PLAN_CACHE_SPANS` spans in all (the newest entry always stays).
+_PLAN_CACHE: OrderedDict[int, tuple[tuple, dict[str, Any], int]] = OrderedDict()
 _PLAN_CACHE_SPANS = 1 << 18
 #: Threads building the two pass plans (2: at once), and the spans from which they do.
 PLAN_WORKERS = min(2, os.cpu_count() or 1)
@@ -305,42 +318,71 @@ PARALLEL_PLAN_SPANS = 1 << 16
 #: during a garbage collection inside the guarded block.
 _PLAN_LOCK = threading.RLock()
 
+_Value = TypeVar("_Value")
+
+
+def _layout_of(chf: CompactHeightfield) -> tuple:
+    """The arrays a cache entry stands for: the links, span columns and span rows."""
+    return (chf.neighbor, chf.span_x, chf.span_y)
+
+
+def _entry_values(key: int, layout: tuple) -> dict[str, Any] | None:
+    """The values kept for ``layout`` (under `_PLAN_LOCK`), None when there are none; a
+    stale entry (its arrays gone, the key reused) is dropped."""
+    entry = _PLAN_CACHE.get(key)
+    if entry is None:
+        return None
+    if all(ref() is array for ref, array in zip(entry[0], layout, strict=True)):
+        _PLAN_CACHE.move_to_end(key)
+        return entry[1]
+    _PLAN_CACHE.pop(key, None)
+    return None
+
+
+def layout_cached(chf: CompactHeightfield, name: str, build: Callable[[], _Value]) -> _Value:
+    """``build()``, a value derived from ``chf``'s span layout and links alone, kept for that
+    layout under ``name`` (see `_PLAN_CACHE`); later calls on a heightfield with the same
+    layout arrays return it. Values are shared: never modify one (arrays are made
+    read-only where they are built)."""
+    key = id(chf.neighbor)
+    layout = _layout_of(chf)
+    with _PLAN_LOCK:
+        values = _entry_values(key, layout)
+        if values is not None and name in values:
+            return cast(_Value, values[name])
+    value = build()
+    try:
+        refs = tuple(weakref.ref(a, _forget_plans(key)) for a in layout)
+    except TypeError:  # not weakly referenceable (a plain sequence): do not cache
+        return value
+    with _PLAN_LOCK:
+        values = _entry_values(key, layout)
+        if values is not None:
+            values.setdefault(name, value)
+            return cast(_Value, values[name])
+        _PLAN_CACHE[key] = (refs, {name: value}, int(chf.y.shape[0]))
+        total = sum(e[2] for e in _PLAN_CACHE.values())
+        while len(_PLAN_CACHE) > 1 and total > _PLAN_CACHE_SPANS:
+            total -= _PLAN_CACHE.popitem(last=False)[1][2]
+    return value
+
 
 def _chamfer_plans(
     chf: CompactHeightfield, nbx: np.ndarray | None = None
 ) -> tuple[_ChamferPlan, _ChamferPlan]:
-    """The two pass plans of ``chf`` (cached); ``nbx``: its `_neighbors_with_sentinel` if the
-    caller has it already."""
-    key = id(chf.neighbor)
-    with _PLAN_LOCK:
-        entry = _PLAN_CACHE.get(key)
-        if entry is not None:
-            refs, plans, _ = entry
-            if refs[0]() is chf.neighbor and refs[1]() is chf.span_x and refs[2]() is chf.span_y:
-                _PLAN_CACHE.move_to_end(key)
-                return plans
-            _PLAN_CACHE.pop(key, None)
-    if nbx is None:
-        nbx = _neighbors_with_sentinel(chf)
-    if threads.allowed(PLAN_WORKERS) > 1 and int(chf.y.shape[0]) >= PARALLEL_PLAN_SPANS:
-        # The two passes' plans are independent, and mostly NumPy work without the GIL.
-        with ThreadPoolExecutor(2) as pool:
-            backward = pool.submit(_ChamferPlan, chf, nbx, False)
-            plans = (_ChamferPlan(chf, nbx, True), backward.result())
-    else:
-        plans = (_ChamferPlan(chf, nbx, True), _ChamferPlan(chf, nbx, False))
-    try:
-        refs = tuple(
-            weakref.ref(a, _forget_plans(key)) for a in (chf.neighbor, chf.span_x, chf.span_y)
-        )
-    except TypeError:  # not weakly referenceable (a plain sequence): do not cache
-        return plans
-    with _PLAN_LOCK:
-        _PLAN_CACHE[key] = (refs, plans, int(chf.y.shape[0]))
-        total = sum(e[2] for e in _PLAN_CACHE.values())
-        while len(_PLAN_CACHE) > 1 and total > _PLAN_CACHE_SPANS:
-            total -= _PLAN_CACHE.popitem(last=False)[1][2]
-    return plans
+    """The two pass plans of ``chf`` (kept per layout, `layout_cached`); ``nbx``: its
+    `_neighbors_with_sentinel` if the caller has it already."""
+
+    def build() -> tuple[_ChamferPlan, _ChamferPlan]:
+        links = _neighbors_with_sentinel(chf) if nbx is None else nbx
+        if threads.allowed(PLAN_WORKERS) > 1 and int(chf.y.shape[0]) >= PARALLEL_PLAN_SPANS:
+            # The two passes' plans are independent, and mostly NumPy work without the GIL.
+            with ThreadPoolExecutor(2) as pool:
+                backward = pool.submit(_ChamferPlan, chf, links, False)
+                return (_ChamferPlan(chf, links, True), backward.result())
+        return (_ChamferPlan(chf, links, True), _ChamferPlan(chf, links, False))
+
+    return layout_cached(chf, "chamfer plans", build)
 
 
 def _forget_plans(key: int):

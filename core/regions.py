@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .area import _check_chf, _neighbors_with_sentinel, chamfer_distance
+from .area import _check_chf, _neighbors_with_sentinel, chamfer_distance, layout_cached
 from .compact import BORDER_REG, CompactHeightfield, all_of_4, any_of_4, per_direction, rows_of
 from .context import BuildContext
 from .errors import VoxNavError
@@ -158,12 +158,33 @@ class _Links:
     area: np.ndarray
 
 
+def _links_not_returned(nbx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The links of a neighbour table (n+1, 4) (``n``: none) whose target does not link back
+    in the opposite direction: int64 (source span, direction) pairs, row-major (read-only)."""
+    n = nbx.shape[0] - 1
+    nbx_flat = nbx.reshape(-1)
+    idx = np.arange(n, dtype=nbx.dtype)
+    one_way = np.empty((n, 4), dtype=bool)
+    for d in range(4):
+        target = nbx[:n, d]
+        back = nbx_flat.take(target * 4 + ((d + 2) & 3))
+        one_way[:, d] = (target != n) & (back != idx)
+    rows = np.flatnonzero(any_of_4(one_way))
+    row_at, direction = np.nonzero(one_way[rows])
+    pairs = rows[row_at].astype(np.int64), direction.astype(np.int64)
+    for array in pairs:
+        array.flags.writeable = False
+    return pairs
+
+
 class _Graph:
     """Neighbour tables restricted to same-area links, with a sentinel span ``n``."""
 
     def __init__(self, chf: CompactHeightfield):
         _check_chf(chf)
-        self._link(np.asarray(chf.area, dtype=np.uint8), _neighbors_with_sentinel(chf))
+        nbx = _neighbors_with_sentinel(chf)
+        links_back = layout_cached(chf, "links not returned", lambda: _links_not_returned(nbx))
+        self._link(np.asarray(chf.area, dtype=np.uint8), nbx, links_back)
 
     @classmethod
     def of_links(cls, area: np.ndarray, nbx: np.ndarray) -> _Graph:
@@ -173,7 +194,9 @@ class _Graph:
         g._link(area, nbx)
         return g
 
-    def _link(self, area: np.ndarray, nbx: np.ndarray) -> None:
+    def _link(self, area: np.ndarray, nbx: np.ndarray, links_back=None) -> None:
+        """The tables from the areas and the neighbour table; ``links_back``: the layout's
+        `_links_not_returned` (made here when not given)."""
         n = int(area.shape[0])
         self.n = n
         self.area = area
@@ -212,28 +235,25 @@ class _Graph:
         #: its region; -1 outside the call (the sentinel ``n`` always).
         self.flood_label = np.full(n + 1, -1, dtype=scratch)
         # Links need not be symmetric: a link in direction d is returned when the neighbour's
-        # link in the opposite direction (the only one back to this column) leads back.
-        idx = np.arange(n, dtype=index)
-        one_way = np.empty((n, 4), dtype=bool)
-        for d in range(4):
-            target = self.nsa[:n, d]
-            back = nsa_flat.take(target * 4 + ((d + 2) & 3))
-            one_way[:, d] = (target != n) & (back != idx)
-        del idx, back, target
+        # link in the opposite direction (the only one back to this column) leads back. A
+        # same-area link a -> b (areas equal) is returned exactly when the layout's link b ->
+        # a exists (then the areas are equal, and it is a same-area link too): so the
+        # same-area links not returned are the layout's links not returned that are
+        # same-area links (usually none: the layout's are kept per layout).
+        if links_back is None:
+            links_back = _links_not_returned(nbx)
+        back_src, back_dir = links_back
+        at = back_src * 4 + back_dir
+        same_area = nsa_flat.take(at) != n
+        #: The one-way links as (source, target) pairs, row-major (source, direction):
+        #: `linked_from` adds them to the returned links, which it reads forward.
+        self.ow_src = back_src[same_area]
+        self.ow_dst = nsa_flat.take(at[same_area]).astype(np.int64)
         #: bool (n+1,): the span has a same-area link that is not returned, or is the target of
         #: one. Floods through such spans depend on where they start (see `_flood_batch`).
         self.one_way = np.zeros(n + 1, dtype=bool)
-        self.one_way[:n] = any_of_4(one_way)
-        # Row-major, as a boolean mask reads (usually none: only the rows that have one).
-        rows = np.flatnonzero(self.one_way[:n])
-        row_at, ow_dir = np.nonzero(one_way[rows])
-        ow_src = rows[row_at]
-        ow_dst = nsa_flat.take(ow_src * 4 + ow_dir).astype(np.int64)
-        self.one_way[ow_dst] = True
-        #: The one-way links as (source, target) pairs: `linked_from` adds them to the
-        #: returned links, which it reads forward.
-        self.ow_src = ow_src.astype(np.int64)
-        self.ow_dst = ow_dst
+        self.one_way[self.ow_src] = True
+        self.one_way[self.ow_dst] = True
 
     def next_stamp(self) -> int:
         """A stamp no span of ``flood_seen`` carries yet (the marks are cleared, and stamps
@@ -813,7 +833,13 @@ def _replace_neighbour(r: _Region, old: int, new: int):
 
 def _same_column_pairs(chf: CompactHeightfield):
     """int64 (p,) a, b: every ordered pair of spans in one column (a == b included), for
-    columns holding more than one span (few: only those columns are read)."""
+    columns holding more than one span (few: only those columns are read). Read-only: kept
+    per span layout (`layout_cached`)."""
+    return layout_cached(chf, "same-column pairs", lambda: _column_pairs(chf))
+
+
+def _column_pairs(chf: CompactHeightfield):
+    """`_same_column_pairs` made afresh."""
     start = np.asarray(chf.cell_start, dtype=np.int64)
     # The columns found from the spans (stored column by column: a span shares its column
     # with the next one), not from a grid-sized count array: on a large grid that array's
@@ -833,7 +859,9 @@ def _same_column_pairs(chf: CompactHeightfield):
     rep = np.repeat(per_col, per_col)
     a = np.repeat(spans, rep)
     offs = np.arange(a.shape[0]) - np.repeat(np.cumsum(rep) - rep, rep)
-    return a, np.repeat(column_first, rep) + offs
+    b = np.repeat(column_first, rep) + offs
+    a.flags.writeable = b.flags.writeable = False
+    return a, b
 
 
 def _unique_pairs(ra: np.ndarray, rb: np.ndarray) -> list[tuple[int, int]]:

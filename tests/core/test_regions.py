@@ -1054,3 +1054,35 @@ def test_flood_stamps_start_over_before_outgrowing_their_type(monkeypatch):
     reg, max_regions = build_regions(chf, *args)
     assert np.array_equal(reg, want_reg) and max_regions == want_max
     assert any(restarted)  # the stamps really reached the limit and started over
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_graph_one_way_links_are_the_same_area_links_not_returned(seed):
+    """`_Graph` finds its one-way links among the layout's links not returned (kept per
+    layout, so the second graph below, with other areas, reads the first one's): equal to
+    testing every same-area link of the areas at hand for its link back."""
+    from core import regions
+
+    chf = _one_way_field(seed)
+    rng = np.random.default_rng(seed)
+    layouts = []
+    for areas in (
+        np.full(chf.span_count, 63, np.uint8),
+        rng.choice(np.uint8([0, 5, 63]), chf.span_count),
+    ):
+        g = regions._Graph(dataclasses.replace(chf, area=areas))
+        n, nsa = g.n, g.nsa
+        src, dst = [], []
+        for a in range(n):
+            for d in range(4):
+                b = int(nsa[a, d])
+                if b != n and int(nsa[b, (d + 2) % 4]) != a:
+                    src.append(a)
+                    dst.append(b)
+        assert g.ow_src.tolist() == src and g.ow_dst.tolist() == dst
+        flag = np.zeros(n + 1, dtype=bool)
+        flag[src] = flag[dst] = True
+        assert np.array_equal(g.one_way, flag)
+        assert src  # the field has one-way links of each kind of areas
+        layouts.append(g.nbx)
+    assert layouts[0] is layouts[1] and not layouts[0].flags.writeable
