@@ -673,7 +673,9 @@ def _local_offsets(counts: np.ndarray) -> np.ndarray:
     return np.arange(int(counts.sum()), dtype=np.int64) - np.repeat(firsts, counts)
 
 
-def _merge_all(groups: list[list[tuple[int, ...]]], vx, vz, nvp: int) -> None:
+def _merge_all(
+    groups: list[list[tuple[int, ...]]], vx, vz, nvp: int, offsets: list[int] | None = None
+) -> None:
     """`_merge_polys` of every group (one contour's triangles), in place, with the groups of
     up to `_LOCKSTEP_MERGE_MAX` polygons merged all at once: each round rescans every pair of
     polygons sharing an edge in every group still merging (Recast's full rescan: largest
@@ -682,14 +684,28 @@ def _merge_all(groups: list[list[tuple[int, ...]]], vx, vz, nvp: int) -> None:
     polygons, or two polygons share more than one edge, goes through `_merge_polys` instead;
     once at most `MERGE_TAIL_GROUPS` groups still merge, `_merge_polys` goes on with each
     from its polygons as they stand (dungeon 2.2 -> 1.9 ms, undulating 3.2 -> 2.5).
-    vx, vz: welded vertex x and row coordinates (int, indexable by vertex id)."""
+    vx, vz: welded vertex x and row coordinates (int, indexable by vertex id). ``offsets``:
+    per group, where its vertex ids start in vx and vz (several meshes' groups at once, each
+    with its mesh's own ids; default 0)."""
     if nvp <= 3:
         return
+    if offsets is None:
+        offsets = [0] * len(groups)
+
+    def merge_one(g: int) -> None:
+        # `_merge_polys` on the group's polygons, their ids moved to vx/vz's and back.
+        polys, offset = groups[g], offsets[g]
+        if offset:
+            polys[:] = [tuple(v + offset for v in poly) for poly in polys]
+        _merge_polys(polys, vx, vz, nvp)
+        if offset:
+            polys[:] = [tuple(v - offset for v in poly) for poly in polys]
+
     small = [g for g, polys in enumerate(groups) if 2 <= len(polys) <= _LOCKSTEP_MERGE_MAX]
     small_set = set(small)
     for g, polys in enumerate(groups):
         if len(polys) >= 2 and g not in small_set:
-            _merge_polys(polys, vx, vz, nvp)
+            merge_one(g)
     if not small:
         return
     x = np.asarray(vx, dtype=np.int64)
@@ -702,6 +718,9 @@ def _merge_all(groups: list[list[tuple[int, ...]]], vx, vz, nvp: int) -> None:
     count = np.fromiter((len(p) for p in flat), np.int64, total)
     # Triangles (and a few larger polygons after welding) scattered into their rows at once.
     values = np.fromiter(itertools.chain.from_iterable(flat), np.int64, int(count.sum()))
+    # Each slot's vertex ids moved to vx/vz's (taken back off before the groups are written).
+    slot_offset = np.repeat(np.array([offsets[g] for g in small], dtype=np.int64), sizes)
+    values += np.repeat(slot_offset, count)
     rows.reshape(-1)[np.repeat(np.arange(total) * nvp, count) + _local_offsets(count)] = values
     left = sizes.copy()  # polygons alive per group: slots base[g] .. base[g] + left[g] - 1
     n_groups = len(small)
@@ -821,15 +840,17 @@ def _merge_all(groups: list[list[tuple[int, ...]]], vx, vz, nvp: int) -> None:
             count[bb] = count[last]
             left[grp[best]] -= 1
         active &= merging
+    # A polygon moves only within its group: its slot's offset is its own.
+    np.subtract(rows, slot_offset[:, None], out=rows, where=rows >= 0)
     rows_l, count_l = rows.tolist(), count.tolist()  # Python lists: cheap per-polygon slices
     for i, g in enumerate(small):
         if fallback[i]:
-            _merge_polys(groups[g], vx, vz, nvp)
+            merge_one(g)
             continue
         lo_s, n_left = int(base[i]), int(left[i])
         groups[g][:] = [tuple(rows_l[s][: count_l[s]]) for s in range(lo_s, lo_s + n_left)]
         if handed[i]:
-            _merge_polys(groups[g], vx, vz, nvp)
+            merge_one(g)
 
 
 def _uleft(x, z, a, b, c) -> np.ndarray:
@@ -1267,27 +1288,21 @@ def _contour_polygons(
 
 def _merge_pending(states: list[_MeshState], nvp: int) -> None:
     """`_merge_all` of every state's pending groups at once (each group merges on its own
-    polygons and vertices, so several meshes' groups go through its rounds together, their
-    vertex ids shifted past the meshes before), then the merged groups appended to the
+    polygons and vertices, so several meshes' groups go through its rounds together, each
+    with its mesh's offset in the joined vertex lists), then the merged groups appended to the
     states' polygons. Welding only appends vertices, so every contour merges on the final
     coordinates."""
     groups: list[list[tuple[int, ...]]] = []
+    offsets: list[int] = []
     vx: list[int] = []
     vz: list[int] = []
-    shifted: list[tuple[list[tuple[int, ...]], int]] = []
     for state in states:
-        offset = len(vx)
-        for group, _reg, _area in state.pending:
-            if offset:
-                group[:] = [tuple(v + offset for v in poly) for poly in group]
-                shifted.append((group, offset))
-            groups.append(group)
+        groups.extend(group for group, _reg, _area in state.pending)
+        offsets.extend([len(vx)] * len(state.pending))
         vx.extend(state.vx)
         vz.extend(state.vz)
     if groups:
-        _merge_all(groups, vx, vz, nvp)
-    for group, offset in shifted:
-        group[:] = [tuple(v - offset for v in poly) for poly in group]
+        _merge_all(groups, vx, vz, nvp, offsets)
     for state in states:
         for group, reg_c, area_c in state.pending:
             state.polys.extend(group)
