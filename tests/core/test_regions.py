@@ -1086,3 +1086,27 @@ def test_graph_one_way_links_are_the_same_area_links_not_returned(seed):
         assert src  # the field has one-way links of each kind of areas
         layouts.append(g.nbx)
     assert layouts[0] is layouts[1] and not layouts[0].flags.writeable
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_diagonals_made_per_call_equal_the_table(seed, monkeypatch):
+    """Large fields make Recast's diagonals for the spans asked (`_Graph.diag_of` without a
+    table): the same diagonals, and the same regions, as the table small fields keep."""
+    from core import regions
+
+    chf = _one_way_field(seed)
+    _, dist, max_distance = build_distance_field(chf)
+    spans = np.random.default_rng(seed).integers(0, chf.span_count, 200)
+    kept = regions._Graph(chf)
+    with_table = build_regions(chf, dist, max_distance, 4, 10)
+    monkeypatch.setattr(regions, "DIAG_TABLE_MAX_SPANS", 0)
+    made = regions._Graph(chf)
+    assert kept._diag_rows is not None and made._diag_rows is None
+    want = kept.diag_of(spans)
+    assert np.array_equal(made.diag_of(spans), want)
+    assert np.array_equal(made.diag_of(spans, made.nsa_of(spans)), want)
+    got = build_regions(chf, dist, max_distance, 4, 10)
+    np.testing.assert_array_equal(got[0], with_table[0])
+    assert got[1] == with_table[1]
+    reg_raw, rid = slow_watershed(chf, dist, max_distance)
+    np.testing.assert_array_equal(got[0], slow_merge_and_filter(chf, reg_raw, rid, 4, 10)[0])
