@@ -55,6 +55,7 @@ from __future__ import annotations
 import heapq
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -272,16 +273,33 @@ def _cycle_labels(succ: np.ndarray) -> np.ndarray:
     return label
 
 
+class _WalkOrder(NamedTuple):
+    """The walks' edge sequences, walk after walk in Recast's scan order, none empty."""
+
+    every: np.ndarray  # int64: the edges of all walks
+    start: np.ndarray  # int64 (walks + 1,): where each walk's edges start in ``every``
+
+
+def _joined_walks(walks: list[np.ndarray]) -> _WalkOrder:
+    """Edge sequences one per walk as a `_WalkOrder` (empty ones dropped)."""
+    walks = [seq for seq in walks if seq.shape[0]]
+    lengths = np.fromiter((seq.shape[0] for seq in walks), np.int64, len(walks))
+    start = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    every = np.concatenate(walks).astype(np.int64) if walks else np.zeros(0, dtype=np.int64)
+    return _WalkOrder(every, start)
+
+
 def _walk_order_fast(
     flags: np.ndarray, span: np.ndarray, d: np.ndarray, succ: np.ndarray, steps: np.ndarray
-) -> list[np.ndarray] | None:
-    """Edge sequences of the walks, in Recast's scan order, from the successor permutation.
+) -> _WalkOrder | None:
+    """Edge sequences of the walks, in Recast's scan order, from the successor permutation
+    (joined: no array per walk).
 
     Returns None when some walk would hit Recast's 40000-step limit (use the exact walker).
     """
     m = span.shape[0]
     if m == 0:
-        return []
+        return _joined_walks([])
     label = _cycle_labels(succ)
     # Cycles numbered by their smallest edge (each cycle's label), in that order.
     is_root = label == np.arange(m)
@@ -322,7 +340,7 @@ def _walk_order_fast(
             if p < end:
                 heapq.heappush(heap, (span_at(p), c, p))
     if not starts:
-        return []
+        return _joined_walks([])
     # Each walk is its start's cycle read along succ from the start (a cycle has one start at
     # most). Every edge's place in its walk is found at once: the cycle is cut before its
     # start (its last edge points to itself) and pointer jumping counts each edge's steps to
@@ -353,7 +371,7 @@ def _walk_order_fast(
     sequence[place] = member
     if int(np.add.reduceat(steps[sequence], walk_start[:-1]).max()) > _WALK_MAX_STEPS:
         return None
-    return np.split(sequence, walk_start[1:-1])
+    return _WalkOrder(sequence, walk_start)
 
 
 def _walk_order_exact(
@@ -980,9 +998,11 @@ def build_contours(
         if np.bincount(succ, minlength=espan.shape[0]).max(initial=1) == 1:
             walks = _walk_order_fast(flags, espan, edir, succ, steps)
     if walks is None:
-        walks = _walk_order_exact(chf, flags, espan, edir)
+        walks = _joined_walks(_walk_order_exact(chf, flags, espan, edir))
+    every, pstart = walks
+    n_walks = pstart.shape[0] - 1
     if progress:
-        progress(0.3, f"contours: simplifying {len(walks)} outlines")
+        progress(0.3, f"contours: simplifying {n_walks} outlines")
 
     reg = np.asarray(chf.reg)
     area = np.asarray(chf.area)
@@ -991,15 +1011,12 @@ def build_contours(
     raws: list[np.ndarray] = []
     cregs: list[int] = []
     careas: list[int] = []
-    walks = [seq for seq in walks if seq.shape[0]]
-    lengths = np.fromiter((seq.shape[0] for seq in walks), np.int64, len(walks))
-    pstart = np.concatenate([[0], np.cumsum(lengths)])
-    every = np.concatenate(walks) if walks else np.zeros(0, dtype=np.int64)
+    lengths = np.diff(pstart)
     all_points = evert[every]
     start_area = np.repeat(area[espan[every[pstart[:-1]]]].astype(np.int64), lengths)
     nba = enb_area[every]
     all_points[:, 3] |= np.where((nba >= 0) & (nba != start_area), RC_AREA_BORDER, 0)
-    if BATCH_SIMPLIFY and walks:
+    if BATCH_SIMPLIFY and n_walks:
         simple_rows, sstart = _simplify_all(
             all_points, pstart, max_error32, max_edge_len, build_flags
         )
@@ -1011,12 +1028,12 @@ def build_contours(
         cregs, careas = cregs_a.tolist(), careas_a.tolist()
         nconts = len(cregs)
     else:
-        for k, seq in enumerate(walks):
+        for k in range(n_walks):
             points = all_points[pstart[k] : pstart[k + 1]]
             simp = _simplify(points, max_error32, max_edge_len, build_flags)
             _remove_degenerate_segments(simp)
             if len(simp) >= 3:
-                s0 = int(espan[seq[0]])
+                s0 = int(espan[every[pstart[k]]])
                 if bs > 0:
                     for v in simp:
                         v[0] -= bs
@@ -1029,7 +1046,7 @@ def build_contours(
                 cregs.append(int(reg[s0]))
                 careas.append(int(area[s0]))
             if progress and (k & 31) == 31:
-                progress(0.3 + 0.6 * k / max(len(walks), 1), "contours: simplifying")
+                progress(0.3 + 0.6 * k / max(n_walks, 1), "contours: simplifying")
         nconts = len(conts)
         verts, verts_start = _contour_rows(conts)
         rverts_start = np.zeros(nconts + 1, dtype=np.int64)
