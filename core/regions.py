@@ -449,6 +449,32 @@ def _flood(g: _Graph, reg, sdist, dist_x, seed: int, lev: int, rid: int):
     sdist[region] = _flood_distance(rid)
 
 
+@dataclass
+class _Floods:
+    """Regions flooded at once (`_flood_batch`), to be numbered in order: their spans region
+    after region and per span its region's place (0, 1, ...); its length is their count."""
+
+    spans: np.ndarray
+    place: np.ndarray
+    count: int
+
+    def __len__(self) -> int:
+        return self.count
+
+
+def _floods_by_region(spans: np.ndarray, region: np.ndarray) -> _Floods:
+    """The spans grouped by ``region`` (a key per span, the regions in ascending key order;
+    a stable sort keeps each region's spans in their order)."""
+    order = np.argsort(region, kind="stable")
+    ordered = spans[order]
+    ids = region[order]
+    starts = np.empty(ids.shape[0], dtype=bool)
+    starts[:1] = True
+    np.not_equal(ids[1:], ids[:-1], out=starts[1:])
+    place = np.cumsum(starts) - 1
+    return _Floods(ordered, place, int(place[-1]) + 1 if place.shape[0] else 0)
+
+
 def _flood_distance(rid: int) -> int:
     """A new region's flood distance in `_watershed`'s ``sdist``: 0, or _BIG when its id
     carries the border flag (ids past 0x7FFF), a region Recast's expansion never grows."""
@@ -468,7 +494,7 @@ def _flood_batch_bfs(g: _Graph, reg, dist_x, seeds, lev: int):
     would now touch a region), or it holds a one-way link (`_Graph.one_way`: a flood through
     it depends on where it starts).
 
-    Returns (regions, stop): ``regions`` a list of span arrays to number in order, and
+    Returns (floods, stop): ``floods`` the regions to number in order (`_Floods`), and
     ``stop`` the position in ``seeds`` of the first seed of the first region left out (None:
     every seed was handled).
     """
@@ -539,12 +565,7 @@ def _flood_batch_bfs(g: _Graph, reg, dist_x, seeds, lev: int):
     label[spans] = -1  # the scratch is -1 outside a call (`_flood_batch_sets`)
     stop_region = int(region[earlier].min()) if earlier.any() else None
     take = region < stop_region if stop_region is not None else np.ones(spans.shape[0], bool)
-    order = np.argsort(region[take], kind="stable")
-    ordered = spans[take][order]
-    ids = region[take][order]
-    cuts = np.flatnonzero(np.diff(ids)) + 1
-    regions = np.split(ordered, cuts) if ordered.shape[0] else []
-    return regions, stop_region
+    return _floods_by_region(spans[take], region[take]), stop_region
 
 
 def _flood_batch(g: _Graph, reg, dist_x, seeds, lev: int, pool):
@@ -555,7 +576,7 @@ def _flood_batch(g: _Graph, reg, dist_x, seeds, lev: int, pool):
     ``seeds``: the stack spans still free and not touching another region, in stack order.
     ``pool``: span arrays that together hold every free span with ``dist >= lev``.
 
-    Returns (regions, stop): ``regions`` a list of span arrays to number in order, and
+    Returns (floods, stop): ``floods`` the regions to number in order (`_Floods`), and
     ``stop`` the position in ``seeds`` of the first seed of the first region left out (None:
     every seed was handled).
     """
@@ -587,7 +608,7 @@ def _flood_batch_sets(g: _Graph, reg, seeds, open_spans):
     rounds logarithmic in the spans, where a breadth-first flood needs as many rounds as the
     widest region.
 
-    Returns (regions, stop): ``regions`` a list of span arrays to number in order, and
+    Returns (floods, stop): ``floods`` the regions to number in order (`_Floods`), and
     ``stop`` the position in ``seeds`` of the first seed of the first region left out (None:
     every seed was handled).
     """
@@ -636,12 +657,7 @@ def _flood_batch_sets(g: _Graph, reg, seeds, open_spans):
     if stop_region is not None:
         keep = region < stop_region
         spans, region = spans[keep], region[keep]
-    order = np.argsort(region, kind="stable")
-    ordered = spans[order]
-    ids = region[order]
-    cuts = np.flatnonzero(np.diff(ids)) + 1
-    regions = np.split(ordered, cuts) if ordered.shape[0] else []
-    return regions, stop_region
+    return _floods_by_region(spans, region), stop_region
 
 
 # --------------------------------------------------------------------------------------------
@@ -1297,21 +1313,23 @@ def _watershed(g: _Graph, dist, max_distance: int, reg, first_id: int, progress=
             idx = idx[~_touching(g, reg, rest[idx])]
             if idx.shape[0] == 0:
                 break
-            regions, stop = _flood_batch(g, reg, dist_x, rest[idx], lev, pool)
-            if ends is not None and rid + len(regions) + 1 >= _UNION_ID_LIMIT:
+            floods, stop = _flood_batch(g, reg, dist_x, rest[idx], lev, pool)
+            if ends is not None and rid + len(floods) + 1 >= _UNION_ID_LIMIT:
                 raise _OutOfUnionIds
-            for region in regions:
-                reg[region] = rid
-                sdist[region] = _flood_distance(rid)
-                if rid == 0xFFFF:
+            if len(floods):
+                # Ids rid, rid + 1, ... in order, each with its `_flood_distance`.
+                if rid + len(floods) - 1 >= 0xFFFF:
                     raise VoxNavError(
                         "watershed ran out of region ids (65535); raise cell_size or use tiles"
                     )
-                rid += 1
+                ids = floods.place + rid
+                reg[floods.spans] = ids
+                sdist[floods.spans] = np.where(ids < BORDER_REG, 0, _BIG)
+                rid += len(floods)
             if stop is None:
                 break
             j = int(idx[stop])
-            if not regions:
+            if not len(floods):
                 # The first region cannot be batched (a one-way link): flood it alone.
                 _flood(g, reg, sdist, dist_x, int(rest[j]), lev, rid)
                 if rid == 0xFFFF:
