@@ -172,38 +172,39 @@ def _edge_vertices(
     # Only the boundary edges' spans and their neighbours are read: the fields are gathered
     # as they are and widened afterwards (widening whole fields first cost more than the
     # rest of this function on large grids).
-    nb = np.asarray(chf.neighbor)
+    # (span, direction) read as 4 * span + direction: 1-D takes, not 2-D fancy indexing.
+    nb = np.asarray(chf.neighbor).reshape(-1)
     y = np.asarray(chf.y)
     reg = np.asarray(chf.reg)
     area = np.asarray(chf.area)
 
     def height(spans):
-        return y[spans].astype(np.int64)
+        return y.take(spans).astype(np.int64)
 
     def full(spans):
-        out = reg[spans].astype(np.int64)
-        out |= area[spans].astype(np.int64) << 16
+        out = reg.take(spans).astype(np.int64)
+        out |= area.take(spans).astype(np.int64) << 16
         return out
 
     dp = (d + 1) & 3
 
     h = height(span)
     r0 = full(span)
-    a = nb[span, d].astype(np.int64)
+    a = nb.take(span * 4 + d).astype(np.int64)
     ha = a >= 0
     ac = np.maximum(a, 0)
     h = np.where(ha, np.maximum(h, height(ac)), h)
     r1 = np.where(ha, full(ac), 0)
-    a2 = np.where(ha, nb[ac, dp], -1)
+    a2 = np.where(ha, nb.take(ac * 4 + dp), -1)
     ha2 = a2 >= 0
     h = np.where(ha2, np.maximum(h, height(np.maximum(a2, 0))), h)
     r2 = np.where(ha2, full(np.maximum(a2, 0)), 0)
-    b = nb[span, dp].astype(np.int64)
+    b = nb.take(span * 4 + dp).astype(np.int64)
     hb = b >= 0
     bc = np.maximum(b, 0)
     h = np.where(hb, np.maximum(h, height(bc)), h)
     r3 = np.where(hb, full(bc), 0)
-    b2 = np.where(hb, nb[bc, d], -1)
+    b2 = np.where(hb, nb.take(bc * 4 + d), -1)
     hb2 = b2 >= 0
     h = np.where(hb2, np.maximum(h, height(np.maximum(b2, 0))), h)
     r2 = np.where(hb2, full(np.maximum(b2, 0)), r2)
@@ -218,12 +219,14 @@ def _edge_vertices(
         ints_same_area = (rc >> 16) == (rd >> 16)
         border_vertex |= two_same_exts & two_ints & ints_same_area & no_zeros
 
-    x = np.asarray(chf.span_x)[span].astype(np.int64)
-    z = np.asarray(chf.span_y)[span].astype(np.int64)
+    x = np.asarray(chf.span_x).take(span).astype(np.int64)
+    z = np.asarray(chf.span_y).take(span).astype(np.int64)
     px = x + ((d == 1) | (d == 2))
     pz = z + ((d == 0) | (d == 1))
-    r = np.where(ha, reg[ac].astype(np.int64), 0) | np.where(border_vertex, RC_BORDER_VERTEX, 0)
-    nb_area = np.where(ha, area[ac].astype(np.int64), -1)
+    r = np.where(ha, reg.take(ac).astype(np.int64), 0) | np.where(
+        border_vertex, RC_BORDER_VERTEX, 0
+    )
+    nb_area = np.where(ha, area.take(ac).astype(np.int64), -1)
     return np.stack([px, h, pz, r], axis=1), nb_area
 
 
