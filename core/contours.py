@@ -238,7 +238,7 @@ def _edge_successors(
     Returns (succ int64 (m,) edge index, steps int64 (m,)), or None when a walk would step
     through a missing connection or not settle in a few steps (malformed connectivity).
     """
-    nb = np.asarray(chf.neighbor)
+    nb = np.asarray(chf.neighbor).reshape(-1)  # (span, direction) at 4 * span + direction
     m = span.shape[0]
     cur = span.copy()
     cdir = (d + 1) & 3
@@ -249,7 +249,7 @@ def _edge_successors(
         active = active[~hit]
         if active.size == 0:
             break
-        nxt = nb[cur[active], cdir[active]]
+        nxt = nb.take(cur[active] * 4 + cdir[active])
         if (nxt < 0).any():
             return None
         cur[active] = nxt

@@ -745,17 +745,19 @@ def _region_walks(g: _Graph | _Links, reg, starts: np.ndarray, first_regs: list[
     cdir = (d + 1) & 3
     steps = np.ones(span.shape[0], dtype=np.int64)
     active = np.arange(span.shape[0])
+    # States (span, direction) read as 4 * span + direction: 1-D takes, not 2-D indexing.
+    solid_flat, nbx_flat = solid.reshape(-1), nbx.reshape(-1)
     for _ in range(16):
-        active = active[~solid[cur[active], cdir[active]]]
+        active = active[~solid_flat.take(cur[active] * 4 + cdir[active])]
         if active.size == 0:
             break
-        cur[active] = nbx[cur[active], cdir[active]]
+        cur[active] = nbx_flat.take(cur[active] * 4 + cdir[active])
         cdir[active] = (cdir[active] + 3) & 3
         steps[active] += 1
     else:
         return None
     nxt_a = np.searchsorted(keys, cur * 4 + cdir)
-    emit_a = nb_reg[span, d]
+    emit_a = nb_reg.reshape(-1).take(keys)
     start_at_a = np.searchsorted(keys, np.asarray(starts, dtype=np.int64) * 4)
     # Along a walk most states emit what the state before did, and a Python step per state
     # is most of this function's time. So the walks step through pieces: a state and the
