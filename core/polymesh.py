@@ -721,7 +721,8 @@ def _merge_all(
     # Each slot's vertex ids moved to vx/vz's (taken back off before the groups are written).
     slot_offset = np.repeat(np.array([offsets[g] for g in small], dtype=np.int64), sizes)
     values += np.repeat(slot_offset, count)
-    rows.reshape(-1)[np.repeat(np.arange(total) * nvp, count) + _local_offsets(count)] = values
+    rows_flat = rows.reshape(-1)  # a view: the rounds below write rows, and read it
+    rows_flat[np.repeat(np.arange(total) * nvp, count) + _local_offsets(count)] = values
     left = sizes.copy()  # polygons alive per group: slots base[g] .. base[g] + left[g] - 1
     n_groups = len(small)
     group_of = np.repeat(np.arange(n_groups), sizes)
@@ -751,8 +752,10 @@ def _merge_all(
         n_edges = count[slots]
         owner = np.repeat(slots, n_edges)
         edge = np.arange(int(n_edges.sum())) - np.repeat(np.cumsum(n_edges) - n_edges, n_edges)
-        va = rows[owner, edge]
-        vb = rows[owner, (edge + 1) % count[owner]]
+        # (slot, place) read as slot * nvp + place: 1-D takes, not 2-D fancy indexing.
+        at_owner = owner * nvp
+        va = rows_flat.take(at_owner + edge)
+        vb = rows_flat.take(at_owner + (edge + 1) % count[owner])
         lo, hi = np.minimum(va, vb), np.maximum(va, vb)
         # Sorted by (group, lo, hi, slot, edge), packed in one int64 key when it fits (one
         # argsort instead of a five-key lexsort; the keys are unique, so the order is too).
@@ -799,9 +802,17 @@ def _merge_all(
         ea, eb = edge[first], edge[second]
         na, nb = count[a], count[b]
 
-        left_turn_a = _uleft(x, z, rows[a, (ea + na - 1) % na], rows[a, ea], rows[b, (eb + 2) % nb])
-        left_turn_b = _uleft(x, z, rows[b, (eb + nb - 1) % nb], rows[b, eb], rows[a, (ea + 2) % na])
-        p0, p1 = rows[a, ea], rows[a, (ea + 1) % na]
+        at_a, at_b = a * nvp, b * nvp
+        p0 = rows_flat.take(at_a + ea)
+        p1 = rows_flat.take(at_a + (ea + 1) % na)
+        left_turn_a = _uleft(
+            x, z, rows_flat.take(at_a + (ea + na - 1) % na), p0,
+            rows_flat.take(at_b + (eb + 2) % nb),
+        )  # fmt: skip
+        left_turn_b = _uleft(
+            x, z, rows_flat.take(at_b + (eb + nb - 1) % nb), rows_flat.take(at_b + eb),
+            rows_flat.take(at_a + (ea + 2) % na),
+        )  # fmt: skip
         value = (x[p0] - x[p1]) ** 2 + (z[p0] - z[p1]) ** 2
         valid = (na + nb - 2 <= nvp) & left_turn_a & left_turn_b & (value > 0)
         grp = group_of[a]
