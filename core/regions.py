@@ -384,9 +384,9 @@ def _expand(g: _Graph, reg, sdist, active, level: int, max_iter: int):
             nb = g.nsa_of(cand_spans)
             dd = sdist.take(nb)
             pick = dd.argmin(axis=1)
-            rows = np.arange(pick.shape[0])
-            best_d = dd[rows, pick]
-            best_at = nb[rows, pick]
+            pick += np.arange(0, 4 * pick.shape[0], 4)  # (row, pick) at 4 * row + pick
+            best_d = dd.reshape(-1).take(pick)
+            best_at = nb.reshape(-1).take(pick)
         found = best_d < 0xFFFF - 2
         if not found.any():
             break
