@@ -1041,8 +1041,10 @@ def _overlaps_either(segments, vx, vz, s, t, u) -> int:
     seg, at = ((a1 * a2) < F32(0)).nonzero()
     if not at.size:
         return -1
-    a1, a2, ax, az = a1[at], a2[seg, at], ax[at], az[at]
-    cx, cz = cx[seg, 0], cz[seg, 0]
+    # (segment, edge) of the (2, E) rows read as one flat index: 1-D takes.
+    a1, ax, az = a1.take(at), ax.take(at), az.take(at)
+    a2 = a2.reshape(-1).take(seg * a2.shape[1] + at)
+    cx, cz = cx.reshape(-1).take(seg), cz.reshape(-1).take(seg)
     a3 = (dx - cx) * (az - cz) - (dz - cz) * (ax - cx)  # vcross2(c, d, a)
     a4 = (a3 + a2) - a1
     hit = (a3 * a4) < F32(0)
