@@ -103,18 +103,16 @@ def filter_ledge_spans(
         max(walkable_height, walkable_climb) <= _NARROW_LIMIT
         and int(hf.smax.max()) <= SPAN_MAX_HEIGHT
     )
-    above_any: np.signedinteger
     if narrow:
         # uint16 heights up to SPAN_MAX_HEIGHT have the same bits as int16.
         heights = hf.smin.view(np.int16), hf.smax.view(np.int16)
         ceiling_all = _ceilings(hf, np.int16, _OPEN_CEILING_16)
-        above_any = _ABOVE_ANY_FLOOR_16
     else:
         heights = hf.smin.astype(np.int32), hf.smax.astype(np.int32)
-        ceiling_all, above_any = _ceilings(hf), _ABOVE_ANY_FLOOR_32
+        ceiling_all = _ceilings(hf)
 
     def ledges(subset):
-        return _ledges(hf, subset, heights, ceiling_all, above_any, walkable_height, walkable_climb)
+        return _ledges(hf, subset, heights, ceiling_all, walkable_height, walkable_climb)
 
     # Blocks keep the temporaries cache-sized; NumPy releases the GIL in its loops, so large
     # heightfields run their blocks on two cores.
@@ -125,10 +123,10 @@ def filter_ledge_spans(
     return area
 
 
-def _ledges(hf, candidates, heights, ceiling_all, above_any, walkable_height, walkable_climb):
+def _ledges(hf, candidates, heights, ceiling_all, walkable_height, walkable_climb):
     """bool per candidate span (ascending): is it a ledge (see `filter_ledge_spans`).
     ``heights``: the spans' bottoms and tops, and ``ceiling_all`` their ceilings, all int16 or
-    all int32; ``above_any``: a floor above every span's, of that type."""
+    all int32 (the open ceiling and the floor above any span's follow that type)."""
     width, height = hf.width, hf.height
     # Columns of the block's own span range only: no per-span or per-column array of the
     # whole heightfield is made (on large grids that memory costs more to touch than to use).
@@ -140,7 +138,9 @@ def _ledges(hf, candidates, heights, ceiling_all, above_any, walkable_height, wa
     col = local.take(candidates - first)
     cx, cy = col % width, col // width
     smin, smax = heights
-    open_ceiling = _OPEN_CEILING_16 if ceiling_all.dtype == np.int16 else np.int32(OPEN_CEILING)
+    narrow = ceiling_all.dtype == np.int16
+    open_ceiling = _OPEN_CEILING_16 if narrow else np.int32(OPEN_CEILING)
+    above_any = _ABOVE_ANY_FLOOR_16 if narrow else _ABOVE_ANY_FLOOR_32
     floor = smax.take(candidates)
     ceiling = ceiling_all.take(candidates)
     # A neighbour floor at or above this is too close under the span's ceiling to count.
