@@ -800,7 +800,7 @@ def _poly_min_extent(px, pz, npoly):
     for n in np.unique(npoly).tolist():
         rows = np.flatnonzero(npoly == n)
         if n < 3:  # no vertex off an edge: Recast's 0 (its FLT_MAX start with no edge)
-            out[rows] = np.sqrt(F32(_FLT_MAX)) if n == 0 else F32(0)
+            out[rows] = np.sqrt(_F32_FLT_MAX) if n == 0 else F32(0)
             continue
         k = np.arange(n)
         others = (k[:, None] + np.arange(2, n)[None, :]) % n  # (edge, vertex)
@@ -930,7 +930,7 @@ def _triangulate_hulls(hx, hz, hull_ids, hstart, nin):
     # below FLT_MAX; else hull point 0.
     masked = np.where(hull_ids < nin[owner], d, F32(np.inf))
     least = np.minimum.reduceat(masked, hstart[:-1])
-    hit = np.flatnonzero((masked == least[owner]) & (masked < F32(_FLT_MAX)))
+    hit = np.flatnonzero((masked == least[owner]) & (masked < _F32_FLT_MAX))
     first_owner, first_at = np.unique(owner[hit], return_index=True)
     start = np.zeros(npoly, dtype=np.int64)
     start[first_owner] = local[hit[first_at]]
@@ -1879,10 +1879,10 @@ def _height_gap_terms(px, py, pz, terms):
     with np.errstate(invalid="ignore", over="ignore"):
         u = (dot11 * dot02 - dot01 * dot12) * inv
         v = (dot00 * dot12 - dot01 * dot02) * inv
-        eps = F32(1e-4)
+        eps = _F32_EPS_INSIDE
         inside = (u >= -eps) & (v >= -eps) & ((u + v) <= F32(1) + eps)
         y = terms[:, 1] + terms[:, 4] * u + terms[:, 7] * v
-        return np.where(inside, np.abs(y - py), F32(_FLT_MAX))
+        return np.where(inside, np.abs(y - py), _F32_FLT_MAX)
 
 
 def _dist_to_tri_mesh(px, py, pz, verts, tris):
@@ -1891,7 +1891,7 @@ def _dist_to_tri_mesh(px, py, pz, verts, tris):
     a, b, c = (verts[tris[:, k]][None] for k in range(3))
     d = _height_gap(px[:, None], py[:, None], pz[:, None], a, b, c)
     dmin = d.min(axis=1) if d.shape[1] else np.full(px.shape, _FLT_MAX, dtype=F32)
-    return np.where(dmin == F32(_FLT_MAX), F32(-1), dmin)
+    return np.where(dmin == _F32_FLT_MAX, F32(-1), dmin)
 
 
 class _TriangleGaps:
@@ -1934,7 +1934,7 @@ class _TriangleGaps:
             return np.full(self.jx.shape, F32(-1), dtype=F32)
         rows = self.rows
         dmin = np.minimum.reduce(self.table[[rows[key] for key in keys]], axis=0)
-        return np.where(dmin == F32(_FLT_MAX), F32(-1), dmin)
+        return np.where(dmin == _F32_FLT_MAX, F32(-1), dmin)
 
     def _make_room(self, keys, n_new: int) -> None:
         """Keep the rows of the current triangles (``keys``), in a table with room for them,
@@ -2045,7 +2045,7 @@ def _largest_gaps(jobs, sample_max_error):
     gap = _height_gap_terms(sx[pair_sample], sy[pair_sample], sz[pair_sample], terms[pair_tri])
     del pair_tri, pair_sample
     d = np.minimum.reduceat(gap, pair_first)
-    d = np.where(d == F32(_FLT_MAX), F32(-1), d)
+    d = np.where(d == _F32_FLT_MAX, F32(-1), d)
     d = np.where(added | (d < 0), F32(0), d)
     sample_first = np.zeros(len(jobs), dtype=np.int64)
     np.cumsum(ns[:-1], out=sample_first[1:])
@@ -2273,7 +2273,7 @@ def _interior_samples(pv, npoly, polys, sample_dist, patches, cs):
     pty = ((bmax[:, 1] + bmin[:, 1]) * F32(0.5))[gp]
     # distToPoly: crossing parity and distance to the nearest edge, edge by edge.
     inside = np.zeros(gp.size, dtype=bool)
-    dmin = np.full(gp.size, F32(_FLT_MAX), dtype=F32)
+    dmin = np.full(gp.size, _F32_FLT_MAX, dtype=F32)
     ng = n[gp]
     # Each sample's polygon vertices by one flat gather per coordinate.
     nvp = pv.shape[1]
@@ -2495,9 +2495,9 @@ def _adds_no_sample(
     d = _height_gap(jx[sample], jy[sample], jz[sample], a, b, c)
     # Per sample its least distance (FLT_MAX: no triangle under it, then 0), per polygon the
     # largest of those.
-    per_sample = np.full(jx.shape[0], F32(_FLT_MAX), dtype=F32)
+    per_sample = np.full(jx.shape[0], _F32_FLT_MAX, dtype=F32)
     np.minimum.at(per_sample, sample, d)
-    per_sample[per_sample == F32(_FLT_MAX)] = F32(0)
+    per_sample[per_sample == _F32_FLT_MAX] = F32(0)
     best = np.zeros(polys.size, dtype=F32)
     has = ns > 0
     sample_owner = np.repeat(at, ns)
