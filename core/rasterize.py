@@ -285,7 +285,8 @@ def _walk_chains(near, far, forward, first_line, n_cross, dest, lines, outputs):
     far to near), which fixes Recast's interpolation direction. Crossing j of edge e is on line
     first_line[e] + j; its coordinates after the axis go to outputs[:, dest[e] + j] (float32
     (K - 1, n)). One round per crossing index, over a prefix of the edges sorted by crossing
-    count, in place: the rounds are many, and the interpreter's share of each holds the GIL.
+    count, in place: the rounds are many, and the interpreter's share of each holds the GIL
+    (so both directions walk in the same rounds: `_walk_sides`).
     """
     if n_cross.shape[0] == 0:
         return
@@ -297,7 +298,7 @@ def _walk_chains(near, far, forward, first_line, n_cross, dest, lines, outputs):
     line_index = first_line[order] + 1
     dest = dest[order]
     for j, m in enumerate(active.tolist()):
-        offset = lines[line_index[:m] + j]
+        offset = lines.take(line_index[:m] + j)
         point, end = walk[0][:m], ends[0][:m]
         # Recast's dividePoly: s from the edge's first vertex B, then B + (A - B) * s.
         if forward:
@@ -317,6 +318,66 @@ def _walk_chains(near, far, forward, first_line, n_cross, dest, lines, outputs):
                 step = point - end
                 step *= s
                 np.add(end, step, out=point)
+            if c:
+                outputs[c - 1][at] = point
+
+
+def _walk_sides(ahead, back, lines, outputs):
+    """`_walk_chains` of the edges of both directions in one walk: its rounds number the
+    most crossings of any edge, not that of each direction added up.
+
+    ``ahead``: (near, far, first_line, n_cross, dest) of the edges running from near to far,
+    ``back``: of those running from far to near, each as `_walk_chains` takes them. Recast's
+    dividePoly interpolates from the edge's first vertex B towards its second A:
+    s = (line - B) / ((line - B) - (line - A)), then B + (A - B) * s; going ahead the walking
+    point is B, coming back it is A. So each coordinate is held as its B and its A values,
+    the edges coming back first in ascending crossing count, then the ones going ahead in
+    descending count: a round's edges are one contiguous run, and the new crossings replace
+    the B values of its ahead part and the A values of its back part. The same float32
+    operations on the same values as one direction at a time.
+    """
+    if not back[3].shape[0] or not ahead[3].shape[0]:
+        forward = bool(ahead[3].shape[0])
+        near, far, first, n_cross, dest = ahead if forward else back
+        _walk_chains(near, far, forward, first, n_cross, dest, lines, outputs)
+        return
+    order_ahead = _descending_order(ahead[3])
+    order_back = _descending_order(back[3])[::-1]
+    n_back = order_back.shape[0]
+    b_vals = [
+        np.concatenate([c_back.take(order_back), c_ahead.take(order_ahead)])
+        for c_back, c_ahead in zip(back[1], ahead[0], strict=True)
+    ]
+    a_vals = [
+        np.concatenate([c_back.take(order_back), c_ahead.take(order_ahead)])
+        for c_back, c_ahead in zip(back[0], ahead[1], strict=True)
+    ]
+    line_index, dest = (
+        np.concatenate([back[i].take(order_back), ahead[i].take(order_ahead)]) for i in (2, 4)
+    )
+    line_index += 1
+    counts_ahead = ahead[3].take(order_ahead)  # descending
+    counts_back = back[3].take(order_back)  # ascending
+    rounds = max(int(counts_ahead[0]), int(counts_back[-1]))
+    steps = np.arange(rounds)
+    # Per round the edges with more crossings than the round's index: [lo, n_back) coming
+    # back, [n_back, hi) going ahead.
+    lows = np.searchsorted(counts_back, steps, side="right").tolist()
+    highs = (n_back + np.searchsorted(-counts_ahead, -steps, side="left")).tolist()
+    for j, (lo, hi) in enumerate(zip(lows, highs, strict=True)):
+        run = slice(lo, hi)
+        split = n_back - lo
+        offset = lines.take(line_index[run] + j)
+        delta_b = offset - b_vals[0][run]
+        s = delta_b / (delta_b - (offset - a_vals[0][run]))
+        at = dest[run] + j
+        for c in range(len(b_vals)):
+            b, a = b_vals[c], a_vals[c]
+            point = a[run] - b[run]
+            point *= s
+            point += b[run]
+            b[n_back:hi] = point[split:]
+            a[lo:n_back] = point[:split]
             if c:
                 outputs[c - 1][at] = point
 
@@ -353,7 +414,9 @@ def _clip_by_chains(tri_verts, row_lo, row_hi, rc_bmin, cs, ics, width, height):
     n_rows = row_hi - row_lo + 1
     row_base = np.cumsum(n_rows) - n_rows
     total_rows = int(n_rows.sum())
-    cross = {side: np.full((2, total_rows), np.nan, F32) for side in (True, False)}
+    # The crossings of the edges going up the rows, then of those coming down: one walk.
+    crossings = np.full((2, 2 * total_rows), np.nan, F32)
+    cross = {True: crossings[:, :total_rows], False: crossings[:, total_rows:]}
     slots = []
     for a in range(3):
         b = (a - 1) % 3  # Recast walks edge (b, a) when it reaches vertex a
@@ -361,6 +424,7 @@ def _clip_by_chains(tri_verts, row_lo, row_hi, rc_bmin, cs, ics, width, height):
         low = np.where(forward, vert_row[:, b], vert_row[:, a])
         high = np.where(forward, vert_row[:, a], vert_row[:, b])
         slots.append((b, a, forward, low, high))
+    walks = []
     for side in (True, False):
         parts = []
         for b, a, forward, low, high in slots:
@@ -373,7 +437,11 @@ def _clip_by_chains(tri_verts, row_lo, row_hi, rc_bmin, cs, ics, width, height):
         owner = np.concatenate([p[0] for p in parts])
         n_cross = np.concatenate([p[4] for p in parts])
         dest = row_base[owner] + (first - row_lo[owner])
-        _walk_chains(near, far, side, first, n_cross, dest, row_lines, cross[side])
+        if not side:
+            dest += total_rows
+        walks.append((near, far, first, n_cross, dest))
+    _walk_sides(*walks, row_lines, crossings)
+    del walks
 
     # A row polygon's vertices: the two crossings on its top line (``up``: on the edge going
     # up the rows, ``down``: on the one coming back), the two on its bottom line (the row
@@ -494,7 +562,9 @@ def _clip_by_chains(tri_verts, row_lo, row_hi, rc_bmin, cs, ics, width, height):
     n_cells = np.where(good, col_hi - col_lo + 1, 0)
     cell_base = np.cumsum(n_cells) - n_cells
     total_cells = int(n_cells.sum())
-    cross_y = {side: np.full((1, total_cells), np.nan, F32) for side in (True, False)}
+    crossings_y = np.full((1, 2 * total_cells), np.nan, F32)
+    cross_y = {True: crossings_y[:, :total_cells], False: crossings_y[:, total_cells:]}
+    walks = []
     for side in (True, False):
         parts = []
         for valid, c_b, c_a, ends in edges:
@@ -511,7 +581,11 @@ def _clip_by_chains(tri_verts, row_lo, row_hi, rc_bmin, cs, ics, width, height):
         far = [np.concatenate([p[1][k] for p in parts]) for k in range(2)]
         first, n_cross, dest = (np.concatenate([p[i] for p in parts]) for i in range(2, 5))
         del parts
-        _walk_chains(near, far, side, first, n_cross, dest, col_lines, cross_y[side])
+        if not side:
+            dest += total_cells
+        walks.append((near, far, first, n_cross, dest))
+    _walk_sides(*walks, col_lines, crossings_y)
+    del walks
     # The edges' pieces hold a dozen per-row arrays, all alive at this function's peak
     # (dungeon: 28.4 MiB with them, 17.0 without). Memory beyond the heap the other stages
     # leave is touched fresh on every bake: dungeon's bake still faults in about 4,800 pages
@@ -657,12 +731,14 @@ def _clip_by_kept_sets(tri_verts, row_lo, row_hi, rc_bmin, cs, ics, width, heigh
     forward = cell_b < cell
     edge_base = (np.cumsum(n_cross.ravel()) - n_cross.ravel()).reshape(3, n_tris)
     crossings = np.empty((2, int(n_cross.sum())), F32)  # x and height of every row crossing
+    walks = []
     for side in (True, False):
         corner, tri = np.nonzero((forward == side) & (n_cross > 0))
         ends = (prev[corner], corner) if side else (corner, prev[corner])
         near, far = ([c[end, tri] for c in (vz, vx, vy)] for end in ends)
         at = (corner, tri)
-        _walk_chains(near, far, side, low[at], n_cross[at], edge_base[at], row_lines, crossings)
+        walks.append((near, far, low[at], n_cross[at], edge_base[at]))
+    _walk_sides(*walks, row_lines, crossings)
 
     # Row polygons: per edge its crossings with the row's two lines (in the edge's direction),
     # then its end vertex if the row keeps it; nine candidate slots, compacted in order.
@@ -746,15 +822,18 @@ def _clip_by_kept_sets(tri_verts, row_lo, row_hi, rc_bmin, cs, ics, width, heigh
     n_cells = np.where(regular, col_hi - col_lo + 1, 0)
     cell_base = np.cumsum(n_cells) - n_cells
     total_cells = int(n_cells.sum())
-    cross_y = {side: np.full((1, total_cells), np.nan, F32) for side in (True, False)}
+    crossings_y = np.full((1, 2 * total_cells), np.nan, F32)
+    cross_y = {True: crossings_y[:, :total_cells], False: crossings_y[:, total_cells:]}
+    walks = []
     for side in (True, False):
         slot, poly = np.nonzero((n_cross > 0) & (forward == side) & regular)
         before = np.where(slot > 0, slot - 1, last[poly])
         ends = (before, slot) if side else (slot, before)
         near, far = ([c[end, poly] for c in (poly_x, poly_y)] for end in ends)
         first = low[slot, poly]
-        dest = cell_base[poly] + (first - col_lo[poly])
-        _walk_chains(near, far, side, first, n_cross[slot, poly], dest, col_lines, cross_y[side])
+        dest = cell_base[poly] + (first - col_lo[poly]) + (0 if side else total_cells)
+        walks.append((near, far, first, n_cross[slot, poly], dest))
+    _walk_sides(*walks, col_lines, crossings_y)
 
     cell_verts = _CellVertices(total_cells)
     cell_index = cell_base - col_lo

@@ -629,3 +629,34 @@ def test_stable_column_order_is_a_stable_sort(n_cols):
             columns[: size // 3] = columns[size // 3]  # many ties
         expected = np.argsort(columns, kind="stable")
         assert np.array_equal(rasterize._stable_column_order(columns, n_cols), expected)
+
+
+@pytest.mark.parametrize(("n_ahead", "n_back"), [(40, 25), (30, 0), (0, 12), (1, 1)])
+def test_walk_of_both_directions_equals_one_direction_at_a_time(n_ahead, n_back):
+    """`_walk_sides` (both directions in shared rounds) writes the same float32 crossings as
+    a `_walk_chains` call per direction, whichever direction has the longer edges."""
+    rng = np.random.default_rng(n_ahead * 100 + n_back)
+    lines = np.sort(rng.uniform(0.0, 60.0, 64)).astype(F32)
+
+    def edges(n, offset):
+        first = rng.integers(0, 20, n).astype(np.int64)
+        n_cross = rng.integers(1, 40, n).astype(np.int64)
+        # The ends lie beyond the lines they span: near below line first, far above the last.
+        near_axis = lines[first] - rng.uniform(0.01, 1.0, n).astype(F32)
+        far_axis = lines[first + n_cross - 1] + rng.uniform(0.01, 1.0, n).astype(F32)
+        near = [near_axis.astype(F32), *(rng.uniform(-9, 9, (2, n)).astype(F32))]
+        far = [far_axis.astype(F32), *(rng.uniform(-9, 9, (2, n)).astype(F32))]
+        dest = offset + np.cumsum(n_cross) - n_cross
+        return near, far, first, n_cross, dest, int(n_cross.sum())
+
+    *ahead, total_ahead = edges(n_ahead, 0)
+    *back, total_back = edges(n_back, total_ahead)
+    total = total_ahead + total_back
+    one_by_one = np.full((2, total), np.nan, F32)
+    for forward, (near, far, first, n_cross, dest) in ((True, ahead), (False, back)):
+        near, far = [c.copy() for c in near], [c.copy() for c in far]
+        rasterize._walk_chains(near, far, forward, first, n_cross, dest, lines, one_by_one)
+    together = np.full((2, total), np.nan, F32)
+    rasterize._walk_sides(tuple(ahead), tuple(back), lines, together)
+    assert not np.isnan(one_by_one).any()
+    np.testing.assert_array_equal(together.view(np.uint32), one_by_one.view(np.uint32))
