@@ -1110,3 +1110,91 @@ def test_diagonals_made_per_call_equal_the_table(seed, monkeypatch):
     assert got[1] == with_table[1]
     reg_raw, rid = slow_watershed(chf, dist, max_distance)
     np.testing.assert_array_equal(got[0], slow_merge_and_filter(chf, reg_raw, rid, 4, 10)[0])
+
+
+# The watershed's level sorts from bands sorted once (_LevelBands) against Recast's
+# sortCellsByLevel over every free span at every sort
+
+
+def _level_sorts(monkeypatch) -> list[int]:
+    """A list that gains the number of level sorts of every watershed run from now on."""
+    from core import regions
+
+    sorts: list[int] = []
+    watershed = regions._watershed
+
+    def counted(g, dist, max_distance, *args, **kwargs):
+        levels = ((int(max_distance) + 1) & ~1) // 2
+        sorts.append(-(-levels // regions._NB_STACKS))
+        return watershed(g, dist, max_distance, *args, **kwargs)
+
+    monkeypatch.setattr(regions, "_watershed", counted)
+    return sorts
+
+
+def _regions_both_sorts(monkeypatch, run):
+    from core import regions
+
+    fast = run()
+    monkeypatch.setattr(regions, "SORT_BY_BANDS", False)
+    slow = run()
+    monkeypatch.setattr(regions, "SORT_BY_BANDS", True)
+    return fast, slow
+
+
+@pytest.mark.parametrize("mesh", ["dungeon", "nav_test", "undulating", "house"])
+@pytest.mark.parametrize("border", [0, 3])
+def test_level_sorts_from_bands_equal_sorting_every_free_span(mesh, border, monkeypatch):
+    from core import pipeline
+    from core.config import NavConfig
+    from core.objio import read_obj
+
+    from .refdata import mesh_path
+
+    verts, tris = read_obj(mesh_path(mesh))
+    result = pipeline.bake(verts, tris, NavConfig(agent_radius=0.3))
+    d = result.config.derived()
+    chf = result.compact
+    sorts = _level_sorts(monkeypatch)
+
+    def run():
+        return build_regions(
+            chf, chf.dist, int(chf.max_distance), d.min_region_area, d.merge_region_area, border
+        )
+
+    fast, slow = _regions_both_sorts(monkeypatch, run)
+    np.testing.assert_array_equal(fast[0], slow[0])
+    assert fast[1] == slow[1] and fast[1] > 0
+    assert max(sorts) >= 2  # later sorts read the last one's leftovers
+
+
+@pytest.mark.parametrize("mesh", ["dungeon", "nav_test"])
+def test_level_sorts_from_bands_equal_sorting_every_free_span_together(mesh, monkeypatch):
+    """The union watershed of three agents' fields (eroded by 1, 2 and 4 cells; each leaves
+    the stacks on its own last level) with bands sorted once gives what it gives sorting
+    every free span each time."""
+    from core import area, pipeline, regions
+    from core.config import NavConfig
+    from core.objio import read_obj
+
+    from .refdata import mesh_path
+
+    verts, tris = read_obj(mesh_path(mesh))
+    chf = pipeline.bake(verts, tris, NavConfig(agent_radius=0.3)).compact
+    erosion = area.erosion_distance(chf)
+    chfs = [
+        dataclasses.replace(chf, area=area.erode_by_distance(chf.area, erosion, radius))
+        for radius in (1, 2, 4)
+    ]
+    fields = [build_distance_field(c) for c in chfs]
+    dists, maxima = [f[1] for f in fields], [f[2] for f in fields]
+    calls = _count_watersheds(monkeypatch)
+    sorts = _level_sorts(monkeypatch)
+    fast, slow = _regions_both_sorts(
+        monkeypatch, lambda: regions.build_regions_together(chfs, dists, maxima, 8, 20)
+    )
+    assert len(calls) == 2  # one union watershed each way
+    assert max(sorts) >= 2
+    for (reg, top), (want, want_top) in zip(fast, slow, strict=True):
+        np.testing.assert_array_equal(reg, want)
+        assert top == want_top
