@@ -308,14 +308,17 @@ class _Graph:
         """Drop the flood scratch arrays (three of n+1) before merging."""
         self.flood_seen = self.flood_slot = self.flood_label = np.zeros(0, dtype=np.int64)
 
-    def linked_from(self, spans):
+    def linked_from(self, spans, within: np.ndarray | None = None):
         """int64: every span with a same-area link to one of ``spans``, and perhaps others
-        (with repeats): the returned links of ``spans`` read forward, plus the one-way ones."""
+        (with repeats): the returned links of ``spans`` read forward, plus the one-way ones.
+        ``within``: bool (n+1,) false at the sentinel n; only the spans it marks are returned
+        (one selection instead of two)."""
         out = self.nsa_of(spans).ravel()
-        out = out[out != self.n]
+        if within is None:
+            out = out[out != self.n]
         if self.ow_src.shape[0]:
             out = np.concatenate([out, self.ow_src[np.isin(self.ow_dst, spans)]])
-        return out
+        return out if within is None else out[within.take(out)]
 
 
 def _paint_border(chf: CompactHeightfield, reg: np.ndarray, border_size: int, first_id: int):
@@ -391,20 +394,22 @@ def _expand(g: _Graph, reg, sdist, active, level: int, max_iter: int):
             pick += np.arange(0, 4 * pick.shape[0], 4)  # (row, pick) at 4 * row + pick
             best_d = dd.reshape(-1).take(pick)
             best_at = nb.reshape(-1).take(pick)
-        found = best_d < 0xFFFF - 2
-        if not found.any():
+        found = np.flatnonzero(best_d < 0xFFFF - 2)
+        if not found.shape[0]:
             break
-        hit = cand_spans[found]
-        reg[hit] = reg.take(best_at[found])
+        # Takes by the found rows: cheaper than three boolean selections on these short
+        # arrays (the rounds are many: nav_test's watershed runs some 180 of them).
+        hit = cand_spans.take(found)
+        reg[hit] = reg.take(best_at.take(found))
+        best_d = best_d.take(found)
         best_d += 2
-        sdist[hit] = best_d[found]
+        sdist[hit] = best_d
         in_stack[hit] = False
         if level > 0:
             it += 1
             if it >= max_iter:
                 break
-        nxt = g.linked_from(hit)
-        nxt = nxt[in_stack[nxt]]
+        nxt = g.linked_from(hit, in_stack)  # (the sentinel n is never in the stack)
         # Drop repeats without sorting (the order of a Jacobi pass does not matter): of equal
         # entries only the last write survives.
         slot = np.arange(nxt.shape[0], dtype=g.flood_slot.dtype)
