@@ -454,7 +454,7 @@ def erosion_distance(chf: CompactHeightfield, cap: int | None = None) -> np.ndar
     inner = (area != NULL_AREA) & all_of_4(area_x.take(nbx[:n]) != NULL_AREA)
     if cap is not None and 0 <= int(cap) < 255 and _capped_rounds(int(cap)) <= CAPPED_ROUNDS_LIMIT:
         return _capped_chamfer(nbx, inner, int(cap))
-    init = np.where(inner, 255, 0)
+    init = np.multiply(inner, 255, dtype=np.int64)
     return chamfer_distance(chf, init, nbx)
 
 
@@ -479,7 +479,7 @@ def _capped_chamfer(nbx: np.ndarray, inner: np.ndarray, cap: int) -> np.ndarray:
     """
     n = inner.shape[0]
     dist = np.full(n + 1, cap, dtype=np.int16)  # the sentinel row n: no neighbour
-    dist[:n] = np.where(inner, cap, 0)
+    np.multiply(inner, cap, out=dist[:n])
     rounds = _capped_rounds(cap)
     for same, first, diag_a, diag_b in ((0, 3, 3, 2), (2, 1, 1, 0)):  # forward, backward
         if rounds == 0:

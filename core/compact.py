@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import threads
+from .arrays import select
 from .context import BuildContext
 from .errors import VoxNavError
 from .heightfield import Heightfield
@@ -383,7 +384,7 @@ def recast_cells(chf: CompactHeightfield, hf: Heightfield | None = None):
     has = count > 0
     if hf is not None:
         has = has | (np.diff(np.asarray(hf.col_start, dtype=np.int64)) > 0)
-    index = np.where(has, start[:-1], 0)
+    index = select(has, start[:-1], 0)
     return (
         index.astype(np.uint32).reshape(height, width),
         count.astype(np.uint8).reshape(height, width),

@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import threads
+from .arrays import select
 from .config import NULL_AREA, SPAN_MAX_HEIGHT
 from .context import BuildContext
 from .heightfield import Heightfield
@@ -48,7 +49,7 @@ def _ceilings(hf: Heightfield, dtype=np.int32, open_ceiling=OPEN_CEILING) -> np.
         is_top = np.zeros(n, dtype=bool)
         # Occupied columns by comparison: no grid-sized integer temporary.
         is_top[hf.col_start[1:][hf.col_start[1:] > hf.col_start[:-1]] - 1] = True
-        ceiling[:-1] = np.where(is_top[:-1], open_ceiling, hf.smin[1:].astype(dtype))
+        ceiling[:-1] = select(is_top[:-1], open_ceiling, hf.smin[1:].astype(dtype))
     return ceiling
 
 
@@ -165,7 +166,7 @@ def _ledges(hf, candidates, heights, ceiling_all, walkable_height, walkable_clim
         ncount[off_grid] = 0
         has = ncount > 0
         first = np.minimum(nstart, hf.span_count - 1)
-        first_bottom = np.where(has, smin.take(first), open_ceiling)
+        first_bottom = select(has, smin.take(first), open_ceiling)
         drop |= ~off_grid & (np.minimum(ceiling, first_bottom) - floor >= walkable_height)
         del first_bottom
         # The j-th span of every neighbour column holding more than j, j = 0, 1, ...: over

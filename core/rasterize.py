@@ -35,6 +35,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from . import threads
+from .arrays import select
 from .config import NULL_AREA, SPAN_MAX_HEIGHT, WALKABLE_AREA, walkable_threshold
 from .context import BuildContext
 from .heightfield import Heightfield
@@ -130,8 +131,8 @@ def _divide_cut(coords, count, delta, width, keep=None, extent=False):
         for c in coords:
             c_b = _previous(c, cols, last)
             inters.append(c_b + (c - c_b) * s)
-    keep_below = valid & np.where(cross, delta > 0, pos_a)
-    keep_above = valid & np.where(cross, delta < 0, delta <= 0)
+    keep_below = valid & select(cross, delta > 0, pos_a)
+    keep_above = valid & select(cross, delta < 0, delta <= 0)
     # Candidates interleaved per input vertex: (intersection, vertex). Each emitted candidate
     # goes to its running position; the rest go to a spare last slot that is cut off.
     candidates = [
@@ -145,15 +146,15 @@ def _divide_cut(coords, count, delta, width, keep=None, extent=False):
         if side == 0 and extent:
             values = candidates[wanted[0]]
             n_out = emit.sum(axis=0, dtype=np.int64)
-            low = np.where(emit, values, np.inf).min(axis=0).astype(F32)
-            high = np.where(emit, values, -np.inf).max(axis=0).astype(F32)
+            low = select(emit, values, np.inf).min(axis=0).astype(F32)
+            high = select(emit, values, -np.inf).max(axis=0).astype(F32)
             results.append(([low, high], n_out))
             continue
         position = np.cumsum(emit, axis=0, dtype=np.int32) - 1
         n_out = position[-1].astype(np.int64) + 1
         if n_out.size and int(n_out.max()) > width:
             raise AssertionError("clipped polygon exceeds its vertex slots")
-        target = (np.where(emit, position, width) * n_poly + cols).ravel()
+        target = (select(emit, position, width) * n_poly + cols).ravel()
         out = []
         for k in wanted:
             flat = np.zeros((width + 1) * n_poly, dtype=F32)
@@ -421,8 +422,8 @@ def _clip_by_chains(tri_verts, row_lo, row_hi, rc_bmin, cs, ics, width, height):
     for a in range(3):
         b = (a - 1) % 3  # Recast walks edge (b, a) when it reaches vertex a
         forward = vert_z[:, b] < vert_z[:, a]
-        low = np.where(forward, vert_row[:, b], vert_row[:, a])
-        high = np.where(forward, vert_row[:, a], vert_row[:, b])
+        low = select(forward, vert_row[:, b], vert_row[:, a])
+        high = select(forward, vert_row[:, a], vert_row[:, b])
         slots.append((b, a, forward, low, high))
     walks = []
     for side in (True, False):
@@ -463,7 +464,7 @@ def _clip_by_chains(tri_verts, row_lo, row_hi, rc_bmin, cs, ics, width, height):
     top = ~np.isnan(up_x)
     bottom = ~np.isnan(low_up_x)
     vert_in = vert_row <= row_hi[:, None]
-    vert_poly = np.where(vert_in, row_base[:, None] + (vert_row - row_lo[:, None]), 0)
+    vert_poly = select(vert_in, row_base[:, None] + (vert_row - row_lo[:, None]), 0)
     n_inside = np.zeros(total_rows, dtype=np.int64)
     min_x = np.fmin(np.fmin(up_x, down_x), np.fmin(low_up_x, low_down_x))
     max_x = np.fmax(np.fmax(up_x, down_x), np.fmax(low_up_x, low_down_x))
@@ -477,8 +478,8 @@ def _clip_by_chains(tri_verts, row_lo, row_hi, rc_bmin, cs, ics, width, height):
     col_lo = np.trunc((min_x - rc_bmin[0]) * ics)
     col_hi = np.trunc((max_x - rc_bmin[0]) * ics)
     keep &= ~((col_hi < 0) | (col_lo >= width))
-    col_lo = np.clip(np.where(keep, col_lo, 0), -1, width - 1).astype(np.int32)
-    col_hi = np.clip(np.where(keep, col_hi, 0), 0, width - 1).astype(np.int32)
+    col_lo = np.clip(select(keep, col_lo, 0), -1, width - 1).astype(np.int32)
+    col_hi = np.clip(select(keep, col_hi, 0), 0, width - 1).astype(np.int32)
 
     # Columns: where each vertex falls among the cut lines, then the same walk along x.
     col_lines = _cut_lines(rc_bmin[0], cs, width)
@@ -523,12 +524,12 @@ def _clip_by_chains(tri_verts, row_lo, row_hi, rc_bmin, cs, ics, width, height):
         # (going up) or its top line (coming back) and ends on the other; in the rows holding
         # its own vertices it starts or ends there instead.
         ends = [
-            np.where(fwd, c_low_up, c_down),
-            np.where(fwd, low_up_x, down_x),
-            np.where(fwd, low_up_y, down_y),
-            np.where(fwd, c_up, c_low_down),
-            np.where(fwd, up_x, low_down_x),
-            np.where(fwd, up_y, low_down_y),
+            select(fwd, c_low_up, c_down),
+            select(fwd, low_up_x, down_x),
+            select(fwd, low_up_y, down_y),
+            select(fwd, c_up, c_low_down),
+            select(fwd, up_x, low_down_x),
+            select(fwd, up_y, low_down_y),
         ]
         for vertex, (c_end, x_end, y_end) in ((b, ends[:3]), (a, ends[3:])):
             # Takes from the columns: indexing (has, vertex) is NumPy's 2-D path, slower.
@@ -559,7 +560,7 @@ def _clip_by_chains(tri_verts, row_lo, row_hi, rc_bmin, cs, ics, width, height):
     del index_up, index_down, index_vert, index_low_up, index_low_down, on_up, on_down, on_vert
     del min_x, max_x, n_inside
 
-    n_cells = np.where(good, col_hi - col_lo + 1, 0)
+    n_cells = select(good, col_hi - col_lo + 1, 0)
     cell_base = np.cumsum(n_cells) - n_cells
     total_cells = int(n_cells.sum())
     crossings_y = np.full((1, 2 * total_cells), np.nan, F32)
@@ -760,8 +761,8 @@ def _clip_by_kept_sets(tri_verts, row_lo, row_hi, rc_bmin, cs, ics, width, heigh
         on_top = (above >= 0) & (above < count)
         # Going up, an edge meets the bottom line first; coming down, the top one.
         for slot, ok, k in (
-            (3 * a, np.where(fwd, on_bottom, on_top), np.where(fwd, below, above)),
-            (3 * a + 1, np.where(fwd, on_top, on_bottom), np.where(fwd, above, below)),
+            (3 * a, select(fwd, on_bottom, on_top), select(fwd, below, above)),
+            (3 * a + 1, select(fwd, on_top, on_bottom), select(fwd, above, below)),
         ):
             at = np.flatnonzero(ok)
             place = edge_base[a][row_tri[at]] + k[at]
@@ -775,8 +776,8 @@ def _clip_by_kept_sets(tri_verts, row_lo, row_hi, rc_bmin, cs, ics, width, heigh
         slot_x[3 * a + 2] = vx[a][row_tri]
         slot_y[3 * a + 2] = vy[a][row_tri]
     n_verts = slot_ok.sum(axis=0)
-    min_x = np.where(slot_ok, slot_x, np.inf).min(axis=0)
-    max_x = np.where(slot_ok, slot_x, -np.inf).max(axis=0)
+    min_x = select(slot_ok, slot_x, np.inf).min(axis=0)
+    max_x = select(slot_ok, slot_x, -np.inf).max(axis=0)
     col_lo = np.trunc((min_x - rc_bmin[0]) * ics)
     col_hi = np.trunc((max_x - rc_bmin[0]) * ics)
     rows = np.flatnonzero((n_verts >= 3) & (row >= 0) & ~((col_hi < 0) | (col_lo >= width)))
@@ -789,7 +790,7 @@ def _clip_by_kept_sets(tri_verts, row_lo, row_hi, rc_bmin, cs, ics, width, heigh
     position = np.cumsum(ok, axis=0) - 1
     n_verts = n_verts[rows]
     slots = int(n_verts.max())
-    target = (np.where(ok, position, slots) * n_poly + np.arange(n_poly)).ravel()
+    target = (select(ok, position, slots) * n_poly + np.arange(n_poly)).ravel()
     poly_x = np.zeros((slots + 1) * n_poly, dtype=F32)
     poly_y = np.zeros((slots + 1) * n_poly, dtype=F32)
     poly_x[target] = slot_x[:, rows].ravel()
@@ -812,14 +813,14 @@ def _clip_by_kept_sets(tri_verts, row_lo, row_hi, rc_bmin, cs, ics, width, heigh
     kept = valid & (~on_cut | (_previous(poly_x, polys, last) <= poly_x))
     cell_b = _previous(cell, polys, last)
     low = np.minimum(cell_b, cell)
-    n_cross = np.where(valid, np.abs(cell - cell_b), 0)
+    n_cross = select(valid, np.abs(cell - cell_b), 0)
     forward = cell_b < cell
     # Going round, every line between the lowest and highest vertex cell is crossed at least
     # once each way: exactly once when the crossings add up to the span.
-    span = np.where(valid, cell, -1).max(axis=0) - np.where(valid, cell, width + 1).min(axis=0)
+    span = select(valid, cell, -1).max(axis=0) - select(valid, cell, width + 1).min(axis=0)
     regular = ((n_cross * forward).sum(axis=0) == span) & ((n_cross * ~forward).sum(axis=0) == span)
     fallback[owner[~regular]] = True
-    n_cells = np.where(regular, col_hi - col_lo + 1, 0)
+    n_cells = select(regular, col_hi - col_lo + 1, 0)
     cell_base = np.cumsum(n_cells) - n_cells
     total_cells = int(n_cells.sum())
     crossings_y = np.full((1, 2 * total_cells), np.nan, F32)
@@ -827,7 +828,7 @@ def _clip_by_kept_sets(tri_verts, row_lo, row_hi, rc_bmin, cs, ics, width, heigh
     walks = []
     for side in (True, False):
         slot, poly = np.nonzero((n_cross > 0) & (forward == side) & regular)
-        before = np.where(slot > 0, slot - 1, last[poly])
+        before = select(slot > 0, slot - 1, last[poly])
         ends = (before, slot) if side else (slot, before)
         near, far = ([c[end, poly] for c in (poly_x, poly_y)] for end in ends)
         first = low[slot, poly]
@@ -852,8 +853,8 @@ def _extent(values, count):
     """float32 (N,) min and max over the first count[i] slots of each column of (K, N)."""
     used = np.arange(values.shape[0])[:, None] < count[None, :]
     return (
-        np.where(used, values, np.inf).min(axis=0).astype(F32),
-        np.where(used, values, -np.inf).max(axis=0).astype(F32),
+        select(used, values, np.inf).min(axis=0).astype(F32),
+        select(used, values, -np.inf).max(axis=0).astype(F32),
     )
 
 
@@ -1514,12 +1515,12 @@ def _merge_sorted(col, f_min, f_max, f_area, merge_threshold):
         first_min = flat_min.take(at_first)
         first_max = flat_max.take(at_first)
         last_max = flat_max.take(np.maximum(n_reach - 1, 0) * width + column)
-        new_min = np.where(touched, np.minimum(fmin, first_min), fmin)
-        new_max = np.where(touched, np.maximum(fmax, last_max), fmax)
+        new_min = select(touched, np.minimum(fmin, first_min), fmin)
+        new_max = select(touched, np.maximum(fmax, last_max), fmax)
         slot = np.arange(slots)[:, None]
         # Area: the fragment's, max'ed with each touched span's whose top is within the
         # threshold. Usually one span is touched; several only when the fragment joins spans.
-        first_area = np.where(
+        first_area = select(
             touched & (fmax - first_max <= merge_threshold), flat_area.take(at_first), 0
         )
         new_area = np.maximum(farea, first_area)
@@ -1530,13 +1531,13 @@ def _merge_sorted(col, f_min, f_max, f_area, merge_threshold):
                 & (slot < n_reach[joins])
                 & (fmax[joins] - cur_max[:, joins] <= merge_threshold)
             )
-            more = np.where(keep_area, cur_area[:, joins], 0).max(axis=0)
+            more = select(keep_area, cur_area[:, joins], 0).max(axis=0)
             new_area[joins] = np.maximum(new_area[joins], more)
         # A fragment that touches exactly one span replaces it in place; only the others
         # (an insertion, or several spans joined) shift the slots above.
         shift = np.nonzero((n_over != 1) & (n_below < cur_n))[0]
         if shift.shape[0]:
-            src = np.where(slot < n_below.take(shift), slot, slot - 1 + n_over.take(shift))
+            src = select(slot < n_below.take(shift), slot, slot - 1 + n_over.take(shift))
             src = np.minimum(src, slots - 1)
             src *= width
             src += shift
