@@ -520,9 +520,11 @@ def erode_by_distance(area: np.ndarray, dist: np.ndarray, radius: int) -> np.nda
             f"erosion radius {int(radius)} cells is out of range 0..127; lower agent_radius or "
             "raise cell_size"
         )
-    out = np.asarray(area, dtype=np.uint8).copy()
-    out[np.asarray(dist) < 2 * int(radius)] = NULL_AREA
-    return out
+    # NULL_AREA is 0: a product by the kept mask, not a boolean assignment (several times
+    # slower where the mask changes from span to span, as it does along every border).
+    return np.multiply(
+        np.asarray(area, dtype=np.uint8), np.asarray(dist) >= 2 * int(radius), dtype=np.uint8
+    )
 
 
 def median_filter_walkable_area(chf: CompactHeightfield, *, progress=None) -> np.ndarray:

@@ -155,7 +155,9 @@ def boundary_flags(chf: CompactHeightfield) -> np.ndarray:
     reg_x = np.append(reg, reg.dtype.type(0))  # a missing link (-1) reads region 0
     leaves = per_direction(np.not_equal, reg_x.take(np.asarray(chf.neighbor)), reg)
     flags = bits_of_4(leaves)  # bit d: direction d
-    flags[(reg == 0) | ((reg & BORDER_REG) != 0)] = 0
+    # A product by the kept mask, not a boolean assignment (several times slower where the
+    # mask changes from span to span).
+    flags *= (reg != 0) & ((reg & BORDER_REG) == 0)
     return flags
 
 
