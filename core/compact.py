@@ -212,18 +212,21 @@ def build_compact_heightfield(
     # span) is fresh memory there, which costs more than the branches (the 10x10's stage
     # 164-232 -> 280-364 ms).
     if nsolid <= TAKE_WALKABLE_MAX_SPANS:
-        keep = np.flatnonzero(area)
-        col = np.repeat(np.arange(ncols, dtype=index), counts).take(keep)
-        y = smax.take(keep)
-        h = np.clip(ceiling.take(keep) - y, 0, 0xFF)
-        walkable_area = area.take(keep)
+        kept = np.flatnonzero(area)
+
+        def walkable(values: np.ndarray) -> np.ndarray:
+            return values.take(kept)
     else:
-        keep = area != 0
-        col = np.repeat(np.arange(ncols, dtype=index), counts)[keep]
-        y = smax[keep]
-        h = np.clip(ceiling[keep] - y, 0, 0xFF)
-        walkable_area = area[keep]
-    del keep
+        mask = area != 0
+
+        def walkable(values: np.ndarray) -> np.ndarray:
+            return values[mask]
+
+    col = walkable(np.repeat(np.arange(ncols, dtype=index), counts))
+    y = walkable(smax)
+    h = np.clip(walkable(ceiling) - y, 0, 0xFF)
+    walkable_area = walkable(area)
+    del walkable
     n = int(col.shape[0])
     # Spans per column counted in place (a bincount would be a second array of ncols: on
     # large grids first touching fresh memory costs more than the counting).

@@ -279,3 +279,24 @@ def test_rows_of_equals_row_indexing(dtype):
         assert got.dtype == table.dtype and np.array_equal(got, table[index])
     strided = rng.integers(0, 1000, (50, 8)).astype(dtype)[:, ::2]
     assert np.array_equal(rows_of(strided, np.arange(50)[::-1]), strided[::-1])
+
+
+@pytest.mark.parametrize("mesh", ["dungeon", "nav_test"])
+def test_walkable_spans_by_index_or_by_mask_are_the_same(mesh, monkeypatch):
+    """The walkable spans selected by index (small heightfields) and by mask (large ones,
+    `TAKE_WALKABLE_MAX_SPANS`) give the same compact heightfield."""
+    from core import pipeline
+    from core.config import NavConfig
+    from core.objio import read_obj
+
+    from .refdata import mesh_path
+
+    verts, tris = read_obj(mesh_path(mesh))
+    by_index = pipeline.bake(verts, tris, NavConfig(), stop_after="heightfield")
+    hf = by_index.heightfield
+    assert 0 < int((hf.area == 0).sum()) < hf.span_count  # some spans are not walkable
+    got = build_compact_heightfield(hf, 10, 4)
+    monkeypatch.setattr(compact, "TAKE_WALKABLE_MAX_SPANS", 0)
+    want = build_compact_heightfield(hf, 10, 4)
+    for name in ("cell_start", "y", "h", "area", "con", "neighbor", "span_x", "span_y"):
+        np.testing.assert_array_equal(getattr(got, name), getattr(want, name))
