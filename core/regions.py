@@ -1280,9 +1280,7 @@ class _LevelBands:
     and only its first group (the bands above) needs the spans' regions.
     """
 
-    def __init__(self, free: np.ndarray | None, dist_x: np.ndarray):
-        if free is None:  # not used (`SORT_BY_BANDS` off)
-            free = np.zeros(0, dtype=np.int64)
+    def __init__(self, free: np.ndarray, dist_x: np.ndarray):
         band = dist_x.take(free) >> 1  # below 2**15: distances are uint16
         self.top = int(band.max(initial=0))
         depth = (self.top - band).astype(np.uint16)  # 0 for the top band
@@ -1323,7 +1321,7 @@ def _watershed(g: _Graph, dist, max_distance: int, reg, first_id: int, progress=
     top = max(level, 1)
     sid = -1
     stacks = [np.zeros(0, dtype=np.int64)] * _NB_STACKS
-    bands = _LevelBands(np.flatnonzero(walk & (reg[:n] == 0)) if SORT_BY_BANDS else None, dist_x)
+    bands = _LevelBands(np.flatnonzero(walk & (reg[:n] == 0)), dist_x) if SORT_BY_BANDS else None
     groups: list[np.ndarray] = []
     while level > 0:
         level = level - 2 if level >= 2 else 0
@@ -1336,7 +1334,7 @@ def _watershed(g: _Graph, dist, max_distance: int, reg, first_id: int, progress=
             # the bands above, which are the last sort's group 8 and the leftovers its stacks
             # passed down to the last one.
             half = level >> 1
-            if not SORT_BY_BANDS:  # the literal sort: every free span again
+            if bands is None:  # the literal sort: every free span again
                 free = np.flatnonzero(walk & (reg[:n] == 0))
                 s = np.maximum(half - (dist_x[free] >> 1), 0)
                 groups = [free[s == k] for k in range(_NB_STACKS + 1)]
