@@ -1130,27 +1130,19 @@ def _sort_key_and_payload(areas, width, height):
 def _sorted_column_keys(column, n_cols: int, shift: int):
     """The sort keys of fragments in columns ``column`` (int64 in [0, n_cols), in the order
     given): column << shift | position, sorted, so grouped by column and in the order given
-    within one. The positions ascend, so a stable order by column alone sorts the keys."""
-    order = _stable_column_order(column, n_cols)
-    key = column.take(order)
-    key <<= shift
-    key |= order
+    within one. ``shift``: `_position_bits` of the grid [Limit: positions < 2**shift].
+
+    The keys are unique (their positions differ), so any sort gives this one order: NumPy's
+    default sort of int64 (vectorized quicksort) takes 0.6 ms for dungeon's 150k fragments,
+    where the stable order by two radix passes over 16-bit digits of the column took 1.1 ms
+    (and 18 against 9 ms for 1M fragments in one radix pass)."""
+    n_cols = int(n_cols)
+    if column.shape[0] and n_cols > 1 << (63 - shift):
+        raise ValueError(f"{n_cols:,} columns leave no room for {shift} position bits")
+    key = column << shift
+    key |= np.arange(column.shape[0], dtype=np.int64)
+    key.sort()
     return key
-
-
-def _stable_column_order(column, n_cols: int):
-    """The stable order of int64 column indices in [0, n_cols): least significant 16 bits
-    first, each pass a stable sort of 16-bit digits (NumPy's radix sort, linear), one pass
-    per 16 bits of ``n_cols``. On the clipping pieces a third faster than one stable sort
-    of the int64 keys (a merge sort, its runs a triangle's row-major fragments)."""
-    order = None
-    for low in range(0, max(int(n_cols) - 1, 1).bit_length(), 16):
-        digit = column if order is None else column.take(order)
-        digit = (digit >> low).astype(np.uint16)  # the upper bits wrap away
-        step = np.argsort(digit, kind="stable")
-        order = step if order is None else order.take(step)
-    assert order is not None
-    return order
 
 
 def _snap_heights(tri, row, col, span_min, span_max, by, ich):

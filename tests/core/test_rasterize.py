@@ -619,16 +619,24 @@ def test_grid_aligned_scene_rasterizes_as_the_oracle_without_the_polygon_path(mo
 
 
 @pytest.mark.parametrize("n_cols", [1, 2, 1 << 16, (1 << 16) + 1, 1 << 20, (1 << 33) + 5])
-def test_stable_column_order_is_a_stable_sort(n_cols):
+def test_sorted_column_keys_follow_a_stable_sort_by_column(n_cols):
     # The clipping pieces' keys are sorted by column with their positions in input order:
-    # the radix passes must give exactly NumPy's stable order, whatever the column range.
+    # whatever sort makes them, they must be NumPy's stable order by column, its positions in
+    # the low bits, for any column range.
+    shift = rasterize._position_bits(n_cols, 1)
     rng = np.random.default_rng(n_cols % 1000)
     for size in (0, 1, 7, 5000):
         columns = rng.integers(0, n_cols, size).astype(np.int64)
         if size > 2:
             columns[: size // 3] = columns[size // 3]  # many ties
-        expected = np.argsort(columns, kind="stable")
-        assert np.array_equal(rasterize._stable_column_order(columns, n_cols), expected)
+        order = np.argsort(columns, kind="stable")
+        expected = columns[order] << shift | order
+        assert np.array_equal(rasterize._sorted_column_keys(columns, n_cols, shift), expected)
+
+
+def test_sorted_column_keys_refuse_columns_beyond_the_key():
+    with pytest.raises(ValueError, match="position bits"):
+        rasterize._sorted_column_keys(np.zeros(3, dtype=np.int64), 1 << 40, 30)
 
 
 @pytest.mark.parametrize(("n_ahead", "n_back"), [(40, 25), (30, 0), (0, 12), (1, 1)])
