@@ -469,19 +469,19 @@ def filter_stages(
     if config.filter_low_hanging_obstacles:
         with ctx.stage("filter_low_hanging"):
             area = filters.filter_low_hanging_obstacles(hf, derived.walkable_climb, ctx=ctx)
-        hf = hf.copy(area=area)
+        hf = hf.with_area(area)
     stage_areas["lowhang"] = hf.area
     if config.filter_ledge_spans:
         with ctx.stage("filter_ledge"):
             area = filters.filter_ledge_spans(
                 hf, derived.walkable_height, derived.walkable_climb, ctx=ctx
             )
-        hf = hf.copy(area=area)
+        hf = hf.with_area(area)
     stage_areas["ledge"] = hf.area
     if config.filter_walkable_low_height_spans:
         with ctx.stage("filter_low_height"):
             area = filters.filter_walkable_low_height_spans(hf, derived.walkable_height, ctx=ctx)
-        hf = hf.copy(area=area)
+        hf = hf.with_area(area)
     stage_areas["lowheight"] = hf.area
     return hf, stage_areas
 

@@ -342,15 +342,15 @@ def _filtered(hf, config: NavConfig, derived: DerivedConfig, ctx: BuildContext):
     """The solid heightfield after the config's three filters (stages 3a-3c)."""
     if config.filter_low_hanging_obstacles:
         with ctx.stage("filter_low_hanging"):
-            hf = hf.copy(area=filters.filter_low_hanging_obstacles(hf, derived.walkable_climb))
+            hf = hf.with_area(filters.filter_low_hanging_obstacles(hf, derived.walkable_climb))
     if config.filter_ledge_spans:
         with ctx.stage("filter_ledge"):
-            hf = hf.copy(
-                area=filters.filter_ledge_spans(hf, derived.walkable_height, derived.walkable_climb)
+            hf = hf.with_area(
+                filters.filter_ledge_spans(hf, derived.walkable_height, derived.walkable_climb)
             )
     if config.filter_walkable_low_height_spans:
         with ctx.stage("filter_low_height"):
-            hf = hf.copy(area=filters.filter_walkable_low_height_spans(hf, derived.walkable_height))
+            hf = hf.with_area(filters.filter_walkable_low_height_spans(hf, derived.walkable_height))
     return hf
 
 

@@ -186,3 +186,17 @@ def test_ledge_filter_matches_the_literal_port_at_the_height_limits(
         walkable_climb = int(rng.integers(*climb_range))
         got = filter_ledge_spans(hf, walkable_height, walkable_climb)
         np.testing.assert_array_equal(got, _slow_ledges(hf, walkable_height, walkable_climb))
+
+
+def test_a_filtered_heightfield_shares_the_layout_and_leaves_the_input_as_it_was():
+    # The pipeline's filters chain through `with_area`: the span layout is shared (never
+    # written), the area is the filter's own array, and the heightfield filtered keeps its own.
+    hf = make_hf(2, 1, {(0, 0): [(0, 1, 63), (2, 4, 0)], (1, 0): [(0, 2, 63)]})
+    before = hf.area.copy()
+    lowhang = filter_low_hanging_obstacles(hf, 3)
+    out = hf.with_area(lowhang)
+    assert out.area is not hf.area and out.area.tolist() == lowhang.tolist()
+    assert out.col_start is hf.col_start and out.smin is hf.smin and out.smax is hf.smax
+    assert hf.area.tolist() == before.tolist()
+    with pytest.raises(ValueError, match="an area per span"):
+        hf.with_area(np.zeros(2, np.uint8))
