@@ -489,10 +489,11 @@ def _floods_by_region(spans: np.ndarray, region: np.ndarray) -> _Floods:
     return _Floods(ordered, place, int(place[-1]) + 1 if place.shape[0] else 0)
 
 
-def _flood_distance(rid: int) -> int:
+def _flood_distance(rid):
     """A new region's flood distance in `_watershed`'s ``sdist``: 0, or _BIG when its id
-    carries the border flag (ids past 0x7FFF), a region Recast's expansion never grows."""
-    return 0 if rid < BORDER_REG else _BIG
+    carries the border flag (ids past 0x7FFF), a region Recast's expansion never grows.
+    ``rid``: an id, or an int array of them (the distances then per id)."""
+    return np.where(np.asarray(rid) < BORDER_REG, 0, _BIG)
 
 
 def _flood_batch_bfs(g: _Graph, reg, dist_x, seeds, lev: int):
@@ -1380,14 +1381,14 @@ def _watershed(g: _Graph, dist, max_distance: int, reg, first_id: int, progress=
             if ends is not None and rid + len(floods) + 1 >= _UNION_ID_LIMIT:
                 raise _OutOfUnionIds
             if len(floods):
-                # Ids rid, rid + 1, ... in order, each with its `_flood_distance`.
+                # Ids rid, rid + 1, ... in order.
                 if rid + len(floods) - 1 >= 0xFFFF:
                     raise VoxNavError(
                         "watershed ran out of region ids (65535); raise cell_size or use tiles"
                     )
                 ids = floods.place + rid
                 reg[floods.spans] = ids
-                sdist[floods.spans] = np.where(ids < BORDER_REG, 0, _BIG)
+                sdist[floods.spans] = _flood_distance(ids)
                 rid += len(floods)
             if stop is None:
                 break
