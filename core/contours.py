@@ -615,13 +615,13 @@ def _simplify_all(
         sz = np.where(forward, az, bz).astype(np.float32)
         ex_ = np.where(forward, bx, ax).astype(np.float32)
         ez_ = np.where(forward, bz, az).astype(np.float32)
-        live = np.flatnonzero(cnt > 0)
+        live = (cnt > 0).nonzero()[0]
         split = np.zeros(seg_a.size, dtype=bool)
         mid = np.zeros(seg_a.size, dtype=np.int64)
         if live.size:
             k = cnt[live]
-            seg = np.repeat(live, k)
-            q = np.arange(int(k.sum())) - np.repeat(np.cumsum(k) - k, k)
+            seg = live.repeat(k)
+            q = np.arange(int(k.sum())) - (k.cumsum() - k).repeat(k)
             step = np.where(forward[seg], q, -q)
             cand = base[seg] + (ci[seg] + step) % pn[seg]
             # distancePtSeg in float32, Recast's operation order.
@@ -647,7 +647,7 @@ def _simplify_all(
             grow = (maxd > zero) & (maxd > max_err2)
             split[live[grow]] = True
             mid[live[grow]] = cand[best[grow]]
-        s_idx = np.flatnonzero(split)
+        s_idx = split.nonzero()[0]
         kept.append(mid[s_idx])
         seg_a, seg_b = (
             np.concatenate([seg_a[s_idx], mid[s_idx]]),
@@ -682,7 +682,7 @@ def _simplify_all(
             grow = tess & (ddx * ddx + ddz * ddz > max_len2) & (n > 1)
             forward = (x[seg_b] > x[seg_a]) | ((x[seg_b] == x[seg_a]) & (z[seg_b] > z[seg_a]))
             mid = base + np.where(forward, (ai + n // 2) % pn, (ai + (n + 1) // 2) % pn)
-            s_idx = np.flatnonzero(grow)
+            s_idx = grow.nonzero()[0]
             kept.append(mid[s_idx])
             seg_a, seg_b = (
                 np.concatenate([seg_a[s_idx], mid[s_idx]]),

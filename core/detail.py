@@ -668,7 +668,7 @@ class _LocalHeights:
         cx = ix[:, None] + offs[:, 0]
         cz = iz[:, None] + offs[:, 1]
         inside = (cx >= 0) & (cz >= 0) & (cx < w) & (cz < h)
-        cells = np.flatnonzero(inside)
+        cells = inside.ravel().nonzero()[0]
         row = cells // k_cells
         p = pid.take(row)
         col = self._column(p, cx.ravel().take(cells), cz.ravel().take(cells))
@@ -696,13 +696,13 @@ class _LocalHeights:
         key = np.full(span.shape, none, dtype=np.int64)
         seed_cells = cells[seed]
         key.ravel()[slot[seed]] = cz.ravel().take(seed_cells) * w.ravel().take(
-            row.take(np.flatnonzero(seed))
+            row.take(seed.nonzero()[0])
         ) + cx.ravel().take(seed_cells)
         links = self.chf.neighbor.reshape(-1)
         span_flat, open_flat = span.ravel(), open_.ravel()
         stride = k_cells + 1
         key_flat = key.ravel()
-        src = np.flatnonzero(key_flat != none)
+        src = (key_flat != none).nonzero()[0]
         for _ in range(level):
             # The cells claiming at this level (``src``, flat) and, direction by direction,
             # the open cells they reach over a link: the few pairs read the link table.
@@ -712,16 +712,16 @@ class _LocalHeights:
             src_key, src_span4 = key_flat.take(src), span_flat.take(src) * 4
             for d in range(4):
                 at = src_row * stride + step[:, d].take(src_cell)
-                pair = np.flatnonzero(open_flat.take(at))  # the spare column is never open
+                pair = open_flat.take(at).nonzero()[0]  # the spare column is never open
                 nxt = links.take(src_span4.take(pair) + d)
                 ok = nxt >= 0
                 linked, nxt = pair[ok], nxt[ok]
                 at = at.take(linked)
                 cand = src_key.take(linked) * 4 + d
-                better = np.flatnonzero(cand < best.take(at))
+                better = (cand < best.take(at)).nonzero()[0]
                 best[at.take(better)] = cand.take(better)
                 best_span[at.take(better)] = nxt.take(better)
-            src = np.flatnonzero(best != none)
+            src = (best != none).nonzero()[0]
             span_flat[src] = best_span.take(src)
             open_flat[src] = False
             # Only the cells claimed this level claim at the next.
@@ -847,7 +847,7 @@ def _sample_edges(pid, ax, ay, az, bx, by, bz, nn, patches, sample_max_error):
     err2 = F32(sample_max_error) * F32(sample_max_error)
     idx = np.arange(eid.size, dtype=np.int64)
     while True:
-        m = np.flatnonzero(~kept)
+        m = (~kept).nonzero()[0]
         if not m.size:
             break
         left = np.maximum.accumulate(np.where(kept, idx, -1))

@@ -198,7 +198,7 @@ def _ledges(hf, candidates, heights, ceiling_all, walkable_height, walkable_clim
             j += 1
             looking &= ncount > j
             looking &= n_floor < too_high
-        live = np.flatnonzero(looking)
+        live = looking.nonzero()[0]
         while live.shape[0]:
             neighbour = nstart.take(live) + j
             n_floor = smax.take(neighbour)
@@ -207,17 +207,17 @@ def _ledges(hf, candidates, heights, ceiling_all, walkable_height, walkable_clim
             clear -= np.maximum(p_floor, n_floor)
             clear = clear >= walkable_height
             diff = n_floor - p_floor
-            drop[live.take(np.flatnonzero(clear & (diff < -walkable_climb)))] = True
+            drop[live.take((clear & (diff < -walkable_climb)).nonzero()[0])] = True
             # Selections by flatnonzero and takes: a boolean selection of these lengths (tens
             # of thousands, the mask changing from item to item) costs several times as much.
-            step = np.flatnonzero(clear & (np.abs(diff) <= walkable_climb))
+            step = (clear & (np.abs(diff) <= walkable_climb)).nonzero()[0]
             at = live.take(step)
             stepped = n_floor.take(step)
             lowest_ok[at] = np.minimum(lowest_ok.take(at), stepped)
             highest_ok[at] = np.maximum(highest_ok.take(at), stepped)
             j += 1
             more = (ncount.take(live) > j) & (n_floor < too_high.take(live))
-            live = live.take(np.flatnonzero(more))
+            live = live.take(more.nonzero()[0])
     return drop | (highest_ok - lowest_ok > walkable_climb)
 
 

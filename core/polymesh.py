@@ -303,17 +303,15 @@ def _diagonals(x, z, nxt, prv, alive, cstart, owner, qi, qj) -> np.ndarray:
     # diagonalie: every slot of the query's contour, alive edges only.
     c = owner[qi]
     size = cstart[c + 1] - cstart[c]
-    q = np.repeat(np.arange(qi.size), size)
-    k = np.repeat(cstart[c], size) + (
-        np.arange(int(size.sum())) - np.repeat(np.cumsum(size) - size, size)
-    )
+    q = np.arange(qi.size).repeat(size)
+    k = cstart[c].repeat(size) + (np.arange(int(size.sum())) - (size.cumsum() - size).repeat(size))
     # Only the pairs that count go through the crossing test: as the contours lose their
     # ears, more and more of their slots are dead.
     alive_k = alive[k]
     k, q = k[alive_k], q[alive_k]
     k1 = nxt[k]
     d0, d1 = qi[q], qj[q]
-    consider = np.flatnonzero((k != d0) & (k1 != d0) & (k != d1) & (k1 != d1))
+    consider = ((k != d0) & (k1 != d0) & (k != d1) & (k1 != d1)).nonzero()[0]
     k, k1, q, d0, d1 = k[consider], k1[consider], q[consider], d0[consider], d1[consider]
     x0, z0, x1, z1 = x[d0], z[d0], x[d1], z[d1]
     ax, az, bx, bz = x[k], z[k], x[k1], z[k1]
@@ -372,7 +370,7 @@ def _triangulate_all(
             break
         act = np.zeros(ncont, dtype=bool)
         act[active] = True
-        cand = np.flatnonzero(alive & act[owner] & ear[nxt])
+        cand = (alive & act[owner] & ear[nxt]).nonzero()[0]
         i2 = nxt[nxt[cand]]
         dx, dz = x[i2] - x[cand], z[i2] - z[cand]
         length = dx * dx + dz * dz
@@ -380,7 +378,7 @@ def _triangulate_all(
         if packed and cand.size:
             key = length << local_bits
             key |= local[cand]
-            starts = np.flatnonzero(np.concatenate([[True], cand_owner[1:] != cand_owner[:-1]]))
+            starts = np.concatenate([[True], cand_owner[1:] != cand_owner[:-1]]).nonzero()[0]
             best_key = np.minimum.reduceat(key, starts)
             best = cstart[cand_owner[starts]] + (best_key & ((1 << local_bits) - 1))
         else:
@@ -402,7 +400,7 @@ def _triangulate_all(
         qj = np.concatenate([i2, nxt[i2]])
         result = _diagonals(x, z, nxt, prv, alive, cstart, owner, qi, qj)
         ear[i], ear[i2] = result[: i.size], result[i.size :]
-        active = np.flatnonzero((left > 3) & ~fallback)
+        active = ((left > 3) & ~fallback).nonzero()[0]
     # The last triangle: the three points left, in contour order.
     done_here = fallback.copy()
     done_here[list(handed)] = True
@@ -745,13 +743,13 @@ def _merge_all(
             handed = active.copy()
             break
         alive = active[group_of] & (slot_in_group < left[group_of])
-        slots = np.flatnonzero(alive)
+        slots = alive.nonzero()[0]
         if slots.size == 0:
             break
         # Every edge of every alive polygon, keyed by its vertex pair.
         n_edges = count[slots]
-        owner = np.repeat(slots, n_edges)
-        edge = np.arange(int(n_edges.sum())) - np.repeat(np.cumsum(n_edges) - n_edges, n_edges)
+        owner = slots.repeat(n_edges)
+        edge = np.arange(int(n_edges.sum())) - (n_edges.cumsum() - n_edges).repeat(n_edges)
         # (slot, place) read as slot * nvp + place: 1-D takes, not 2-D fancy indexing.
         at_owner = owner * nvp
         va = rows_flat.take(at_owner + edge)
@@ -818,7 +816,7 @@ def _merge_all(
         grp = group_of[a]
         merging = np.zeros(n_groups, dtype=bool)
         if valid.any():
-            v_ids = np.flatnonzero(valid)
+            v_ids = valid.nonzero()[0]
             if key_fits and max(n_groups, 1).bit_length() + 34 + 12 <= 62:
                 # (group, largest value, slot a, slot b) in one int64: values are squared
                 # lengths of 16-bit coordinates (below 2**33); the keys are unique.

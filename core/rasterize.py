@@ -569,7 +569,7 @@ def _clip_by_chains(tri_verts, row_lo, row_hi, rc_bmin, cs, ics, width, height):
     for side in (True, False):
         parts = []
         for valid, c_b, c_a, ends in edges:
-            at = np.nonzero(valid & good & ((c_a > c_b) if side else (c_b > c_a)))[0]
+            at = (valid & good & ((c_a > c_b) if side else (c_b > c_a))).nonzero()[0]
             b_x, b_y, a_x, a_y = ends(at)
             c_at_b, c_at_a = c_b.take(at), c_a.take(at)
             first = c_at_b if side else c_at_a
@@ -610,7 +610,7 @@ def _clip_by_chains(tri_verts, row_lo, row_hi, rc_bmin, cs, ics, width, height):
         for j in range(3)
     ]  # fmt: skip
     for placed, poly, c, y in kinds:
-        which = np.nonzero(placed)[0]
+        which = placed.nonzero()[0]
         cells = cell_index.take(which if poly is None else poly.take(which))
         cells += c.take(which)
         cell_verts.add(cells, y.take(which))
@@ -1516,7 +1516,7 @@ def _merge_sorted(col, f_min, f_max, f_area, merge_threshold):
             touched & (fmax - first_max <= merge_threshold), flat_area.take(at_first), 0
         )
         new_area = np.maximum(farea, first_area)
-        joins = np.nonzero(n_over > 1)[0]
+        joins = (n_over > 1).nonzero()[0]
         if joins.shape[0]:
             keep_area = (
                 (slot > n_below[joins])
@@ -1527,7 +1527,7 @@ def _merge_sorted(col, f_min, f_max, f_area, merge_threshold):
             new_area[joins] = np.maximum(new_area[joins], more)
         # A fragment that touches exactly one span replaces it in place; only the others
         # (an insertion, or several spans joined) shift the slots above.
-        shift = np.nonzero((n_over != 1) & (n_below < cur_n))[0]
+        shift = ((n_over != 1) & (n_below < cur_n)).nonzero()[0]
         if shift.shape[0]:
             src = select(slot < n_below.take(shift), slot, slot - 1 + n_over.take(shift))
             src = np.minimum(src, slots - 1)
@@ -1564,7 +1564,7 @@ def _merge_sorted(col, f_min, f_max, f_area, merge_threshold):
         # Every used column holds a span in slot 0.
         out_min[at], out_max[at], out_area[at] = seg_min[0], seg_max[0], seg_area[0]
         for s in range(1, seg_min.shape[0]):
-            cols = np.flatnonzero(n_here > s)
+            cols = (n_here > s).nonzero()[0]
             if not cols.shape[0]:
                 break
             place = at[cols] + s

@@ -399,7 +399,7 @@ def _expand(g: _Graph, reg, sdist, active, level: int, max_iter: int):
             pick += np.arange(0, 4 * pick.shape[0], 4)  # (row, pick) at 4 * row + pick
             best_d = dd.reshape(-1).take(pick)
             best_at = nb.reshape(-1).take(pick)
-        found = np.flatnonzero(best_d < 0xFFFF - 2)
+        found = (best_d < 0xFFFF - 2).nonzero()[0]
         if not found.shape[0]:
             break
         # Takes by the found rows: cheaper than three boolean selections on these short
@@ -527,7 +527,7 @@ def _flood_batch_bfs(g: _Graph, reg, dist_x, seeds, lev: int):
     frontier = seeds
     while frontier.shape[0]:
         cand = g.nsa_of(frontier).ravel()
-        lab = np.repeat(label[frontier], 4)
+        lab = label[frontier].repeat(4)
         old = seen[cand] == stamp
         met = old & (label[cand] >= 0) & (label[cand] != lab)
         if met.any():
@@ -635,7 +635,7 @@ def _flood_batch_sets(g: _Graph, reg, seeds, open_spans):
     assert seed_at.min(initial=0) >= 0, "a seed is not among the spans its flood may enter"
     links: np.ndarray = local.take(g.nsa_of(enter).ravel())
     local[enter] = -1
-    at = np.flatnonzero(links >= 0)
+    at = (links >= 0).nonzero()[0]
     lo = at >> 2
     hi = links[at].astype(np.int64)
     lo, hi = np.minimum(lo, hi), np.maximum(lo, hi)
@@ -657,7 +657,7 @@ def _flood_batch_sets(g: _Graph, reg, seeds, open_spans):
     first_seed = np.full(m, _BIG, dtype=np.int64)
     np.minimum.at(first_seed, root[seed_at], np.arange(seeds.shape[0], dtype=np.int64))
     region_at = first_seed[root]
-    flooded = np.flatnonzero(region_at < _BIG)
+    flooded = (region_at < _BIG).nonzero()[0]
     spans = enter[flooded]
     region = region_at[flooded]
     # Could a region see an earlier one? Its spans' 4-neighbours and diagonals (Recast's
@@ -785,7 +785,7 @@ def _region_walks(g: _Graph | _Links, reg, starts: np.ndarray, first_regs: list[
     closed[np.isin(nxt_a, start_at_a)] = True
     piece_next, piece_steps = nxt_a, steps  # (both this function's own)
     for _ in range(_WALK_PIECE_ROUNDS):
-        grow = np.flatnonzero(~closed)
+        grow = (~closed).nonzero()[0]
         if not grow.size:
             break
         after = piece_next.take(grow)
@@ -1371,7 +1371,7 @@ def _watershed(g: _Graph, dist, max_distance: int, reg, first_id: int, progress=
         pos = 0
         while pos < stack.shape[0]:
             rest = stack[pos:]
-            idx = np.nonzero(reg[rest] == 0)[0]
+            idx = (reg[rest] == 0).nonzero()[0]
             if idx.shape[0] == 0:
                 break
             idx = idx[~_touching(g, reg, rest[idx])]
