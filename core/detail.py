@@ -1444,7 +1444,7 @@ def _drop_incomplete(faces: list, incomplete) -> None:
 
 
 def _delaunay_hull(vx, vz, hull, cache=None, fold=None):
-    """Recast delaunayHull on float32 points (x/z arrays): list of [a, b, c] triangles.
+    """Recast delaunayHull on float32 points (x/z arrays): list of (a, b, c) triangles.
 
     ``cache``: dict shared by the calls of one polygon (points are only ever appended, so
     circumcircles and point-circle tests of existing points stay valid; the scans that
@@ -1628,7 +1628,8 @@ def _delaunay_hull(vx, vz, hull, cache=None, fold=None):
             pure_scans[s << shift | t] = pt
         return pt
 
-    faces: list = []  # per face its triangle [a, b, c], or None while incomplete
+    faces: list = []  # per face its triangle (a, b, c), or None while incomplete (tuples:
+    # `_TriangleGaps` keys them as they are)
     # The walk's steps (edges completed) in order, each as its edge index << `_PAIR_SHIFT`
     # | (the point found + 1): the polygon's next call resumes the walk where its new point
     # first changes a step (`_resumed_walk`).
@@ -1715,7 +1716,7 @@ def _delaunay_hull(vx, vz, hull, cache=None, fold=None):
             if other[0] != t and other[3] == _EV_UNDEF:
                 other[3] = nfaces
                 naming += 1
-        faces.append([t, s, pt] if naming > 1 else None)
+        faces.append((t, s, pt) if naming > 1 else None)
         nfaces += 1
     # Recast reads the triangles back from the edges when done (faces_from_edges, the
     # literal port): the first edge naming a face, in edge order, gives two corners (t, s
@@ -1751,7 +1752,7 @@ class _Walk(NamedTuple):
     ends_s: list[int]  # the edges' first ends
     ends_t: list[int]  # the edges' second ends
     edge_at: dict[int, int]  # edge index by unordered pair key, in the edges' order
-    walked: list  # per face [t, s, pt], or None where incomplete
+    walked: list  # per face (t, s, pt), or None where incomplete
     faces: list  # the triangles returned (incomplete faces dropped)
 
 
@@ -1932,12 +1933,16 @@ class _TriangleGaps:
 
     def distances(self, verts, tris) -> np.ndarray:
         """(s,) float32 as `_dist_to_tri_mesh` (verts float32 (n, 3) local; tris a list of
-        [a, b, c]): the smallest gap over the triangles, -1 where the sample is over none."""
-        keys = [(a, b, c) for a, b, c in tris]
-        new = [key for key in keys if key not in self.rows]
+        (a, b, c) tuples, as `_delaunay_hull` makes them, or of [a, b, c] lists): the smallest
+        gap over the triangles, -1 where the sample is over none."""
+        keys = tris if not tris or type(tris[0]) is tuple else list(map(tuple, tris))
+        rows = self.rows
+        # The set difference runs in C (a triangle's row is where it lands, in any order).
+        new = list(set(keys).difference(rows))
         if new:
             if self.used + len(new) > self.table.shape[0]:
                 self._make_room(keys, len(new))
+                rows = self.rows
             # Corners (c, b, a) of each new triangle, corner-major: c and b stacked as
             # `_height_gap_stacked` takes them, (2, m, 1, 3), and a (m, 1, 3), all views.
             corners = verts[np.array(new, dtype=np.int64)[:, ::-1]].transpose(1, 0, 2)[:, :, None]
@@ -1945,12 +1950,11 @@ class _TriangleGaps:
             self.table[first : first + len(new)] = _height_gap_stacked(
                 self.jx, self.jy, self.jz, corners[2], corners[:2]
             )
-            self.rows.update(zip(new, range(first, first + len(new)), strict=True))
+            rows.update(zip(new, range(first, first + len(new)), strict=True))
             self.used += len(new)
         if not keys:
             return np.full(self.jx.shape, F32(-1), dtype=F32)
-        rows = self.rows
-        dmin = np.minimum.reduce(self.table[[rows[key] for key in keys]], axis=0)
+        dmin = np.minimum.reduce(self.table[list(map(rows.__getitem__, keys))], axis=0)
         return np.where(dmin == _F32_FLT_MAX, F32(-1), dmin)
 
     def _make_room(self, keys, n_new: int) -> None:

@@ -42,6 +42,11 @@ def _polygon_points(rng, kind: str, n_inner: int):
     return np.concatenate([hull, inner]), hull.shape[0]
 
 
+def _fast_delaunay(*args):
+    """`detail._delaunay_hull`'s triangles (tuples) as the literal port's lists."""
+    return [list(tri) for tri in detail._delaunay_hull(*args)]
+
+
 @pytest.mark.parametrize("kind", ["random", "grid"])
 @pytest.mark.parametrize("seed", range(6))
 def test_fast_delaunay_equals_literal_as_points_are_added(kind, seed):
@@ -52,10 +57,10 @@ def test_fast_delaunay_equals_literal_as_points_are_added(kind, seed):
     literal_cache: dict = {}
     for pts in _grown(points, nhull):
         vx, vz = pts[:, 0].copy(), pts[:, 1].copy()
-        fast = detail._delaunay_hull(vx, vz, hull, fast_cache)
+        fast = _fast_delaunay(vx, vz, hull, fast_cache)
         literal = delaunay_hull_literal(vx, vz, hull, literal_cache)
         assert fast == literal
-        assert detail._delaunay_hull(vx, vz, hull) == literal  # and without a cache
+        assert _fast_delaunay(vx, vz, hull) == literal  # and without a cache
         assert len(literal) >= pts.shape[0] - 2  # a real triangulation (not an empty one)
 
 
@@ -85,7 +90,7 @@ def test_resumed_walks_equal_the_literal_delaunay(kind, seed, monkeypatch):
     literal_cache: dict = {}
     for pts in _grown(points, nhull):
         vx, vz = pts[:, 0].copy(), pts[:, 1].copy()
-        assert detail._delaunay_hull(vx, vz, hull, cache) == delaunay_hull_literal(
+        assert _fast_delaunay(vx, vz, hull, cache) == delaunay_hull_literal(
             vx, vz, hull, literal_cache
         )
     assert len(outcomes) == points.shape[0] - nhull - 1  # every call after the first
@@ -109,7 +114,7 @@ def test_fold_tables_give_the_literal_delaunay(kind):
     for (vx, vz), hull, fold in zip(sets, hulls, folds, strict=True):
         literal_scans += sum(row.count(detail._FOLD_LITERAL) for row in fold)
         known += sum(v >= 0 for row in fold for v in row)
-        assert detail._delaunay_hull(vx, vz, hull, {}, fold) == delaunay_hull_literal(vx, vz, hull)
+        assert _fast_delaunay(vx, vz, hull, {}, fold) == delaunay_hull_literal(vx, vz, hull)
     # Both kinds put points on circles (the random hulls lie on one circle), and most scans
     # are known from the tables.
     assert 0 < literal_scans < known
