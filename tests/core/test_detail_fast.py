@@ -350,6 +350,31 @@ def test_sample_rounds_equal_one_polygon_at_a_time(name, sample_dist, knobs, mon
         np.testing.assert_array_equal(getattr(fast, field), getattr(slow, field), err_msg=field)
 
 
+@pytest.mark.parametrize("name", ["nav_test", "undulating"])
+@pytest.mark.parametrize("max_samples", [64, 10**6])
+def test_polygons_finishing_in_lockstep_equal_one_by_one(name, max_samples, monkeypatch):
+    """The polygons finishing outside the rounds grow in lockstep (`_grow_poly_details`: the
+    new triangles' gap rows of all of them at once), all of them or those of at most
+    ``max_samples`` samples: the same detail mesh as one polygon after the other."""
+    config = NavConfig(detail_sample_dist=6.0, detail_sample_max_error=0.2)
+    _, args = _detail_args(name, config)
+    monkeypatch.setattr(detail, "LOCKSTEP_MAX_SAMPLES", max_samples)
+    groups = []
+    grow = detail._grow_poly_details
+
+    def spy(polygons, sample_max_error):
+        groups.append(len(polygons))
+        grow(polygons, sample_max_error)
+
+    monkeypatch.setattr(detail, "_grow_poly_details", spy)
+    fast = detail.build_poly_mesh_detail(*args)
+    assert max(groups) > 1  # polygons grew side by side
+    monkeypatch.setattr(detail, "LOCKSTEP_FINISH", False)
+    one_by_one = detail.build_poly_mesh_detail(*args)
+    for field in ("meshes", "verts", "tris"):
+        np.testing.assert_array_equal(getattr(fast, field), getattr(one_by_one, field))
+
+
 @pytest.mark.parametrize(
     ("name", "knobs"),
     [
