@@ -283,8 +283,9 @@ def _triangulate(
     return tris, True
 
 
-def _area2(x, z, a, b, c):
-    return (x[b] - x[a]) * (z[c] - z[a]) - (x[c] - x[a]) * (z[b] - z[a])
+def _cross(ax, az, bx, bz, cx, cz):
+    """Recast's area2 of points a, b, c given by their coordinates (integer arrays)."""
+    return (bx - ax) * (cz - az) - (cx - ax) * (bz - az)
 
 
 def _diagonals(x, z, nxt, prv, alive, cstart, owner, qi, qj) -> np.ndarray:
@@ -293,12 +294,15 @@ def _diagonals(x, z, nxt, prv, alive, cstart, owner, qi, qj) -> np.ndarray:
     (k, nxt[k]) of that contour. x, z: int64 flat contour points; cstart: contour offsets."""
     if qi.size == 0:
         return np.zeros(0, dtype=bool)
+    # The four points' coordinates gathered once (each area2 of them is then arithmetic).
     pi1, pin1 = nxt[qi], prv[qi]
-    convex = _area2(x, z, pin1, qi, pi1) <= 0
+    xi, zi, xj, zj = x[qi], z[qi], x[qj], z[qj]
+    xn, zn, xp, zp = x[pi1], z[pi1], x[pin1], z[pin1]
+    convex = _cross(xp, zp, xi, zi, xn, zn) <= 0  # area2(pin1, i, i1)
     cone = np.where(
         convex,
-        (_area2(x, z, qi, qj, pin1) < 0) & (_area2(x, z, qj, qi, pi1) < 0),
-        ~((_area2(x, z, qi, qj, pi1) <= 0) & (_area2(x, z, qj, qi, pin1) <= 0)),
+        (_cross(xi, zi, xj, zj, xp, zp) < 0) & (_cross(xj, zj, xi, zi, xn, zn) < 0),
+        ~((_cross(xi, zi, xj, zj, xn, zn) <= 0) & (_cross(xj, zj, xi, zi, xp, zp) <= 0)),
     )
     # diagonalie: every slot of the query's contour, alive edges only.
     c = owner[qi]
