@@ -100,7 +100,7 @@ LOCKSTEP_FINISH = True
 #: Most samples of a polygon growing in lockstep; larger ones finish alone, after them: each
 #: step's Delaunay call reads the polygon's caches, which grow with its points, and a round
 #: of many large polygons moves them all through the CPU's caches (undulating's detail with
-#: every polygon in lockstep: +4 %; with those of up to 64 samples: -1 %, nav_test's -5 %).
+#: every polygon in lockstep: +1 to +3 %; with those of up to 64 samples: -1 %, nav_test's -5 %).
 LOCKSTEP_MAX_SAMPLES = 64
 #: Fewest steps of the previous walk for which resuming it pays (keeping a walk costs more
 #: than resuming short ones saves; measured on the shared meshes).
