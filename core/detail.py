@@ -1944,27 +1944,39 @@ class _TriangleGaps:
         """(s,) float32 as `_dist_to_tri_mesh` (verts float32 (n, 3) local; tris a list of
         (a, b, c) tuples, as `_delaunay_hull` makes them, or of [a, b, c] lists): the smallest
         gap over the triangles, -1 where the sample is over none."""
-        keys = tris if not tris or type(tris[0]) is tuple else list(map(tuple, tris))
-        rows = self.rows
-        # The set difference runs in C (a triangle's row is where it lands, in any order).
-        new = list(set(keys).difference(rows))
+        keys, new = self.pending(tris)
         if new:
-            if self.used + len(new) > self.table.shape[0]:
-                self._make_room(keys, len(new))
-                rows = self.rows
             # Corners (c, b, a) of each new triangle, corner-major: c and b stacked as
             # `_height_gap_stacked` takes them, (2, m, 1, 3), and a (m, 1, 3), all views.
             corners = verts[np.array(new, dtype=np.int64)[:, ::-1]].transpose(1, 0, 2)[:, :, None]
-            first = self.used
-            self.table[first : first + len(new)] = _height_gap_stacked(
-                self.jx, self.jy, self.jz, corners[2], corners[:2]
-            )
-            rows.update(zip(new, range(first, first + len(new)), strict=True))
-            self.used += len(new)
+            self.store(new, _height_gap_stacked(self.jx, self.jy, self.jz, corners[2], corners[:2]))
         if not keys:
             return np.full(self.jx.shape, F32(-1), dtype=F32)
-        dmin = np.minimum.reduce(self.table[list(map(rows.__getitem__, keys))], axis=0)
+        dmin = self.smallest(keys)
         return np.where(dmin == _F32_FLT_MAX, F32(-1), dmin)
+
+    def pending(self, tris) -> tuple[list, list]:
+        """The triangles ``tris`` as keys (a, b, c) and those of them without a row yet, with
+        room made for them in the table. (The set difference runs in C; a triangle's row is
+        wherever it lands.)"""
+        keys = tris if not tris or type(tris[0]) is tuple else list(map(tuple, tris))
+        new = list(set(keys).difference(self.rows))
+        if new and self.used + len(new) > self.table.shape[0]:
+            self._make_room(keys, len(new))
+        return keys, new
+
+    def store(self, new: list, gap_rows: np.ndarray) -> None:
+        """Keep the gap rows (float32 (len(new), s)) of the triangles ``new`` (from
+        `pending`)."""
+        first = self.used
+        self.table[first : first + len(new)] = gap_rows
+        self.rows.update(zip(new, range(first, first + len(new)), strict=True))
+        self.used += len(new)
+
+    def smallest(self, keys) -> np.ndarray:
+        """(s,) float32: the smallest gap over the triangles ``keys`` (all stored; at least
+        one), FLT_MAX where the sample is over none."""
+        return np.minimum.reduce(self.table[list(map(self.rows.__getitem__, keys))], axis=0)
 
     def _make_room(self, keys, n_new: int) -> None:
         """Keep the rows of the current triangles (``keys``), in a table with room for them,
@@ -2021,14 +2033,26 @@ def _grow_poly_detail(verts, tris, hull, samples, added, done, cache, sample_max
         else:
             d = _dist_to_tri_mesh(jx, jy, jz, verts, np.asarray(tris, dtype=np.int64))
         d = np.where(added | (d < 0), F32(0), d)
-        best = int(d.argmax())
-        bestd = d[best]
-        if not bestd > 0 or bestd <= F32(sample_max_error):
+        grown = _insert_worst(verts, d, hull, samples, added, cache, sample_max_error)
+        if grown is None:
             break
-        added[best] = True
-        verts = np.concatenate([verts, np.array([[jx[best], jy[best], jz[best]]], dtype=F32)])
-        tris = _delaunay_hull(verts[:, 0], verts[:, 2], hull, cache)
+        verts, tris = grown
     return verts, tris
+
+
+def _insert_worst(verts, d, hull, samples, added, cache, sample_max_error):
+    """One insertion step of `_grow_poly_detail`: ``d`` float32 (s,) each sample's gap (0 for
+    the samples added or over no triangle). Adds the worst sample (the first on ties, marked
+    in ``added``) and re-triangulates: the new (verts, tris), or None when no sample is more
+    than ``sample_max_error`` off."""
+    best = int(d.argmax())
+    bestd = d[best]
+    if not bestd > 0 or bestd <= F32(sample_max_error):
+        return None
+    added[best] = True
+    jx, jy, jz = samples
+    verts = np.concatenate([verts, np.array([[jx[best], jy[best], jz[best]]], dtype=F32)])
+    return verts, _delaunay_hull(verts[:, 0], verts[:, 2], hull, cache)
 
 
 def _grow_poly_details(polygons, sample_max_error) -> None:
@@ -2056,13 +2080,9 @@ def _grow_poly_details(polygons, sample_max_error) -> None:
         # Every active polygon's new triangles; their gap rows at once.
         news = []
         for i in active:
-            table, tris = gaps[i], polygons[i][1]
-            keys = tris if type(tris[0]) is tuple else list(map(tuple, tris))
+            keys, new = gaps[i].pending(polygons[i][1])
             polygons[i][1] = keys
-            new = list(set(keys).difference(table.rows))
             if new:
-                if table.used + len(new) > table.table.shape[0]:
-                    table._make_room(keys, len(new))
                 news.append((i, new))
         if news:
             corners = np.concatenate(
@@ -2088,29 +2108,18 @@ def _grow_poly_details(polygons, sample_max_error) -> None:
             )  # fmt: skip
             at = 0
             for (i, new), m, ns in zip(news, n_new.tolist(), n_samples.tolist(), strict=True):
-                table = gaps[i]
-                first = table.used
-                table.table[first : first + m] = gap[at : at + m * ns].reshape(m, ns)
-                table.rows.update(zip(new, range(first, first + m), strict=True))
-                table.used += m
+                gaps[i].store(new, gap[at : at + m * ns].reshape(m, ns))
                 at += m * ns
         for i in active:
             verts, keys, hull, samples, added, _done, cache = polygons[i]
-            table = gaps[i]
-            rows = table.rows
-            dmin = np.minimum.reduce(table.table[list(map(rows.__getitem__, keys))], axis=0)
-            d = np.where(added | (dmin == _F32_FLT_MAX), F32(0), dmin)
+            dmin = gaps[i].smallest(keys)
             steps[i] += 1
-            best = int(d.argmax())
-            bestd = d[best]
-            if not bestd > 0 or bestd <= F32(sample_max_error):
+            d = np.where(added | (dmin == _F32_FLT_MAX), F32(0), dmin)
+            grown = _insert_worst(verts, d, hull, samples, added, cache, sample_max_error)
+            if grown is None:
                 steps[i] = samples[0].size  # done
-                continue
-            added[best] = True
-            jx, jy, jz = samples
-            verts = np.concatenate([verts, np.array([[jx[best], jy[best], jz[best]]], dtype=F32)])
-            polygons[i][0] = verts
-            polygons[i][1] = _delaunay_hull(verts[:, 0], verts[:, 2], hull, cache)
+            else:
+                polygons[i][0], polygons[i][1] = grown
 
 
 #: Most (sample, triangle) pairs whose height gaps one batch of `_details_with_samples` holds

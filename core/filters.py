@@ -208,7 +208,7 @@ def _ledges(hf, candidates, heights, ceiling_all, walkable_height, walkable_clim
             clear = clear >= walkable_height
             diff = n_floor - p_floor
             drop[live.take((clear & (diff < -walkable_climb)).nonzero()[0])] = True
-            # Selections by flatnonzero and takes: a boolean selection of these lengths (tens
+            # Selections by nonzero and takes: a boolean selection of these lengths (tens
             # of thousands, the mask changing from item to item) costs several times as much.
             step = (clear & (np.abs(diff) <= walkable_climb)).nonzero()[0]
             at = live.take(step)
