@@ -39,6 +39,7 @@ import hashlib
 import math
 import os
 import threading
+import time
 from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -301,6 +302,13 @@ class PartitionedMesh:
     node_num_tris: np.ndarray
     tri_order: np.ndarray
     max_tris_per_chunk: int
+    #: CPU seconds of the sort that made the tree (a reused tree keeps its first sort's)
+    #: [Units: s]: in the process that called `partition_mesh` (all its threads), and on
+    #: the executor's workers as each reports it (the CPU of the thread that ran its part).
+    #: With an executor of this process's own threads the workers' seconds are counted in
+    #: both; with a process pool, the sum is the sort's whole CPU.
+    sort_cpu_seconds: float = 0.0
+    sort_worker_cpu_seconds: float = 0.0
 
     @property
     def nnodes(self) -> int:
@@ -443,9 +451,19 @@ def _merge_sorted_runs(left, right, keys) -> np.ndarray:
     return out
 
 
-def _msort_halves(executor: Executor):
+def _timed(function, *args):
+    """(``function(*args)``, the CPU seconds of the thread that ran it): a worker reports its
+    share of the work with its result (the caller cannot see another process's CPU). For
+    functions that start no threads of their own."""
+    start = time.thread_time()
+    out = function(*args)
+    return out, time.thread_time() - start
+
+
+def _msort_halves(executor: Executor, worker_cpu: list[float]):
     """A `_msort_runs` for a single run that sorts its two halves on ``executor`` (one
-    thread each) and merges them here; several runs are sorted here."""
+    thread each) and merges them here; several runs are sorted here. The CPU seconds the
+    workers report are added to ``worker_cpu[0]``."""
 
     def msort(ids, keys, seg_n, workers=None):
         if np.shape(seg_n)[0] != 1:
@@ -453,10 +471,11 @@ def _msort_halves(executor: Executor):
         places = np.arange(ids.shape[0], dtype=ids.dtype)
         half = ids.shape[0] // 2
         futures = [
-            executor.submit(_msort_runs, part, keys[part], np.array([part.shape[0]]), 1)
+            executor.submit(_timed, _msort_runs, part, keys[part], np.array([part.shape[0]]), 1)
             for part in (places[:half], places[half:])
         ]
-        left, right = (future.result() for future in futures)
+        (left, left_cpu), (right, right_cpu) = (future.result() for future in futures)
+        worker_cpu[0] += left_cpu + right_cpu
         return ids[_merge_sorted_runs(left, right, keys)]
 
     return msort
@@ -480,25 +499,31 @@ def _sort_subtree(rows: np.ndarray, tris_per_chunk: int):
     return perm, keys[:, 0], keys[:, 1], boxes.reshape(-1, 4)
 
 
-def _sort_apart(executor: Executor, verts, tris, tris_per_chunk: int, found, subtrees: int):
+def _sort_apart(
+    executor: Executor, verts, tris, tris_per_chunk: int, found, subtrees: int,
+    worker_cpu: list[float],
+):  # fmt: skip
     """The chunk order of the whole tree (`_sort_depths` from the root, filling ``found``),
     the root's halves and the subtrees below the top depths (``subtrees`` of them) sorted on
-    ``executor`` (see `partition_mesh`). The triangle bounds are dropped here once sent."""
+    ``executor`` (see `partition_mesh`); the CPU seconds the workers report are added to
+    ``worker_cpu[0]``. The triangle bounds are dropped here once sent."""
     bounds = _triangle_bounds(verts, tris)
     m = bounds.shape[0]
     order = np.arange(m, dtype=np.int32 if m < 1 << 31 else np.int64)
     lo, n = _sort_depths(
         bounds, order, np.zeros(1, dtype=np.int64), np.full(1, m, dtype=np.int64),
-        tris_per_chunk, found, depths=(subtrees - 1).bit_length(), sort=_msort_halves(executor),
+        tris_per_chunk, found, depths=(subtrees - 1).bit_length(),
+        sort=_msort_halves(executor, worker_cpu),
     )  # fmt: skip
     futures = [
-        executor.submit(_sort_subtree, bounds[first : first + size], tris_per_chunk)
+        executor.submit(_timed, _sort_subtree, bounds[first : first + size], tris_per_chunk)
         for first, size in zip(lo.tolist(), n.tolist(), strict=True)
     ]
     del bounds  # the workers' rows hold what they need until sent
     try:
         for first, future in zip(lo.tolist(), futures, strict=True):
-            perm, firsts, sizes, boxes = future.result()
+            (perm, firsts, sizes, boxes), cpu = future.result()
+            worker_cpu[0] += cpu
             places = order[first : first + perm.shape[0]]
             places[:] = places[perm]
             for k, (a, b) in enumerate(zip(firsts.tolist(), sizes.tolist(), strict=True)):
@@ -590,12 +615,14 @@ def partition_mesh(
 
 def _partition(verts, tris, tris_per_chunk: int, executor, subtrees: int) -> PartitionedMesh:
     """`partition_mesh` after its checks and without reuse: the tree sorted from scratch."""
+    start_cpu = time.process_time()
+    worker_cpu = [0.0]
     m = int(tris.shape[0])
     found: NodeBounds = {}
     order = None
     if executor is not None and m >= PARALLEL_MIN_TRIANGLES and subtrees > 1:
         try:
-            order = _sort_apart(executor, verts, tris, tris_per_chunk, found, subtrees)
+            order = _sort_apart(executor, verts, tris, tris_per_chunk, found, subtrees, worker_cpu)
         except Exception:  # a broken executor: the same sort here from the start, slower
             found.clear()
     if order is None:
@@ -639,6 +666,8 @@ def _partition(verts, tris, tris_per_chunk: int, executor, subtrees: int) -> Par
         node_num_tris=np.where(node_tri >= 0, node_num, 0),
         tri_order=order.astype(np.int64),
         max_tris_per_chunk=int(leaf_counts.max(initial=0)),
+        sort_cpu_seconds=time.process_time() - start_cpu,
+        sort_worker_cpu_seconds=worker_cpu[0],
     )
 
 

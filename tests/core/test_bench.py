@@ -3,6 +3,8 @@ and the printed table. Nothing here is timed."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 
 from core import bench
@@ -96,3 +98,15 @@ def test_calibration_workload_is_fixed():
     assert data[0].shape == (1 << 20,) and data[1].shape == (1 << 21,)
     again = bench.calibration_data()
     assert bench.calibration_workload(*data) == bench.calibration_workload(*again)
+
+
+def test_cpu_floor_line_spreads_all_the_cpu_over_the_workers():
+    # 1 s of sorting here and 2 s on the workers, 5 s of tiles: 8 s on 2 cores is 4 s wall
+    # at least; at speed 0.5 against Recast's 1 s that is 8x.
+    chunks = SimpleNamespace(sort_cpu_seconds=1.0, sort_worker_cpu_seconds=2.0)
+    bake = SimpleNamespace(tile_cpu_seconds=5.0)
+    line = bench.cpu_floor_line(chunks, bake, 2, 1000.0, 0.5)
+    assert "chunk tree 3.00 s (2.00 s of it on the workers)" in line
+    assert "tiles 5.00 s = 8.00 s" in line
+    assert "at least 4000 ms wall" in line
+    assert line.endswith(": 8.00x")

@@ -437,6 +437,10 @@ def test_partition_on_an_executor_matches_the_serial_tree(monkeypatch, subtrees)
         split = chunky.partition_mesh(verts, tris, 64, executor=pool, subtrees=subtrees)
     for field in ("node_bmin", "node_bmax", "node_tri_index", "node_num_tris", "tri_order"):
         assert np.array_equal(getattr(split, field), getattr(serial, field)), field
+    # The workers report the CPU of their parts with them (another process's CPU is not
+    # this one's to see); a tree sorted here has none.
+    assert split.sort_worker_cpu_seconds > 0 and split.sort_cpu_seconds > 0
+    assert serial.sort_worker_cpu_seconds == 0 and serial.sort_cpu_seconds > 0
     order, leaves = _literal_partition(verts, tris[:3000], 64)
     first = chunky.partition_mesh(verts, tris[:3000], 64, executor=cf.ThreadPoolExecutor(2))
     assert np.array_equal(first.tri_order, order)
