@@ -35,6 +35,7 @@ s for 9M).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
 import os
@@ -44,6 +45,8 @@ from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
+
+from . import threads
 
 #: RecastDemo's triangles per chunk.
 TRIS_PER_CHUNK = 256
@@ -348,22 +351,57 @@ class PartitionedMesh:
         return self.tri_order[offsets + np.arange(total)]
 
 
+#: Triangles per piece of `_triangle_bounds` (pieces run on `WORKERS` threads).
+_BOUNDS_PIECE = 1 << 18
+
+
 def _triangle_bounds(verts, tris) -> np.ndarray:
     """float32 (m, 4): each triangle's X/Y minimum then maximum. Pairwise over the three
-    corners (a reduction over a middle axis is several times slower)."""
-    bounds = np.empty((tris.shape[0], 4), dtype=np.float32)
-    for k in range(2):
-        coord = np.ascontiguousarray(verts[:, k])
-        a, b, c = coord[tris[:, 0]], coord[tris[:, 1]], coord[tris[:, 2]]
-        np.minimum(np.minimum(a, b), c, out=bounds[:, k])
-        np.maximum(np.maximum(a, b), c, out=bounds[:, 2 + k])
-        del a, b, c
+    corners (a reduction over a middle axis is several times slower); pieces of
+    `_BOUNDS_PIECE` triangles on `WORKERS` threads (gathers and ufuncs without the GIL: the
+    planning process works alone here, before anything is sent to a pool)."""
+    m = tris.shape[0]
+    bounds = np.empty((m, 4), dtype=np.float32)
+    coords = [np.ascontiguousarray(verts[:, k]) for k in range(2)]
+
+    def fill(rows: slice) -> None:
+        corners = tris[rows]
+        for k in range(2):
+            a, b, c = (coords[k][corners[:, j]] for j in range(3))
+            np.minimum(np.minimum(a, b), c, out=bounds[rows, k])
+            np.maximum(np.maximum(a, b), c, out=bounds[rows, 2 + k])
+
+    threads.map_pieces(
+        fill, [slice(i, i + _BOUNDS_PIECE) for i in range(0, m, _BOUNDS_PIECE)], WORKERS
+    )
     return bounds
 
 
-#: A node's bounds by (first place, triangle count): RecastDemo's recursion visits nodes by
-#: these two, so the depth-first numbering looks them up here.
-NodeBounds = dict[tuple[int, int], tuple[np.ndarray, np.ndarray]]
+class NodeTable:
+    """Every sorted node's first place, triangle count and bounds, appended depth by depth
+    (RecastDemo's recursion visits nodes by place and count, so the depth-first numbering
+    looks them up by these two)."""
+
+    def __init__(self) -> None:
+        self._parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+
+    def add(self, lo, n, boxes) -> None:
+        """Nodes first place ``lo`` and size ``n`` (int (k,)), bounds ``boxes`` float32
+        (k, 4): X/Y minimum then maximum."""
+        self._parts.append((
+            np.asarray(lo, dtype=np.int64), np.asarray(n, dtype=np.int64),
+            np.asarray(boxes, dtype=np.float32).reshape(-1, 4),
+        ))  # fmt: skip
+
+    def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(first places int64, sizes int64, bounds float32 (k, 4)) of every node added."""
+        if not self._parts:
+            return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros((0, 4), np.float32)
+        lo, n, boxes = zip(*self._parts, strict=True)
+        return np.concatenate(lo), np.concatenate(n), np.concatenate(boxes)
+
+    def clear(self) -> None:
+        self._parts.clear()
 
 
 def _sort_depths(
@@ -372,11 +410,12 @@ def _sort_depths(
     lo: np.ndarray,
     n: np.ndarray,
     tris_per_chunk: int,
-    found: NodeBounds,
+    found: NodeTable,
     *,
     depths: int | None = None,
     workers: int | None = None,
-    sort=None,
+    sort_first=None,
+    bounds_stay: bool = False,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Sort the nodes (first place ``lo``, size ``n``) depth after depth, in place.
 
@@ -384,9 +423,14 @@ def _sort_depths(
     `_msort_runs` (all at once), then split in halves for the next depth. Records every
     node's bounds in ``found``. Stops after ``depths`` depths (None: at the leaves) and
     returns the nodes left to sort (empty at the leaves). ``workers``: threads of the merge
-    sort's lower levels (default `WORKERS`). ``sort``: replaces `_msort_runs` on the first
-    depth (same call and result).
+    sort's lower levels (default `WORKERS`). ``sort_first(keys, sizes, dtype)``: sorts the
+    first depth instead, given the nodes' float32 keys in place order and their sizes;
+    returns the permutation of places (``dtype``) `_msort_runs` would. ``bounds_stay``: one
+    depth only, which moves ``order`` and leaves ``bounds`` as given (the caller reads the
+    rows it needs through ``order``).
     """
+    if bounds_stay and depths != 1:
+        raise ValueError("bounds_stay sorts one depth only")
     m = bounds.shape[0]
     done = 0
     while lo.shape[0] and (depths is None or done < depths):
@@ -400,8 +444,7 @@ def _sort_depths(
         here = bounds if pos is None else bounds[pos]
         bmin = np.stack([np.minimum.reduceat(here[:, k], starts) for k in (0, 1)], axis=1)
         bmax = np.stack([np.maximum.reduceat(here[:, k], starts) for k in (2, 3)], axis=1)
-        for k in range(lo.shape[0]):
-            found[(int(lo[k]), int(n[k]))] = (bmin[k], bmax[k])
+        found.add(lo, n, np.concatenate([bmin, bmax], axis=1))
         inner = n > tris_per_chunk
         if not inner.any():
             return lo[:0], n[:0]
@@ -415,16 +458,21 @@ def _sort_depths(
             here = here[in_inner]
             lo, n, use_x = lo[inner], n[inner], use_x[inner]
         key = np.where(np.repeat(use_x, n), here[:, 0], here[:, 1])
-        keys = _pack_keys(_f32_order_keys(key), _take_right_bound(key))
-        del key
         # Sort places (not triangles): one permutation moves both the order and the bounds.
-        msort = _msort_runs if sort is None or done else sort
-        perm = msort(np.arange(keys.shape[0], dtype=order.dtype), keys, n, workers)
-        del keys
+        if sort_first is not None and not done:
+            perm = sort_first(key, n, order.dtype)
+        else:
+            keys = _pack_keys(_f32_order_keys(key), _take_right_bound(key))
+            perm = _msort_runs(np.arange(keys.shape[0], dtype=order.dtype), keys, n, workers)
+            del keys
+        del key
         packed = here.view(np.complex128).reshape(-1)
         if pos is None:
             order[:] = order[perm]
-            bounds[:] = packed[perm].view(np.float32).reshape(-1, 4)
+            if not bounds_stay:
+                bounds[:] = packed[perm].view(np.float32).reshape(-1, 4)
+        elif bounds_stay:
+            order[pos] = order[pos][perm]
         else:
             order[pos] = order[pos][perm]
             bounds[pos] = packed[perm].view(np.float32).reshape(-1, 4)
@@ -460,23 +508,40 @@ def _timed(function, *args):
     return out, time.thread_time() - start
 
 
-def _msort_halves(executor: Executor, worker_cpu: list[float]):
-    """A `_msort_runs` for a single run that sorts its two halves on ``executor`` (one
-    thread each) and merges them here; several runs are sorted here. The CPU seconds the
-    workers report are added to ``worker_cpu[0]``."""
+def _msort_values(values: np.ndarray) -> np.ndarray:
+    """`_msort_runs` of one run of float32 ``values`` (k,) (a worker's part of a sort: sent
+    4 bytes an item, its order keys and take-right bounds made here). Returns int32 (k,): the
+    places 0..k-1 in glibc's sorted order."""
+    k = values.shape[0]
+    keys = _pack_keys(_f32_order_keys(values), _take_right_bound(values))
+    return _msort_runs(np.arange(k, dtype=np.int32), keys, np.array([k]), 1)
 
-    def msort(ids, keys, seg_n, workers=None):
+
+def _msort_halves(executor: Executor, worker_cpu: list[float]):
+    """A first-depth sort for `_sort_depths` (``sort_first``): a single run's two halves
+    sorted on ``executor`` (one thread each, sent their float32 keys), while this process
+    makes the keys the last merge reads, then merged here; several runs are sorted here. The
+    CPU seconds the workers report are added to ``worker_cpu[0]``."""
+
+    def msort(values: np.ndarray, seg_n: np.ndarray, dtype) -> np.ndarray:
         if np.shape(seg_n)[0] != 1:
-            return _msort_runs(ids, keys, seg_n, workers)
-        places = np.arange(ids.shape[0], dtype=ids.dtype)
-        half = ids.shape[0] // 2
+            keys = _pack_keys(_f32_order_keys(values), _take_right_bound(values))
+            return _msort_runs(np.arange(values.shape[0], dtype=dtype), keys, seg_n)
+        half = values.shape[0] // 2
         futures = [
-            executor.submit(_timed, _msort_runs, part, keys[part], np.array([part.shape[0]]), 1)
-            for part in (places[:half], places[half:])
+            executor.submit(_timed, _msort_values, np.ascontiguousarray(values[part]))
+            for part in (slice(0, half), slice(half, None))
         ]
-        (left, left_cpu), (right, right_cpu) = (future.result() for future in futures)
+        try:
+            keys = _pack_keys(_f32_order_keys(values), _take_right_bound(values))
+            (left, left_cpu), (right, right_cpu) = (future.result() for future in futures)
+        finally:
+            for future in futures:
+                future.cancel()
         worker_cpu[0] += left_cpu + right_cpu
-        return ids[_merge_sorted_runs(left, right, keys)]
+        right = right.astype(dtype)
+        right += half
+        return _merge_sorted_runs(left.astype(dtype), right, keys)
 
     return msort
 
@@ -489,14 +554,12 @@ def _sort_subtree(rows: np.ndarray, tris_per_chunk: int):
     if not rows.flags.writeable:  # sorted in place (an unpickled array is this worker's own)
         rows = rows.copy()
     perm = np.arange(rows.shape[0], dtype=np.int32)
-    found: NodeBounds = {}
+    found = NodeTable()
     _sort_depths(
         rows, perm, np.zeros(1, dtype=np.int64), np.full(1, rows.shape[0], dtype=np.int64),
         tris_per_chunk, found, workers=1,
     )  # fmt: skip
-    keys = np.array(list(found), dtype=np.int64).reshape(-1, 2)
-    boxes = np.array([np.concatenate(v) for v in found.values()], dtype=np.float32)
-    return perm, keys[:, 0], keys[:, 1], boxes.reshape(-1, 4)
+    return (perm, *found.arrays())
 
 
 def _sort_apart(
@@ -510,24 +573,32 @@ def _sort_apart(
     bounds = _triangle_bounds(verts, tris)
     m = bounds.shape[0]
     order = np.arange(m, dtype=np.int32 if m < 1 << 31 else np.int64)
+    top = (subtrees - 1).bit_length()
     lo, n = _sort_depths(
         bounds, order, np.zeros(1, dtype=np.int64), np.full(1, m, dtype=np.int64),
-        tris_per_chunk, found, depths=(subtrees - 1).bit_length(),
-        sort=_msort_halves(executor, worker_cpu),
+        tris_per_chunk, found, depths=top, sort_first=_msort_halves(executor, worker_cpu),
+        bounds_stay=top == 1,
     )  # fmt: skip
-    futures = [
-        executor.submit(_timed, _sort_subtree, bounds[first : first + size], tris_per_chunk)
-        for first, size in zip(lo.tolist(), n.tolist(), strict=True)
-    ]
-    del bounds  # the workers' rows hold what they need until sent
+    # Below the root alone the bounds stayed by triangle: each subtree's rows are gathered
+    # through the order just before they are sent (the first is on its way while the next is
+    # gathered), instead of moving all of them first.
+    by_triangle = bounds.view(np.complex128).reshape(-1) if top == 1 else None
+    futures = []
+    rows = None
+    for first, size in zip(lo.tolist(), n.tolist(), strict=True):
+        if by_triangle is None:
+            rows = bounds[first : first + size]
+        else:
+            rows = by_triangle[order[first : first + size]].view(np.float32).reshape(-1, 4)
+        futures.append(executor.submit(_timed, _sort_subtree, rows, tris_per_chunk))
+    del bounds, by_triangle, rows  # the workers' rows hold what they need until sent
     try:
         for first, future in zip(lo.tolist(), futures, strict=True):
             (perm, firsts, sizes, boxes), cpu = future.result()
             worker_cpu[0] += cpu
             places = order[first : first + perm.shape[0]]
             places[:] = places[perm]
-            for k, (a, b) in enumerate(zip(firsts.tolist(), sizes.tolist(), strict=True)):
-                found[(first + a, b)] = (boxes[k, :2], boxes[k, 2:])
+            found.add(firsts + first, sizes, boxes)
     finally:
         for future in futures:
             future.cancel()
@@ -542,14 +613,44 @@ _REUSED: dict[bytes, PartitionedMesh] = {}
 _REUSE_LOCK = threading.Lock()
 
 
+#: Bytes from which `_mesh_key` hashes its two halves on two threads.
+_PARALLEL_DIGEST_BYTES = 1 << 22
+
+
 def _mesh_key(verts: np.ndarray, tris: np.ndarray, tris_per_chunk: int) -> bytes:
     """A digest of the triangles as `partition_mesh` reads them (the bytes of both arrays,
-    their shapes and dtypes) and the chunk size: equal keys, equal trees."""
-    digest = hashlib.blake2b(digest_size=32)
+    their shapes and dtypes) and the chunk size: equal keys, equal trees. The bytes are
+    hashed as two halves, on two threads when large (hashlib releases the GIL there), and
+    the key is the digest of both halves' digests (SHA-256: 1.9 GB/s here, BLAKE2b 1.3)."""
+    digest = hashlib.sha256()
+    views = []
     for array in (verts, tris):
         digest.update(f"{array.dtype.str}{array.shape};".encode())
-        digest.update(np.ascontiguousarray(array).reshape(-1).view(np.uint8).data)
+        views.append(np.ascontiguousarray(array).reshape(-1).view(np.uint8).data)
     digest.update(str(int(tris_per_chunk)).encode())
+    total = sum(view.nbytes for view in views)
+    cut = total // 2
+    halves: list[list[memoryview]] = [[], []]
+    offset = 0
+    for view in views:  # the bytes of both arrays in turn, split at ``cut``
+        at = min(max(cut - offset, 0), view.nbytes)
+        halves[0].append(view[:at])
+        halves[1].append(view[at:])
+        offset += view.nbytes
+
+    def hashed(pieces: list[memoryview]) -> bytes:
+        part = hashlib.sha256()
+        for piece in pieces:
+            part.update(piece)
+        return part.digest()
+
+    if total >= _PARALLEL_DIGEST_BYTES and threads.allowed(WORKERS) > 1:
+        with ThreadPoolExecutor(2) as pool:
+            parts = list(pool.map(hashed, halves))
+    else:
+        parts = [hashed(half) for half in halves]
+    for part in parts:
+        digest.update(part)
     return digest.digest()
 
 
@@ -613,12 +714,103 @@ def partition_mesh(
     return kept
 
 
+def _visit_nodes(m: int, tris_per_chunk: int, found: NodeTable):
+    """RecastDemo's recursion numbering the nodes depth first, literally (the oracle of
+    `_number_nodes`, and its path should Recast's node limit ever cut the tree): the node
+    arrays (bmin, bmax, tri_index, num_tris) as `_number_nodes` returns them."""
+    lo, n, boxes = found.arrays()
+    by_node = {(a, b): k for k, (a, b) in enumerate(zip(lo.tolist(), n.tolist(), strict=True))}
+    n_chunks = int(math.ceil(np.float32(m) / np.float32(tris_per_chunk)))
+    max_nodes = n_chunks * 4
+    rows: list[tuple[int, int, int]] = []
+
+    def visit(start: int, count: int) -> None:
+        icur = len(rows)
+        if icur >= max_nodes:  # Recast's guard; the halving tree never reaches it
+            return
+        rows.append((by_node[(start, count)], start, count))
+        if count > tris_per_chunk:
+            half = count // 2
+            visit(start, half)
+            visit(start + half, count - half)
+            rows[icur] = (rows[icur][0], icur - len(rows), count)
+
+    if m:
+        visit(0, m)
+    table = np.array(rows, dtype=np.int64).reshape(-1, 3)
+    box = boxes[table[:, 0]]
+    return box[:, :2].copy(), box[:, 2:].copy(), table[:, 1].copy(), table[:, 2].copy()
+
+
+def _subtree_nodes(tris_per_chunk: int):
+    """A function: node counts int64 (k,) -> the nodes in each one's subtree (itself
+    included), int64 (k,). Looked up per distinct count (a depth holds at most two)."""
+
+    @functools.cache
+    def size(count: int) -> int:
+        if count <= tris_per_chunk:
+            return 1
+        half = count // 2
+        return 1 + size(half) + size(count - half)
+
+    def sizes(counts: np.ndarray) -> np.ndarray:
+        distinct, at = np.unique(counts, return_inverse=True)
+        return np.array([size(c) for c in distinct.tolist()], dtype=np.int64)[at.reshape(-1)]
+
+    return sizes
+
+
+def _number_nodes(m: int, tris_per_chunk: int, found: NodeTable):
+    """The nodes in RecastDemo's depth-first order: (bmin float32 (nodes, 2), bmax, tri_index
+    int64 (a leaf's first place; minus its subtree's size for an inner node), num_tris int64).
+
+    Depth by depth: a left child follows its parent, a right child follows the parent's left
+    subtree, whose size depends on its count alone (at most two counts a depth). Bounds come
+    from ``found`` by (first place, count). Equals `_visit_nodes`, which it falls back on
+    where Recast's node limit (4 per chunk) would cut the tree (never for a halving tree)."""
+    if m == 0:
+        return _visit_nodes(m, tris_per_chunk, found)
+    sizes = _subtree_nodes(tris_per_chunk)
+    total = int(sizes(np.array([m]))[0])
+    n_chunks = int(math.ceil(np.float32(m) / np.float32(tris_per_chunk)))
+    if total > n_chunks * 4:
+        return _visit_nodes(m, tris_per_chunk, found)
+    node_lo = np.empty(total, dtype=np.int64)
+    node_n = np.empty(total, dtype=np.int64)
+    lo = np.zeros(1, dtype=np.int64)
+    n = np.full(1, m, dtype=np.int64)
+    at = np.zeros(1, dtype=np.int64)
+    while lo.shape[0]:
+        node_lo[at], node_n[at] = lo, n
+        inner = n > tris_per_chunk
+        lo, n, at = lo[inner], n[inner], at[inner]
+        half = n // 2
+        left_size = sizes(half)
+        lo = np.stack([lo, lo + half], axis=1).ravel()
+        at = np.stack([at + 1, at + 1 + left_size], axis=1).ravel()
+        n = np.stack([half, n - half], axis=1).ravel()
+    inner = node_n > tris_per_chunk
+    tri_index = node_lo.copy()
+    tri_index[inner] = -sizes(node_n[inner])
+    # Each node's bounds by its (first place, count): both fit a key below (m + 1)**2.
+    f_lo, f_n, boxes = found.arrays()
+    keys = f_lo * (m + 1) + f_n
+    sort = np.argsort(keys, kind="stable")
+    want = node_lo * (m + 1) + node_n
+    hit = np.minimum(np.searchsorted(keys, want, sorter=sort), keys.shape[0] - 1)
+    row = sort[hit]
+    if not np.array_equal(keys[row], want):
+        raise AssertionError("chunk tree: a node was not sorted")
+    box = boxes[row]
+    return box[:, :2].copy(), box[:, 2:].copy(), tri_index, node_n
+
+
 def _partition(verts, tris, tris_per_chunk: int, executor, subtrees: int) -> PartitionedMesh:
     """`partition_mesh` after its checks and without reuse: the tree sorted from scratch."""
     start_cpu = time.process_time()
     worker_cpu = [0.0]
     m = int(tris.shape[0])
-    found: NodeBounds = {}
+    found = NodeTable()
     order = None
     if executor is not None and m >= PARALLEL_MIN_TRIANGLES and subtrees > 1:
         try:
@@ -635,29 +827,7 @@ def _partition(verts, tris, tris_per_chunk: int, executor, subtrees: int) -> Par
         root_n = np.full(root_lo.shape[0], m, dtype=np.int64)
         _sort_depths(bounds, order, root_lo, root_n, tris_per_chunk, found)
         del bounds
-
-    n_chunks = int(math.ceil(np.float32(m) / np.float32(tris_per_chunk)))
-    max_nodes = n_chunks * 4
-    rows: list[tuple[np.ndarray, np.ndarray, int, int]] = []
-
-    def visit(start: int, count: int) -> None:
-        icur = len(rows)
-        if icur >= max_nodes:  # Recast's guard; the halving tree never reaches it
-            return
-        bmin, bmax = found[(start, count)]
-        rows.append((bmin, bmax, start, count))
-        if count > tris_per_chunk:
-            half = count // 2
-            visit(start, half)
-            visit(start + half, count - half)
-            rows[icur] = (bmin, bmax, icur - len(rows), count)
-
-    if m:
-        visit(0, m)
-    node_bmin = np.array([r[0] for r in rows], dtype=np.float32).reshape(-1, 2)
-    node_bmax = np.array([r[1] for r in rows], dtype=np.float32).reshape(-1, 2)
-    node_tri = np.array([r[2] for r in rows], dtype=np.int64)
-    node_num = np.array([r[3] for r in rows], dtype=np.int64)
+    node_bmin, node_bmax, node_tri, node_num = _number_nodes(m, tris_per_chunk, found)
     leaf_counts = np.where(node_tri >= 0, node_num, 0)
     return PartitionedMesh(
         node_bmin=node_bmin,

@@ -477,6 +477,66 @@ def test_last_merge_of_halves_matches_glibc_msort():
         assert np.array_equal(chunky._merge_sorted_runs(left, right, keys), whole)
 
 
+def test_worker_msort_of_float_keys_matches_msort_of_packed_keys():
+    # A worker's part of the root's sort gets the float keys and makes their order keys and
+    # take-right bounds itself: the same order as the packed keys give (ties within a unit,
+    # negatives, both zeros).
+    rng = np.random.default_rng(41)
+    for n in (1, 2, 3, 17, 1000):
+        key = (rng.integers(-3, 3, n) + rng.random(n) * 1.5).astype(np.float32)
+        key[: min(n, 3)] = np.array([-0.0, 0.0, -0.5], dtype=np.float32)[: min(n, 3)]
+        keys = chunky._pack_keys(chunky._f32_order_keys(key), chunky._take_right_bound(key))
+        expect = chunky._msort_runs(np.arange(n, dtype=np.int32), keys, np.array([n]))
+        got = chunky._msort_values(key)
+        assert got.dtype == np.int32 and np.array_equal(got, expect), n
+
+
+def test_node_numbering_matches_the_literal_recursion():
+    # The depth-first numbering worked out depth by depth from the counts equals RecastDemo's
+    # recursion (bounds, escape indices, counts) for odd and even sizes and small chunks; the
+    # nodes' bounds are found by (first place, count) whatever order they were recorded in.
+    rng = np.random.default_rng(31)
+    for m, per_chunk in ((1, 1), (2, 1), (3, 16), (257, 256), (1000, 3), (5000, 64), (70_001, 256)):
+        table = chunky.NodeTable()
+        lo, n = np.zeros(1, dtype=np.int64), np.full(1, m, dtype=np.int64)
+        while lo.size:
+            table.add(lo[::-1], n[::-1], rng.random((lo.size, 4)).astype(np.float32))
+            inner = n > per_chunk
+            lo, n = lo[inner], n[inner]
+            half = n // 2
+            lo = np.stack([lo, lo + half], axis=1).ravel()
+            n = np.stack([half, n - half], axis=1).ravel()
+        fast = chunky._number_nodes(m, per_chunk, table)
+        literal = chunky._visit_nodes(m, per_chunk, table)
+        for got, expect in zip(fast, literal, strict=True):
+            assert got.dtype == expect.dtype and np.array_equal(got, expect), (m, per_chunk)
+
+
+def test_triangle_bounds_in_pieces_on_threads(monkeypatch):
+    verts, tris = dungeon()
+    corners = verts[:, :2][tris]
+    expect = np.concatenate([corners.min(axis=1), corners.max(axis=1)], axis=1)
+    monkeypatch.setattr(chunky, "_BOUNDS_PIECE", 1000)  # 11 pieces on two threads
+    got = chunky._triangle_bounds(verts, tris)
+    assert got.dtype == np.float32 and np.array_equal(got, expect)
+
+
+def test_mesh_key_reads_every_byte_whether_hashed_on_threads_or_not(monkeypatch):
+    # The reuse key hashes the bytes in two halves (on two threads from a size on): the same
+    # key either way, and any changed value, shape or chunk size gives another.
+    verts, tris = dungeon()
+    key = chunky._mesh_key(verts, tris, 256)
+    monkeypatch.setattr(chunky, "_PARALLEL_DIGEST_BYTES", 0)
+    assert chunky._mesh_key(verts, tris, 256) == key
+    keys = {key, chunky._mesh_key(verts, tris, 128), chunky._mesh_key(verts, tris[:-1], 256)}
+    for array, place in ((verts, 0), (verts, -1), (tris, 0), (tris, -1)):
+        changed = array.copy()
+        changed.reshape(-1)[place] += 1
+        pair = (changed, tris) if array is verts else (verts, changed)
+        keys.add(chunky._mesh_key(*pair, 256))
+    assert len(keys) == 7
+
+
 TREE_FIELDS = ("node_bmin", "node_bmax", "node_tri_index", "node_num_tris", "tri_order")
 
 
