@@ -606,11 +606,12 @@ def _sort_apart(
     return order
 
 
-#: The newest tree `partition_mesh` made with ``reuse=True``, by `_mesh_key`: a rebake of the
-#: same triangles (another cell size, agent or tile size: the tree reads only the triangles'
-#: X/Y bounds) takes it instead of sorting again (the 10x10 tiling's tree: some 2.5 s of CPU;
-#: kept, 8 bytes a triangle). One entry; guarded (bakes may plan in threads).
-_REUSED: dict[bytes, PartitionedMesh] = {}
+#: The newest tree `partition_mesh` made with ``reuse=True``, by `_shape_key`, with its
+#: `_mesh_key`: a rebake of the same triangles (another cell size, agent or tile size: the
+#: tree reads only the triangles' X/Y bounds) takes it instead of sorting again (the 10x10
+#: tiling's tree: some 2.5 s of CPU; kept, 8 bytes a triangle). One entry; guarded (bakes may
+#: plan in threads).
+_REUSED: dict[tuple, tuple[bytes, PartitionedMesh]] = {}
 _REUSE_LOCK = threading.Lock()
 
 
@@ -618,11 +619,20 @@ _REUSE_LOCK = threading.Lock()
 _PARALLEL_DIGEST_BYTES = 1 << 22
 
 
-def _mesh_key(verts: np.ndarray, tris: np.ndarray, tris_per_chunk: int) -> bytes:
+def _shape_key(verts: np.ndarray, tris: np.ndarray, tris_per_chunk: int) -> tuple:
+    """What two meshes with equal `_mesh_key` s have in common, cheap to compare first: the
+    arrays' dtypes and shapes, and the chunk size."""
+    return (verts.dtype.str, verts.shape, tris.dtype.str, tris.shape, int(tris_per_chunk))
+
+
+def _mesh_key(
+    verts: np.ndarray, tris: np.ndarray, tris_per_chunk: int, parallel: bool = True
+) -> bytes:
     """A digest of the triangles as `partition_mesh` reads them (the bytes of both arrays,
     their shapes and dtypes) and the chunk size: equal keys, equal trees. The bytes are
-    hashed as two halves, on two threads when large (hashlib releases the GIL there), and
-    the key is the digest of both halves' digests (SHA-256: 1.9 GB/s here, BLAKE2b 1.3)."""
+    hashed as two halves, on two threads when large and ``parallel`` (hashlib releases the
+    GIL there), and the key is the digest of both halves' digests (SHA-256: 1.9 GB/s here,
+    BLAKE2b 1.3)."""
     digest = hashlib.sha256()
     views = []
     for array in (verts, tris):
@@ -645,7 +655,7 @@ def _mesh_key(verts: np.ndarray, tris: np.ndarray, tris_per_chunk: int) -> bytes
             part.update(piece)
         return part.digest()
 
-    if total >= _PARALLEL_DIGEST_BYTES and threads.allowed(WORKERS) > 1:
+    if parallel and total >= _PARALLEL_DIGEST_BYTES:
         with ThreadPoolExecutor(2) as pool:
             parts = list(pool.map(hashed, halves))
     else:
@@ -685,8 +695,9 @@ def partition_mesh(
     reads another's, so the tree is the same). Should the executor fail, the tree is sorted
     here instead (same tree).
     ``reuse``: the tree of the previous ``reuse=True`` call when the triangles and chunk size
-    are the same (a digest of their bytes; the tree's arrays are then read-only), else this
-    one sorted and kept in its place (`forget_reused` drops it).
+    are the same (a digest of their bytes, made before sorting only when the kept tree's
+    arrays have the same shapes, else beside the sort; the tree's arrays are then
+    read-only), else this one sorted and kept in its place (`forget_reused` drops it).
     Memory: about 80 bytes per triangle besides the input (at most 32 of them per slot in the
     merge sort's largest levels).
     """
@@ -698,20 +709,31 @@ def partition_mesh(
         raise ValueError(f"tris_per_chunk must be >= 1, got {tris_per_chunk}")
     if not reuse:
         return _partition(verts, tris, tris_per_chunk, executor, subtrees)
-    key = _mesh_key(verts, tris, tris_per_chunk)
+    shape = _shape_key(verts, tris, tris_per_chunk)
+    parallel = threads.allowed(WORKERS) > 1
     with _REUSE_LOCK:
-        kept = _REUSED.get(key)
+        same_shape = _REUSED.get(shape)
         _REUSED.clear()  # another world's tree goes before this one is sorted
-    if kept is None:
-        kept = _partition(verts, tris, tris_per_chunk, executor, subtrees)
-        for array in (
-            kept.node_bmin, kept.node_bmax, kept.node_tri_index, kept.node_num_tris,
-            kept.tri_order,
-        ):  # fmt: skip
-            array.flags.writeable = False
+    if same_shape is not None:
+        key = _mesh_key(verts, tris, tris_per_chunk, parallel)
+        if key == same_shape[0]:
+            kept = same_shape[1]
+        else:
+            kept = _partition(verts, tris, tris_per_chunk, executor, subtrees)
+    else:
+        # No kept tree can match: the digest this one is kept by is made beside its sort.
+        with ThreadPoolExecutor(1) as pool:
+            digest = pool.submit(_mesh_key, verts, tris, tris_per_chunk, parallel)
+            kept = _partition(verts, tris, tris_per_chunk, executor, subtrees)
+            key = digest.result()
+    for array in (
+        kept.node_bmin, kept.node_bmax, kept.node_tri_index, kept.node_num_tris,
+        kept.tri_order,
+    ):  # fmt: skip
+        array.flags.writeable = False
     with _REUSE_LOCK:
         _REUSED.clear()
-        _REUSED[key] = kept
+        _REUSED[shape] = (key, kept)
     return kept
 
 
