@@ -2150,7 +2150,9 @@ def _largest_gaps(jobs, sample_max_error):
     sy = np.concatenate([job[2][1] for job in jobs])
     sz = np.concatenate([job[2][2] for job in jobs])
     added = np.concatenate([job[3] for job in jobs])
-    corners = np.concatenate([job[0][np.asarray(job[1], dtype=np.int64)] for job in jobs])
+    corners = np.concatenate(
+        [job[0].take(np.asarray(job[1], dtype=np.int64), axis=0) for job in jobs]
+    )
     terms = _triangle_terms(corners[:, 0], corners[:, 1], corners[:, 2])
     sample_job = np.repeat(np.arange(len(jobs)), ns)
     tri_first = np.zeros(len(jobs), dtype=np.int64)
@@ -2163,7 +2165,9 @@ def _largest_gaps(jobs, sample_max_error):
     pair_tri = (
         tri_first[sample_job][pair_sample] + np.arange(pair_sample.size) - pair_first[pair_sample]
     )
-    gap = _height_gap_terms(sx[pair_sample], sy[pair_sample], sz[pair_sample], terms[pair_tri])
+    gap = _height_gap_terms(
+        sx[pair_sample], sy[pair_sample], sz[pair_sample], terms.take(pair_tri, axis=0)
+    )
     del pair_tri, pair_sample
     d = np.minimum.reduceat(gap, pair_first)
     d = np.where(d == _F32_FLT_MAX, F32(-1), d)
@@ -2621,9 +2625,9 @@ def _adds_no_sample(
     sample = lo[owner] + within // nt[owner]
     tri = tbase[owner] + within % nt[owner]
     base = vbase[owner]
-    a = verts[base + tris[tri, 0]]
-    b = verts[base + tris[tri, 1]]
-    c = verts[base + tris[tri, 2]]
+    a = verts.take(base + tris[tri, 0], axis=0)
+    b = verts.take(base + tris[tri, 1], axis=0)
+    c = verts.take(base + tris[tri, 2], axis=0)
     d = _height_gap(jx[sample], jy[sample], jz[sample], a, b, c)
     # Per sample its least distance (FLT_MAX: no triangle under it, then 0), per polygon the
     # largest of those.
@@ -2874,7 +2878,7 @@ def build_poly_mesh_details(
     vf[:, 0] = vi[:, 0].astype(F32) * cs
     vf[:, 1] = vi[:, 1].astype(F32) * ch
     vf[:, 2] = vi[:, 2].astype(F32) * cs
-    pv = vf[safe]  # (P, nvp, 3) local polygon vertices, padded with vertex 0
+    pv = vf.take(safe, axis=0)  # (P, nvp, 3) local polygon vertices, padded with vertex 0
     sd = F32(sample_dist)
     min_extent = _poly_min_extent(pv[:, :, 0], pv[:, :, 2], npoly)
     e_p, e_k = np.nonzero(pcols)

@@ -753,7 +753,7 @@ def _region_walks(g: _Graph | _Links, reg, starts: np.ndarray, first_regs: list[
     walked[reg[np.asarray(starts, dtype=np.int64)]] = True
     has_solid = any_of_4(solid)
     border = np.flatnonzero(has_solid & walked[reg[:n]])
-    rows, d = np.nonzero(solid[border])
+    rows, d = np.nonzero(solid.take(border, axis=0))
     span = border[rows]
     keys = span.astype(np.int64) * 4 + d
     cur = span.astype(np.int64)
