@@ -472,11 +472,10 @@ def _sort_depths(
             order[:] = order[perm]
             if not bounds_stay:
                 bounds[:] = packed[perm].view(np.float32).reshape(-1, 4)
-        elif bounds_stay:
-            order[pos] = order[pos][perm]
         else:
             order[pos] = order[pos][perm]
-            bounds[pos] = packed[perm].view(np.float32).reshape(-1, 4)
+            if not bounds_stay:
+                bounds[pos] = packed[perm].view(np.float32).reshape(-1, 4)
         del perm, packed, here, pos
         half = n // 2
         lo = np.stack([lo, lo + half], axis=1).ravel()

@@ -2086,7 +2086,7 @@ def _grow_poly_details(polygons, sample_max_error) -> None:
                 news.append((i, new))
         if news:
             corners = np.concatenate(
-                [polygons[i][0][np.array(new, dtype=np.int64)] for i, new in news]
+                [polygons[i][0].take(np.array(new, dtype=np.int64), axis=0) for i, new in news]
             )
             terms = _triangle_terms(corners[:, 0], corners[:, 1], corners[:, 2])
             n_new = np.array([len(new) for _, new in news], dtype=np.int64)
