@@ -1192,9 +1192,12 @@ def merge_fragments(
     Fragments must be in triangle order. A fragment merges with every span it overlaps or
     touches (closed test); the merged span takes the union. Its area is the fragment's area,
     max'ed with each merged span's area whose top is at most ``merge_threshold`` below the
-    fragment's top. [Units: ch] for heights and threshold (walkable_climb) [Limit: >= 0].
+    fragment's top. [Units: ch] for heights and threshold (walkable_climb) [Limit: >= 0];
+    every fragment's smax >= its smin (as the rasterizer makes them: at least smin + 1).
     Returns col_start int64 (w*h+1,), smin uint16, smax uint16, area uint8.
     """
+    if np.any(np.asarray(smax) < np.asarray(smin)):
+        raise ValueError("a fragment's smax lies below its smin")
     shift = _position_bits(width, height)
     column = np.asarray(ix, dtype=np.int64) + np.asarray(iy, dtype=np.int64) * width
     piece = (_sorted_column_keys(column, width * height, shift), _pack_payload(smin, smax, area))
@@ -1419,7 +1422,8 @@ def _split_dense(col, f_min, f_max, f_area, first, per_col):
 
 
 def _merge_sorted(col, f_min, f_max, f_area, merge_threshold):
-    """`merge_fragments` on fragments sorted by column (triangle order within one).
+    """`merge_fragments` on fragments sorted by column (triangle order within one), each with
+    smax >= smin.
 
     Returns the used columns (ascending), their span counts, and smin uint16, smax uint16,
     area uint8 of their spans in column order, bottom-up.
@@ -1474,6 +1478,8 @@ def _merge_sorted(col, f_min, f_max, f_area, merge_threshold):
     st_area = np.zeros((slots, n_used), dtype=np.uint8)
     st_n = np.zeros(n_used, dtype=np.int64)
     finished: list[tuple] = []
+    columns = np.arange(n_used)
+    slot = np.arange(slots)[:, None]
     for k in range(max_rounds):
         nk = int(active_counts[k])
         here = first[:nk] + k
@@ -1484,16 +1490,17 @@ def _merge_sorted(col, f_min, f_max, f_area, merge_threshold):
             if split is not None:
                 _fold_into_spans(st_max, st_area, in_row, in_min, in_area, in_bounds, k)
             continue
-        if int(st_n[:nk].max()) >= slots:
+        cur_n = st_n[:nk]
+        if int(np.maximum.reduce(cur_n)) >= slots:
             # Only the active prefix grows; columns already finished keep their narrower state.
             finished.append((nk, st_min.shape[1], st_min[:, nk:], st_max[:, nk:], st_area[:, nk:]))
             slots *= 2
+            slot = np.arange(slots)[:, None]
             st_min = _widen(st_min[:, :nk], slots, EMPTY)
             st_max = _widen(st_max[:, :nk], slots, EMPTY)
             st_area = _widen(st_area[:, :nk], slots, 0)
         width = st_min.shape[1]
         cur_min, cur_max, cur_area = st_min[:, :nk], st_max[:, :nk], st_area[:, :nk]
-        cur_n = st_n[:nk]
         # Spans are sorted and apart, so the ones the fragment touches are a contiguous run
         # [n_below, n_reach).
         n_below = _count_per_column(cur_max < fmin)
@@ -1505,21 +1512,30 @@ def _merge_sorted(col, f_min, f_max, f_area, merge_threshold):
         # (st_n < slots), so n_below is a real slot: the first touched span's, or where the
         # fragment goes.
         flat_min, flat_max, flat_area = st_min.reshape(-1), st_max.reshape(-1), st_area.reshape(-1)
-        column = np.arange(nk)
         at_first = n_below * width
-        at_first += column
+        at_first += columns[:nk]
         first_min = flat_min.take(at_first)
         first_max = flat_max.take(at_first)
-        last_max = flat_max.take(np.maximum(n_reach - 1, 0) * width + column)
-        new_min = select(touched, np.minimum(fmin, first_min), fmin)
-        new_max = select(touched, np.maximum(fmax, last_max), fmax)
-        slot = np.arange(slots)[:, None]
+        # No selections by ``touched`` (a call each, and three passes): a fragment touching
+        # nothing has the span at n_below (if any) above it, whose bottom is above the
+        # fragment's top and so its bottom (smax >= smin), so the minimum is the fragment's
+        # bottom; its "last touched" slot n_reach - 1 is a span below it or, at n_reach = 0,
+        # the state's last row (a negative flat index), either read and multiplied by 0, and
+        # heights are >= 0.
+        new_min = np.minimum(fmin, first_min)
+        last_at = n_over - 1
+        last_at *= width
+        last_at += at_first
+        last_max = flat_max.take(last_at)
+        last_max *= touched
+        new_max = np.maximum(fmax, last_max)
         # Area: the fragment's, max'ed with each touched span's whose top is within the
         # threshold. Usually one span is touched; several only when the fragment joins spans.
-        first_area = select(
-            touched & (fmax - first_max <= merge_threshold), flat_area.take(at_first), 0
-        )
-        new_area = np.maximum(farea, first_area)
+        kept = fmax - first_max <= merge_threshold
+        kept &= touched
+        new_area = flat_area.take(at_first)
+        new_area *= kept
+        np.maximum(farea, new_area, out=new_area)
         joins = (n_over > 1).nonzero()[0]
         if joins.shape[0]:
             keep_area = (
@@ -1527,14 +1543,18 @@ def _merge_sorted(col, f_min, f_max, f_area, merge_threshold):
                 & (slot < n_reach[joins])
                 & (fmax[joins] - cur_max[:, joins] <= merge_threshold)
             )
-            more = select(keep_area, cur_area[:, joins], 0).max(axis=0)
+            more = (cur_area[:, joins] * keep_area).max(axis=0)
             new_area[joins] = np.maximum(new_area[joins], more)
         # A fragment that touches exactly one span replaces it in place; only the others
-        # (an insertion, or several spans joined) shift the slots above.
+        # (an insertion, or several spans joined) shift the slots above: slot s reads slot s
+        # below n_below, else s - 1 + n_over.
         shift = ((n_over != 1) & (n_below < cur_n)).nonzero()[0]
         if shift.shape[0]:
-            src = select(slot < n_below.take(shift), slot, slot - 1 + n_over.take(shift))
-            src = np.minimum(src, slots - 1)
+            step = n_over.take(shift)
+            step -= 1
+            src = (slot >= n_below.take(shift)) * step
+            src += slot
+            np.minimum(src, slots - 1, out=src)
             src *= width
             src += shift
             # Written through flat indices too: NumPy's 2-D fancy assignment (st[:, shift])
@@ -1546,7 +1566,8 @@ def _merge_sorted(col, f_min, f_max, f_area, merge_threshold):
         flat_min[at_first] = new_min
         flat_max[at_first] = new_max
         flat_area[at_first] = new_area
-        st_n[:nk] = cur_n - n_over + 1
+        cur_n -= n_over
+        cur_n += 1
         if split is not None:
             _fold_into_spans(st_max, st_area, in_row, in_min, in_area, in_bounds, k)
 

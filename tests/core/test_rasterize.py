@@ -107,6 +107,12 @@ def test_area_merge_depends_on_order_as_in_recast():
     assert a2.tolist() == [0]
 
 
+def test_merge_refuses_a_fragment_whose_top_lies_below_its_bottom():
+    # The merge's rounds rely on smax >= smin (the rasterizer's fragments have smax > smin).
+    with pytest.raises(ValueError, match="smax lies below its smin"):
+        merge_fragments(1, 1, [0, 0], [0, 0], [0, 5], [2, 4], [63, 0], merge_threshold=1)
+
+
 def add_spans_one_by_one(width, height, ix, iy, smin, smax, area, climb):
     """The literal merge: Recast's addSpan per fragment, in order. Spans in column order."""
     columns: list[list] = [[] for _ in range(width * height)]
