@@ -1491,7 +1491,10 @@ def _merge_sorted(col, f_min, f_max, f_area, merge_threshold):
                 _fold_into_spans(st_max, st_area, in_row, in_min, in_area, in_bounds, k)
             continue
         cur_n = st_n[:nk]
-        if int(np.maximum.reduce(cur_n)) >= slots:
+        # Rows at or above ``top`` are empty (EMPTY, never below or touching a fragment) in
+        # every active column: the tests read the rows below it only.
+        top = int(np.maximum.reduce(cur_n))
+        if top >= slots:
             # Only the active prefix grows; columns already finished keep their narrower state.
             finished.append((nk, st_min.shape[1], st_min[:, nk:], st_max[:, nk:], st_area[:, nk:]))
             slots *= 2
@@ -1500,7 +1503,7 @@ def _merge_sorted(col, f_min, f_max, f_area, merge_threshold):
             st_max = _widen(st_max[:, :nk], slots, EMPTY)
             st_area = _widen(st_area[:, :nk], slots, 0)
         width = st_min.shape[1]
-        cur_min, cur_max, cur_area = st_min[:, :nk], st_max[:, :nk], st_area[:, :nk]
+        cur_min, cur_max, cur_area = st_min[:top, :nk], st_max[:top, :nk], st_area[:top, :nk]
         # Spans are sorted and apart, so the ones the fragment touches are a contiguous run
         # [n_below, n_reach).
         n_below = _count_per_column(cur_max < fmin)
@@ -1539,8 +1542,8 @@ def _merge_sorted(col, f_min, f_max, f_area, merge_threshold):
         joins = (n_over > 1).nonzero()[0]
         if joins.shape[0]:
             keep_area = (
-                (slot > n_below[joins])
-                & (slot < n_reach[joins])
+                (slot[:top] > n_below[joins])
+                & (slot[:top] < n_reach[joins])
                 & (fmax[joins] - cur_max[:, joins] <= merge_threshold)
             )
             more = (cur_area[:, joins] * keep_area).max(axis=0)
@@ -1550,16 +1553,19 @@ def _merge_sorted(col, f_min, f_max, f_area, merge_threshold):
         # below n_below, else s - 1 + n_over.
         shift = ((n_over != 1) & (n_below < cur_n)).nonzero()[0]
         if shift.shape[0]:
+            # Rows up to ``top`` only: the ones above stay empty (an insertion fills row top
+            # at most).
+            rows = slot[: top + 1]
             step = n_over.take(shift)
             step -= 1
-            src = (slot >= n_below.take(shift)) * step
-            src += slot
+            src = (rows >= n_below.take(shift)) * step
+            src += rows
             np.minimum(src, slots - 1, out=src)
             src *= width
             src += shift
             # Written through flat indices too: NumPy's 2-D fancy assignment (st[:, shift])
             # costs about twice the 1-D one here.
-            dest = slot * width + shift
+            dest = rows * width + shift
             flat_min[dest] = flat_min.take(src)
             flat_max[dest] = flat_max.take(src)
             flat_area[dest] = flat_area.take(src)
