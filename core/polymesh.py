@@ -876,16 +876,17 @@ def _uleft(x, z, a, b, c) -> np.ndarray:
 
 
 def _can_remove_vertex(polys: list[tuple[int, ...]], rem: int) -> bool:
+    """Recast's canRemoveVertex. Only the polygons holding ``rem`` add to its counts, so they
+    are picked first (a containment test per polygon, in C) and walked in their order."""
+    touching = [p for p in polys if rem in p]
     num_remaining_edges = 0
-    for p in polys:
-        num_removed = p.count(rem)
-        if num_removed:
-            num_remaining_edges += len(p) - (num_removed + 1)
+    for p in touching:
+        num_remaining_edges += len(p) - (p.count(rem) + 1)
     if num_remaining_edges <= 2:
         return False
     share: dict[int, int] = {}
     order: list[int] = []
-    for p in polys:
+    for p in touching:
         nv = len(p)
         k = nv - 1
         for j in range(nv):
@@ -936,7 +937,7 @@ def _remove_vertex(
             i += 1
     del verts[rem]
     for i, p in enumerate(polys):
-        if any(v > rem for v in p):
+        if max(p) > rem:
             polys[i] = tuple(v - 1 if v > rem else v for v in p)
     for e in edges:
         if e[0] > rem:
