@@ -47,6 +47,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import threads
+from .arrays import select
 
 #: RecastDemo's triangles per chunk.
 TRIS_PER_CHUNK = 256
@@ -99,6 +100,10 @@ def _take_right_bound(values: np.ndarray) -> np.ndarray:
     return _f32_order_keys(x)
 
 
+#: The unsigned integer type of each item size (the pair merge's wrapping arithmetic).
+_UNSIGNED = {4: np.uint32, 8: np.uint64}
+#: Row widths up to which `_merge_round` runs its running maxima column by column.
+_COLUMN_MAX_WIDTH = 32
 #: Items per block of `_running_max`'s passes, and the length from which it takes them.
 _MAX_BLOCK = 32
 _BLOCKED_MAX_FROM = 1 << 12
@@ -155,24 +160,40 @@ def _merge_round(ids, keys, n_rows: int, width: int, out_width: int, odd_even: b
         # Runs of one item (the deepest level, which has the most rows): R goes first exactly
         # when key(L) >= bound(R), a pads' comparison included (see `_PAD_OKEY`).
         right_first = pairs[half:, 0] >= pairs[:half, 1]
+        # Rows written straight to their places in the next level's layout (odd rows first,
+        # then the even ones), the pair's first item by a branch-free selection and its
+        # second as the sum less the first (integer bits, wrapping: exact).
+        parts = (slice(1, None, 2), slice(0, None, 2)) if odd_even else (slice(None),)
         merged = []
         for values in (ids, keys):
             right, left = values[:half], values[half:]
             out = np.empty((n_rows, 2), dtype=values.dtype)
-            out[:, 0] = np.where(right_first, right, left)
-            out[:, 1] = np.where(right_first, left, right)
-            merged.append(_odd_even(out.reshape(-1), 2) if odd_even else out.reshape(-1))
+            at = 0
+            for pick in parts:
+                first = select(right_first[pick], right[pick], left[pick])
+                end = at + first.shape[0]
+                out[at:end, 0] = first
+                bits = _UNSIGNED[values.dtype.itemsize]
+                second = out[at:end, 1].view(bits)
+                np.add(right[pick].view(bits), left[pick].view(bits), out=second)
+                second -= first.view(bits)
+                at = end
+            merged.append(out.reshape(-1))
         return merged[0][: n_rows * out_width], merged[1][: n_rows * out_width]
     row_key = np.arange(n_rows, dtype=np.int64) << _ROW_SHIFT
     row_key += _KEY_BIAS
     merge_key = np.empty(2 * half, dtype=np.int64)
     for part, column in ((slice(0, half), 1), (slice(half, 2 * half), 0)):
-        np.add(
-            pairs[part, column].reshape(n_rows, width),
-            row_key[:, None],
-            out=merge_key[part].reshape(n_rows, width),
-        )
-        _running_max(merge_key[part])
+        rows = merge_key[part].reshape(n_rows, width)
+        np.add(pairs[part, column].reshape(n_rows, width), row_key[:, None], out=rows)
+        if width <= _COLUMN_MAX_WIDTH:
+            # Narrow rows: the running maximum column after column (width - 1 passes over
+            # every row at once; each row's keys lie above all earlier rows', so per row is
+            # the same as over the whole run).
+            for k in range(1, width):
+                np.maximum(rows[:, k - 1], rows[:, k], out=rows[:, k])
+        else:
+            _running_max(merge_key[part])
     del row_key
     perm = np.argsort(merge_key, kind="stable").reshape(n_rows, 2 * width)
     del merge_key
