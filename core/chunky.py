@@ -197,9 +197,8 @@ def _merge_round(ids, keys, n_rows: int, width: int, out_width: int, odd_even: b
     del row_key
     perm = np.argsort(merge_key, kind="stable").reshape(n_rows, 2 * width)
     del merge_key
-    if odd_even:
-        rows = np.concatenate([np.arange(1, n_rows, 2), np.arange(0, n_rows, 2)])
-        take = perm[rows, :out_width].reshape(-1)
+    if odd_even:  # the odd rows, then the even ones: two strided copies, no row gather
+        take = np.concatenate([perm[1::2, :out_width], perm[0::2, :out_width]]).reshape(-1)
     else:
         take = np.ascontiguousarray(perm[:, :out_width]).reshape(-1)
     del perm
