@@ -1050,9 +1050,7 @@ def _clip_pieces(verts, tris, bmin, bmax, cs, ch, width, height, finish=None):
             # its cells strip by strip: a stable sort on the triangle restores the call order
             # the span merge depends on. A triangle adds at most one fragment per cell, so the
             # order among one triangle's fragments is free.
-            joined = [np.concatenate(parts) for parts in zip(*out, strict=True)]
-            order = np.argsort(joined[0], kind="stable")
-            out = [tuple(values[order] for values in joined)]
+            out = [_in_triangle_order(out[0], out[1:]) if by_edges else _sorted_by_triangle(out)]
         return out if finish is None else [finish(*piece) for piece in out]
 
     chunk, n_threads = clip_plan(int(tri_ids.shape[0]))
@@ -1061,6 +1059,33 @@ def _clip_pieces(verts, tris, bmin, bmax, cs, ch, width, height, finish=None):
             done = pool.map(clip_chunk, _chunks(tri_ids, chunk))
             return [p for out in done for p in out]
     return [p for part in _chunks(tri_ids, chunk) for p in clip_chunk(part)]
+
+
+def _sorted_by_triangle(parts):
+    """Fragment pieces (tri, row, col, smin, smax) joined and stably sorted by triangle."""
+    joined = [np.concatenate(values) for values in zip(*parts, strict=True)]
+    order = np.argsort(joined[0], kind="stable")
+    return tuple(values[order] for values in joined)
+
+
+def _in_triangle_order(main, extra):
+    """`_sorted_by_triangle` of ``main`` (already in triangle order: the edge walk's cells)
+    and the ``extra`` pieces (the flagged triangles' few): only those are sorted, then each
+    goes in after the main fragments of its triangle or of any before it, as the stable sort
+    of everything would place it; the main ones are copied once, not gathered."""
+    extra = _sorted_by_triangle(extra)
+    n_main, n_extra = main[0].shape[0], extra[0].shape[0]
+    at = np.searchsorted(main[0], extra[0], side="right")
+    at += np.arange(n_extra)
+    from_main = np.ones(n_main + n_extra, dtype=bool)
+    from_main[at] = False
+    out = []
+    for values, more in zip(main, extra, strict=True):
+        joined = np.empty(n_main + n_extra, dtype=np.result_type(values, more))
+        joined[from_main] = values
+        joined[at] = more
+        out.append(joined)
+    return tuple(out)
 
 
 def rasterize_fragments(verts, tris, areas, bmin, bmax, cs, ch, width, height):

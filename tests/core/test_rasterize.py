@@ -107,6 +107,28 @@ def test_area_merge_depends_on_order_as_in_recast():
     assert a2.tolist() == [0]
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_flagged_fragments_go_in_as_the_stable_sort_by_triangle_places_them(seed):
+    """The walk's fragments (in triangle order) and a few others (any order, some of the same
+    triangles): merged in place as a stable sort of all of them by triangle would order them."""
+    from core import rasterize
+
+    rng = np.random.default_rng(seed)
+
+    def piece(n, tris, ordered):
+        tri = rng.choice(tris, n)
+        tri = np.sort(tri) if ordered else tri
+        heights = rng.integers(0, 99, (2, n)).astype(np.uint16)
+        return tri, rng.integers(0, 9, n), rng.integers(0, 9, n), heights[0], heights[1]
+
+    main = piece(300, np.arange(40), True)
+    extra = [piece(int(rng.integers(0, 30)), np.arange(45), False) for _ in range(2)]
+    got = rasterize._in_triangle_order(main, extra)
+    want = rasterize._sorted_by_triangle([main, *extra])
+    for a, b in zip(got, want, strict=True):
+        assert a.dtype == b.dtype and np.array_equal(a, b)
+
+
 def test_merge_refuses_a_fragment_whose_top_lies_below_its_bottom():
     # The merge's rounds rely on smax >= smin (the rasterizer's fragments have smax > smin).
     with pytest.raises(ValueError, match="smax lies below its smin"):
