@@ -168,12 +168,12 @@ def _merge_round(ids, keys, n_rows: int, width: int, out_width: int, odd_even: b
         for values in (ids, keys):
             right, left = values[:half], values[half:]
             out = np.empty((n_rows, 2), dtype=values.dtype)
+            bits = _UNSIGNED[values.dtype.itemsize]
             at = 0
             for pick in parts:
                 first = select(right_first[pick], right[pick], left[pick])
                 end = at + first.shape[0]
                 out[at:end, 0] = first
-                bits = _UNSIGNED[values.dtype.itemsize]
                 second = out[at:end, 1].view(bits)
                 np.add(right[pick].view(bits), left[pick].view(bits), out=second)
                 second -= first.view(bits)
