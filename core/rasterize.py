@@ -1045,12 +1045,15 @@ def _clip_pieces(verts, tris, bmin, bmax, cs, ch, width, height, finish=None):
             )  # fmt: skip
             if cells is not None:
                 out.append(_snap_heights(*cells, by, ich))
-        if len(out) > 1 or fallback.any():
-            # The flagged triangles' cells come after the others' and the polygon path emits
-            # its cells strip by strip: a stable sort on the triangle restores the call order
-            # the span merge depends on. A triangle adds at most one fragment per cell, so the
-            # order among one triangle's fragments is free.
-            out = [_in_triangle_order(out[0], out[1:]) if by_edges else _sorted_by_triangle(out)]
+        # The flagged triangles' cells come after the others' and the polygon path emits its
+        # cells strip by strip: a stable sort on the triangle restores the call order the
+        # span merge depends on. A triangle adds at most one fragment per cell, so the order
+        # among one triangle's fragments is free. (No piece at all: the polygon path's
+        # triangles, all of the chunk's, made no cell.)
+        if by_edges and len(out) > 1:
+            out = [_in_triangle_order(out[0], out[1:])]
+        elif not by_edges and out:
+            out = [_sorted_by_triangle(out)]
         return out if finish is None else [finish(*piece) for piece in out]
 
     chunk, n_threads = clip_plan(int(tri_ids.shape[0]))

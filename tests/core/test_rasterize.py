@@ -129,6 +129,24 @@ def test_flagged_fragments_go_in_as_the_stable_sort_by_triangle_places_them(seed
         assert a.dtype == b.dtype and np.array_equal(a, b)
 
 
+@pytest.mark.parametrize("offset", [0.0, 1e6])
+def test_triangle_touching_the_grid_only_at_its_edge_adds_nothing(offset):
+    """A triangle whose bounds meet the grid's only on its +x side (a tile's neighbour): it
+    passes the bounds test but makes no cell. Far from the origin every triangle takes the
+    polygon-by-polygon path, which then yields no fragments at all: no spans, no error."""
+    off = F32(offset)
+    bmin = np.array([off, -1, off], F32)
+    bmax = np.array([off + F32(2), 1, off + F32(2)], F32)
+    verts = np.array(
+        [[bmax[0], 0, off + 1], [bmax[0] + 1, 0, off + 1], [bmax[0] + 1, 0, off + F32(1.5)]], F32
+    )
+    hf = rasterize_triangles(
+        verts, np.array([[0, 1, 2]], np.int32), np.full(1, 63, np.uint8), bmin, bmax,
+        F32(0.25), F32(0.2), 8, 8, 1,
+    )  # fmt: skip
+    assert hf.span_count == 0 and hf.col_start.tolist() == [0] * 65
+
+
 def test_merge_refuses_a_fragment_whose_top_lies_below_its_bottom():
     # The merge's rounds rely on smax >= smin (the rasterizer's fragments have smax > smin).
     with pytest.raises(ValueError, match="smax lies below its smin"):

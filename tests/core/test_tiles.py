@@ -191,6 +191,16 @@ class _FailingExecutor(cf.Executor):
         return future
 
 
+def test_tiles_far_from_the_origin_bake():
+    """nav_test 1000 km away: every triangle takes the polygon-by-polygon clipping path there,
+    and a tile whose chunks' triangles only touch its border makes no fragment at all (this
+    failed with an IndexError before). The tiled bake finishes and builds polygons."""
+    verts, tris = read_obj(mesh_path("nav_test"))
+    verts = verts + np.array([1e6, 1e6, 0], np.float32)
+    bake = tiles.bake_tiled(verts, tris, NavConfig(), 64, workers=1)
+    assert bake.npolys > 100
+
+
 def test_failing_tile_is_named_and_nothing_written(tmp_path):
     from core.export import write_tiled_detour_bin
 
