@@ -60,6 +60,9 @@ RASTER_BYTES_PER_COLUMN = 56
 RASTER_BYTES_PER_TRIANGLE = 128
 #: Per triangle of the chunks being clipped at once (about 1 KiB, see rasterize.py).
 RASTER_CHUNK_BYTES_PER_TRIANGLE = 1024
+#: Per fragment of the walked chunks waiting for their group's kept-sets call (triangle, row,
+#: column and heights: 28 bytes; `core.rasterize.KEPT_SETS_GROUP_CHUNKS`).
+RASTER_WALKED_BYTES_PER_FRAGMENT = 32
 
 # Held from rasterization on: the solid heightfield and its per-stage area copies.
 HELD_BYTES_PER_COLUMN = 16
@@ -192,8 +195,9 @@ def estimate_rasterize(verts, tris, bmin, bmax, cs: float) -> tuple[StageEstimat
     """(estimate, columns, fragment bound) of marking and rasterizing on this grid.
 
     All fragments are held (packed) until the merge; on top, the triangle chunks being clipped
-    (one, or two on the clipping threads: `core.rasterize.clip_plan`) and the
-    column ranges being merged hold their own state. The rasterizer's constants are read at
+    (one, or two on the clipping threads: `core.rasterize.clip_plan`), on one thread the
+    walked chunks of a group waiting for its kept-sets call, and the column ranges being
+    merged hold their own state. The rasterizer's constants are read at
     call time, so a change there is picked up, but the bytes per item here were measured on
     its current span merge."""
     from . import rasterize
@@ -205,16 +209,19 @@ def estimate_rasterize(verts, tris, bmin, bmax, cs: float) -> tuple[StageEstimat
     fragments = int(per_tri.sum())
     n_tris = int(np.asarray(tris).shape[0])
     chunk, in_flight = rasterize.clip_plan(int(per_tri.shape[0]))
-    clipping = 0
+    clipping = waiting = 0
     if fragments:
-        sums = np.add.reduceat(per_tri, np.arange(0, per_tri.shape[0], chunk))
-        clipping = int(np.sort(sums)[-in_flight:].sum())
+        sums = np.sort(np.add.reduceat(per_tri, np.arange(0, per_tri.shape[0], chunk)))
+        clipping = int(sums[-in_flight:].sum())
+        if in_flight == 1:  # on one thread the chunks of a group wait for its last one
+            waiting = int(sums[-rasterize.KEPT_SETS_GROUP_CHUNKS :].sum())
     merging = min(fragments, in_flight * max(rasterize.CHUNK_FRAGMENTS, n_tris))
     total = (
         RUNTIME_BYTES
         + STAGE_FIXED_BYTES
         + fragments * RASTER_BYTES_PER_FRAGMENT
         + clipping * RASTER_CLIP_BYTES_PER_FRAGMENT
+        + waiting * RASTER_WALKED_BYTES_PER_FRAGMENT
         + merging * RASTER_MERGE_BYTES_PER_FRAGMENT
         + columns * RASTER_BYTES_PER_COLUMN
         + n_tris * RASTER_BYTES_PER_TRIANGLE

@@ -70,6 +70,9 @@ SWEEP_SPLIT_FROM = 256
 CHUNK_FRAGMENTS = 1 << 18
 #: Column blocks the span merge cuts every piece of fragments at; its ranges are runs of them.
 MERGE_BLOCKS = 4096
+#: Chunks clipped on one thread whose flagged triangles go through the kept-sets path in
+#: one call (their edge walks' fragments wait meanwhile; `core.memory` counts them).
+KEPT_SETS_GROUP_CHUNKS = 4
 #: Fragments in a column from which the merge sets apart those that only raise an area.
 DENSE_COLUMN_FRAGMENTS = 64
 #: Height units [Units: ch] per fragment a dense column may span to be split (bounds memory).
@@ -1016,52 +1019,82 @@ def _clip_pieces(verts, tris, bmin, bmax, cs, ch, width, height, finish=None):
     magnitude = max(abs(float(kept_min.min(initial=0))), abs(float(kept_max.max(initial=0))))
     by_edges = float(cs) > magnitude / EDGE_WALK_MIN_CELL_STEPS
 
-    def clip_chunk(part):
+    def walk_chunk(part):
+        """The edge walk of one chunk: (part, fallback, its fragments in triangle order or
+        None); ``fallback`` flags the triangles it left to the other paths."""
         sel, chunk = part
-        if by_edges:
-            # Row gathers by take: NumPy's fancy indexing of 36-byte rows costs several times
-            # as much.
-            fallback, owner, *cells = _clip_by_chains(
-                tri_verts.take(chunk, axis=0), row_lo[sel], row_hi[sel], rc_bmin, cs, ics,
-                width, height,
+        if not by_edges:
+            return part, np.ones(chunk.shape[0], dtype=bool), None
+        # Row gathers by take: NumPy's fancy indexing of 36-byte rows costs several times as
+        # much.
+        fallback, owner, *cells = _clip_by_chains(
+            tri_verts.take(chunk, axis=0), row_lo[sel], row_hi[sel], rc_bmin, cs, ics,
+            width, height,
+        )  # fmt: skip
+        return part, fallback, _snap_heights(chunk[owner], *cells, by, ich)
+
+    def clip_group(parts):
+        """The pieces of consecutive chunks, each chunk's one piece in triangle order. The
+        triangles the edge walks flag (a few dozen a chunk) go through the kept-sets path in
+        one call for the group: its rounds are as many for a few triangles as for many."""
+        walked = [walk_chunk(part) for part in parts]
+        placed: list[list] = [[] for _ in walked]
+        flagged = [np.flatnonzero(fallback) for _, fallback, _ in walked]
+        if by_edges and any(f.shape[0] for f in flagged):
+            picks = [
+                (sel, chunk, f) for ((sel, chunk), _, _), f in zip(walked, flagged, strict=True)
+            ]
+            ids = np.concatenate([chunk[f] for _, chunk, f in picks])
+            still, owner, *cells = _clip_by_kept_sets(
+                tri_verts.take(ids, axis=0),
+                np.concatenate([row_lo[sel][f] for sel, _, f in picks]),
+                np.concatenate([row_hi[sel][f] for sel, _, f in picks]),
+                rc_bmin, cs, ics, width, height,
             )  # fmt: skip
-            out = [_snap_heights(chunk[owner], *cells, by, ich)]
-            flagged = np.flatnonzero(fallback)
-            if flagged.shape[0]:
-                still, owner, *cells = _clip_by_kept_sets(
-                    tri_verts.take(chunk[flagged], axis=0), row_lo[sel][flagged],
-                    row_hi[sel][flagged],
-                    rc_bmin, cs, ics, width, height,
+            # The chunks are consecutive runs of ascending triangle ids: each chunk's cells
+            # are those of the triangles from its first on, up to the next chunk's first.
+            kept = _sorted_by_triangle([_snap_heights(ids[owner], *cells, by, ich)])
+            cuts = np.searchsorted(kept[0], [int(chunk[0]) for _, chunk, _ in picks[1:]])
+            bounds = [0, *cuts.tolist(), kept[0].shape[0]]
+            at = 0
+            for k, (_, fallback, _) in enumerate(walked):
+                lo, hi = bounds[k], bounds[k + 1]
+                if hi > lo:
+                    placed[k].append(tuple(values[lo:hi] for values in kept))
+                f = flagged[k]
+                fallback[f[~still[at : at + f.shape[0]]]] = False
+                at += f.shape[0]
+        pieces = []
+        for ((sel, chunk), fallback, main), more in zip(walked, placed, strict=True):
+            out = ([] if main is None else [main]) + more
+            if fallback.any():
+                rows = np.arange(sel.start, sel.start + chunk.shape[0])[fallback]
+                cells = _clip_triangles(
+                    tri_verts.take(tri_ids[rows], axis=0), tri_ids[rows], row_lo[rows],
+                    row_hi[rows], rc_bmin, cs, ics, width,
                 )  # fmt: skip
-                out.append(_snap_heights(chunk[flagged[owner]], *cells, by, ich))
-                fallback[flagged[~still]] = False
-        else:
-            fallback, out = np.ones(chunk.shape[0], dtype=bool), []
-        if fallback.any():
-            sel = np.arange(sel.start, sel.start + chunk.shape[0])[fallback]
-            cells = _clip_triangles(
-                tri_verts.take(tri_ids[sel], axis=0), tri_ids[sel], row_lo[sel], row_hi[sel],
-                rc_bmin, cs, ics, width,
-            )  # fmt: skip
-            if cells is not None:
-                out.append(_snap_heights(*cells, by, ich))
-        # The flagged triangles' cells come after the others' and the polygon path emits its
-        # cells strip by strip: a stable sort on the triangle restores the call order the
-        # span merge depends on. A triangle adds at most one fragment per cell, so the order
-        # among one triangle's fragments is free. (No piece at all: the polygon path's
-        # triangles, all of the chunk's, made no cell.)
-        if by_edges and len(out) > 1:
-            out = [_in_triangle_order(out[0], out[1:])]
-        elif not by_edges and out:
-            out = [_sorted_by_triangle(out)]
-        return out if finish is None else [finish(*piece) for piece in out]
+                if cells is not None:
+                    out.append(_snap_heights(*cells, by, ich))
+            # The flagged triangles' cells come after the others' and the polygon path emits
+            # its cells strip by strip: a stable sort on the triangle restores the call order
+            # the span merge depends on. A triangle adds at most one fragment per cell, so
+            # the order among one triangle's fragments is free. (No piece at all: the polygon
+            # path's triangles, all of the chunk's, made no cell.)
+            if by_edges and len(out) > 1:
+                out = [_in_triangle_order(out[0], out[1:])]
+            elif not by_edges and out:
+                out = [_sorted_by_triangle(out)]
+            pieces.extend(out if finish is None else [finish(*piece) for piece in out])
+        return pieces
 
     chunk, n_threads = clip_plan(int(tri_ids.shape[0]))
-    if n_threads > 1:
+    parts = list(_chunks(tri_ids, chunk))
+    if n_threads > 1:  # a chunk at a time on each thread
         with ThreadPoolExecutor(n_threads) as pool:
-            done = pool.map(clip_chunk, _chunks(tri_ids, chunk))
+            done = pool.map(clip_group, [[part] for part in parts])
             return [p for out in done for p in out]
-    return [p for part in _chunks(tri_ids, chunk) for p in clip_chunk(part)]
+    group = KEPT_SETS_GROUP_CHUNKS
+    return [p for at in range(0, len(parts), group) for p in clip_group(parts[at : at + group])]
 
 
 def _sorted_by_triangle(parts):
