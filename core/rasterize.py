@@ -17,14 +17,18 @@ crossing of every edge is one vectorized round. Triangles with a vertex exactly 
 go through the same chains, their cells built from the sets each dividePoly cut keeps
 (`_clip_by_kept_sets`); only a row polygon that rounding leaves not monotone sends its
 triangle to the polygon-by-polygon path (`_clip_triangles`), which runs Recast's full
-dividePoly per round. Cells are put back in triangle order, which the span merge depends on.
+dividePoly per round. Cells are put back in triangle order, which the span merge depends on
+(the few flagged triangles' cells by binary search among the edge walk's, which are in that
+order already; on one thread the flagged triangles of `KEPT_SETS_GROUP_CHUNKS` chunks share
+one kept-sets call).
 
 The span merge (Recast's addSpan, order-dependent per column) runs as rounds: round k adds
 the k-th fragment of every column. In columns with many fragments (overlapping geometry) only
 the fragments that are first to cover some unit of height take part in the rounds; each of
 the others lies inside one span of the column as it stands then and only raises that span's
-area, so it is folded in between rounds (`_split_dense`). The only Python loops run over the
-clipping rounds and over these merge rounds.
+area, so it is folded in between rounds (`_split_dense`). A round tests only the state's rows
+below the fullest active column's span count. The only Python loops run over the clipping
+rounds and over these merge rounds.
 """
 
 from __future__ import annotations
