@@ -388,6 +388,69 @@ def test_fast_rasterizer_equals_literal_merge_on_every_shared_mesh(name, recast_
     assert hf.span_count > 1000
 
 
+@pytest.mark.parametrize("scene", ["dungeon", "grid-aligned"])
+def test_small_chunks_and_kept_sets_groups_give_the_same_spans(scene, monkeypatch):
+    """On one thread the triangles the edge walks flag in `KEPT_SETS_GROUP_CHUNKS` chunks go
+    through the kept-sets path in one call and their cells back to their chunks: with small
+    chunks (many of them, in groups of 4, 1 and 3) the spans equal those of one chunk. The
+    grid-aligned soup (every vertex on a cut line) flags many triangles in every chunk."""
+    from core import threads
+
+    cs, ch, climb = F32(0.3), F32(0.2), 2
+    if scene == "dungeon":
+        from core.objio import read_obj
+        from core.pipeline import grid_bounds
+
+        from .refdata import mesh_path
+
+        verts, tris = read_obj(mesh_path("dungeon"))
+        bmin, bmax = grid_bounds(verts, NavConfig())
+        w, h = grid_size(bmin, bmax, cs)
+    else:
+        w = h = 40
+        rng = np.random.default_rng(11)
+        tri, rc_bmin = grid_aligned_triangles(rng, 1500, cs, w, h, 0.3)
+        # Every other triangle moved off the cut lines: each chunk holds walked and flagged
+        # triangles in turn.
+        tri[::2, :, [0, 2]] += rng.uniform(0.05, 0.25, (750, 3, 2)).astype(F32) * cs
+        verts = np.ascontiguousarray(tri[:, :, [0, 2, 1]]).reshape(-1, 3)  # Z-up
+        tris = np.arange(verts.shape[0], dtype=np.int32).reshape(-1, 3)
+        bmin = rc_bmin[[0, 2, 1]]
+        bmax = bmin + np.array([w * cs, h * cs, 20], F32)
+    areas = mark_walkable_triangles(verts, tris, 45.0)
+
+    def bake():
+        with threads.single_threaded():
+            return rasterize_triangles(verts, tris, areas, bmin, bmax, cs, ch, w, h, climb)
+
+    def fragment_triangles():
+        """The triangle of every fragment, pieces one after the other (the merge's order)."""
+        with threads.single_threaded():
+            pieces = rasterize._clip_pieces(verts, tris, bmin, bmax, cs, ch, w, h)
+        return np.concatenate([piece[0] for piece in pieces])
+
+    one_chunk = bake()
+    n_fragments = fragment_triangles().shape[0]
+    flagged: list[int] = []
+    kept_sets = rasterize._clip_by_kept_sets
+
+    def counted(tri_verts, *args):
+        flagged.append(tri_verts.shape[0])
+        return kept_sets(tri_verts, *args)
+
+    monkeypatch.setattr(rasterize, "_clip_by_kept_sets", counted)
+    for chunk, group in ((100, 4), (100, 1), (230, 3)):
+        monkeypatch.setattr(rasterize, "CHUNK_TRIANGLES", chunk)
+        monkeypatch.setattr(rasterize, "KEPT_SETS_GROUP_CHUNKS", group)
+        hf = bake()
+        for field in ("col_start", "smin", "smax", "area"):
+            assert np.array_equal(getattr(hf, field), getattr(one_chunk, field)), field
+        order = fragment_triangles()
+        assert order.shape[0] == n_fragments and (np.diff(order) >= 0).all()
+    assert one_chunk.span_count > 1000
+    assert scene == "dungeon" or sum(flagged) > 100  # the groups carried flagged triangles
+
+
 def offset_soup(rng, offset, cs, n_tris=90):
     """A soup around (offset, offset, offset / 10): dense overlapping floors and walls in a few
     cells (so the merge's order matters), long and thin triangles, vertical ones, unsnapped
