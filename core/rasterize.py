@@ -664,15 +664,26 @@ def _cell_polygons(cross_y, n_cells, cell_base, col_lo, verts: _CellVertices):
     (emitted bool: 3 or more vertices and not column -1, lowest height, highest height) per
     cell."""
     right_up, right_down = cross_y[True][0], cross_y[False][0]
-    left_up, left_down = np.roll(right_up, 1), np.roll(right_down, 1)
-    # A row polygon's first cell has no line on its left.
+    # Each cell's left line is the cell before's right line: the lowest and highest of its
+    # two crossings and whether it has them, each shifted by one cell (a row polygon's first
+    # cell has no line on its left).
     filled = np.flatnonzero(n_cells)
-    left_up[cell_base[filled]] = np.nan
-    left_down[cell_base[filled]] = np.nan
+    starts = cell_base[filled]
+    right_low = np.fmin(right_up, right_down)
+    right_high = np.fmax(right_up, right_down)
+    right_has = ~np.isnan(right_up)
+    left_low, left_high, left_has = (
+        np.roll(right_low, 1),
+        np.roll(right_high, 1),
+        np.roll(right_has, 1),
+    )
+    left_low[starts] = np.nan
+    left_high[starts] = np.nan
+    left_has[starts] = False
     # Crossings come in pairs on a line, so the up ones count two vertices each.
-    lines_crossed = (~np.isnan(right_up)).view(np.uint8) + (~np.isnan(left_up)).view(np.uint8)
-    low = np.fmin(np.fmin(np.fmin(right_up, right_down), np.fmin(left_up, left_down)), verts.low)
-    high = np.fmax(np.fmax(np.fmax(right_up, right_down), np.fmax(left_up, left_down)), verts.high)
+    lines_crossed = right_has.view(np.uint8) + left_has.view(np.uint8)
+    low = np.fmin(np.fmin(right_low, left_low), verts.low)
+    high = np.fmax(np.fmax(right_high, left_high), verts.high)
     emitted = verts.count + lines_crossed * np.uint8(2) >= 3
     # Column -1 (the part left of the grid) is only ever a row polygon's first cell.
     emitted[cell_base[filled[col_lo[filled] < 0]]] = False
@@ -1221,8 +1232,9 @@ def _snap_heights(tri, row, col, span_min, span_max, by, ich):
     keep = ~((span_max < 0) | (span_min > by))
     if not keep.all():
         tri, row, col, span_min, span_max = (a[keep] for a in (tri, row, col, span_min, span_max))
-    # Both are at least 0 once clamped, so only the upper bound needs clipping.
-    smin = np.minimum(np.floor(np.maximum(span_min, F32(0)) * ich), F32(SPAN_MAX_HEIGHT))
+    # Both are at least 0 once clamped, so only the upper bound needs clipping; and the
+    # integer conversion truncates, which for values >= 0 is the floor.
+    smin = np.minimum(np.maximum(span_min, F32(0)) * ich, F32(SPAN_MAX_HEIGHT))
     smax = np.minimum(np.ceil(np.minimum(span_max, by) * ich), F32(SPAN_MAX_HEIGHT))
     smin = smin.astype(np.uint16)
     smax = np.minimum(np.maximum(smax.astype(np.uint16), smin + np.uint16(1)), SPAN_MAX_HEIGHT)
