@@ -84,6 +84,12 @@ def _f32_order_keys(values: np.ndarray) -> np.ndarray:
     return np.where(bits >= 0, bits, -(bits & np.int32(0x7FFFFFFF))).astype(np.int32)
 
 
+def _msort_keys(values: np.ndarray) -> np.ndarray:
+    """`_pack_keys` of float32 ``values`` (n,): each one's order key and take-right bound, what
+    `_msort_runs` compares."""
+    return _pack_keys(_f32_order_keys(values), _take_right_bound(values))
+
+
 def _take_right_bound(values: np.ndarray) -> np.ndarray:
     """int32 order keys of the smallest float32 x with x - v >= 1 - 2**-25 exactly, per v.
 
@@ -483,7 +489,7 @@ def _sort_depths(
         if sort_first is not None and not done:
             perm = sort_first(key, n, order.dtype)
         else:
-            keys = _pack_keys(_f32_order_keys(key), _take_right_bound(key))
+            keys = _msort_keys(key)
             perm = _msort_runs(np.arange(keys.shape[0], dtype=order.dtype), keys, n, workers)
             del keys
         del key
@@ -534,7 +540,7 @@ def _msort_values(values: np.ndarray) -> np.ndarray:
     4 bytes an item, its order keys and take-right bounds made here). Returns int32 (k,): the
     places 0..k-1 in glibc's sorted order."""
     k = values.shape[0]
-    keys = _pack_keys(_f32_order_keys(values), _take_right_bound(values))
+    keys = _msort_keys(values)
     return _msort_runs(np.arange(k, dtype=np.int32), keys, np.array([k]), 1)
 
 
@@ -546,7 +552,7 @@ def _msort_halves(executor: Executor, worker_cpu: list[float]):
 
     def msort(values: np.ndarray, seg_n: np.ndarray, dtype) -> np.ndarray:
         if np.shape(seg_n)[0] != 1:
-            keys = _pack_keys(_f32_order_keys(values), _take_right_bound(values))
+            keys = _msort_keys(values)
             return _msort_runs(np.arange(values.shape[0], dtype=dtype), keys, seg_n)
         half = values.shape[0] // 2
         futures = [
@@ -554,7 +560,7 @@ def _msort_halves(executor: Executor, worker_cpu: list[float]):
             for part in (slice(0, half), slice(half, None))
         ]
         try:
-            keys = _pack_keys(_f32_order_keys(values), _take_right_bound(values))
+            keys = _msort_keys(values)
             (left, left_cpu), (right, right_cpu) = (future.result() for future in futures)
         finally:
             for future in futures:
@@ -876,7 +882,7 @@ def _partition(verts, tris, tris_per_chunk: int, executor, subtrees: int) -> Par
         node_bmin=node_bmin,
         node_bmax=node_bmax,
         node_tri_index=node_tri,
-        node_num_tris=np.where(node_tri >= 0, node_num, 0),
+        node_num_tris=leaf_counts,
         tri_order=order.astype(np.int64),
         max_tris_per_chunk=int(leaf_counts.max(initial=0)),
         sort_cpu_seconds=time.process_time() - start_cpu,
