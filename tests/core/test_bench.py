@@ -3,12 +3,14 @@ and the printed table. Nothing here is timed."""
 
 from __future__ import annotations
 
+from contextlib import nullcontext
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 
 from core import bench
-from core.errors import VoxNavError
+from core.errors import UsageError, VoxNavError
 from core.pipeline import STAGES
 
 
@@ -110,3 +112,39 @@ def test_cpu_floor_line_spreads_all_the_cpu_over_the_workers():
     assert "tiles 5.00 s = 8.00 s" in line
     assert "at least 4000 ms wall" in line
     assert line.endswith(": 8.00x")
+
+
+def test_two_core_check_reports_the_median_run(monkeypatch, capsys):
+    # Three bakes of 3000, 1000 and 2000 ms wall, each with its own CPU seconds: the check
+    # takes the 2000 ms one (its ratio, polygons and CPU floor) and prints all three.
+    from core import tiles
+
+    walls = iter([0.0, 3.0, 10.0, 11.0, 20.0, 22.0])
+    monkeypatch.setattr(bench, "time", SimpleNamespace(perf_counter=lambda: next(walls)))
+    monkeypatch.setattr(bench, "read_obj", lambda path: (None, None))
+    monkeypatch.setattr(bench, "tile_mesh", lambda verts, tris, n: (verts, tris))
+    runs = iter(range(3))
+
+    def plan_tiles(*args, **kwargs):
+        i = next(runs)
+        chunks = SimpleNamespace(sort_cpu_seconds=0.0, sort_worker_cpu_seconds=float(i))
+        return SimpleNamespace(chunks=chunks, run=i)
+
+    def bake_plan(plan, **kwargs):
+        return SimpleNamespace(npolys=100 + plan.run, tile_cpu_seconds=1.0)
+
+    monkeypatch.setattr(tiles, "plan_tiles", plan_tiles)
+    monkeypatch.setattr(tiles, "bake_plan", bake_plan)
+    monkeypatch.setattr(tiles, "tile_executor", lambda executor, n: nullcontext())
+    calibration = SimpleNamespace(time=lambda: bench.CALIBRATION_REFERENCE_S / 2)  # speed 0.5
+    check = bench.two_core_check(Path("meshes"), bench.NavConfig(), calibration, 1024, runs=3)
+    out = capsys.readouterr().out
+    recast = bench.RECAST_WHOLE_MS["dungeon 10x10"]
+    assert check.value == pytest.approx(2000.0 / 0.5 / recast)
+    assert "2000 ms wall (median of 3 runs: 3000 / 1000 / 2000 ms), 102 polygons" in out
+    assert "chunk tree 2.00 s (2.00 s of it on the workers) + tiles 1.00 s = 3.00 s" in out
+
+
+def test_two_core_check_needs_a_run():
+    with pytest.raises(UsageError, match="at least 1"):
+        bench.two_core_check(Path("meshes"), bench.NavConfig(), None, 1024, runs=0)
