@@ -857,10 +857,11 @@ def bake_agents_tiled(
             workers=n_workers,
         )  # fmt: skip
         plans = []
-        for _agent, cfg in pairs:  # every agent's grid checked before any tile is baked
+        for _agent, cfg in pairs:  # every agent's world checked before any tile is baked
             bmin, bmax = pipeline.grid_bounds(plan.verts, cfg)
+            warnings = tiles.check_world(plan.verts, plan.tris, bmin, bmax, cfg)
             grid = tiles.TileGrid.create(bmin, bmax, cfg, plan.grid.tile_size)
-            plans.append(dataclasses.replace(plan, config=cfg, grid=grid))
+            plans.append(dataclasses.replace(plan, config=cfg, grid=grid, warnings=warnings))
         for (agent, _cfg), agent_plan in zip(pairs, plans, strict=True):
             out[agent.name] = tiles.bake_plan(agent_plan, executor=pool, workers=n_workers)
     return out

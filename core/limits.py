@@ -158,6 +158,14 @@ def check_agent_fields(
         )
 
 
+def exceeds_height_range(bmin, bmax, derived: DerivedConfig) -> bool:
+    """Whether the grid bmin..bmax reaches above the 13-bit span height range
+    (`SPAN_MAX_HEIGHT` cell heights above ``bmin[2]``); only then can `check_heights` find
+    anything. [Units: wu]"""
+    top = float(np.asarray(bmin, dtype=np.float64)[2]) + SPAN_MAX_HEIGHT * float(derived.ch)
+    return float(np.asarray(bmax, dtype=np.float64)[2]) > top
+
+
 def check_heights(
     verts,
     tris,
@@ -173,12 +181,12 @@ def check_heights(
     (its navmesh would sit at the wrong height); warn when only non-walkable ones do (their
     tops are clamped, which only matters above the range). ``tri_areas`` uint8 (m,) from
     walkable marking; heights are clipped to ``bmax[2]`` first, as rasterization does."""
+    if not exceeds_height_range(bmin, bmax, derived):
+        return
     lo = np.asarray(bmin, dtype=np.float64)
     hi = np.asarray(bmax, dtype=np.float64)
     ch = float(derived.ch)
     top = lo[2] + SPAN_MAX_HEIGHT * ch
-    if hi[2] <= top:
-        return
     v = np.asarray(verts, dtype=np.float64)
     t = np.asarray(tris, dtype=np.int64)
     corners = v[t]  # (m, 3, 3)

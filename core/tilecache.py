@@ -150,7 +150,8 @@ class TileCache:
     ) -> TileCache:
         """Bake tiled (see `core.tiles.bake_tiled`; same arguments) and keep every tile's
         compact heightfield for rebuilds. verts float32 (n, 3) Z-up [Units: wu].
-        ``progress(done, total)`` after each tile with geometry (total: tiles of the grid)."""
+        ``progress(done, total)`` after each tile with geometry (total: the tiles that may
+        meet a triangle, `TilePlan.tiles_to_bake`)."""
         steps = cls.build_steps(
             verts, tris, config, tile_size, volumes=volumes, executor=executor, workers=workers,
             offmesh_links=offmesh_links,
@@ -184,7 +185,7 @@ class TileCache:
         )
         compact: dict[tuple[int, int], CompactHeightfield] = {}
         tiles: dict[tuple[int, int], TileResult] = {}
-        total = plan.grid.tiles_w * plan.grid.tiles_h
+        total = len(plan.tiles_to_bake())
         for done, result in enumerate(
             iter_tiles(plan, executor=executor, workers=workers, keep_compact=True), 1
         ):

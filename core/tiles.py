@@ -40,7 +40,7 @@ import contextlib
 import os
 import time
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -155,6 +155,26 @@ class TileGrid:
         for ty in range(self.tiles_h):
             for tx in range(self.tiles_w):
                 yield tx, ty
+
+
+@dataclass(frozen=True)
+class EveryTile(Collection[tuple[int, int]]):
+    """Every (tx, ty) of a tile grid in build order, made as it is read (a grid may hold
+    millions of tiles)."""
+
+    grid: TileGrid
+
+    def __len__(self) -> int:
+        return self.grid.tiles_w * self.grid.tiles_h
+
+    def __iter__(self) -> Iterator[tuple[int, int]]:
+        return self.grid.tiles()
+
+    def __contains__(self, tile: object) -> bool:
+        if not (isinstance(tile, tuple) and len(tile) == 2):
+            return False
+        tx, ty = tile
+        return 0 <= tx < self.grid.tiles_w and 0 <= ty < self.grid.tiles_h
 
 
 def check_tile_size(tile_size) -> int:
@@ -484,6 +504,41 @@ class TilePlan:
     tris: np.ndarray
     chunks: PartitionedMesh
     volumes: tuple = ()
+    #: The world's warnings (`check_world`), which every bake of the plan repeats.
+    warnings: tuple[str, ...] = ()
+
+    def tiles_to_bake(self) -> Collection[tuple[int, int]]:
+        """(tx, ty) in build order (row by row) of every tile whose heightfield may meet a
+        chunk: each leaf's tile range, widened by a tile each way (the float32 bounds'
+        rounding; `job` then tests the tile exactly). The grid's other tiles meet no triangle:
+        a stray vertex far from the level lays a grid of millions of them (one unused vertex
+        100 km away: 10^8 tiles of 32 cells), and a Python step per tile would take hours
+        to pass over them. The whole grid (`EveryTile`, made as it is read) when the leaves'
+        ranges add up to more tiles."""
+        g = self.grid
+        every = g.tiles_w * g.tiles_h
+        leaf = np.flatnonzero(self.chunks.node_tri_index >= 0)
+        if leaf.shape[0] == 0:
+            return []
+        tcs = float(g.tile_world_size)
+        pad = float(g.border_size) * float(g.cs)
+        origin = g.bmin[:2].astype(np.float64)
+        lo = (self.chunks.node_bmin[leaf].astype(np.float64) - pad - origin) / tcs
+        hi = (self.chunks.node_bmax[leaf].astype(np.float64) + pad - origin) / tcs
+        limit = np.array([g.tiles_w - 1, g.tiles_h - 1])
+        first = np.clip(np.floor(lo).astype(np.int64) - 1, 0, limit)
+        last = np.clip(np.floor(hi).astype(np.int64) + 1, 0, limit)
+        span = last - first + 1
+        per_leaf = span[:, 0] * span[:, 1]
+        if int(per_leaf.sum()) >= every:
+            return EveryTile(g)
+        owner = np.repeat(np.arange(leaf.shape[0]), per_leaf)
+        k = np.arange(owner.shape[0]) - np.repeat(np.cumsum(per_leaf) - per_leaf, per_leaf)
+        width = span[owner, 0]
+        tx = first[owner, 0] + k % width
+        ty = first[owner, 1] + k // width
+        keys = np.unique(ty * g.tiles_w + tx)
+        return list(zip((keys % g.tiles_w).tolist(), (keys // g.tiles_w).tolist(), strict=True))
 
     def job(self, tx: int, ty: int, keep_compact: bool = False, make_navdata: bool = True):
         """The `TileJob` of tile (tx, ty), or None when no chunk overlaps its widened bounds."""
@@ -587,7 +642,7 @@ def plan_tiles(
     verts, tris = check_input(verts, tris)
     bmin, bmax = grid_bounds(verts, config)
     # The world's checks before chunking (every tile's bake would refuse the same way).
-    limits.check_grid(bmin, bmax, config, config.derived())
+    warnings = check_world(verts, tris, bmin, bmax, config)
     grid = TileGrid.create(bmin, bmax, config, tile_size)
     if grid.width < 1 or grid.height < 1:
         raise VoxNavError(
@@ -598,7 +653,24 @@ def plan_tiles(
         verts, tris, tris_per_chunk, executor=executor, subtrees=max(2, workers or 2),
         reuse=reuse_chunks,
     )  # fmt: skip
-    return TilePlan(config, grid, verts, tris, chunks, tuple(volumes))
+    return TilePlan(config, grid, verts, tris, chunks, tuple(volumes), warnings)
+
+
+def check_world(verts, tris, bmin, bmax, config: NavConfig) -> tuple[str, ...]:
+    """The checks of `core.limits` a solo bake makes of the world, made once for all its
+    tiles (a tile's heightfield spans the world's heights and lies in its float32 frame):
+    the grid's extent and the agent's 8-bit fields, float32 precision far from the origin,
+    walkable surfaces above the 13-bit span height range. Raises `VoxNavError` where the
+    navmesh would be wrong; returns the warnings. verts float32 (n, 3) Z-up, bmin/bmax the
+    world grid's corners [Units: wu]; tris int (m, 3) (checked input)."""
+    derived = config.derived()
+    ctx = BuildContext()
+    limits.check_grid(bmin, bmax, config, derived, ctx)
+    limits.check_precision(bmin, bmax, derived, ctx)
+    if limits.exceeds_height_range(bmin, bmax, derived):  # else no triangle can
+        areas = rasterize.mark_walkable_triangles(verts, tris, config.agent_max_slope)
+        limits.check_heights(verts, tris, areas, bmin, bmax, config, derived, ctx)
+    return tuple(ctx.warnings)
 
 
 # ------------------------------------------------------------------------------- execution
@@ -676,7 +748,7 @@ def iter_tiles(
     """
     jobs = (
         job
-        for tx, ty in plan.grid.tiles()
+        for tx, ty in plan.tiles_to_bake()
         if (job := plan.job(tx, ty, keep_compact, make_navdata)) is not None
     )
     n_workers = worker_count(workers)
@@ -859,13 +931,14 @@ def bake_plan(
     """Bake every tile of a `TilePlan` (see `iter_tiles` for ``executor`` and ``workers``)
     and keep each tile's results (not its inputs or intermediates, unless ``keep_compact``).
 
-    ``progress(done, total, tile)`` is called after each tile in build order (total = tiles
-    in the grid; tiles that meet no triangle are not baked and not reported).
+    ``progress(done, total, tile)`` is called after each tile in build order (total = the
+    tiles that may meet a triangle, `TilePlan.tiles_to_bake`; those that meet none are not
+    baked and not reported).
     """
     start = time.perf_counter()
-    total = plan.grid.tiles_w * plan.grid.tiles_h
+    total = len(plan.tiles_to_bake())
     tiles: list[TileResult] = []
-    warnings: list[str] = []
+    warnings: list[str] = list(plan.warnings)
     built = 0
     timings: dict[str, float] = {}
     cpu, peak = 0.0, 0

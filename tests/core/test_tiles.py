@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import functools
+import itertools
 import os
 
 import numpy as np
@@ -623,3 +624,94 @@ def test_partition_on_a_failing_executor_sorts_here(monkeypatch, good, at_submit
     assert failing.calls > good
     for field in ("node_bmin", "node_bmax", "node_tri_index", "node_num_tris", "tri_order"):
         assert np.array_equal(getattr(split, field), getattr(serial, field)), field
+
+
+def _floor(z: float, size: float = 20.0):
+    quad = np.array([[0, 0, z], [size, 0, z], [size, size, z], [0, size, z]], np.float32)
+    return quad, np.array([[0, 1, 2], [0, 2, 3]], np.int32)
+
+
+def test_tiled_bake_refuses_floors_above_the_height_range_as_the_solo_bake_does():
+    # A floor at z = 2000 over one at 0: at cell_height 0.2 the 13-bit span heights end at
+    # 1638.2, so the upper floor's navmesh would be clamped there without a word.
+    low, tris = _floor(0.0)
+    high, _ = _floor(2000.0)
+    verts = np.concatenate([low, high])
+    tris = np.concatenate([tris, tris + 4])
+    from core.pipeline import bake
+
+    with pytest.raises(VoxNavError, match="walkable triangles reach up to z = 2000") as solo:
+        bake(verts, tris, NavConfig())
+    with pytest.raises(VoxNavError) as tiled:
+        tiles.plan_tiles(verts, tris, NavConfig(), 32)
+    assert str(tiled.value) == str(solo.value)
+    # Below the range: no refusal, and only then is the marking needed.
+    bake_ok = tiles.bake_tiled(verts, tris, NavConfig(cell_height=0.25), 32, workers=1)
+    heights = np.concatenate([t.polymesh.world_verts()[:, 2] for t in bake_ok.tiles])
+    assert heights.max() > 1999.0
+
+
+def test_tiled_bake_checks_float32_precision_as_the_solo_bake_does():
+    from core.pipeline import bake
+
+    verts, tris = _floor(0.0)
+    far = verts + np.array([3e7, 0, 0], np.float32)  # float32 steps of 2 m there
+    with pytest.raises(VoxNavError, match="recentre the geometry") as solo:
+        bake(far, tris, NavConfig())
+    with pytest.raises(VoxNavError) as tiled:
+        tiles.bake_tiled(far, tris, NavConfig(), 32, workers=1)
+    assert str(tiled.value) == str(solo.value)
+    # Closer (float32 steps of 1/16 m): baked, with the solo bake's warning in the bake's.
+    near = verts + np.array([1e6, 0, 0], np.float32)
+    warned = bake(near, tris, NavConfig()).warnings
+    assert any("from the origin" in w for w in warned)
+    assert set(warned) <= set(tiles.bake_tiled(near, tris, NavConfig(), 32, workers=1).warnings)
+
+
+def test_a_stray_vertex_far_away_bakes_only_the_tiles_near_the_level():
+    # One unused vertex 100 km away lays a grid of 10^8 tiles of 32 cells: the bake visits
+    # only the tiles near the chunks (it took hours, one Python step per empty tile) and
+    # gives the level's tiles as without the vertex.
+    verts, tris = dungeon()
+    plain = tiles.bake_tiled(verts, tris, NavConfig(), 32, workers=1)
+    stray = np.concatenate([verts, np.array([[1e5, 1e5, 0]], np.float32)])
+    plan = tiles.plan_tiles(stray, tris, NavConfig(), 32)
+    assert plan.grid.tiles_w * plan.grid.tiles_h > 10**8
+    assert len(plan.tiles_to_bake()) < 1000
+    # A giant triangle under it all: every tile, listed as it is read.
+    every = tiles.EveryTile(plan.grid)
+    assert len(every) == plan.grid.tiles_w * plan.grid.tiles_h
+    assert (0, 0) in every and (plan.grid.tiles_w, 0) not in every
+    assert list(itertools.islice(every, 3)) == [(0, 0), (1, 0), (2, 0)]
+    seen = []
+    bake = tiles.bake_plan(plan, workers=1, progress=lambda done, total, t: seen.append(total))
+    assert seen and set(seen) == {len(plan.tiles_to_bake())}
+    assert [(t.tx, t.ty) for t in bake.tiles] == [(t.tx, t.ty) for t in plain.tiles]
+    for a, b in zip(plain.tiles, bake.tiles, strict=True):
+        assert np.array_equal(a.polymesh.verts, b.polymesh.verts)
+        assert np.array_equal(a.polymesh.polys, b.polymesh.polys)
+        assert np.array_equal(a.detail.tris, b.detail.tris)
+
+
+def _small_soups():
+    """Small triangle sets (one chunk each, so no neighbour's range covers for another's),
+    and the dungeon."""
+    rng = np.random.default_rng(7)
+    for n in (1, 3, 40):
+        verts = rng.uniform(0, 30, (3 * n, 3)).astype(np.float32)
+        verts[:, 2] = rng.uniform(0, 2, 3 * n)
+        # A stray vertex far off (the grid reaches it, no triangle does).
+        verts = np.concatenate([verts, np.array([[-60, -50, 0]], np.float32)])
+        yield verts, np.arange(3 * n, dtype=np.int32).reshape(-1, 3)
+    yield dungeon()
+
+
+@pytest.mark.parametrize("tile_size", [8, 16, 64])
+def test_tiles_to_bake_holds_every_tile_with_triangles(tile_size):
+    # Against every tile of the grid: a tile left out has no job (no chunk overlaps it).
+    for verts, tris in _small_soups():
+        plan = tiles.plan_tiles(verts, tris, NavConfig(), tile_size)
+        listed = list(plan.tiles_to_bake())
+        assert listed == sorted(listed, key=lambda t: (t[1], t[0]))
+        with_jobs = [t for t in plan.grid.tiles() if plan.job(*t) is not None]
+        assert with_jobs and set(with_jobs) <= set(listed)
