@@ -281,6 +281,28 @@ def test_nearest_poly_and_height():
     np.testing.assert_array_equal(p, zpt(0, 5))
 
 
+def test_nearest_poly_with_a_huge_search_box_visits_only_the_tiles(monkeypatch):
+    # Half extents of 1e30 span some 10^60 tile cells: the query looks up only the cells
+    # that hold tiles (it never finished before), and finds what a box around the whole
+    # navmesh finds.
+    nav = two_squares()
+    q = NavMeshQuery(nav)
+    looked_up = []
+    tiles_at = nav.tiles_at
+
+    def counted(x, y):
+        looked_up.append((x, y))
+        assert len(looked_up) < 100, "the query walks empty tile cells"
+        return tiles_at(x, y)
+
+    monkeypatch.setattr(nav, "tiles_at", counted)
+    huge = q.find_nearest_poly(zpt(20, 11, 0.0), (1e30, 1e30, 1e30))
+    wide = q.find_nearest_poly(zpt(20, 11, 0.0), (100, 100, 100))
+    assert (huge.ref, huge.status) == (wide.ref, wide.status) == (1, Q.SUCCESS)
+    np.testing.assert_array_equal(huge.point, wide.point)
+    assert len(looked_up) == 2  # the one tile, once per query
+
+
 def test_path_straight_and_partial():
     q = NavMeshQuery(l_shape())
     a, b = zpt(5, 5), zpt(15, 15)
