@@ -559,19 +559,30 @@ def median_filter_walkable_area(chf: CompactHeightfield, *, progress=None) -> np
     return out
 
 
+def _to_cell(value) -> int:
+    """C's ``(int)`` of a float32 cell coordinate (toward zero). Beyond C's int range (up to
+    infinity, where a shape larger than any grid overflows float32) Recast's conversion is
+    undefined: clamped to that range, which still covers every cell. NaN is refused."""
+    if np.isnan(value):
+        raise VoxNavError("an area shape's coordinates must be finite numbers, got NaN")
+    return int(np.clip(np.float64(value), -(2.0**31), 2.0**31 - 1))
+
+
 def _grid_range(chf, lo: float, hi: float, axis: int):
     """Recast's ``(int)((v - bmin) / cs)`` in float32 for both ends along X (0) or Y (1)."""
     cs = np.float32(chf.cs)
     b = np.float32(chf.bmin[axis])
-    i0 = int((np.float32(lo) - b) / cs)
-    i1 = int((np.float32(hi) - b) / cs)
+    with np.errstate(over="ignore"):
+        i0 = _to_cell((np.float32(lo) - b) / cs)
+        i1 = _to_cell((np.float32(hi) - b) / cs)
     return i0, i1
 
 
 def _height_range(chf, lo: float, hi: float):
     ch = np.float32(chf.ch)
     b = np.float32(chf.bmin[2])
-    return int((np.float32(lo) - b) / ch), int((np.float32(hi) - b) / ch)
+    with np.errstate(over="ignore"):
+        return _to_cell((np.float32(lo) - b) / ch), _to_cell((np.float32(hi) - b) / ch)
 
 
 def _spans_in_rect(chf, x0: int, x1: int, y0: int, y1: int):
@@ -610,8 +621,13 @@ def mark_box_area(chf: CompactHeightfield, bmin, bmax, area_id: int) -> np.ndarr
     """
     _check_chf(chf)
     area_id = _check_area_id(area_id)
-    bmin = np.asarray(bmin, dtype=np.float32).reshape(3)
-    bmax = np.asarray(bmax, dtype=np.float32).reshape(3)
+    try:
+        corners = np.asarray([bmin, bmax], dtype=np.float32).reshape(2, 3)
+    except (TypeError, ValueError):
+        raise VoxNavError(
+            f"a box's corners are three numbers (x, y, z) each, got {bmin!r} and {bmax!r}"
+        ) from None
+    bmin, bmax = corners
     out = np.asarray(chf.area, dtype=np.uint8).copy()
     x0, x1 = _grid_range(chf, bmin[0], bmax[0], 0)
     y0, y1 = _grid_range(chf, bmin[1], bmax[1], 1)
@@ -710,7 +726,8 @@ def mark_cylinder_area(
     )
     dx = (cx - c[0]).astype(np.float32)
     dy = (cy - c[1]).astype(np.float32)
-    near = (dx * dx + dy * dy) < r * r
+    with np.errstate(over="ignore"):  # a radius beyond float32's square root: every cell
+        near = (dx * dx + dy * dy) < r * r
     fy = np.asarray(chf.y)[idx].astype(np.int64)
     hit = idx[near & (out[idx] != NULL_AREA) & (fy >= z0) & (fy <= z1)]
     out[hit] = area_id

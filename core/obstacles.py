@@ -25,6 +25,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from . import limits
 from .errors import VoxNavError
 from .heightfield import WORD_BITS, VoxelGrid
 from .pipeline import AreaVolume
@@ -41,8 +42,7 @@ def _vec3(value, name: str) -> tuple[float, float, float]:
         v = np.asarray(value, dtype=np.float64).reshape(3)
     except (TypeError, ValueError):
         raise VoxNavError(f"{name} must be three numbers (x, y, z), got {value!r}") from None
-    if not np.isfinite(v).all():
-        raise VoxNavError(f"{name} must be finite, got {v.tolist()}")
+    limits.check_shape_values(v, name)
     return (float(v[0]), float(v[1]), float(v[2]))
 
 

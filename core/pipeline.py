@@ -107,13 +107,13 @@ class AreaVolume:
             points = np.asarray(self.points, dtype=np.float64)
         except (TypeError, ValueError):
             points = np.zeros((0, 0))
-        width = {"box": 3, "convex": 2, "cylinder": 3}[self.kind]
+        widths = {"box": (3,), "convex": (2, 3), "cylinder": (3,)}[self.kind]
         count_ok = {
             "box": points.ndim == 2 and points.shape[0] == 2,
             "convex": points.ndim == 2 and points.shape[0] >= 3,
             "cylinder": points.ndim == 2 and points.shape[0] == 1,
         }[self.kind]
-        shape_ok = bool(count_ok and points.shape[1] >= width and np.isfinite(points).all())
+        shape_ok = bool(count_ok and points.shape[1] in widths and np.isfinite(points).all())
         if self.kind == "cylinder":
             shape_ok = shape_ok and float(self.radius) > 0 and float(self.height) > 0
         if not shape_ok:
@@ -122,8 +122,16 @@ class AreaVolume:
                 f"a {self.kind} area volume needs {needs[self.kind]}; got {got} point(s) "
                 f"{self.points!r}"
             )
-        if not 0 <= int(self.area) <= 63:
-            raise VoxNavError(f"area volume area id must be 0..63, got {self.area}")
+        numbers = [self.zmin, self.zmax] if self.kind == "convex" else []
+        numbers += [self.radius, self.height] if self.kind == "cylinder" else []
+        limits.check_shape_values(points, f"a {self.kind} area volume's points")
+        limits.check_shape_values(numbers, f"a {self.kind} area volume's heights and sizes")
+        try:
+            whole = float(self.area).is_integer()
+        except (TypeError, ValueError):
+            whole = False
+        if not whole or not 0 <= int(self.area) <= 63:
+            raise VoxNavError(f"area volume area id must be a whole number 0..63, got {self.area}")
         return self
 
     def apply(self, chf: CompactHeightfield) -> np.ndarray:

@@ -124,3 +124,49 @@ def test_bake_command_writes_navmesh_files(tmp_path):
     src_y_up = src[:, [0, 2, 1]]
     assert np.all(obj_v.min(0) >= src_y_up.min(0) - 0.5)
     assert np.all(obj_v.max(0) <= src_y_up.max(0) + 2.5)
+
+
+_FLOOR = (
+    np.array([[0, 0, 0], [10, 0, 0], [10, 10, 0], [0, 10, 0]], np.float32),
+    np.array([[0, 1, 2], [0, 2, 3]], np.int32),
+)
+
+
+@pytest.mark.parametrize(
+    ("volume", "message"),
+    [
+        (pipeline.AreaVolume("convex", ((1, 1), (5, 1), (3, 5)), 5, zmin=np.nan, zmax=10),
+         "must be finite"),
+        (pipeline.AreaVolume("box", ((1, 1, -1, 0), (5, 5, 1, 0)), 5), "needs two points"),
+        (pipeline.AreaVolume("box", ((-1e39, -1e39, -1), (1e39, 1e39, 1)), 5), "within"),
+        (pipeline.AreaVolume("cylinder", ((1, 1, 0),), 5, radius=2e38, height=1), "within"),
+        (pipeline.AreaVolume("box", ((1, 1, -1), (5, 5, 1)), 5.7), "whole number"),
+    ],
+)  # fmt: skip
+def test_bad_area_volumes_are_refused_before_baking(volume, message):
+    # Each of these reached the marking and failed there with a raw ValueError or
+    # OverflowError (or, for the area id, was truncated to 5).
+    with pytest.raises(VoxNavError, match=message):
+        pipeline.bake(*_FLOOR, NavConfig(), volumes=(volume,))
+
+
+def test_area_marking_of_a_shape_larger_than_float32_covers_every_span():
+    # Straight calls (no validation): a cylinder of radius 2e38 marks what one of radius
+    # 1e5 does (every walkable span), where the float32 cell range overflowed to infinity.
+    from core import area
+
+    chf = pipeline.bake(*_FLOOR, NavConfig(), stop_after="navmesh").compact
+    wide = area.mark_cylinder_area(chf, (5, 5, -1), 1e5, 5, 7)
+    huge = area.mark_cylinder_area(chf, (5, 5, -1), 2e38, 5, 7)
+    assert (wide == 7).any() and np.array_equal(huge, wide)
+    with pytest.raises(VoxNavError, match="three numbers"):
+        area.mark_box_area(chf, (1, 1, -1, 0), (5, 5, 1, 0), 7)
+
+
+def test_obstacles_far_beyond_any_grid_are_refused():
+    from core import obstacles
+
+    with pytest.raises(VoxNavError, match="within"):
+        obstacles.oriented_box((0, 0, 0), (2e38, 2e38, 2e38), 0.3)
+    with pytest.raises(VoxNavError, match="finite"):
+        obstacles.cylinder((0, 0, np.nan), 1.0, 2.0)
