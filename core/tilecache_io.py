@@ -30,7 +30,6 @@ import hashlib
 import json
 import os
 import zipfile
-import zlib
 from typing import Any
 
 import numpy as np
@@ -39,7 +38,7 @@ from . import atomic
 from .compact import CompactHeightfield
 from .config import NavConfig
 from .detail import PolyMeshDetail
-from .errors import VoxNavError
+from .errors import ARCHIVE_READ_ERRORS, VoxNavError
 from .nav.navdata import NavMeshData
 from .obstacles import Obstacle
 from .offmesh import OffMeshLinks
@@ -256,11 +255,8 @@ class _open:
         self.z.close()
 
 
-#: What reading a damaged cache raises: a missing member, a bad array, a truncated or
-#: corrupted compressed stream.
-_UNREADABLE = (
-    KeyError, TypeError, ValueError, IndexError, OSError, zipfile.BadZipFile, EOFError, zlib.error,
-)  # fmt: skip
+#: What reading a damaged cache raises.
+_UNREADABLE = ARCHIVE_READ_ERRORS
 
 
 def _corrupt(path, exc: BaseException) -> VoxNavError:

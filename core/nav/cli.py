@@ -22,7 +22,7 @@ import numpy as np
 
 from .. import atomic
 from ..cliutil import add_link_flag, offmesh_links_from_args, positive_int
-from ..errors import UsageError, VoxNavError
+from ..errors import ARCHIVE_READ_ERRORS, UsageError, VoxNavError
 from .navdata import create_nav_mesh_data
 from .navmesh import NavMesh
 from .query import FAILURE, INVALID_PARAM, PARTIAL_RESULT, SUCCESS, NavMeshQuery
@@ -104,8 +104,11 @@ def read_queries(path) -> dict[str, np.ndarray]:
     try:
         with np.load(path, allow_pickle=False) as z:
             arrays = {k: z[k] for k in z.files}
-    except (OSError, ValueError) as exc:
-        raise VoxNavError(f"cannot read queries file {path}: {exc}") from exc
+    except ARCHIVE_READ_ERRORS as exc:
+        raise VoxNavError(
+            f"cannot read queries file {path}, it is damaged ({type(exc).__name__}: {exc}): "
+            "write it again with numpy.savez"
+        ) from exc
     missing = [k for k in QUERY_ARRAYS if k not in arrays]
     if missing:
         raise VoxNavError(

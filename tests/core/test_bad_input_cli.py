@@ -3,7 +3,9 @@ stage runs (or any file is written) with a message that says what to change."""
 
 from __future__ import annotations
 
+import struct
 import warnings
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -120,6 +122,32 @@ def _queries(path: Path, **changes) -> Path:
 def test_query_files_with_values_that_are_not_numbers(tmp_path, changes, message):
     with pytest.raises(VoxNavError, match=message):
         nav_cli.read_queries(_queries(tmp_path / "q.npz", **changes))
+
+
+def test_a_damaged_queries_file_is_named(tmp_path):
+    # A flipped data byte fails the member's CRC check (zipfile.BadZipFile), a byte early in
+    # a compressed member's stream fails zlib; both were the CLI's "unexpected" catch-all.
+    path = _queries(tmp_path / "q.npz")
+    data = path.read_bytes()
+    at = data.find(b"q_points.npy") + len(b"q_points.npy") + 140  # in q_points' data
+    damaged = bytearray(data)
+    damaged[at] ^= 0x40
+    path.write_bytes(bytes(damaged))
+    with pytest.raises(VoxNavError, match=r"cannot read queries file .*q\.npz, it is damaged"):
+        nav_cli.read_queries(path)
+    with np.load(_queries(tmp_path / "plain.npz")) as z:
+        arrays = {k: z[k] for k in z.files}
+    packed = tmp_path / "packed.npz"
+    np.savez_compressed(packed, **arrays)
+    data = packed.read_bytes()
+    with zipfile.ZipFile(packed) as archive:
+        member = max(archive.infolist(), key=lambda info: info.compress_size)
+    name_len, extra_len = struct.unpack_from("<HH", data, member.header_offset + 26)
+    damaged = bytearray(data)
+    damaged[member.header_offset + 30 + name_len + extra_len + 3] ^= 0xFF
+    packed.write_bytes(bytes(damaged))
+    with pytest.raises(VoxNavError, match=r"packed\.npz, it is damaged"):
+        nav_cli.read_queries(packed)
 
 
 def test_a_queries_file_that_is_not_an_npz(tmp_path):

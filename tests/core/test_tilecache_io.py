@@ -115,6 +115,16 @@ def test_stale_missing_and_damaged_files_are_clear_messages(cache, tmp_path):
     (tmp_path / "flipped.npz").write_bytes(bytes(flipped))
     with pytest.raises(VoxNavError, match=r"flipped\.npz is unreadable .*delete it and rebake"):
         TileCache.load(tmp_path / "flipped.npz")
+    # A member's compression method changed (a copy or disk error): zipfile's own
+    # NotImplementedError, named as damage too.
+    unknown = bytearray(data)
+    at = unknown.find(b"PK\x01\x02")
+    while at != -1:
+        struct.pack_into("<H", unknown, at + 10, 10)  # the central header's method field
+        at = unknown.find(b"PK\x01\x02", at + 4)
+    (tmp_path / "method.npz").write_bytes(bytes(unknown))
+    with pytest.raises(VoxNavError, match=r"method\.npz is unreadable .*delete it and rebake"):
+        TileCache.load(tmp_path / "method.npz")
     # A failed save leaves the old file whole.
     before = path.read_bytes()
     with pytest.raises(VoxNavError):
