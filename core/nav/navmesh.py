@@ -666,6 +666,32 @@ class NavMesh:
         ty = int(np.floor((F32(pos_yup[2]) - p.orig[2]) / F32(p.tile_height)))
         return tx, ty
 
+    def tile_range(self, lo_yup, hi_yup) -> tuple[int, int, int, int]:
+        """`calc_tile_loc` of a box's corners (min x, min y, max x, max y), limited to the
+        cells that hold tiles: a box of finite corners may still overflow float32 (half
+        extents of 3e38), and its cells beyond the tiles are empty. A NaN corner, or no
+        tile, gives an empty range (max < min)."""
+        p = self.params
+        held = self.tile_xy
+        with np.errstate(over="ignore", invalid="ignore"):
+            cells = [
+                np.floor((F32(corner[axis]) - p.orig[axis]) / F32(size))
+                for corner in (lo_yup, hi_yup)
+                for axis, size in ((0, p.tile_width), (2, p.tile_height))
+            ]
+        if not held.shape[0] or np.isnan(cells).any():
+            return 0, 0, -1, -1
+        low, high = held[:, :2].min(axis=0), held[:, :2].max(axis=0)
+        minx, miny, maxx, maxy = (
+            int(np.clip(c, low[i % 2] - 1, high[i % 2] + 1)) for i, c in enumerate(cells)
+        )
+        return (
+            max(minx, int(low[0])),
+            max(miny, int(low[1])),
+            min(maxx, int(high[0])),
+            min(maxy, int(high[1])),
+        )
+
     def is_valid_ref(self, ref) -> bool:
         return 0 <= int(ref) < self.poly_count
 

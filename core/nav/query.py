@@ -454,14 +454,9 @@ class NavMeshQuery:
         nav = self.nav
         qmin = np.array([center[i] - half[i] for i in range(3)], dtype=F32)
         qmax = np.array([center[i] + half[i] for i in range(3)], dtype=F32)
-        minx, miny = nav.calc_tile_loc(qmin)
-        maxx, maxy = nav.calc_tile_loc(qmax)
         # Only the grid cells that hold tiles: Detour visits every cell the box spans, which
         # for a box of half extents 1e30 is some 10^60 cells (the same tiles, in its order).
-        held = nav.tile_xy
-        if held.shape[0]:
-            minx, maxx = max(minx, int(held[:, 0].min())), min(maxx, int(held[:, 0].max()))
-            miny, maxy = max(miny, int(held[:, 1].min())), min(maxy, int(held[:, 1].max()))
+        minx, miny, maxx, maxy = nav.tile_range(qmin, qmax)
         out: list[int] = []
         for y in range(miny, maxy + 1):
             for x in range(minx, maxx + 1):

@@ -301,6 +301,11 @@ def test_nearest_poly_with_a_huge_search_box_visits_only_the_tiles(monkeypatch):
     assert (huge.ref, huge.status) == (wide.ref, wide.status) == (1, Q.SUCCESS)
     np.testing.assert_array_equal(huge.point, wide.point)
     assert len(looked_up) == 2  # the one tile, once per query
+    # A box whose corners overflow float32 (OverflowError in the tile lookup before), and a
+    # NaN corner: no exception.
+    with np.errstate(all="ignore"):
+        assert q.find_nearest_poly((3e38, 0, 0), (3e38, 3e38, 3e38)).status == Q.SUCCESS
+    assert nav.tile_range(np.array([np.nan, 0, 0]), np.zeros(3)) == (0, 0, -1, -1)
 
 
 def test_path_straight_and_partial():
