@@ -1155,10 +1155,29 @@ def build_poly_meshes(
         for cset, prep, tris in zip(csets, prepared, tri_of, strict=True)
     ]
     _merge_pending(states, nvp)
-    return [
+    meshes = [
         _finish_poly_mesh(cset, state, nvp, progress)
         for cset, state in zip(csets, states, strict=True)
     ]
+    for mesh in meshes:
+        _check_polygon_count(mesh.npolys)
+    return meshes
+
+
+#: Most polygons one mesh (a solo bake, or a tile) may hold: a neighbour id is 16 bits, and
+#: from 0x8000 on it reads as a tile-border portal (Recast's ``0x8000 | side``, Detour's
+#: external link), so Recast and Detour would link such polygons wrongly without a word.
+MAX_POLYGONS = 0x7FFF
+
+
+def _check_polygon_count(npolys: int) -> None:
+    if npolys > MAX_POLYGONS:
+        raise VoxNavError(
+            f"the polygon mesh has {npolys:,} polygons, more than the {MAX_POLYGONS:,} whose "
+            "links Recast's and Detour's 16-bit neighbour ids can tell from tile-border portals "
+            "(from 0x8000 on they would read as portals and the paths between them break): "
+            "bake in tiles (tile_size), or raise cell_size or verts_per_poly"
+        )
 
 
 @dataclass

@@ -698,3 +698,24 @@ def test_batched_steps_equal_one_by_one_on_shared_meshes(mesh, flag, settings, m
     slow = build_poly_mesh(result.contours, 6)
     for key in ARRAYS:
         np.testing.assert_array_equal(getattr(fast, key), getattr(slow, key), err_msg=key)
+
+
+def test_more_polygons_than_16_bit_links_tell_apart_are_refused(monkeypatch):
+    # From 0x8000 on a neighbour id reads as a tile-border portal: a 58 x 58 grid of small
+    # platforms (33,408 polygons) baked without a word, and its links broke in the JSON,
+    # the Detour data and the paths. The same check at a lower ceiling, on dungeon's mesh.
+    from core import pipeline
+    from core.config import NavConfig
+    from core.objio import read_obj
+
+    from .refdata import mesh_path
+
+    verts, tris = read_obj(mesh_path("dungeon"))
+    npolys = pipeline.bake(verts, tris, NavConfig()).polymesh.npolys
+    monkeypatch.setattr(P, "MAX_POLYGONS", npolys)
+    pipeline.bake(verts, tris, NavConfig())  # at the ceiling: baked
+    monkeypatch.setattr(P, "MAX_POLYGONS", npolys - 1)
+    with pytest.raises(VoxNavError, match=f"the polygon mesh has {npolys:,} polygons"):
+        pipeline.bake(verts, tris, NavConfig())
+    monkeypatch.undo()
+    assert P.MAX_POLYGONS == 0x7FFF
