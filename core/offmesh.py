@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from . import limits
 from .errors import VoxNavError
 
 #: Detour's DT_OFFMESH_CON_BIDIR: the link may be taken from either end.
@@ -84,10 +85,22 @@ class OffMeshLinks:
         bidir_arr = np.broadcast_to(np.asarray(bidirectional, dtype=bool), (count,))
         ids = np.arange(count) if user_id is None else user_id
         id_arr = np.broadcast_to(np.asarray(ids, dtype=np.int64), (count,))
+        # Within +-`limits.MAX_SHAPE_COORDINATE`: finite in float32, where they are kept
+        # (1e39 was infinite there, written as Infinity into JSON, which no parser reads).
+        reach = limits.MAX_SHAPE_COORDINATE
         problems = [
-            (~np.isfinite(start_arr).all(axis=1), "its start point is not a finite number"),
-            (~np.isfinite(end_arr).all(axis=1), "its end point is not a finite number"),
-            (~(radius_arr > 0), "its radius must be > 0 (wu)"),
+            (
+                ~(np.abs(start_arr) <= reach).all(axis=1),
+                f"its start point is not a finite number within +-{reach:g}",
+            ),
+            (
+                ~(np.abs(end_arr) <= reach).all(axis=1),
+                f"its end point is not a finite number within +-{reach:g}",
+            ),
+            (
+                ~(radius_arr > 0) | ~(radius_arr <= reach),
+                f"its radius must be > 0 and <= {reach:g}",
+            ),
             ((area_arr < 0) | (area_arr > 63), "its area must be 0..63"),
             ((flags_arr < 0) | (flags_arr > 0xFFFF), "its flags must be 0..65535"),
             ((id_arr < 0) | (id_arr > 0xFFFFFFFF), "its user id must be 0..4294967295"),

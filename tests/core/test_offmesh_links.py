@@ -73,6 +73,11 @@ def test_link_specs_parse_with_options_and_frames():
         ("1,2,3:4,5,6:radius=0", "radius must be > 0"),
         ("1,2,3:4,5,6:area=64", "area must be 0..63"),
         ("nan,2,3:4,5,6", "not a finite number"),
+        # Infinite in float32, where links are kept: JSON got the token Infinity.
+        ("1,2,3:4,5,6:radius=inf", "radius must be > 0 and <= 1e"),
+        ("1,2,3:4,5,6:radius=1e39", "radius must be > 0 and <= 1e"),
+        ("1e39,2,3:4,5,6", "start point is not a finite number within"),
+        ("1,2,3:4,5,-1e10", "end point is not a finite number within"),
     ],
 )
 def test_bad_link_specs_say_what_is_wrong(spec, words):
