@@ -288,12 +288,35 @@ def _cross(ax, az, bx, bz, cx, cz):
     return (bx - ax) * (cz - az) - (cx - ax) * (bz - az)
 
 
+#: Most (query, contour slot) pairs one block of `_diagonals` holds (a dozen arrays of that
+#: length, some 400 MB at most): a contour that merged many holes (a floor around 40 x 40
+#: pillars) holds tens of thousands of points, and testing all its first ears at once took
+#: 14 GB, n^2 pairs.
+DIAGONAL_BLOCK_PAIRS = 1 << 22
+
+
 def _diagonals(x, z, nxt, prv, alive, cstart, owner, qi, qj) -> np.ndarray:
     """Recast's diagonal(i, j) (strict: inCone and diagonalie) for many queries at once: bool
     per query pair (qi, qj) of alive vertices of one contour, tested against every alive edge
-    (k, nxt[k]) of that contour. x, z: int64 flat contour points; cstart: contour offsets."""
+    (k, nxt[k]) of that contour. x, z: int64 flat contour points; cstart: contour offsets.
+    In blocks of queries of at most `DIAGONAL_BLOCK_PAIRS` pairs (a query's answer depends
+    on it alone)."""
     if qi.size == 0:
         return np.zeros(0, dtype=bool)
+    c = owner[qi]
+    pairs = np.cumsum(cstart[c + 1] - cstart[c])
+    if int(pairs[-1]) <= DIAGONAL_BLOCK_PAIRS:
+        return _diagonals_block(x, z, nxt, prv, alive, cstart, owner, qi, qj)
+    marks = np.arange(DIAGONAL_BLOCK_PAIRS, int(pairs[-1]), DIAGONAL_BLOCK_PAIRS)
+    bounds = np.unique(np.concatenate([[0], np.searchsorted(pairs, marks), [qi.size]]))
+    return np.concatenate([
+        _diagonals_block(x, z, nxt, prv, alive, cstart, owner, qi[lo:hi], qj[lo:hi])
+        for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True)
+    ])  # fmt: skip
+
+
+def _diagonals_block(x, z, nxt, prv, alive, cstart, owner, qi, qj) -> np.ndarray:
+    """`_diagonals` of one block of queries, all pairs at once."""
     # The four points' coordinates gathered once (each area2 of them is then arithmetic).
     pi1, pin1 = nxt[qi], prv[qi]
     xi, zi, xj, zj = x[qi], z[qi], x[qj], z[qj]

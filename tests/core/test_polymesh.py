@@ -719,3 +719,24 @@ def test_more_polygons_than_16_bit_links_tell_apart_are_refused(monkeypatch):
         pipeline.bake(verts, tris, NavConfig())
     monkeypatch.undo()
     assert P.MAX_POLYGONS == 0x7FFF
+
+
+@pytest.mark.parametrize("block", [1, 5, 64])
+def test_diagonal_tests_in_blocks_give_the_same_mesh(monkeypatch, block):
+    # The first ears of a contour around many holes were tested all at once (n^2 pairs:
+    # 14 GB for a floor around 40 x 40 pillars); in blocks each query's answer is its own.
+    from core import pipeline
+    from core.config import NavConfig
+    from core.objio import read_obj
+
+    from .refdata import mesh_path
+
+    for name in ("dungeon", "nav_test"):
+        verts, tris = read_obj(mesh_path(name))
+        cset = pipeline.bake(verts, tris, NavConfig(), stop_after="navmesh").contours
+        whole = build_poly_mesh(cset, 6)
+        monkeypatch.setattr(P, "DIAGONAL_BLOCK_PAIRS", block)
+        split = build_poly_mesh(cset, 6)
+        monkeypatch.undo()
+        for field in ("verts", "polys", "regs", "areas", "flags"):
+            assert np.array_equal(getattr(split, field), getattr(whole, field)), (name, field)
