@@ -408,7 +408,26 @@ def _tile_from_bytes(buf: memoryview, where: str) -> NavMeshData:
         off_mesh_user_id=cons["user_id"].astype(np.uint32),
     )
     _check_detail_tris(where, tile)
+    _check_numbers(where, tile)
     return tile
+
+
+def _check_numbers(where: str, tile: NavMeshData) -> None:
+    """Refuse a tile whose floats are not finite (the queries turn them into cells and
+    indices): its bounds, quantisation, agent sizes, vertices and off-mesh links."""
+    floats = {
+        "its bounds": np.concatenate([tile.bmin, tile.bmax]),
+        "its agent sizes or BV quantisation": np.array(
+            [tile.walkable_height, tile.walkable_radius, tile.walkable_climb,
+             tile.bv_quant_factor]
+        ),
+        "its vertices": tile.verts,
+        "its detail vertices": tile.detail_verts,
+        "its off-mesh links": np.concatenate([tile.off_mesh_pos.ravel(), tile.off_mesh_rad]),
+    }  # fmt: skip
+    for what, values in floats.items():
+        if not np.isfinite(values).all():
+            raise VoxNavError(f"{where}: {what} hold a number that is not finite: corrupt file")
 
 
 def _check_indices(where: str, header, polys, details, nodes, cons) -> None:

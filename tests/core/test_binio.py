@@ -163,6 +163,10 @@ def _corrupted(tile, field_name: str, change):
         ("bv_bmin", lambda a: a.__setitem__((1, 0), 0xFFFF), "a BV-tree node with an inverted"),
         ("detail_meshes", lambda a: a.__setitem__((0, 2), 10**6), "a detail sub-mesh past"),
         ("detail_tris", lambda a: a.__setitem__((0, 0), 200), "a detail triangle corner"),
+        # Floats (the queries turn them into cells: int(NaN) raised ValueError there).
+        ("bmin", lambda a: a.__setitem__(0, np.nan), "its bounds hold a number that is not"),
+        ("verts", lambda a: a.__setitem__((0, 1), np.inf), "its vertices hold a number"),
+        ("detail_verts", lambda a: a.__setitem__((0, 1), np.nan), "its detail vertices hold"),
     ],
 )
 def test_corrupt_indices_are_refused(good_file, tmp_path, field_name, change, words):
@@ -171,6 +175,14 @@ def test_corrupt_indices_are_refused(good_file, tmp_path, field_name, change, wo
     path = tmp_path / "flipped.bin"
     path.write_bytes(binio.navmesh_set_bytes([_corrupted(tile, field_name, change)]))
     with pytest.raises(VoxNavError, match=f"tile 0: {words}.*: corrupt file"):
+        binio.read_navmesh_set(path)
+
+
+def test_a_non_finite_quantisation_factor_is_refused(good_file, tmp_path):
+    tile = binio.navmesh_set_from_bytes(good_file).tiles[0]
+    path = tmp_path / "flipped.bin"
+    path.write_bytes(binio.navmesh_set_bytes([dataclasses.replace(tile, bv_quant_factor=np.nan)]))
+    with pytest.raises(VoxNavError, match="its agent sizes or BV quantisation hold a number"):
         binio.read_navmesh_set(path)
 
 
