@@ -184,6 +184,11 @@ def oriented_box(center, half_extents, yaw: float, area: int = 0) -> Obstacle:
     ).check()
 
 
+#: Largest obstacle id `ObstacleSet.restore` takes (ids count the obstacles once held at
+#: the same time; a million is beyond any scene, and each id below costs a quadtree slot).
+MAX_RESTORED_ID = 1 << 20
+
+
 class ObstacleSet:
     """Obstacles by integer id, indexed in a `QuadTree` on their X/Y bounds.
 
@@ -236,6 +241,33 @@ class ObstacleSet:
         self._shapes[obstacle_id] = obstacle
         self._changes.append(box_xy)
         return obstacle_id
+
+    def restore(self, shapes: dict[int, Obstacle]) -> None:
+        """Add checked obstacles under the given ids (a saved set) to this empty set, as if
+        every id up to the largest had been added and the others removed again (which the
+        next `add` reuses, lowest first): in two batches, not one quadtree insert per id.
+        Ids [Limit: 0 .. `MAX_RESTORED_ID`]; `VoxNavError` beyond, or when the set is not
+        empty."""
+        if len(self) or self.tree.ids_handed_out:
+            raise VoxNavError("obstacles are restored into an empty obstacle set only")
+        if not shapes:
+            return
+        ids = sorted(shapes)
+        if ids[0] < 0 or ids[-1] > MAX_RESTORED_ID:
+            raise VoxNavError(
+                f"obstacle ids must be 0..{MAX_RESTORED_ID:,}, got {ids[0]}..{ids[-1]}"
+            )
+        checked = {key: shapes[key].check() for key in ids}
+        boxes = np.repeat(checked[ids[0]].box_xy()[None], ids[-1] + 1, axis=0)
+        for key, obstacle in checked.items():
+            boxes[key] = obstacle.box_xy()
+        given = self.tree.insert(boxes)
+        assert given.tolist() == list(range(ids[-1] + 1)), "a fresh tree hands out 0, 1, ..."
+        unused = np.setdiff1d(given, np.array(ids, dtype=np.int64))
+        if unused.shape[0]:
+            self.tree.remove(unused)
+        self._shapes.update(checked)
+        self._changes.extend(boxes[ids])
 
     def remove(self, obstacle_id: int) -> Obstacle:
         """Remove an obstacle; returns its shape. An unknown id is a `VoxNavError`."""

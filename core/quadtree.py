@@ -104,6 +104,11 @@ class QuadTree:
         return int(self.node_total[0])
 
     @property
+    def ids_handed_out(self) -> int:
+        """Ids ever handed out, in use or freed: a tree with none hands out 0, 1, 2, ..."""
+        return self._n_items
+
+    @property
     def node_count(self) -> int:
         """Nodes in use (root, internal and leaves)."""
         return int(self.node_used[: self._n_nodes].sum())

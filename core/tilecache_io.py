@@ -350,25 +350,19 @@ def _build(meta: dict, z, with_obstacles: bool) -> TileCache:
 
 
 def _add_obstacles(cache: TileCache, saved: list[dict]) -> None:
-    """Add the saved obstacles under their saved ids (ids are handed out lowest free first,
-    so placeholders fill the gaps and go again)."""
-    placeholders = []
-    for entry in sorted(saved, key=lambda e: int(e["id"])):
-        shape = Obstacle(
+    """Add the saved obstacles under their saved ids (`ObstacleSet.restore`)."""
+    shapes = {}
+    for entry in saved:
+        key = int(entry["id"])
+        if key in shapes:
+            raise ValueError(f"obstacle id {key} saved twice")
+        shapes[key] = Obstacle(
             kind=entry["kind"],
             position=tuple(entry["position"]),
             size=tuple(entry["size"]),
             yaw=float(entry["yaw"]),
             area=int(entry["area"]),
         )
-        while True:
-            got = cache.obstacles.add(shape)
-            if got == int(entry["id"]):
-                break
-            if got > int(entry["id"]):
-                raise ValueError(f"obstacle id {entry['id']} saved twice")
-            placeholders.append(got)
-    for got in placeholders:
-        cache.obstacles.remove(got)
+    cache.obstacles.restore(shapes)
     changes = cache.obstacles.take_changes()
     cache._mark(changes)
