@@ -173,7 +173,12 @@ class _Reader:
                 j = int(np.argmax(invalid))
                 original = int(numbers[j])
                 count = int(before[j])
-                if original == 0:
+                if original in (_INT64.max, _INT64.min):  # NumPy's parse saturates there
+                    why = (
+                        f"a face index is beyond the 64-bit range, and only {count} vertices "
+                        "are defined before it"
+                    )
+                elif original == 0:
                     why = "face index 0 is invalid (OBJ indices start at 1; -1 is the last)"
                 elif original > 0:
                     why = (
@@ -198,6 +203,9 @@ class _Reader:
             self.tri_blocks.append(tris)
         self.verts_before += int(v_lines.shape[0])
         self.lines_before += n_lines
+
+
+_INT64 = np.iinfo(np.int64)
 
 
 def _to_numbers(a: np.ndarray, starts: np.ndarray, ends: np.ndarray, dtype):

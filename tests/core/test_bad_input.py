@@ -92,6 +92,12 @@ def test_obj_reader_errors(tmp_path):
     bad.write_text("v 0 0 0\nv 1 0 0\nf 1 2 5\n")
     with pytest.raises(VoxNavError, match="bad.obj:3"):
         read_obj(bad)
+    # Indices beyond int64 (NumPy's parse saturates): no made-up vertex number.
+    for index in ("99999999999999999999", "-99999999999999999999"):
+        bad.write_text(f"v 0 0 0\nv 10 0 0\nv 0 0 10\nf {index} 2 3\n")
+        with pytest.raises(VoxNavError, match="beyond the 64-bit range") as info:
+            read_obj(bad)
+        assert "9223372036854775807" not in str(info.value)
 
 
 def test_cli_reports_errors_and_exits_non_zero(tmp_path, capsys):
