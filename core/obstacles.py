@@ -75,8 +75,7 @@ class Obstacle:
             )
         if not math.isfinite(self.yaw):
             raise VoxNavError(f"obstacle yaw must be finite, got {self.yaw}")
-        if not 0 <= int(self.area) <= 63:
-            raise VoxNavError(f"obstacle area id must be 0..63 (0 blocks), got {self.area}")
+        _area_id(self.area)
         return self
 
     def moved_to(self, position) -> Obstacle:
@@ -151,11 +150,31 @@ class Obstacle:
         return (np.abs(lx) <= self.size[0]) & (np.abs(ly) <= self.size[1])
 
 
+def _number(value, name: str) -> float:
+    """``value`` as a float; `VoxNavError` naming ``name`` when it is not a number."""
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise VoxNavError(f"{name} must be a number, got {value!r}") from None
+
+
+def _area_id(value) -> int:
+    """An obstacle's area id: a whole number 0..63; `VoxNavError` otherwise."""
+    number = _number(value, "obstacle area id")
+    if not number.is_integer() or not 0 <= number <= 63:
+        raise VoxNavError(
+            f"obstacle area id must be a whole number 0..63 (0 blocks), got {value!r}"
+        )
+    return int(number)
+
+
 def cylinder(center, radius: float, height: float, area: int = 0) -> Obstacle:
     """An upright cylinder: ``center`` its bottom centre (x, y, z) [Units: wu], ``radius`` and
     ``height`` [Units: wu] [Limit: > 0], ``area`` [Limit: 0..63]."""
-    r, h = float(radius), float(height)
-    return Obstacle(CYLINDER, _vec3(center, "cylinder centre"), (r, r, h), 0.0, int(area)).check()
+    r, h = _number(radius, "cylinder radius"), _number(height, "cylinder height")
+    return Obstacle(
+        CYLINDER, _vec3(center, "cylinder centre"), (r, r, h), 0.0, _area_id(area)
+    ).check()
 
 
 def box(bmin, bmax, area: int = 0) -> Obstacle:
@@ -168,7 +187,7 @@ def box(bmin, bmax, area: int = 0) -> Obstacle:
         )
     size = hi - lo
     return Obstacle(
-        BOX, _vec3(lo, "box min corner"), (size[0], size[1], size[2]), 0.0, int(area)
+        BOX, _vec3(lo, "box min corner"), (size[0], size[1], size[2]), 0.0, _area_id(area)
     ).check()
 
 
@@ -179,8 +198,8 @@ def oriented_box(center, half_extents, yaw: float, area: int = 0) -> Obstacle:
         ORIENTED_BOX,
         _vec3(center, "oriented box centre"),
         _vec3(half_extents, "oriented box half extents"),
-        float(yaw),
-        int(area),
+        _number(yaw, "oriented box yaw"),
+        _area_id(area),
     ).check()
 
 

@@ -150,3 +150,19 @@ def test_restore_keeps_saved_ids_and_frees_the_gaps_in_two_batches():
         restored.restore({7: shapes[5]})
     with pytest.raises(VoxNavError, match="obstacle ids must be 0.."):
         ob.ObstacleSet().restore({ob.MAX_RESTORED_ID + 1: shapes[5]})
+
+
+@pytest.mark.parametrize(
+    ("make", "words"),
+    [
+        (lambda: ob.cylinder((0, 0, 0), 1, 2, area=None), "area id must be a number"),
+        (lambda: ob.cylinder((0, 0, 0), "x", 2), "cylinder radius must be a number"),
+        (lambda: ob.box((0, 0, 0), (1, 1, 1), area=1.7), "area id must be a whole number"),
+        (lambda: ob.oriented_box((0, 0, 0), (1, 1, 1), "left"), "yaw must be a number"),
+        (lambda: ob.cylinder((0, 0, 0), 1, 2, area=64), "area id must be a whole number 0..63"),
+    ],
+)
+def test_obstacle_values_that_are_not_numbers_are_named(make, words):
+    # Raw TypeError / ValueError before, and an area id of 1.7 became 1.
+    with pytest.raises(VoxNavError, match=words):
+        make()
