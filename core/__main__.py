@@ -51,6 +51,7 @@ from .cliutil import (
 from .config import NavConfig
 from .context import BuildContext
 from .errors import UsageError, VoxNavError
+from .limits import MAX_COORDINATE
 from .objio import read_obj
 from .offmesh import unplaced_links
 
@@ -398,6 +399,7 @@ def cmd_bake(args) -> int:
             "--tile-size: a tiled navmesh is written as Detour's .bin (one tile per tile); "
             "use --out NAME.bin without --json, or bake without --tile-size"
         )
+    _reachable_points(args)  # a bad --reachable-from is a usage error before any bake
     if args.agent:
         return _bake_agents_out(args, config)
     with atomic.Batch(inputs=[args.mesh]) as batch:  # every output checked before baking
@@ -455,6 +457,11 @@ def _reachable_points(args) -> np.ndarray | None:
     if not args.reachable_from:
         return None
     reachable = np.asarray(args.reachable_from, dtype=np.float64).reshape(-1, 3)
+    if not np.all(np.abs(reachable) <= MAX_COORDINATE):  # (NaN too) a bad flag value: exit 2
+        raise UsageError(
+            f"--reachable-from needs finite coordinates within +-{MAX_COORDINATE:g}, got "
+            f"{np.asarray(args.reachable_from).tolist()}"
+        )
     if args.recast_frame:  # the points are in the OBJ's (Recast's) frame
         reachable = reachable[:, [0, 2, 1]]
     return reachable

@@ -29,24 +29,25 @@ MAX_ERODE_RADIUS = 127
 MAX_COLUMNS = 2**31
 #: Warn when float32 coordinates at the grid are further apart than this share of a cell.
 PRECISION_WARN_SHARE = 1.0 / 16.0
-#: Largest coordinate or size of an area volume or obstacle [Units: wu]: far beyond any grid
-#: float32 can place voxels in (`check_precision` refuses grids some 10^7 m out), and small
-#: enough that the float32 arithmetic of marking it (differences, products of two) stays
-#: finite; a volume reaching past it would mark nothing more.
-MAX_SHAPE_COORDINATE = 1e9
+#: Largest coordinate or size VoxNav takes for an area volume, an obstacle, an off-mesh link
+#: or a query point [Units: wu]: far beyond any grid float32 can place voxels in
+#: (`check_precision` refuses grids some 10^7 m out), and small enough that the float32
+#: arithmetic on it (differences, products of two, squared distances) stays finite; a shape
+#: reaching past it would mark nothing more, a point there is off every navmesh.
+MAX_COORDINATE = 1e9
 
 _AXES = "XYZ"
 
 
 def check_shape_values(values, what: str) -> None:
     """Refuse an area volume's or obstacle's numbers (coordinates, sizes) that are not finite
-    or lie beyond +-`MAX_SHAPE_COORDINATE` [Units: wu], naming ``what`` and the values."""
+    or lie beyond +-`MAX_COORDINATE` [Units: wu], naming ``what`` and the values."""
     v = np.asarray(values, dtype=np.float64)
     if not np.isfinite(v).all():
         raise VoxNavError(f"{what} must be finite numbers, got {v.tolist()}")
-    if v.size and float(np.abs(v).max()) > MAX_SHAPE_COORDINATE:
+    if v.size and float(np.abs(v).max()) > MAX_COORDINATE:
         raise VoxNavError(
-            f"{what} must lie within +-{MAX_SHAPE_COORDINATE:g} m (far beyond any grid), got "
+            f"{what} must lie within +-{MAX_COORDINATE:g} m (far beyond any grid), got "
             f"{v.tolist()}: check its units and position"
         )
 

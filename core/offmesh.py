@@ -85,9 +85,9 @@ class OffMeshLinks:
         bidir_arr = np.broadcast_to(np.asarray(bidirectional, dtype=bool), (count,))
         ids = np.arange(count) if user_id is None else user_id
         id_arr = np.broadcast_to(np.asarray(ids, dtype=np.int64), (count,))
-        # Within +-`limits.MAX_SHAPE_COORDINATE`: finite in float32, where they are kept
+        # Within +-`limits.MAX_COORDINATE`: finite in float32, where they are kept
         # (1e39 was infinite there, written as Infinity into JSON, which no parser reads).
-        reach = limits.MAX_SHAPE_COORDINATE
+        reach = limits.MAX_COORDINATE
         problems = [
             (
                 ~(np.abs(start_arr) <= reach).all(axis=1),

@@ -23,6 +23,7 @@ import numpy as np
 from .. import atomic
 from ..cliutil import add_link_flag, offmesh_links_from_args, positive_int
 from ..errors import ARCHIVE_READ_ERRORS, UsageError, VoxNavError
+from ..limits import MAX_COORDINATE
 from .navdata import create_nav_mesh_data
 from .navmesh import NavMesh
 from .query import FAILURE, INVALID_PARAM, PARTIAL_RESULT, SUCCESS, NavMeshQuery
@@ -316,14 +317,21 @@ def _path_points(args):
     """``path``'s start, goal and search half extents in VoxNav's frame (float32 (3,) each),
     and the half extents as given; `UsageError` for coordinates that are not finite or a
     half extent that is not positive (checked before anything is baked)."""
-    start = _frame(np.asarray(args.start, dtype=F32), args.recast_frame)
-    goal = _frame(np.asarray(args.goal, dtype=F32), args.recast_frame)
-    if not (np.all(np.isfinite(start)) and np.all(np.isfinite(goal))):
-        raise UsageError("--from and --to need finite coordinates")
+    given = np.asarray([args.start, args.goal], dtype=np.float64)
+    if not np.all(np.abs(given) <= MAX_COORDINATE):  # NaN too; checked before float32
+        raise UsageError(f"--from and --to need finite coordinates within +-{MAX_COORDINATE:g}")
+    start = _frame(given[0].astype(F32), args.recast_frame)
+    goal = _frame(given[1].astype(F32), args.recast_frame)
     half_arg = args.half_extents
     if half_arg is None:
         half_arg = (2.0, 4.0, 2.0) if args.recast_frame else (2.0, 2.0, 4.0)
-    half = _frame(np.asarray(half_arg, dtype=F32), args.recast_frame)
+    given_half = np.asarray(half_arg, dtype=np.float64)
+    if not (np.all(given_half <= MAX_COORDINATE) and np.all(given_half > 0)):  # NaN too
+        raise UsageError(
+            f"--half-extents must be three positive sizes (wu) up to {MAX_COORDINATE:g}, got "
+            f"{' '.join(map(str, half_arg))}"
+        )
+    half = _frame(given_half.astype(F32), args.recast_frame)
     if not (np.all(np.isfinite(half)) and np.all(half > 0)):
         raise UsageError(
             f"--half-extents must be three positive sizes (wu), got {' '.join(map(str, half_arg))}"

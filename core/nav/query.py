@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import VoxNavError
+from ..limits import MAX_COORDINATE
 from .navdata import EXT_LINK, POLYTYPE_GROUND, POLYTYPE_OFFMESH_CONNECTION
 from .navmesh import NO_POLY, SIDE_INTERNAL, NavMesh
 
@@ -86,14 +87,26 @@ def _zup(pos) -> np.ndarray:
     return np.asarray(pos, dtype=F32)[..., [0, 2, 1]].copy()
 
 
+#: Largest coordinate or box half size a query takes [Units: wu] (`limits.MAX_COORDINATE`);
+#: beyond it (as for NaN or infinity) a query answers Detour's FAILURE | INVALID_PARAM: a
+#: point at 3e38 came back "found" at a made-up place (float32 overflow).
+MAX_QUERY_COORDINATE = MAX_COORDINATE
+
+
+def _within(values) -> np.ndarray:
+    """bool per value: finite and within +-`MAX_QUERY_COORDINATE` (NaN: False)."""
+    return np.abs(np.asarray(values, dtype=np.float64)) <= MAX_QUERY_COORDINATE
+
+
 def _finite(p) -> bool:
-    return bool(np.all(np.isfinite(p)))
+    """Every value of ``p`` usable by a query (`_within`)."""
+    return bool(np.all(_within(p)))
 
 
 def _finite_rows(p: np.ndarray) -> np.ndarray:
-    """bool (n,): every coordinate of row i of p (n, 3) finite (column by column: NumPy's
-    reductions over a short last axis are slow)."""
-    return np.isfinite(p[:, 0]) & np.isfinite(p[:, 1]) & np.isfinite(p[:, 2])
+    """bool (n,): every coordinate of row i of p (n, 3) usable (`_within`; column by column:
+    NumPy's reductions over a short last axis are slow)."""
+    return _within(p[:, 0]) & _within(p[:, 1]) & _within(p[:, 2])
 
 
 @dataclass
@@ -565,7 +578,8 @@ class NavMeshQuery:
         """``findNearestPoly``: the polygon nearest to `center` inside the box center +-
         half_extents (Z-up, [Units: wu]). A point over a polygon and within the agent's climb of
         its surface counts as distance 0. status SUCCESS with ref -1 when no polygon is in the
-        box; FAILURE | INVALID_PARAM for NaN or infinite input."""
+        box; FAILURE | INVALID_PARAM for NaN or infinite input, or input beyond
+        +-`MAX_QUERY_COORDINATE`."""
         c = _yup(center)
         h = _yup(half_extents)
         status, ref, pt, over = self._nearest_yup(c, h, self._filter(flt))
@@ -593,7 +607,7 @@ class NavMeshQuery:
         """``getPolyHeight``: the detail-mesh height under pos (x, y of a Z-up point).
         FAILURE | INVALID_PARAM when pos is not over the polygon or the ref is invalid."""
         p = _yup(pos)
-        if not self.nav.is_valid_ref(ref) or not (np.isfinite(p[0]) and np.isfinite(p[2])):
+        if not self.nav.is_valid_ref(ref) or not (_finite(p[0]) and _finite(p[2])):
             return PolyHeight(FAILURE | INVALID_PARAM, float("nan"))
         ok, h = self._poly_height_yup(int(ref), p)
         if not ok:
@@ -1317,7 +1331,7 @@ class NavMeshQuery:
         p = _zup(_points(points, "points"))
         n = p.shape[0]
         r = self._refs(refs, n, "get_poly_height_batch")
-        ok = self._valid_refs(r) & np.isfinite(p[:, 0]) & np.isfinite(p[:, 2])
+        ok = self._valid_refs(r) & _within(p[:, 0]) & _within(p[:, 2])
         idx = np.nonzero(ok)[0]
         inside, h = batch.poly_height(self.nav, r[idx], p[idx])
         height = np.full(n, np.nan, dtype=F32)
@@ -1337,7 +1351,7 @@ class NavMeshQuery:
         n = c.shape[0]
         r = self._refs(refs, n, "find_distance_to_wall_batch")
         radius = F32(max_radius)
-        ok = self._valid_refs(r) & np.all(np.isfinite(c), axis=1)
+        ok = self._valid_refs(r) & _finite_rows(c)
         ok &= bool(radius >= _ZERO and np.isfinite(radius))
         out = WallHitBatch(
             np.where(ok, SUCCESS, FAILURE | INVALID_PARAM).astype(np.uint32),
@@ -1362,7 +1376,7 @@ class NavMeshQuery:
         p = _zup(_points(points, "points"))
         n = p.shape[0]
         r = self._refs(refs, n, "closest_point_on_poly_batch")
-        ok = self._valid_refs(r) & np.all(np.isfinite(p), axis=1)
+        ok = self._valid_refs(r) & _finite_rows(p)
         idx = np.nonzero(ok)[0]
         closest = np.full((n, 3), np.nan, dtype=F32)
         over = np.zeros(n, dtype=bool)
@@ -1480,7 +1494,7 @@ class NavMeshQuery:
         flt = self._filter(flt)
         sy, ey = _zup(s), _zup(e)
         ok = self._valid_refs(a) & self._valid_refs(b) & (int(max_path) > 0)
-        ok &= np.all(np.isfinite(sy), axis=1) & np.all(np.isfinite(ey), axis=1)
+        ok &= _finite_rows(sy) & _finite_rows(ey)
         status = np.where(ok, SUCCESS, FAILURE | INVALID_PARAM).astype(np.int64)
         count = np.where(ok & (a == b), 1, 0).astype(np.int64)
         run = np.nonzero(ok & (a != b))[0]
@@ -1521,7 +1535,7 @@ class NavMeshQuery:
         # Lockstep for the common case; the literal port for the rest (options, tiny buffers,
         # invalid input, corridors with unlinked steps: Detour's partial branch).
         fast = (ccount >= 1) & (int(options) == 0) & (int(max_straight_path) >= 2)
-        fast &= np.all(np.isfinite(s), axis=1) & np.all(np.isfinite(e), axis=1)
+        fast &= _finite_rows(s) & _finite_rows(e)
         if cpolys.shape[0]:
             valid = (cpolys >= 0) & (cpolys < nav.poly_count)
             owner = np.repeat(np.arange(n), ccount)

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from core import agents, limits, memory, pipeline, tiles
+from core import tiles as tiles_module
 from core.__main__ import main
 from core.agents import AgentType
 from core.config import NavConfig
@@ -199,6 +200,39 @@ def test_path_refuses_half_extents_that_are_not_positive_before_baking(
     route = ["--from", "2", "2", "0", "--to", "6", "6", "0", "--half-extents", *half]
     assert main(["path", str(_floor(tmp_path)), *route]) == 2
     assert "--half-extents must be three positive sizes" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("route", "words"),
+    [
+        (["--from", "1e39", "2", "0", "--to", "6", "6", "0"], "--from and --to need finite"),
+        (["--from", "2", "2", "0", "--to", "6", "nan", "0"], "--from and --to need finite"),
+        (["--from", "2", "2", "0", "--to", "6", "6", "0", "--half-extents", "1e39", "1", "1"],
+         "--half-extents must be three positive sizes (wu) up to 1e+09"),
+    ],
+)  # fmt: skip
+def test_path_points_beyond_float32_are_usage_errors(tmp_path, monkeypatch, capsys, route, words):
+    # 1e39 was cast to float32 first (a NumPy RuntimeWarning on stderr, then an infinite
+    # point); --reachable-from nan exited 1 (the bake's error), not 2 (a bad flag value).
+    monkeypatch.setattr(nav_cli, "navmesh_from_args", _no_stage)
+    assert main(["path", str(_floor(tmp_path)), *route]) == 2
+    err = capsys.readouterr().err
+    assert words in err and "RuntimeWarning" not in err
+
+
+@pytest.mark.parametrize("tiles", [[], ["--tile-size", "32"]])
+@pytest.mark.parametrize("point", [["nan", "0", "0"], ["1e39", "0", "0"]])
+def test_bad_reachable_from_is_a_usage_error_before_baking(
+    tmp_path, monkeypatch, capsys, tiles, point
+):
+    # It exited 1 (the bake's own error), and a tiled bake baked every tile first.
+    monkeypatch.setattr(pipeline, "bake", _no_stage)
+    monkeypatch.setattr(tiles_module, "bake_tiled", _no_stage)
+    out = tmp_path / ("n.bin" if tiles else "n.json")
+    argv = ["bake", str(_floor(tmp_path)), "--out", str(out), "--reachable-from", *point, *tiles]
+    assert main(argv) == 2
+    assert "--reachable-from needs finite coordinates within" in capsys.readouterr().err
+    assert not out.exists()
 
 
 @pytest.mark.parametrize(

@@ -282,9 +282,9 @@ def test_nearest_poly_and_height():
 
 
 def test_nearest_poly_with_a_huge_search_box_visits_only_the_tiles(monkeypatch):
-    # Half extents of 1e30 span some 10^60 tile cells: the query looks up only the cells
-    # that hold tiles (it never finished before), and finds what a box around the whole
-    # navmesh finds.
+    # Half extents of 1e9 (the largest a query takes) span some 10^15 tile cells: the query
+    # looks up only the cells that hold tiles (it never finished before), and finds what a
+    # box around the whole navmesh finds.
     nav = two_squares()
     q = NavMeshQuery(nav)
     looked_up = []
@@ -296,16 +296,23 @@ def test_nearest_poly_with_a_huge_search_box_visits_only_the_tiles(monkeypatch):
         return tiles_at(x, y)
 
     monkeypatch.setattr(nav, "tiles_at", counted)
-    huge = q.find_nearest_poly(zpt(20, 11, 0.0), (1e30, 1e30, 1e30))
+    huge = q.find_nearest_poly(zpt(20, 11, 0.0), (1e9, 1e9, 1e9))
     wide = q.find_nearest_poly(zpt(20, 11, 0.0), (100, 100, 100))
     assert (huge.ref, huge.status) == (wide.ref, wide.status) == (1, Q.SUCCESS)
     np.testing.assert_array_equal(huge.point, wide.point)
     assert len(looked_up) == 2  # the one tile, once per query
-    # A box whose corners overflow float32 (OverflowError in the tile lookup before), and a
-    # NaN corner: no exception.
-    with np.errstate(all="ignore"):
-        assert q.find_nearest_poly((3e38, 0, 0), (3e38, 3e38, 3e38)).status == Q.SUCCESS
+    # Beyond +-1e9 (a box whose corners overflow float32 raised OverflowError, a point at
+    # 3e38 came back "found" at a made-up place): Detour's invalid parameter, as for NaN,
+    # single and batch. The tile range of a NaN or an overflowing corner: no exception.
+    for center, half in (((3e38, 0, 0), (3e38, 3e38, 3e38)), ((20, 11, 0), (2e9, 1, 1))):
+        single = q.find_nearest_poly(center, half)
+        assert (single.status, single.ref) == (Q.FAILURE | Q.INVALID_PARAM, -1)
+        batch = q.find_nearest_poly_batch(np.array([center], np.float32), half)
+        assert batch.status.tolist() == [Q.FAILURE | Q.INVALID_PARAM] and batch.ref[0] == -1
     assert nav.tile_range(np.array([np.nan, 0, 0]), np.zeros(3)) == (0, 0, -1, -1)
+    with np.errstate(over="ignore"):
+        far = np.float32(3e38) * np.float32(2)
+    assert nav.tile_range(np.zeros(3), np.array([far, 0, far]))[2] == 0  # the one tile
 
 
 def test_path_straight_and_partial():
