@@ -705,7 +705,8 @@ def _add_prune_flags(parser: argparse.ArgumentParser) -> None:
         action="append",
         metavar=("X", "Y", "Z"),
         default=None,
-        help="a point agents start from (wu, the OBJ's frame as --from of `path`; repeatable): "
+        help="a point agents start from (wu, Z-up as Blender shows the OBJ, or the file's own "
+        "coordinates with --recast-frame, as --from of `path`; repeatable): "
         "polygons not connected to any such point through polygon links are pruned",
     )
     add_link_flag(group)

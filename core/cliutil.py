@@ -154,8 +154,9 @@ def add_link_flag(parser) -> None:
         action="append",
         default=[],
         metavar="X,Y,Z:X,Y,Z[:OPTS]",
-        help="an off-mesh link (Detour's dtOffMeshConnection) from START to END (wu, the "
-        "OBJ's frame as --from of `path`; repeatable); OPTS: radius=R (default 0.6), oneway, "
+        help="an off-mesh link (Detour's dtOffMeshConnection) from START to END (wu, Z-up as "
+        "Blender shows the OBJ, or the file's own coordinates with --recast-frame, as --from "
+        "of `path`; repeatable); OPTS: radius=R (default 0.6), oneway, "
         "area=A (default 5), flags=F (default 0x08); queries follow it and the .bin/.json/"
         ".obj outputs carry it (a negative X needs the = form: --offmesh-link=-5,0,2:...)",
     )

@@ -390,12 +390,21 @@ def add_parsers(sub, add_setting_flags, config_from_args, common=None) -> None:
     q.set_defaults(func=lambda args: cmd_query(args, config_from_args(args)))
     p = sub.add_parser("path", help="print the straight path between two points")
     p.add_argument("mesh", help="Wavefront OBJ to bake")
-    p.add_argument("--from", dest="start", type=float, nargs=3, required=True, metavar="X")
-    p.add_argument("--to", dest="goal", type=float, nargs=3, required=True, metavar="X")
+    where = (
+        "(wu, Z-up as Blender shows the OBJ; with --recast-frame the file's own coordinates, Y up)"
+    )
+    p.add_argument(
+        "--from", dest="start", type=float, nargs=3, required=True, metavar="X",
+        help=f"the start point {where}",
+    )  # fmt: skip
+    p.add_argument(
+        "--to", dest="goal", type=float, nargs=3, required=True, metavar="X",
+        help=f"the goal point {where}",
+    )  # fmt: skip
     p.add_argument(
         "--half-extents", type=float, nargs=3, default=None, metavar="X",
-        help="search box half size around each point, in the OBJ's frame (default 2 wide, "
-        "4 up)",
+        help="search box half size around each point, in the frame of --from (default 2 "
+        "wide, 4 up)",
     )  # fmt: skip
     p.add_argument("--recast-frame", action="store_true", help="read the OBJ as RecastDemo")
     add_link_flag(p)
