@@ -379,3 +379,32 @@ def test_chunked_work_gives_the_same_links(scene_bake, monkeypatch):
     assert len(whole) > 0
     for name in ("start", "end", "bidirectional"):
         np.testing.assert_array_equal(getattr(chunked, name), getattr(whole, name))
+
+
+def test_probes_stop_at_the_grid_s_far_corner(monkeypatch):
+    # A max_jump_distance of 100 km probed every step of it (nav_test: 11.7 s against 0.5
+    # s); no probe lands past the grid's far corner, so the links are those of 500 wu.
+    from core import jumplinks, pipeline
+    from core.config import NavConfig
+    from core.objio import read_obj
+
+    from .refdata import mesh_path
+
+    verts, tris = read_obj(mesh_path("nav_test"))
+    probes = []
+    first_landing = jumplinks._first_landing
+
+    def counted(chf, hf, point, out, z0, dist, *rest):
+        probes.append((dist.shape[0], float(np.hypot(chf.width, chf.height) * chf.cs)))
+        return first_landing(chf, hf, point, out, z0, dist, *rest)
+
+    monkeypatch.setattr(jumplinks, "_first_landing", counted)
+    far = pipeline.bake(verts, tris, NavConfig(auto_links=True, max_jump_distance=1e5))
+    near = pipeline.bake(verts, tris, NavConfig(auto_links=True, max_jump_distance=500.0))
+    assert probes and all(
+        n * jumplinks.STEP_CELLS * 0.3 <= reach + 2 * jumplinks.STEP_CELLS * 0.3
+        for n, reach in probes
+    )
+    assert len(far.offmesh_links) == len(near.offmesh_links) > 0
+    for name in ("start", "end", "radius", "bidirectional"):
+        assert np.array_equal(getattr(far.offmesh_links, name), getattr(near.offmesh_links, name))
