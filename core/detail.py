@@ -450,6 +450,25 @@ def _height_patches(
     return data, off
 
 
+#: Most (point, spiral cell) pairs one pass of getHeight's spiral walk gathers: a large
+#: max_edge_error makes the spiral wide (the panel takes up to 100000: 2000 took 2.8 GB).
+SPIRAL_PAIRS_PER_PASS = 1 << 21
+
+
+def _spiral_radius(radius: int, w, h) -> int:
+    """getHeight's spiral radius as far as it can matter: a ring as wide as the largest patch
+    (``w``, ``h`` int (n,) patch sizes [Units: cells]) lies outside every patch, since the
+    walk starts from a cell clamped into its patch; the rings beyond change nothing."""
+    reach = max(int(np.max(w, initial=0)), int(np.max(h, initial=0)))
+    return max(1, min(int(radius), reach))
+
+
+def _row_blocks(n_rows: int, width: int) -> list[slice]:
+    """Slices of ``n_rows`` rows, each block at most `SPIRAL_PAIRS_PER_PASS` rows x width."""
+    step = max(1, SPIRAL_PAIRS_PER_PASS // max(width, 1))
+    return [slice(lo, lo + step) for lo in range(0, n_rows, step)]
+
+
 def _spiral(radius: int):
     """Recast getHeight's spiral search order: offsets (m, 2) and ring number (m,)."""
     x, z, dx, dz = 1, 0, 1, 0
@@ -487,7 +506,7 @@ class _Patches:
         self.w = np.asarray(w, dtype=np.int64)
         self.h = np.asarray(h, dtype=np.int64)
         self.ics, self.ch = F32(ics), F32(ch)
-        self.spiral, self.ring = _spiral(radius)
+        self.spiral, self.ring = _spiral(_spiral_radius(radius, self.w, self.h))
         self.nring = int(self.ring.max()) if self.ring.size else 0
 
     def height(self, pid, fx, fy, fz):
@@ -497,9 +516,10 @@ class _Patches:
         ix, iz = _patch_cell(fx, fz, self.ics, self.xmin[pid], self.ymin[pid], w, h)
         base = self.off[pid]
         hgt = self.data[base + ix + iz * w]
-        bad = np.flatnonzero(hgt == UNSET_HEIGHT)
-        if bad.size and self.nring:
+        unset = np.flatnonzero(hgt == UNSET_HEIGHT)
+        for block in _row_blocks(unset.size, self.spiral.shape[0]) if self.nring else ():
             # The spiral walk, all cells at once: the best height of the first ring with any.
+            bad = unset[block]
             wb, hb = w[bad, None], h[bad, None]
             nx = ix[bad, None] + self.spiral[None, :, 0]
             nz = iz[bad, None] + self.spiral[None, :, 1]
@@ -578,7 +598,7 @@ class _LocalHeights:
         self.w = np.asarray(pw, dtype=np.int64)
         self.h = np.asarray(ph, dtype=np.int64)
         self.bs, self.ics, self.ch, self.radius = bs, F32(ics), F32(chf.ch), radius
-        self.spiral, self.ring = _spiral(radius)
+        self.spiral, self.ring = _spiral(_spiral_radius(radius, self.w, self.h))
         self.nring = int(self.ring.max()) if self.ring.size else 0
         self.reg_field = np.ascontiguousarray(chf.reg if reg_field is None else reg_field)
         self.layer = None if layer is None else np.asarray(layer, dtype=np.int64)
@@ -594,8 +614,9 @@ class _LocalHeights:
         )
         hgt, known, empty = self._cells(pid, ix, iz)
         # A cell over an empty column stays unset: Recast walks the spiral around it.
-        walk = np.flatnonzero(empty)
-        if walk.size:
+        walk_all = np.flatnonzero(empty)
+        for block in _row_blocks(walk_all.size, self.spiral.shape[0]):
+            walk = walk_all[block]
             hgt[walk], known[walk] = self._spiral(
                 pid.take(walk), ix.take(walk), iz.take(walk), fy.take(walk)
             )

@@ -713,3 +713,28 @@ def test_seed_flags_equal_a_per_span_walk(joined):
     want = [any(j >= 0 and regs[j] != regs[i] for j in nbr[i]) for i in range(len(regs))]
     assert got.tolist() == want
     assert 0 < sum(want) < len(want)
+
+
+@pytest.mark.parametrize("edge_max_error", [1.3, 6.0, 40.0])
+def test_spiral_walk_clamped_to_the_patches_and_in_blocks_is_recast_s(monkeypatch, edge_max_error):
+    # getHeight's spiral reaches ceil(max_edge_error) cells (the panel takes up to 100000:
+    # 2000 took 2.8 GB, 1000 on a 36-triangle scene 680 MB). Rings wider than the largest
+    # patch lie outside every patch, and the unset cells' walks are independent: clamped and
+    # in blocks of a few rows, the same detail meshes as the whole spiral at once.
+    from core import detail as D
+    from core import pipeline
+    from core.config import NavConfig
+    from core.objio import read_obj
+
+    from .refdata import mesh_path
+
+    for name in ("nav_test", "dungeon"):
+        verts, tris = read_obj(mesh_path(name))
+        config = NavConfig(edge_max_error=edge_max_error)
+        clamped = pipeline.bake(verts, tris, config).detail
+        monkeypatch.setattr(D, "_spiral_radius", lambda radius, w, h: int(radius))
+        monkeypatch.setattr(D, "SPIRAL_PAIRS_PER_PASS", 64)
+        whole = pipeline.bake(verts, tris, config).detail
+        monkeypatch.undo()
+        for field in ("meshes", "verts", "tris"):
+            assert np.array_equal(getattr(clamped, field), getattr(whole, field)), (name, field)
