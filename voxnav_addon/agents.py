@@ -124,7 +124,7 @@ def write_overlays(scene, results: dict, lift_of) -> None:
     """One overlay object per agent (replacing the single "VoxNav Navmesh" and overlays of
     agents no longer listed). ``lift_of(cell_height)``: the overlay lift [Units: wu]."""
     for single in (writeback.NAVMESH_NAME, writeback.LINKS_NAME):
-        main = writeback.owned(bpy.data.objects, single)
+        main = writeback.scene_output(scene, single)
         if main is not None:
             _remove_object(main)
     remove_overlays(scene, keep=tuple(results))
@@ -146,7 +146,7 @@ def write_tile_overlays(scene, views: dict, lift: float) -> None:
     """`write_overlays` for tiled bakes: ``views`` {agent name: (tile overlay arrays (`core.
     tilecache.tile_overlay`), off-mesh links or None)}; lift [Units: wu]."""
     for single in (writeback.NAVMESH_NAME, writeback.LINKS_NAME):
-        main = writeback.owned(bpy.data.objects, single)
+        main = writeback.scene_output(scene, single)
         if main is not None:
             _remove_object(main)
     remove_overlays(scene, keep=tuple(views))

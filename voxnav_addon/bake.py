@@ -209,10 +209,12 @@ def _bake(context, stop_after, progress, config, timings, tiles=True) -> BakeOut
 
     t0 = time.perf_counter()
     write_result(scene, outcome, context)
-    if stop_after == "navmesh":  # a solo navmesh now shows: the tiles' cache is stale
-        from . import obstacles
+    # A solo result now shows (a navmesh, or Voxelize's voxels and walkable surface in the
+    # overlay's place): the tiles' cache is stale, and a dynamic obstacle must not rewrite
+    # the overlay from it, nor Export or the path test read it.
+    from . import obstacles
 
-        obstacles.forget(scene)
+    obstacles.forget(scene)
     from . import agents
 
     if agent_results:

@@ -177,11 +177,12 @@ def compute_path(query, start, goal) -> PathReport:
 # Objects
 
 
-def _tagged(name: str, kind: str = "") -> Any:
-    obj = bpy.data.objects.get(name)
+def _tagged(scene, name: str, kind: str = "") -> Any:
+    """``scene``'s path-test object ``name`` (each scene has its own), or None."""
+    obj = scene.objects.get(name)
     if obj is not None and obj.get(PATH_TAG) and (not kind or obj.type == kind):
         return obj
-    for candidate in bpy.data.objects:
+    for candidate in scene.objects:
         if candidate.get(PATH_TAG) == name and (not kind or candidate.type == kind):
             return candidate
     return None
@@ -207,7 +208,7 @@ def _path_material(name: str, color) -> Any:
 
 def _curve_object(scene, name: str, color, radius: float) -> Any:
     """A poly-line curve object (a tube of ``radius`` that renders) tagged as VoxNav's."""
-    obj = _tagged(name, "CURVE")
+    obj = _tagged(scene, name, "CURVE")
     if obj is None:
         curve: Any = bpy.data.curves.new(name, "CURVE")
         curve.dimensions = "3D"
@@ -239,7 +240,7 @@ def _set_polyline(obj, points: np.ndarray) -> None:
 
 
 def _empty(scene, name: str, location, color) -> Any:
-    obj = _tagged(name, "EMPTY")
+    obj = _tagged(scene, name, "EMPTY")
     if obj is None:
         obj = bpy.data.objects.new(name, None)
         obj[PATH_TAG] = name
@@ -272,7 +273,11 @@ def parse_path_option(text: str) -> tuple[tuple[float, ...], tuple[float, ...]]:
 
 def path_test_objects(scene) -> tuple[Any, Any, Any]:
     """(Start, Goal, path curve) of the scene's path test, any of them None when missing."""
-    return _tagged(START_NAME, "EMPTY"), _tagged(GOAL_NAME, "EMPTY"), _tagged(PATH_NAME, "CURVE")
+    return (
+        _tagged(scene, START_NAME, "EMPTY"),
+        _tagged(scene, GOAL_NAME, "EMPTY"),
+        _tagged(scene, PATH_NAME, "CURVE"),
+    )
 
 
 def _location(obj) -> tuple[float, float, float]:

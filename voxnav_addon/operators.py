@@ -245,6 +245,9 @@ class VOXNAV_OT_export_navmesh(bpy.types.Operator, ExportHelper):  # type: ignor
 
     def execute(self, context):
         path = bpy.path.abspath(self.filepath)
+        if not os.path.splitext(os.path.basename(path))[0]:  # "" or "folder/": a hidden ".obj"
+            self.report({"ERROR"}, f"no file name in {path!r}: give the navmesh file a name")
+            return {"CANCELLED"}
         by_extension = {ext: name for name, ext in FORMAT_EXTENSIONS.items()}
         suffix = os.path.splitext(path)[1].lower()
         if suffix in by_extension:

@@ -20,6 +20,7 @@ from typing import Any
 
 import bpy
 import numpy as np
+from mathutils import Matrix
 
 from .gather import OUTPUT_TAG
 
@@ -92,7 +93,8 @@ class VoxelWrite:
 def owned(datablocks, name: str) -> Any:
     """VoxNav's own datablock called ``name`` (or ``name.001``, ...) in ``datablocks``
     (``bpy.data.materials``, ...), or None."""
-    found = datablocks.get(name)
+    get = getattr(datablocks, "get", None)  # a plain list (children_recursive) has none
+    found = get(name) if get is not None else next((d for d in datablocks if d.name == name), None)
     if found is not None and found.get(OUTPUT_TAG):
         return found
     prefix = name + "."
@@ -106,23 +108,44 @@ def owned(datablocks, name: str) -> Any:
     return None
 
 
+def _in_other_scenes(scene, collection) -> bool:
+    """Whether ``collection`` is also in a scene other than ``scene``."""
+    return any(
+        other != scene and collection in other.collection.children_recursive
+        for other in bpy.data.scenes
+    )
+
+
 def output_collection(scene, create: bool = True):
-    """The "VoxNav" collection linked to ``scene`` (created when ``create``)."""
-    coll = owned(bpy.data.collections, COLLECTION_NAME)
-    if coll is None:
-        if not create:
-            return None
-        coll = bpy.data.collections.new(COLLECTION_NAME)
+    """``scene``'s own "VoxNav" collection (anywhere in its collection tree; created and linked
+    to it when ``create``). Each scene has its own: a file's scenes bake separately. One that
+    an older version shared between scenes is left to the others, and this scene gets its
+    own."""
+    coll = owned(scene.collection.children_recursive, COLLECTION_NAME)
+    if coll is not None and _in_other_scenes(scene, coll):
+        if create and scene.collection.children.get(coll.name) is not None:
+            scene.collection.children.unlink(coll)
+        coll = None
+    if coll is None and create:
+        coll = bpy.data.collections.new(COLLECTION_NAME)  # "VoxNav.001" when the name is taken
         coll[OUTPUT_TAG] = True
-    if create and scene.collection.children.get(coll.name) is None:
         scene.collection.children.link(coll)
     return coll
+
+
+def scene_output(scene, name: str) -> Any:
+    """VoxNav's output object ``name`` (or ``name.001``, ...) in ``scene`` only, or None: each
+    scene's results are its own (one in several scenes, from an older version, is none)."""
+    obj = owned(scene.objects, name)
+    if obj is not None and len(obj.users_scene) > 1:
+        return None
+    return obj
 
 
 def _output_object(scene, name: str):
     """The output object ``name`` with an (emptied) mesh of its own, in the VoxNav collection."""
     coll = output_collection(scene)
-    obj = owned(bpy.data.objects, name)
+    obj = scene_output(scene, name)
     if obj is not None and obj.type != "MESH":
         bpy.data.objects.remove(obj)
         obj = None
@@ -131,6 +154,9 @@ def _output_object(scene, name: str):
         obj[OUTPUT_TAG] = True
     if coll.objects.get(obj.name) is None:
         coll.objects.link(obj)
+    # The results are world-space: an object the user moved (selecting all and moving the
+    # level, say) goes back to the origin, or the new result would sit beside its level.
+    obj.matrix_world = Matrix.Identity(4)
     mesh: Any = obj.data
     if mesh.users > 1:  # never refill a mesh somebody else uses
         obj.data = mesh = bpy.data.meshes.new(name)
@@ -418,7 +444,7 @@ def write_links(scene, links, lift: float, name: str = LINKS_NAME):
     from ..core.jumplinks import link_arc_mesh
 
     if links is None or len(links) == 0:
-        obj = owned(bpy.data.objects, name)
+        obj = scene_output(scene, name)
         if obj is not None:
             data = obj.data
             bpy.data.objects.remove(obj)
@@ -454,7 +480,7 @@ def apply_visibility(scene) -> None:
         (NAVMESH_NAME, settings.show_navmesh),
         (LINKS_NAME, settings.show_navmesh and settings.show_links),
     ):
-        obj = owned(bpy.data.objects, name)
+        obj = scene_output(scene, name)
         if obj is not None:
             obj.hide_viewport = not shown
             obj.hide_render = not shown

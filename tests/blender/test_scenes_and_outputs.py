@@ -1,0 +1,82 @@
+"""Results per scene, result objects back at the origin, exports that need a file name, and a
+Voxelize after a tiled bake: found by fuzzing the add-on headless (2026-11-27)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .scenes import box
+from .test_obstacles import _mod, _scene
+
+
+def _extent(obj) -> tuple[list[float], list[float]]:
+    co = np.array([(obj.matrix_world @ v.co)[:] for v in obj.data.vertices])
+    return co.min(axis=0).round(1).tolist(), co.max(axis=0).round(1).tolist()
+
+
+def test_each_scene_keeps_its_own_result(bpy, ext):
+    # Outputs were found by name in the whole file: baking scene B refilled scene A's navmesh
+    # with B's floor and linked it into both, and Clear in B removed A's result.
+    writeback = _mod(ext, "writeback")
+    a = bpy.context.scene
+    box(bpy, "FloorA", (-5, -5, -0.2), (5, 5, 0))
+    assert bpy.ops.voxnav.build_navmesh() == {"FINISHED"}
+    navmesh_a = writeback.scene_output(a, writeback.NAVMESH_NAME)
+    extent_a = _extent(navmesh_a)
+    b = bpy.data.scenes.new("B")
+    bpy.context.window.scene = b
+    assert not bpy.ops.voxnav.clear.poll()  # B has no result yet
+    box(bpy, "FloorB", (100, 100, -0.2), (120, 120, 0))
+    assert bpy.ops.voxnav.build_navmesh() == {"FINISHED"}
+    navmesh_b = writeback.scene_output(b, writeback.NAVMESH_NAME)
+    assert navmesh_b is not None and navmesh_b != navmesh_a
+    assert [s.name for s in navmesh_a.users_scene] == [a.name]
+    assert _extent(navmesh_a) == extent_a and _extent(navmesh_b)[0][0] > 99
+    assert writeback.output_collection(a, create=False) != writeback.output_collection(b)
+    bpy.ops.voxnav.clear()
+    assert not writeback.output_objects(b)
+    assert writeback.scene_output(a, writeback.NAVMESH_NAME) == navmesh_a
+    assert _extent(navmesh_a) == extent_a
+
+
+def test_a_moved_result_object_goes_back_to_the_origin_on_rebake(bpy, ext):
+    # The results are world-space: a navmesh object moved with the level (select all, move)
+    # kept its offset, and the rebaked navmesh sat 30 m beside its floor.
+    writeback = _mod(ext, "writeback")
+    floor = box(bpy, "Floor", (-10, -10, -0.2), (10, 10, 0))
+    assert bpy.ops.voxnav.build_navmesh() == {"FINISHED"}
+    navmesh = writeback.scene_output(bpy.context.scene, writeback.NAVMESH_NAME)
+    for obj in (floor, navmesh):
+        obj.location.x += 30.0
+    assert bpy.ops.voxnav.build_navmesh() == {"FINISHED"}
+    navmesh = writeback.scene_output(bpy.context.scene, writeback.NAVMESH_NAME)
+    assert tuple(navmesh.location) == (0.0, 0.0, 0.0)
+    low, high = _extent(navmesh)
+    assert 20.0 <= low[0] and high[0] <= 40.0
+
+
+def test_export_without_a_file_name_is_refused(bpy, ext, tmp_path):
+    # "" or "folder/" wrote a hidden ".obj" and reported success.
+    import pytest
+
+    box(bpy, "Floor", (-5, -5, -0.2), (5, 5, 0))
+    bpy.ops.voxnav.build_navmesh()
+    for target in ("", str(tmp_path) + "/"):
+        with pytest.raises(RuntimeError, match="no file name"):
+            bpy.ops.voxnav.export_navmesh(filepath=target, file_format="OBJ")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_voxelize_after_a_tiled_bake_ends_the_tile_cache(bpy, ext):
+    # Voxelize replaced the overlay but left the tiles' cache live: the next obstacle move
+    # wrote the old tiles over it, and Export still exported them.
+    obstacles = _mod(ext, "obstacles")
+    crate = _scene(bpy, ext)
+    scene = bpy.context.scene
+    assert scene.session_uid in obstacles.CACHES
+    assert bpy.ops.voxnav.voxelize() == {"FINISHED"}
+    assert scene.session_uid not in obstacles.CACHES
+    assert not bpy.ops.voxnav.export_navmesh.poll()
+    crate.location = (5.0, 5.0, 0.0)
+    bpy.context.view_layer.update()
+    assert scene.session_uid not in obstacles.CACHES
