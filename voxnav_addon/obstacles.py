@@ -331,7 +331,17 @@ def bake_tiled_steps(context, gathered, config, volumes, timings: dict, workers=
     timings["obstacles"] = time.perf_counter() - t0
     npolys = sum(t.npolys for t in cache.tiles.values())
     outcome = bake.BakeOutcome(None, gathered, config, timings=timings)  # type: ignore[arg-type]
-    outcome.warnings = [w for t in cache.tiles.values() for w in t.warnings]
+    # Every agent's tiles, not the first's only: an agent whose navmesh is empty makes the
+    # bake empty, as a solo bake with agent rows does (the previous result is kept).
+    empty_agents = [
+        each.agent_name for each in built if not any(t.npolys for t in each.cache.tiles.values())
+    ]
+    outcome.warnings = [
+        f"agent {each.agent_name}: {w}" if len(built) > 1 else w
+        for each in built
+        for t in each.cache.tiles.values()
+        for w in t.warnings
+    ]
     if unusable:
         outcome.warnings.append(
             f"Nav Link object(s) {', '.join(unusable)} have no end: set their Link End "
@@ -358,9 +368,15 @@ def bake_tiled_steps(context, gathered, config, volumes, timings: dict, workers=
     }
     if cache.auto_links is not None:
         outcome.counts["auto_links"] = len(cache.auto_links)
-    if npolys == 0:
+    if npolys == 0 or empty_agents:
         outcome.empty = True
         message = "Empty navmesh: no tile has a polygon (check the agent and walkable settings)"
+        if len(built) > 1:
+            message = (
+                f"Empty navmesh for agent(s) {', '.join(empty_agents)}: no tile has a polygon "
+                "(check their radius, height, climb and slope); nothing baked, the previous "
+                "result is kept"
+            )
         properties.store_warnings(settings, outcome.warnings, message)
         return outcome
     t0 = time.perf_counter()

@@ -80,3 +80,22 @@ def test_voxelize_after_a_tiled_bake_ends_the_tile_cache(bpy, ext):
     crate.location = (5.0, 5.0, 0.0)
     bpy.context.view_layer.update()
     assert scene.session_uid not in obstacles.CACHES
+
+
+def test_a_tiled_agent_with_an_empty_navmesh_keeps_the_previous_result(bpy, ext):
+    # Only the first agent's tiles were checked: a second agent too wide for the floor baked
+    # "finished" with an empty overlay, where the solo bake keeps the previous result and
+    # warns (and Export then failed for every agent).
+    from .test_agents import _tiled_two_agents
+
+    agents, obstacles = _mod(ext, "agents"), _mod(ext, "obstacles")
+    scene = _tiled_two_agents(bpy)
+    before = {name: len(bpy.data.objects[agents.overlay_name(name)].data.polygons)
+              for name in ("small", "large")}  # fmt: skip
+    live_tiles = obstacles.CACHES[scene.session_uid]
+    scene.voxnav.agents[1].radius = 9.0  # "large": wider than the 12 m floor
+    bpy.ops.voxnav.build_navmesh()
+    assert "Empty navmesh for agent(s) large" in scene.voxnav.last_message
+    assert obstacles.CACHES[scene.session_uid] is live_tiles
+    for name, polygons in before.items():
+        assert len(bpy.data.objects[agents.overlay_name(name)].data.polygons) == polygons
