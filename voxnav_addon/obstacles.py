@@ -502,12 +502,17 @@ def rebuild(scene, depsgraph=None, view_layer=None) -> Any:
     and the panel figures. Returns the `core.tilecache.UpdateReport`, or None without a tile
     cache."""
     live_tiles = CACHES.get(scene.session_uid)
+    # A cache loaded here (after a reload, or in a scene not shown since the file opened) has
+    # the obstacles as they are now, its tiles rebuilt for them by `restore`: the overlay,
+    # written before the change, is rewritten below even though nothing is left to rebuild.
+    restored = False
     if live_tiles is None:
         if scene.voxnav.tile_cache_key and scene.voxnav.tile_size > 0:
             live_tiles = restore(scene, view_layer, depsgraph)
             if live_tiles is None:
                 _rebake(scene, "no usable tile cache")
                 return None
+            restored = True
         else:
             return None
     settings = scene.voxnav
@@ -524,8 +529,10 @@ def rebuild(scene, depsgraph=None, view_layer=None) -> Any:
         if not live_tiles.agents
         else reports[list(live_tiles.agents).index(live_tiles.agent_name)]
     )
-    if any(r.rebuilt for r in reports):
+    if restored or any(r.rebuilt for r in reports):
         _write(scene, live_tiles)
+    if restored and not report.rebuilt:
+        return report  # `restore`'s status line stands ("tile cache loaded from ...")
     seconds = time.perf_counter() - start
     settings.obstacle_tiles_rebuilt = len(report.rebuilt)
     settings.obstacle_seconds = seconds

@@ -99,3 +99,26 @@ def test_a_tiled_agent_with_an_empty_navmesh_keeps_the_previous_result(bpy, ext)
     assert obstacles.CACHES[scene.session_uid] is live_tiles
     for name, polygons in before.items():
         assert len(bpy.data.objects[agents.overlay_name(name)].data.polygons) == polygons
+
+
+def test_a_reloaded_tile_cache_rewrites_the_overlay_for_the_change_that_loaded_it(bpy, ext):
+    # The live cache lost (the add-on re-enabled, say), an obstacle moves: the cache is
+    # loaded from disk with the obstacle where it is now, but the overlay kept the old hole
+    # until some later change ("0 tile(s) rebuilt").
+    obstacles, writeback = _mod(ext, "obstacles"), _mod(ext, "writeback")
+    crate = _scene(bpy, ext)
+    scene = bpy.context.scene
+
+    def overlay():
+        mesh = writeback.scene_output(scene, writeback.NAVMESH_NAME).data
+        co = np.zeros(len(mesh.vertices) * 3, np.float32)
+        mesh.vertices.foreach_get("co", co)
+        return co
+
+    before = overlay()
+    obstacles.CACHES.clear()
+    crate.location = (7.0, 7.0, 0.0)
+    bpy.context.view_layer.update()
+    assert "tile cache loaded from" in scene.voxnav.obstacle_status
+    assert scene.session_uid in obstacles.CACHES
+    assert not np.array_equal(before, overlay())  # rewritten for the crate's new place
