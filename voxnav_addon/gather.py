@@ -34,6 +34,8 @@ from typing import Any
 
 import numpy as np
 
+from ..core.errors import VoxNavError
+
 #: Custom property set on every object VoxNav writes; such objects are never gathered.
 OUTPUT_TAG = "voxnav_output"
 
@@ -213,6 +215,7 @@ def gather(context, source: str = "VISIBLE", collection=None) -> Gathered:
     parts_v: list[np.ndarray] = []
     parts_t: list[np.ndarray] = []
     parts_s: list[np.ndarray] = []
+    bad_objects: list[str] = []
     offset = 0
     instances = 0
     for inst in depsgraph.object_instances:
@@ -228,9 +231,13 @@ def gather(context, source: str = "VISIBLE", collection=None) -> Gathered:
         world += matrix[:3, 3]
         if np.linalg.det(matrix[:3, :3]) < 0:
             tri = tri[:, ::-1]
-        parts_v.append(world.astype(np.float32))
-        parts_t.append(tri + offset if offset else tri.copy())
         name = owner.name
+        with np.errstate(over="ignore", invalid="ignore"):
+            placed = world.astype(np.float32)
+        if not np.isfinite(placed).all():  # named here: the core knows vertex numbers only
+            bad_objects.append(name)
+        parts_v.append(placed)
+        parts_t.append(tri + offset if offset else tri.copy())
         if name not in source_index:
             source_index[name] = len(sources)
             sources.append(name)
@@ -238,6 +245,13 @@ def gather(context, source: str = "VISIBLE", collection=None) -> Gathered:
         offset += co.shape[0]
         instances += 1
 
+    if bad_objects:
+        names = sorted(set(bad_objects))
+        listed = ", ".join(repr(n) for n in names[:5]) + (" and more" if len(names) > 5 else "")
+        raise VoxNavError(
+            f"object(s) {listed} have vertices with NaN or infinite coordinates (after their "
+            "modifiers and transform): fix or hide that geometry"
+        )
     if not parts_t:
         return Gathered(
             np.zeros((0, 3), np.float32),
