@@ -32,6 +32,11 @@ from ..errors import VoxNavError
 EDGE_TOLERANCE = 1e-9
 #: Largest grid the index builds, in cells (whatever the scene). [Limit: >= 1]
 MAX_GRID_CELLS = 1 << 24
+#: Most (cell, triangle) entries the index holds (a triangle is listed in every cell its box
+#: covers; about 40 bytes each while it is built) [Limit: >= 1]: past it the cells double in
+#: size (the answers do not depend on it). A given cell size of 0.05 wu under a 100 x 100 m
+#: building's 16 triangles made 64M entries, over 3 GiB.
+MAX_GRID_ENTRIES = 1 << 23
 #: Grid cell size as a multiple of the triangles' median X/Y extent: fewer cell entries per
 #: triangle against more candidates per point; 1.0-2.0 measured about equal.
 CELL_SIZE_FACTOR = 1.0
@@ -204,18 +209,26 @@ class HeightIndex:
             raise VoxNavError(
                 f"cell_size must be a positive number of world units, got {cell_size}"
             )
-        while (extent[0] / cell_size + 1) * (extent[1] / cell_size + 1) > MAX_GRID_CELLS:
+        while True:
+            while (extent[0] / cell_size + 1) * (extent[1] / cell_size + 1) > MAX_GRID_CELLS:
+                cell_size *= 2.0
+            inv = 1.0 / cell_size
+            # The columns by the queries' own formula, floor((p - origin) * inv): a point on
+            # the far edge lands in the last column (``extent // cell_size`` can be one less:
+            # 1.0 // 0.1 is 9.0, while 1.0 * (1 / 0.1) is 10.0, and such points got no height).
+            gw = int(np.floor(extent[0] * inv)) + 1
+            gh = int(np.floor(extent[1] * inv)) + 1
+            # floor() is monotone: a point inside a triangle falls in a cell of its box's range.
+            ix0 = ((lo_x - origin[0]) * inv).astype(np.int32)
+            ix1 = ((hi_x - origin[0]) * inv).astype(np.int32)
+            iy0 = ((lo_y - origin[1]) * inv).astype(np.int32)
+            iy1 = ((hi_y - origin[1]) * inv).astype(np.int32)
+            np.minimum(ix1, gw - 1, out=ix1)
+            np.minimum(iy1, gh - 1, out=iy1)
+            spans = (ix1 - ix0 + 1).astype(np.int64) * (iy1 - iy0 + 1)
+            if int(spans.sum()) <= MAX_GRID_ENTRIES:
+                break
             cell_size *= 2.0
-        gw = int(extent[0] // cell_size) + 1
-        gh = int(extent[1] // cell_size) + 1
-        # floor() is monotone, so a point inside a triangle falls in a cell of its box's range.
-        inv = 1.0 / cell_size
-        ix0 = ((lo_x - origin[0]) * inv).astype(np.int32)
-        ix1 = ((hi_x - origin[0]) * inv).astype(np.int32)
-        iy0 = ((lo_y - origin[1]) * inv).astype(np.int32)
-        iy1 = ((hi_y - origin[1]) * inv).astype(np.int32)
-        np.minimum(ix1, gw - 1, out=ix1)
-        np.minimum(iy1, gh - 1, out=iy1)
         first = iy0 * gw + ix0
         # Renumber the surfaces in grid order of their boxes' first cell, so that a cell's
         # candidates sit close together in the plane table: the query's gathers then touch a

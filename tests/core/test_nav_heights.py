@@ -116,3 +116,41 @@ def test_bad_input():
         HeightIndex(verts, tris, cell_size=0.0)
     empty = HeightIndex(np.zeros((0, 3)), np.zeros((0, 3), dtype=np.int64))
     assert np.isnan(empty.heights(np.zeros((4, 2))).height).all()
+
+
+@pytest.mark.parametrize("cell_size", [None, 0.1, 0.25, 0.3, 1 / 3])
+def test_points_on_the_far_edges_find_their_surface(cell_size):
+    # Columns counted as extent // cell_size could be one fewer than the queries' floor(p *
+    # (1 / cell_size)) reaches on the far X and Y edges (1.0 // 0.1 is 9.0): points there
+    # got no height. Squares of several sizes, their corners and far edges.
+    rng = np.random.default_rng(3)
+    for size in (1.0, 1.2, 3.0, float(np.float32(4.07)), 10.0):
+        verts = np.array([[0, 0, 0], [size, 0, 0], [size, size, 0], [0, size, 0]], np.float32)
+        tris = np.array([[0, 1, 2], [0, 2, 3]])
+        s = float(verts[1, 0])
+        edge = np.concatenate([
+            [[s, s], [s, 0.0], [0.0, s], [0.0, 0.0]],
+            np.column_stack([np.full(5, s), rng.uniform(0, s, 5)]),
+            np.column_stack([rng.uniform(0, s, 5), np.full(5, s)]),
+        ])  # fmt: skip
+        index = HeightIndex(verts, tris, cell_size=cell_size)
+        _same(index.heights(edge), brute_force_heights(verts, tris, edge))
+        assert not np.isnan(index.heights(edge).height).any()
+
+
+def test_a_fine_cell_size_under_large_triangles_keeps_the_entries_bounded(monkeypatch):
+    # Each triangle is listed in every cell its box covers: a 100 x 100 m floor at a given
+    # cell size of 0.05 wu was 4M entries a triangle (an 8-storey building: 64M, over 3
+    # GiB). Past MAX_GRID_ENTRIES the cells double; the answers stay the same.
+    from core.nav import heights
+
+    monkeypatch.setattr(heights, "MAX_GRID_ENTRIES", 5000)
+    verts = np.array([[0, 0, 0], [100, 0, 0], [100, 100, 0], [0, 100, 0]], np.float32)
+    floors = [verts + np.array([0, 0, 3.0 * k], np.float32) for k in range(4)]
+    tris = np.concatenate([np.array([[0, 1, 2], [0, 2, 3]]) + 4 * k for k in range(4)])
+    verts = np.concatenate(floors)
+    index = HeightIndex(verts, tris, cell_size=0.05)
+    assert index.entries.shape[0] <= 5000 and index.cell_size > 0.05
+    points = np.random.default_rng(5).uniform(-1, 101, (200, 2))
+    _same(index.heights(points), brute_force_heights(verts, tris, points))
+    _same(index.heights(points, 4.0), brute_force_heights(verts, tris, points, 4.0))
