@@ -345,6 +345,11 @@ def _write_per_agent(path: str, agents: dict, single, write, batch=None) -> list
     if batch is not None:
         if agents:
             batch.release(path)
+            for target, _item in each:
+                # Checked and reserved here: another output of the run (--json c_a.obj
+                # beside --obj c.obj's agent "a", say) naming the file is refused, where
+                # writing through its reservation lost one of the two files.
+                batch.add(target)
         for target, item in each:
             write(target, item, batch)
     else:

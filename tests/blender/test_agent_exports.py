@@ -63,3 +63,14 @@ def test_batch_command_bad_agent_exits_2(bpy, ext, tmp_path, capsys, spec, needl
     assert ext.cli.main(["--agent", spec, "--json", str(tmp_path / "n.json")]) == 2
     assert needle in capsys.readouterr().err
     assert list(tmp_path.iterdir()) == []
+
+
+def test_batch_command_refuses_an_agent_file_another_output_names(bpy, ext, tmp_path, capsys):
+    # --obj c.obj writes c_a.obj for agent "a", which --json c_a.obj also names: the agent's
+    # OBJ went through --json's reservation and was lost (exit 0, "c_a.obj" never written).
+    box(bpy, "Floor", (-6, -6, -0.5), (6, 6, 0))
+    argv = ["--agent", "a:radius=0.3", "--agent", "b:radius=0.6"]
+    argv += ["--obj", str(tmp_path / "c.obj"), "--json", str(tmp_path / "c_a.obj")]
+    assert ext.cli.main(argv) == 1
+    assert "c_a.obj names the same file" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
