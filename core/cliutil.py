@@ -90,8 +90,9 @@ def print_warnings(warnings: Iterable[str]) -> None:
         print(f"voxnav: warning: {warning}", file=sys.stderr)
 
 
-def whole_number_at_least(minimum: int) -> Callable[[str], int]:
-    """An argparse ``type``: a whole number >= ``minimum`` (counts of runs, workers, pairs)."""
+def whole_number_at_least(minimum: int, maximum: int | None = None) -> Callable[[str], int]:
+    """An argparse ``type``: a whole number >= ``minimum`` (counts of runs, workers, pairs),
+    and <= ``maximum`` when given."""
 
     def parse(text: str) -> int:
         try:
@@ -100,6 +101,8 @@ def whole_number_at_least(minimum: int) -> Callable[[str], int]:
             raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
         if value < minimum:
             raise argparse.ArgumentTypeError(f"must be at least {minimum}, got {value}")
+        if maximum is not None and value > maximum:
+            raise argparse.ArgumentTypeError(f"must be at most {maximum}, got {value}")
         return value
 
     return parse

@@ -134,7 +134,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--workers",
-        type=whole_number_at_least(0),
+        type=whole_number_at_least(0, properties.MAX_TILE_WORKERS),
         default=None,
         metavar="N",
         help="tiles baked at once in worker processes (0: one per core; default: the scene's "
@@ -313,7 +313,12 @@ def _has_exporter() -> bool:
 
 def _open(args) -> None:
     if args.blend:
-        bpy.ops.wm.open_mainfile(filepath=os.path.abspath(args.blend))
+        path = os.path.abspath(args.blend)
+        try:
+            bpy.ops.wm.open_mainfile(filepath=path)
+        except RuntimeError as exc:  # an OBJ, an empty file, random bytes: Blender's report
+            why = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise VoxNavError(f"cannot open {path} as a .blend file ({why})") from None
     if args.demo:
         demo.build_demo(bpy.context.scene)
     context: Any = bpy.context

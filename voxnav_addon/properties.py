@@ -36,6 +36,8 @@ from ..core.settings_doc import tooltip
 from .agents import VOXNAV_PG_agent
 
 MIB = 1024 * 1024
+#: Most tile worker processes the panel and the batch command's --workers take.
+MAX_TILE_WORKERS = 256
 
 #: Settings whose Blender value differs in unit from the core's: name -> (to core, to Blender).
 _UNIT_CONVERSIONS = {
@@ -386,7 +388,7 @@ class VOXNAV_PG_settings(bpy.types.PropertyGroup):
         ),
         default=1,
         min=0,
-        max=256,
+        max=MAX_TILE_WORKERS,
         soft_max=32,
     )
     tile_parallel: EnumProperty(  # type: ignore[valid-type]

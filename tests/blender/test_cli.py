@@ -42,6 +42,22 @@ def test_cli_bad_path_and_bad_arguments_fail(bpy, ext, tmp_path, capsys):
     assert "nothing to bake" in capsys.readouterr().err
 
 
+def test_cli_non_blend_inputs_and_huge_worker_counts_are_named(bpy, ext, tmp_path, capsys):
+    # An OBJ or an empty file as FILE.blend hit the "unexpected RuntimeError" catch-all, and
+    # --workers past the panel's 256 an "unexpected ValueError" from the property.
+    obj = tmp_path / "level.obj"
+    obj.write_text("v 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 3\n")
+    empty = tmp_path / "empty.blend"
+    empty.write_bytes(b"")
+    for given in (obj, empty):
+        assert ext.cli.main([str(given), "--obj", str(tmp_path / "x.obj")]) == 1
+        err = capsys.readouterr().err
+        assert f"cannot open {given} as a .blend file" in err and "unexpected" not in err
+    assert ext.cli.main(["--demo", "--tile-size", "32", "--workers", "99999999999"]) == 2
+    assert "--workers: must be at most 256" in capsys.readouterr().err
+    assert not (tmp_path / "x.obj").exists()
+
+
 def test_cli_writes_every_output_and_a_readable_picture(bpy, ext, tmp_path):
     out = {
         "save-blend": tmp_path / "baked.blend",
