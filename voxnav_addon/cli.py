@@ -660,6 +660,10 @@ def png_path(path: str) -> str:
 COORDINATE_OPTIONS = ("--path", "--reachable-from")
 
 
+#: What may follow a coordinate's minus sign: a digit or a decimal point ("-.5").
+_NUMBER_START = frozenset("0123456789.")
+
+
 def join_coordinate_values(argv: Sequence[str]) -> list[str]:
     """``["--path", "-10,4,3:1,2,0"]`` -> ``["--path=-10,4,3:1,2,0"]``: argparse would take a
     value starting with ``-`` and holding commas for an option of its own."""
@@ -668,7 +672,7 @@ def join_coordinate_values(argv: Sequence[str]) -> list[str]:
     while i < len(argv):
         item = argv[i]
         following = argv[i + 1] if i + 1 < len(argv) else ""
-        if item in COORDINATE_OPTIONS and following[:1] == "-" and following[1:2].isdigit():
+        if item in COORDINATE_OPTIONS and following[:1] == "-" and following[1:2] in _NUMBER_START:
             out.append(f"{item}={following}")
             i += 2
             continue

@@ -45,3 +45,7 @@ def test_coordinates_may_start_with_a_minus_sign(ext, tmp_path):
         "--path=-1,2,3:4,5,6",
         "--demo",
     ]
+    # "-.5" too (argparse took it for an option: "expected one argument").
+    assert ext.cli.join_coordinate_values(["--reachable-from", "-.5,1,0"]) == [
+        "--reachable-from=-.5,1,0"
+    ]
