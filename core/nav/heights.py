@@ -142,7 +142,13 @@ def _as_points(points, z_max):
     if z_max is None:
         zm = None
     else:
-        zm = np.broadcast_to(np.asarray(z_max, dtype=np.float64), (p.shape[0],))
+        try:
+            zm = np.broadcast_to(np.asarray(z_max, dtype=np.float64), (p.shape[0],))
+        except (TypeError, ValueError):
+            raise VoxNavError(
+                f"z_max must be one number or one per point ({p.shape[0]}), got "
+                f"{np.shape(z_max) or z_max!r}"
+            ) from None
     return p[:, 0], p[:, 1], zm
 
 

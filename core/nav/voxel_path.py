@@ -351,7 +351,10 @@ def walk_path(chf: CompactHeightfield, start, goal, walkable_only: bool = True) 
 
 
 def _span_at(chf: CompactHeightfield, point, usable: np.ndarray) -> int:
-    p = np.asarray(point, dtype=np.float64).reshape(3)
+    try:
+        p = np.asarray(point, dtype=np.float64).reshape(3)
+    except (TypeError, ValueError):
+        raise VoxNavError(f"a path end point is three numbers (x, y, z), got {point!r}") from None
     if not np.isfinite(p).all():
         return -1
     rel = (p - np.asarray(chf.bmin, dtype=np.float64)) / np.array([chf.cs, chf.cs, chf.ch])

@@ -114,6 +114,8 @@ def test_bad_input():
         HeightIndex(verts, np.array([[0, 1, 99]]))
     with pytest.raises(VoxNavError, match="cell_size"):
         HeightIndex(verts, tris, cell_size=0.0)
+    with pytest.raises(VoxNavError, match="z_max must be one number or one per point"):
+        index.heights(np.zeros((3, 2)), z_max=[1.0, 2.0])  # a raw NumPy ValueError before
     empty = HeightIndex(np.zeros((0, 3)), np.zeros((0, 3), dtype=np.int64))
     assert np.isnan(empty.heights(np.zeros((4, 2))).height).all()
 

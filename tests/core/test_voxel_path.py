@@ -201,3 +201,11 @@ def test_dungeon_voxel_and_walking_paths():
             assert v.steps == astar.steps
             _check_steps(nav, v)
             _check_steps(nav, astar)
+
+
+def test_walk_path_names_an_end_point_that_is_not_three_numbers():
+    # A 2-number point raised NumPy's reshape ValueError.
+    verts = np.array([[0, 0, 0], [6, 0, 0], [6, 6, 0], [0, 6, 0]], np.float32)
+    chf = pipeline.bake(verts, np.array([[0, 1, 2], [0, 2, 3]]), NavConfig()).compact
+    with pytest.raises(VoxNavError, match="a path end point is three numbers"):
+        walk_path(chf, (1.0, 1.0), (5.0, 5.0, 0.0))
