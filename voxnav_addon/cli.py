@@ -484,11 +484,7 @@ def _bake_and_write_outputs(args, targets, batch, resolution, overrides, test_pa
         return _write_tiled(args, targets, batch, resolution, outcome, test_paths)
     print_warnings(outcome.warnings)
     if outcome.empty:
-        print(
-            f"voxnav: error: the navigation mesh is empty: nothing written "
-            f"({scene.voxnav.last_message}; see the warning above for the likely cause)",
-            file=sys.stderr,
-        )
+        _print_empty(scene, outcome)
         return None
     print(f"voxnav: {outcome.summary()}")
     for name, seconds in outcome.timings.items():
@@ -535,6 +531,16 @@ def _bake_and_write_outputs(args, targets, batch, resolution, overrides, test_pa
     return batch.commit()
 
 
+def _print_empty(scene, outcome) -> None:
+    """The empty navmesh's error line, pointing at the warnings printed above it (if any)."""
+    hint = "; see the warning above for the likely cause" if outcome.warnings else ""
+    print(
+        f"voxnav: error: the navigation mesh is empty: nothing written "
+        f"({scene.voxnav.last_message}{hint})",
+        file=sys.stderr,
+    )
+
+
 def _write_tiled(args, targets, batch, resolution, outcome, test_paths) -> list | None:
     """The outputs of a tiled bake (its tile cache, `obstacles.CACHES`): OBJ of every tile's
     polygons, PNG, test paths, .blend with the tile cache beside it."""
@@ -544,11 +550,7 @@ def _write_tiled(args, targets, batch, resolution, outcome, test_paths) -> list 
     scene = context.scene
     print_warnings(outcome.warnings)
     if outcome.empty:
-        print(
-            f"voxnav: error: the navigation mesh is empty: nothing written "
-            f"({scene.voxnav.last_message}; see the warning above for the likely cause)",
-            file=sys.stderr,
-        )
+        _print_empty(scene, outcome)
         return None
     live_tiles = obstacles.CACHES[scene.session_uid]
     cache = live_tiles.cache

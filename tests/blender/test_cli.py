@@ -258,3 +258,14 @@ def test_cli_refuses_conflicting_or_impossible_flags_before_baking(bpy, ext, tmp
         code = ext.cli.main(argv if argv[0] == str(tmp_path) else ["--demo", *argv])
         assert code in (1, 2) and words in capsys.readouterr().err, argv
     assert not any(tmp_path.iterdir())
+
+
+def test_empty_navmesh_line_points_at_warnings_only_when_there_are_some(bpy, ext, capsys):
+    # A tiled bake whose bounds miss the geometry said "see the warning above" over none.
+    from types import SimpleNamespace
+
+    scene = SimpleNamespace(voxnav=SimpleNamespace(last_message="Empty navmesh"))
+    ext.cli._print_empty(scene, SimpleNamespace(warnings=[]))
+    assert "see the warning above" not in capsys.readouterr().err
+    ext.cli._print_empty(scene, SimpleNamespace(warnings=["bounds miss the geometry"]))
+    assert "(Empty navmesh; see the warning above" in capsys.readouterr().err
