@@ -350,6 +350,8 @@ def _targets(args) -> dict[str, str]:
     out = {}
     for attr in ("npz", "obj", "json", "png", "save_blend"):
         path = getattr(args, attr)
+        if path is not None and not str(path).strip():  # --obj "": it was silently skipped
+            raise UsageError(f"--{attr.replace('_', '-')} needs a file name, got an empty one")
         if path:
             if attr == "npz":
                 path = os.fspath(atomic.ensure_suffix(path, ".npz"))  # np.savez's name

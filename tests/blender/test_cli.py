@@ -55,6 +55,8 @@ def test_cli_non_blend_inputs_and_huge_worker_counts_are_named(bpy, ext, tmp_pat
         assert f"cannot open {given} as a .blend file" in err and "unexpected" not in err
     assert ext.cli.main(["--demo", "--tile-size", "32", "--workers", "99999999999"]) == 2
     assert "--workers: must be at most 256" in capsys.readouterr().err
+    assert ext.cli.main(["--demo", "--obj", ""]) == 2  # it baked and wrote nothing, exit 0
+    assert "--obj needs a file name" in capsys.readouterr().err
     assert not (tmp_path / "x.obj").exists()
 
 
