@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from .. import atomic
-from ..cliutil import add_link_flag, offmesh_links_from_args, positive_int
+from ..cliutil import add_link_flag, offmesh_links_from_args, positive_int, print_warnings
 from ..errors import ARCHIVE_READ_ERRORS, UsageError, VoxNavError
 from ..limits import MAX_COORDINATE
 from .navdata import create_nav_mesh_data
@@ -56,6 +56,12 @@ def build_navmesh(
 
         tiled = bake_tiled(verts, tris, config, tile_size, workers=workers)
         tiled.offmesh_links = offmesh_links
+        from ..offmesh import unplaced_links
+
+        # As `bake` says them: a hand link that starts off the navmesh is left out (a path
+        # then goes without it, and only this line says why).
+        unplaced = unplaced_links(offmesh_links, tiled.navdata())
+        print_warnings([*tiled.warnings, *([unplaced] if unplaced else [])])
         if tiled.empty:
             raise VoxNavError(
                 f"{mesh_path}: the tiled bake made no walkable polygons, so there is nothing "
@@ -63,6 +69,8 @@ def build_navmesh(
             )
         return tiled.navmesh()
     result = pipeline.bake(verts, tris, config, offmesh_links=offmesh_links)
+    if result.polymesh is not None and int(result.polymesh.npolys) > 0:
+        print_warnings(result.warnings)  # an unplaced hand link among them, as `bake` says
     if result.polymesh is None or int(result.polymesh.npolys) == 0:
         # The bake's warnings name the likely cause (regions below region_min_size, say).
         why = "; ".join(result.warnings) or "check the agent settings and that the mesh has floors"

@@ -159,6 +159,12 @@ def test_cli_path_takes_a_link_and_refuses_a_bad_one(tmp_path):
     bad = subprocess.run(base + ["--offmesh-link", "1,2,3"], capture_output=True, text=True)
     assert bad.returncode == 2 and "--offmesh-link" in bad.stderr
     assert "Traceback" not in bad.stderr
+    # A link starting off the navmesh: left out, and said so as `bake` says it (path was
+    # silent, and the path just went without it), solo and tiled.
+    for tiled in ([], ["--tile-size", "16"]):
+        off = base + ["--offmesh-link=500,500,0:501,501,0", *tiled]
+        run = subprocess.run(off, capture_output=True, text=True)
+        assert run.returncode == 0 and "start off the navmesh" in run.stderr
 
 
 def test_pruning_follows_links_and_their_direction():
