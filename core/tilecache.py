@@ -105,6 +105,9 @@ class TileCache:
         self._dirty: set[tuple[int, int]] = set()
         #: Tiles rebuilt since the cache was built (counts every `update`).
         self.rebuild_count = 0
+        #: The world's warnings of the bake that built the cache (`core.tiles.check_world`:
+        #: float32 steps far from the origin, say); a loaded cache has none.
+        self.warnings: list[str] = []
         #: The obstacle-free result of every tile with geometry (None: no polygons), and the
         #: marked area array behind each current tile that has obstacles: the stages are a
         #: pure function of the areas, so equal areas give the same tile without re-running.
@@ -210,7 +213,9 @@ class TileCache:
             for result in tiles.values():
                 result.auto_links = None  # the cache holds them (`links`)
             bake.offmesh_links = every
-        return cls(plan.config, plan.grid, compact, tiles, bake.navmesh(), offmesh_links, auto)
+        cache = cls(plan.config, plan.grid, compact, tiles, bake.navmesh(), offmesh_links, auto)
+        cache.warnings = list(plan.warnings)
+        return cache
 
     def save(self, path, *, key: str = ""):
         """Write this cache to one ``.npz`` (see `core.tilecache_io.save`); returns the path."""

@@ -135,3 +135,11 @@ def test_a_nan_vertex_is_named_by_its_object(bpy, ext):
     with pytest.raises(RuntimeError, match="'Broken Crate' have vertices with NaN"):
         bpy.ops.voxnav.build_navmesh()
     assert not _mod(ext, "writeback").output_objects(bpy.context.scene)
+
+
+def test_a_tiled_bake_far_from_the_origin_warns_as_the_solo_bake_does(bpy, ext):
+    box(bpy, "Floor", (1e6, 0, -0.2), (1e6 + 12, 12, 0))
+    scene = bpy.context.scene
+    scene.voxnav.tile_size = 16
+    assert bpy.ops.voxnav.build_navmesh() == {"FINISHED"}
+    assert any("from the origin" in w.text for w in scene.voxnav.last_warnings)

@@ -327,3 +327,15 @@ def test_cache_keeps_the_bakes_auto_links_and_obstacles_block_them(tmp_path):
     cache.remove(block)
     cache.update()
     assert len(cache.links()) == len(every) == stored()
+
+
+def test_a_cache_keeps_the_world_s_warnings():
+    # A floor 1000 km out: float32 steps a sizeable share of a cell there. The tiled bake's
+    # warnings had it; a tile cache (Blender's tiled bakes) dropped it.
+    quad = np.array([[0, 0, 0], [20, 0, 0], [20, 20, 0], [0, 20, 0]], np.float32)
+    far = quad + np.array([1e6, 0, 0], np.float32)
+    tris = np.array([[0, 1, 2], [0, 2, 3]])
+    cache = tilecache.TileCache.build(far, tris, NavConfig(), 32, workers=1)
+    assert any("from the origin" in w for w in cache.warnings)
+    near = tilecache.TileCache.build(quad, tris, NavConfig(), 32, workers=1)
+    assert near.warnings == []
