@@ -752,6 +752,45 @@ def _warn_if_empty(result: BakeResult, verts: np.ndarray, tris: np.ndarray, ctx:
         ctx.warn(f"{what}: {explain_empty(result, verts, tris)}")
 
 
+def _bounds_miss_text(config: NavConfig, verts: np.ndarray) -> str:
+    lo, hi = verts.min(axis=0), verts.max(axis=0)
+    return (
+        f"the bounds {_xyz(config.bounds_min)}..{_xyz(config.bounds_max)} miss the "
+        f"geometry, which spans {_xyz(lo)}..{_xyz(hi)}: move or widen the bounds"
+    )
+
+
+def _no_walkable_text(config: NavConfig, down: int, n_tris: int) -> str:
+    if down > 0:
+        return (
+            f"{down} of {n_tris} triangles face down; only up-facing surfaces are walkable: "
+            "flip the normals of the floors (Blender: Mesh > Normals > Recalculate Outside)"
+        )
+    return (
+        f"no triangle is flatter than agent_max_slope ({config.agent_max_slope:g} degrees): "
+        "raise agent_max_slope or check the geometry's orientation (Z is up)"
+    )
+
+
+def explain_empty_geometry(config: NavConfig, verts, tris) -> str | None:
+    """`explain_empty`'s causes that the geometry shows without a bake (a tiled bake has no
+    whole-world counts): bounds that miss it, or no walkable triangle (facing down, or
+    steeper than the slope limit); None when neither. verts (n, 3) Z-up [Units: wu]."""
+    v = np.asarray(verts, dtype=np.float32)
+    if v.shape[0] == 0:
+        return None
+    if config.bounds_min is not None and config.bounds_max is not None:
+        lo, hi = v.min(axis=0), v.max(axis=0)
+        bmin = np.asarray(config.bounds_min, dtype=np.float32)
+        bmax = np.asarray(config.bounds_max, dtype=np.float32)
+        if (bmax < lo).any() or (bmin > hi).any():
+            return _bounds_miss_text(config, v)
+    areas = rasterize.mark_walkable_triangles(v, tris, config.agent_max_slope)
+    if not areas.any():
+        return _no_walkable_text(config, count_down_facing(v, tris), int(np.shape(tris)[0]))
+    return None
+
+
 def explain_empty(result: BakeResult, verts: np.ndarray, tris: np.ndarray) -> str:
     """The likely cause of an empty bake, as a sentence a user can act on.
 
@@ -763,23 +802,11 @@ def explain_empty(result: BakeResult, verts: np.ndarray, tris: np.ndarray) -> st
     n_tris = int(tris.shape[0])
     if counts.get("spans", 0) == 0:
         if config.bounds_min is not None:
-            lo, hi = verts.min(axis=0), verts.max(axis=0)
-            return (
-                f"the bounds {_xyz(config.bounds_min)}..{_xyz(config.bounds_max)} miss the "
-                f"geometry, which spans {_xyz(lo)}..{_xyz(hi)}: move or widen the bounds"
-            )
+            return _bounds_miss_text(config, verts)
         return "no triangle was rasterized: check the geometry"
     down = count_down_facing(verts, tris)
     if counts.get("walkable_triangles", 0) == 0:
-        if down > 0:
-            return (
-                f"{down} of {n_tris} triangles face down; only up-facing surfaces are walkable: "
-                "flip the normals of the floors (Blender: Mesh > Normals > Recalculate Outside)"
-            )
-        return (
-            f"no triangle is flatter than agent_max_slope ({config.agent_max_slope:g} degrees): "
-            "raise agent_max_slope or check the geometry's orientation (Z is up)"
-        )
+        return _no_walkable_text(config, down, n_tris)
     hint = ""
     if down * 2 > n_tris:
         hint = (

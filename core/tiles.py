@@ -965,9 +965,15 @@ def bake_plan(
     #: Stage times are summed over tiles (CPU seconds across workers); total is wall time.
     out.timings = {**timings, "total": time.perf_counter() - start}
     if out.empty:
+        from .pipeline import explain_empty_geometry
+
+        cause = explain_empty_geometry(plan.config, plan.verts, plan.tris)
         out.warnings.append(
-            "the navigation mesh is empty (0 polygons in every tile): check the walkable "
-            "settings, or bake without tiles to see the likely cause"
+            "the navigation mesh is empty (0 polygons in every tile): "
+            + (
+                cause
+                or "check the walkable settings, or bake without tiles to see the likely cause"
+            )
         )
     return out
 

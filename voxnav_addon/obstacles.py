@@ -371,6 +371,11 @@ def bake_tiled_steps(context, gathered, config, volumes, timings: dict, workers=
         outcome.counts["auto_links"] = len(cache.auto_links)
     if npolys == 0 or empty_agents:
         outcome.empty = True
+        from ..core.pipeline import explain_empty_geometry
+
+        cause = explain_empty_geometry(config, gathered.verts, gathered.tris)
+        if cause is not None:  # the solo bake's likely cause, where the geometry shows it
+            outcome.warnings.append(f"the navigation mesh is empty (0 polygons): {cause}")
         message = "Empty navmesh: no tile has a polygon (check the agent and walkable settings)"
         if len(built) > 1:
             message = (

@@ -143,3 +143,15 @@ def test_a_tiled_bake_far_from_the_origin_warns_as_the_solo_bake_does(bpy, ext):
     scene.voxnav.tile_size = 16
     assert bpy.ops.voxnav.build_navmesh() == {"FINISHED"}
     assert any("from the origin" in w.text for w in scene.voxnav.last_warnings)
+
+
+def test_an_empty_tiled_bake_names_the_likely_cause(bpy, ext):
+    # Bounds that miss the geometry: the solo bake named them, the tiled one said nothing.
+    box(bpy, "Floor", (-6, -6, -0.2), (6, 6, 0))
+    scene = bpy.context.scene
+    scene.voxnav.tile_size = 16
+    scene.voxnav.use_bounds = True
+    scene.voxnav.bounds_min = (100, 100, -1)
+    scene.voxnav.bounds_max = (110, 110, 1)
+    bpy.ops.voxnav.build_navmesh()
+    assert any("miss the geometry" in w.text for w in scene.voxnav.last_warnings)

@@ -715,3 +715,14 @@ def test_tiles_to_bake_holds_every_tile_with_triangles(tile_size):
         assert listed == sorted(listed, key=lambda t: (t[1], t[0]))
         with_jobs = [t for t in plan.grid.tiles() if plan.job(*t) is not None]
         assert with_jobs and set(with_jobs) <= set(listed)
+
+
+def test_an_empty_tiled_bake_names_the_cause_the_geometry_shows():
+    # "bake without tiles to see the likely cause": now the bounds that miss the geometry,
+    # or floors facing down, as the solo bake says them.
+    verts, tris = _floor(0.0)
+    missing = NavConfig(bounds_min=(100, 100, -1), bounds_max=(110, 110, 1))
+    bake = tiles.bake_tiled(verts, tris, missing, 32, workers=1)
+    assert bake.empty and any("miss the geometry" in w for w in bake.warnings)
+    down = tiles.bake_tiled(verts, tris[:, ::-1].copy(), NavConfig(), 32, workers=1)
+    assert down.empty and any("face down" in w for w in down.warnings)
