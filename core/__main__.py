@@ -51,7 +51,7 @@ from .cliutil import (
 from .config import NavConfig
 from .context import BuildContext
 from .errors import UsageError, VoxNavError
-from .limits import MAX_COORDINATE
+from .limits import MAX_COORDINATE, within_reach
 from .objio import read_obj
 from .offmesh import unplaced_links
 
@@ -457,7 +457,7 @@ def _reachable_points(args) -> np.ndarray | None:
     if not args.reachable_from:
         return None
     reachable = np.asarray(args.reachable_from, dtype=np.float64).reshape(-1, 3)
-    if not np.all(np.abs(reachable) <= MAX_COORDINATE):  # (NaN too) a bad flag value: exit 2
+    if not within_reach(reachable).all():  # (NaN too) a bad flag value: exit 2
         raise UsageError(
             f"--reachable-from needs finite coordinates within +-{MAX_COORDINATE:g}, got "
             f"{np.asarray(args.reachable_from).tolist()}"

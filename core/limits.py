@@ -39,6 +39,11 @@ MAX_COORDINATE = 1e9
 _AXES = "XYZ"
 
 
+def within_reach(values) -> np.ndarray:
+    """bool per value: a finite number within +-`MAX_COORDINATE` (NaN and infinities: False)."""
+    return np.abs(np.asarray(values, dtype=np.float64)) <= MAX_COORDINATE
+
+
 def check_shape_values(values, what: str) -> None:
     """Refuse an area volume's or obstacle's numbers (coordinates, sizes) that are not finite
     or lie beyond +-`MAX_COORDINATE` [Units: wu], naming ``what`` and the values."""

@@ -88,17 +88,18 @@ class OffMeshLinks:
         # Within +-`limits.MAX_COORDINATE`: finite in float32, where they are kept
         # (1e39 was infinite there, written as Infinity into JSON, which no parser reads).
         reach = limits.MAX_COORDINATE
+        inside = limits.within_reach
         problems = [
             (
-                ~(np.abs(start_arr) <= reach).all(axis=1),
+                ~inside(start_arr).all(axis=1),
                 f"its start point is not a finite number within +-{reach:g}",
             ),
             (
-                ~(np.abs(end_arr) <= reach).all(axis=1),
+                ~inside(end_arr).all(axis=1),
                 f"its end point is not a finite number within +-{reach:g}",
             ),
             (
-                ~(radius_arr > 0) | ~(radius_arr <= reach),
+                ~(radius_arr > 0) | ~inside(radius_arr),
                 f"its radius must be > 0 and <= {reach:g}",
             ),
             ((area_arr < 0) | (area_arr > 63), "its area must be 0..63"),

@@ -27,7 +27,7 @@ import numpy as np
 
 from .context import BuildContext
 from .errors import VoxNavError
-from .limits import MAX_COORDINATE
+from .limits import MAX_COORDINATE, within_reach
 from .polymesh import MESH_NULL_IDX, PolyMesh
 
 if TYPE_CHECKING:
@@ -261,7 +261,7 @@ def _checked_points(points, mode: str) -> np.ndarray:
     if mode not in PRUNE_MODES:
         raise VoxNavError(f"unknown prune mode {mode!r}: use one of {', '.join(PRUNE_MODES)}")
     pts = np.asarray(points, dtype=np.float64).reshape(-1, 3) if len(points) else np.zeros((0, 3))
-    if not np.all(np.abs(pts) <= MAX_COORDINATE):
+    if not within_reach(pts).all():
         raise VoxNavError(
             f"reachable-from points must be finite numbers (x, y, z) within +-{MAX_COORDINATE:g}"
         )

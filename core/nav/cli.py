@@ -23,7 +23,7 @@ import numpy as np
 from .. import atomic
 from ..cliutil import add_link_flag, offmesh_links_from_args, positive_int, print_warnings
 from ..errors import ARCHIVE_READ_ERRORS, UsageError, VoxNavError
-from ..limits import MAX_COORDINATE
+from ..limits import MAX_COORDINATE, within_reach
 from .navdata import create_nav_mesh_data
 from .navmesh import NavMesh
 from .query import FAILURE, INVALID_PARAM, PARTIAL_RESULT, SUCCESS, NavMeshQuery
@@ -326,7 +326,7 @@ def _path_points(args):
     and the half extents as given; `UsageError` for coordinates that are not finite or a
     half extent that is not positive (checked before anything is baked)."""
     given = np.asarray([args.start, args.goal], dtype=np.float64)
-    if not np.all(np.abs(given) <= MAX_COORDINATE):  # NaN too; checked before float32
+    if not within_reach(given).all():  # NaN too; checked before float32
         raise UsageError(f"--from and --to need finite coordinates within +-{MAX_COORDINATE:g}")
     start = _frame(given[0].astype(F32), args.recast_frame)
     goal = _frame(given[1].astype(F32), args.recast_frame)

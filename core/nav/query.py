@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import VoxNavError
-from ..limits import MAX_COORDINATE
+from ..limits import within_reach
 from .navdata import EXT_LINK, POLYTYPE_GROUND, POLYTYPE_OFFMESH_CONNECTION
 from .navmesh import NO_POLY, SIDE_INTERNAL, NavMesh
 
@@ -87,25 +87,20 @@ def _zup(pos) -> np.ndarray:
     return np.asarray(pos, dtype=F32)[..., [0, 2, 1]].copy()
 
 
-#: Largest coordinate or box half size a query takes [Units: wu] (`limits.MAX_COORDINATE`);
-#: beyond it (as for NaN or infinity) a query answers Detour's FAILURE | INVALID_PARAM: a
-#: point at 3e38 came back "found" at a made-up place (float32 overflow).
-MAX_QUERY_COORDINATE = MAX_COORDINATE
-
-
-def _within(values) -> np.ndarray:
-    """bool per value: finite and within +-`MAX_QUERY_COORDINATE` (NaN: False)."""
-    return np.abs(np.asarray(values, dtype=np.float64)) <= MAX_QUERY_COORDINATE
+# A query takes coordinates and box half sizes within +-`limits.MAX_COORDINATE`
+# (`limits.within_reach`); beyond it (as for NaN or infinity) it answers Detour's FAILURE |
+# INVALID_PARAM: a point at 3e38 came back "found" at a made-up place (float32 overflow).
+_within = within_reach
 
 
 def _finite(p) -> bool:
-    """Every value of ``p`` usable by a query (`_within`)."""
+    """Every value of ``p`` usable by a query (`limits.within_reach`)."""
     return bool(np.all(_within(p)))
 
 
 def _finite_rows(p: np.ndarray) -> np.ndarray:
-    """bool (n,): every coordinate of row i of p (n, 3) usable (`_within`; column by column:
-    NumPy's reductions over a short last axis are slow)."""
+    """bool (n,): every coordinate of row i of p (n, 3) usable (`limits.within_reach`; column
+    by column: NumPy's reductions over a short last axis are slow)."""
     return _within(p[:, 0]) & _within(p[:, 1]) & _within(p[:, 2])
 
 
@@ -579,7 +574,7 @@ class NavMeshQuery:
         half_extents (Z-up, [Units: wu]). A point over a polygon and within the agent's climb of
         its surface counts as distance 0. status SUCCESS with ref -1 when no polygon is in the
         box; FAILURE | INVALID_PARAM for NaN or infinite input, or input beyond
-        +-`MAX_QUERY_COORDINATE`."""
+        +-`limits.MAX_COORDINATE`."""
         c = _yup(center)
         h = _yup(half_extents)
         status, ref, pt, over = self._nearest_yup(c, h, self._filter(flt))
