@@ -303,6 +303,8 @@ def _diagonals(x, z, nxt, prv, alive, cstart, owner, qi, qj) -> np.ndarray:
     on it alone)."""
     if qi.size == 0:
         return np.zeros(0, dtype=bool)
+    if qi.size * x.shape[0] <= DIAGONAL_BLOCK_PAIRS:  # no contour holds more than all points
+        return _diagonals_block(x, z, nxt, prv, alive, cstart, owner, qi, qj)
     c = owner[qi]
     pairs = np.cumsum(cstart[c + 1] - cstart[c])
     if int(pairs[-1]) <= DIAGONAL_BLOCK_PAIRS:
