@@ -172,6 +172,12 @@ def boundary_edges(
     Returns float64 (e, 3) edge start, float64 (e, 3) edge end (Z-up world, polygon heights)
     [Units: wu], and float64 (e, 2) unit outward normal in plan (away from the polygon).
     """
+    a, b, normal, _portal = _edges_out(pmesh, portals)
+    return a, b, normal
+
+
+def _edges_out(pmesh: PolyMesh, portals: bool):
+    """`boundary_edges` and bool (e,): the edge is a tile's border edge (a portal)."""
     nvp = int(pmesh.nvp)
     polys = np.asarray(pmesh.polys, dtype=np.int64)
     ids = polys[:, :nvp]
@@ -180,8 +186,9 @@ def boundary_edges(
     slot = np.arange(nvp)[None, :]
     valid = slot < counts[:, None]
     boundary = valid & (neighbours == MESH_NULL_IDX)
+    portal = valid & (neighbours != MESH_NULL_IDX) & ((neighbours & _PORTAL) != 0)
     if portals:
-        boundary |= valid & (neighbours != MESH_NULL_IDX) & ((neighbours & _PORTAL) != 0)
+        boundary |= portal
     poly, edge = np.nonzero(boundary)
     following = (edge + 1) % counts[poly]
     verts = pmesh.world_verts().astype(np.float64)
@@ -200,7 +207,7 @@ def boundary_edges(
     outward = ((middle - centroid[poly]) * normal).sum(axis=1) >= 0.0
     normal = np.where(outward[:, None], normal, -normal)
     keep = length > 0.0
-    return a[keep], b[keep], normal[keep]
+    return a[keep], b[keep], normal[keep], portal[poly, edge][keep]
 
 
 def link_settings(config, derived) -> dict:
@@ -248,9 +255,9 @@ def find_auto_links(
     cs, ch = float(chf.cs), float(chf.ch)
     radius = max(float(agent_radius), cs)
     # A tile's border edges too: a ledge or gap may run exactly along the border, where
-    # Recast makes the edge a portal. Where the floor goes on across the border there is no
-    # gap, so no link (the first landing must follow a gap).
-    a, b, normal = boundary_edges(pmesh, portals=window is not None)
+    # Recast makes the edge a portal. Where the floor goes on across the border (the
+    # neighbour tile's navmesh), a solo bake has no edge there: no samples (step 1).
+    a, b, normal, portal = _edges_out(pmesh, portals=window is not None)
     if a.shape[0] == 0 or max_jump_distance <= 0:
         return OffMeshLinks.empty()
 
@@ -262,14 +269,17 @@ def find_auto_links(
     t = (index + 0.5) / per_edge[edge]
     point = a[edge] + (b[edge] - a[edge]) * t[:, None]
     out = normal[edge]
-    inside = point[:, :2] - out * (0.25 * cs)
-    cols = _columns(inside[:, 0], inside[:, 1], chf.bmin, cs, chf.width, chf.height)
-    q, span = _column_pairs(chf.cell_start, cols)
-    floor = float(chf.bmin[2]) + chf.y[span].astype(np.float64) * ch
-    on_mesh = _region_span(chf, span)
-    near = on_mesh & (np.abs(floor - point[q, 2]) <= agent_climb + ch + 1e-6)
-    z0 = _best_per_query(point.shape[0], q[near], floor[near], np.abs(floor - point[q, 2])[near])
+    z0 = _floor_near(chf, point[:, :2] - out * (0.25 * cs), point[:, 2], _region_span,
+                     agent_climb + ch)  # fmt: skip
     have = np.isfinite(z0)
+    on_portal = portal[edge]
+    if on_portal.any():
+        # Walkable floor (the tile's border cells, eroded as the neighbour's) just across a
+        # portal at the sample's height: the navmesh goes on, as on a slope running across
+        # the border (a drop link at every border of rolling ground, none solo).
+        across = _floor_near(chf, point[on_portal, :2] + out[on_portal] * (0.25 * cs),
+                             z0[on_portal], _area_span, agent_climb + ch)  # fmt: skip
+        have[on_portal] &= ~np.isfinite(across)
     point, out, z0 = point[have], out[have], z0[have]
     nsamples = point.shape[0]
     if nsamples == 0:
@@ -372,6 +382,18 @@ def _first_landing(
     found = landing.any(axis=1)
     first = np.argmax(landing, axis=1)[found]
     return found, dist[first], landing_z[found, first]
+
+
+def _floor_near(chf: CompactHeightfield, xy: np.ndarray, z: np.ndarray, is_floor, reach: float):
+    """float64 per point: the floor span (``is_floor(chf, spans)``) of its column nearest
+    its height z, if within ``reach`` of it [Units: wu]; NaN where there is none. xy float64
+    (n, 2) plan points, z (n,) [Units: wu]."""
+    cols = _columns(xy[:, 0], xy[:, 1], chf.bmin, chf.cs, chf.width, chf.height)
+    q, span = _column_pairs(chf.cell_start, cols)
+    floor = float(chf.bmin[2]) + chf.y[span].astype(np.float64) * float(chf.ch)
+    gap = np.abs(floor - z[q])
+    near = is_floor(chf, span) & (gap <= reach + 1e-6)
+    return _best_per_query(xy.shape[0], q[near], floor[near], gap[near])
 
 
 def _ground_near(hf: Heightfield, columns: np.ndarray, pz: np.ndarray, agent_climb: float):

@@ -269,13 +269,20 @@ def test_core_cli_bake_with_auto_links(tmp_path, capsys):
 
 def _nearest_same_kind(links, others) -> np.ndarray:
     """Per link, the distance to the nearest link of ``others`` of the same kind (the larger
-    of the start and the end distance, in plan). [Units: wu]"""
+    of the start and the end distance, in plan; a two-way link either way round, as agents
+    use it). [Units: wu]"""
     out = []
     for i in range(len(links)):
         apart = np.maximum(
             np.linalg.norm(others.start[:, :2] - links.start[i, :2], axis=1),
             np.linalg.norm(others.end[:, :2] - links.end[i, :2], axis=1),
         )
+        if links.bidirectional[i]:
+            reversed_apart = np.maximum(
+                np.linalg.norm(others.end[:, :2] - links.start[i, :2], axis=1),
+                np.linalg.norm(others.start[:, :2] - links.end[i, :2], axis=1),
+            )
+            apart = np.minimum(apart, reversed_apart)
         apart[others.bidirectional != links.bidirectional[i]] = np.inf
         out.append(apart.min(initial=np.inf))
     return np.array(out)
@@ -336,6 +343,30 @@ def test_tiled_links_from_a_ledge_along_a_tile_border(tile_size):
     assert int((~links.bidirectional).sum()) >= len(drops) - 1
     assert (_nearest_same_kind(solo.offmesh_links, links) < spacing).all()
     assert (_nearest_same_kind(links, solo.offmesh_links) < spacing).all()
+
+
+@pytest.mark.parametrize("tile_size", [16, 32])
+def test_no_tiled_links_down_a_walkable_slope_across_tile_borders(tile_size):
+    """A 30 degree ramp (walkable, 2 m down over 3.5 m): a solo bake has no edge on it, so no
+    link. Tile borders cut it into portals; the floor goes on across them (the ground only
+    falls away below climb height as the probes walk down the slope), so no link either.
+    Before that was checked, every border across the ramp sent drop links down it."""
+    from core import tiles
+
+    n = 8
+    grid = np.linspace(0.0, 16.0, n + 1, dtype=np.float32)
+    x, y = np.meshgrid(grid, grid, indexing="ij")
+    z = -np.tan(np.radians(30.0)) * x
+    verts = np.stack([x.ravel(), y.ravel(), z.ravel()], axis=1).astype(np.float32)
+    ids = np.arange((n + 1) * (n + 1)).reshape(n + 1, n + 1)
+    a, b, c, d = ids[:-1, :-1], ids[1:, :-1], ids[1:, 1:], ids[:-1, 1:]
+    tris = np.concatenate(
+        [np.stack([a, b, c], -1).reshape(-1, 3), np.stack([a, c, d], -1).reshape(-1, 3)]
+    ).astype(np.int32)
+    solo = pipeline.bake(verts, tris, ON)
+    assert solo.polymesh.npolys > 0 and solo.auto_link_count == 0
+    tiled = tiles.bake_tiled(verts, tris, ON, tile_size, workers=1)
+    assert len(tiled.tiles) >= 4 and tiled.auto_link_count == 0
 
 
 def test_tiled_links_landing_on_a_removed_region_are_dropped(monkeypatch):
