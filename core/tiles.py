@@ -223,15 +223,18 @@ class TileJob:
 @dataclass
 class LinkWindowInput:
     """What a tile needs to find links landing in its neighbours: the tile widened by
-    ``margin`` cells (`link_margin`), and the triangles of the chunks overlapping that, in
-    chunk order. bmin/bmax float32 (3,) the window's heightfield corners; core_min/core_max
-    the tile's own bounds [Units: wu]; verts/tris as `TileJob`'s."""
+    ``margin`` cells (`link_margin`; less on a side where the triangles end sooner,
+    `window_reach`), and the triangles of the chunks overlapping that, in chunk order.
+    bmin/bmax float32 (3,) the window's heightfield corners; core_min/core_max the tile's
+    own bounds [Units: wu]; verts/tris as `TileJob`'s."""
 
     bmin: np.ndarray
     bmax: np.ndarray
     core_min: np.ndarray
     core_max: np.ndarray
-    size: int
+    #: The window's width and height. [Units: cells]
+    width: int
+    height: int
     verts: np.ndarray
     tris: np.ndarray
 
@@ -243,6 +246,41 @@ def link_margin(config: NavConfig, derived: DerivedConfig) -> int:
     cs = float(derived.cs)
     reach = float(np.float32(config.max_jump_distance)) + float(np.float32(config.agent_radius))
     return int(np.ceil(reach / cs)) + 2
+
+
+#: Cells a link window keeps past the last triangle on a side it crops (`window_reach`):
+#: its filters, compact heightfield and erosion see empty columns there, as beyond any grid.
+WINDOW_SLACK_CELLS = 2
+#: Margins (`link_margin`) up to which a link window's low sides are never cropped: cropping
+#: there moves the window's corner, whose float32 cell lines then fall a rounding apart and
+#: can, rarely, move a link (nav_test in 64-cell tiles, 40 wu jumps: 120 links against 119);
+#: 256 cells keep every bake with jumps up to 76 wu at 0.3 wu cells as it was. [Units: cells]
+WINDOW_EXACT_MARGIN = 256
+
+
+def window_reach(margin: int, core_min, core_max, verts: np.ndarray, cs) -> tuple:
+    """Cells a tile's link window reaches past the tile's bounds core_min/core_max (float32
+    (3,) [Units: wu]) on the low and on the high side, each int64 (2,) for x and y: ``margin``
+    (`link_margin`), or fewer on a side where the window's triangles (``verts`` float32
+    (n, 3) [Units: wu]) end sooner, plus `WINDOW_SLACK_CELLS`; a low side only when
+    ``margin`` exceeds `WINDOW_EXACT_MARGIN` (a high side keeps the window's cell lines).
+    Uncropped, every tile of a bake with a long max_jump_distance rasterized a window twice
+    that wide whatever the world's size (1000 wu at 0.3 wu cells: 6,700 x 6,700 cells, a
+    1.3 GB tile)."""
+    cs = float(cs)
+    if verts.shape[0] == 0:
+        lowest = np.asarray(core_min[:2], dtype=np.float64)
+        highest = np.asarray(core_max[:2], dtype=np.float64)
+    else:
+        lowest = verts[:, :2].min(axis=0).astype(np.float64)
+        highest = verts[:, :2].max(axis=0).astype(np.float64)
+    to_lowest = np.ceil((np.asarray(core_min[:2], dtype=np.float64) - lowest) / cs)
+    to_highest = np.ceil((highest - np.asarray(core_max[:2], dtype=np.float64)) / cs)
+    above = np.minimum(margin, np.maximum(to_highest, 0) + WINDOW_SLACK_CELLS).astype(np.int64)
+    if margin <= WINDOW_EXACT_MARGIN:
+        return np.full(2, margin, dtype=np.int64), above
+    below = np.minimum(margin, np.maximum(to_lowest, 0) + WINDOW_SLACK_CELLS).astype(np.int64)
+    return below, above
 
 
 @dataclass
@@ -383,8 +421,8 @@ def _link_window(job: TileJob, derived: DerivedConfig, ctx: BuildContext):
     config = job.config
     areas = rasterize.mark_walkable_triangles(win.verts, win.tris, config.agent_max_slope)
     solid = rasterize.rasterize_triangles(
-        win.verts, win.tris, areas, win.bmin, win.bmax, derived.cs, derived.ch, win.size,
-        win.size, derived.walkable_climb,
+        win.verts, win.tris, areas, win.bmin, win.bmax, derived.cs, derived.ch, win.width,
+        win.height, derived.walkable_climb,
     )  # fmt: skip
     solid = _filtered(solid, config, derived, BuildContext())
     floor = build_compact_heightfield(solid, derived.walkable_height, derived.walkable_climb)
@@ -573,25 +611,33 @@ class TilePlan:
         )
 
     def link_window(self, tx: int, ty: int) -> LinkWindowInput:
-        """The `LinkWindowInput` of tile (tx, ty): its bounds widened by `link_margin` cells
-        (float32, as the border is added) and the chunks overlapping them."""
+        """The `LinkWindowInput` of tile (tx, ty): its bounds widened by `link_margin` cells,
+        or on each side by `window_reach` cells where the triangles end sooner (float32, as
+        the border is added), and the chunks overlapping them."""
         config = self.config
+        cs = self.grid.cs
         margin = link_margin(config, config.derived())
         core_min, core_max = self.grid.tile_bounds(tx, ty)
-        pad = F32(F32(margin) * self.grid.cs)
+        pad = F32(F32(margin) * cs)
         lo, hi = core_min.copy(), core_max.copy()
         lo[:2] = lo[:2] - pad
         hi[:2] = hi[:2] + pad
         nodes = self.chunks.nodes_overlapping_rect(lo[:2], hi[:2])
         tri_ids = self.chunks.chunk_triangles(nodes)
         used, local = _local_mesh(self.verts.shape[0], self.tris.take(tri_ids, axis=0))
+        verts = self.verts.take(used, axis=0)
+        below, above = window_reach(margin, core_min, core_max, verts, cs)
+        lo[:2] = core_min[:2] - (F32(below) * cs).astype(F32)
+        hi[:2] = core_max[:2] + (F32(above) * cs).astype(F32)
+        size = self.grid.tile_size
         return LinkWindowInput(
             bmin=lo,
             bmax=hi,
             core_min=core_min,
             core_max=core_max,
-            size=self.grid.tile_size + 2 * margin,
-            verts=self.verts.take(used, axis=0),
+            width=int(size + below[0] + above[0]),
+            height=int(size + below[1] + above[1]),
+            verts=verts,
             tris=local,
         )
 

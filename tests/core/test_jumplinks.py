@@ -369,6 +369,41 @@ def test_no_tiled_links_down_a_walkable_slope_across_tile_borders(tile_size):
     assert len(tiled.tiles) >= 4 and tiled.auto_link_count == 0
 
 
+def _link_arrays(bake) -> np.ndarray:
+    links = bake.navmesh_links()
+    return np.column_stack([links.start, links.end, links.bidirectional])
+
+
+def test_link_windows_end_where_the_triangles_do(monkeypatch):
+    """A 1000 wu max_jump_distance on the 26 m gap scene: every tile's link window spans the
+    scene and a little (it spanned 6,700 cells, 1.3 GB per tile), and the links are those of
+    a 30 wu reach up to the half-cell probe step (the window's corner moved: a probe exactly
+    on a cell line may fall in the next column). Up to `WINDOW_EXACT_MARGIN` only the high
+    sides are cropped, which changes no link: the same arrays as uncropped windows."""
+    from core import tiles
+
+    verts, tris = linkscenes.gap_and_ledge_scene()
+    far = NavConfig(auto_links=True, max_jump_distance=1000.0)
+    plan = tiles.plan_tiles(verts, tris, far, 32)
+    extent = np.ceil((verts[:, :2].max(axis=0) - verts[:, :2].min(axis=0)) / 0.3)
+    for ty in range(plan.grid.tiles_h):
+        for tx in range(plan.grid.tiles_w):
+            window = plan.link_window(tx, ty)
+            assert window.width <= extent[0] + 32 + 2 * (tiles.WINDOW_SLACK_CELLS + 1)
+            assert window.height <= extent[1] + 32 + 2 * (tiles.WINDOW_SLACK_CELLS + 1)
+    near = NavConfig(auto_links=True, max_jump_distance=30.0)
+    assert tiles.link_margin(near, near.derived()) <= tiles.WINDOW_EXACT_MARGIN
+    reach_30 = _link_arrays(tiles.bake_tiled(verts, tris, near, 32, workers=1))
+    reach_1000 = _link_arrays(tiles.bake_tiled(verts, tris, far, 32, workers=1))
+    assert reach_1000.shape == reach_30.shape
+    np.testing.assert_array_equal(reach_1000[:, :3], reach_30[:, :3])
+    assert np.abs(reach_1000 - reach_30).max() <= 0.5 * 0.3 + 1e-5
+    margin = tiles.link_margin(near, near.derived())
+    monkeypatch.setattr(tiles, "window_reach", lambda *a: (np.full(2, margin), np.full(2, margin)))
+    uncropped = _link_arrays(tiles.bake_tiled(verts, tris, near, 32, workers=1))
+    np.testing.assert_array_equal(uncropped, reach_30)
+
+
 def test_tiled_links_landing_on_a_removed_region_are_dropped(monkeypatch):
     """A 2.4 m platform across the gap: erosion leaves it 16 cells, under the smallest
     region, so Recast removes it and a solo bake has no link to it. The tile holding the
