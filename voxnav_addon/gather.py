@@ -21,7 +21,8 @@ A matrix with a negative determinant (mirrored object) flips the triangles' wind
 winding is reversed back: a mirrored floor stays walkable.
 
 Excluded: VoxNav's own output objects (anything carrying the ``voxnav_output`` custom property,
-and everything they instance), objects hidden in the viewport, geometry that evaluates to no
+and everything they instance), objects hidden in the viewport, the own mesh of an instancer
+with "Show Instancer: Viewport" off (its instances are kept), geometry that evaluates to no
 mesh (empties, lights, a curve without bevel or extrusion), area volumes
 (``Object.voxnav.area_volume``), which ``area_volumes`` returns as boxes instead, and dynamic
 obstacles (``Object.voxnav.dynamic_obstacle``, voxnav_addon/obstacles.py).
@@ -96,11 +97,60 @@ def is_dynamic_obstacle(obj) -> bool:
     return settings is not None and bool(settings.dynamic_obstacle)
 
 
+#: Collection instances inside collection instances followed by `local_corners`.
+MAX_INSTANCE_DEPTH = 8
+
+
+def _box_corners(lo, hi) -> np.ndarray:
+    """float64 (8, 3): the corners of the axis-aligned box lo..hi."""
+    return np.array(
+        [(x, y, z) for x in (lo[0], hi[0]) for y in (lo[1], hi[1]) for z in (lo[2], hi[2])],
+        dtype=np.float64,
+    )
+
+
+def _instanced_points(collection, to_local: np.ndarray, depsgraph, depth: int) -> list:
+    """Bounding-box corners (float64 (8, 3) each) of what ``collection`` holds, nested
+    collection instances included, in the frame ``to_local`` (4x4) maps its space to."""
+    offset = np.eye(4)
+    offset[:3, 3] = -np.array(tuple(collection.instance_offset), dtype=np.float64)
+    to_local = to_local @ offset
+    points = []
+    for member in collection.all_objects:
+        placed = to_local @ np.array(member.matrix_world, dtype=np.float64)
+        nested = member.instance_collection if member.instance_type == "COLLECTION" else None
+        if member.type == "EMPTY":
+            if nested is not None and depth < MAX_INSTANCE_DEPTH:
+                points += _instanced_points(nested, placed, depsgraph, depth + 1)
+            continue
+        evaluated = member.evaluated_get(depsgraph) if depsgraph is not None else member
+        corners = np.array([tuple(c) for c in evaluated.bound_box], dtype=np.float64)
+        points.append(corners @ placed[:3, :3].T + placed[:3, 3])
+    return points
+
+
+def local_corners(obj, depsgraph=None) -> np.ndarray:
+    """float64 (8, 3): the corners of ``obj``'s evaluated bounding box in its local frame. An
+    empty has none (Blender gives eight zeros): one instancing a collection has the box
+    around what it instances (a crate placed as a collection instance), any other its drawn
+    size (``empty_display_size`` to either side)."""
+    evaluated = obj.evaluated_get(depsgraph) if depsgraph is not None else obj
+    if obj.type != "EMPTY":
+        return np.array([tuple(c) for c in evaluated.bound_box], dtype=np.float64)
+    if obj.instance_type == "COLLECTION" and obj.instance_collection is not None:
+        points = _instanced_points(obj.instance_collection, np.eye(4), depsgraph, 0)
+        if points:
+            stacked = np.concatenate(points)
+            return _box_corners(stacked.min(axis=0), stacked.max(axis=0))
+    size = float(obj.empty_display_size)
+    return _box_corners((-size, -size, -size), (size, size, size))
+
+
 def area_volumes(context) -> list[tuple[np.ndarray, np.ndarray, int]]:
     """(world min corner float64 (3,), max corner, area id) of every visible area volume.
 
-    The box is the evaluated object's bounding box in world space (its 8 corners transformed
-    by the world matrix, then their axis-aligned extent). [Units: wu]
+    The box is the evaluated object's bounding box (`local_corners`) in world space (its 8
+    corners transformed by the world matrix, then their axis-aligned extent). [Units: wu]
     """
     depsgraph = context.evaluated_depsgraph_get()
     view_layer = context.view_layer
@@ -109,7 +159,7 @@ def area_volumes(context) -> list[tuple[np.ndarray, np.ndarray, int]]:
         if not is_area_volume(obj) or not obj.visible_get(view_layer=view_layer):
             continue
         evaluated = obj.evaluated_get(depsgraph)
-        corners = np.array([tuple(c) for c in evaluated.bound_box], dtype=np.float64)
+        corners = local_corners(obj, depsgraph)
         matrix = np.array(evaluated.matrix_world, dtype=np.float64)
         world = corners @ matrix[:3, :3].T + matrix[:3, 3]
         boxes.append((world.min(axis=0), world.max(axis=0), int(obj.voxnav.area_id)))
@@ -186,6 +236,10 @@ def _wanted(inst, source: str, allowed: set | None, view_layer) -> tuple[bool, A
     if is_dynamic_obstacle(owner_orig) or is_dynamic_obstacle(obj.original):
         return False, owner_orig
     if obj.type != "MESH":  # a curve, text, surface or metaball's mesh is its own instance
+        return False, owner_orig
+    # An instancer (particles, vertices, faces) with "Show Instancer: Viewport" off: the
+    # depsgraph still yields it, for its instances, but its own mesh is not drawn.
+    if not getattr(inst, "show_self", True):
         return False, owner_orig
     # The object (or, for an instance, its instancer) must be visible in this view layer.
     if not owner_orig.visible_get(view_layer=view_layer):

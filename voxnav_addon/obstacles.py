@@ -159,7 +159,8 @@ def _round_footprint(obj, half: np.ndarray) -> bool:
 
 
 def obstacle_shape(obj, depsgraph=None) -> core_obstacles.Obstacle:
-    """The obstacle of an object from its local bounding box and world matrix (Z-up world).
+    """The obstacle of an object from its local bounding box (`gather.local_corners`: an
+    empty's is what it instances, or its drawn size) and world matrix (Z-up world).
 
     BOX: the world-axis-aligned box around the 8 transformed corners. ORIENTED_BOX: the local
     box's X/Y half sizes scaled by the matrix, turned by the yaw of the object's X axis, its Z
@@ -168,7 +169,7 @@ def obstacle_shape(obj, depsgraph=None) -> core_obstacles.Obstacle:
     multiple of 90 degrees, else ORIENTED_BOX. Area: ``Object.voxnav.area_id`` (0 blocks).
     """
     evaluated = obj.evaluated_get(depsgraph) if depsgraph is not None else obj
-    corners = np.array([tuple(c) for c in evaluated.bound_box], dtype=np.float64)
+    corners = gather_mod.local_corners(obj, depsgraph)
     matrix = np.array(evaluated.matrix_world, dtype=np.float64)
     world = corners @ matrix[:3, :3].T + matrix[:3, 3]
     lo, hi = world.min(axis=0), world.max(axis=0)

@@ -97,6 +97,21 @@ def test_gather_handles_modifiers_instances_negative_scale_and_hidden(bpy, ext):
     assert ext.gather.gather(bpy.context, "COLLECTION", src).sources == []
 
 
+def test_gather_leaves_out_an_instancer_not_shown_in_the_viewport(bpy, ext):
+    """A particle emitter with "Show Instancer: Viewport" off: the depsgraph still yields it
+    (for its particles) but does not draw it; its mesh was baked as a floor all the same."""
+    emitter = box(bpy, "Emitter", (-5, -5, -0.1), (5, 5, 0))
+    leaf = box(bpy, "Leaf", (0, 0, 0), (0.2, 0.2, 0.2), location=(30, 0, 0))
+    emitter.modifiers.new("Particles", "PARTICLE_SYSTEM")
+    settings = emitter.particle_systems[0].settings
+    settings.type, settings.count = "HAIR", 10
+    settings.render_type, settings.instance_object = "OBJECT", leaf
+    counts = lambda g: {n: int((g.tri_source == i).sum()) for i, n in enumerate(g.sources)}  # noqa: E731
+    assert counts(ext.gather.gather(bpy.context)) == {"Emitter": 12 + 10 * 12, "Leaf": 12}
+    emitter.show_instancer_for_viewport = False
+    assert counts(ext.gather.gather(bpy.context)) == {"Emitter": 10 * 12, "Leaf": 12}
+
+
 def _link(bpy, name, data, location=(0, 0, 0), collection=None):
     obj = bpy.data.objects.new(name, data)
     obj.location = location

@@ -128,6 +128,45 @@ def test_shapes_from_objects(bpy, ext):
     assert np.allclose(shape.position, [0, 0, 0], atol=1e-6)
 
 
+def test_empties_as_obstacles_and_area_volumes_take_what_they_instance_or_their_size(bpy, ext):
+    """An empty has no bounding box of its own (Blender gives eight zeros): a crate placed as
+    a collection instance, ticked Dynamic Obstacle, was a 1 mm box at its origin (blocking
+    nothing), and a cube-drawn empty as an area volume painted nothing. Now the box around
+    what the empty instances (offset, scale and nested instances followed), else its drawn
+    size."""
+    obstacles = _mod(ext, "obstacles")
+    gather = _mod(ext, "gather")
+    crates = bpy.data.collections.new("Crates")
+    crates.instance_offset = (1.0, 0.0, 0.0)
+    box(bpy, "Crate", (0, -1, 0), (2, 1, 2), collection=crates)
+    outer = bpy.data.collections.new("Stack")
+    inner = bpy.data.objects.new("Nested", None)
+    inner.instance_type, inner.instance_collection = "COLLECTION", crates
+    inner.location = (0.0, 0.0, 2.0)
+    outer.objects.link(inner)
+    placed = bpy.data.objects.new("CrateInstance", None)
+    placed.instance_type, placed.instance_collection = "COLLECTION", crates
+    placed.location, placed.scale = (5.0, 5.0, 0.0), (2.0, 2.0, 2.0)
+    stacked = bpy.data.objects.new("StackInstance", None)
+    stacked.instance_type, stacked.instance_collection = "COLLECTION", outer
+    stacked.location = (-5.0, 0.0, 0.0)
+    zone = bpy.data.objects.new("Zone", None)
+    zone.empty_display_type, zone.empty_display_size = "CUBE", 1.5
+    zone.location = (0.0, -6.0, 0.0)
+    for obj in (placed, stacked, zone):
+        bpy.context.scene.collection.objects.link(obj)
+    bpy.context.view_layer.update()
+    depsgraph = bpy.context.evaluated_depsgraph_get()
+    shape = obstacles.obstacle_shape(placed, depsgraph)
+    assert shape.kind == "box"
+    assert np.allclose(shape.box_xy(), [3, 3, 7, 7]) and np.allclose(shape.z_range(), [0, 4])
+    shape = obstacles.obstacle_shape(stacked, depsgraph)
+    assert np.allclose(shape.box_xy(), [-6, -1, -4, 1]) and np.allclose(shape.z_range(), [2, 4])
+    zone.voxnav.area_volume = True
+    ((lo, hi, area),) = gather.area_volumes(bpy.context)
+    assert np.allclose(lo, [-1.5, -7.5, -1.5]) and np.allclose(hi, [1.5, -4.5, 1.5])
+
+
 def test_solo_bake_paints_obstacles_and_tile_size_zero_keeps_the_solo_path(bpy, ext):
     obstacles = _mod(ext, "obstacles")
     box(bpy, "Floor", (-6, -6, -0.5), (6, 6, 0))
