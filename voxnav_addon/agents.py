@@ -162,13 +162,14 @@ def write_tile_overlays(scene, views: dict, lift: float) -> None:
 
 def apply_visibility(scene) -> None:
     """Show each agent overlay (and its link arcs, with Show Links) when Show Navmesh and its
-    row's toggle are on."""
+    row's toggle are on; one whose row was renamed or removed since the bake follows Show
+    Navmesh alone (it was hidden for good, no toggle bringing it back)."""
     settings = scene.voxnav
     shown = {row.name: bool(row.show) for row in settings.agents}
     for obj in writeback.output_objects(scene):
         agent = obj.get(AGENT_TAG)
         if agent is not None:
-            visible = bool(settings.show_navmesh) and shown.get(agent, False)
+            visible = bool(settings.show_navmesh) and shown.get(agent, True)
             if obj.get(writeback.LINKS_TAG) is not None:
                 visible = visible and bool(settings.show_links)
             obj.hide_viewport = not visible

@@ -272,8 +272,10 @@ def write_result(scene, outcome: BakeOutcome, context=None) -> None:
     writeback.apply_visibility(scene)
     writeback.use_material_colors(context, scene)
     pmesh = getattr(result, "polymesh", None)
-    if pmesh is not None and pmesh.npolys > 0:
-        from . import live
+    from . import live
 
+    if pmesh is not None and pmesh.npolys > 0:
         live.store_navmesh(scene, result)
-        live.update_path(scene)
+    else:  # Voxelize's walkable surface now shows: the Path Test must not walk the old navmesh
+        live.forget_navmesh(scene)
+    live.update_path(scene)

@@ -122,6 +122,23 @@ def has_navmesh(scene) -> bool:
     return isinstance(scene.get(NAVMESH_KEY), str)
 
 
+def stored_navmesh_set(scene):
+    """The navmesh kept in the scene as a `core.nav.binio.NavMeshSet` (Detour's data, Z-up
+    world as `store_navmesh` wrote it), or None; VoxNavError if the text is damaged."""
+    from ..core.nav import binio
+
+    text = scene.get(NAVMESH_KEY)
+    if not isinstance(text, str):
+        return None
+    try:
+        data = base64.b64decode(text, validate=True)
+    except ValueError:
+        raise VoxNavError(
+            "the navmesh stored in this file is damaged: Build Navmesh again"
+        ) from None
+    return binio.navmesh_set_from_bytes(data, "the scene's stored navmesh")
+
+
 def navmesh_query(scene) -> Any:
     """A `core.nav.query.NavMeshQuery` on the scene's stored navmesh, or None."""
     from ..core.nav import binio
@@ -324,6 +341,7 @@ def update_path(scene, ends=None) -> PathReport:
     settings = scene.voxnav
     if start is None or goal is None or path_obj is None:
         return PathReport("no path test: add one", np.zeros((0, 3), np.float32), 0, 0.0)
+    _PATH_ENDS[scene.session_uid] = _ends_key(start, goal)
     try:
         if ends is None:
             ends = _location(start), _location(goal)
@@ -377,10 +395,16 @@ def voxel_path(context) -> Any:
     start, goal, _ = path_test_objects(scene)
     if start is None or goal is None:
         raise VoxNavError("no path test: use Add Path Test first")
+    from . import obstacles
+
     outcome = bake.LAST.get(scene.session_uid)
+    if outcome is None and scene.session_uid in obstacles.CACHES:
+        raise VoxNavError(
+            "a tiled bake keeps no voxel grid of the whole scene: Voxelize first (or Build "
+            "Navmesh with Tile Size 0)"
+        )
     if outcome is None:
         raise VoxNavError("no voxels in this session: Voxelize or Build Navmesh first")
-    from . import obstacles
 
     # The seed's RTS case: dynamic obstacles block their voxels (they are not geometry).
     grid = outcome.result.voxel_grid()
@@ -397,9 +421,15 @@ def voxel_path(context) -> Any:
 
 
 # -------------------------------------------------------------------------------------------
-# The handler
+# The handlers
 
 _updating = False
+#: Where Start and Goal stood (world) at each scene's last path query (`update_path`).
+_PATH_ENDS: dict[int, tuple] = {}
+
+
+def _ends_key(start, goal) -> tuple:
+    return tuple(start.matrix_world.translation) + tuple(goal.matrix_world.translation)
 
 
 @bpy.app.handlers.persistent
@@ -426,8 +456,28 @@ def _on_depsgraph_update(scene, depsgraph) -> None:
 
 
 @bpy.app.handlers.persistent
+def _on_frame_change(scene, *_args) -> None:
+    """Animated Start or Goal (playback, scrubbing, ``frame_set``, which depsgraph_update_post
+    does not report): re-query when either stands elsewhere than at the last query."""
+    global _updating
+    if _updating:
+        return
+    start, goal, path_obj = path_test_objects(scene)
+    if start is None or goal is None or path_obj is None:
+        return
+    if _PATH_ENDS.get(scene.session_uid) == _ends_key(start, goal):
+        return
+    _updating = True
+    try:
+        update_path(scene)
+    finally:
+        _updating = False
+
+
+@bpy.app.handlers.persistent
 def _on_load_post(*_args) -> None:
     _QUERIES.clear()
+    _PATH_ENDS.clear()
 
 
 def install_handler(handlers, fn) -> None:
@@ -444,14 +494,17 @@ def install_handler(handlers, fn) -> None:
 
 def register() -> None:
     install_handler(bpy.app.handlers.depsgraph_update_post, _on_depsgraph_update)
+    install_handler(bpy.app.handlers.frame_change_post, _on_frame_change)
     install_handler(bpy.app.handlers.load_post, _on_load_post)
 
 
 def unregister() -> None:
     for handlers, fn in (
         (bpy.app.handlers.depsgraph_update_post, _on_depsgraph_update),
+        (bpy.app.handlers.frame_change_post, _on_frame_change),
         (bpy.app.handlers.load_post, _on_load_post),
     ):
         if fn in handlers:
             handlers.remove(fn)
     _QUERIES.clear()
+    _PATH_ENDS.clear()

@@ -829,6 +829,25 @@ def _on_depsgraph_update(scene, depsgraph) -> None:
 
 
 @bpy.app.handlers.persistent
+def _on_frame_change(scene, depsgraph=None) -> None:
+    """An animated obstacle moved with the frame (playback, scrubbing, ``frame_set``), which
+    ``depsgraph_update_post`` does not report: rebuild as for a move by hand (its tiles,
+    after `DEBOUNCE` seconds; at once when headless)."""
+    if _updating or scene.session_uid not in CACHES:
+        return
+    view_layer = bpy.context.view_layer if bpy.context.scene == scene else None
+    if depsgraph is None:
+        depsgraph = bpy.context.evaluated_depsgraph_get()
+    if not changed(scene, depsgraph, view_layer):
+        return
+    _pending.add(scene.session_uid)
+    if bpy.app.background:
+        _flush()
+    elif not bpy.app.timers.is_registered(_timer):
+        bpy.app.timers.register(_timer, first_interval=DEBOUNCE)
+
+
+@bpy.app.handlers.persistent
 def _on_load_post(*_args) -> None:
     """A new file: forget the old caches, load the saved one of the active scene's tiled bake
     (the obstacles read from the evaluated depsgraph; another scene's cache loads when one of
@@ -922,6 +941,7 @@ def register() -> None:
     for cls in classes:
         bpy.utils.register_class(cls)
     live.install_handler(bpy.app.handlers.depsgraph_update_post, _on_depsgraph_update)
+    live.install_handler(bpy.app.handlers.frame_change_post, _on_frame_change)
     live.install_handler(bpy.app.handlers.load_post, _on_load_post)
     live.install_handler(bpy.app.handlers.save_post, _on_save_post)
 
@@ -929,6 +949,7 @@ def register() -> None:
 def unregister() -> None:
     for handlers, fn in (
         (bpy.app.handlers.depsgraph_update_post, _on_depsgraph_update),
+        (bpy.app.handlers.frame_change_post, _on_frame_change),
         (bpy.app.handlers.load_post, _on_load_post),
         (bpy.app.handlers.save_post, _on_save_post),
     ):

@@ -223,6 +223,9 @@ class VOXNAV_OT_export_navmesh(bpy.types.Operator, ExportHelper):  # type: ignor
         if scene is not None and scene.session_uid in obstacles.CACHES:
             return True  # a tiled bake, its tiles live
         outcome = bake.LAST.get(scene.session_uid) if scene is not None else None
+        if outcome is None and scene is not None and scene.voxnav.last_stage == "navmesh":
+            if live.has_navmesh(scene):
+                return True  # the file's stored navmesh, reopened (`export_stored_navmesh`)
         if (
             outcome is None
             or scene.voxnav.last_stage != "navmesh"
@@ -258,10 +261,12 @@ class VOXNAV_OT_export_navmesh(bpy.types.Operator, ExportHelper):  # type: ignor
         try:
             if live_tiles is not None:
                 written = export_tiled_navmesh(live_tiles, path, self.file_format)
-            else:
+            elif context.scene.session_uid in bake.LAST:
                 written = export_navmesh(
                     bake.LAST[context.scene.session_uid], path, self.file_format
                 )
+            else:
+                written = export_stored_navmesh(context.scene, path, self.file_format)
         except VoxNavError as exc:
             self.report({"ERROR"}, str(exc))
             return {"CANCELLED"}
@@ -296,6 +301,37 @@ def export_navmesh(
 
     agents = dict(getattr(outcome, "agents", None) or {})
     return _write_per_agent(path, agents, outcome.result, write, batch)
+
+
+def export_stored_navmesh(scene, path: str, file_format: str = "BIN") -> list[str]:
+    """The navmesh kept in the .blend (`live.stored_navmesh_set`), for a solo bake of an
+    earlier session (the file reopened): Detour .bin, the same bytes the bake's export wrote
+    (the stored tile mirrored into the engine frame). OBJ and JSON are written from the
+    bake's polygon and detail meshes, which the file does not keep, and agent rows want one
+    file per agent: VoxNavError saying to bake again. Returns the path written."""
+    from ..core import atomic
+    from ..core.nav import binio, navdata
+
+    if file_format != "BIN":
+        raise VoxNavError(
+            "this file keeps its navmesh as Detour data only (for the Path Test), which exports "
+            "as Detour .bin: choose .bin, or Build Navmesh again for OBJ or JSON"
+        )
+    if len(scene.voxnav.agents):
+        raise VoxNavError(
+            "this file keeps only the first agent's navmesh: Build Navmesh again to export "
+            "each agent's"
+        )
+    stored = live.stored_navmesh_set(scene)
+    if stored is None or len(stored.tiles) != 1:
+        raise VoxNavError("no navmesh stored in this scene: Build Navmesh first")
+    data = binio.navmesh_set_bytes([navdata.mirror_z(stored.tiles[0])])
+    with atomic.Batch(inputs=[bpy.data.filepath]) as batch:
+        batch.add(path)
+        with atomic.open_replacing(path, "wb", batch=batch) as fh:
+            fh.write(data)
+        batch.commit()
+    return [path]
 
 
 def export_tiled_navmesh(live_tiles, path: str, file_format: str = "BIN") -> list[str]:

@@ -1,0 +1,106 @@
+"""A reopened file's navmesh exports, Voxelize forgets the navmesh the Path Test walked, agent
+overlays after their rows change, and animated obstacles and path ends follow the frame:
+found by fuzzing the add-on headless (2026-11-27)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from .scenes import box
+from .test_agents import _add_agent
+from .test_live_path import _bake_demo, _live, _path_points
+from .test_obstacles import _mod, _scene
+
+
+def test_a_reopened_solo_bake_exports_the_navmesh_its_file_keeps(bpy, ext, tmp_path):
+    # Export said "Build the navmesh first" after the file was reopened, though the navmesh
+    # showed and the Path Test walked it (a tiled bake's file exported: its cache reloads).
+    box(bpy, "Floor", (-5, -5, -0.2), (5, 5, 0))
+    box(bpy, "Step", (-1, -1, 0), (1, 1, 0.4))
+    assert bpy.ops.voxnav.build_navmesh() == {"FINISHED"}
+    fresh = tmp_path / "fresh.bin"
+    assert bpy.ops.voxnav.export_navmesh(filepath=str(fresh), file_format="BIN") == {"FINISHED"}
+    blend = tmp_path / "level.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(blend))
+    bpy.ops.wm.read_homefile(use_empty=True)
+    bpy.ops.wm.open_mainfile(filepath=str(blend))
+    assert bpy.context.scene.session_uid not in ext.bake.LAST
+    assert bpy.ops.voxnav.export_navmesh.poll()
+    again = tmp_path / "again.bin"
+    assert bpy.ops.voxnav.export_navmesh(filepath=str(again), file_format="BIN") == {"FINISHED"}
+    assert again.read_bytes() == fresh.read_bytes()
+    for fmt in ("OBJ", "JSON"):
+        with pytest.raises(RuntimeError, match="Build Navmesh again"):
+            bpy.ops.voxnav.export_navmesh(filepath=str(tmp_path / "x"), file_format=fmt)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["again.bin", "fresh.bin", "level.blend"]
+
+
+def test_voxelize_after_a_navmesh_bake_leaves_the_path_test_no_old_navmesh(bpy, ext):
+    # The overlay showed Voxelize's walkable surface while the Path Test kept walking the
+    # navmesh of the bake before.
+    live = _live(ext)
+    _bake_demo(bpy, ext)
+    assert bpy.ops.voxnav.add_path_test() == {"FINISHED"}
+    scene = bpy.context.scene
+    _start, _goal, path_obj = live.path_test_objects(scene)
+    assert live.has_navmesh(scene) and _path_points(path_obj).shape[0] > 0
+    assert bpy.ops.voxnav.voxelize() == {"FINISHED"}
+    assert not live.has_navmesh(scene)
+    assert scene.voxnav.path_status == live.STATUS_NO_NAVMESH
+    assert _path_points(path_obj).shape[0] == 0
+
+
+def test_an_agent_overlay_whose_row_changed_follows_show_navmesh(bpy, ext):
+    # Matched to rows by name: after a rename (or removing the rows), Show Navmesh off and on
+    # hid the overlay for good.
+    agents = _mod(ext, "agents")
+    box(bpy, "Floor", (-6, -6, -0.5), (6, 6, 0))
+    row = _add_agent(bpy, "small", 0.3)
+    assert bpy.ops.voxnav.build_navmesh() == {"FINISHED"}
+    overlay = bpy.data.objects[agents.overlay_name("small")]
+    settings = bpy.context.scene.voxnav
+    row.name = "tiny"
+    settings.show_navmesh = False
+    assert overlay.hide_viewport
+    settings.show_navmesh = True
+    assert not overlay.hide_viewport
+    row.name = "small"
+    row.show = False
+    assert overlay.hide_viewport  # its own row's toggle still rules it
+
+
+def test_animated_obstacles_and_path_ends_follow_the_frame(bpy, ext):
+    # depsgraph_update_post does not run for frame changes: a keyframed obstacle left its old
+    # hole in the tiles, and an animated Goal its old path.
+    obstacles = _mod(ext, "obstacles")
+    live = _live(ext)
+    scene = bpy.context.scene
+    crate = _scene(bpy, ext)
+    crate.keyframe_insert("location", frame=1)
+    crate.location = (7.0, 7.0, 0.0)
+    crate.keyframe_insert("location", frame=20)
+    scene.frame_set(1)
+    live_tiles = obstacles.CACHES[scene.session_uid]
+    ((_id, shape),) = live_tiles.obstacles.values()
+    assert np.allclose(shape.box_xy(), (-8.0, -8.0, -6.0, -6.0))
+    scene.frame_set(20)
+    ((_id, shape),) = obstacles.CACHES[scene.session_uid].obstacles.values()
+    assert np.allclose(shape.box_xy(), (6.0, 6.0, 8.0, 8.0))
+    assert scene.voxnav.obstacle_tiles_rebuilt > 0
+
+    assert bpy.ops.voxnav.add_path_test() == {"FINISHED"}
+    start, goal, path_obj = live.path_test_objects(scene)
+    start.location, goal.location = (-10.0, 0.0, 0.0), (10.0, 0.0, 0.0)
+    goal.keyframe_insert("location", frame=20)
+    goal.location = (0.0, 10.0, 0.0)
+    goal.keyframe_insert("location", frame=30)
+    scene.frame_set(20)
+    assert abs(_path_points(path_obj)[-1, 0] - 10.0) < 0.5
+    scene.frame_set(30)
+    end = _path_points(path_obj)[-1]
+    assert abs(end[0]) < 0.5 and abs(end[1] - 10.0) < 0.5
+    # Voxel Path after a tiled bake said "no voxels in this session: Voxelize or Build
+    # Navmesh first", right after Build Navmesh.
+    with pytest.raises(RuntimeError, match="tiled bake keeps no voxel grid"):
+        bpy.ops.voxnav.voxel_path()
