@@ -239,16 +239,52 @@ def find_auto_links(
 ) -> OffMeshLinks:
     """Jump and drop links of one solo bake (the module docstring's rule).
 
-    With ``window`` (a tile of a tiled bake; ``chf``/``hf`` the tile's own): gaps and arc
-    clearance are read from the window's solid heightfield, and probes outside the tile land
-    on the window's floor; their end's connection is then the caller's to check on the
-    assembled navmesh (`connects_on`), since the neighbour tile holds it.
+    With ``window`` (a tile of a tiled bake; ``chf``/``hf`` the tile's own): see
+    `find_tile_links`, whose links this returns.
 
     agent_height [Units: wu] [Limit: > 0]; agent_radius [Units: wu] [Limit: >= 0];
     agent_climb [Units: wu] [Limit: >= 0] (the navmesh's, i.e. whole cell heights);
     max_drop: deepest drop [Units: wu] [Limit: >= 0]; max_jump_distance: longest horizontal
     reach of a link, from the navmesh edge to where it lands [Units: wu] [Limit: >= 0];
     spacing: distance between links along an edge [Units: wu] [Limit: > 0].
+    """
+    links, _across = find_tile_links(
+        pmesh, detail, chf, hf, agent_height=agent_height, agent_radius=agent_radius,
+        agent_climb=agent_climb, max_drop=max_drop, max_jump_distance=max_jump_distance,
+        spacing=spacing, window=window,
+    )  # fmt: skip
+    return links
+
+
+def find_tile_links(
+    pmesh: PolyMesh,
+    detail: PolyMeshDetail | None,
+    chf: CompactHeightfield,
+    hf: Heightfield,
+    *,
+    agent_height: float,
+    agent_radius: float,
+    agent_climb: float,
+    max_drop: float,
+    max_jump_distance: float,
+    spacing: float,
+    window: LinkWindow | None = None,
+) -> tuple[OffMeshLinks, np.ndarray]:
+    """`find_auto_links`, and float64 (n, 2) per link: the outward normal (plan) of the tile
+    border edge it starts on, NaN for any other edge.
+
+    With ``window`` (a tile of a tiled bake; ``chf``/``hf`` the tile's own): gaps and arc
+    clearance are read from the window's solid heightfield, and probes outside the tile land
+    on the window's floor; their end's connection is then the caller's to check on the
+    assembled navmesh (`connects_on`), since the neighbour tile holds it. Links also start
+    on the tile's border edges (portals): a ledge or gap may run along the border. Where the
+    neighbour's navmesh goes on across such an edge a solo bake has no edge there, and the
+    probes, which measure a gap from the edge's height, would take a slope running across
+    the border for a drop: that is the caller's to check on the assembled navmesh too
+    (`core.tiles.check_link_landings`, with the normals returned). Near-identical links
+    (step 6) keep the others before those starting on a border edge.
+
+    Units and limits as `find_auto_links`.
     """
     if not spacing > 0:
         raise VoxNavError(f"link_spacing must be > 0, got {spacing}")
@@ -259,7 +295,7 @@ def find_auto_links(
     # neighbour tile's navmesh), a solo bake has no edge there: no samples (step 1).
     a, b, normal, portal = _edges_out(pmesh, portals=window is not None)
     if a.shape[0] == 0 or max_jump_distance <= 0:
-        return OffMeshLinks.empty()
+        return OffMeshLinks.empty(), np.zeros((0, 2))
 
     # 1. Samples along every edge.
     length = np.hypot(b[:, 0] - a[:, 0], b[:, 1] - a[:, 1])
@@ -272,18 +308,10 @@ def find_auto_links(
     z0 = _floor_near(chf, point[:, :2] - out * (0.25 * cs), point[:, 2], _region_span,
                      agent_climb + ch)  # fmt: skip
     have = np.isfinite(z0)
-    on_portal = portal[edge]
-    if on_portal.any():
-        # Walkable floor (the tile's border cells, eroded as the neighbour's) just across a
-        # portal at the sample's height: the navmesh goes on, as on a slope running across
-        # the border (a drop link at every border of rolling ground, none solo).
-        across = _floor_near(chf, point[on_portal, :2] + out[on_portal] * (0.25 * cs),
-                             z0[on_portal], _area_span, agent_climb + ch)  # fmt: skip
-        have[on_portal] &= ~np.isfinite(across)
-    point, out, z0 = point[have], out[have], z0[have]
+    point, out, z0, on_portal = point[have], out[have], z0[have], portal[edge][have]
     nsamples = point.shape[0]
     if nsamples == 0:
-        return OffMeshLinks.empty()
+        return OffMeshLinks.empty(), np.zeros((0, 2))
 
     # 2.-3. Probes straight out of the polygon, in chunks of samples (bounded temporaries).
     step = STEP_CELLS * cs
@@ -306,6 +334,7 @@ def find_auto_links(
         z_parts.append(z_c)
     found = np.concatenate(found_parts)
     land_dist, land_z = np.concatenate(dist_parts), np.concatenate(z_parts)
+    on_portal = on_portal[found]
     start = np.column_stack([point[found, :2], z0[found]])
     end_xy = point[found, :2] + out[found] * land_dist[:, None]
     end = np.column_stack([end_xy, land_z])
@@ -336,10 +365,14 @@ def find_auto_links(
         connects[home] &= connects_on(nav, end[home], radius, agent_climb)
     keep = clear & connects
     start, end, drop = start[keep], end[keep], drop[keep]
-    # 6. Near-identical links.
-    unique = _dedup(start, end, ~drop, spacing)
-    start, end, drop = start[unique], end[unique], drop[unique]
-    return OffMeshLinks.create(start, end, radius, bidirectional=~drop)
+    across = np.where(on_portal[:, None], out[found], np.nan)[keep]
+    # 6. Near-identical links: of a pair, the later one goes, a border edge's after the
+    # others (it may go on the assembled navmesh; it must not have cost another link).
+    order = np.argsort(on_portal[keep], kind="stable")
+    unique = np.empty(order.shape[0], dtype=bool)
+    unique[order] = _dedup(start[order], end[order], ~drop[order], spacing)
+    start, end, drop, across = start[unique], end[unique], drop[unique], across[unique]
+    return OffMeshLinks.create(start, end, radius, bidirectional=~drop), across
 
 
 def _first_landing(

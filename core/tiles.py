@@ -309,6 +309,10 @@ class TileResult:
     #: Automatic jump and drop links starting in this tile (``config.auto_links``), also
     #: those landing in a neighbour (found on the tile's link window), or None.
     auto_links: OffMeshLinks | None = None
+    #: float64 (n, 2) per automatic link: the outward normal (plan) of the tile border edge
+    #: it starts on, NaN for another edge (`core.jumplinks.find_tile_links`); read and
+    #: cleared by `check_link_landings`.
+    auto_link_across: np.ndarray | None = None
     timings: dict[str, float] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     #: CPU seconds of the process that baked the tile, while it did (every thread of it).
@@ -506,11 +510,11 @@ def _finish_tile(
         )
     result.polymesh, result.detail = pmesh, dmesh
     if solid is not None and pmesh.npolys > 0:
-        from .jumplinks import find_auto_links, link_settings
+        from .jumplinks import find_tile_links, link_settings
 
         link_window = window() if window is not None else None
         with ctx.stage("links"):
-            result.auto_links = find_auto_links(
+            result.auto_links, result.auto_link_across = find_tile_links(
                 pmesh, dmesh, chf, solid, **link_settings(config, derived), window=link_window
             )
         del link_window
@@ -913,13 +917,17 @@ class TiledBake:
 def tile_navdata(tile: TileResult, links: OffMeshLinks | None):
     """A tile's Detour data (`NavMeshData`, or None when it has none) with the off-mesh links
     of ``links`` whose start lies in the tile (`create_nav_mesh_data` keeps those), made again
-    from its meshes; the stored ``tile.navdata`` when there are no links."""
-    if tile.navdata is None or tile.polymesh is None or links is None or len(links) == 0:
+    from its meshes; the stored ``tile.navdata`` when there are no links and it holds none
+    (it holds the tile's own automatic links as found, before `check_link_landings` may drop
+    them: kept, a dropped one stayed in the .bin when it was the bake's only link)."""
+    if tile.navdata is None or tile.polymesh is None:
         return tile.navdata
     from .nav.navdata import NavMeshData, create_nav_mesh_data
 
     data = tile.navdata
     assert isinstance(data, NavMeshData)
+    if (links is None or len(links) == 0) and int(data.off_mesh_count) == 0:
+        return data
     return create_nav_mesh_data(
         tile.polymesh,
         tile.detail,
@@ -1025,45 +1033,69 @@ def bake_plan(
 
 
 def check_link_landings(bake: TiledBake) -> int:
-    """Drop the automatic links landing in a tile other than their own whose end Detour does
-    not connect on the assembled navmesh (`core.jumplinks.connects_on`): a tile finds them on
-    its link window, where the neighbour's walkable floor stands in for its polygons (a small
-    region Recast removed, say). Returns how many were dropped."""
+    """Check the tiles' automatic links on the assembled navmesh, as a solo bake would have
+    them, and drop those it would not: a link landing in a tile other than its own whose end
+    Detour does not connect (`core.jumplinks.connects_on`; a tile finds them on its link
+    window, where the neighbour's walkable floor stands in for its polygons: a small region
+    Recast removed, say), and a link starting on a tile border edge across which the
+    neighbour's navmesh goes on (`ACROSS_CELLS` past the border, at the link's height: a
+    solo bake has no edge there, and a slope running across the border gave a drop link at
+    every border; where nothing goes on, a ledge along the border or a strip too small for
+    a polygon, the link stays). Clears the tiles' ``auto_link_across``. Returns how many
+    links were dropped."""
     from .jumplinks import connects_on, link_settings
 
-    crossing = []
+    checks = []
     for tile in bake.tiles:
-        links = tile.auto_links
+        links, across = tile.auto_links, tile.auto_link_across
+        tile.auto_link_across = None
         if links is None or not len(links):
             continue
         lo, hi = bake.grid.tile_bounds(tile.tx, tile.ty)
         x, y = links.end[:, 0], links.end[:, 1]
         away = (x < lo[0]) | (x >= hi[0]) | (y < lo[1]) | (y >= hi[1])
-        if away.any():
-            crossing.append((tile, np.flatnonzero(away)))
-    if not crossing:
+        on_border = np.zeros(len(links), dtype=bool) if across is None else ~np.isnan(across[:, 0])
+        if away.any() or on_border.any():
+            checks.append((tile, np.flatnonzero(away), np.flatnonzero(on_border), across))
+    if not checks:
         return 0
     from .nav.navdata import NavMeshData
     from .nav.navmesh import NavMesh
 
     settings = link_settings(bake.config, bake.config.derived())
+    climb = settings["agent_climb"]
+    step = ACROSS_CELLS * float(bake.grid.cs)
     # The tiles' own data: their link polygons are never a nearest polygon.
     nav = NavMesh(bake.navmesh_params())
     for tile in bake.tiles:
         if isinstance(tile.navdata, NavMeshData):
             nav.add_tile(tile.navdata)
     dropped = 0
-    for tile, which in crossing:
+    for tile, away, on_border, across in checks:
         links = tile.auto_links
         assert links is not None
-        ok = connects_on(nav, links.end[which], float(links.radius[0]), settings["agent_climb"])
-        if ok.all():
-            continue
         keep = np.ones(len(links), dtype=bool)
-        keep[which[~ok]] = False
+        keep[away] = connects_on(
+            nav, links.end[away].astype(np.float64), float(links.radius[0]), climb
+        )
+        if on_border.shape[0]:
+            assert across is not None
+            point = links.start[on_border].astype(np.float64)
+            point[:, :2] += across[on_border] * step
+            # Within less than the step of the point: the tile's own polygons, which end at
+            # the border, are a step away; a neighbour's polygon there holds the point.
+            keep[on_border] &= ~connects_on(nav, point, 0.8 * step, climb)
+        if keep.all():
+            continue
         tile.auto_links = links.subset(keep)
-        dropped += int((~ok).sum())
+        dropped += int((~keep).sum())
     return dropped
+
+
+#: How far past a tile border `check_link_landings` looks for the neighbour's navmesh going
+#: on across a border edge a link starts on (a quarter cell: the near side's own polygons
+#: end at the border). [Units: cells]
+ACROSS_CELLS = 0.25
 
 
 def tiled_dump_arrays(bake: TiledBake) -> dict[str, np.ndarray | np.generic]:

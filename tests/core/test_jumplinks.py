@@ -369,6 +369,34 @@ def test_no_tiled_links_down_a_walkable_slope_across_tile_borders(tile_size):
     assert len(tiled.tiles) >= 4 and tiled.auto_link_count == 0
 
 
+def test_a_border_edge_link_stays_where_the_neighbour_has_no_polygon_across():
+    """Two platforms 1.74 m apart; with 24-cell tiles a border runs 0.5 m inside the far one,
+    whose strip on the near tile gets no polygon: the near side's jump lands on that strip
+    and fails to connect, so only the far tile's link from its border edge crosses the gap.
+    Skipping border edges with walkable cells across (not polygons) lost it: no link, the far
+    platform unreachable. A slope across a border is still linkless (the ramp test)."""
+    from core import tiles
+    from core.nav.query import NavMeshQuery
+
+    from .test_offmesh_links import STRAIGHT_OFFMESH, single_path
+
+    verts, tris = linkscenes.merge(
+        linkscenes.box((0.0, 0.0, -1.0), (23.25, 28.15, 0.0)),
+        linkscenes.box((11.763, 26.032, 0.0), (18.726, 29.032, 1.983)),
+        linkscenes.box((20.47, 26.032, 0.0), (27.434, 29.032, 1.699)),
+    )
+    config = NavConfig(cell_height=0.1, auto_links=True, max_jump_distance=6.0, max_drop=5.0)
+    near, far = (16.0, 27.45, 2.0), (24.0, 27.45, 1.7)
+    for tile_size in (24, 64):
+        bake = tiles.bake_tiled(verts, tris, config, tile_size, workers=1)
+        links = bake.navmesh_links()
+        jumps = links.start[links.bidirectional]
+        assert len(jumps) >= 1
+        path, straight, _ = single_path(NavMeshQuery(bake.navmesh()), near, far)
+        assert not path.status & 0x40  # not partial
+        assert any(int(f) & STRAIGHT_OFFMESH for f in np.asarray(straight.flags).tolist())
+
+
 def _link_arrays(bake) -> np.ndarray:
     links = bake.navmesh_links()
     return np.column_stack([links.start, links.end, links.bidirectional])
@@ -419,7 +447,12 @@ def test_tiled_links_landing_on_a_removed_region_are_dropped(monkeypatch):
     solo = pipeline.bake(verts, tris, ON)
     assert solo.offmesh_links is None or len(solo.offmesh_links) == 0
     # 41-cell tiles: a tile border at x = 10.3, in the gap.
-    assert tiles.bake_tiled(verts, tris, ON, 41, workers=1).auto_link_count == 0
+    checked = tiles.bake_tiled(verts, tris, ON, 41, workers=1)
+    assert checked.auto_link_count == 0
+    # Nor in the Detour tiles (the tile's data, made before the check, kept the link when it
+    # was the bake's only one: the .bin held it).
+    assert sum(int(data.off_mesh_count) for data in checked.navdata()) == 0
+    assert sum(int(data.off_mesh_count) for data in checked.navmesh().tiles) == 0
     monkeypatch.setattr(tiles, "check_link_landings", lambda bake: 0)
     unchecked = tiles.bake_tiled(verts, tris, ON, 41, workers=1)
     assert unchecked.auto_link_count > 0
