@@ -65,8 +65,27 @@ def bake_key(verts, tris, config: NavConfig, tile_size: int, volumes=()) -> str:
     h.update(np.ascontiguousarray(tris, dtype=np.int32).tobytes())
     h.update(json.dumps(_jsonable(dataclasses.asdict(config)), sort_keys=True).encode())
     h.update(str(int(tile_size)).encode())
-    h.update(repr(tuple(volumes)).encode())
+    h.update(_volumes_bytes(tuple(volumes)))
     return h.hexdigest()[:32]
+
+
+def _volumes_bytes(volumes: tuple) -> bytes:
+    """The area volumes, every number exactly: each volume's kind, area and sizes as JSON and
+    its points as float64 bytes (their ``repr`` shortened an outline of more than 1000
+    numbers to "...": two different volumes gave one key, and a cache baked with one loaded
+    for the other). No volumes: ``b"()"``, as before, so saved caches without them still
+    load."""
+    if not volumes:
+        return b"()"
+    parts = [b"volumes:2"]
+    for volume in volumes:
+        points = np.ascontiguousarray(np.asarray(volume.points, dtype=np.float64))
+        header = [
+            str(volume.kind), int(volume.area), float(volume.zmin), float(volume.zmax),
+            float(volume.radius), float(volume.height), list(points.shape),
+        ]  # fmt: skip
+        parts += [json.dumps(header).encode(), points.tobytes()]
+    return b"|".join(parts)
 
 
 def _jsonable(value):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import hashlib
 import json
 import struct
 import zipfile
@@ -147,3 +148,29 @@ def test_bake_key_changes_with_every_input(scene):
         tilecache_io.bake_key(verts, tris, config, 32, (ob.box((0, 0, 0), (1, 1, 1)).volume(),)),
     }
     assert key not in others and len(others) == 5
+
+
+def test_bake_key_tells_long_volume_outlines_apart(scene):
+    # repr() shortens arrays of more than 1000 numbers to "...": two 400-point outlines
+    # differing inside had one key, and a cache baked with one loaded for the other.
+    from core.pipeline import AreaVolume
+
+    verts, tris, config = scene
+    angle = np.linspace(0.0, 2.0 * np.pi, 400, endpoint=False)
+    circle = np.c_[12 * np.cos(angle), 12 * np.sin(angle), np.zeros(400)]
+    smaller = circle.copy()
+    smaller[3:-3, :2] *= 0.2
+    keys = {
+        tilecache_io.bake_key(verts, tris, config, 32, (AreaVolume("convex", pts, 0, -9, 9),))
+        for pts in (circle, smaller, circle + np.array([0.0, 0.0, 1e-9]))
+    }
+    assert len(keys) == 3
+    # Without volumes the key is what it was (saved caches still load).
+    plain = hashlib.sha256()
+    plain.update(np.ascontiguousarray(verts, dtype=np.float32).tobytes())
+    plain.update(np.ascontiguousarray(tris, dtype=np.int32).tobytes())
+    config_json = json.dumps(tilecache_io._jsonable(dataclasses.asdict(config)), sort_keys=True)
+    plain.update(config_json.encode())
+    plain.update(b"32")
+    plain.update(b"()")
+    assert tilecache_io.bake_key(verts, tris, config, 32) == plain.hexdigest()[:32]
