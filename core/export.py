@@ -59,6 +59,7 @@ import numpy as np
 from . import atomic
 from .detail import PolyMeshDetail
 from .errors import VoxNavError
+from .limits import MAX_COORDINATE, within_reach
 
 F32 = np.float32
 MESH_NULL_IDX = 0xFFFF
@@ -425,6 +426,22 @@ def write_detour_bin(
     if frame not in DETOUR_FRAMES:
         raise VoxNavError(f"unknown Detour frame {frame!r}: use one of {DETOUR_FRAMES}")
     _poly_arrays(pmesh)
+    sizes = {
+        "agent_height": agent_height, "agent_radius": agent_radius,
+        "agent_max_climb": agent_max_climb,
+    }  # fmt: skip
+    for name, value in sizes.items():
+        # Stored in the tile header as float32: NaN or beyond float32 wrote a file Detour
+        # (and our own reader) refuses as corrupt, over the old one.
+        try:
+            good = bool(within_reach(value)) and float(value) >= 0.0
+        except (TypeError, ValueError):
+            good = False
+        if not good:
+            raise VoxNavError(
+                f"{name} must be a number from 0 to {MAX_COORDINATE:g} wu for the .bin's tile "
+                f"header, got {value!r}"
+            )
     atomic.check_target(path)
     tile = navdata.create_nav_mesh_data(
         pmesh,

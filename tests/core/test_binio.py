@@ -240,6 +240,27 @@ def test_export_by_extension(tmp_path):
         write_navmesh(tmp_path / "x.bin", None)
 
 
+@pytest.mark.parametrize("height", [float("nan"), 1e39, -1.0, "tall"])
+def test_agent_sizes_the_tile_header_cannot_hold_are_refused_and_the_old_file_kept(
+    tmp_path, height
+):
+    # Written as float32: NaN or 1e39 replaced the old file by one our own reader (and
+    # Detour) refuse as corrupt.
+    from core.config import NavConfig
+
+    pmesh, dmesh = ref_navmesh_inputs(load_reference("dungeon"))
+    target = tmp_path / "n.bin"
+    target.write_bytes(b"OLD")
+    with pytest.raises(VoxNavError, match="agent_height must be a number"):
+        write_detour_bin(
+            target, pmesh, dmesh, agent_height=height, agent_radius=0.6, agent_max_climb=0.9
+        )
+    if isinstance(height, float):
+        with pytest.raises(VoxNavError, match="agent_height"):
+            write_navmesh(target, pmesh, dmesh, config=NavConfig(agent_height=height))
+    assert target.read_bytes() == b"OLD" and sorted(tmp_path.iterdir()) == [target]
+
+
 def test_cli_bake_writes_bin(tmp_path, capsys):
     out = tmp_path / "navmesh.bin"
     assert main(["bake", str(mesh_path("nav_test")), "--recast-frame", "--out", str(out)]) == 0
