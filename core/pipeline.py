@@ -308,14 +308,16 @@ def check_input(verts, tris) -> tuple[np.ndarray, np.ndarray]:
         )
     if t.ndim != 2 or t.shape[1] != 3:
         raise VoxNavError(f"tris must have shape (m, 3), got {t.shape}")
-    if not np.issubdtype(t.dtype, np.integer):
-        if not np.all(np.mod(t, 1) == 0):
-            raise VoxNavError("tris must hold whole-number vertex indices")
-        t = t.astype(np.int64)
+    if t.dtype.kind not in "iuf":
+        kinds = {"U": "text", "S": "bytes", "c": "complex numbers", "b": "booleans"}
+        got = kinds.get(t.dtype.kind, f"{t.dtype} values")
+        raise VoxNavError(f"tris must hold whole-number vertex indices, got {got}")
+    if t.dtype.kind == "f" and not np.all(np.mod(t, 1) == 0):
+        raise VoxNavError("tris must hold whole-number vertex indices")
     # Bounds first (no temporaries): a per-element mask of a 9 M-triangle soup costs 50 MiB
-    # plus an int64 copy, and is only needed to name the first bad triangle.
-    if int(t.min()) < 0 or int(t.max()) >= v.shape[0]:
-        t = t.astype(np.int64)
+    # plus an int64 copy, and is only needed to name the first bad triangle. In the given
+    # dtype: a cast to int64 first would wrap 2**63 (uint64) or 1e20 to -9223372036854775808.
+    if t.min() < 0 or t.max() >= v.shape[0]:
         bad = (t < 0) | (t >= v.shape[0])
         row = int(np.nonzero(bad.any(axis=1))[0][0])
         raise VoxNavError(

@@ -34,6 +34,23 @@ def test_index_out_of_range():
         pipeline.bake(QUAD, np.array([[0, 1, 2], [0, 2, 9]]))
 
 
+@pytest.mark.parametrize(
+    "tris, words",
+    [
+        (np.array([[0, 1, 2], [0, 2, 3]]).astype(str), "got text"),
+        (np.array([[0, 1, 2], [0, 2, 3]]).astype(complex), "got complex numbers"),
+        (np.array([[0, 1, 2**63]], dtype=np.uint64), "vertex 9223372036854775808,"),
+        (np.array([[0.0, 1.0, 1e20]]), "vertex 100000000000000000000,"),
+        (np.array([[0.0, 1.0, 2.5]]), "whole-number"),
+    ],
+)
+def test_triangle_indices_of_the_wrong_kind_are_named_as_given(tris, words):
+    # Text and complex indices gave a raw TypeError; 2**63 and 1e20 were named as the
+    # int64-wrapped -9223372036854775808.
+    with pytest.raises(VoxNavError, match=words):
+        pipeline.bake(QUAD, tris)
+
+
 def test_wrong_shapes():
     with pytest.raises(VoxNavError, match=r"verts must have shape \(n, 3\)"):
         pipeline.bake(QUAD[:, :2], QUAD_TRIS)
