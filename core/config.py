@@ -42,6 +42,7 @@ _SIZE_UNITS = {
     "m": MIB, "mb": MIB, "mib": MIB,
     "g": GIB, "gb": GIB, "gib": GIB,
     "t": 1024**4, "tb": 1024**4, "tib": 1024**4,
+    "p": 1024**5, "pb": 1024**5, "pib": 1024**5,  # the limit's own unit (1 PiB)
 }  # fmt: skip
 _TRUE = ("1", "true", "on", "yes")
 _FALSE = ("0", "false", "off", "no")
@@ -490,6 +491,8 @@ def _normalise(name: str, value, strict: bool = False):
         if isinstance(default, bool):
             return parse_bool(value, name)
         if name in ("bounds_min", "bounds_max"):
+            if isinstance(value, np.ndarray) and value.ndim == 0:
+                return value.item()  # one number: `validate` names the setting
             return tuple(value) if isinstance(value, (list, np.ndarray)) else value
         if isinstance(default, str):
             text = str(value).strip().lower() if isinstance(value, str) else value

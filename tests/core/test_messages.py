@@ -114,7 +114,8 @@ def test_given_context_collects_timings_and_warnings_and_is_the_result_s():
 @pytest.mark.parametrize(
     ("text", "expected"),
     [("4GB", 4 * 1024**3), ("512MiB", 512 * 1024**2), ("4G", 4 * 1024**3), ("1073741824", 1024**3),
-     ("1.5 GiB", 3 * 1024**3 // 2), (2**21, 2**21), ("8gb", 8 * 1024**3)],
+     ("1.5 GiB", 3 * 1024**3 // 2), (2**21, 2**21), ("8gb", 8 * 1024**3),
+     ("1PiB", 1024**5)],  # the limit's own unit, refused until 2026-11-27
 )  # fmt: skip
 def test_memory_limits_in_human_units(text, expected):
     assert parse_size(text) == expected
@@ -189,6 +190,9 @@ def test_bools_and_text_are_coerced_the_same_everywhere():
     assert NavConfig(cell_size="0.2").cell_size == 0.2
     assert NavConfig.parse("partition", "Monotone") == "monotone"
     assert NavConfig.parse("bounds_min", "-5,-5,-1") == (-5.0, -5.0, -1.0)
+    # One NumPy number (0-d array) raised a raw "iteration over a 0-d array".
+    with pytest.raises(VoxNavError, match="bounds_min and bounds_max must each be three"):
+        NavConfig(bounds_min=np.array(0.3), bounds_max=(1, 1, 1)).validate()
     with pytest.raises(VoxNavError, match="bounds_min must be three numbers"):
         NavConfig.parse("bounds_min", "1,2")
 
