@@ -71,20 +71,20 @@ class OffMeshLinks:
         Raises `VoxNavError` naming the first bad link (non-finite point, radius <= 0, area
         outside 0..63, flags outside 0..65535).
         """
-        start_arr = np.asarray(start, dtype=np.float64).reshape(-1, 3)
-        end_arr = np.asarray(end, dtype=np.float64).reshape(-1, 3)
+        start_arr = _link_points(start, "start")
+        end_arr = _link_points(end, "end")
         count = start_arr.shape[0]
         if end_arr.shape[0] != count:
             raise VoxNavError(
                 f"off-mesh links: {count} start points but {end_arr.shape[0]} end points; "
                 "give one end point per start point"
             )
-        radius_arr = np.broadcast_to(np.asarray(radius, dtype=np.float64), (count,))
-        area_arr = np.broadcast_to(np.asarray(area, dtype=np.int64), (count,))
-        flags_arr = np.broadcast_to(np.asarray(flags, dtype=np.int64), (count,))
-        bidir_arr = np.broadcast_to(np.asarray(bidirectional, dtype=bool), (count,))
+        radius_arr = _per_link(radius, count, "radius", "f")
+        area_arr = _per_link(area, count, "area", "i")
+        flags_arr = _per_link(flags, count, "flags", "i")
+        bidir_arr = _per_link(bidirectional, count, "bidirectional", "b")
         ids = np.arange(count) if user_id is None else user_id
-        id_arr = np.broadcast_to(np.asarray(ids, dtype=np.int64), (count,))
+        id_arr = _per_link(ids, count, "user_id", "i")
         # Within +-`limits.MAX_COORDINATE`: finite in float32, where they are kept
         # (1e39 was infinite there, written as Infinity into JSON, which no parser reads).
         reach = limits.MAX_COORDINATE
@@ -227,3 +227,45 @@ def unplaced_links(links: OffMeshLinks | None, tiles) -> str | None:
         "Detour keeps a link only in the tile holding its start, within the agent's climb of "
         "that tile's surface; these are left out. Move their start onto a walkable floor"
     )
+
+
+def _link_points(value, which: str) -> np.ndarray:
+    """float64 (n, 3) link points from one (x, y, z) or n of them; `VoxNavError` otherwise
+    (a (3, 4) array was reshaped into four links of scrambled coordinates)."""
+    try:
+        points = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise VoxNavError(f"off-mesh links: {which} points must be numbers (x, y, z)") from None
+    if points.shape == (3,):
+        points = points.reshape(1, 3)
+    if points.ndim != 2 or points.shape[1] != 3:
+        raise VoxNavError(
+            f"off-mesh links: {which} points must be (x, y, z) each, an (n, 3) array; got "
+            f"shape {points.shape}"
+        )
+    return points
+
+
+def _per_link(value, count: int, name: str, kind: str) -> np.ndarray:
+    """One value per link from a scalar (every link) or ``count`` values, of ``kind`` "f"
+    (float64), "i" (int64: whole numbers; 5.7 was cut to 5) or "b" (bool: True/False or 1/0;
+    the text "no" read as True); `VoxNavError` naming ``name`` otherwise."""
+    arr = np.asarray(value)
+    wanted = {"f": "numbers", "i": "whole numbers", "b": "True or False"}[kind]
+    if arr.ndim > 1 or (arr.ndim == 1 and arr.shape[0] != count):
+        raise VoxNavError(
+            f"off-mesh links: {name} must be one value or one per link ({count}), got "
+            f"shape {arr.shape}"
+        )
+    if kind == "b":
+        ok = arr.dtype.kind == "b" or (arr.dtype.kind in "iu" and bool(np.isin(arr, (0, 1)).all()))
+    elif arr.dtype.kind in "iub":
+        ok = True
+    elif arr.dtype.kind == "f":
+        ok = kind == "f" or bool((np.isfinite(arr) & (arr == np.round(arr))).all())
+    else:
+        ok = False
+    if not ok:
+        raise VoxNavError(f"off-mesh links: {name} must be {wanted}, got {value!r}")
+    dtype = {"f": np.float64, "i": np.int64, "b": bool}[kind]
+    return np.broadcast_to(arr.astype(dtype), (count,))

@@ -85,6 +85,25 @@ def test_bad_link_specs_say_what_is_wrong(spec, words):
         parse_link_spec(spec)
 
 
+@pytest.mark.parametrize(
+    "kwargs, words",
+    [
+        # A (3, 4) array was reshaped into four links of scrambled coordinates.
+        (dict(start=np.zeros((3, 4)), end=np.ones((3, 4))), r"an \(n, 3\) array; got shape"),
+        (dict(area=5.7), "area must be whole numbers"),  # was stored as 5
+        (dict(bidirectional="no"), "bidirectional must be True or False"),  # was True
+        (dict(radius=[1.0, 2.0]), r"radius must be one value or one per link \(1\)"),
+        (dict(start="here"), "start points must be numbers"),
+    ],
+)
+def test_links_from_a_script_with_the_wrong_kind_of_values_are_named(kwargs, words):
+    args = {"start": [[0.0, 0.0, 0.0]], "end": [[1.0, 0.0, 0.0]], "radius": 1.0, **kwargs}
+    with pytest.raises(VoxNavError, match=words):
+        OffMeshLinks.create(**args)
+    one = OffMeshLinks.create([0, 0, 0], (1, 0, 0), 1, bidirectional=0, area=np.int8(5))
+    assert len(one) == 1 and not one.bidirectional[0] and one.area[0] == 5
+
+
 def test_without_links_the_gap_and_the_ledge_are_partial():
     query, _ = navmesh(None)
     for a, b in ((L.ON_FLOOR_A, L.ON_FLOOR_B), (L.ON_LEDGE, L.ON_FLOOR_A)):
