@@ -51,6 +51,7 @@ Float values are float32 written with enough digits to read back bit-exact.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -145,6 +146,22 @@ def _f(x) -> str:
     return np.format_float_positional(F32(x), unique=True, trim="-")
 
 
+def _path(path):
+    """A file name as given, or decoded from bytes (`pathlib` takes no bytes)."""
+    return os.fsdecode(path) if isinstance(path, bytes) else path
+
+
+def _check_links(offmesh) -> None:
+    """Refuse ``offmesh`` that is neither None nor `core.offmesh.OffMeshLinks`."""
+    from .offmesh import OffMeshLinks
+
+    if offmesh is not None and not isinstance(offmesh, OffMeshLinks):
+        raise VoxNavError(
+            "offmesh must be core.offmesh.OffMeshLinks (OffMeshLinks.create) or None, got "
+            f"{type(offmesh).__name__}"
+        )
+
+
 def write_obj(path, pmesh, dmesh=None, *, offmesh=None, batch: atomic.Batch | None = None) -> None:
     """Write the navmesh polygons (and optionally the detail triangles) as a Y-up OBJ.
 
@@ -154,6 +171,8 @@ def write_obj(path, pmesh, dmesh=None, *, offmesh=None, batch: atomic.Batch | No
     object ``offmesh_links`` = one line element (start, end) per off-mesh link (``offmesh``,
     `core.offmesh.OffMeshLinks`, if given and not empty).
     """
+    path = _path(path)
+    _check_links(offmesh)
     verts, polys, nvp, counts = _poly_arrays(pmesh)
     detail = _detail_arrays(dmesh, polys.shape[0])
     atomic.check_target(path)
@@ -283,10 +302,21 @@ def write_json(
 ) -> None:
     """Write `navmesh_to_dict` as JSON to ``path`` (its folder must exist); replaced only when
     complete (see `core.atomic`; with ``batch``, when the batch commits)."""
+    path = _path(path)
+    _check_links(offmesh)
     doc = navmesh_to_dict(pmesh, dmesh, paths, offmesh)
+    try:  # before the file opens: NaN or Infinity is no JSON (a strict parser refuses it)
+        text = json.dumps(doc, separators=(",", ":"), allow_nan=False)
+    except ValueError:
+        raise VoxNavError(
+            "the navmesh JSON would hold a NaN or infinite number (in the paths given?): "
+            "JSON has none; give finite numbers"
+        ) from None
+    except TypeError as exc:
+        raise VoxNavError(f"the navmesh JSON cannot hold the paths given: {exc}") from None
     atomic.check_target(path)
     with atomic.open_replacing(path, "w", batch=batch) as fh:
-        json.dump(doc, fh, separators=(",", ":"))
+        fh.write(text)
 
 
 def read_navmesh_json(path):
@@ -423,9 +453,12 @@ def write_detour_bin(
     """
     from .nav import binio, navdata
 
+    path = _path(path)
+    _check_links(offmesh)
     if frame not in DETOUR_FRAMES:
         raise VoxNavError(f"unknown Detour frame {frame!r}: use one of {DETOUR_FRAMES}")
-    _poly_arrays(pmesh)
+    _verts, polys, _nvp, _counts = _poly_arrays(pmesh)
+    _detail_arrays(dmesh, polys.shape[0])
     sizes = {
         "agent_height": agent_height, "agent_radius": agent_radius,
         "agent_max_climb": agent_max_climb,
@@ -535,6 +568,7 @@ def write_navmesh(
     is written in that same frame (else in the engine frame, see `write_detour_bin`).
     ``batch``: an `core.atomic.Batch` that replaces the file when it commits.
     """
+    path = _path(path)
     suffix = navmesh_format(path)
     if suffix == ".obj":
         write_obj(path, pmesh, dmesh, offmesh=offmesh, batch=batch)

@@ -164,6 +164,30 @@ def test_bad_input(navmesh, tmp_path):
     assert not (tmp_path / "a.obj").exists()
 
 
+def test_exporters_name_arguments_of_the_wrong_kind(navmesh, tmp_path):
+    # A NaN in the paths was written as the token NaN (no JSON parser reads it); a wrong
+    # offmesh or a non-detail mesh for .bin raised AttributeError; a bytes path TypeError.
+    from core.export import write_detour_bin, write_navmesh
+
+    pmesh, dmesh = navmesh
+    target = tmp_path / "n.json"
+    target.write_text("OLD")
+    with pytest.raises(VoxNavError, match="NaN or infinite"):
+        write_json(target, pmesh, dmesh, paths=[{"points": [[0.0, 0.0, float("nan")]]}])
+    assert target.read_text() == "OLD"
+    for name in ("a.obj", "a.json", "a.bin"):
+        with pytest.raises(VoxNavError, match="offmesh must be core.offmesh.OffMeshLinks"):
+            write_navmesh(tmp_path / name, pmesh, dmesh, offmesh="links")
+    with pytest.raises(VoxNavError, match="not a detail mesh"):
+        write_detour_bin(
+            tmp_path / "a.bin", pmesh, pmesh, agent_height=2, agent_radius=0.6,
+            agent_max_climb=0.9,
+        )  # fmt: skip
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["n.json"]
+    write_navmesh(str(tmp_path / "b.obj").encode(), pmesh, dmesh)
+    assert (tmp_path / "b.obj").stat().st_size > 0
+
+
 def test_read_rejects_other_files(tmp_path):
     with pytest.raises(VoxNavError, match="does not exist"):
         read_navmesh_json(tmp_path / "missing.json")
