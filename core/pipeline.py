@@ -39,7 +39,7 @@ from .heightfield import Heightfield, VoxelGrid
 from .jumplinks import find_auto_links, link_settings
 from .offmesh import OffMeshLinks
 from .polymesh import PolyMesh, build_poly_mesh
-from .prune import PruneReport, prune_islands
+from .prune import PruneReport, checked_points, prune_islands
 from .regions import (
     build_distance_field,
     build_regions,
@@ -395,6 +395,8 @@ def bake(
             ctx.stages = stages
     for volume in volumes:
         volume.validate()
+    if reachable_from is not None:  # before the stages, not after them
+        reachable_from = checked_points(reachable_from, prune_mode)
     verts, tris = check_input(verts, tris)
     derived = config.derived()
     bmin, bmax = grid_bounds(verts, config)
@@ -703,7 +705,7 @@ def prune_bake(
         pmesh, detail, report = prune_islands(
             result.polymesh,
             result.detail,
-            np.asarray(points, dtype=np.float64).reshape(-1, 3),
+            checked_points(points, mode),
             mode=mode,
             walkable_height=float(np.float32(config.agent_height)),
             walkable_radius=float(np.float32(config.agent_radius)),

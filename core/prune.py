@@ -256,11 +256,24 @@ def remove_polys(
     return out, out_detail
 
 
-def _checked_points(points, mode: str) -> np.ndarray:
-    """The reachable-from points as float64 (k, 3); `VoxNavError` for a bad mode or point."""
+def checked_points(points, mode: str = "remove") -> np.ndarray:
+    """The reachable-from points as float64 (k, 3) from one (x, y, z), k of them or none;
+    `VoxNavError` for a bad mode, shape or point (a (3, 4) array was reshaped into four
+    scrambled points, text failed after every stage had run). [Units: wu]"""
     if mode not in PRUNE_MODES:
         raise VoxNavError(f"unknown prune mode {mode!r}: use one of {', '.join(PRUNE_MODES)}")
-    pts = np.asarray(points, dtype=np.float64).reshape(-1, 3) if len(points) else np.zeros((0, 3))
+    try:
+        pts = np.asarray(points, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise VoxNavError("reachable-from points must be numbers (x, y, z)") from None
+    if pts.size == 0:
+        return np.zeros((0, 3))
+    if pts.shape == (3,):
+        pts = pts.reshape(1, 3)
+    if pts.ndim != 2 or pts.shape[1] != 3:
+        raise VoxNavError(
+            f"reachable-from points must be (x, y, z) each, a (k, 3) array; got shape {pts.shape}"
+        )
     if not within_reach(pts).all():
         raise VoxNavError(
             f"reachable-from points must be finite numbers (x, y, z) within +-{MAX_COORDINATE:g}"
@@ -303,7 +316,7 @@ def prune_islands(
         rules, `flood_with_links`), or None.
     Returns (polygon mesh, detail mesh, `PruneReport`); the inputs are never modified.
     """
-    pts = _checked_points(points, mode)
+    pts = checked_points(points, mode)
     ctx = ctx if ctx is not None else BuildContext()
     npolys = pmesh.npolys
     seeds = find_seed_polys(
@@ -376,7 +389,7 @@ def prune_tiled(
     from .nav.navdata import create_nav_mesh_data
     from .nav.query import NavMeshQuery
 
-    pts = _checked_points(points, mode)
+    pts = checked_points(points, mode)
     ctx = ctx if ctx is not None else BuildContext()
     tiles = [t for t in bake.tiles if t.navdata is not None and t.polymesh is not None]
     counts = np.array([t.npolys for t in tiles], dtype=np.int64)

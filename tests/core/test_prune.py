@@ -212,3 +212,24 @@ def test_cli_prunes_every_agent(tmp_path, capsys):
     for name in ("small", "large"):
         assert f"agent {name}: island pruning removed" in printed
         assert (tmp_path / f"nav_{name}.json").exists()
+
+
+@pytest.mark.parametrize(
+    "points, words",
+    [
+        # (x, y, z, w) rows were reshaped into four scrambled seeds.
+        (np.c_[np.zeros((3, 3)), np.ones(3)], r"a \(k, 3\) array; got shape \(3, 4\)"),
+        (np.zeros(2), r"got shape \(2,\)"),
+        ("0,0,0", "must be numbers"),  # a raw ValueError, after every stage had run
+    ],
+)
+def test_reachable_from_points_of_the_wrong_shape_are_refused_before_baking(
+    points, words, monkeypatch
+):
+    stages = []
+    monkeypatch.setattr(pipeline, "_heightfield_stages", lambda *a: stages.append(1))
+    verts = np.array([[0, 0, 0], [10, 0, 0], [10, 10, 0], [0, 10, 0]], np.float32)
+    tris = np.array([[0, 2, 1], [0, 3, 2]], np.int32)
+    with pytest.raises(VoxNavError, match=words):
+        pipeline.bake(verts, tris, reachable_from=points)
+    assert stages == []
