@@ -680,13 +680,24 @@ def mark_convex_poly_area(
     py = py.astype(np.float32)[:, None]
     j = np.roll(np.arange(v.shape[0]), 1)
     xi, yi, xj, yj = vx[None, :], vy[None, :], vx[j][None, :], vy[j][None, :]
-    straddle = (yi > py) != (yj > py)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        cross_x = (xj - xi) * (py - yi) / (yj - yi) + xi
-    flip = straddle & ~(px >= cross_x)
-    inside = (flip.sum(axis=1) & 1) == 1
+    inside = np.empty(idx.shape[0], dtype=bool)
+    # Spans in blocks of at most CROSSING_PAIRS_PER_BLOCK (span, edge) pairs: a 100k-point
+    # outline over its spans was one 6 GiB array.
+    rows = max(1, CROSSING_PAIRS_PER_BLOCK // v.shape[0])
+    for lo in range(0, idx.shape[0], rows):
+        bx, by = px[lo : lo + rows], py[lo : lo + rows]
+        straddle = (yi > by) != (yj > by)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            cross_x = (xj - xi) * (by - yi) / (yj - yi) + xi
+        flip = straddle & ~(bx >= cross_x)
+        inside[lo : lo + rows] = (flip.sum(axis=1) & 1) == 1
     out[idx[inside]] = area_id
     return out
+
+
+#: (span, outline edge) pairs `mark_convex_poly_area` tests at once (about 100 MiB of
+#: temporaries).
+CROSSING_PAIRS_PER_BLOCK = 1 << 22
 
 
 def mark_cylinder_area(

@@ -278,6 +278,19 @@ def test_mark_convex_poly_area_matches_crossing_test():
         mark_convex_poly_area(chf, tri[:2], 0, 1, 4)
 
 
+def test_mark_convex_poly_area_in_blocks_of_spans_marks_the_same(monkeypatch):
+    # A 100k-point outline was one (spans x points) array of 6 GiB: spans go in blocks now.
+    from core import area
+
+    chf = flat_compact(np.ones((40, 40), dtype=bool))
+    angle = np.linspace(0.0, 2.0 * np.pi, 500, endpoint=False)
+    circle = np.c_[6.0 + 5.0 * np.cos(angle), 6.0 + 5.0 * np.sin(angle)]
+    whole = mark_convex_poly_area(chf, circle, -1.0, 1.0, 4)
+    assert 0 < int((whole == 4).sum()) < chf.span_count
+    monkeypatch.setattr(area, "CROSSING_PAIRS_PER_BLOCK", 7 * 500 + 3)  # 7 spans a block
+    np.testing.assert_array_equal(mark_convex_poly_area(chf, circle, -1.0, 1.0, 4), whole)
+
+
 def test_mark_cylinder_area():
     chf = flat_compact(np.ones((10, 10), dtype=bool))
     out = mark_cylinder_area(chf, (1.5, 1.5, 0.0), 0.7, 1.0, 2)
