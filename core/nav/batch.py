@@ -418,6 +418,9 @@ _OVERLAP = _CARRY | (_CARRY << _PACK) | (_CARRY << (2 * _PACK))
 GRID_CELL_FACTOR = 0.125
 #: Largest candidate grid, in cells. [Limit: >= 1]
 GRID_MAX_CELLS = 1 << 20
+#: Most (leaf, cell) entries in a candidate grid (about 450 bytes each while it is built),
+#: or 4 per BV leaf when that is more: the cells grow until the entries fit. [Limit: >= 1]
+GRID_MAX_ENTRIES = 1 << 21
 #: Entry classes of the candidate grid: the whole cell inside the polygon (2D, by a margin),
 #: the whole cell outside it (with a lower bound of the squared distance), or neither.
 _IN, _MIXED, _OUT = 0, 1, 2
@@ -591,16 +594,25 @@ def _build_candidate_grid(nav: NavMesh, hx: float, hz: float):
     size = max(size, (gx1 - gx0) / 4096, (gz1 - gz0) / 4096, 1e-3)
     while ((gx1 - gx0) / size + 1) * ((gz1 - gz0) / size + 1) > GRID_MAX_CELLS:
         size *= 2.0
-    inv = 1.0 / size
-    gw = int((gx1 - gx0) * inv) + 1
-    gh = int((gz1 - gz0) * inv) + 1
-    with np.errstate(invalid="ignore"):
-        ix0 = np.clip(np.floor((lo[:, 0] - gx0) * inv), 0, gw - 1).astype(np.int64)
-        ix1 = np.clip(np.floor((hi[:, 0] - gx0) * inv), 0, gw - 1).astype(np.int64)
-        iz0 = np.clip(np.floor((lo[:, 2] - gz0) * inv), 0, gh - 1).astype(np.int64)
-        iz1 = np.clip(np.floor((hi[:, 2] - gz0) * inv), 0, gh - 1).astype(np.int64)
-    nx = ix1 - ix0 + 1
-    per = nx * (iz1 - iz0 + 1)
+    # Cells sized from the smaller half extent are tiny against the larger one (a box of
+    # half extents (500, _, 0.05)): every leaf would be entered in millions of cells. Coarser
+    # cells only add candidates that the exact test drops, so the answers do not change. Once
+    # the grid is at most 2 x 2 cells a leaf is in at most 4 of them, so the loop ends.
+    max_entries = max(GRID_MAX_ENTRIES, 4 * nleaf)
+    while True:
+        inv = 1.0 / size
+        gw = int((gx1 - gx0) * inv) + 1
+        gh = int((gz1 - gz0) * inv) + 1
+        with np.errstate(invalid="ignore"):
+            ix0 = np.clip(np.floor((lo[:, 0] - gx0) * inv), 0, gw - 1).astype(np.int64)
+            ix1 = np.clip(np.floor((hi[:, 0] - gx0) * inv), 0, gw - 1).astype(np.int64)
+            iz0 = np.clip(np.floor((lo[:, 2] - gz0) * inv), 0, gh - 1).astype(np.int64)
+            iz1 = np.clip(np.floor((hi[:, 2] - gz0) * inv), 0, gh - 1).astype(np.int64)
+        nx = ix1 - ix0 + 1
+        per = nx * (iz1 - iz0 + 1)
+        if int(per.sum()) <= max_entries:
+            break
+        size *= 2.0
     owner = np.repeat(np.arange(nleaf), per)
     local = np.arange(owner.shape[0]) - np.repeat(np.cumsum(per) - per, per)
     row, col = np.divmod(local, nx[owner])

@@ -868,3 +868,33 @@ def test_batch_nearest_without_bv_tree_matches_single_port():
         assert (near.ref[i], near.over_poly[i]) == (one.ref, one.over_poly), i
         np.testing.assert_array_equal(near.point[i], one.point, err_msg=str(i))
     assert np.count_nonzero(near.ref >= 0) > 500 and np.count_nonzero(near.ref < 0) > 100
+
+
+def test_batch_nearest_grid_stays_small_for_elongated_boxes(dungeon_query, monkeypatch):
+    """Cells sized from the smaller half extent put every BV leaf of a long, thin box in
+    millions of cells (a (500, 0.05, 4) box on a 3 x 3 dungeon: MemoryError, the single query
+    answers at once). The cells grow until the grid's entries fit its budget; the answers
+    stay the literal port's."""
+    from core.nav import batch
+
+    q = dungeon_query
+    monkeypatch.setattr(batch, "GRID_MAX_ENTRIES", 20_000, raising=False)
+    monkeypatch.setattr(q.nav, "_candidate_grid_cache", None, raising=False)
+    build = batch._build_candidate_grid
+    entries = []
+
+    def counted(nav, hx, hz):
+        grid = build(nav, hx, hz)
+        entries.append(grid["near"]["poly"].shape[0] + grid["out"]["poly"].shape[0])
+        return grid
+
+    monkeypatch.setattr(batch, "_build_candidate_grid", counted)
+    pts = _random_points(q, 300, 23)
+    for half in ((8.0, 0.5, 4.0), (0.5, 8.0, 4.0)):
+        near = q.find_nearest_poly_batch(pts, half)
+        for i, p in enumerate(pts):
+            one = q.find_nearest_poly(p, half)
+            assert (near.ref[i], near.over_poly[i]) == (one.ref, one.over_poly), (half, i)
+            np.testing.assert_array_equal(near.point[i], one.point, err_msg=f"{half} {i}")
+        assert np.count_nonzero(near.ref >= 0) > 100
+    assert len(entries) == 2 and max(entries) <= 20_000, entries
