@@ -43,6 +43,59 @@ F32 = np.float32
 SIDE_INTERNAL = 0xFF
 #: No polygon.
 NO_POLY = -1
+#: Refs of larger magnitude are out of every navmesh's range; float refs beyond it become
+#: NO_POLY before the cast to int64 (whose result is undefined past 2^63).
+_REF_REACH = float(1 << 62)
+
+
+def whole_number(value, what: str, kind: str = "a whole number") -> int:
+    """``value`` as an int when it is a whole number (a Python or NumPy integer, a finite
+    float with no fraction, or a one-element array of them); `VoxNavError` "``what`` must be
+    ``kind``" otherwise. int() would truncate 100.5 to 100 and raise TypeError for None."""
+    if isinstance(value, np.ndarray) and value.size == 1:
+        value = value.reshape(-1)[0]
+    if isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)):
+        return int(value)
+    if isinstance(value, (float, np.floating)) and np.isfinite(value) and float(value).is_integer():
+        return int(value)
+    shown = value.item() if isinstance(value, np.generic) else value
+    raise VoxNavError(f"{what} must be {kind}, got {shown!r}")
+
+
+def as_ref(ref, what: str = "ref") -> int:
+    """A polygon ref as an int: a whole number (`whole_number`); the range is not checked (a
+    ref outside the navmesh is Detour's invalid parameter, a status). `VoxNavError` for
+    None, NaN, 12.7 or text."""
+    return whole_number(ref, what, "a polygon ref (a whole number, -1 for none)")
+
+
+def as_ref_array(refs, what: str) -> np.ndarray:
+    """Polygon refs as int64 (same shape): integers, or floats that are whole numbers (floats
+    beyond +-2^62 become NO_POLY: no navmesh has such a ref). `VoxNavError` naming ``what``
+    and the first bad value for fractions, NaN, bools, None or text: a cast would answer ref
+    12 for 12.7."""
+    try:
+        r = np.asarray(refs)
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise VoxNavError(
+            f"{what} must be an array of polygon refs (whole numbers): {exc}"
+        ) from None
+    if r.dtype.kind in "iu":
+        return r.astype(np.int64)
+    if r.dtype.kind == "f":
+        with np.errstate(invalid="ignore"):
+            bad = ~np.isfinite(r) | (r != np.floor(r))
+        if bad.any():
+            i = int(np.flatnonzero(bad.reshape(-1))[0])
+            raise VoxNavError(
+                f"{what} must be polygon refs (whole numbers, -1 for none), got "
+                f"{r.reshape(-1)[i].item()!r} at index {i}"
+            )
+        return np.where(np.abs(r) < _REF_REACH, r, NO_POLY).astype(np.int64)
+    raise VoxNavError(
+        f"{what} must be an array of polygon refs (whole numbers, -1 for none), got "
+        f"{'bools' if r.dtype.kind == 'b' else f'dtype {r.dtype}'}"
+    )
 
 
 @dataclass
@@ -693,7 +746,9 @@ class NavMesh:
         )
 
     def is_valid_ref(self, ref) -> bool:
-        return 0 <= int(ref) < self.poly_count
+        """A ref of one of this navmesh's polygons; `VoxNavError` when ``ref`` is not a whole
+        number (`as_ref`)."""
+        return 0 <= as_ref(ref) < self.poly_count
 
     def tile_poly(self, refs) -> np.ndarray:
         """int32 (..., 3): (tile x, tile y, index in tile) per ref; (-1, -1, -1) for -1."""

@@ -32,7 +32,7 @@ import numpy as np
 from ..errors import VoxNavError
 from ..limits import within_reach
 from .navdata import EXT_LINK, POLYTYPE_GROUND, POLYTYPE_OFFMESH_CONNECTION
-from .navmesh import NO_POLY, SIDE_INTERNAL, NavMesh
+from .navmesh import NO_POLY, SIDE_INTERNAL, NavMesh, as_ref, as_ref_array, whole_number
 
 F32 = np.float32
 
@@ -77,10 +77,26 @@ def status_succeeded(status: int) -> bool:
     return (int(status) & SUCCESS) != 0
 
 
-def _yup(pos) -> np.ndarray:
-    """Z-up (x, y, z) -> Detour Y-up (x, z, y), float32 (3,)."""
-    p = np.asarray(pos, dtype=F32).reshape(3)
-    return p[[0, 2, 1]].copy()
+def _yup(pos, what: str = "position") -> np.ndarray:
+    """Z-up (x, y, z) -> Detour Y-up (x, z, y), float32 (3,). `VoxNavError` naming ``what``
+    unless ``pos`` is 3 numbers (NaN and infinity pass: the queries answer them with Detour's
+    INVALID_PARAM status)."""
+    try:
+        p = np.asarray(pos, dtype=F32)
+    except (TypeError, ValueError):
+        p = None
+    if p is None or p.size != 3 or pos is None:
+        got = "None" if pos is None else f"{p.size} values" if p is not None else repr(pos)[:60]
+        raise VoxNavError(f"{what} must be 3 numbers (x, y, z) [Units: wu], got {got}")
+    return p.reshape(3)[[0, 2, 1]].copy()
+
+
+def _radius(value) -> np.float32:
+    """A search radius as float32 [Units: wu]; `VoxNavError` unless it is a number (NaN and
+    negative radii pass: the queries answer them with Detour's INVALID_PARAM status)."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.number)):
+        raise VoxNavError(f"max_radius must be a number [Units: wu], got {value!r}")
+    return F32(value)
 
 
 def _zup(pos) -> np.ndarray:
@@ -360,10 +376,11 @@ class NavMeshQuery:
     """
 
     def __init__(self, navmesh: NavMesh, max_nodes: int = 2048):
-        if not 1 <= int(max_nodes) <= 65535:
+        nodes = whole_number(max_nodes, "max_nodes (the node pool size, 1..65535)")
+        if not 1 <= nodes <= 65535:
             raise VoxNavError(f"max_nodes must be in 1..65535, got {max_nodes}")
         self.nav = navmesh
-        self.max_nodes = int(max_nodes)
+        self.max_nodes = nodes
         self.default_filter = QueryFilter()
         self._bv_cache: dict[int, tuple[object, list]] = {}
 
@@ -575,8 +592,8 @@ class NavMeshQuery:
         its surface counts as distance 0. status SUCCESS with ref -1 when no polygon is in the
         box; FAILURE | INVALID_PARAM for NaN or infinite input, or input beyond
         +-`limits.MAX_COORDINATE`."""
-        c = _yup(center)
-        h = _yup(half_extents)
+        c = _yup(center, "center")
+        h = _yup(half_extents, "half_extents")
         status, ref, pt, over = self._nearest_yup(c, h, self._filter(flt))
         point = _zup(pt) if pt is not None else np.full(3, np.nan, dtype=F32)
         return NearestPoly(int(status), int(ref), point, bool(over) if pt is not None else False)
@@ -584,27 +601,27 @@ class NavMeshQuery:
     def closest_point_on_poly(self, ref: int, pos) -> tuple[int, np.ndarray, bool]:
         """``closestPointOnPoly``: (status, closest point Z-up on the detail surface, pos is
         over the polygon)."""
-        p = _yup(pos)
+        ref, p = as_ref(ref), _yup(pos, "pos")
         if not self.nav.is_valid_ref(ref) or not _finite(p):
             return FAILURE | INVALID_PARAM, np.full(3, np.nan, dtype=F32), False
-        closest, over = self._closest_point_on_poly_yup(int(ref), p)
+        closest, over = self._closest_point_on_poly_yup(ref, p)
         return SUCCESS, _zup(closest), over
 
     def closest_point_on_poly_boundary(self, ref: int, pos) -> tuple[int, np.ndarray]:
         """``closestPointOnPolyBoundary``: pos itself when inside the polygon (2D), else the
         nearest point of its edges (status, point Z-up)."""
-        p = _yup(pos)
+        ref, p = as_ref(ref), _yup(pos, "pos")
         if not self.nav.is_valid_ref(ref) or not _finite(p):
             return FAILURE | INVALID_PARAM, np.full(3, np.nan, dtype=F32)
-        return SUCCESS, _zup(self._boundary_point_yup(int(ref), p))
+        return SUCCESS, _zup(self._boundary_point_yup(ref, p))
 
     def get_poly_height(self, ref: int, pos) -> PolyHeight:
         """``getPolyHeight``: the detail-mesh height under pos (x, y of a Z-up point).
         FAILURE | INVALID_PARAM when pos is not over the polygon or the ref is invalid."""
-        p = _yup(pos)
+        ref, p = as_ref(ref), _yup(pos, "pos")
         if not self.nav.is_valid_ref(ref) or not (_finite(p[0]) and _finite(p[2])):
             return PolyHeight(FAILURE | INVALID_PARAM, float("nan"))
-        ok, h = self._poly_height_yup(int(ref), p)
+        ok, h = self._poly_height_yup(ref, p)
         if not ok:
             return PolyHeight(FAILURE | INVALID_PARAM, float("nan"))
         return PolyHeight(SUCCESS, float(h))
@@ -615,7 +632,9 @@ class NavMeshQuery:
         """``findDistanceToWall``: distance from center to the nearest wall edge reachable
         within max_radius [Units: wu] [Limit: >= 0]. With no wall in range: distance =
         max_radius and position/normal NaN (Detour leaves them unwritten)."""
-        status, dist, pos, normal = self._wall_yup(int(ref), _yup(center), F32(max_radius), flt)
+        status, dist, pos, normal = self._wall_yup(
+            as_ref(ref), _yup(center, "center"), _radius(max_radius), flt
+        )
         return WallHit(int(status), float(dist), _zup(pos), _zup(normal))
 
     def _wall_yup(self, start_ref, center, max_radius, flt):
@@ -729,8 +748,9 @@ class NavMeshQuery:
         | PARTIAL_RESULT (| OUT_OF_NODES when the pool ran out). At most max_path polygons
         (| BUFFER_TOO_SMALL). Invalid refs or non-finite positions: FAILURE | INVALID_PARAM."""
         status, polys = self._find_path_fast(
-            int(start_ref), int(end_ref), _yup(start_pos), _yup(end_pos), self._filter(flt),
-            int(max_path),
+            as_ref(start_ref, "start_ref"), as_ref(end_ref, "end_ref"),
+            _yup(start_pos, "start_pos"), _yup(end_pos, "end_pos"), self._filter(flt),
+            whole_number(max_path, "max_path"),
         )  # fmt: skip
         return PathResult(int(status), np.asarray(polys, dtype=np.int64))
 
@@ -887,8 +907,10 @@ class NavMeshQuery:
         polygon each point enters (-1 for the end). options: STRAIGHTPATH_AREA_CROSSINGS adds a
         point where the area changes, STRAIGHTPATH_ALL_CROSSINGS at every portal."""
         status, pts, flags, refs = self._straight_yup(
-            _yup(start_pos), _yup(end_pos), [int(r) for r in np.asarray(path).reshape(-1)],
-            int(max_straight_path), int(options),
+            _yup(start_pos, "start_pos"), _yup(end_pos, "end_pos"),
+            as_ref_array(path, "path").reshape(-1).tolist(),
+            whole_number(max_straight_path, "max_straight_path"),
+            whole_number(options, "options"),
         )  # fmt: skip
         pts_arr = np.asarray(pts, dtype=F32).reshape(-1, 3)
         return StraightPath(
@@ -1066,8 +1088,9 @@ class NavMeshQuery:
         filtered polygon) is hit, with the wall's normal (Z-up); polys: the polygons crossed
         (at most max_path, then | BUFFER_TOO_SMALL | PARTIAL_RESULT)."""
         status, t, normal, polys = self._raycast_yup(
-            int(start_ref), _yup(start_pos), _yup(end_pos), self._filter(flt), int(max_path)
-        )
+            as_ref(start_ref, "start_ref"), _yup(start_pos, "start_pos"),
+            _yup(end_pos, "end_pos"), self._filter(flt), whole_number(max_path, "max_path"),
+        )  # fmt: skip
         return RaycastHit(int(status), float(t), _zup(normal), np.asarray(polys, dtype=np.int64))
 
     def _raycast_yup(self, start_ref, start_pos, end_pos, flt, max_path):
@@ -1143,8 +1166,9 @@ class NavMeshQuery:
         move); returns the reachable position nearest to end_pos (2D; its height is not
         adjusted, as in Detour) and the visited corridor (at most max_visited)."""
         status, pos, visited = self._move_yup(
-            int(start_ref), _yup(start_pos), _yup(end_pos), self._filter(flt), int(max_visited)
-        )
+            as_ref(start_ref, "start_ref"), _yup(start_pos, "start_pos"),
+            _yup(end_pos, "end_pos"), self._filter(flt), whole_number(max_visited, "max_visited"),
+        )  # fmt: skip
         return SurfaceMove(int(status), _zup(pos), np.asarray(visited, dtype=np.int64))
 
     def _move_yup(self, start_ref, start_pos, end_pos, flt, max_visited):
@@ -1283,10 +1307,10 @@ class NavMeshQuery:
     def _pass_flags(self, flt: QueryFilter | None) -> np.ndarray:
         return np.asarray(self._filter(flt).pass_filter(self.nav.poly_flags), dtype=bool)
 
-    def _refs(self, refs, n: int, name: str) -> np.ndarray:
-        r = np.asarray(refs, dtype=np.int64).reshape(-1)
+    def _refs(self, refs, n: int, name: str, what: str = "refs") -> np.ndarray:
+        r = as_ref_array(refs, f"{name} {what}").reshape(-1)
         if r.shape[0] != n:
-            raise VoxNavError(f"{name} needs {n} refs (one per query), got {r.shape[0]}")
+            raise VoxNavError(f"{name} needs {n} {what} (one per query), got {r.shape[0]}")
         return r
 
     def _valid_refs(self, refs: np.ndarray) -> np.ndarray:
@@ -1302,7 +1326,13 @@ class NavMeshQuery:
         p = _points(points, "points")
         n = p.shape[0]
         c = _zup(p)
-        h = np.broadcast_to(_zup(np.asarray(half_extents, dtype=F32)), (n, 3)).astype(F32)
+        h = _points(np.atleast_2d(half_extents), "half_extents", "box half sizes")
+        if h.shape[0] not in (1, n):
+            raise VoxNavError(
+                f"half_extents must be one box half size (3,) or one per point ({n}, 3), got "
+                f"{h.shape[0]} rows"
+            )
+        h = np.broadcast_to(_zup(h), (n, 3)).astype(F32)
         finite = _finite_rows(c) & _finite_rows(h)
         pass_flags = self._pass_flags(flt)
         if finite.all():  # the common case: no gathers and scatters
@@ -1345,7 +1375,7 @@ class NavMeshQuery:
         c = _zup(_points(centers, "centers"))
         n = c.shape[0]
         r = self._refs(refs, n, "find_distance_to_wall_batch")
-        radius = F32(max_radius)
+        radius = _radius(max_radius)
         ok = self._valid_refs(r) & _finite_rows(c)
         ok &= bool(radius >= _ZERO and np.isfinite(radius))
         out = WallHitBatch(
@@ -1388,7 +1418,8 @@ class NavMeshQuery:
         s = _points(starts, "starts")
         e = _points(ends, "ends")
         n = s.shape[0]
-        r = self._refs(start_refs, n, "move_along_surface_batch")
+        r = self._refs(start_refs, n, "move_along_surface_batch", "start_refs")
+        max_visited = whole_number(max_visited, "move_along_surface_batch max_visited")
         status = np.zeros(n, dtype=np.uint32)
         lists = []
         positions = np.full((n, 3), np.nan, dtype=F32)
@@ -1411,7 +1442,7 @@ class NavMeshQuery:
         from . import batch
 
         nav = self.nav
-        n = int(n)
+        n = whole_number(n, "find_random_points n")
         if n < 0:
             raise VoxNavError(f"find_random_points needs n >= 0, got {n}")
         ok_poly = np.asarray(self._pass_flags(flt)) & (nav.poly_type == POLYTYPE_GROUND)
@@ -1460,11 +1491,12 @@ class NavMeshQuery:
         n = s.shape[0]
         if e.shape[0] != n:
             raise VoxNavError(f"raycast_batch: {n} starts but {e.shape[0]} ends")
-        r = self._refs(start_refs, n, "raycast_batch")
+        r = self._refs(start_refs, n, "raycast_batch", "start_refs")
+        max_path = whole_number(max_path, "raycast_batch max_path")
         ok = self._valid_refs(r) & _finite_rows(s) & _finite_rows(e)
         run = np.where(ok, r, NO_POLY)
         extra, t, normal, q, polys = batch.raycast(
-            self.nav, run, s, e, self._pass_flags(flt), int(max_path)
+            self.nav, run, s, e, self._pass_flags(flt), max_path
         )
         status = np.where(ok, SUCCESS | extra, FAILURE | INVALID_PARAM).astype(np.uint32)
         t = np.where(ok, t, _ZERO).astype(F32)
@@ -1482,13 +1514,14 @@ class NavMeshQuery:
         s = _points(starts, "starts")
         e = _points(ends, "ends")
         n = s.shape[0]
-        a = self._refs(start_refs, n, "find_path_batch")
-        b = self._refs(end_refs, n, "find_path_batch")
+        a = self._refs(start_refs, n, "find_path_batch", "start_refs")
+        b = self._refs(end_refs, n, "find_path_batch", "end_refs")
+        max_path = whole_number(max_path, "find_path_batch max_path")
         from . import lockstep
 
         flt = self._filter(flt)
         sy, ey = _zup(s), _zup(e)
-        ok = self._valid_refs(a) & self._valid_refs(b) & (int(max_path) > 0)
+        ok = self._valid_refs(a) & self._valid_refs(b) & (max_path > 0)
         ok &= _finite_rows(sy) & _finite_rows(ey)
         status = np.where(ok, SUCCESS, FAILURE | INVALID_PARAM).astype(np.int64)
         count = np.where(ok & (a == b), 1, 0).astype(np.int64)
@@ -1497,7 +1530,7 @@ class NavMeshQuery:
         if run.shape[0]:
             st, cnt, flat_run = lockstep.find_paths(
                 self.nav, a[run], b[run], sy[run], ey[run], self._pass_flags(flt),
-                flt.area_cost, self.max_nodes, int(max_path),
+                flt.area_cost, self.max_nodes, max_path,
             )  # fmt: skip
             status[run] = st
             count[run] = cnt
@@ -1524,12 +1557,14 @@ class NavMeshQuery:
         e = _zup(_points(ends, "ends"))
         n = s.shape[0]
         nav = self.nav
+        max_straight_path = whole_number(max_straight_path, "max_straight_path")
+        options = whole_number(options, "options")
         ccount = np.asarray(corridors.count, dtype=np.int64)
         cstart = np.asarray(corridors.start, dtype=np.int64)
         cpolys = np.asarray(corridors.polys, dtype=np.int64)
         # Lockstep for the common case; the literal port for the rest (options, tiny buffers,
         # invalid input, corridors with unlinked steps: Detour's partial branch).
-        fast = (ccount >= 1) & (int(options) == 0) & (int(max_straight_path) >= 2)
+        fast = (ccount >= 1) & (options == 0) & (max_straight_path >= 2)
         fast &= _finite_rows(s) & _finite_rows(e)
         if cpolys.shape[0]:
             valid = (cpolys >= 0) & (cpolys < nav.poly_count)
@@ -1554,9 +1589,7 @@ class NavMeshQuery:
         for qi in np.nonzero(~fast)[0]:
             c0, c = int(cstart[qi]), int(ccount[qi])
             path = [int(x) for x in cpolys[c0 : c0 + c]]
-            st, p, f, r = self._straight_yup(
-                s[qi], e[qi], path, int(max_straight_path), int(options)
-            )
+            st, p, f, r = self._straight_yup(s[qi], e[qi], path, max_straight_path, options)
             status[qi] = st
             count[qi] = len(r)
             slow[int(qi)] = (np.asarray(p, F32).reshape(-1, 3), f, r)
@@ -1568,7 +1601,7 @@ class NavMeshQuery:
             else:
                 sub_polys = cpolys[batch._ranges(cstart[fq], sub_count)]
             st, cnt, pts_w, fl_w, rf_w = batch.straight_paths(
-                nav, sub_count, sub_start, sub_polys, s[fq], e[fq], int(max_straight_path)
+                nav, sub_count, sub_start, sub_polys, s[fq], e[fq], max_straight_path
             )
             status[fq] = st
             count[fq] = cnt
@@ -1815,8 +1848,11 @@ def _ragged(lists) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return count, start, flat
 
 
-def _points(points, name: str) -> np.ndarray:
-    p = np.asarray(points, dtype=F32)
+def _points(points, name: str, what: str = "positions") -> np.ndarray:
+    try:
+        p = np.asarray(points, dtype=F32)
+    except (TypeError, ValueError):
+        raise VoxNavError(f"{name} must be an (n, 3) array of {what} (numbers)") from None
     if p.ndim != 2 or p.shape[1] != 3:
-        raise VoxNavError(f"{name} must be an (n, 3) array of positions, got shape {p.shape}")
+        raise VoxNavError(f"{name} must be an (n, 3) array of {what}, got shape {p.shape}")
     return p

@@ -898,3 +898,54 @@ def test_batch_nearest_grid_stays_small_for_elongated_boxes(dungeon_query, monke
             np.testing.assert_array_equal(near.point[i], one.point, err_msg=f"{half} {i}")
         assert np.count_nonzero(near.ref >= 0) > 100
     assert len(entries) == 2 and max(entries) <= 20_000, entries
+
+
+def test_single_queries_refuse_malformed_positions_refs_and_counts():
+    """A position of 2 or 4 numbers or None raised NumPy's "cannot reshape", a ref of None or
+    NaN a raw TypeError / ValueError from int(), and 12.7 as a ref or 100.5 as a count was
+    truncated silently (ref 12 answered). Now a VoxNavError naming the argument; NaN
+    positions keep Detour's INVALID_PARAM status and whole-number floats stay accepted."""
+    nav = two_squares()
+    q = NavMeshQuery(nav)
+    a, b = zpt(5, 5), zpt(20, 5)
+    refused = {
+        "center": lambda: q.find_nearest_poly(a[:2]),
+        "half_extents": lambda: q.find_nearest_poly(a, (2, 2)),
+        "pos": lambda: q.get_poly_height(0, None),
+        "end_pos": lambda: q.find_path(0, 1, a, np.r_[b, 1]),
+        "start_pos": lambda: q.raycast(0, "abc", b),
+        "ref must be a polygon ref": lambda: q.closest_point_on_poly(None, a),
+        "start_ref must be a polygon ref.*got nan": lambda: q.find_path(np.nan, 1, a, b),
+        "end_ref must be a polygon ref.*got 0.5": lambda: q.find_path(0, 0.5, a, b),
+        "max_path must be a whole number": lambda: q.find_path(0, 1, a, b, max_path=2.5),
+        "max_visited": lambda: q.move_along_surface(0, a, b, max_visited=None),
+        "max_radius": lambda: q.find_distance_to_wall(0, a, None),
+        "path must be polygon refs.*1.5 at index 1": lambda: q.find_straight_path(a, b, [0, 1.5]),
+        "options": lambda: q.find_straight_path(a, b, [0, 1], options=0.5),
+        "max_nodes": lambda: NavMeshQuery(nav, max_nodes=100.5),
+        "ref must be a polygon ref.*got None": lambda: nav.is_valid_ref(None),
+        "get_poly_height_batch refs.*0.7 at index 1": lambda: q.get_poly_height_batch(
+            [0, 0.7], np.stack([a, a])
+        ),
+        "find_path_batch end_refs.*bools": lambda: q.find_path_batch(
+            [0], np.array([True]), a[None], b[None]
+        ),
+        "find_path_batch max_path": lambda: q.find_path_batch(
+            [0], [1], a[None], b[None], max_path=9.5
+        ),
+        "find_random_points n": lambda: q.find_random_points(2.5, np.random.default_rng(0)),
+        r"half_extents must be .* \(3,\) or one per point": lambda: q.find_nearest_poly_batch(
+            np.stack([a, a, b]), np.ones((2, 3))
+        ),
+    }
+    for message, call in refused.items():
+        with pytest.raises(VoxNavError, match=message):
+            call()
+    # Still answered: whole-number floats and NumPy scalars, NaN positions (a status).
+    assert q.find_path(0.0, np.int64(1), a, b, max_path=np.float32(8)).polys.tolist() == [0, 1]
+    assert NavMeshQuery(nav, max_nodes=100.0).max_nodes == 100
+    assert nav.is_valid_ref(1.0) and not nav.is_valid_ref(-1)
+    assert q.get_poly_height_batch([1.0, -1], np.stack([b, b])).status.tolist() == [
+        Q.SUCCESS, Q.FAILURE | Q.INVALID_PARAM,
+    ]  # fmt: skip
+    assert q.get_poly_height(0, zpt(np.nan, 5)).status == Q.FAILURE | Q.INVALID_PARAM
