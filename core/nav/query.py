@@ -61,6 +61,10 @@ FLT_MAX = F32(3.4028234663852886e38)
 H_SCALE = F32(0.999)
 #: Maximum number of areas (DT_MAX_AREAS).
 MAX_AREAS = 64
+#: Largest area cost: path totals stay finite in float32 (at most 65535 steps, each at most
+#: some 3.5e9 wu long with coordinates within +-`limits.MAX_COORDINATE`: totals below 1e35).
+#: A total that overflows to inf ties with every other, and the searches no longer agree.
+MAX_AREA_COST = 1e20
 
 _NODE_OPEN = 1
 _NODE_CLOSED = 2
@@ -120,27 +124,87 @@ def _finite_rows(p: np.ndarray) -> np.ndarray:
     return _within(p[:, 0]) & _within(p[:, 1]) & _within(p[:, 2])
 
 
+#: Area costs multiply distances in A*: a negative one makes it improve nodes forever, an
+#: infinite (or overflowing) one makes every total through the area equal (inf).
+_AREA_COST_RULE = (
+    f"area costs must be 0..{MAX_AREA_COST:g} (a multiplier of the distance walked in the area; "
+    ">= 1 keeps paths shortest); to keep an area out of paths, give its polygons a flag and set "
+    "exclude_flags"
+)
+
+
+def _area_costs_ok(cost) -> np.ndarray:
+    """bool per cost (float32 scalar or array): within 0..MAX_AREA_COST (NaN: False)."""
+    return (cost >= _ZERO) & (cost <= F32(MAX_AREA_COST))
+
+
+def _check_area_costs(cost: np.ndarray) -> None:
+    """`VoxNavError` naming the first area whose cost (float32) is not 0..MAX_AREA_COST."""
+    bad = ~_area_costs_ok(cost)
+    if bad.any():
+        area = int(np.flatnonzero(bad)[0])
+        raise VoxNavError(f"area_cost[{area}] is {float(cost[area])}: {_AREA_COST_RULE}")
+
+
+def _poly_flags(value, name: str) -> int:
+    """Filter flags as an int: a whole number 0..0xFFFF (Detour's unsigned short)."""
+    flags = whole_number(value, name, "a whole number 0..0xFFFF (polygon flag bits)")
+    if not 0 <= flags <= 0xFFFF:
+        raise VoxNavError(
+            f"{name} must be 0..0xFFFF (polygon flag bits; 0xFFFF for all), got {value!r}"
+        )
+    return flags
+
+
 @dataclass
 class QueryFilter:
     """``dtQueryFilter``: which polygons a query may visit and what walking them costs.
 
-    area_cost: float32 (64,) cost multiplier per area id. [Limit: >= 1 for admissible A*]
+    area_cost: float32 (64,) cost multiplier per area id, copied. [Limit: 0..`MAX_AREA_COST`;
+    >= 1 for admissible A*]
     include_flags: a polygon passes if (flags & include_flags) != 0 ... [Limit: 0..0xFFFF]
     exclude_flags: ... and (flags & exclude_flags) == 0. [Limit: 0..0xFFFF]
+
+    Every assignment is checked (`VoxNavError`); every query checks area_cost again, so an
+    in-place write (``flt.area_cost[5] = -1``) is refused there.
     """
 
     area_cost: np.ndarray = field(default_factory=lambda: np.ones(MAX_AREAS, dtype=F32))
     include_flags: int = 0xFFFF
     exclude_flags: int = 0
 
-    def __post_init__(self) -> None:
-        cost = np.asarray(self.area_cost, dtype=F32).reshape(-1)
-        if cost.shape[0] != MAX_AREAS:
-            raise VoxNavError(f"area_cost needs {MAX_AREAS} values, got {cost.shape[0]}")
-        self.area_cost = cost
+    def __setattr__(self, name: str, value) -> None:
+        if name == "area_cost":
+            try:
+                # A copy: set_area_cost must not write into the caller's array (or into the
+                # other filters made from it).
+                value = np.array(value, dtype=F32).reshape(-1)
+            except (TypeError, ValueError):
+                raise VoxNavError(
+                    f"area_cost must be {MAX_AREAS} numbers, got {repr(value)[:60]}"
+                ) from None
+            if value.shape[0] != MAX_AREAS:
+                raise VoxNavError(f"area_cost needs {MAX_AREAS} values, got {value.shape[0]}")
+            _check_area_costs(value)
+        elif name in ("include_flags", "exclude_flags"):
+            value = _poly_flags(value, name)
+        object.__setattr__(self, name, value)
 
     def set_area_cost(self, area: int, cost: float) -> None:
-        self.area_cost[int(area)] = F32(cost)
+        index = whole_number(area, "area", f"an area id 0..{MAX_AREAS - 1}")
+        if not 0 <= index < MAX_AREAS:
+            raise VoxNavError(f"area must be an area id 0..{MAX_AREAS - 1}, got {area!r}")
+        if isinstance(cost, (bool, np.bool_)) or not isinstance(cost, (int, float, np.number)):
+            raise VoxNavError(f"the cost of area {index} must be a number, got {cost!r}")
+        value = F32(cost)
+        if not _area_costs_ok(value):
+            raise VoxNavError(f"the cost of area {index} is {cost!r}: {_AREA_COST_RULE}")
+        self.area_cost[index] = value
+
+    def check(self) -> QueryFilter:
+        """This filter, after checking area_cost again (`VoxNavError`)."""
+        _check_area_costs(self.area_cost)
+        return self
 
     def pass_filter(self, flags) -> np.ndarray | bool:
         """Polygon flags (scalar or array) -> passes the filter."""
@@ -582,7 +646,11 @@ class NavMeshQuery:
 
     # ----------------------------------------------------------------- public: single query
     def _filter(self, flt: QueryFilter | None) -> QueryFilter:
-        return self.default_filter if flt is None else flt
+        if flt is None:
+            return self.default_filter
+        if not isinstance(flt, QueryFilter):
+            raise VoxNavError(f"flt must be a QueryFilter or None, got {type(flt).__name__}")
+        return flt.check()
 
     def find_nearest_poly(
         self, center, half_extents=(2.0, 2.0, 4.0), flt: QueryFilter | None = None

@@ -476,6 +476,51 @@ def test_filter_excludes_polygons():
         QueryFilter(area_cost=np.ones(3))
 
 
+def test_filter_checks_and_copies_its_costs_and_flags():
+    """Negative area costs made find_path_batch run forever (A* improving nodes without end),
+    infinite or overflowing ones made it answer PARTIAL where find_path said SUCCESS, and
+    include_flags "1" raised a raw TypeError: each a VoxNavError now, also through
+    set_area_cost, an assignment, or an in-place write seen by the next query. The filter
+    copies the caller's array (set_area_cost wrote into it and every filter made from it)."""
+    q = NavMeshQuery(l_shape())
+    a, b = zpt(5, 5), zpt(15, 15)
+    for cost in (-1.0, np.inf, np.nan, 3e38):
+        with pytest.raises(
+            VoxNavError, match=r"area_cost\[0\] is .*area costs must be 0\.\.1e\+20"
+        ):
+            QueryFilter(area_cost=np.full(64, cost))
+    refused = {
+        "include_flags must be a whole number": lambda: QueryFilter(include_flags="1"),
+        "include_flags must be a whole number.*1.5": lambda: QueryFilter(include_flags=1.5),
+        r"exclude_flags must be 0\.\.0xFFFF.*65536": lambda: QueryFilter(exclude_flags=0x10000),
+        r"exclude_flags must be 0\.\.0xFFFF.*-1": lambda: setattr(
+            QueryFilter(), "exclude_flags", -1
+        ),
+        "area_cost must be 64 numbers": lambda: QueryFilter(area_cost="cheap"),
+        "the cost of area 3 is -2": lambda: QueryFilter().set_area_cost(3, -2),
+        r"area must be an area id 0\.\.63": lambda: QueryFilter().set_area_cost(64, 1),
+        "flt must be a QueryFilter": lambda: q.find_path(0, 2, a, b, flt=2),
+    }
+    for message, call in refused.items():
+        with pytest.raises(VoxNavError, match=message):
+            call()
+    written = QueryFilter()
+    written.area_cost[5] = -1
+    with pytest.raises(VoxNavError, match=r"area_cost\[5\] is -1"):
+        q.find_path_batch([0], [2], a[None], b[None], flt=written)
+    costs = np.ones(64, F32)
+    first, second = QueryFilter(area_cost=costs), QueryFilter(area_cost=costs)
+    first.set_area_cost(0, 10.0)
+    assert costs[0] == 1 and second.area_cost[0] == 1 and first.area_cost[0] == 10
+    # Costs from 0 to the largest: single and batch agree.
+    for cost in (0.0, 0.5, 1e20):
+        flt = QueryFilter(area_cost=np.full(64, cost))
+        one = q.find_path(0, 2, a, b, flt=flt)
+        batch = q.find_path_batch([0], [2], a[None], b[None], flt=flt)
+        assert one.status == batch.status[0] == Q.SUCCESS, cost
+        assert one.polys.tolist() == batch.polys.tolist() == [0, 1, 2], cost
+
+
 # ----------------------------------------------------------------------------- bad input
 def test_query_cli_reports_missing_arrays(tmp_path, capsys):
     qfile = tmp_path / "q.npz"
