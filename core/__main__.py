@@ -47,11 +47,12 @@ from .cliutil import (
     print_warnings,
     run_guarded,
     setting_help,
+    whole_number_at_least,
 )
 from .config import NavConfig
 from .context import BuildContext
 from .errors import UsageError, VoxNavError
-from .limits import MAX_COORDINATE, within_reach
+from .limits import MAX_COORDINATE, MAX_WORKERS, within_reach
 from .objio import read_obj
 from .offmesh import unplaced_links
 
@@ -376,9 +377,9 @@ def _detail_pool(workers: int | None):
     """The process pool of a solo bake (None with one worker): the detail mesh sends it the
     polygons that add interior samples when they are many. Its processes start on first use,
     so a bake that does not need them pays nothing."""
-    from .tiles import default_workers
+    from .tiles import worker_count
 
-    n_workers = workers if workers is not None else default_workers()
+    n_workers = worker_count(workers)
     if n_workers <= 1:
         yield None
         return
@@ -631,11 +632,12 @@ def add_tile_flags(parser: argparse.ArgumentParser) -> None:
     )
     group.add_argument(
         "--workers",
-        type=positive_int,
+        type=whole_number_at_least(1, MAX_WORKERS),
         default=None,
         metavar="N",
         help="processes baking tiles at once, or (solo bakes) adding the detail mesh's "
-        "interior samples of many polygons (default: every core; 1 = in this process)",
+        "interior samples of many polygons (default: every core; 1 = in this process; at most "
+        f"{MAX_WORKERS})",
     )
 
 

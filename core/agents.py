@@ -646,8 +646,9 @@ def bake_agents(
     array, with its own warnings and timings (a shared stage's time and warnings appear in every
     agent that used it). verts float32 (n, 3) world Z-up [Units: wu]; tris int (m, 3).
     ``ctx`` (optional) receives progress, the time of each stage actually run (summed over
-    runs) and every agent's warnings prefixed with ``agent NAME:``. ``workers`` [Limit: >= 1]:
-    processes for the per-agent stages (erosion's threshold onwards), this one included:
+    runs) and every agent's warnings prefixed with ``agent NAME:``. ``workers``
+    [Limit: 1..`limits.MAX_WORKERS`]: processes for the per-agent stages (erosion's
+    threshold onwards), this one included:
     with more than one, the agents are cut into that many groups of about equal work, the
     lightest runs here while each other group runs (its agents' stages batched as here) in a
     process forked for the bake; 1 (the default) runs them all in this process, as do
@@ -662,10 +663,7 @@ def bake_agents(
     warned. Raises
     `VoxNavError` for bad input, a bad or duplicate agent, before any stage runs.
     """
-    if workers is None:
-        workers = default_workers()
-    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
-        raise VoxNavError(f"workers must be a whole number >= 1, got {workers!r}")
+    workers = limits.check_workers(default_workers() if workers is None else workers)
     base = (config or NavConfig()).validate()
     pairs = check_agents(agents, base)
     overall = ctx if ctx is not None else BuildContext()

@@ -35,6 +35,11 @@ PRECISION_WARN_SHARE = 1.0 / 16.0
 #: arithmetic on it (differences, products of two, squared distances) stays finite; a shape
 #: reaching past it would mark nothing more, a point there is off every navmesh.
 MAX_COORDINATE = 1e9
+#: Most worker processes a bake takes (``workers`` of the tiled, per-agent and solo bakes, the
+#: CLIs' ``--workers``, the add-on's Tile Workers): each process holds its own interpreter,
+#: NumPy and tile (some 100 MiB), so far more than the cores only fills memory (a million asked
+#: for forked thousands of processes and 23 GB before failing). [Units: processes]
+MAX_WORKERS = 256
 
 _AXES = "XYZ"
 
@@ -55,6 +60,22 @@ def check_shape_values(values, what: str) -> None:
             f"{what} must lie within +-{MAX_COORDINATE:g} m (far beyond any grid), got "
             f"{v.tolist()}: check its units and position"
         )
+
+
+def check_workers(workers: object) -> int:
+    """``workers`` as an int: refuse (`VoxNavError`) anything but a whole number (an int, not a
+    bool, float or string) from 1 to `MAX_WORKERS`. [Units: processes]"""
+    if isinstance(workers, bool) or not isinstance(workers, (int, np.integer)):
+        raise VoxNavError(
+            f"workers must be a whole number from 1 to {MAX_WORKERS}, got {workers!r} "
+            f"({type(workers).__name__})"
+        )
+    if not 1 <= workers <= MAX_WORKERS:
+        raise VoxNavError(
+            f"workers must be a whole number from 1 to {MAX_WORKERS} (processes baking at "
+            f"once; about one per core pays), got {workers}"
+        )
+    return int(workers)
 
 
 def _round_up(value: float) -> float:

@@ -677,13 +677,16 @@ def plan_tiles(
     verts float32 (n, 3) Z-up [Units: wu]; tris int (m, 3); tile_size [Units: cells]
     [Limit: 8..4096] (default: ``config.tile_size``; 0 is refused here: use the solo bake).
     executor: a process pool (or any `concurrent.futures.Executor`) that sorts the chunk
-    tree's subtrees of large worlds, one per worker (``workers``, default 2); the tree is the
+    tree's subtrees of large worlds, one per worker (``workers`` [Limit:
+    1..`limits.MAX_WORKERS`], default 2); the tree is the
     same as without it. ``reuse_chunks``: a plan of the same triangles as the previous one
     (rebaking with other settings) takes that plan's chunk tree (`core.chunky`'s ``reuse``).
     """
     from .pipeline import check_input, grid_bounds
 
     config = (config or NavConfig()).validate()
+    if workers is not None:
+        workers = limits.check_workers(workers)
     if tile_size is None:
         tile_size = int(getattr(config, "tile_size", 0))
     tile_size = check_tile_size(tile_size)
@@ -744,19 +747,19 @@ class TileBakeError(VoxNavError):
 
 
 def default_workers() -> int:
-    """Processes of the default pool: every core the process may use."""
+    """Processes of the default pool: every core the process may use, at most
+    `limits.MAX_WORKERS`."""
     try:
-        return max(1, len(os.sched_getaffinity(0)))
+        cores = len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux
-        return max(1, os.cpu_count() or 1)
+        cores = os.cpu_count() or 1
+    return max(1, min(cores, limits.MAX_WORKERS))
 
 
 def worker_count(workers: int | None) -> int:
-    """``workers``, or every core (`default_workers`) for None; `VoxNavError` below 1."""
-    n_workers = workers if workers is not None else default_workers()
-    if n_workers < 1:
-        raise VoxNavError(f"workers must be at least 1, got {n_workers}")
-    return n_workers
+    """``workers``, or every core (`default_workers`) for None; `VoxNavError` for anything
+    but a whole number from 1 to `limits.MAX_WORKERS` (`limits.check_workers`)."""
+    return default_workers() if workers is None else limits.check_workers(workers)
 
 
 @contextlib.contextmanager

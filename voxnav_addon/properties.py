@@ -32,12 +32,14 @@ from bpy.props import (
 )
 
 from ..core.config import NavConfig
+from ..core.limits import MAX_WORKERS
 from ..core.settings_doc import tooltip
 from .agents import VOXNAV_PG_agent
 
 MIB = 1024 * 1024
-#: Most tile worker processes the panel and the batch command's --workers take.
-MAX_TILE_WORKERS = 256
+#: Most tile worker processes the panel and the batch command's --workers take: the core's
+#: one maximum (`core.limits.MAX_WORKERS`).
+MAX_TILE_WORKERS = MAX_WORKERS
 
 #: Settings whose Blender value differs in unit from the core's: name -> (to core, to Blender).
 _UNIT_CONVERSIONS = {

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from core import pipeline
+from core import limits, pipeline
 from core.__main__ import main
 from core.agents import AgentType, bake_agents, parse_agent_spec
 from core.config import NavConfig
@@ -469,3 +469,10 @@ def test_workers_none_takes_every_core_where_the_platform_forks(dungeon, monkeyp
     # Without fork a worker would start a fresh interpreter: None stays in this process.
     monkeypatch.setattr(multiprocessing, "get_all_start_methods", lambda: ["spawn"])
     assert agents_module.default_workers() == 1
+
+
+@pytest.mark.parametrize("workers", [1.5, "2", limits.MAX_WORKERS + 1])
+def test_non_integer_or_huge_workers_are_refused(workers):
+    verts = np.array([[0, 0, 0], [4, 0, 0], [4, 4, 0]], np.float32)
+    with pytest.raises(VoxNavError, match=f"from 1 to {limits.MAX_WORKERS}"):
+        bake_agents(verts, [[0, 1, 2]], NavConfig(), [AgentType("a")], workers=workers)

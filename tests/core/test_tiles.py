@@ -10,7 +10,7 @@ import os
 import numpy as np
 import pytest
 
-from core import chunky, tiles
+from core import chunky, limits, tiles
 from core.__main__ import main
 from core.config import NavConfig
 from core.errors import VoxNavError
@@ -726,3 +726,34 @@ def test_an_empty_tiled_bake_names_the_cause_the_geometry_shows():
     assert bake.empty and any("miss the geometry" in w for w in bake.warnings)
     down = tiles.bake_tiled(verts, tris[:, ::-1].copy(), NavConfig(), 32, workers=1)
     assert down.empty and any("face down" in w for w in down.warnings)
+
+
+class _NoPool:
+    """A process pool class that must never be made (a stand-in for ProcessPoolExecutor)."""
+
+    def __init__(self, max_workers=None, *args, **kwargs):
+        raise AssertionError(f"a process pool of {max_workers!r} workers was being made")
+
+
+@pytest.mark.parametrize("workers", [10**6, limits.MAX_WORKERS + 1, 0, 1.5, "2", True, None])
+def test_bad_worker_counts_are_refused_before_any_pool(workers, monkeypatch):
+    # A million workers forked thousands of processes (23 GB) before failing; 1.5 and "2"
+    # were multiprocessing's TypeError. One maximum for every bake and command line.
+    monkeypatch.setattr(tiles.cf, "ProcessPoolExecutor", _NoPool)
+    verts, tris = _floor(0.0)
+    if workers is None:  # every core, but never more than the maximum
+        monkeypatch.setattr(tiles.os, "sched_getaffinity", lambda _: range(10**5), raising=False)
+        monkeypatch.setattr(tiles.os, "cpu_count", lambda: 10**5)
+        assert tiles.worker_count(None) == limits.MAX_WORKERS
+        return
+    with pytest.raises(
+        VoxNavError, match=f"workers must be a whole number from 1 to {limits.MAX_WORKERS}"
+    ):
+        tiles.bake_tiled(verts, tris, NavConfig(), 32, workers=workers)
+    with pytest.raises(VoxNavError, match="workers"):
+        tiles.plan_tiles(verts, tris, NavConfig(), 32, workers=workers)
+
+
+def test_cli_workers_flag_has_the_same_maximum(capsys):
+    assert main(["bake", "x.obj", "--out", "x.bin", "--workers", str(limits.MAX_WORKERS + 1)]) == 2
+    assert f"must be at most {limits.MAX_WORKERS}" in capsys.readouterr().err
