@@ -58,6 +58,14 @@ _PORTAL = 0x8000
 STEP_CELLS = 0.5
 #: Probes (and arc steps) handled per chunk: bounds the temporary arrays (a few hundred MB).
 CHUNK_PROBES = 1 << 20
+#: Most samples (step 1) one bake or tile takes (at the default link_spacing of 1 m, 2,000 km
+#: of navmesh edges). Samples are made and probed a chunk at a time (some 250 MiB whatever
+#: their count), but every sample may become a link, and each found link is held until the end
+#: with its arc checks and connection query (about 300 bytes traced: the gap scene at 4
+#: million samples found 534,145 links, 390 MiB peak); so at most some 850 MiB when every
+#: sample lands. A link_spacing far below a cell made hundreds of millions (dungeon at 1e-5: 60
+#: million, a MemoryError at 5.5 GB). [Units: samples]
+MAX_LINK_SAMPLES = 1 << 21
 #: Segments of a drawn arc (`arc_points`).
 ARC_SEGMENTS = 8
 
@@ -246,7 +254,8 @@ def find_auto_links(
     agent_climb [Units: wu] [Limit: >= 0] (the navmesh's, i.e. whole cell heights);
     max_drop: deepest drop [Units: wu] [Limit: >= 0]; max_jump_distance: longest horizontal
     reach of a link, from the navmesh edge to where it lands [Units: wu] [Limit: >= 0];
-    spacing: distance between links along an edge [Units: wu] [Limit: > 0].
+    spacing: distance between links along an edge [Units: wu] [Limit: > 0; at most
+    `MAX_LINK_SAMPLES` samples, about total edge length / spacing, else `VoxNavError`].
     """
     links, _across = find_tile_links(
         pmesh, detail, chf, hf, agent_height=agent_height, agent_radius=agent_radius,
@@ -300,20 +309,7 @@ def find_tile_links(
     # 1. Samples along every edge.
     length = np.hypot(b[:, 0] - a[:, 0], b[:, 1] - a[:, 1])
     per_edge = np.maximum(1, np.floor(length / spacing + 1e-9)).astype(np.int64)
-    edge = np.repeat(np.arange(a.shape[0]), per_edge)
-    index = np.arange(edge.shape[0]) - np.repeat(np.cumsum(per_edge) - per_edge, per_edge)
-    t = (index + 0.5) / per_edge[edge]
-    point = a[edge] + (b[edge] - a[edge]) * t[:, None]
-    out = normal[edge]
-    z0 = _floor_near(chf, point[:, :2] - out * (0.25 * cs), point[:, 2], _region_span,
-                     agent_climb + ch)  # fmt: skip
-    have = np.isfinite(z0)
-    point, out, z0, on_portal = point[have], out[have], z0[have], portal[edge][have]
-    nsamples = point.shape[0]
-    if nsamples == 0:
-        return OffMeshLinks.empty(), np.zeros((0, 2))
-
-    # 2.-3. Probes straight out of the polygon, in chunks of samples (bounded temporaries).
+    _check_samples(per_edge, length, spacing)
     step = STEP_CELLS * cs
     nprobes = max(1, int(np.floor(max_jump_distance / step + 1e-9)))
     # No probe lands past the grid's (or the window's) far corner (no span there): a
@@ -322,21 +318,39 @@ def find_tile_links(
     reach = float(np.hypot(grid.width, grid.height)) * cs
     nprobes = min(nprobes, int(np.ceil(reach / step)) + 1)
     dist = step * np.arange(1, nprobes + 1, dtype=np.float64)
+    # Steps 1-3 a chunk of samples at a time (each sample's floor and landing are its own):
+    # only the samples that find a landing are kept, so memory follows the links, not the
+    # samples (dungeon at link_spacing 1e-4, 6 million samples: 1 GB -> see the commit).
     chunk = max(1, CHUNK_PROBES // nprobes)
-    found_parts, dist_parts, z_parts = [], [], []
-    for lo in range(0, nsamples, chunk):  # chunks of samples, not single samples
-        part = slice(lo, lo + chunk)
-        found_c, dist_c, z_c = _first_landing(
-            chf, hf, point[part], out[part], z0[part], dist, agent_climb, max_drop, window
+    ends = np.cumsum(per_edge)
+    parts: list[tuple[np.ndarray, ...]] = []
+    floored = False
+    for lo in range(0, int(ends[-1]), chunk):  # chunks of samples, not single samples
+        sample = np.arange(lo, min(lo + chunk, int(ends[-1])), dtype=np.int64)
+        edge = np.searchsorted(ends, sample, side="right")
+        index = sample - (ends[edge] - per_edge[edge])
+        t = (index + 0.5) / per_edge[edge]
+        point = a[edge] + (b[edge] - a[edge]) * t[:, None]
+        out = normal[edge]
+        z0 = _floor_near(chf, point[:, :2] - out * (0.25 * cs), point[:, 2], _region_span,
+                         agent_climb + ch)  # fmt: skip
+        have = np.isfinite(z0)
+        if not have.any():
+            continue
+        floored = True
+        point, out, z0, on_portal = point[have], out[have], z0[have], portal[edge][have]
+        # 2.-3. Probes straight out of the polygon.
+        found, land_dist, land_z = _first_landing(
+            chf, hf, point, out, z0, dist, agent_climb, max_drop, window
         )
-        found_parts.append(found_c)
-        dist_parts.append(dist_c)
-        z_parts.append(z_c)
-    found = np.concatenate(found_parts)
-    land_dist, land_z = np.concatenate(dist_parts), np.concatenate(z_parts)
-    on_portal = on_portal[found]
-    start = np.column_stack([point[found, :2], z0[found]])
-    end_xy = point[found, :2] + out[found] * land_dist[:, None]
+        parts.append((point[found], out[found], z0[found], on_portal[found], land_dist, land_z))
+    if not floored:
+        return OffMeshLinks.empty(), np.zeros((0, 2))
+    point, out, z0, on_portal, land_dist, land_z = (
+        np.concatenate(p) for p in zip(*parts, strict=True)
+    )
+    start = np.column_stack([point[:, :2], z0])
+    end_xy = point[:, :2] + out * land_dist[:, None]
     end = np.column_stack([end_xy, land_z])
     drop = end[:, 2] < start[:, 2] - agent_climb - 1e-6
 
@@ -365,7 +379,7 @@ def find_tile_links(
         connects[home] &= connects_on(nav, end[home], radius, agent_climb)
     keep = clear & connects
     start, end, drop = start[keep], end[keep], drop[keep]
-    across = np.where(on_portal[:, None], out[found], np.nan)[keep]
+    across = np.where(on_portal[:, None], out, np.nan)[keep]
     # 6. Near-identical links: of a pair, the later one goes, a border edge's after the
     # others (it may go on the assembled navmesh; it must not have cost another link).
     order = np.argsort(on_portal[keep], kind="stable")
@@ -373,6 +387,33 @@ def find_tile_links(
     unique[order] = _dedup(start[order], end[order], ~drop[order], spacing)
     start, end, drop, across = start[unique], end[unique], drop[unique], across[unique]
     return OffMeshLinks.create(start, end, radius, bidirectional=~drop), across
+
+
+def _check_samples(per_edge: np.ndarray, length: np.ndarray, spacing: float) -> None:
+    """Refuse (`VoxNavError`) more than `MAX_LINK_SAMPLES` samples, ``per_edge`` int64 (e,)
+    of edges ``length`` float64 (e,) [Units: wu], saying the smallest link_spacing that fits."""
+    total = int(per_edge.sum())
+    if total <= MAX_LINK_SAMPLES:
+        return
+    edges = int(per_edge.shape[0])
+    room = MAX_LINK_SAMPLES - edges
+    fits = (
+        f"use link_spacing >= {_round_up(float(length.sum()) / room * 1.01):g}"
+        if room > 0
+        else "bake a smaller region with bounds_min/bounds_max"
+    )
+    raise VoxNavError(
+        f"auto links at link_spacing {spacing:g} would take {total:,} samples along "
+        f"{edges:,} navmesh edges ({float(length.sum()):,.6g} m), more than the "
+        f"{MAX_LINK_SAMPLES:,} a bake (or tile) takes (each may become a link): {fits}, "
+        "or turn auto_links off"
+    )
+
+
+def _round_up(value: float) -> float:
+    """Up to two significant digits (0.001234 -> 0.0013)."""
+    step = 10.0 ** (int(np.floor(np.log10(value))) - 1)
+    return float(np.ceil(value / step - 1e-9) * step)
 
 
 def _first_landing(

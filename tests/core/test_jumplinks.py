@@ -507,3 +507,48 @@ def test_probes_stop_at_the_grid_s_far_corner(monkeypatch):
     assert len(far.offmesh_links) == len(near.offmesh_links) > 0
     for name in ("start", "end", "radius", "bidirectional"):
         assert np.array_equal(getattr(far.offmesh_links, name), getattr(near.offmesh_links, name))
+
+
+def _link_kwargs(result, spacing):
+    d = result.config.derived()
+    return dict(
+        agent_height=float(d.walkable_height * d.ch),
+        agent_radius=0.6,
+        agent_climb=float(d.walkable_climb * d.ch),
+        max_drop=3.0,
+        max_jump_distance=3.5,
+        spacing=spacing,
+    )
+
+
+def test_too_many_link_samples_are_refused_naming_link_spacing(scene_bake, monkeypatch):
+    # link_spacing 1e-5 on dungeon made 60 million samples (MemoryError at 5.5 GB): refused
+    # before any sample is made, with a spacing that fits; the bake's stage says the same.
+    from core import jumplinks
+
+    monkeypatch.setattr(jumplinks, "MAX_LINK_SAMPLES", 1000)
+    args = (scene_bake.polymesh, scene_bake.detail, scene_bake.compact, scene_bake.heightfield)
+    with pytest.raises(VoxNavError, match=r"link_spacing 0\.01 .* 1,000 .*link_spacing >= 0\.1"):
+        find_auto_links(*args, **_link_kwargs(scene_bake, 0.01))
+    assert len(find_auto_links(*args, **_link_kwargs(scene_bake, 0.2))) > 0  # fits: baked
+    with pytest.raises(VoxNavError, match="link_spacing"):
+        _bake(NavConfig(auto_links=True, link_spacing=0.01))
+
+
+def test_link_samples_are_made_a_chunk_at_a_time(scene_bake, monkeypatch):
+    # Memory follows the links found, not the samples: 168,000 samples (link_spacing 1 mm)
+    # held about 150 bytes each at once before (1 GB on dungeon at 1e-4).
+    import tracemalloc
+
+    from core import jumplinks
+
+    monkeypatch.setattr(jumplinks, "CHUNK_PROBES", 1 << 14)
+    args = (scene_bake.polymesh, scene_bake.detail, scene_bake.compact, scene_bake.heightfield)
+    tracemalloc.start()
+    try:
+        links = find_auto_links(*args, **_link_kwargs(scene_bake, 1e-3))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert len(links) > 10_000
+    assert peak < 20 * 1024**2, peak  # 14 MB (34 MB before)
