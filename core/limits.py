@@ -86,6 +86,10 @@ def _round_up(value: float) -> float:
     return float(np.ceil(value / step - 1e-9) * step)
 
 
+#: Up to two significant digits, up: the setting a refusal suggests (0.2441 -> 0.25).
+round_up = _round_up
+
+
 def _round_down(value: float) -> float:
     """Down to two significant digits (0.1449 -> 0.14)."""
     if value <= 0:

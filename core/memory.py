@@ -191,6 +191,11 @@ def _mib(n: float) -> str:
     return f"{n / 1024**2:.0f} MiB"
 
 
+def format_bytes(n: float) -> str:
+    """``n`` bytes as the refusals say them (MiB, GiB from 1 GiB)."""
+    return _mib(n)
+
+
 def estimate_rasterize(verts, tris, bmin, bmax, cs: float) -> tuple[StageEstimate, int, int]:
     """(estimate, columns, fragment bound) of marking and rasterizing on this grid.
 

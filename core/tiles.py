@@ -45,7 +45,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from . import filters, limits, rasterize, threads
+from . import filters, limits, memory, rasterize, threads
 from .area import erode_walkable_area
 from .chunky import TRIS_PER_CHUNK, PartitionedMesh, partition_mesh
 from .compact import CompactHeightfield, build_compact_heightfield
@@ -65,6 +65,11 @@ F32 = np.float32
 MIN_TILE_SIZE = 8
 #: Largest tile size. [Units: cells] A Detour tile holds fewer than 65535 vertices.
 MAX_TILE_SIZE = 4096
+#: Most tiles a tiled bake takes (those that may meet the geometry,
+#: `TilePlan.tiles_to_bake_bound`): each is a bake of its own (a few milliseconds at the least,
+#: about an hour for this many on one core), and RecastDemo's navmesh holds at most 2**14.
+#: Dungeon at cell_size 0.001 in 8-cell tiles laid 114,889,430 (some three days). [Units: tiles]
+MAX_TILES = 1 << 18
 #: Detour's polygon ref bits shared by the tile and polygon indices (RecastDemo's rule).
 REF_BITS = 22
 MAX_TILE_BITS = 14
@@ -365,6 +370,11 @@ def _bake_tile(job: TileJob) -> TileResult:
     if job.tris.shape[0] == 0:
         return result
     width = height = job.tile_size + 2 * job.border_size
+    # The solo bake's up-front check, with this tile's triangles and grid (the plan checked
+    # the grid alone): nothing large is allocated before it.
+    check_tile_memory(
+        job.verts, job.tris, job.bmin, job.bmax, config, job.tile_size, job.border_size
+    )
     with ctx.stage("mark"):
         areas = rasterize.mark_walkable_triangles(
             job.verts, job.tris, config.agent_max_slope, ctx=ctx
@@ -559,9 +569,25 @@ class TilePlan:
         ranges add up to more tiles."""
         g = self.grid
         every = g.tiles_w * g.tiles_h
-        leaf = np.flatnonzero(self.chunks.node_tri_index >= 0)
-        if leaf.shape[0] == 0:
+        first, span = self._leaf_tile_ranges()
+        if first.shape[0] == 0:
             return []
+        per_leaf = span[:, 0] * span[:, 1]
+        if int(per_leaf.sum()) >= every:
+            return EveryTile(g)
+        owner = np.repeat(np.arange(first.shape[0]), per_leaf)
+        k = np.arange(owner.shape[0]) - np.repeat(np.cumsum(per_leaf) - per_leaf, per_leaf)
+        width = span[owner, 0]
+        tx = first[owner, 0] + k % width
+        ty = first[owner, 1] + k // width
+        keys = np.unique(ty * g.tiles_w + tx)
+        return list(zip((keys % g.tiles_w).tolist(), (keys // g.tiles_w).tolist(), strict=True))
+
+    def _leaf_tile_ranges(self) -> tuple[np.ndarray, np.ndarray]:
+        """int64 (leaves, 2) each: the first tile (tx, ty) and the tile counts on X and Y of
+        each chunk leaf's range (`tiles_to_bake`)."""
+        g = self.grid
+        leaf = np.flatnonzero(self.chunks.node_tri_index >= 0)
         tcs = float(g.tile_world_size)
         pad = float(g.border_size) * float(g.cs)
         origin = g.bmin[:2].astype(np.float64)
@@ -570,17 +596,14 @@ class TilePlan:
         limit = np.array([g.tiles_w - 1, g.tiles_h - 1])
         first = np.clip(np.floor(lo).astype(np.int64) - 1, 0, limit)
         last = np.clip(np.floor(hi).astype(np.int64) + 1, 0, limit)
-        span = last - first + 1
-        per_leaf = span[:, 0] * span[:, 1]
-        if int(per_leaf.sum()) >= every:
-            return EveryTile(g)
-        owner = np.repeat(np.arange(leaf.shape[0]), per_leaf)
-        k = np.arange(owner.shape[0]) - np.repeat(np.cumsum(per_leaf) - per_leaf, per_leaf)
-        width = span[owner, 0]
-        tx = first[owner, 0] + k % width
-        ty = first[owner, 1] + k // width
-        keys = np.unique(ty * g.tiles_w + tx)
-        return list(zip((keys % g.tiles_w).tolist(), (keys // g.tiles_w).tolist(), strict=True))
+        return first, last - first + 1
+
+    def tiles_to_bake_bound(self) -> int:
+        """An upper bound on ``len(tiles_to_bake())`` without making the list: the leaves'
+        ranges added up (they may overlap), at most the whole grid. [Units: tiles]"""
+        _first, span = self._leaf_tile_ranges()
+        every = self.grid.tiles_w * self.grid.tiles_h
+        return min(int((span[:, 0] * span[:, 1]).sum()), every)
 
     def job(self, tx: int, ty: int, keep_compact: bool = False, make_navdata: bool = True):
         """The `TileJob` of tile (tx, ty), or None when no chunk overlaps its widened bounds."""
@@ -702,11 +725,79 @@ def plan_tiles(
             f"the geometry is smaller than one cell ({grid.width} x {grid.height} columns at "
             f"cell_size {config.cell_size:g}): lower cell_size"
         )
+    # A tile's grid alone (its columns, no triangle yet) before anything is chunked: the
+    # solo bake's up-front refusal, for the grid every tile has.
+    lo, hi = grid.build_bounds(0, 0)
+    check_tile_memory(
+        np.zeros((0, 3), F32), np.zeros((0, 3), np.int32), lo, hi, config, tile_size,
+        grid.border_size, "each tile's grid alone",
+    )  # fmt: skip
     chunks = partition_mesh(
         verts, tris, tris_per_chunk, executor=executor, subtrees=max(2, workers or 2),
         reuse=reuse_chunks,
     )  # fmt: skip
-    return TilePlan(config, grid, verts, tris, chunks, tuple(volumes), warnings)
+    plan = TilePlan(config, grid, verts, tris, chunks, tuple(volumes), warnings)
+    check_tile_count(plan)
+    return plan
+
+
+def check_tile_count(plan: TilePlan) -> None:
+    """Refuse (`VoxNavError`) a plan whose tiles that may meet the geometry
+    (`TilePlan.tiles_to_bake_bound`) are more than `MAX_TILES`, saying a tile_size and a
+    cell_size that fit."""
+    count = plan.tiles_to_bake_bound()
+    if count <= MAX_TILES:
+        return
+    grid, config = plan.grid, plan.config
+    # Tiles scale with 1 / (tile_size * cell_size)^2 over the same geometry.
+    grow = (count / MAX_TILES) ** 0.5 * 1.05
+    tile_fit = int(np.ceil(grid.tile_size * grow / 8.0)) * 8
+    fits = f"use tile_size >= {tile_fit}, " if tile_fit <= MAX_TILE_SIZE else ""
+    fits += f"cell_size >= {limits.round_up(config.cell_size * grow):g}"
+    ext = grid.bmax.astype(np.float64) - grid.bmin.astype(np.float64)
+    raise VoxNavError(
+        f"a tiled bake at tile_size {grid.tile_size} and cell_size {config.cell_size:g} lays up "
+        f"to {count:,} tiles over the geometry ({grid.tiles_w:,} x {grid.tiles_h:,} tiles over "
+        f"{ext[0]:,.6g} x {ext[1]:,.6g} m), more than the {MAX_TILES:,} a bake takes (each "
+        f"tile is a bake of its own: far too long); {fits}, or bake a smaller region with "
+        "bounds_min/bounds_max"
+    )
+
+
+def check_tile_memory(
+    verts,
+    tris,
+    bmin,
+    bmax,
+    config: NavConfig,
+    tile_size: int,
+    border_size: int,
+    what: str = "this tile",
+) -> None:
+    """Refuse (`VoxNavError`) a tile whose predicted peak (`memory.estimate_bake` on its
+    heightfield's bounds ``bmin``/``bmax`` [Units: wu], as the solo bake predicts its own)
+    exceeds ``config.memory_limit``, saying a tile_size that fits. verts float32 (n, 3),
+    tris int (m, 3): the tile's triangles (none: its grid alone); tile_size, border_size
+    [Units: cells]; ``what``: the tile as the message names it."""
+    estimates = memory.estimate_bake(verts, tris, bmin, bmax, config)
+    worst = max(estimates, key=lambda e: e.bytes)
+    limit = int(config.memory_limit)
+    if worst.bytes <= limit:
+        return
+    # A tile's grid is tile_size plus the border cells a side whatever the cell size, so a
+    # smaller tile fits, not a larger cell; what a stage holds grows with its columns.
+    side = tile_size + 2 * border_size
+    fixed = memory.RUNTIME_BYTES + memory.STAGE_FIXED_BYTES
+    share = max(0.0, (limit - fixed) / max(worst.bytes - fixed, 1))
+    tile_fit = (int(side * share**0.5) - 2 * border_size) // 8 * 8
+    fits = f"use tile_size <= {tile_fit}, or " if tile_fit >= MIN_TILE_SIZE else ""
+    raise VoxNavError(
+        f"{what} would need about {memory.format_bytes(worst.bytes)} in the {worst.stage} "
+        f"stage (memory_limit is {memory.format_bytes(limit)}), driven by {worst.drivers}: a "
+        f"tile is {side} x {side} cells (tile_size {tile_size} and a border of "
+        f"{border_size} each side) whatever the cell size; {fits}raise memory_limit (to "
+        f"at least {memory.format_bytes(worst.bytes * 1.05)} for these settings)"
+    )
 
 
 def check_world(verts, tris, bmin, bmax, config: NavConfig) -> tuple[str, ...]:
@@ -1179,6 +1270,7 @@ def tiled_dump_arrays(bake: TiledBake) -> dict[str, np.ndarray | np.generic]:
 
 
 __all__ = [
+    "MAX_TILES",
     "MIN_TILE_SIZE",
     "TileBakeError",
     "TileGrid",
@@ -1190,6 +1282,8 @@ __all__ = [
     "bake_plan",
     "bake_tile_job",
     "bake_tiled",
+    "check_tile_count",
+    "check_tile_memory",
     "check_tile_size",
     "iter_tiles",
     "plan_tiles",

@@ -757,3 +757,46 @@ def test_bad_worker_counts_are_refused_before_any_pool(workers, monkeypatch):
 def test_cli_workers_flag_has_the_same_maximum(capsys):
     assert main(["bake", "x.obj", "--out", "x.bin", "--workers", str(limits.MAX_WORKERS + 1)]) == 2
     assert f"must be at most {limits.MAX_WORKERS}" in capsys.readouterr().err
+
+
+def test_too_many_tiles_are_refused_up_front_with_sizes_that_fit(monkeypatch):
+    # Dungeon at cell_size 0.001 in 8-cell tiles laid 114,889,430 tiles (some three days).
+    monkeypatch.setattr(tiles, "MAX_TILES", 100)
+    verts, tris = _floor(0.0)  # 20 x 20 m: 625 tiles of 8 cells at 0.1
+    config = NavConfig(cell_size=0.1)
+    with pytest.raises(
+        VoxNavError, match=r"up to 625 tiles .* the 100 .*tile_size >= 24, cell_size >= 0\.27"
+    ):
+        tiles.plan_tiles(verts, tris, config, 8)
+    plan = tiles.plan_tiles(verts, tris, config, 24)  # the suggestions fit
+    tiles.plan_tiles(verts, tris, NavConfig(cell_size=0.27), 8)
+    assert plan.tiles_to_bake_bound() <= 100
+    assert len(plan.tiles_to_bake()) <= plan.tiles_to_bake_bound()
+
+
+def test_a_tile_grid_over_memory_limit_is_refused_before_chunking(monkeypatch):
+    # 4096-cell tiles at cell_size 0.01 with memory_limit 512 MiB peaked at 2.35 GB where the
+    # solo bake refuses at once: every tile's grid alone is 4222 x 4222 columns.
+    def no_chunks(*args, **kwargs):
+        raise AssertionError("chunked before the tile's grid was checked")
+
+    monkeypatch.setattr(tiles, "partition_mesh", no_chunks)
+    verts, tris = _floor(0.0)
+    config = NavConfig(cell_size=0.01, memory_limit="512MiB")
+    with pytest.raises(VoxNavError, match=r"each tile's grid alone would need .*tile_size <= \d+"):
+        tiles.plan_tiles(verts, tris, config, 4096)
+
+
+def test_a_tile_over_memory_limit_is_refused_before_it_rasterizes(monkeypatch):
+    # 300 stacked 5 x 5 m floors in one tile: its grid fits, its span fragments do not.
+    floor, quad = _floor(0.0, 5.0)
+    verts = np.concatenate([floor + np.float32([0, 0, 0.5 * k]) for k in range(300)])
+    tris = np.concatenate([quad + 4 * k for k in range(300)])
+    config = NavConfig(cell_size=0.05, memory_limit="150MiB")
+
+    def no_raster(*args, **kwargs):
+        raise AssertionError("rasterized a tile over memory_limit")
+
+    monkeypatch.setattr(tiles.rasterize, "rasterize_triangles", no_raster)
+    with pytest.raises(tiles.TileBakeError, match=r"this tile would need .*fragments from 600"):
+        tiles.bake_tiled(verts, tris, config, 128, workers=1)
