@@ -136,6 +136,9 @@ LOCAL_WORKERS = 1
 #: Working bytes per patch cell while patches are built and sampled (measured with
 #: tracemalloc, rounded up). [Units: bytes]
 PATCH_BYTES_PER_CELL = 96
+#: (sample, hull triangle) pairs `_adds_no_sample` tests at once: some 200 bytes each, so a
+#: block holds about 50 MiB however many samples fine sampling makes. [Units: pairs]
+NO_SAMPLE_PAIR_BLOCK = 1 << 18
 
 _EV_UNDEF = -1
 _EV_HULL = -2
@@ -2639,21 +2642,27 @@ def _adds_no_sample(
     lo = istart[slot[polys]]
     ns = istart[slot[polys] + 1] - lo
     nt = nv - 2
-    # Pairs (sample, triangle) of one polygon.
+    # Pairs (sample, triangle) of one polygon, `NO_SAMPLE_PAIR_BLOCK` at a time: all at once
+    # held some 200 bytes per pair (undulating at detail_sample_dist 0.9: 1.9 GB at cell_size
+    # 0.3, a MemoryError at 0.15). Per sample its least distance (FLT_MAX: no triangle under
+    # it, then 0), per polygon the largest of those; a minimum does not depend on how the
+    # pairs are split, and the blocks run in order.
     pair_n = ns * nt
-    owner = np.repeat(at, pair_n)
-    within = np.arange(int(pair_n.sum())) - np.repeat(np.cumsum(pair_n) - pair_n, pair_n)
-    sample = lo[owner] + within // nt[owner]
-    tri = tbase[owner] + within % nt[owner]
-    base = vbase[owner]
-    a = verts.take(base + tris[tri, 0], axis=0)
-    b = verts.take(base + tris[tri, 1], axis=0)
-    c = verts.take(base + tris[tri, 2], axis=0)
-    d = _height_gap(jx[sample], jy[sample], jz[sample], a, b, c)
-    # Per sample its least distance (FLT_MAX: no triangle under it, then 0), per polygon the
-    # largest of those.
+    pair_end = np.cumsum(pair_n)
+    total = int(pair_end[-1]) if pair_end.size else 0
     per_sample = np.full(jx.shape[0], _F32_FLT_MAX, dtype=F32)
-    np.minimum.at(per_sample, sample, d)
+    for first in range(0, total, NO_SAMPLE_PAIR_BLOCK):
+        pair = np.arange(first, min(first + NO_SAMPLE_PAIR_BLOCK, total), dtype=np.int64)
+        owner = np.searchsorted(pair_end, pair, side="right")
+        within = pair - (pair_end[owner] - pair_n[owner])
+        sample = lo[owner] + within // nt[owner]
+        tri = tbase[owner] + within % nt[owner]
+        base = vbase[owner]
+        a = verts.take(base + tris[tri, 0], axis=0)
+        b = verts.take(base + tris[tri, 1], axis=0)
+        c = verts.take(base + tris[tri, 2], axis=0)
+        d = _height_gap(jx[sample], jy[sample], jz[sample], a, b, c)
+        np.minimum.at(per_sample, sample, d)
     per_sample[per_sample == _F32_FLT_MAX] = F32(0)
     best = np.zeros(polys.size, dtype=F32)
     has = ns > 0
