@@ -42,6 +42,9 @@ MAX_GRID_ENTRIES = 1 << 23
 CELL_SIZE_FACTOR = 1.0
 #: Points processed per block of a batch: keeps temporaries in cache. [Units: points]
 QUERY_BLOCK = 1 << 17
+#: (point, candidate triangle) pairs tested at once within a block (`HeightIndex._block`;
+#: about 60 bytes each in flight).
+PAIRS_PER_BLOCK = 1 << 22
 
 
 @dataclass
@@ -332,6 +335,21 @@ class HeightIndex:
         pts, start, count = pts[some], start[some], count[some]
         if pts.shape[0] == 0:
             return
+        # Points in runs of at most PAIRS_PER_BLOCK (point, candidate) pairs (a point with more
+        # candidates alone): 2,000 stacked floors paired 131,072 points with 4,000 triangles
+        # each, 5e8 pairs, a MemoryError.
+        ends = np.cumsum(count)
+        lo = 0
+        while lo < pts.shape[0]:
+            base = int(ends[lo - 1]) if lo else 0
+            hi = max(lo + 1, int(np.searchsorted(ends, base + PAIRS_PER_BLOCK, side="right")))
+            self._pairs(px, py, gx, gy, fx, fy, zm, height, tri, pts[lo:hi], start[lo:hi],
+                        count[lo:hi])  # fmt: skip
+            lo = hi
+
+    def _pairs(self, px, py, gx, gy, fx, fy, zm, height, tri, pts, start, count) -> None:
+        """`_block`'s work for some of its points: pts (in cell order) with their candidates'
+        first entry ``start`` and ``count``."""
         first = np.cumsum(count) - count
         pair_pt = np.repeat(pts, count)
         pair_entry = np.repeat(start - first, count) + np.arange(pair_pt.shape[0])
