@@ -70,6 +70,11 @@ def _unpack(grid: VoxelGrid) -> np.ndarray:
     return bits[:, :, : grid.depth].astype(bool)
 
 
+#: Voxels of the padded grid a `VoxelNavigator` takes (about 1 GiB while it is built, 8 bytes
+#: a voxel with a search). [Units: voxels]
+MAX_NAVIGATOR_VOXELS = 1 << 27
+
+
 class VoxelNavigator:
     """Stayable voxels of one `VoxelGrid`, computed once; answers path queries on them.
 
@@ -90,11 +95,20 @@ class VoxelNavigator:
             raise VoxNavError(f"clearance must be a whole number of voxels >= 1, got {clearance!r}")
         self.grid = grid
         self.clearance = int(clearance)
-        occ = _unpack(grid)
-        h, w, d = occ.shape
+        h, w, d = int(grid.height), int(grid.width), int(grid.depth)
         # Headroom past the grid's top is free: clearances above d + 1 test the same voxels
         # (and must not size the arrays).
         headroom = min(self.clearance, d + 1)
+        padded = (h + 4) * (w + 4) * (d + 2 + headroom)
+        if padded > MAX_NAVIGATOR_VOXELS:
+            # Checked before anything is allocated: one walkable triangle 1,500 m above a level
+            # made 1.4e9 voxels, about 10 GiB of these arrays (a MemoryError).
+            raise VoxNavError(
+                f"the voxel grid is {w} x {h} x {d} voxels ({padded:,} padded), more than voxel "
+                f"path finding handles ({MAX_NAVIGATOR_VOXELS:,}, about 8 bytes each): bake "
+                "with a larger cell size or cell height, or bounds around the part to search"
+            )
+        occ = _unpack(grid)
         # Padded solid grid, indexed [y, x, z]: a ring of free voxels the agent may use
         # around X/Y and a ring it may not (so no move leaves the array), a never-stayable
         # layer below z = 0, and headroom on top.

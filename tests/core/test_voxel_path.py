@@ -209,3 +209,19 @@ def test_walk_path_names_an_end_point_that_is_not_three_numbers():
     chf = pipeline.bake(verts, np.array([[0, 1, 2], [0, 2, 3]]), NavConfig()).compact
     with pytest.raises(VoxNavError, match="a path end point is three numbers"):
         walk_path(chf, (1.0, 1.0), (5.0, 5.0, 0.0))
+
+
+def test_a_grid_too_large_for_the_navigator_is_refused_before_anything_is_allocated(
+    monkeypatch,
+):
+    # One walkable triangle 1,500 m above a level made 1.4e9 voxels: a MemoryError.
+    from core.nav import voxel_path
+
+    grid = VoxelGrid.from_dense(np.zeros((6, 5, 40), dtype=bool), (0.0, 0.0, 0.0), 0.3, 0.2)
+    VoxelNavigator(grid)  # (6 + 4) x (5 + 4) x (40 + 3) = 3,870 padded voxels
+    monkeypatch.setattr(voxel_path, "MAX_NAVIGATOR_VOXELS", 3869)
+    unpacked = []
+    monkeypatch.setattr(voxel_path, "_unpack", lambda g: unpacked.append(g))
+    with pytest.raises(VoxNavError, match=r"5 x 6 x 40 voxels \(3,870 padded\)"):
+        VoxelNavigator(grid)
+    assert unpacked == []
