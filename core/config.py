@@ -288,7 +288,7 @@ class NavConfig:
     link_spacing: float = _setting(
         1.0, label="Link Spacing", unit="wu", lo=0.0, lo_open=True, hi=MAX_LENGTH,
         meaning="Auto links: distance between links along an edge (one link per edge shorter "
-        "than this)",
+        "than this); at most 2,097,152 samples along the edges of a bake or tile",
     )  # fmt: skip
 
     def __post_init__(self) -> None:
