@@ -300,8 +300,8 @@ def find_tile_links(
     cs, ch = float(chf.cs), float(chf.ch)
     radius = max(float(agent_radius), cs)
     # A tile's border edges too: a ledge or gap may run exactly along the border, where
-    # Recast makes the edge a portal. Where the floor goes on across the border (the
-    # neighbour tile's navmesh), a solo bake has no edge there: no samples (step 1).
+    # Recast makes the edge a portal. Where the neighbour tile's navmesh goes on across the
+    # border a solo bake has no edge there: those links go on the assembled navmesh.
     a, b, normal, portal = _edges_out(pmesh, portals=window is not None)
     if a.shape[0] == 0 or max_jump_distance <= 0:
         return OffMeshLinks.empty(), np.zeros((0, 2))
@@ -320,7 +320,7 @@ def find_tile_links(
     dist = step * np.arange(1, nprobes + 1, dtype=np.float64)
     # Steps 1-3 a chunk of samples at a time (each sample's floor and landing are its own):
     # only the samples that find a landing are kept, so memory follows the links, not the
-    # samples (dungeon at link_spacing 1e-4, 6 million samples: 1 GB -> see the commit).
+    # samples (dungeon at link_spacing 2e-4: 557 -> 290 MiB, 4.3 -> 3.4 s).
     chunk = max(1, CHUNK_PROBES // nprobes)
     ends = np.cumsum(per_edge)
     parts: list[tuple[np.ndarray, ...]] = []
