@@ -2,9 +2,13 @@
 
 Only ``v`` and ``f`` records are used; ``f`` entries may be ``v``, ``v/vt``, ``v//vn`` or
 ``v/vt/vn`` and negative (relative: -1 is the last vertex defined so far) indices; polygons are
-fan-triangulated as (f0, f[i-1], f[i]). Returns vertices float32 (n, 3) and triangles int32
-(m, 3). As in RecastDemo and Blender's importer, leading blanks before a record are skipped,
-``\\r`` counts as a blank, ``#`` starts a comment, and a UTF-8 byte-order mark is ignored.
+fan-triangulated as (f0, f[i-1], f[i]), except, outside the Recast frame, concave ones, which
+are ear-clipped (a fan covers ground outside a concave face: a U-shaped floor got floor
+across its gap; RecastDemo fans them all, and so does ``recast_frame=True``, for parity:
+nav_test has seven notched 8-gons whose fans fill their notches). Returns vertices float32
+(n, 3) and triangles int32 (m, 3). As in RecastDemo and Blender's importer, leading blanks
+before a record are skipped, ``\\r`` counts as a blank, ``#`` starts a comment, and a UTF-8
+byte-order mark is ignored.
 
 The file is read in blocks of `BLOCK_BYTES` and each block is parsed with array operations, so
 memory stays a small multiple of the parsed arrays (not of the text), and a bad line is reported
@@ -64,13 +68,36 @@ def _check_text(path: Path, head: bytes) -> None:
 class _Reader:
     """Parses one block of whole lines at a time; keeps the running vertex and line counts."""
 
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, keep_polygons: bool = True):
         self.path = path
+        #: Note the faces of four or more vertices (`_keep_polygons`; not in the Recast frame).
+        self.keep_polygons = keep_polygons
         self.lines_before = 0
         self.verts_before = 0
         self.vert_blocks: list[np.ndarray] = []
         self.tri_blocks: list[np.ndarray] = []
         self.face_lines = 0
+        self.tris_before = 0
+        #: Faces of four or more vertices: (first fan triangle, vertex count, vertex ids).
+        self.polygon_blocks: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+
+    def _keep_polygons(self, index: np.ndarray, lines: np.ndarray) -> None:
+        """Note this block's faces of four or more vertices (``index``/``lines`` as
+        `_fan_triangles` takes them): a concave one's fan is mended at the end
+        (`_clip_concave`)."""
+        starts = np.flatnonzero(np.concatenate([[True], lines[1:] != lines[:-1]]))
+        counts = np.diff(np.concatenate([starts, [lines.shape[0]]]))
+        n_tris = np.maximum(counts - 2, 0)
+        polygon = counts >= 4
+        if not polygon.any():
+            return
+        first_tri = self.tris_before + (np.cumsum(n_tris) - n_tris)[polygon]
+        owner = np.repeat(np.flatnonzero(polygon), counts[polygon])
+        step = np.arange(owner.shape[0]) - np.repeat(
+            np.cumsum(counts[polygon]) - counts[polygon], counts[polygon]
+        )
+        ids = index[starts[owner] + step].astype(np.int32)  # as the triangles hold them
+        self.polygon_blocks.append((first_tri, counts[polygon].astype(np.int32), ids))
 
     def _fail(self, buf: bytes, line_starts: np.ndarray, line: int, message: str):
         """Raise ``PATH:LINE: message`` for block line ``line``, quoting the line as written."""
@@ -193,6 +220,8 @@ class _Reader:
                 errors.append((int(lines[j]), why))
             if not errors:
                 tris = _fan_triangles(index, lines)
+                if self.keep_polygons:
+                    self._keep_polygons(index, lines)
         if errors:
             line, message = min(errors)
             self._fail(buf, line_starts, line, message)
@@ -201,6 +230,7 @@ class _Reader:
             self.vert_blocks.append(coords)
         if tris.shape[0]:
             self.tri_blocks.append(tris)
+            self.tris_before += int(tris.shape[0])
         self.verts_before += int(v_lines.shape[0])
         self.lines_before += n_lines
 
@@ -274,7 +304,7 @@ def read_obj(path, recast_frame: bool = True) -> tuple[np.ndarray, np.ndarray]:
     file cannot be read, is not an OBJ, has no faces, or has a bad vertex or face.
     """
     path = Path(path)
-    reader = _Reader(path)
+    reader = _Reader(path, keep_polygons=not recast_frame)
     if path.is_dir():
         raise _not_obj(path, "it is a folder")
     try:
@@ -322,6 +352,9 @@ def read_obj(path, recast_frame: bool = True) -> tuple[np.ndarray, np.ndarray]:
         )
     verts = _concat(reader.vert_blocks, np.float32)
     faces = _concat(reader.tri_blocks, np.int32)
+    if not recast_frame:  # RecastDemo fans every face; a block's faces at a time
+        for first_tri, counts, ids in reader.polygon_blocks:
+            _clip_concave(verts, faces, first_tri, counts, ids)
     if faces.shape[0] == 0:  # a face of three or more vertices makes a triangle
         raise VoxNavError(
             f"{path}: each of its {reader.face_lines:,} faces (f lines) has fewer than three "
@@ -336,6 +369,118 @@ def read_obj(path, recast_frame: bool = True) -> tuple[np.ndarray, np.ndarray]:
     np.negative(verts[:, 2], out=verts[:, 1])
     verts[:, 2] = up
     return verts, faces
+
+
+def _clip_concave(
+    verts: np.ndarray, faces: np.ndarray, first_tri: np.ndarray, counts: np.ndarray, ids
+) -> None:
+    """Mend in ``faces`` the fans of concave polygons: a fan from the first vertex of a
+    concave face covers ground outside it (a U-shaped floor written as one face got floor
+    across its gap: paths walked over it); such a face is ear-clipped instead, into as many
+    triangles, in its winding. Convex faces keep RecastDemo's fan (the same surface). verts
+    float32 (n, 3); first_tri int64 (p,) each polygon's first fan triangle, counts (p,) its
+    vertex count, ids int (sum counts,) its vertex ids in order."""
+    counts = counts.astype(np.int64)
+    first = np.cumsum(counts) - counts
+    for k in np.unique(counts).tolist():  # the faces of each size as one (faces, k) array
+        which = np.flatnonzero(counts == k)
+        ring = ids[first[which][:, None] + np.arange(k)]
+        p = verts[ring].astype(np.float64)  # (faces, k, 3)
+        q = np.roll(p, -1, axis=1)
+        # Each face in the plane of its Newell normal's largest axis, counter-clockwise seen
+        # from the normal's side (the other two axes in cyclic order, swapped when it points
+        # down that axis). A corner turning clockwise there is a reflex corner; tested where
+        # the clipping is, so a non-planar but convex face (a terrain quad) keeps its fan.
+        normal = np.stack(
+            [
+                (p[..., 1] * q[..., 2] - p[..., 2] * q[..., 1]).sum(axis=1),
+                (p[..., 2] * q[..., 0] - p[..., 0] * q[..., 2]).sum(axis=1),
+                (p[..., 0] * q[..., 1] - p[..., 1] * q[..., 0]).sum(axis=1),
+            ],
+            axis=1,
+        )
+        axis = np.argmax(np.abs(normal), axis=1)
+        down = np.take_along_axis(normal, axis[:, None], axis=1)[:, 0] < 0
+        u_axis = np.where(down, (axis + 2) % 3, (axis + 1) % 3)
+        v_axis = np.where(down, (axis + 1) % 3, (axis + 2) % 3)
+        u = np.take_along_axis(p, u_axis[:, None, None], axis=2)[..., 0]
+        v = np.take_along_axis(p, v_axis[:, None, None], axis=2)[..., 0]
+        du, dv = np.roll(u, -1, axis=1) - u, np.roll(v, -1, axis=1) - v  # edge i -> i + 1
+        pu, pv = np.roll(du, 1, axis=1), np.roll(dv, 1, axis=1)  # edge i - 1 -> i
+        turn = pu * dv - pv * du
+        size = np.hypot(pu, pv) * np.hypot(du, dv)
+        concave = np.flatnonzero((turn < -1e-9 * size).any(axis=1))
+        for face in concave.tolist():  # concave faces only: rare in exported meshes
+            flat = np.stack([u[face], v[face]], axis=1)
+            if not _simple(flat):  # a self-crossing outline has no inside: the fan stays
+                continue
+            tris = _ear_clip(flat)
+            at = int(first_tri[which[face]])
+            faces[at : at + len(tris)] = ring[face][np.asarray(tris, dtype=np.int64)]
+
+
+def _simple(flat: np.ndarray) -> bool:
+    """Whether the closed outline float64 (n, 2) has no two non-neighbouring edges that
+    touch or cross (and so an inside an ear clipping keeps)."""
+    a, b = flat, np.roll(flat, -1, axis=0)
+    n = flat.shape[0]
+
+    def side(p, q, r):  # sign of the turn p -> q -> r, for every pair (broadcast)
+        return np.sign((q[..., 0] - p[..., 0]) * (r[..., 1] - p[..., 1])
+                       - (q[..., 1] - p[..., 1]) * (r[..., 0] - p[..., 0]))  # fmt: skip
+
+    i, j = np.triu_indices(n, 2)
+    apart = ~((i == 0) & (j == n - 1))  # the last edge meets the first
+    i, j = i[apart], j[apart]
+    d1, d2 = side(a[j], b[j], a[i]), side(a[j], b[j], b[i])
+    d3, d4 = side(a[i], b[i], a[j]), side(a[i], b[i], b[j])
+    crossing = (d1 * d2 <= 0) & (d3 * d4 <= 0)
+    # On one line (all four turns 0) they meet only where their extents overlap.
+    in_line = (d1 == 0) & (d2 == 0)
+    lo_i, hi_i = np.minimum(a[i], b[i]), np.maximum(a[i], b[i])
+    lo_j, hi_j = np.minimum(a[j], b[j]), np.maximum(a[j], b[j])
+    overlap = ((lo_i <= hi_j) & (lo_j <= hi_i)).all(axis=1)
+    return not bool((crossing & (~in_line | overlap)).any())
+
+
+def _ear_clip(flat: np.ndarray) -> list[tuple[int, int, int]]:
+    """Triangles (corner numbers, in the polygon's order) of a simple polygon given as float64
+    (n, 2) counter-clockwise points: n - 2 of them. An ear is a convex corner whose triangle
+    holds no other corner; should none be found (a self-touching outline) the first convex
+    corner, else the first corner, is cut, so n - 2 triangles always come out."""
+    left = list(range(flat.shape[0]))
+    out: list[tuple[int, int, int]] = []
+
+    def cross(o, a, b) -> float:
+        return float((a[0] - o[0]) * (b[1] - o[1]) - (a[1] - o[1]) * (b[0] - o[0]))
+
+    while len(left) > 3:
+        n = len(left)
+        convex = []
+        for k in range(n):
+            a, b, c = flat[left[k - 1]], flat[left[k]], flat[left[(k + 1) % n]]
+            if cross(a, b, c) > 0:
+                convex.append(k)
+        cut = None
+        for k in convex:
+            a, b, c = flat[left[k - 1]], flat[left[k]], flat[left[(k + 1) % n]]
+            inside = False
+            for m in left:
+                if m in (left[k - 1], left[k], left[(k + 1) % n]):
+                    continue
+                q = flat[m]
+                if cross(a, b, q) >= 0 and cross(b, c, q) >= 0 and cross(c, a, q) >= 0:
+                    inside = True
+                    break
+            if not inside:
+                cut = k
+                break
+        if cut is None:
+            cut = convex[0] if convex else 0
+        out.append((left[cut - 1], left[cut], left[(cut + 1) % n]))
+        del left[cut]
+    out.append((left[0], left[1], left[2]))
+    return out
 
 
 def _concat(blocks: list[np.ndarray], dtype) -> np.ndarray:
