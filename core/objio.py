@@ -309,26 +309,37 @@ def read_obj(path, recast_frame: bool = True) -> tuple[np.ndarray, np.ndarray]:
         raise _not_obj(path, "it is a folder")
     try:
         with open(path, "rb", buffering=0) as fh:  # unbuffered: a pipe yields what it has
+            # A pipe may hand over a few bytes at a time: the byte-order mark is looked for in
+            # the first three whatever the reads, and the line ends (CR alone, as old Mac
+            # files have, or LF) are told from the first line end seen, not the first read.
+            chunk = b""
+            while len(chunk) < len(_BOM):
+                more = fh.read(BLOCK_BYTES)
+                if not more:
+                    break
+                chunk += more
+            _check_text(path, chunk)
+            if chunk.startswith(_BOM):
+                chunk = chunk[len(_BOM) :] or fh.read(BLOCK_BYTES)  # empty would end it
             pending = b""
-            first = True
-            cr_only = False
+            cr_only: bool | None = None
             while True:
-                chunk = fh.read(BLOCK_BYTES)
-                if first:
-                    first = False
-                    _check_text(path, chunk)
-                    if chunk.startswith(_BOM):
-                        chunk = chunk[len(_BOM) :]
-                    cr_only = b"\n" not in chunk and b"\r" in chunk
-                elif b"\x00" in chunk:
-                    _check_text(path, chunk)
-                if cr_only:
-                    chunk = chunk.replace(b"\r", b"\n")
                 if not chunk:
                     if pending:
+                        if cr_only is None and b"\r" in pending:
+                            pending = pending.replace(b"\r", b"\n")
                         reader.parse(pending + b"\n")
                     break
+                if b"\x00" in chunk:
+                    _check_text(path, chunk)
                 data = pending + chunk if pending else chunk
+                if cr_only is None:  # a CR as the last byte may be half a CRLF: wait
+                    if b"\n" in data:
+                        cr_only = False
+                    elif b"\r" in data[:-1]:
+                        cr_only = True
+                if cr_only:
+                    data = data.replace(b"\r", b"\n")
                 cut = data.rfind(b"\n") + 1
                 if cut == 0:
                     pending = data
@@ -336,9 +347,10 @@ def read_obj(path, recast_frame: bool = True) -> tuple[np.ndarray, np.ndarray]:
                         raise _not_obj(
                             path, f"line {reader.lines_before + 1} is over {MAX_LINE_BYTES} bytes"
                         )
-                    continue
-                pending = data[cut:]
-                reader.parse(data[:cut])
+                else:
+                    pending = data[cut:]
+                    reader.parse(data[:cut])
+                chunk = fh.read(BLOCK_BYTES)
     except OSError as exc:
         raise VoxNavError(f"cannot read OBJ file {path}: {exc.strerror or exc}") from exc
     if reader.verts_before == 0:
