@@ -37,6 +37,9 @@ BLOCK_BYTES = 1 << 19
 MAX_LINE_BYTES = 1 << 24
 """A line longer than this means the file is not OBJ text. [Units: bytes]"""
 
+#: Characters of a bad line quoted in its message. [Units: characters]
+QUOTE_CHARS = 120
+
 _BOM = b"\xef\xbb\xbf"
 _BLANK = np.zeros(256, dtype=bool)
 _BLANK[[9, 10, 11, 12, 13, 32]] = True  # tab, newline, vertical tab, form feed, CR, space
@@ -104,6 +107,8 @@ class _Reader:
         start = int(line_starts[line])
         end = buf.find(b"\n", start)
         text = buf[start:end].decode("utf-8", errors="replace").strip()
+        if len(text) > QUOTE_CHARS:  # a 200,000-vertex face made a 1.3 MB message
+            text = f"{text[:QUOTE_CHARS]}... ({len(text):,} characters)"
         number = self.lines_before + line + 1
         raise VoxNavError(f"{self.path}:{number}: {text!r}: {message}")
 

@@ -364,3 +364,14 @@ def test_a_pipe_reads_the_same_however_its_bytes_arrive(tmp_path, monkeypatch, p
     expected = read_obj(whole)
     monkeypatch.setattr(objio, "open", lambda *a, **k: _Pieces(pieces), raising=False)
     _assert_same(read_obj(tmp_path / "piped.obj"), expected)
+
+
+def test_a_long_bad_line_is_quoted_shortened(tmp_path):
+    # A bad index in a 200,000-vertex face quoted the whole 1.3 MB line.
+    n = 3000
+    text = "v 0 0 0\n" * n + "f " + " ".join(str(i + 1) for i in range(n)) + f" {n + 1}\n"
+    with pytest.raises(VoxNavError) as caught:
+        read_obj(_write(tmp_path / "big.obj", text))
+    message = str(caught.value)
+    assert len(message) < 400 and f"face refers to vertex {n + 1}" in message
+    assert f"({len(text.splitlines()[-1]):,} characters)" in message
