@@ -151,9 +151,28 @@ class _Reader:
         # Errors are collected per kind; the one on the earliest line is raised.
         errors: list[tuple[int, str]] = []
 
-        # Vertices: the first three numbers after "v" (more, e.g. colours, are ignored).
+        # Vertices: the first three numbers after "v" (more, w or colours, are ignored, but
+        # must be numbers: "v 0 0 0<CR>v 1 0 0" with a lone CR, which ends no line here, or two
+        # records on one line, lost the second vertex silently).
         v_tok = v_line[tok_line] & ~first_of_line
         per_line = np.bincount(tok_line[v_tok], minlength=n_lines)
+        v_all = np.flatnonzero(v_tok)
+        if v_all.shape[0] > 3 * int(np.count_nonzero(v_line)):
+            line_of = tok_line[v_all]
+            opens = np.r_[True, line_of[1:] != line_of[:-1]]
+            rank = np.arange(v_all.shape[0]) - np.maximum.accumulate(
+                np.where(opens, np.arange(v_all.shape[0]), 0)
+            )
+            extra = v_all[rank >= 3]
+            _values, bad_extra = _to_numbers(a, tok_start[extra], tok_end[extra], np.float32)
+            if bad_extra is not None:
+                errors.append(
+                    (
+                        int(tok_line[extra[bad_extra]]),
+                        "after the vertex's x y z comes something that is not a number (two "
+                        "records on one line? a lone CR does not end a line here)",
+                    )
+                )
         short = np.flatnonzero(v_line & (per_line < 3))
         if short.shape[0]:
             errors.append((int(short[0]), "a vertex needs three coordinates x y z"))

@@ -210,6 +210,9 @@ BAD = [
     ("v 0 0 0\nv 1 0 0\nv 1 0 1\nf 1 2 x\n", r":4: 'f 1 2 x': .*not a whole number"),
     ("v 0 0 0\nv 1 0\nv 1 0 1\nf 1 2 3\n", r":2: 'v 1 0': .*three coordinates"),
     ("v 0 0 0\nv 1 zero 0\nv 1 0 1\nf 1 2 3\n", r":2: 'v 1 zero 0': .*not a number"),
+    # A lone CR ends no line: the second vertex was dropped, faces took shifted vertices.
+    ("v 0 0 0\nv 1 0 0\rv 9 0 0\nv 1 0 1\nf 1 2 3\n", r":2: .*not a number \(two records"),
+    ("v 0 0 0 1\nv 1 0 0 v 2 0 0\nv 1 0 1\nf 1 2 3\n", r":2: .*not a number \(two records"),
 ]
 
 
