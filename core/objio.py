@@ -144,6 +144,9 @@ class _Reader:
         head = a[tok_start]
         is_vkey = first_of_line & (tok_len == 1) & (head == 118)  # "v"
         is_fkey = first_of_line & (tok_len == 1) & (head == 102)  # "f"
+        # "fo", the old spelling of "f" (the OBJ spec keeps it), was dropped silently.
+        second = a[np.minimum(tok_start + 1, a.shape[0] - 1)]
+        is_fkey |= first_of_line & (tok_len == 2) & (head == 102) & (second == 111)
         v_line = np.zeros(n_lines, dtype=bool)
         v_line[tok_line[is_vkey]] = True
         f_line = np.zeros(n_lines, dtype=bool)
@@ -357,6 +360,8 @@ def read_obj(path, recast_frame: bool = True) -> tuple[np.ndarray, np.ndarray]:
                 if b"\x00" in chunk:
                     _check_text(path, chunk)
                 data = pending + chunk if pending else chunk
+                if _BOM in data:  # files joined end to end: a BOM before a record hid it
+                    data = data.replace(_BOM, b"   ")
                 if cr_only is None:  # a CR as the last byte may be half a CRLF: wait
                     if b"\n" in data:
                         cr_only = False

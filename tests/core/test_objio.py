@@ -378,3 +378,14 @@ def test_a_long_bad_line_is_quoted_shortened(tmp_path):
     message = str(caught.value)
     assert len(message) < 400 and f"face refers to vertex {n + 1}" in message
     assert f"({len(text.splitlines()[-1]):,} characters)" in message
+
+
+def test_joined_files_and_old_fo_faces_are_read(tmp_path):
+    # Two exports joined end to end: the second one's byte-order mark hid its first vertex
+    # and a relative face took a vertex of the first part; "fo" faces were dropped silently.
+    part = "v 0 0 0\nv 10 0 0\nv 10 0 10\nf -3 -2 -1\n"
+    joined = _write(tmp_path / "joined.obj", ("\ufeff" + part) * 2)
+    _verts, tris = read_obj(joined)
+    assert tris.tolist() == [[0, 2, 1], [3, 5, 4]]
+    old = _write(tmp_path / "old.obj", "v 0 0 0\nv 10 0 0\nv 10 0 10\nfo 1 2 3\n")
+    assert read_obj(old)[1].tolist() == [[0, 2, 1]]
