@@ -107,6 +107,11 @@ class _Reader:
         start = int(line_starts[line])
         end = buf.find(b"\n", start)
         text = buf[start:end].decode("utf-8", errors="replace").strip()
+        if text.endswith("\\"):
+            message += (
+                " (a trailing backslash, OBJ's line continuation, is not read: join the line "
+                "with the next)"
+            )
         if len(text) > QUOTE_CHARS:  # a 200,000-vertex face made a 1.3 MB message
             text = f"{text[:QUOTE_CHARS]}... ({len(text):,} characters)"
         number = self.lines_before + line + 1

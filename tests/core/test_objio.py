@@ -213,6 +213,7 @@ BAD = [
     # A lone CR ends no line: the second vertex was dropped, faces took shifted vertices.
     ("v 0 0 0\nv 1 0 0\rv 9 0 0\nv 1 0 1\nf 1 2 3\n", r":2: .*not a number \(two records"),
     ("v 0 0 0 1\nv 1 0 0 v 2 0 0\nv 1 0 1\nf 1 2 3\n", r":2: .*not a number \(two records"),
+    ("v 0 0 0\nv 1 0 0\nv 1 0 1\nf 1 2 \\\n3\n", r":4: .*whole number \(a trailing backslash"),
 ]
 
 
