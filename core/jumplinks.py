@@ -66,6 +66,11 @@ CHUNK_PROBES = 1 << 20
 #: sample lands. A link_spacing far below a cell made hundreds of millions (dungeon at 1e-5: 60
 #: million, a MemoryError at 5.5 GB). [Units: samples]
 MAX_LINK_SAMPLES = 1 << 21
+#: Most probe points (samples x steps out to max_jump_distance, or to the grid's far corner)
+#: one bake or tile takes: some 30 M a second here, so about 10 s at most (a 150 m plane at
+#: link_spacing 0.001 and max_jump_distance 100000: 2.5 billion probes, 75 s frozen in
+#: Blender, no link found; the 10x10 dungeon solo at the defaults: some 5 M). [Units: probes]
+MAX_LINK_PROBES = 1 << 28
 #: Segments of a drawn arc (`arc_points`).
 ARC_SEGMENTS = 8
 
@@ -317,6 +322,14 @@ def find_tile_links(
     grid = chf if window is None else window.solid
     reach = float(np.hypot(grid.width, grid.height)) * cs
     nprobes = min(nprobes, int(np.ceil(reach / step)) + 1)
+    probes = int(per_edge.sum()) * nprobes
+    if probes > MAX_LINK_PROBES:
+        raise VoxNavError(
+            f"auto links at link_spacing {spacing:g} and max_jump_distance "
+            f"{max_jump_distance:g} would probe {probes:,} points ({int(per_edge.sum()):,} "
+            f"samples x {nprobes:,} steps of {step:g} m), more than the {MAX_LINK_PROBES:,} a "
+            "bake (or tile) takes (about 10 s): raise link_spacing or lower max_jump_distance"
+        )
     dist = step * np.arange(1, nprobes + 1, dtype=np.float64)
     # Steps 1-3 a chunk of samples at a time (each sample's floor and landing are its own):
     # only the samples that find a landing are kept, so memory follows the links, not the

@@ -215,24 +215,28 @@ class BakeResult:
     def voxel_grid(self, walkable_only: bool = False) -> VoxelGrid:
         return VoxelGrid.from_heightfield(self.heightfield, walkable_only)
 
-    def overlay(self):
+    def overlay(self, max_quads: int | None = None):
         """The navigation overlay as a mesh in world units, Z-up, at the walkable surface.
 
         Returns verts float32 (k, 3), face_sizes int32 (f,), face_verts int32 (sum sizes,),
         face_region int32 (f,), face_poly int32 (f,). With a detail mesh: its triangles, which
         follow slopes and stairs (a polygon is only flat-ish and can dip under a ramp), each
         with its polygon's region and id. With polygons only: the polygons. Before that: one
-        quad per walkable span top, region 0.
+        quad per walkable span top, region 0; at most ``max_quads`` of them [Limit: >= 1]
+        when given, evenly spread over the spans (every k-th).
         """
         if self.detail is not None and self.polymesh is not None and self.detail.ntris > 0:
             return _detail_overlay(self.detail, self.polymesh)
         if self.polymesh is not None:
             return _polymesh_overlay(self.polymesh)
-        return _span_top_overlay(self.heightfield)
+        return _span_top_overlay(self.heightfield, max_quads)
 
 
-def _span_top_overlay(hf: Heightfield):
+def _span_top_overlay(hf: Heightfield, max_quads: int | None = None):
     walk = np.nonzero(hf.area != NULL_AREA)[0]
+    if max_quads is not None and walk.shape[0] > max(1, int(max_quads)):
+        step = -(-walk.shape[0] // max(1, int(max_quads)))
+        walk = walk[::step]
     ix, iy = hf.span_cells()
     x0 = hf.bmin[0] + ix[walk].astype(np.float32) * hf.cs
     y0 = hf.bmin[1] + iy[walk].astype(np.float32) * hf.cs

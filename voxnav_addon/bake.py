@@ -241,6 +241,11 @@ def _bake(context, stop_after, progress, config, timings, tiles=True) -> BakeOut
     return outcome
 
 
+#: Quads of Voxelize's walkable-surface overlay at most (one per walkable span top): about
+#: 0.5 GB in Blender. [Units: quads]
+MAX_SURFACE_QUADS = 1 << 21
+
+
 def redraw_voxels(scene) -> str:
     """Redraw the voxels of the scene's last bake with the current display settings.
 
@@ -253,7 +258,10 @@ def redraw_voxels(scene) -> str:
         scene, outcome.result.heightfield, settings.voxel_display, int(settings.max_voxels_drawn)
     )
     writeback.apply_visibility(scene)
-    settings.last_message = vox.warning
+    # The cap's warning follows what is drawn now; the bake's other warnings and status stay
+    # (the old cap's warning stayed in the list, and the status line was overwritten).
+    kept = [w.text for w in settings.last_warnings if writeback.CAP_MARK not in w.text]
+    properties.store_warnings(settings, kept + ([vox.warning] if vox.warning else []))
     return vox.warning
 
 
@@ -262,10 +270,21 @@ def write_result(scene, outcome: BakeOutcome, context=None) -> None:
     settings = scene.voxnav
     result = outcome.result
     hf = result.heightfield
+    # The overlay's arrays first, then anything is replaced: Voxelize's walkable surface is a
+    # quad per walkable span (a 200 m plane at 0.05 m cells: 16 M quads, 7.7 GB and a crash
+    # in Blender), at most `MAX_SURFACE_QUADS`.
+    overlay = result.overlay(max_quads=MAX_SURFACE_QUADS)
+    if result.polymesh is None:
+        walkable = int(np.count_nonzero(hf.area))
+        if walkable > MAX_SURFACE_QUADS:
+            outcome.warnings.append(
+                f"the overlay shows {overlay[1].shape[0]:,} of {walkable:,} walkable span tops "
+                f"(evenly spread; at most {MAX_SURFACE_QUADS:,}): Build Navmesh shows the "
+                "navmesh, or bake a smaller region or with a larger Cell Size"
+            )
     vox = writeback.write_voxels(scene, hf, settings.voxel_display, int(settings.max_voxels_drawn))
     if vox.warning:
         outcome.warnings.append(vox.warning)
-    overlay = result.overlay()
     by_region = result.polymesh is not None
     writeback.write_overlay(scene, overlay, overlay_lift(hf.ch), by_region)
     writeback.write_links(scene, getattr(result, "offmesh_links", None), overlay_lift(hf.ch))

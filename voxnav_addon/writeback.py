@@ -79,7 +79,11 @@ class VoxelWrite:
             if self.mode == "VOXELS"
             else "; raise Max Drawn"
         )
-        return f"drawing {self.drawn:,} of {self.total:,} {what} (the top of each span first){hint}"
+        return f"drawing {self.drawn:,} of {self.total:,} {what} {CAP_MARK}{hint}"
+
+
+#: In every voxel-cap warning (`VoxelWrite.warning`): a redraw replaces the one before.
+CAP_MARK = "(the top of each span first)"
 
 
 # ---------------------------------------------------------------------------------------------

@@ -104,3 +104,27 @@ def test_animated_obstacles_and_path_ends_follow_the_frame(bpy, ext):
     # Navmesh first", right after Build Navmesh.
     with pytest.raises(RuntimeError, match="tiled bake keeps no voxel grid"):
         bpy.ops.voxnav.voxel_path()
+
+
+def test_voxelize_draws_a_bounded_walkable_surface_and_the_cap_warning_follows_max_drawn(
+    bpy, ext, monkeypatch
+):
+    # A 200 m plane at 0.05 m cells gave a 16 M-quad surface overlay (7.7 GB, a crash); and
+    # after raising Max Drawn the old "drawing 100 of ..." warning stayed in Last Bake.
+    monkeypatch.setattr(ext.bake, "MAX_SURFACE_QUADS", 50)
+    box(bpy, "Floor", (-5, -5, -0.2), (5, 5, 0))
+    settings = bpy.context.scene.voxnav
+    settings.max_voxels_drawn = 100
+    assert bpy.ops.voxnav.voxelize() == {"FINISHED"}
+    overlay = ext.writeback.scene_output(bpy.context.scene, ext.writeback.NAVMESH_NAME)
+    assert 0 < len(overlay.data.polygons) <= 50
+    texts = [w.text for w in settings.last_warnings]
+    assert any("walkable span tops" in t for t in texts)
+    assert any(t.startswith("drawing 100 of") for t in texts)
+    settings.last_message = "kept"
+    settings.max_voxels_drawn = 10_000_000
+    texts = [w.text for w in settings.last_warnings]
+    assert not any(t.startswith("drawing") for t in texts)
+    assert any("walkable span tops" in t for t in texts) and settings.last_message == "kept"
+    settings.max_voxels_drawn = 1
+    assert sum(t.startswith("drawing 1 of") for t in (w.text for w in settings.last_warnings)) == 1

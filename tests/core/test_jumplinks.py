@@ -535,6 +535,21 @@ def test_too_many_link_samples_are_refused_naming_link_spacing(scene_bake, monke
         _bake(NavConfig(auto_links=True, link_spacing=0.01))
 
 
+def test_too_many_link_probes_are_refused_naming_both_settings(scene_bake, monkeypatch):
+    # link_spacing 0.001 with max_jump_distance 100000 on a 150 m plane: 2.5 billion probes,
+    # 75 s frozen in Blender, no link found (each alone was quick).
+    from core import jumplinks
+
+    args = (scene_bake.polymesh, scene_bake.detail, scene_bake.compact, scene_bake.heightfield)
+    kwargs = _link_kwargs(scene_bake, 0.5)
+    probes = jumplinks.MAX_LINK_PROBES
+    monkeypatch.setattr(jumplinks, "MAX_LINK_PROBES", 2000)
+    with pytest.raises(VoxNavError, match=r"would probe .* raise link_spacing or lower max_jump"):
+        find_auto_links(*args, **kwargs)
+    monkeypatch.setattr(jumplinks, "MAX_LINK_PROBES", probes)
+    assert len(find_auto_links(*args, **kwargs)) > 0
+
+
 def test_link_samples_are_made_a_chunk_at_a_time(scene_bake, monkeypatch):
     # Memory follows the links found, not the samples: 168,000 samples (link_spacing 1 mm)
     # held about 150 bytes each at once before (1 GB on dungeon at 1e-4).
