@@ -190,6 +190,13 @@ class VOXNAV_OT_agent_add(bpy.types.Operator):
     bl_label = "Add Agent"
     bl_options = {"REGISTER", "UNDO"}
 
+    @classmethod
+    def poll(cls, context):
+        if context.scene is None or context.scene.library is not None:
+            cls.poll_message_set("This scene is linked from another file (read-only)")
+            return False
+        return True
+
     def execute(self, context):
         settings = context.scene.voxnav
         names = {row.name for row in settings.agents}
@@ -215,6 +222,8 @@ class VOXNAV_OT_agent_remove(bpy.types.Operator):
 
     @classmethod
     def poll(cls, context):
+        if context.scene is None or context.scene.library is not None:
+            return False  # linked from another file: read-only
         settings = context.scene.voxnav
         return 0 <= settings.agent_index < len(settings.agents)
 

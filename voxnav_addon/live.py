@@ -197,10 +197,15 @@ def compute_path(query, start, goal) -> PathReport:
 def _tagged(scene, name: str, kind: str = "") -> Any:
     """``scene``'s path-test object ``name`` (each scene has its own), or None."""
     obj = scene.objects.get(name)
-    if obj is not None and obj.get(PATH_TAG) and (not kind or obj.type == kind):
+    local = obj is not None and obj.library is None  # a linked one is another file's
+    if local and obj.get(PATH_TAG) and (not kind or obj.type == kind):
         return obj
     for candidate in scene.objects:
-        if candidate.get(PATH_TAG) == name and (not kind or candidate.type == kind):
+        if (
+            candidate.library is None
+            and candidate.get(PATH_TAG) == name
+            and (not kind or candidate.type == kind)
+        ):
             return candidate
     return None
 

@@ -94,20 +94,23 @@ CAP_MARK = "(the top of each span first)"
 # is neither reused, refilled nor removed (VoxNav's then gets Blender's ".001" name).
 
 
+def is_own(datablock) -> bool:
+    """A datablock VoxNav made in this file: tagged, and not linked from a library (a linked
+    "VoxNav" collection is another file's result, read-only: Voxelize into it crashed
+    Blender, Build Navmesh filled its meshes, Clear deleted its objects)."""
+    return bool(datablock.get(OUTPUT_TAG)) and getattr(datablock, "library", None) is None
+
+
 def owned(datablocks, name: str) -> Any:
-    """VoxNav's own datablock called ``name`` (or ``name.001``, ...) in ``datablocks``
-    (``bpy.data.materials``, ...), or None."""
+    """VoxNav's own datablock (`is_own`) called ``name`` (or ``name.001``, ...) in
+    ``datablocks`` (``bpy.data.materials``, ...), or None."""
     get = getattr(datablocks, "get", None)  # a plain list (children_recursive) has none
     found = get(name) if get is not None else next((d for d in datablocks if d.name == name), None)
-    if found is not None and found.get(OUTPUT_TAG):
+    if found is not None and is_own(found):
         return found
     prefix = name + "."
     for item in datablocks:
-        if (
-            item.get(OUTPUT_TAG)
-            and item.name.startswith(prefix)
-            and item.name[len(prefix) :].isdigit()
-        ):
+        if is_own(item) and item.name.startswith(prefix) and item.name[len(prefix) :].isdigit():
             return item
     return None
 
@@ -518,7 +521,7 @@ def resume_instancing(modifiers: list) -> None:
 
 def output_objects(scene) -> list:
     coll = output_collection(scene, create=False)
-    return [] if coll is None else [o for o in coll.objects if o.get(OUTPUT_TAG)]
+    return [] if coll is None else [o for o in coll.objects if is_own(o)]
 
 
 def _remove_if_unused(datablock) -> None:
@@ -545,7 +548,7 @@ def clear(scene) -> int:
     coll = output_collection(scene, create=False)
     if coll is not None:
         for obj in list(coll.objects):
-            if not obj.get(OUTPUT_TAG):
+            if not is_own(obj):
                 continue
             data = obj.data
             bpy.data.objects.remove(obj)
@@ -556,6 +559,6 @@ def clear(scene) -> int:
     # The node group before the materials: it is what still uses the voxel materials.
     datablocks: Any
     for datablocks in (bpy.data.meshes, bpy.data.curves, bpy.data.node_groups, bpy.data.materials):
-        for item in [d for d in datablocks if d.get(OUTPUT_TAG) and d.users == 0]:
+        for item in [d for d in datablocks if is_own(d) and d.users == 0]:
             datablocks.remove(item)
     return removed

@@ -128,3 +128,39 @@ def test_voxelize_draws_a_bounded_walkable_surface_and_the_cap_warning_follows_m
     assert any("walkable span tops" in t for t in texts) and settings.last_message == "kept"
     settings.max_voxels_drawn = 1
     assert sum(t.startswith("drawing 1 of") for t in (w.text for w in settings.last_warnings)) == 1
+
+
+def test_results_linked_from_another_file_are_never_written_or_removed(bpy, ext, tmp_path):
+    # A "VoxNav" collection linked from a baked level: Voxelize crashed Blender writing into
+    # it, Build Navmesh filled its meshes, Clear deleted its objects; in a scene linked from
+    # a library every operator ran (a crash, or a traceback from Sample Heights).
+    box(bpy, "Floor", (-5, -5, -0.2), (5, 5, 0))
+    assert bpy.ops.voxnav.build_navmesh() == {"FINISHED"}
+    bpy.context.scene.name = "Level"
+    library = tmp_path / "level.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(library))
+    bpy.ops.wm.read_homefile(use_empty=True)
+    with bpy.data.libraries.load(str(library), link=True) as (data_from, data_to):
+        data_to.collections = ["VoxNav"]
+        data_to.scenes = ["Level"]
+    linked = data_to.collections[0]
+    bpy.context.scene.collection.children.link(linked)
+
+    def faces(collection) -> dict:
+        return {o.name: len(o.data.polygons) for o in collection.objects if o.type == "MESH"}
+
+    linked_polys = faces(linked)
+    box(bpy, "Other", (0, 0, 0), (3, 3, 0.2))
+    assert not bpy.ops.voxnav.clear.poll()  # nothing of this file's own to clear
+    assert bpy.ops.voxnav.voxelize() == {"FINISHED"}
+    assert bpy.ops.voxnav.build_navmesh() == {"FINISHED"}
+    assert {
+        o.name: len(o.data.polygons) for o in linked.objects if o.type == "MESH"
+    } == linked_polys
+    own = ext.writeback.output_collection(bpy.context.scene, create=False)
+    assert own is not None and own.library is None and own is not linked
+    assert bpy.ops.voxnav.clear() == {"FINISHED"}
+    assert {o.name for o in linked.objects} >= set(linked_polys)
+    bpy.context.window.scene = data_to.scenes[0]
+    for name in ("voxelize", "build_navmesh", "add_path_test", "agent_add"):
+        assert not getattr(bpy.ops.voxnav, name).poll(), name
