@@ -30,6 +30,7 @@ one of them cannot be loaded, none is.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import math
 import os
@@ -561,10 +562,21 @@ def sidecar_path(scene, blend_path: str | None = None, agent: str = "") -> str |
     blend = blend_path if blend_path is not None else bpy.data.filepath
     if not blend:
         return None
-    safe = re.sub(r"[^A-Za-z0-9._-]+", "_", scene.name)
+    safe = _file_name_part(scene.name)
     if agent:
-        safe += "." + re.sub(r"[^A-Za-z0-9._-]+", "_", agent)
+        safe += "." + _file_name_part(agent)
     return f"{os.path.splitext(os.path.abspath(blend))[0]}.voxnav-tiles.{safe}.npz"
+
+
+def _file_name_part(name: str) -> str:
+    """``name`` as it may stand in a file name: itself when it is only letters, digits and
+    ``._-``, else with the rest replaced by ``_`` and a short hash of the name added, so two
+    names never share a file ("Level 1" and "Level_1" shared one sidecar: the second bake
+    overwrote the first's tile cache)."""
+    safe = re.sub(r"[^A-Za-z0-9._-]+", "_", name)
+    if safe == name:
+        return safe
+    return f"{safe}-{hashlib.sha1(name.encode('utf-8')).hexdigest()[:8]}"
 
 
 def user_cache_dir() -> str:

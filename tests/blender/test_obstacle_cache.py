@@ -287,3 +287,18 @@ def test_agent_rows_tile_caches_are_saved_and_reopen_without_a_rebake(
     scene = bpy.context.scene
     assert scene.session_uid not in obstacles.CACHES
     assert "agent 'large'" in scene.voxnav.obstacle_status
+
+
+def test_scenes_whose_names_differ_in_other_characters_get_their_own_sidecars(bpy, ext, tmp_path):
+    # "Level 1" and "Level_1" both wrote NAME.voxnav-tiles.Level_1.npz: the second tiled bake
+    # overwrote the first's cache. Plain names keep their file name (saved files still load).
+    obstacles = importlib.import_module(f"{ext.root.__name__}.voxnav_addon.obstacles")
+    blend = str(tmp_path / "two.blend")
+    first = bpy.context.scene
+    first.name = "Level 1"
+    second = bpy.data.scenes.new("Level_1")
+    paths = {obstacles.sidecar_path(s, blend) for s in (first, second)}
+    assert len(paths) == 2
+    assert obstacles.sidecar_path(second, blend) == str(tmp_path / "two.voxnav-tiles.Level_1.npz")
+    agents = {obstacles.sidecar_path(second, blend, a) for a in ("big one", "big_one")}
+    assert len(agents) == 2
