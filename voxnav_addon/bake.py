@@ -189,6 +189,7 @@ def _bake(context, stop_after, progress, config, timings, tiles=True) -> BakeOut
         )
         timings.update({str(k): float(v) for k, v in result.timings.items()})
         warnings = list(result.warnings)
+    warnings = list(gathered.warnings) + warnings
     if unusable:
         warnings.append(
             f"Nav Link object(s) {', '.join(unusable)} have no end: set their Link End "

@@ -51,6 +51,8 @@ class Gathered:
     sources: list[str] = field(default_factory=list)
     #: Number of object instances that contributed triangles.
     instances: int = 0
+    #: What the bake should say about the gathering (objects it could not use as marked).
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def triangle_count(self) -> int:
@@ -231,9 +233,13 @@ def _wanted(inst, source: str, allowed: set | None, view_layer) -> tuple[bool, A
     owner_orig = owner.original
     if is_output(owner_orig) or is_output(obj.original):
         return False, owner_orig
-    if is_area_volume(owner_orig) or is_area_volume(obj.original):
+    # A volume or obstacle is a shape, not geometry; but one inside a collection instance
+    # (its instancer not ticked) is no shape either (those are the scene's own objects), so
+    # it stays geometry, named by `gather` (it vanished: neither, the navmesh ran through it).
+    marked = is_area_volume(obj.original) or is_dynamic_obstacle(obj.original)
+    if is_area_volume(owner_orig) or is_dynamic_obstacle(owner_orig):
         return False, owner_orig
-    if is_dynamic_obstacle(owner_orig) or is_dynamic_obstacle(obj.original):
+    if marked and not inst.is_instance:
         return False, owner_orig
     if obj.type != "MESH":  # a curve, text, surface or metaball's mesh is its own instance
         return False, owner_orig
@@ -270,12 +276,16 @@ def gather(context, source: str = "VISIBLE", collection=None) -> Gathered:
     parts_t: list[np.ndarray] = []
     parts_s: list[np.ndarray] = []
     bad_objects: list[str] = []
+    instanced_marked: set[str] = set()
     offset = 0
     instances = 0
     for inst in depsgraph.object_instances:
         ok, owner = _wanted(inst, source, allowed, view_layer)
         if not ok:
             continue
+        original = inst.object.original
+        if is_area_volume(original) or is_dynamic_obstacle(original):
+            instanced_marked.add(original.name)
         arrays = _mesh_arrays(inst.object.data, cache)
         if arrays is None:
             continue
@@ -306,6 +316,15 @@ def gather(context, source: str = "VISIBLE", collection=None) -> Gathered:
             f"object(s) {listed} have vertices with NaN or infinite coordinates (after their "
             "modifiers and transform): fix or hide that geometry"
         )
+    notes = []
+    if instanced_marked:
+        names = sorted(instanced_marked)
+        listed = ", ".join(repr(n) for n in names[:5]) + (" and more" if len(names) > 5 else "")
+        notes.append(
+            f"{listed} ticked Dynamic Obstacle or Area Volume but placed by a collection "
+            "instance: baked as geometry (an instanced copy is no shape of its own); tick it "
+            "on the instance (the empty) instead"
+        )
     if not parts_t:
         return Gathered(
             np.zeros((0, 3), np.float32),
@@ -313,6 +332,7 @@ def gather(context, source: str = "VISIBLE", collection=None) -> Gathered:
             np.zeros(0, np.int32),
             sources,
             0,
+            notes,
         )
     return Gathered(
         np.concatenate(parts_v),
@@ -320,6 +340,7 @@ def gather(context, source: str = "VISIBLE", collection=None) -> Gathered:
         np.concatenate(parts_s),
         sources,
         instances,
+        notes,
     )
 
 

@@ -338,7 +338,7 @@ def bake_tiled_steps(context, gathered, config, volumes, timings: dict, workers=
     empty_agents = [
         each.agent_name for each in built if not any(t.npolys for t in each.cache.tiles.values())
     ]
-    outcome.warnings = list(cache.warnings)  # the world's (far from the origin, say)
+    outcome.warnings = list(gathered.warnings) + list(cache.warnings)  # the world's too
     outcome.warnings += [
         f"agent {each.agent_name}: {w}" if len(built) > 1 else w
         for each in built

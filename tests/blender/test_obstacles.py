@@ -303,3 +303,26 @@ def test_export_writes_the_tiles_as_the_obstacles_left_them(bpy, ext, tmp_path):
     assert not (tmp_path / "nav.json").exists()
     with pytest.raises(RuntimeError, match="output folder .*missing does not exist"):
         bpy.ops.voxnav.export_navmesh(filepath=str(tmp_path / "missing" / "nav.bin"))
+
+
+def test_an_obstacle_placed_by_a_collection_instance_is_geometry_with_a_warning(bpy, ext):
+    # Left out as an obstacle's shape, and no shape either (only the scene's own objects are):
+    # the navmesh ran through the crate, silently.
+    gather = _mod(ext, "gather")
+    crates = bpy.data.collections.new("Crates")
+    crate = box(bpy, "Crate", (-1, -1, 0), (1, 1, 2), collection=crates)
+    crate.voxnav.dynamic_obstacle = True
+    placed = bpy.data.objects.new("CrateInstance", None)
+    placed.instance_type, placed.instance_collection = "COLLECTION", crates
+    bpy.context.scene.collection.objects.link(placed)
+    box(bpy, "Floor", (-6, -6, -0.5), (6, 6, 0))
+    bpy.context.view_layer.update()
+    gathered = gather.gather(bpy.context)
+    assert "CrateInstance" in gathered.sources  # the crate's triangles, by their instancer
+    assert len(gathered.warnings) == 1 and "'Crate'" in gathered.warnings[0]
+    assert bpy.ops.voxnav.build_navmesh() == {"FINISHED"}
+    texts = [w.text for w in bpy.context.scene.voxnav.last_warnings]
+    assert any("placed by a collection instance" in t for t in texts)
+    placed.voxnav.dynamic_obstacle = True  # the instance ticked: a shape, no geometry
+    bpy.context.view_layer.update()
+    assert "CrateInstance" not in gather.gather(bpy.context).sources
