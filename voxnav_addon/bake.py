@@ -99,6 +99,15 @@ def _gather_input(context, timings: dict) -> tuple:
     t0 = time.perf_counter()
     gathered = gather_mod.gather(context, settings.source, settings.source_collection)
     timings["gather"] = time.perf_counter() - t0
+    background = context.scene.background_set
+    # The viewport draws a Background Scene's objects, the bake takes this scene's own only:
+    # said, where a bake came out empty blaming the agent's size.
+    unbaked = (
+        f"the Background Scene {background.name!r} is drawn but not baked (only this "
+        "scene's own objects are): link its objects into this scene to bake them"
+        if background is not None
+        else ""
+    )
     if gathered.triangle_count == 0:
         where = {
             "VISIBLE": "no visible mesh objects",
@@ -108,7 +117,10 @@ def _gather_input(context, timings: dict) -> tuple:
         raise VoxNavError(
             f"nothing to bake: {where} with triangles (Geometry: {settings.source.title()}); "
             "add or show a mesh, or change the Geometry source in the VoxNav panel"
+            + (f"; {unbaked}" if unbaked else "")
         )
+    if unbaked:
+        gathered.warnings.append(unbaked)
     volumes = tuple(
         pipeline.AreaVolume("box", (tuple(lo), tuple(hi)), area=area_id)
         for lo, hi, area_id in gather_mod.area_volumes(context)

@@ -155,3 +155,19 @@ def test_an_empty_tiled_bake_names_the_likely_cause(bpy, ext):
     scene.voxnav.bounds_max = (110, 110, 1)
     bpy.ops.voxnav.build_navmesh()
     assert any("miss the geometry" in w.text for w in scene.voxnav.last_warnings)
+
+
+def test_a_background_scene_is_named_as_not_baked(bpy, ext):
+    # Drawn in the viewport, not gathered: the bake came out empty blaming the agent's size.
+    import pytest
+
+    level = bpy.data.scenes.new("Level")
+    floor = box(bpy, "Floor", (-5, -5, -0.2), (5, 5, 0), collection=level.collection)
+    scene = bpy.context.scene
+    scene.background_set = level
+    with pytest.raises(RuntimeError, match="Background Scene 'Level' is drawn but not baked"):
+        bpy.ops.voxnav.build_navmesh()
+    box(bpy, "Own", (-2, -2, -0.2), (2, 2, 0))
+    assert bpy.ops.voxnav.build_navmesh() == {"FINISHED"}
+    texts = [w.text for w in scene.voxnav.last_warnings]
+    assert any("Background Scene 'Level'" in t for t in texts) and floor.name == "Floor"
