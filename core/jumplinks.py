@@ -71,6 +71,9 @@ MAX_LINK_SAMPLES = 1 << 21
 #: link_spacing 0.001 and max_jump_distance 100000: 2.5 billion probes, 75 s frozen in
 #: Blender, no link found; the 10x10 dungeon solo at the defaults: some 5 M). [Units: probes]
 MAX_LINK_PROBES = 1 << 28
+#: Landings after the first tried in turn, out along a sample's probes, when the first's arc
+#: is blocked (`find_tile_links` step 4).
+NEXT_LANDINGS = 3
 #: Segments of a drawn arc (`arc_points`).
 ARC_SEGMENTS = 8
 
@@ -353,35 +356,55 @@ def find_tile_links(
         floored = True
         point, out, z0, on_portal = point[have], out[have], z0[have], portal[edge][have]
         # 2.-3. Probes straight out of the polygon.
-        found, land_dist, land_z = _first_landing(
+        found, land_dist, land_z, next_dist, next_z = _first_landing(
             chf, hf, point, out, z0, dist, agent_climb, max_drop, window
         )
-        parts.append((point[found], out[found], z0[found], on_portal[found], land_dist, land_z))
+        parts.append((point[found], out[found], z0[found], on_portal[found], land_dist, land_z,
+                      next_dist, next_z))  # fmt: skip
     if not floored:
         return OffMeshLinks.empty(), np.zeros((0, 2))
-    point, out, z0, on_portal, land_dist, land_z = (
+    point, out, z0, on_portal, land_dist, land_z, next_dist, next_z = (
         np.concatenate(p) for p in zip(*parts, strict=True)
     )
     start = np.column_stack([point[:, :2], z0])
     end_xy = point[:, :2] + out * land_dist[:, None]
     end = np.column_stack([end_xy, land_z])
-    drop = end[:, 2] < start[:, 2] - agent_climb - 1e-6
 
-    # 4. Clearance along the arc (in chunks of links).
-    nsteps = _arc_steps(start, end, step)
-    per = max(1, CHUNK_PROBES // (2 * nsteps))
-    # With a window, its solid answers for the columns past the tile's heightfield.
+    # 4. Clearance along the arc (in chunks of links). With a window, its solid answers for
+    # the columns past the tile's heightfield.
     solids = [(hf, None)] if window is None else [(hf, None), (window.solid, hf)]
-    clear = np.ones(start.shape[0], dtype=bool)
-    for solid, skip in solids:
-        clear &= np.concatenate(
-            [np.zeros(0, dtype=bool)]
-            + [
-                _arc_clear(solid, start[i : i + per], end[i : i + per], agent_height,
-                           float(agent_radius), nsteps, skip)
-                for i in range(0, start.shape[0], per)
-            ]
-        )  # fmt: skip
+
+    def arcs_clear(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        nsteps = _arc_steps(a, b, step)
+        per = max(1, CHUNK_PROBES // (2 * nsteps))
+        clear = np.ones(a.shape[0], dtype=bool)
+        for solid, skip in solids:
+            clear &= np.concatenate(
+                [np.zeros(0, dtype=bool)]
+                + [
+                    _arc_clear(solid, a[i : i + per], b[i : i + per], agent_height,
+                               float(agent_radius), nsteps, skip)
+                    for i in range(0, a.shape[0], per)
+                ]
+            )  # fmt: skip
+        return clear
+
+    clear = arcs_clear(start, end)
+    # A blocked arc tries the sample's next landings in turn, each round of them checked
+    # together: a small agent's first landing off a ledge lies so near its wall that the arc
+    # grazes the edge (radius 0.3 at 0.3 m cells: no drop link at all, the floor below
+    # unreachable), where one a step or two further out clears.
+    for k in range(NEXT_LANDINGS):
+        retry = np.flatnonzero(~clear & np.isfinite(next_dist[:, k]))
+        if retry.shape[0] == 0:
+            continue
+        later = np.column_stack(
+            [point[retry, :2] + out[retry] * next_dist[retry, k][:, None], next_z[retry, k]]
+        )
+        ok = arcs_clear(start[retry], later)
+        end[retry[ok]] = later[ok]
+        clear[retry[ok]] = True
+    drop = end[:, 2] < start[:, 2] - agent_climb - 1e-6
     # 5. Both ends connect to the navmesh as Detour connects them.
     nav = _own_navmesh(pmesh, detail, agent_height, agent_radius, agent_climb)
     connects = connects_on(nav, start, radius, agent_climb)
@@ -468,7 +491,16 @@ def _first_landing(
     landing = np.isfinite(landing_z) & gap_before
     found = landing.any(axis=1)
     first = np.argmax(landing, axis=1)[found]
-    return found, dist[first], landing_z[found, first]
+    # The next landings out of each found sample's (`NEXT_LANDINGS`): tried in turn where
+    # the first one's arc is blocked. float64 (found, NEXT_LANDINGS) each, NaN for none.
+    rank = np.cumsum(landing[found], axis=1)
+    next_dist = np.full((first.shape[0], NEXT_LANDINGS), np.nan)
+    next_z = np.full((first.shape[0], NEXT_LANDINGS), np.nan)
+    rows, cols = np.nonzero(landing[found] & (rank >= 2) & (rank <= NEXT_LANDINGS + 1))
+    slot = rank[rows, cols] - 2
+    next_dist[rows, slot] = dist[cols]
+    next_z[rows, slot] = landing_z[found][rows, cols]
+    return found, dist[first], landing_z[found, first], next_dist, next_z
 
 
 def _floor_near(chf: CompactHeightfield, xy: np.ndarray, z: np.ndarray, is_floor, reach: float):

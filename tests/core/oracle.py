@@ -757,7 +757,7 @@ def auto_links_slow(pmesh, detail, chf, hf, *, agent_height, agent_radius, agent
     import itertools
     import math
 
-    from core.jumplinks import STEP_CELLS, _arc, _own_navmesh, connects_on
+    from core.jumplinks import NEXT_LANDINGS, STEP_CELLS, _arc, _own_navmesh, connects_on
 
     cs, ch = float(chf.cs), float(chf.ch)
     radius = max(float(agent_radius), cs)
@@ -806,6 +806,7 @@ def auto_links_slow(pmesh, detail, chf, hf, *, agent_height, agent_radius, agent
                 z0 = best[1]
                 seen_gap = False
                 step = STEP_CELLS * cs
+                ends = []  # the first landing, then the next ones out (tried when blocked)
                 for k2 in range(1, max(1, math.floor(max_jump_distance / step + 1e-9)) + 1):
                     d = step * k2
                     x, y = pt[0] + n[0] * d, pt[1] + n[1] * d
@@ -821,41 +822,65 @@ def auto_links_slow(pmesh, detail, chf, hf, *, agent_height, agent_radius, agent
                             if region(s) and z0 - max_drop - 1e-6 <= z <= z0 + agent_climb + 1e-6:
                                 land = z if land is None else max(land, z)
                     if land is not None and seen_gap:
-                        start = np.array([pt[0], pt[1], z0])
-                        end = np.array([x, y, land])
-                        cands.append((start, end, not end[2] < z0 - agent_climb - 1e-6))
-                        break
+                        ends.append(np.array([x, y, land]))
+                        if len(ends) == 1 + NEXT_LANDINGS:
+                            break
                     seen_gap |= not ground
-    # Clearance along each arc, one step and one span at a time.
-    kept = []
-    for start, end, bidir in cands:
-        horizontal = math.hypot(end[0] - start[0], end[1] - start[1])
-        kept.append((start, end, bidir, horizontal))
-    if not kept:
+                if ends:
+                    cands.append((np.array([pt[0], pt[1], z0]), ends))
+    if not cands:
         return []
     step = STEP_CELLS * cs
-    nsteps = max(2, math.ceil(max(h for *_, h in kept) / step) + 1)
-    t = np.linspace(0.0, 1.0, nsteps + 1)
-    clear_links = []
-    for start, end, bidir, h in kept:
-        arc = _arc(start[None], end[None], t)[0]
-        across = np.array([start[1] - end[1], end[0] - start[0]]) / max(h, 1e-12)
-        blocked = False
-        for i, side in itertools.product(range(nsteps), (0.0, -1.0, 1.0)):
-            p, q = arc[i], arc[i + 1]
-            lo = (min(p[2], q[2]) - float(hf.bmin[2])) / ch + (1.0 - 1e-6)
-            hi = (max(p[2], q[2]) + agent_height - float(hf.bmin[2])) / ch
-            for pt in (p, q):
-                x = pt[0] + side * agent_radius * across[0]
-                y = pt[1] + side * agent_radius * across[1]
-                c = column(x, y, hf.bmin, hf.width, hf.height)
-                if c < 0:
-                    continue
-                for s in range(int(hf.col_start[c]), int(hf.col_start[c + 1])):
-                    if float(hf.smin[s]) < hi and float(hf.smax[s]) > lo:
-                        blocked = True
-        if not blocked:
-            clear_links.append((start, end, bidir))
+
+    def blocked_arcs(pairs) -> list[bool]:
+        """Each (start, end) arc's clearance, one step and one span at a time; the arc steps
+        of a round are set by its longest arc."""
+        longest = max(math.hypot(e[0] - s0[0], e[1] - s0[1]) for s0, e in pairs)
+        nsteps = max(2, math.ceil(longest / step) + 1)
+        t = np.linspace(0.0, 1.0, nsteps + 1)
+        out = []
+        for start, end in pairs:
+            h = math.hypot(end[0] - start[0], end[1] - start[1])
+            arc = _arc(start[None], end[None], t)[0]
+            across = np.array([start[1] - end[1], end[0] - start[0]]) / max(h, 1e-12)
+            blocked = False
+            for i, side in itertools.product(range(nsteps), (0.0, -1.0, 1.0)):
+                p, q = arc[i], arc[i + 1]
+                lo = (min(p[2], q[2]) - float(hf.bmin[2])) / ch + (1.0 - 1e-6)
+                hi = (max(p[2], q[2]) + agent_height - float(hf.bmin[2])) / ch
+                for pt in (p, q):
+                    x = pt[0] + side * agent_radius * across[0]
+                    y = pt[1] + side * agent_radius * across[1]
+                    c = column(x, y, hf.bmin, hf.width, hf.height)
+                    if c < 0:
+                        continue
+                    for s in range(int(hf.col_start[c]), int(hf.col_start[c + 1])):
+                        if float(hf.smin[s]) < hi and float(hf.smax[s]) > lo:
+                            blocked = True
+            out.append(blocked)
+        return out
+
+    # The first landings together; then, round by round, the next landing of each sample
+    # still blocked.
+    chosen = [ends[0] for _start, ends in cands]
+    blocked = blocked_arcs([(start, ends[0]) for start, ends in cands])
+    for k in range(1, 1 + NEXT_LANDINGS):
+        retry = [
+            i
+            for i, (b, (_s, ends)) in enumerate(zip(blocked, cands, strict=True))
+            if b and len(ends) > k
+        ]
+        if not retry:
+            continue
+        again = blocked_arcs([(cands[i][0], cands[i][1][k]) for i in retry])
+        for i, b in zip(retry, again, strict=True):
+            if not b:
+                chosen[i], blocked[i] = cands[i][1][k], False
+    clear_links = [
+        (start, end, not end[2] < start[2] - agent_climb - 1e-6)
+        for (start, _ends), end, b in zip(cands, chosen, blocked, strict=True)
+        if not b
+    ]
     if not clear_links:
         return []
     starts = np.array([s for s, _e, _b in clear_links])

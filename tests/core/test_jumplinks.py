@@ -166,8 +166,11 @@ def test_fast_equals_the_literal_oracle():
         linkscenes.box((10.5, -0.5, -10.0), (11.0, 4.0, 4.0)),
         linkscenes.box((3.0, 2.0, -1.0), (4.0, 3.0, 1.5)),  # a block: links around it fail
     )
-    for spacing, jump in ((1.0, 3.5), (0.45, 2.0), (1.7, 6.0)):
-        config = ON.replace(link_spacing=spacing, max_jump_distance=jump)
+    # Radius 0.3 (one cell): the first landing off the ledge is blocked (its arc grazes the
+    # ledge), a later one is taken; 0.6 and 0.9 as well.
+    cases = ((1.0, 3.5, 0.6), (0.45, 2.0, 0.6), (1.7, 6.0, 0.6), (1.0, 3.5, 0.3), (0.7, 3.5, 0.9))
+    for spacing, jump, radius in cases:
+        config = ON.replace(link_spacing=spacing, max_jump_distance=jump, agent_radius=radius)
         result = pipeline.bake(verts, tris, config)
         d = config.derived()
         kwargs = dict(
@@ -185,6 +188,22 @@ def test_fast_equals_the_literal_oracle():
         np.testing.assert_array_equal(fast.start, np.array([s for s, _, _ in slow], np.float32))
         np.testing.assert_array_equal(fast.end, np.array([e for _, e, _ in slow], np.float32))
         assert fast.bidirectional.tolist() == [b for _, _, b in slow]
+
+
+def test_an_agent_of_one_cell_radius_drops_off_the_ledge_too(monkeypatch):
+    # Its first landing lay so near the ledge's wall that the arc grazed the edge: no drop
+    # link at all (radius 0.3 at 0.3 m cells; 0.35 had 8), the floor below unreachable.
+    from core import jumplinks
+
+    verts, tris = linkscenes.gap_and_ledge_scene()
+    drops = {}
+    for radius in (0.3, 0.6):
+        links = pipeline.bake(verts, tris, ON.replace(agent_radius=radius)).offmesh_links
+        drops[radius] = int((~links.bidirectional).sum())
+    assert drops[0.3] >= drops[0.6] - 1 > 0
+    monkeypatch.setattr(jumplinks, "NEXT_LANDINGS", 0)  # the first landing only: none
+    links = pipeline.bake(verts, tris, ON.replace(agent_radius=0.3)).offmesh_links
+    assert int((~links.bidirectional).sum()) == 0
 
 
 def test_max_drop_and_max_jump_distance_limit_the_links():
