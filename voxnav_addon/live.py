@@ -440,7 +440,6 @@ def _ends_key(start, goal) -> tuple:
 @bpy.app.handlers.persistent
 def _on_depsgraph_update(scene, depsgraph) -> None:
     """Follow the empties: re-query only when Start or Goal moved (not on our own edits)."""
-    global _updating
     if _updating:
         return
     start, goal, path_obj = path_test_objects(scene)
@@ -453,6 +452,12 @@ def _on_depsgraph_update(scene, depsgraph) -> None:
     )
     if not moved:
         return
+    _requery(scene)
+
+
+def _requery(scene) -> None:
+    """`update_path`, its own edits not re-entering the handlers."""
+    global _updating
     _updating = True
     try:
         update_path(scene)
@@ -464,7 +469,6 @@ def _on_depsgraph_update(scene, depsgraph) -> None:
 def _on_frame_change(scene, *_args) -> None:
     """Animated Start or Goal (playback, scrubbing, ``frame_set``, which depsgraph_update_post
     does not report): re-query when either stands elsewhere than at the last query."""
-    global _updating
     if _updating:
         return
     start, goal, path_obj = path_test_objects(scene)
@@ -472,11 +476,7 @@ def _on_frame_change(scene, *_args) -> None:
         return
     if _PATH_ENDS.get(scene.session_uid) == _ends_key(start, goal):
         return
-    _updating = True
-    try:
-        update_path(scene)
-    finally:
-        _updating = False
+    _requery(scene)
 
 
 @bpy.app.handlers.persistent

@@ -833,6 +833,11 @@ def _on_depsgraph_update(scene, depsgraph) -> None:
             return
     elif not changed(scene, depsgraph, view_layer):
         return
+    _schedule(scene)
+
+
+def _schedule(scene) -> None:
+    """Rebuild ``scene``'s changed tiles after `DEBOUNCE` seconds (at once when headless)."""
     _pending.add(scene.session_uid)
     if bpy.app.background:
         _flush()
@@ -852,11 +857,7 @@ def _on_frame_change(scene, depsgraph=None) -> None:
         depsgraph = bpy.context.evaluated_depsgraph_get()
     if not changed(scene, depsgraph, view_layer):
         return
-    _pending.add(scene.session_uid)
-    if bpy.app.background:
-        _flush()
-    elif not bpy.app.timers.is_registered(_timer):
-        bpy.app.timers.register(_timer, first_interval=DEBOUNCE)
+    _schedule(scene)
 
 
 @bpy.app.handlers.persistent
