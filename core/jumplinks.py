@@ -47,6 +47,7 @@ from .compact import CompactHeightfield
 from .detail import PolyMeshDetail
 from .errors import VoxNavError
 from .heightfield import Heightfield
+from .limits import round_up
 from .offmesh import OffMeshLinks
 from .polymesh import MESH_NULL_IDX, PolyMesh
 
@@ -434,7 +435,7 @@ def _check_samples(per_edge: np.ndarray, length: np.ndarray, spacing: float) -> 
     edges = int(per_edge.shape[0])
     room = MAX_LINK_SAMPLES - edges
     fits = (
-        f"use link_spacing >= {_round_up(float(length.sum()) / room * 1.01):g}"
+        f"use link_spacing >= {round_up(float(length.sum()) / room * 1.01):g}"
         if room > 0
         else "bake a smaller region with bounds_min/bounds_max"
     )
@@ -444,12 +445,6 @@ def _check_samples(per_edge: np.ndarray, length: np.ndarray, spacing: float) -> 
         f"{MAX_LINK_SAMPLES:,} a bake (or tile) takes (each may become a link): {fits}, "
         "or turn auto_links off"
     )
-
-
-def _round_up(value: float) -> float:
-    """Up to two significant digits (0.001234 -> 0.0013)."""
-    step = 10.0 ** (int(np.floor(np.log10(value))) - 1)
-    return float(np.ceil(value / step - 1e-9) * step)
 
 
 def _first_landing(

@@ -78,16 +78,12 @@ def check_workers(workers: object) -> int:
     return int(workers)
 
 
-def _round_up(value: float) -> float:
-    """Up to two significant digits (0.2441 -> 0.25)."""
+def round_up(value: float) -> float:
+    """Up to two significant digits, up: the setting a refusal suggests (0.2441 -> 0.25)."""
     if value <= 0:
         return value
     step = 10.0 ** (int(np.floor(np.log10(value))) - 1)
     return float(np.ceil(value / step - 1e-9) * step)
-
-
-#: Up to two significant digits, up: the setting a refusal suggests (0.2441 -> 0.25).
-round_up = _round_up
 
 
 def _round_down(value: float) -> float:
@@ -133,7 +129,7 @@ def check_columns(bmin, bmax, config: NavConfig) -> None:
     width = int(np.floor(ext[0] / cs + 0.5))
     height = int(np.floor(ext[1] / cs + 0.5))
     if width * height > MAX_COLUMNS:
-        fit = _round_up((ext[0] * ext[1] / MAX_COLUMNS) ** 0.5 * 1.01)
+        fit = round_up((ext[0] * ext[1] / MAX_COLUMNS) ** 0.5 * 1.01)
         raise VoxNavError(
             f"the grid would have {float(width) * height:.3g} columns: the geometry spans "
             f"{ext[0]:,.6g} x {ext[1]:,.6g} m (X x Y) at cell_size {config.cell_size:g}, more "
@@ -187,7 +183,7 @@ def check_agent_fields(
         raise VoxNavError(
             f"agent_radius {config.agent_radius:g} is {derived.walkable_radius} cells, more than "
             f"the {MAX_ERODE_RADIUS} that Recast's 8-bit erosion distance can reach: use "
-            f"cell_size >= {_round_up(config.agent_radius / MAX_ERODE_RADIUS):g} or an "
+            f"cell_size >= {round_up(config.agent_radius / MAX_ERODE_RADIUS):g} or an "
             f"agent_radius of at most {_round_down(MAX_ERODE_RADIUS * float(derived.cs)):g}"
         )
     if derived.walkable_height > MAX_CLEARANCE:
@@ -195,14 +191,14 @@ def check_agent_fields(
             f"agent_height {config.agent_height:g} is {derived.walkable_height} cell heights, "
             f"more than the {MAX_CLEARANCE} that Recast's 8-bit clearance field can hold, so no "
             f"span would ever be tall enough to walk: use cell_height >= "
-            f"{_round_up(config.agent_height / MAX_CLEARANCE):g} or a lower agent_height"
+            f"{round_up(config.agent_height / MAX_CLEARANCE):g} or a lower agent_height"
         )
     if derived.walkable_climb > MAX_CLEARANCE and ctx is not None:
         ctx.warn(
             f"agent_max_climb {config.agent_max_climb:g} is {derived.walkable_climb} cell "
             f"heights, more than the {MAX_CLEARANCE} that Recast's 8-bit clearance field can "
             f"hold: steps higher than {MAX_CLEARANCE * ch:g} are never connected; use "
-            f"cell_height >= {_round_up(config.agent_max_climb / MAX_CLEARANCE):g} or a lower "
+            f"cell_height >= {round_up(config.agent_max_climb / MAX_CLEARANCE):g} or a lower "
             "agent_max_climb"
         )
 
@@ -249,7 +245,7 @@ def check_heights(
     walkable = above & (np.asarray(tri_areas) != 0)
     highest = float(reach[walkable].max() if walkable.any() else reach[above].max())
     lowest = float(tmin[inside, 2].min())
-    fits_ch = _round_up((highest - lo[2]) / SPAN_MAX_HEIGHT * 1.001)
+    fits_ch = round_up((highest - lo[2]) / SPAN_MAX_HEIGHT * 1.001)
     what = (
         f"heights above z = {top:g} ({SPAN_MAX_HEIGHT} cell heights of {ch:g} above the grid's "
         f"bottom at z = {lo[2]:g}) cannot be stored and are clamped to it, as Recast does"

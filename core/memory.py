@@ -32,6 +32,7 @@ import numpy as np
 from . import threads
 from .config import NavConfig
 from .errors import VoxNavError
+from .limits import round_up
 
 #: Interpreter, NumPy and allocator slack on top of the traced arrays. [Units: bytes]
 RUNTIME_BYTES = 96 * 1024**2
@@ -448,25 +449,16 @@ def polygon_patch_cells(pmesh, width: int, height: int) -> np.ndarray:
     return np.maximum(xmax - xmin, 1) * np.maximum(ymax - ymin, 1)
 
 
-def _round_up(value: float) -> float:
-    """Round up to two significant digits (0.5312 -> 0.54, 12.3 -> 13)."""
-    if value <= 0:
-        return value
-    exponent = int(np.floor(np.log10(value))) - 1
-    step = 10.0**exponent
-    return float(np.ceil(value / step - 1e-9) * step)
-
-
 def fitting_cell_size(estimate_at, cell_size: float, limit: int) -> float | None:
     """The smallest cell size (two significant digits, at least ``cell_size``) whose
     ``estimate_at(cs)`` fits ``limit``, trying growing sizes from the quadratic guess; None if
     none does (the limit is below what any grid needs)."""
     first = estimate_at(cell_size)
-    candidate = _round_up(cell_size * max(1.01, (first / limit) ** 0.5 if first > 0 else 1.0))
+    candidate = round_up(cell_size * max(1.01, (first / limit) ** 0.5 if first > 0 else 1.0))
     for _ in range(40):
         if estimate_at(candidate) <= limit:
             return candidate
-        candidate = _round_up(candidate * 1.15)
+        candidate = round_up(candidate * 1.15)
     return None
 
 
@@ -489,7 +481,7 @@ def check(
         return
     if cell_size_hint is None and limit > RUNTIME_BYTES:
         growth = (estimate.bytes - RUNTIME_BYTES) / (limit - RUNTIME_BYTES)
-        cell_size_hint = _round_up(config.cell_size * growth**0.5 * 1.05)
+        cell_size_hint = round_up(config.cell_size * growth**0.5 * 1.05)
     fits = (
         f"use cell_size >= {cell_size_hint:g}, bake a smaller region with bounds_min/bounds_max, "
         "or raise memory_limit"
