@@ -84,12 +84,9 @@ class _Reader:
         #: Faces of four or more vertices: (first fan triangle, vertex count, vertex ids).
         self.polygon_blocks: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
 
-    def _keep_polygons(self, index: np.ndarray, lines: np.ndarray) -> None:
-        """Note this block's faces of four or more vertices (``index``/``lines`` as
-        `_fan_triangles` takes them): a concave one's fan is mended at the end
-        (`_clip_concave`)."""
-        starts = np.flatnonzero(np.concatenate([[True], lines[1:] != lines[:-1]]))
-        counts = np.diff(np.concatenate([starts, [lines.shape[0]]]))
+    def _keep_polygons(self, index: np.ndarray, starts: np.ndarray, counts: np.ndarray) -> None:
+        """Note this block's faces of four or more vertices (arguments as `_fan_triangles`
+        takes them): a concave one's fan is mended at the end (`_clip_concave`)."""
         n_tris = np.maximum(counts - 2, 0)
         polygon = counts >= 4
         if not polygon.any():
@@ -251,9 +248,10 @@ class _Reader:
                     )
                 errors.append((int(lines[j]), why))
             if not errors:
-                tris = _fan_triangles(index, lines)
+                starts, counts = _faces(lines)
+                tris = _fan_triangles(index, starts, counts)
                 if self.keep_polygons:
-                    self._keep_polygons(index, lines)
+                    self._keep_polygons(index, starts, counts)
         if errors:
             line, message = min(errors)
             self._fail(buf, line_starts, line, message)
@@ -311,11 +309,16 @@ def _to_numbers(a: np.ndarray, starts: np.ndarray, ends: np.ndarray, dtype):
     return out, None
 
 
-def _fan_triangles(index: np.ndarray, lines: np.ndarray) -> np.ndarray:
-    """RecastDemo's fan (f0, f[i-1], f[i]) of each face; ``index`` are the 0-based vertex
-    indices of all face entries in file order and ``lines`` the face line of each."""
+def _faces(lines: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(first entry, entry count) of each face, from ``lines``, the face line of each face
+    entry in file order."""
     starts = np.flatnonzero(np.concatenate([[True], lines[1:] != lines[:-1]]))
-    counts = np.diff(np.concatenate([starts, [lines.shape[0]]]))
+    return starts, np.diff(np.concatenate([starts, [lines.shape[0]]]))
+
+
+def _fan_triangles(index: np.ndarray, starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """RecastDemo's fan (f0, f[i-1], f[i]) of each face; ``index`` are the 0-based vertex
+    indices of all face entries in file order, ``starts``/``counts`` the faces (`_faces`)."""
     n_tris = np.maximum(counts - 2, 0)
     total = int(n_tris.sum())
     face = np.repeat(np.arange(starts.shape[0]), n_tris)
