@@ -141,7 +141,6 @@ def stored_navmesh_set(scene):
 
 def navmesh_query(scene) -> Any:
     """A `core.nav.query.NavMeshQuery` on the scene's stored navmesh, or None."""
-    from ..core.nav import binio
     from ..core.nav.navmesh import NavMesh
     from ..core.nav.query import NavMeshQuery
 
@@ -151,7 +150,8 @@ def navmesh_query(scene) -> Any:
     cached = _QUERIES.get(scene.session_uid)
     if cached is not None and cached[0] == text:
         return cached[1]
-    nav_set = binio.navmesh_set_from_bytes(base64.b64decode(text), "the scene's stored navmesh")
+    nav_set = stored_navmesh_set(scene)
+    assert nav_set is not None, "the text was checked above"
     if len(nav_set.tiles) == 1:
         query = NavMeshQuery(NavMesh.from_data(nav_set.tiles[0]))
     else:  # a tiled bake: the tiles on their grid, linked across their borders

@@ -333,12 +333,12 @@ def export_stored_navmesh(scene, path: str, file_format: str = "BIN") -> list[st
     if stored is None or len(stored.tiles) != 1:
         raise VoxNavError("no navmesh stored in this scene: Build Navmesh first")
     data = binio.navmesh_set_bytes([navdata.mirror_z(stored.tiles[0])])
-    with atomic.Batch(inputs=[bpy.data.filepath]) as batch:
-        batch.add(path)
-        with atomic.open_replacing(path, "wb", batch=batch) as fh:
-            fh.write(data)
-        batch.commit()
-    return [path]
+
+    def write(target, payload: bytes, into) -> None:
+        with atomic.open_replacing(target, "wb", batch=into) as fh:
+            fh.write(payload)
+
+    return _write_per_agent(path, {}, data, write)
 
 
 def export_tiled_navmesh(live_tiles, path: str, file_format: str = "BIN") -> list[str]:
