@@ -257,6 +257,13 @@ def _wanted(inst, source: str, allowed: set | None, view_layer) -> tuple[bool, A
     return True, owner_orig
 
 
+def _listed(names) -> str:
+    """Object names for a message: sorted, quoted, the first five (then "and more")."""
+    ordered = sorted(set(names))
+    more = " and more" if len(ordered) > 5 else ""
+    return ", ".join(repr(n) for n in ordered[:5]) + more
+
+
 def gather(context, source: str = "VISIBLE", collection=None) -> Gathered:
     """Triangles of every mesh-like instance of ``context``'s evaluated depsgraph.
 
@@ -310,20 +317,16 @@ def gather(context, source: str = "VISIBLE", collection=None) -> Gathered:
         instances += 1
 
     if bad_objects:
-        names = sorted(set(bad_objects))
-        listed = ", ".join(repr(n) for n in names[:5]) + (" and more" if len(names) > 5 else "")
         raise VoxNavError(
-            f"object(s) {listed} have vertices with NaN or infinite coordinates (after their "
-            "modifiers and transform): fix or hide that geometry"
+            f"object(s) {_listed(bad_objects)} have vertices with NaN or infinite coordinates "
+            "(after their modifiers and transform): fix or hide that geometry"
         )
     notes = []
     if instanced_marked:
-        names = sorted(instanced_marked)
-        listed = ", ".join(repr(n) for n in names[:5]) + (" and more" if len(names) > 5 else "")
         notes.append(
-            f"{listed} ticked Dynamic Obstacle or Area Volume but placed by a collection "
-            "instance: baked as geometry (an instanced copy is no shape of its own); tick it "
-            "on the instance (the empty) instead"
+            f"{_listed(instanced_marked)} ticked Dynamic Obstacle or Area Volume but placed by a "
+            "collection instance: baked as geometry (an instanced copy is no shape of its own); "
+            "tick it on the instance (the empty) instead"
         )
     if not parts_t:
         return Gathered(
