@@ -558,6 +558,10 @@ class TilePlan:
     volumes: tuple = ()
     #: The world's warnings (`check_world`), which every bake of the plan repeats.
     warnings: tuple[str, ...] = ()
+    #: `tiles_to_bake`, made once (a bake reads it for its progress total, then its tiles).
+    _to_bake: Collection[tuple[int, int]] | None = field(
+        default=None, init=False, repr=False, compare=False
+    )
 
     def tiles_to_bake(self) -> Collection[tuple[int, int]]:
         """(tx, ty) in build order (row by row) of every tile whose heightfield may meet a
@@ -567,6 +571,11 @@ class TilePlan:
         100 km away: 10^8 tiles of 32 cells), and a Python step per tile would take hours
         to pass over them. The whole grid (`EveryTile`, made as it is read) when the leaves'
         ranges add up to more tiles."""
+        if self._to_bake is None:
+            self._to_bake = self._tiles_to_bake()
+        return self._to_bake
+
+    def _tiles_to_bake(self) -> Collection[tuple[int, int]]:
         g = self.grid
         every = g.tiles_w * g.tiles_h
         first, span = self._leaf_tile_ranges()
