@@ -192,10 +192,7 @@ class VOXNAV_OT_agent_add(bpy.types.Operator):
 
     @classmethod
     def poll(cls, context):
-        if context.scene is None or context.scene.library is not None:
-            cls.poll_message_set("This scene is linked from another file (read-only)")
-            return False
-        return True
+        return writeback.scene_writable(cls, context)
 
     def execute(self, context):
         settings = context.scene.voxnav
@@ -222,8 +219,8 @@ class VOXNAV_OT_agent_remove(bpy.types.Operator):
 
     @classmethod
     def poll(cls, context):
-        if context.scene is None or context.scene.library is not None:
-            return False  # linked from another file: read-only
+        if not writeback.scene_writable(cls, context):
+            return False
         settings = context.scene.voxnav
         return 0 <= settings.agent_index < len(settings.agents)
 

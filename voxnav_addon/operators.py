@@ -19,17 +19,9 @@ from ..core import chunky
 from ..core.errors import VoxNavError
 from . import bake, demo, live, obstacles, writeback
 
-#: Poll message for a scene linked from another file (read-only: writing results into it
-#: crashed Blender).
-LINKED_SCENE = "This scene is linked from another file (read-only): make it local first"
-
 
 def _object_mode_poll(cls, context) -> bool:
-    if context.scene is None:
-        cls.poll_message_set("No scene")
-        return False
-    if context.scene.library is not None:
-        cls.poll_message_set(LINKED_SCENE)
+    if not writeback.scene_writable(cls, context):
         return False
     if context.mode != "OBJECT":
         cls.poll_message_set("Switch to Object Mode first (edits are not evaluated yet)")
@@ -486,8 +478,7 @@ class VOXNAV_OT_add_path_test(bpy.types.Operator):
 class _PathToolOperator:
     @classmethod
     def poll(cls, context):
-        if context.scene is not None and context.scene.library is not None:
-            cls.poll_message_set(LINKED_SCENE)  # type: ignore[attr-defined]
+        if not writeback.scene_writable(cls, context):
             return False
         start, goal, _ = live.path_test_objects(context.scene)
         if start is None or goal is None:

@@ -94,6 +94,22 @@ CAP_MARK = "(the top of each span first)"
 # is neither reused, refilled nor removed (VoxNav's then gets Blender's ".001" name).
 
 
+def scene_writable(cls, context) -> bool:
+    """An operator's poll: whether ``context``'s scene exists and is this file's own, not
+    linked from a library (read-only: writing results into one crashed Blender); else the
+    poll message says so."""
+    scene = context.scene
+    if scene is None:
+        cls.poll_message_set("No scene")
+        return False
+    if scene.library is not None:
+        cls.poll_message_set(
+            "This scene is linked from another file (read-only): make it local first"
+        )
+        return False
+    return True
+
+
 def is_own(datablock) -> bool:
     """A datablock VoxNav made in this file: tagged, and not linked from a library (a linked
     "VoxNav" collection is another file's result, read-only: Voxelize into it crashed
