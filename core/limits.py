@@ -49,6 +49,25 @@ def within_reach(values) -> np.ndarray:
     return np.abs(np.asarray(values, dtype=np.float64)) <= MAX_COORDINATE
 
 
+def xyz_rows(values, what: str) -> np.ndarray:
+    """float64 (n, 3) points from one (x, y, z), n of them, or none (n = 0); `VoxNavError`
+    naming ``what`` for anything else (a reshape to (-1, 3) made a (3, 4) array four
+    scrambled points). Values are not checked here (`within_reach`). [Units: wu]"""
+    try:
+        points = np.asarray(values, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise VoxNavError(f"{what} must be numbers (x, y, z)") from None
+    if points.size == 0:
+        return np.zeros((0, 3))
+    if points.shape == (3,):
+        return points.reshape(1, 3)
+    if points.ndim != 2 or points.shape[1] != 3:
+        raise VoxNavError(
+            f"{what} must be (x, y, z) each, an (n, 3) array; got shape {points.shape}"
+        )
+    return points
+
+
 def check_shape_values(values, what: str) -> None:
     """Refuse an area volume's or obstacle's numbers (coordinates, sizes) that are not finite
     or lie beyond +-`MAX_COORDINATE` [Units: wu], naming ``what`` and the values."""

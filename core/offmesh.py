@@ -71,8 +71,8 @@ class OffMeshLinks:
         Raises `VoxNavError` naming the first bad link (non-finite point, radius <= 0, area
         outside 0..63, flags outside 0..65535).
         """
-        start_arr = _link_points(start, "start")
-        end_arr = _link_points(end, "end")
+        start_arr = limits.xyz_rows(start, "off-mesh links: start points")
+        end_arr = limits.xyz_rows(end, "off-mesh links: end points")
         count = start_arr.shape[0]
         if end_arr.shape[0] != count:
             raise VoxNavError(
@@ -227,23 +227,6 @@ def unplaced_links(links: OffMeshLinks | None, tiles) -> str | None:
         "Detour keeps a link only in the tile holding its start, within the agent's climb of "
         "that tile's surface; these are left out. Move their start onto a walkable floor"
     )
-
-
-def _link_points(value, which: str) -> np.ndarray:
-    """float64 (n, 3) link points from one (x, y, z) or n of them; `VoxNavError` otherwise
-    (a (3, 4) array was reshaped into four links of scrambled coordinates)."""
-    try:
-        points = np.asarray(value, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise VoxNavError(f"off-mesh links: {which} points must be numbers (x, y, z)") from None
-    if points.shape == (3,):
-        points = points.reshape(1, 3)
-    if points.ndim != 2 or points.shape[1] != 3:
-        raise VoxNavError(
-            f"off-mesh links: {which} points must be (x, y, z) each, an (n, 3) array; got "
-            f"shape {points.shape}"
-        )
-    return points
 
 
 def _per_link(value, count: int, name: str, kind: str) -> np.ndarray:

@@ -27,7 +27,7 @@ import numpy as np
 
 from .context import BuildContext
 from .errors import VoxNavError
-from .limits import MAX_COORDINATE, within_reach
+from .limits import MAX_COORDINATE, within_reach, xyz_rows
 from .polymesh import MESH_NULL_IDX, PolyMesh
 
 if TYPE_CHECKING:
@@ -262,18 +262,7 @@ def checked_points(points, mode: str = "remove") -> np.ndarray:
     scrambled points, text failed after every stage had run). [Units: wu]"""
     if mode not in PRUNE_MODES:
         raise VoxNavError(f"unknown prune mode {mode!r}: use one of {', '.join(PRUNE_MODES)}")
-    try:
-        pts = np.asarray(points, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise VoxNavError("reachable-from points must be numbers (x, y, z)") from None
-    if pts.size == 0:
-        return np.zeros((0, 3))
-    if pts.shape == (3,):
-        pts = pts.reshape(1, 3)
-    if pts.ndim != 2 or pts.shape[1] != 3:
-        raise VoxNavError(
-            f"reachable-from points must be (x, y, z) each, a (k, 3) array; got shape {pts.shape}"
-        )
+    pts = xyz_rows(points, "reachable-from points")
     if not within_reach(pts).all():
         raise VoxNavError(
             f"reachable-from points must be finite numbers (x, y, z) within +-{MAX_COORDINATE:g}"

@@ -218,7 +218,7 @@ def test_cli_prunes_every_agent(tmp_path, capsys):
     "points, words",
     [
         # (x, y, z, w) rows were reshaped into four scrambled seeds.
-        (np.c_[np.zeros((3, 3)), np.ones(3)], r"a \(k, 3\) array; got shape \(3, 4\)"),
+        (np.c_[np.zeros((3, 3)), np.ones(3)], r"an \(n, 3\) array; got shape \(3, 4\)"),
         (np.zeros(2), r"got shape \(2,\)"),
         ("0,0,0", "must be numbers"),  # a raw ValueError, after every stage had run
     ],
