@@ -15,10 +15,10 @@ workload's time on a machine as fast as the one Recast's figures came from (meas
 scratch build of Recast, see `CALIBRATION_REFERENCE_S`). A machine twice as slow times the
 calibration twice as long, so the ratio stays put. The correction is only as good as the
 workload's likeness to the pipeline (memory-bound and interpreter-bound stages do not slow
-down alike under load) and as the reference (about +-25% within its sitting; against Recast
-timed beside it three days later the workload read the machine about 1.2-1.5x faster than
-Recast did, so those hours' ratios read as much too high: see the README's side-by-side
-table); Recast itself is not re-run by the bench.
+down alike under load) and as the reference (six sittings beside Recast put it at 150-161 ms;
+dungeon's and nav_test's alternations alone differ by about 10% either way: see
+`CALIBRATION_REFERENCE_S` and the README's side-by-side table); Recast itself is not re-run
+by the bench.
 
 Targets (issue 14), printed met / NOT MET: the whole pipeline on one process within
 `WHOLE_TARGET` x Recast on every scene; no stage group above `STAGE_TARGET` x on the tilings;
@@ -55,16 +55,18 @@ from .objio import read_obj
 
 #: Recast C++ whole-pipeline medians, ms, single thread, -O3, file reading excluded: the table
 #: of issue 14 ("measured side by side in one quiet sitting on this machine class"). None: not
-#: measured. Undulating is an ESTIMATE (not in the issue): Recast 9f4ce644 built -O3 in a
-#: scratch folder and run with RecastDemo's defaults in 5 sittings on a busy machine, each
-#: time beside dungeon and nav_test, scaled by their issue figures over their times in that
-#: sitting; the estimates spread from 69 to 153 ms, median 85 ms (2026-11-23).
+#: measured. Undulating is an ESTIMATE (not in the issue), made on the calibration's footing:
+#: Recast 9f4ce644 built -O3 in a scratch folder (RecastDemo's defaults) timed in the six
+#: sittings of `CALIBRATION_REFERENCE_S`, each of its times scaled by that reference over the
+#: calibration time of its alternation: per sitting 98.2-106.6 ms, median 102 ms. (The first
+#: estimate, 85 ms (2026-11-23, spread 69-153 ms), scaled raw times by dungeon's and nav_test's
+#: issue figures in sittings on a busy machine.)
 RECAST_WHOLE_MS: dict[str, float | None] = {
     "dungeon": 14.8,
     "nav_test": 23.1,
     "dungeon 4x4": 272.0,
     "dungeon 10x10": 1880.0,
-    "undulating": 85.0,
+    "undulating": 102.0,
 }
 
 #: Recast's stage groups and the VoxNav stages (core.pipeline.STAGES) each one covers.
@@ -89,24 +91,28 @@ RECAST_STAGE_MS: dict[str, tuple[float, ...]] = {
     "nav_test": (5.2, 1.9, 1.6, 1.4, 2.0, 3.0, 0.9, 0.4, 1.8),
     "dungeon 4x4": (115.0, 26.0, 16.0, 11.0, 14.0, 23.0, 8.0, 7.0, 9.0),
     "dungeon 10x10": (701.0, 186.0, 131.0, 71.0, 99.0, 218.0, 74.0, 37.0, 58.0),
-    # Undulating: per-stage medians of the 5 scratch sittings above (not in recast-parity.md).
+    # Undulating: per-stage medians of the five scratch sittings of the first estimate
+    # (2026-11-23; not in recast-parity.md), used as shares like the others.
     "undulating": (25.0, 10.1, 10.9, 5.1, 10.0, 39.4, 2.9, 1.4, 227.6),
 }
 
 #: Seconds `calibration_workload` takes on a machine that runs Recast at the speed of
-#: `RECAST_WHOLE_MS`: measured beside Recast (9f4ce644 built -O3 in a scratch folder, dungeon
-#: and nav_test with RecastDemo's defaults) in 12 alternations on this busy 2-core VM, each
-#: scaled by the issue's Recast time over Recast's time in that alternation; median 0.200 s,
-#: spread 0.153-0.304 s (2026-11-23). So `speed` says how much slower than the issue's
-#: quiet sitting this run is, and its uncertainty (about +-25%) carries into every ratio.
-#: Measured the same way on 2026-11-26 (five scenes, Recast and VoxNav in turn) it came out
-#: at 0.129-0.167 s (median 0.134 s): the workload does not follow Recast closely from day
-#: to day. Again at 23:00 that day (12 alternations, calibration in a fresh process with the
-#: allocator's defaults): 0.146-0.193 s, median 0.161 s, dungeon's alternations 0.146-0.156 s
-#: and nav_test's 0.165-0.193 s (the issue's two Recast figures are 1.56x apart, Recast ran
-#: them 1.37x apart that evening). Kept at the first sitting's value; the README gives all.
-CALIBRATION_REFERENCE_S = 0.200
-CALIBRATION_NOTE = "Recast-equivalent machine, measured beside Recast 2026-11-23"
+#: `RECAST_WHOLE_MS`, timed by this bench's own procedure (`CalibrationProcess`: a spawned
+#: process, one untimed run first). Measured beside Recast (9f4ce644 built -O3 in a scratch
+#: folder outside the repository, dungeon and nav_test with RecastDemo's defaults, Recast and
+#: VoxNav in turn): each alternation's calibration time scaled by the issue's Recast figure
+#: over Recast's time in that alternation. Six sittings on this 2-core VM (2026-11-27 03:56,
+#: 04:39, 07:57, 09:39, 10:21 and 15:13 UTC; 36 alternations, 134-172 ms): sitting medians
+#: 156.2, 155.7, 153.3, 154.1, 149.8 and 161.1 ms, their median 154.9 ms. Dungeon's
+#: alternations read 134-153 ms and nav_test's 160-172 ms (the issue's two figures are 1.56x
+#: apart, Recast ran them 1.34-1.40x apart), so a ratio here carries about +-10% from the
+#: reference alone. Until 2026-11-27 the bench divided by 0.200 s, from one sitting on
+#: 2026-11-23 (spread 0.153-0.304 s) taken before the untimed first run existed: a first run in
+#: a fresh process takes about twice as long here (263 against 127 ms), and every sitting with
+#: the current procedure put it at 0.150-0.161 s, so that value read every ratio about 1.3x
+#: too high (the README's side-by-side sittings).
+CALIBRATION_REFERENCE_S = 0.155
+CALIBRATION_NOTE = "Recast-equivalent machine: six sittings beside Recast, 2026-11-27"
 
 #: Issue 14's targets: whole pipeline / Recast, any stage group / Recast on the tilings,
 #: 10x10 tiling on 2 processes / Recast's solo time, 10x10 tiling's peak. [Units: ratio, bytes]
