@@ -18,6 +18,7 @@ from typing import Any
 
 import bpy
 import numpy as np
+from mathutils import Matrix
 
 from ..core.errors import VoxNavError
 from .gather import OUTPUT_TAG
@@ -250,6 +251,10 @@ def _curve_object(scene, name: str, color, radius: float) -> Any:
 
 def _set_polyline(obj, points: np.ndarray) -> None:
     """Replace the curve's splines by one poly-line through points (k, 3); none if k < 2."""
+    # The points are world-space: a curve the user moved (selecting all and moving the level,
+    # say) goes back to the origin, as the overlays do (`writeback._output_object`).
+    if obj.matrix_world != Matrix.Identity(4):
+        obj.matrix_world = Matrix.Identity(4)
     curve = obj.data
     curve.splines.clear()
     if points.shape[0] < 2:
@@ -271,7 +276,10 @@ def _empty(scene, name: str, location, color) -> Any:
         obj.empty_display_size = 1.5
         _link(scene, obj)
     obj.color = color
-    obj.location = location
+    # In world space, also for an empty the user parented to something.
+    placed = obj.matrix_world.copy()
+    placed.translation = location
+    obj.matrix_world = placed
     return obj
 
 

@@ -112,3 +112,44 @@ def test_clear_removes_the_path_test_and_stored_navmesh(bpy, ext):
     assert live.path_test_objects(scene) == (None, None, None)
     # Rebaking does not gather the (removed) path tube, and the counts are unchanged.
     assert bpy.ops.voxnav.build_navmesh() == {"FINISHED"}
+
+
+def test_path_curve_moved_with_the_level_is_drawn_from_start(bpy, ext):
+    """Selecting everything (VoxNav's objects too) and moving it, then baking again: the path
+    is redrawn in world space from Start to Goal, not offset by the curve's own move."""
+    live = _live(ext)
+    _bake_demo(bpy, ext)
+    scene = bpy.context.scene
+    assert bpy.ops.voxnav.add_path_test() == {"FINISHED"}
+    start, goal, path_obj = live.path_test_objects(scene)
+    start.location = ext.demo.PATH_START
+    goal.location = (5.5, 3.0, 0.0)
+    bpy.context.view_layer.update()
+    for obj in scene.objects:
+        obj.location.x += 5.0
+    bpy.context.view_layer.update()
+    assert bpy.ops.voxnav.build_navmesh() == {"FINISHED"}
+    live.update_path(scene)
+    bpy.context.view_layer.update()
+    assert scene.voxnav.path_status == live.STATUS_REACHED
+    to_world = np.array(path_obj.matrix_world)
+    points = _path_points(path_obj) @ to_world[:3, :3].T + to_world[:3, 3]
+    assert np.abs(points[0, :2] - np.array(start.matrix_world.translation)[:2]).max() < 0.5
+    assert np.abs(points[-1, :2] - np.array(goal.matrix_world.translation)[:2]).max() < 0.5
+
+
+def test_add_path_test_places_a_parented_start_in_world_space(bpy, ext):
+    live = _live(ext)
+    _bake_demo(bpy, ext)
+    scene = bpy.context.scene
+    assert bpy.ops.voxnav.add_path_test() == {"FINISHED"}
+    start, _goal, _path = live.path_test_objects(scene)
+    holder = bpy.data.objects.new("Holder", None)
+    scene.collection.objects.link(holder)
+    holder.location = (0.0, 5.0, 0.0)
+    bpy.context.view_layer.update()
+    start.parent = holder
+    wanted = tuple(ext.demo.PATH_START)
+    live.add_path_test(scene, wanted, tuple(ext.demo.PATH_GOAL))
+    bpy.context.view_layer.update()
+    assert np.allclose(np.array(start.matrix_world.translation), wanted, atol=1e-4)
