@@ -283,6 +283,17 @@ def _empty(scene, name: str, location, color) -> Any:
     return obj
 
 
+def scene_units_text(scene, value: float, category: str = "LENGTH") -> str:
+    """``value`` in Blender units (``category`` "LENGTH", or "AREA" in square units) as the
+    scene's unit settings show it (Unit Scale and system: 12 units at scale 0.01 are "12 cm";
+    no unit system: the bare number)."""
+    units = scene.unit_settings
+    if units.system == "NONE" or not math.isfinite(value):
+        return f"{value:.2f}"
+    scaled = value * units.scale_length ** (2 if category == "AREA" else 1)
+    return bpy.utils.units.to_string(units.system, category, scaled, precision=2).strip()
+
+
 def parse_path_option(text: str) -> tuple[tuple[float, ...], tuple[float, ...]]:
     """``"X,Y,Z:X,Y,Z"`` (Z-up world units) -> (start, goal); VoxNavError naming the problem."""
     parts = text.split(":")

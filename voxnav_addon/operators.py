@@ -471,7 +471,8 @@ class VOXNAV_OT_add_path_test(bpy.types.Operator):
         except VoxNavError as exc:
             self.report({"ERROR"}, str(exc))
             return {"CANCELLED"}
-        self.report({"INFO"}, f"VoxNav: path {report.status}, {report.length:.2f} m")
+        length = live.scene_units_text(context.scene, report.length)
+        self.report({"INFO"}, f"VoxNav: path {report.status}, {length}")
         return {"FINISHED"}
 
 

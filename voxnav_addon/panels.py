@@ -165,7 +165,7 @@ FIGURES = (
     ("detail_tris", "Detail Triangles"),
     ("polys_pruned", "Pruned Polygons"),
     ("auto_links", "Auto Links"),
-    ("pruned_area", "Pruned Area (m², rounded)"),
+    ("pruned_area", "Pruned Area"),
 )
 
 
@@ -191,6 +191,8 @@ def draw_warnings(layout, settings) -> None:
 @_sub("Last Bake", 8, closed=False)
 class VOXNAV_PT_figures(_VoxNavPanel, bpy.types.Panel):
     def draw(self, context):
+        from . import live
+
         settings = context.scene.voxnav
         layout = self.layout
         if settings.last_message:
@@ -206,7 +208,10 @@ class VOXNAV_PT_figures(_VoxNavPanel, bpy.types.Panel):
             item = settings.last_counts.get(key)
             if item is not None:
                 grid.label(text=label)
-                grid.label(text=f"{item.count:,}")
+                if key == "pruned_area":  # square scene units, rounded
+                    grid.label(text=live.scene_units_text(context.scene, item.count, "AREA"))
+                else:
+                    grid.label(text=f"{item.count:,}")
         box = layout.box()
         box.label(text="Time per stage")
         grid = box.grid_flow(row_major=True, columns=2, even_columns=True, align=True)
@@ -250,7 +255,7 @@ class VOXNAV_PT_path_test(_VoxNavPanel, bpy.types.Panel):
         col = layout.column(align=True)
         icon = "CHECKMARK" if settings.path_status == live.STATUS_REACHED else "INFO"
         col.label(text=f"Status: {settings.path_status or '-'}", icon=icon)
-        col.label(text=f"Length: {settings.path_length:.2f} m")
+        col.label(text=f"Length: {live.scene_units_text(context.scene, settings.path_length)}")
         col.label(text=f"Polygons: {settings.path_polys}")
         row = layout.row(align=True)
         row.operator("voxnav.sample_heights", icon="SNAP_FACE")

@@ -220,3 +220,29 @@ def test_cli_help_lists_every_setting_with_its_docs(bpy, ext, capsys):
     for name in ext.config.NavConfig.field_names():
         assert f"  {name}\n" in out
     assert "limits: 0.001 to 1000" in out and "exit codes: 0 success" in out
+
+
+def test_path_length_and_pruned_area_follow_the_scene_unit_scale(bpy, ext, reports):
+    """A centimetre scene (Unit Scale 0.01): a 12-unit path reads 12 cm, not "12.00 m"."""
+    panels = importlib.import_module(f"{ext.root.__name__}.voxnav_addon.panels")
+    live = importlib.import_module(f"{ext.root.__name__}.voxnav_addon.live")
+    scene = bpy.context.scene
+    scene.unit_settings.system = "METRIC"
+    scene.unit_settings.scale_length = 0.01
+    quad(bpy, "Floor", size=20.0)
+    assert bpy.ops.voxnav.build_navmesh() == {"FINISHED"}
+    reports.clear()
+    assert bpy.ops.voxnav.add_path_test() == {"FINISHED"}
+    length = scene.voxnav.path_length
+    assert length > 10
+    info = " ".join(reports("INFO"))
+    assert f"{length:.2f} m" not in info and " cm" in info
+    texts: list[str] = []
+    context = types.SimpleNamespace(scene=scene)
+    panels.VOXNAV_PT_path_test.draw(types.SimpleNamespace(layout=_Recorder(texts)), context)
+    assert any(t.startswith("Length: ") and t.endswith(" cm") for t in texts), texts
+    assert live.scene_units_text(scene, 250.0, "AREA") == bpy.utils.units.to_string(
+        "METRIC", "AREA", 0.025, precision=2
+    )
+    scene.unit_settings.system = "NONE"
+    assert live.scene_units_text(scene, 12.0) == "12.00"
