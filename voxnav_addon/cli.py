@@ -264,7 +264,6 @@ def frame_camera(scene, lo, hi, direction=(-0.5, -0.8, 1.0)) -> bpy.types.Object
     if coll.objects.get(cam.name) is None:
         coll.objects.link(cam)
     cam.data.lens = 40
-    cam.data.clip_end = 10000
     d = mathutils.Vector(direction).normalized()
     cam.rotation_euler = (-d).to_track_quat("-Z", "Y").to_euler()
     lo = np.asarray(lo, np.float64)
@@ -279,6 +278,11 @@ def frame_camera(scene, lo, hi, direction=(-0.5, -0.8, 1.0)) -> bpy.types.Object
     flat = [float(v) for c in corners for v in c]
     location, _scale = cam.camera_fit_coords(depsgraph, flat)
     cam.location = location
+    # Clip to the framed box, however large: a fixed 10000-unit far plane left a 100 m level
+    # in a centimetre scene wholly beyond it (a blank picture).
+    reach = [(mathutils.Vector(c) - location).length for c in corners]
+    cam.data.clip_end = max(reach) * 1.05 + 1.0
+    cam.data.clip_start = max(1e-4, min(min(reach) * 0.5, cam.data.clip_end * 1e-4))
     return cam
 
 

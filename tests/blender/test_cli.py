@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from . import harness
 
@@ -271,3 +272,19 @@ def test_empty_navmesh_line_points_at_warnings_only_when_there_are_some(bpy, ext
     assert "see the warning above" not in capsys.readouterr().err
     ext.cli._print_empty(scene, SimpleNamespace(warnings=["bounds miss the geometry"]))
     assert "(Empty navmesh; see the warning above" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("size", [2.0, 20.0, 10000.0])
+def test_preview_camera_clips_to_the_framed_box_however_large(bpy, ext, size):
+    """The --png camera's clip range holds every corner of the box it frames (a fixed 10000
+    far plane left a 100 m level in a centimetre scene, 10000 units, beyond it: blank)."""
+    import importlib
+
+    from mathutils import Vector
+
+    cli = importlib.import_module(f"{ext.root.__name__}.voxnav_addon.cli")
+    lo, hi = (0.0, 0.0, 0.0), (size, size * 0.8, size * 0.1)
+    cam = cli.frame_camera(bpy.context.scene, lo, hi)
+    corners = [Vector([(lo, hi)[s[i]][i] for i in range(3)]) for s in np.ndindex(2, 2, 2)]
+    reach = [(c - cam.location).length for c in corners]
+    assert cam.data.clip_start < min(reach) and max(reach) < cam.data.clip_end
