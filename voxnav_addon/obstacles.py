@@ -159,15 +159,50 @@ def _round_footprint(obj, half: np.ndarray) -> bool:
     return bool(radial.max() <= half[0] * (1 + ROUND_TOLERANCE))
 
 
+def _is_upright(matrix: np.ndarray) -> bool:
+    """Does the object's local Z axis point straight up or down (turned about Z only)?"""
+    axis_z = matrix[:3, 2]
+    length = float(np.linalg.norm(axis_z))
+    return length > 0 and abs(float(axis_z[2])) >= length * (1 - YAW_TOLERANCE**2)
+
+
+def _footprint(world_xy: np.ndarray, matrix: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
+    """(yaw, centre (2,), half sizes (2,)) of the smallest rectangle around the corners'
+    (8, 2) plan positions whose sides follow one of the object's axes seen from above (its X
+    axis first): the footprint of an object turned about X or Y. Axis-aligned when every axis
+    stands vertical in plan (none has a direction there)."""
+    best: tuple[float, float, np.ndarray, np.ndarray] | None = None
+    scale = float(np.abs(matrix[:3, :3]).max()) or 1.0
+    for k in range(3):
+        axis = matrix[:2, k]
+        if float(np.hypot(axis[0], axis[1])) <= 1e-9 * scale:
+            continue
+        yaw = math.atan2(axis[1], axis[0])
+        along = np.array([math.cos(yaw), math.sin(yaw)])
+        across = np.array([-along[1], along[0]])
+        u, v = world_xy @ along, world_xy @ across
+        half = np.array([u.max() - u.min(), v.max() - v.min()]) / 2
+        centre = along * (u.max() + u.min()) / 2 + across * (v.max() + v.min()) / 2
+        size = float(half[0] * half[1])
+        if best is None or size < best[0] * (1 - 1e-9):
+            best = (size, yaw, centre, half)
+    if best is None:
+        lo, hi = world_xy.min(axis=0), world_xy.max(axis=0)
+        return 0.0, (lo + hi) / 2, (hi - lo) / 2
+    return best[1], best[2], best[3]
+
+
 def obstacle_shape(obj, depsgraph=None) -> core_obstacles.Obstacle:
     """The obstacle of an object from its local bounding box (`gather.local_corners`: an
     empty's is what it instances, or its drawn size) and world matrix (Z-up world).
 
     BOX: the world-axis-aligned box around the 8 transformed corners. ORIENTED_BOX: the local
     box's X/Y half sizes scaled by the matrix, turned by the yaw of the object's X axis, its Z
-    the world extent. CYLINDER: an upright cylinder on the world extent's bottom, radius the
-    larger scaled half size. AUTO: CYLINDER for a round mesh, else BOX when the yaw is a
-    multiple of 90 degrees, else ORIENTED_BOX. Area: ``Object.voxnav.area_id`` (0 blocks).
+    the world extent; for an object tipped over (its Z axis not vertical) the rectangle around
+    the corners seen from above along one of its axes (`_footprint`). CYLINDER: an upright
+    cylinder on the world extent's bottom, radius the larger half size. AUTO: CYLINDER for a
+    round mesh standing upright, else BOX when the yaw is a multiple of 90 degrees, else
+    ORIENTED_BOX. Area: ``Object.voxnav.area_id`` (0 blocks).
     """
     evaluated = obj.evaluated_get(depsgraph) if depsgraph is not None else obj
     corners = gather_mod.local_corners(obj, depsgraph)
@@ -177,15 +212,20 @@ def obstacle_shape(obj, depsgraph=None) -> core_obstacles.Obstacle:
     local_lo, local_hi = corners.min(axis=0), corners.max(axis=0)
     half_local = (local_hi - local_lo) / 2
     axis_x, axis_y = matrix[:3, 0], matrix[:3, 1]
-    half = np.array(
-        [half_local[0] * np.linalg.norm(axis_x), half_local[1] * np.linalg.norm(axis_y)]
-    )
-    yaw = math.atan2(axis_x[1], axis_x[0])
+    upright = _is_upright(matrix)
+    if upright:
+        half = np.array(
+            [half_local[0] * np.linalg.norm(axis_x), half_local[1] * np.linalg.norm(axis_y)]
+        )
+        yaw = math.atan2(axis_x[1], axis_x[0])
+        centre_xy = (matrix[:3, :3] @ ((local_lo + local_hi) / 2) + matrix[:3, 3])[:2]
+    else:  # tipped over: the rectangle around its corners seen from above
+        yaw, centre_xy, half = _footprint(world[:, :2], matrix)
     area = int(obj.voxnav.area_id)
     kind = obj.voxnav.obstacle_shape
     if kind == "AUTO":
         quarter = abs(yaw / (math.pi / 2) - round(yaw / (math.pi / 2))) * (math.pi / 2)
-        if _round_footprint(obj, half_local):
+        if upright and _round_footprint(obj, half_local):
             kind = "CYLINDER"
         elif quarter < YAW_TOLERANCE:
             kind = "BOX"
@@ -199,11 +239,9 @@ def obstacle_shape(obj, depsgraph=None) -> core_obstacles.Obstacle:
         height = max(float(hi[2] - lo[2]), tiny)
         return core_obstacles.cylinder((centre[0], centre[1], lo[2]), radius, height, area)
     if kind == "ORIENTED_BOX":
-        centre_local = (local_lo + local_hi) / 2
-        centre = matrix[:3, :3] @ centre_local + matrix[:3, 3]
         extents = (max(half[0], tiny), max(half[1], tiny), max((hi[2] - lo[2]) / 2, tiny))
         return core_obstacles.oriented_box(
-            (centre[0], centre[1], (lo[2] + hi[2]) / 2), extents, yaw, area
+            (centre_xy[0], centre_xy[1], (lo[2] + hi[2]) / 2), extents, yaw, area
         )
     hi = np.maximum(hi, lo + tiny)
     return core_obstacles.box(lo, hi, area)

@@ -128,6 +128,33 @@ def test_shapes_from_objects(bpy, ext):
     assert np.allclose(shape.position, [0, 0, 0], atol=1e-6)
 
 
+def test_shapes_of_objects_tipped_over_cover_their_footprint(bpy, ext):
+    """A board modelled standing (4 x 0.2 x 2) and turned 90 degrees about X lies as a 4 x 2
+    slab: its oriented box was 4 x 0.2 (local X/Y), and the navmesh ran under it. A cylinder
+    lying on its side was an upright disc."""
+    import math
+
+    obstacles = _mod(ext, "obstacles")
+    board = box(bpy, "Board", (-2, -0.1, -1), (2, 0.1, 1), location=(1.0, 2.0, 0.1))
+    board.rotation_euler = (math.radians(90), 0.0, math.radians(30))
+    bpy.context.view_layer.update()
+    shape = obstacles.obstacle_shape(board)
+    assert shape.kind == "oriented_box" and abs(shape.yaw - math.radians(30)) < 1e-6
+    assert np.allclose(shape.size[:2], [2, 1], atol=1e-6)
+    assert np.allclose(shape.position[:2], [1, 2], atol=1e-6)
+    board.rotation_euler = (math.radians(90), 0.0, 0.0)
+    bpy.context.view_layer.update()
+    shape = obstacles.obstacle_shape(board)
+    assert shape.kind == "box" and np.allclose(shape.box_xy(), [-1, 1, 3, 3], atol=1e-6)
+    bpy.ops.mesh.primitive_cylinder_add(radius=0.5, depth=4.0, location=(0, 0, 0.5))
+    log = bpy.context.active_object
+    log.rotation_euler = (0.0, math.radians(90), 0.0)  # its axis along X
+    bpy.context.view_layer.update()
+    shape = obstacles.obstacle_shape(log)
+    assert shape.kind == "box"
+    assert np.allclose(shape.box_xy(), [-2, -0.5, 2, 0.5], atol=1e-4)
+
+
 def test_empties_as_obstacles_and_area_volumes_take_what_they_instance_or_their_size(bpy, ext):
     """An empty has no bounding box of its own (Blender gives eight zeros): a crate placed as
     a collection instance, ticked Dynamic Obstacle, was a 1 mm box at its origin (blocking
