@@ -710,12 +710,14 @@ def solid_edges(nav: NavMesh, pass_ok: np.ndarray) -> np.ndarray:
     tile_base = nav.tile_poly_base[nav.poly_tile.astype(np.int64)]
     target = np.where(internal, tile_base[:, None] + nei - 1, 0)
     solid[internal] = ~pass_ok[target[internal]]
-    if nav.link_ref.shape[0]:
-        key = nav.link_owner * 6 + nav.link_edge
+    # Links along polygon edges only: a link into an off-mesh connection has edge 0xff (its
+    # owner*6 + 255 fell outside the table, or on another polygon's edge).
+    on_edge = np.flatnonzero(nav.link_edge.astype(np.int64) < 6)
+    if on_edge.shape[0]:
+        key = nav.link_owner[on_edge].astype(np.int64) * 6 + nav.link_edge[on_edge]
         _, first = np.unique(key, return_index=True)
-        k = first
         ext_ok = np.zeros(n * 6, dtype=bool)
-        ext_ok[key[k]] = pass_ok[nav.link_ref[k]]
+        ext_ok[key[first]] = pass_ok[nav.link_ref[on_edge[first]]]
         ext = (nei & EXT_LINK) != 0
         solid[ext] = ~ext_ok.reshape(n, 6)[ext]
     return solid
@@ -805,7 +807,8 @@ def _wall_chunk(nav, start_ref, centers, max_radius, pass_ok, solid, max_nodes, 
             m &= (nref != parent_ref) & ~offmesh[nref]
             if not m.any():
                 continue
-            e = link_edge[k]
+            # A link into an off-mesh connection (masked out above) has edge 0xff.
+            e = np.where(m, link_edge[k], 0)
             va = verts[rows, e]
             vb = verts[rows, (e + 1) % np.maximum(nv, 1)]
             d, _t = dist_pt_seg_sqr_2d(c, va, vb)

@@ -676,6 +676,50 @@ def test_batch_wall_distance_matches_single_port(dungeon_query):
             assert np.any(wb.status & Q.OUT_OF_NODES)
 
 
+def test_batch_wall_distance_with_off_mesh_links_matches_single_port(dungeon_query):
+    """Links into off-mesh connections have edge 0xff: the wall table's key owner * 6 + 255
+    fell past its end (IndexError) or, for the first polygons, on another polygon's tile-border
+    edge, whose wall then followed the link's flags; the search read the edge's vertices."""
+    import dataclasses
+
+    from core import pipeline, tiles
+    from core.config import NavConfig
+    from core.objio import read_obj
+    from core.offmesh import OffMeshLinks
+
+    config = NavConfig()
+    verts, tris = read_obj(mesh_path("dungeon"))
+    result = pipeline.bake(verts, tris, config)
+    pts = _random_points(dungeon_query, 400, 7)
+    near = dungeon_query.find_nearest_poly_batch(pts, np.array([2.0, 2.0, 4.0], F32))
+    found = np.flatnonzero(near.ref >= 0)
+    # Link starts on the lowest-numbered polygons found (whose bad keys stayed in the table);
+    # flagged 0x8, which no ground polygon has: the second filter shuts the links alone.
+    starts = found[np.argsort(near.ref[found], kind="stable")][:12]
+    ends = found[-12:]
+    links = OffMeshLinks.create(near.point[starts], near.point[ends], 0.6, True, flags=0x8)
+    data = create_nav_mesh_data(
+        result.polymesh, result.detail, walkable_height=config.agent_height,
+        walkable_radius=config.agent_radius, walkable_climb=config.agent_max_climb,
+        offmesh=links,
+    )  # fmt: skip
+    tiled = dataclasses.replace(tiles.bake_tiled(verts, tris, config, 32), offmesh_links=links)
+    no_links = QueryFilter()
+    no_links.exclude_flags = 0x8
+    for nav in (NavMesh.from_data(data), tiled.navmesh()):
+        q = NavMeshQuery(nav)
+        assert (q.nav.link_edge == 0xFF).any()
+        refs = q.find_nearest_poly_batch(pts, np.array([2.0, 2.0, 4.0], F32))
+        at = np.where(np.isnan(refs.point), pts, refs.point)
+        for flt in (QueryFilter(), no_links):
+            wb = q.find_distance_to_wall_batch(refs.ref, at, 6.0, flt)
+            for i in range(len(pts)):
+                one = q.find_distance_to_wall(int(refs.ref[i]), at[i], 6.0, flt)
+                assert wb.status[i] == one.status, i
+                np.testing.assert_array_equal(wb.distance[i], F32(one.distance))
+                np.testing.assert_array_equal(wb.position[i], one.position)
+
+
 def test_batch_queries_on_a_navmesh_without_links_match_single_ports():
     # Two squares side by side but not linked: no polygon has a link, so the batched searches'
     # portal tables are empty (they once indexed them anyway and failed).
