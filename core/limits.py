@@ -68,6 +68,23 @@ def xyz_rows(values, what: str) -> np.ndarray:
     return points
 
 
+def whole_indices(indices, what: str = "tris", noun: str = "vertex indices") -> np.ndarray:
+    """``indices`` as an array of whole numbers in their own dtype (integers, or floats that
+    are whole); `VoxNavError` naming ``what`` (holding ``noun``) for text, booleans, complex
+    numbers or fractions (a cast to int truncated 0.9 to vertex 0)."""
+    try:
+        array = np.asarray(indices)
+    except (TypeError, ValueError) as exc:
+        raise VoxNavError(f"{what} must be a numeric array: {exc}") from None
+    if array.dtype.kind not in "iuf":
+        kinds = {"U": "text", "S": "bytes", "c": "complex numbers", "b": "booleans"}
+        got = kinds.get(array.dtype.kind, f"{array.dtype} values")
+        raise VoxNavError(f"{what} must hold whole-number {noun}, got {got}")
+    if array.dtype.kind == "f" and not np.all(np.mod(array, 1) == 0):
+        raise VoxNavError(f"{what} must hold whole-number {noun}")
+    return array
+
+
 def check_shape_values(values, what: str) -> None:
     """Refuse an area volume's or obstacle's numbers (coordinates, sizes) that are not finite
     or lie beyond +-`MAX_COORDINATE` [Units: wu], naming ``what`` and the values."""

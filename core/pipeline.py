@@ -312,12 +312,7 @@ def check_input(verts, tris) -> tuple[np.ndarray, np.ndarray]:
         )
     if t.ndim != 2 or t.shape[1] != 3:
         raise VoxNavError(f"tris must have shape (m, 3), got {t.shape}")
-    if t.dtype.kind not in "iuf":
-        kinds = {"U": "text", "S": "bytes", "c": "complex numbers", "b": "booleans"}
-        got = kinds.get(t.dtype.kind, f"{t.dtype} values")
-        raise VoxNavError(f"tris must hold whole-number vertex indices, got {got}")
-    if t.dtype.kind == "f" and not np.all(np.mod(t, 1) == 0):
-        raise VoxNavError("tris must hold whole-number vertex indices")
+    limits.whole_indices(t)
     # Bounds first (no temporaries): a per-element mask of a 9 M-triangle soup costs 50 MiB
     # plus an int64 copy, and is only needed to name the first bad triangle. In the given
     # dtype: a cast to int64 first would wrap 2**63 (uint64) or 1e20 to -9223372036854775808.

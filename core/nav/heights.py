@@ -27,6 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import VoxNavError
+from ..limits import whole_indices
 
 #: Barycentric slack that counts a point on an edge (or just outside by rounding) as inside.
 EDGE_TOLERANCE = 1e-9
@@ -66,16 +67,21 @@ def _surfaces(verts, tris) -> tuple[np.ndarray, np.ndarray]:
 
     One row per quantity, so that a query gathers each as one contiguous 1-D take.
     """
-    v = np.asarray(verts, dtype=np.float32)
-    t = np.asarray(tris, dtype=np.int64)
+    try:
+        v = np.asarray(verts, dtype=np.float32)
+    except (TypeError, ValueError):
+        raise VoxNavError("verts must be numbers, an (n, 3) array") from None
+    t = whole_indices(tris)
     if v.ndim != 2 or v.shape[1] != 3:
         raise VoxNavError(f"verts must have shape (n, 3), got {v.shape}")
     if t.ndim != 2 or t.shape[1] != 3:
         raise VoxNavError(f"tris must have shape (m, 3), got {t.shape}")
+    # Bounds in the given dtype: a cast to int64 first would wrap 1e20 or 2**63 (uint64).
     if t.size and (t.min() < 0 or t.max() >= v.shape[0]):
         raise VoxNavError(
             f"tris refer to vertices outside 0..{v.shape[0] - 1}: check the triangle indices"
         )
+    t = t.astype(np.int64, copy=False)
     # Component by component (1-D gathers and arithmetic; no (m, 3, 3) temporaries).
     comp = [np.ascontiguousarray(v[:, c], dtype=np.float64) for c in range(3)]
     ia, ib, ic = (np.ascontiguousarray(t[:, j]) for j in range(3))
@@ -190,6 +196,17 @@ class HeightIndex:
         """verts float (n, 3) Z-up world [Units: wu]; tris int (m, 3); cell_size of the grid
         [Units: wu] [Limit: > 0] (default: `CELL_SIZE_FACTOR` times the triangles' median X/Y
         extent, never so small that the grid has more than 4 cells per triangle)."""
+        if cell_size is not None:
+            try:
+                cell_size = float(cell_size)
+            except (TypeError, ValueError):
+                raise VoxNavError(
+                    f"cell_size must be a positive number of world units, got {cell_size!r}"
+                ) from None
+            if not np.isfinite(cell_size) or cell_size <= 0:
+                raise VoxNavError(
+                    f"cell_size must be a positive number of world units, got {cell_size}"
+                )
         self._ids, self._plane = _surfaces(verts, tris)
         plane = self._plane
         k = self._ids.shape[0]
@@ -213,11 +230,6 @@ class HeightIndex:
             size = CELL_SIZE_FACTOR * float(np.median(np.maximum(hi_x - lo_x, hi_y - lo_y)))
             floor = float(np.sqrt(max(extent[0] * extent[1], 1e-12) / (4.0 * k)))
             cell_size = max(size, floor, 1e-6)
-        cell_size = float(cell_size)
-        if not np.isfinite(cell_size) or cell_size <= 0:
-            raise VoxNavError(
-                f"cell_size must be a positive number of world units, got {cell_size}"
-            )
         while True:
             while (extent[0] / cell_size + 1) * (extent[1] / cell_size + 1) > MAX_GRID_CELLS:
                 cell_size *= 2.0

@@ -1328,7 +1328,7 @@ class NavMeshQuery:
         chosen with probability proportional to its 2D area, then a uniform point in that
         polygon, moved onto the detail surface. rng: a seeded numpy Generator (its float32
         draws replace Detour's frand, in Detour's order)."""
-        status, ref, pt = self._random_yup(rng, self._filter(flt))
+        status, ref, pt = self._random_yup(_generator(rng), self._filter(flt))
         point = _zup(pt) if pt is not None else np.full(3, np.nan, dtype=F32)
         return RandomPoint(int(status), int(ref), point)
 
@@ -1511,6 +1511,7 @@ class NavMeshQuery:
 
         nav = self.nav
         n = whole_number(n, "find_random_points n")
+        rng = _generator(rng)
         if n < 0:
             raise VoxNavError(f"find_random_points needs n >= 0, got {n}")
         ok_poly = np.asarray(self._pass_flags(flt)) & (nav.poly_type == POLYTYPE_GROUND)
@@ -1621,6 +1622,11 @@ class NavMeshQuery:
         lockstep across queries (options 0); other options use the literal port per query."""
         from . import batch
 
+        if not isinstance(corridors, CorridorBatch):
+            raise VoxNavError(
+                "corridors must be the CorridorBatch find_path_batch returns, got "
+                f"{type(corridors).__name__}"
+            )
         s = _zup(_points(starts, "starts"))
         e = _zup(_points(ends, "ends"))
         n = s.shape[0]
@@ -1854,6 +1860,16 @@ class WallHitBatch:
     distance: np.ndarray
     position: np.ndarray
     normal: np.ndarray
+
+
+def _generator(rng) -> np.random.Generator:
+    """``rng`` when it is a numpy Generator; `VoxNavError` saying how to make one otherwise."""
+    if not isinstance(rng, np.random.Generator):
+        raise VoxNavError(
+            "rng must be a numpy random Generator (np.random.default_rng(seed)), got "
+            f"{type(rng).__name__}"
+        )
+    return rng
 
 
 @dataclass

@@ -30,6 +30,7 @@ import numpy as np
 from ..compact import CompactHeightfield
 from ..errors import VoxNavError
 from ..heightfield import VoxelGrid
+from ..limits import whole_indices
 
 #: Path statuses.
 FOUND = "found"
@@ -176,7 +177,7 @@ class VoxelNavigator:
 
     def is_stayable(self, cells) -> np.ndarray:
         """bool (k,) for voxels int (k, 3); voxels outside the padded grid are not."""
-        c = np.asarray(cells, dtype=np.int64).reshape(-1, 3)
+        c = whole_indices(cells, "cells", "voxel indices").reshape(-1, 3).astype(np.int64)
         ph, pw, pd = self.shape
         inside = ((c[:, 0] >= -2) & (c[:, 0] < pw - 2) & (c[:, 1] >= -2) & (c[:, 1] < ph - 2)) & (
             (c[:, 2] >= -1) & (c[:, 2] < pd - 1)

@@ -114,6 +114,17 @@ def test_bad_input():
         HeightIndex(verts, np.array([[0, 1, 99]]))
     with pytest.raises(VoxNavError, match="cell_size"):
         HeightIndex(verts, tris, cell_size=0.0)
+    with pytest.raises(VoxNavError, match="cell_size must be a positive number.*'a'"):
+        HeightIndex(verts, tris, cell_size="a")  # a raw ValueError before
+    with pytest.raises(VoxNavError, match="cell_size"):
+        HeightIndex(np.zeros((0, 3)), np.zeros((0, 3)), cell_size=-1.0)  # accepted when empty
+    # 0.9 was truncated to vertex 0: heights of a triangle nobody gave.
+    for call in (HeightIndex, lambda v, t: brute_force_heights(v, t, np.zeros((1, 2)))):
+        with pytest.raises(VoxNavError, match="tris must hold whole-number vertex indices"):
+            call(verts, tris + 0.5)
+        with pytest.raises(VoxNavError, match="whole-number vertex indices, got text"):
+            call(verts, np.full((1, 3), "0"))
+    assert HeightIndex(verts, tris.astype(np.float64)).heights([[2.0, 2.0]]).height.shape == (1,)
     with pytest.raises(VoxNavError, match="z_max must be one number or one per point"):
         index.heights(np.zeros((3, 2)), z_max=[1.0, 2.0])  # a raw NumPy ValueError before
     empty = HeightIndex(np.zeros((0, 3)), np.zeros((0, 3), dtype=np.int64))

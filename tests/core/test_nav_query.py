@@ -1023,6 +1023,11 @@ def test_single_queries_refuse_malformed_positions_refs_and_counts():
             [0], [1], a[None], b[None], max_path=9.5
         ),
         "find_random_points n": lambda: q.find_random_points(2.5, np.random.default_rng(0)),
+        "rng must be a numpy random Generator.*NoneType": lambda: q.find_random_points(3, None),
+        "rng must be a numpy random Generator.*int": lambda: q.find_random_point(7),
+        "corridors must be the CorridorBatch.*str": lambda: q.find_straight_path_batch(
+            a[None], b[None], "x"
+        ),
         r"half_extents must be .* \(3,\) or one per point": lambda: q.find_nearest_poly_batch(
             np.stack([a, a, b]), np.ones((2, 3))
         ),

@@ -126,6 +126,11 @@ def test_points_drop_to_the_ground_and_bad_points():
     for point in ([1.5, 1.5], "here"):
         with pytest.raises(VoxNavError, match="a point is three numbers"):
             nav.find_path(point, [2.5, 1.5, 1.5])
+    with pytest.raises(VoxNavError, match="cells must hold whole-number voxel indices"):
+        nav.is_stayable([[0, 1, "a"]])  # a raw ValueError before
+    with pytest.raises(VoxNavError, match="cells must hold whole-number voxel indices"):
+        nav.is_stayable([[1.5, 1, 1]])  # truncated to voxel 1 before
+    assert nav.is_stayable([[1.0, 1.0, 1.0]]).tolist() == nav.is_stayable([[1, 1, 1]]).tolist()
 
 
 @pytest.mark.parametrize("seed", range(4))
