@@ -56,17 +56,35 @@ _PARTS: dict[str, type] = {
 }
 
 
-def bake_key(verts, tris, config: NavConfig, tile_size: int, volumes=()) -> str:
+def bake_key(verts, tris, config: NavConfig, tile_size: int, volumes=(), offmesh_links=None) -> str:
     """A hex digest naming a tiled bake's input: the triangles (float32 vertices, int32
-    indices), the config, the tile size and the area volumes. Two bakes with the same key
-    give the same tiles."""
+    indices), the config, the tile size, the area volumes and the hand-made off-mesh links
+    (`core.offmesh.OffMeshLinks` or None; they are in the tiles' Detour data). Two bakes with
+    the same key give the same tiles."""
     h = hashlib.sha256()
     h.update(np.ascontiguousarray(verts, dtype=np.float32).tobytes())
     h.update(np.ascontiguousarray(tris, dtype=np.int32).tobytes())
     h.update(json.dumps(_jsonable(dataclasses.asdict(config)), sort_keys=True).encode())
     h.update(str(int(tile_size)).encode())
     h.update(_volumes_bytes(tuple(volumes)))
+    h.update(_links_bytes(offmesh_links))
     return h.hexdigest()[:32]
+
+
+def _links_bytes(links) -> bytes:
+    """The hand-made links, every field exactly; none (or an empty set): nothing, so the keys
+    of caches saved without links stay as they were. (Without them two bakes differing in a
+    link's place had one key: a cache saved with the old link loaded for the new one.)"""
+    if links is None or len(links) == 0:
+        return b""
+    fields = (
+        (links.start, np.float32), (links.end, np.float32), (links.radius, np.float32),
+        (links.bidirectional, np.bool_), (links.area, np.uint8), (links.flags, np.uint16),
+        (links.user_id, np.uint32),
+    )  # fmt: skip
+    return b"|links:1|" + b"|".join(
+        np.ascontiguousarray(values, dtype=kind).tobytes() for values, kind in fields
+    )
 
 
 def _volumes_bytes(volumes: tuple) -> bytes:

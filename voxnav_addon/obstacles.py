@@ -352,8 +352,9 @@ def bake_tiled_steps(context, gathered, config, volumes, timings: dict, workers=
                 settings.tile_progress = text
                 yield (index + done / max(total, 1)) / len(configs), text
             key = bake_key(
-                gathered.verts, gathered.tris, agent_config, int(settings.tile_size), volumes
-            )
+                gathered.verts, gathered.tris, agent_config, int(settings.tile_size), volumes,
+                offmesh_links=links,
+            )  # fmt: skip
             built.append(LiveTiles(agent_cache, key=key, agent_name=name))
     finally:
         settings.tile_progress = ""

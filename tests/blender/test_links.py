@@ -203,3 +203,33 @@ def test_agent_rows_take_nav_links(bpy, ext):
         np.testing.assert_allclose(links.start[0], (9.5, 4.0, 0.0))
         assert agents.links_name(name) in bpy.data.objects
     assert not any("Nav Link" in w for w in outcome.warnings)
+
+
+def test_a_moved_nav_link_reopens_where_it_was_last_baked(bpy, ext, tmp_path):
+    """Tiled bakes: the bake key holds the hand-made links. Moving a Nav Link and baking
+    again kept the key, so the saved file's tile cache (same key: not written again) brought
+    the old link back when the .blend was reopened."""
+    _scene(bpy)
+    scene = bpy.context.scene
+    assert bpy.ops.voxnav.add_nav_link() == {"FINISHED"}
+    start, end = bpy.data.objects["Nav Link Start"], bpy.data.objects["Nav Link End"]
+    start.location, end.location = (9.5, 4.0, 0.0), (12.0, 4.0, 0.0)
+    scene.voxnav.tile_size = 32
+    bpy.context.view_layer.update()
+    blend = tmp_path / "links.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(blend))
+    assert bpy.ops.voxnav.build_navmesh() == {"FINISHED"}
+    first_key = scene.voxnav.tile_cache_key
+    bpy.ops.wm.save_as_mainfile(filepath=str(blend))
+    end.location = (12.0, 6.0, 0.0)
+    bpy.context.view_layer.update()
+    assert bpy.ops.voxnav.build_navmesh() == {"FINISHED"}
+    assert scene.voxnav.tile_cache_key != first_key
+    bpy.ops.wm.save_as_mainfile(filepath=str(blend))
+    bpy.ops.wm.read_homefile(use_empty=True)
+    bpy.ops.wm.open_mainfile(filepath=str(blend))
+    obstacles = importlib.import_module(f"{ext.root.__name__}.voxnav_addon.obstacles")
+    live_tiles = obstacles.CACHES[bpy.context.scene.session_uid]
+    links = live_tiles.cache.offmesh_links
+    assert len(links) == 1
+    np.testing.assert_allclose(links.end[0], (12.0, 6.0, 0.0))

@@ -150,6 +150,26 @@ def test_bake_key_changes_with_every_input(scene):
     assert key not in others and len(others) == 5
 
 
+def test_bake_key_changes_with_the_hand_made_links(scene):
+    """The hand-made links are in the tiles' Detour data: two bakes differing only in a
+    link's end had one key, so Blender kept the old sidecar (same key: not written again) and
+    a reopened file brought the old link back. No links: the key is what it was."""
+    from core.offmesh import OffMeshLinks
+
+    verts, tris, config = scene
+    key = tilecache_io.bake_key(verts, tris, config, 32)
+    one = OffMeshLinks.create([(1.0, 1.0, 0.0)], [(4.0, 1.0, 0.0)], 0.5)
+    moved = OffMeshLinks.create([(1.0, 1.0, 0.0)], [(4.0, 2.0, 0.0)], 0.5)
+    one_way = OffMeshLinks.create([(1.0, 1.0, 0.0)], [(4.0, 1.0, 0.0)], 0.5, False)
+    keys = {
+        tilecache_io.bake_key(verts, tris, config, 32, offmesh_links=links)
+        for links in (one, moved, one_way)
+    }
+    assert len(keys) == 3 and key not in keys
+    assert tilecache_io.bake_key(verts, tris, config, 32, offmesh_links=OffMeshLinks.empty()) == key
+    assert tilecache_io.bake_key(verts, tris, config, 32, offmesh_links=None) == key
+
+
 def test_bake_key_tells_long_volume_outlines_apart(scene):
     # repr() shortens arrays of more than 1000 numbers to "...": two 400-point outlines
     # differing inside had one key, and a cache baked with one loaded for the other.
