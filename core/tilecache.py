@@ -129,13 +129,28 @@ class TileCache:
             return active
         return self.offmesh_links.concatenate(active)
 
-    def _tile_of(self, points: np.ndarray) -> np.ndarray:
-        """int64 (n, 2) the (tx, ty) of the tile holding each Z-up point in plan."""
+    #: How near a tile border (a fraction of the tile's width) a link's start counts as lying
+    #: on both tiles: Detour keeps a link in the tile whose float32 bounds (computed from the
+    #: tile's border-padded grid) hold its start, and those bounds miss the exact multiple of
+    #: the tile width by a few float32 steps.
+    BORDER_SHARE = 1e-4
+
+    def _tiles_holding(self, points: np.ndarray) -> set[tuple[int, int]]:
+        """The (tx, ty) of the tiles that may keep each Z-up point in plan: its tile, and the
+        neighbour across a border it lies within `BORDER_SHARE` of (the tile's Detour data
+        is made again for every one of them, which keeps the links whose start it holds)."""
         g = self.grid
         size = float(g.tile_world_size)
-        tx = np.floor((points[:, 0] - float(g.bmin[0])) / size).astype(np.int64)
-        ty = np.floor((points[:, 1] - float(g.bmin[1])) / size).astype(np.int64)
-        return np.stack([tx, ty], axis=1)
+        out: set[tuple[int, int]] = set()
+        if not points.shape[0]:
+            return out
+        at = (points[:, :2].astype(np.float64) - np.asarray(g.bmin[:2], np.float64)) / size
+        lows, highs = np.floor(at - self.BORDER_SHARE), np.floor(at + self.BORDER_SHARE)
+        for lo, hi in zip(lows.astype(np.int64).tolist(), highs.astype(np.int64).tolist()):
+            for tx in range(lo[0], hi[0] + 1):
+                for ty in range(lo[1], hi[1] + 1):
+                    out.add((tx, ty))
+        return out
 
     @classmethod
     def build(
@@ -376,7 +391,7 @@ class TileCache:
         shapes = [o for o in map(self.obstacles.get, self.obstacles.ids()) if int(o.area) == 0]
         active = ~blocked_links(auto, shapes, settings["agent_height"], settings["agent_radius"])
         flipped = np.flatnonzero(active != self._auto_active)
-        return active, {(int(tx), int(ty)) for tx, ty in self._tile_of(auto.start[flipped])}
+        return active, self._tiles_holding(auto.start[flipped])
 
     def update(self) -> UpdateReport:
         """Rebuild the dirty tiles and relink them into a new `navmesh` (a copy of the old one

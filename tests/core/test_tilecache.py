@@ -329,6 +329,56 @@ def test_cache_keeps_the_bakes_auto_links_and_obstacles_block_them(tmp_path):
     assert len(cache.links()) == len(every) == stored()
 
 
+def _box(lo, hi):
+    (x0, y0, z0), (x1, y1, z1) = lo, hi
+    v = np.array(
+        [[x0, y0, z0], [x1, y0, z0], [x1, y1, z0], [x0, y1, z0],
+         [x0, y0, z1], [x1, y0, z1], [x1, y1, z1], [x0, y1, z1]], np.float32,
+    )  # fmt: skip
+    t = np.array(
+        [[0, 2, 1], [0, 3, 2], [4, 5, 6], [4, 6, 7], [0, 1, 5], [0, 5, 4],
+         [1, 2, 6], [1, 6, 5], [2, 3, 7], [2, 7, 6], [3, 0, 4], [3, 4, 7]], np.int32,
+    )  # fmt: skip
+    return v, t
+
+
+def test_a_blocked_link_starting_on_a_tile_border_leaves_the_tile_that_kept_it():
+    """A drop link starting exactly on a tile border (x 7.2, tiles 2.4 m wide) is kept by
+    the tile whose float32 bounds hold its start (Detour's classification): the tile on the
+    low side here. The cache relinked the tile the floor division names, the high side, so
+    the blocked link stayed in the navmesh and paths could still take it."""
+    ground, platform = (
+        _box((0, 0, -0.5), (12.615, 12.615, 0.0)),
+        _box((4.116, 8.106, 2.146), (7.804, 11.96, 2.346)),
+    )
+    verts = np.concatenate([ground[0], platform[0]])
+    tris = np.concatenate([ground[1], platform[1] + 8]).astype(np.int32)
+    cache = TileCache.build(verts, tris, NavConfig(auto_links=True), 8, workers=1)
+    auto = cache.auto_links
+    assert auto is not None
+    on_border = np.flatnonzero(np.isclose(auto.start[:, 0], 7.2, atol=1e-5))
+    assert on_border.shape[0] > 0
+
+    def stored() -> set[int]:
+        return {
+            int(u) for d in cache.navmesh.tiles if d is not None
+            for u in d.off_mesh_user_id.tolist()
+        }  # fmt: skip
+
+    assert stored() == {int(u) for u in auto.user_id.tolist()}
+    link = int(on_border[0])
+    start, end = auto.start[link].astype(float), auto.end[link].astype(float)
+    mid = start + 0.75 * (end - start)  # a floating box across the arc: it marks no floor
+    box = cache.add(ob.box((mid[0] - 0.2, mid[1] - 0.2, 0.6), (mid[0] + 0.2, mid[1] + 0.2, 1.4)))
+    cache.update()
+    active = {int(u) for u in cache.links().user_id.tolist()}
+    assert int(auto.user_id[link]) not in active
+    assert stored() == active
+    cache.remove(box)
+    cache.update()
+    assert stored() == {int(u) for u in auto.user_id.tolist()}
+
+
 def test_a_cache_keeps_the_world_s_warnings():
     # A floor 1000 km out: float32 steps a sizeable share of a cell there. The tiled bake's
     # warnings had it; a tile cache (Blender's tiled bakes) dropped it.
