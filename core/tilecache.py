@@ -145,8 +145,9 @@ class TileCache:
         if not points.shape[0]:
             return out
         at = (points[:, :2].astype(np.float64) - np.asarray(g.bmin[:2], np.float64)) / size
-        lows, highs = np.floor(at - self.BORDER_SHARE), np.floor(at + self.BORDER_SHARE)
-        for lo, hi in zip(lows.astype(np.int64).tolist(), highs.astype(np.int64).tolist()):
+        lows = np.floor(at - self.BORDER_SHARE).astype(np.int64).tolist()
+        highs = np.floor(at + self.BORDER_SHARE).astype(np.int64).tolist()
+        for lo, hi in zip(lows, highs, strict=True):
             for tx in range(lo[0], hi[0] + 1):
                 for ty in range(lo[1], hi[1] + 1):
                     out.add((tx, ty))
