@@ -64,19 +64,22 @@ class Obstacle:
     area: int = 0
 
     def check(self) -> Obstacle:
+        """This obstacle with its fields as plain Python numbers (an array position, a yaw
+        given as text, ...), or `VoxNavError` naming the bad field."""
         if self.kind not in KINDS:
             raise VoxNavError(f"obstacle kind must be one of {', '.join(KINDS)}, got {self.kind!r}")
-        _vec3(self.position, "obstacle position")
+        position = _vec3(self.position, "obstacle position")
         size = _vec3(self.size, "obstacle size")
         if min(size) <= 0:
             raise VoxNavError(
                 f"{'an' if self.kind[0] in 'aeiou' else 'a'} {self.kind} obstacle needs a size "
                 f"> 0 on every axis, got {list(size)}"
             )
-        if not math.isfinite(self.yaw):
+        yaw = _number(self.yaw, "obstacle yaw")
+        if not math.isfinite(yaw):
             raise VoxNavError(f"obstacle yaw must be finite, got {self.yaw}")
-        _area_id(self.area)
-        return self
+        area = _area_id(self.area)
+        return replace(self, position=position, size=size, yaw=yaw, area=area)
 
     def moved_to(self, position) -> Obstacle:
         """The same shape with its ``position`` (as defined per kind) at a new point."""
@@ -240,9 +243,9 @@ class ObstacleSet:
         return self._shapes[self._known(obstacle_id, action)]
 
     def _known(self, obstacle_id, action: str) -> int:
-        try:
-            key = int(obstacle_id)
-        except (TypeError, ValueError):
+        try:  # whole numbers only: int(1.7) named obstacle 1
+            key = int(obstacle_id) if float(obstacle_id).is_integer() else -1
+        except (TypeError, ValueError, OverflowError):
             key = -1
         if key not in self._shapes:
             known = ", ".join(str(i) for i in sorted(self._shapes)) or "none"

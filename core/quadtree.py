@@ -33,7 +33,12 @@ LOOSENESS = 2.0
 
 
 def _boxes(boxes, name: str = "boxes") -> np.ndarray:
-    b = np.asarray(boxes, dtype=np.float64)
+    try:
+        b = np.asarray(boxes, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise VoxNavError(f"{name} must be numbers (xmin, ymin, xmax, ymax)") from None
+    if b.size == 0:
+        return np.zeros((0, 4))
     if b.ndim == 1 and b.shape[0] == 4:
         b = b[None, :]
     if b.ndim != 2 or b.shape[1] != 4:
@@ -397,12 +402,20 @@ class QuadTree:
     def query(self, box) -> np.ndarray:
         """int64 ids (ascending) of the items whose boxes overlap ``box`` (xmin, ymin, xmax,
         ymax) [Units: wu]; touching counts."""
-        return self.query_many(_boxes(box, "box")[:1])[0]
+        one = _boxes(box, "box")
+        if one.shape[0] != 1:
+            raise VoxNavError(
+                f"box must be one (xmin, ymin, xmax, ymax), got {one.shape[0]} rows: use "
+                "query_many for several"
+            )
+        return self.query_many(one)[0]
 
     def query_many(self, boxes) -> list[np.ndarray]:
         """`query` for each row of boxes float (q, 4), all queries descending together."""
         ids, owner = self.query_pairs(boxes)
         q = _boxes(boxes).shape[0]
+        if not q:
+            return []
         split = np.searchsorted(owner, np.arange(1, q))
         return np.split(ids, split)
 
@@ -410,6 +423,8 @@ class QuadTree:
         """All overlaps of the query boxes float (q, 4) as flat pairs (item ids, query index),
         sorted by query then id."""
         b = _boxes(boxes)
+        if not b.shape[0]:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
         order, start = self._csr()
         q_idx = np.arange(b.shape[0], dtype=np.int64)
         nodes = np.zeros(b.shape[0], dtype=np.int64)

@@ -281,7 +281,7 @@ class TileCache:
                 f"obstacles are core.obstacles.Obstacle values (made by cylinder, box or "
                 f"oriented_box), got {type(obstacle).__name__}"
             )
-        obstacle.check()
+        obstacle = obstacle.check()  # its fields as plain numbers
         if self.tiles_touched(obstacle.box_xy()):
             return
         g = self.grid

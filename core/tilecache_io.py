@@ -211,6 +211,9 @@ def _unflatten(cls: type, prefix: str, scalars: dict[str, Any], z) -> Any:
 def save(cache: TileCache, path, *, key: str = "") -> os.PathLike | str:
     """Write ``cache`` (its obstacle-free tiles and its obstacles) to ``path`` (``.npz`` added
     when missing) atomically; returns the path written. ``key``: the bake's name (`bake_key`)."""
+    _file_path(path)
+    if not isinstance(key, str):
+        raise VoxNavError(f"a tile cache's key is text (bake_key's), got {type(key).__name__}")
     path = atomic.ensure_suffix(path, ".npz")
     arrays: dict[str, np.ndarray] = {}
     g = cache.grid
@@ -265,11 +268,21 @@ def read_key(path) -> str:
         return str(_meta(z, path)["key"])
 
 
+def _file_path(path) -> str:
+    """``path`` (a str or os.PathLike) as a str; `VoxNavError` for anything else."""
+    try:
+        return os.fsdecode(os.fspath(path))
+    except TypeError:
+        raise VoxNavError(
+            f"a tile cache path must be a file path (str or pathlib.Path), got {path!r}"
+        ) from None
+
+
 class _open:
     """np.load of a tile cache file with every failure as one clear `VoxNavError`."""
 
     def __init__(self, path):
-        self.path = os.fspath(path)
+        self.path = _file_path(path)
 
     def __enter__(self):
         if not os.path.isfile(self.path):

@@ -69,6 +69,24 @@ def test_obstacle_set_add_move_remove_and_changes():
     for action in (lambda: obs.remove(b), lambda: obs.move(b, (0, 0, 0)), lambda: obs.get(99)):
         with pytest.raises(VoxNavError, match=f"no such obstacle.*ids in use: {a}, {c}"):
             action()
+    # A fractional id named the obstacle it truncated to (remove(c + 0.7) removed c).
+    for action in (lambda: obs.remove(c + 0.7), lambda: obs.move(a + 0.5, (0, 0, 0))):
+        with pytest.raises(VoxNavError, match="no such obstacle"):
+            action()
+    assert obs.ids() == [a, c]
+    obs.move(float(a), (41, 41, 0))  # a whole-number float is that id
+
+
+def test_obstacle_fields_are_checked_and_made_plain_numbers():
+    """An Obstacle built directly (not by the factories): a yaw given as text raised a bare
+    TypeError; an array position was accepted and then broke the tile cache's save."""
+    with pytest.raises(VoxNavError, match="obstacle yaw must be a number"):
+        ob.ObstacleSet().add(ob.Obstacle(ob.ORIENTED_BOX, (0, 0, 0), (1, 1, 1), yaw="x"))
+    obs = ob.ObstacleSet()
+    i = obs.add(ob.Obstacle(ob.BOX, np.array([1.0, 2.0, 0.0]), np.float32([1, 1, 1]), area=2.0))
+    kept = obs.get(i)
+    assert kept.position == (1.0, 2.0, 0.0) and kept.size == (1.0, 1.0, 1.0)
+    assert type(kept.area) is int and type(kept.yaw) is float
 
 
 def _brute_block(grid: VoxelGrid, occ: np.ndarray, shapes) -> np.ndarray:

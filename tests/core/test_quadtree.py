@@ -126,3 +126,12 @@ def test_bad_input_is_a_clear_error():
         tree.insert([[1, 2, 3]])
     with pytest.raises(VoxNavError, match="merge_below"):
         QuadTree((0, 0, 1, 1), capacity=2, merge_below=3)
+    # query() of two boxes answered the first only; no boxes raised a NumPy ValueError.
+    tree.insert([[6, 6, 7, 7]])
+    with pytest.raises(VoxNavError, match="use query_many for several"):
+        tree.query([[0, 0, 3, 3], [5, 5, 8, 8]])
+    assert tree.query_many(np.zeros((0, 4))) == []
+    ids, owner = tree.query_pairs(np.zeros((0, 4)))
+    assert ids.shape == owner.shape == (0,)
+    with pytest.raises(VoxNavError, match="boxes must be numbers"):
+        tree.query_many([["a", 1, 2, 3]])

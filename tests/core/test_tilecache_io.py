@@ -134,6 +134,19 @@ def test_stale_missing_and_damaged_files_are_clear_messages(cache, tmp_path):
     assert zipfile.is_zipfile(path)
 
 
+def test_paths_and_keys_of_the_wrong_kind_are_named(scene, tmp_path):
+    verts, tris, config = scene
+    cache = TileCache.build(verts, tris, config, 32, workers=1)
+    for path in (None, 3):
+        with pytest.raises(VoxNavError, match="a tile cache path must be a file path"):
+            TileCache.load(path)
+        with pytest.raises(VoxNavError, match="a tile cache path must be a file path"):
+            cache.save(path)
+    with pytest.raises(VoxNavError, match="key is text"):
+        cache.save(tmp_path / "c.npz", key=b"abc")
+    assert not list(tmp_path.iterdir())
+
+
 def test_bake_key_changes_with_every_input(scene):
     verts, tris, config = scene
     key = tilecache_io.bake_key(verts, tris, config, 32)
