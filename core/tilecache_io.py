@@ -346,9 +346,12 @@ def load(path, *, key: str | None = None, obstacles: bool = True) -> TileCache:
             )
         try:
             return _build(meta, z, obstacles)
-        except VoxNavError:
-            raise
-        except _UNREADABLE as exc:
+        except VoxNavError as exc:  # values refused (a config or an obstacle out of range)
+            raise VoxNavError(
+                f"the tile cache {os.fspath(path)} cannot be used: {exc} (if the file was "
+                "edited or damaged, delete it and rebake)"
+            ) from None
+        except (*_UNREADABLE, AttributeError) as exc:  # a field of the wrong JSON type
             raise _corrupt(path, exc) from None
 
 
@@ -356,7 +359,7 @@ def _build(meta: dict, z, with_obstacles: bool) -> TileCache:
     config_values: dict[str, Any] = {
         k: tuple(v) if isinstance(v, list) else v for k, v in meta["config"].items()
     }
-    config = NavConfig(**config_values)
+    config = NavConfig(**config_values).validate()
     grid = _unflatten(TileGrid, "grid", meta["grid"], z)
     compact: dict[tuple[int, int], CompactHeightfield] = {}
     tiles: dict[tuple[int, int], TileResult] = {}

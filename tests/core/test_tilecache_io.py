@@ -105,6 +105,17 @@ def test_stale_missing_and_damaged_files_are_clear_messages(cache, tmp_path):
     np.savez(holed, **{k: v for k, v in arrays.items() if k != "compact.neighbor"})
     with pytest.raises(VoxNavError, match=r"holed\.npz is unreadable"):
         TileCache.load(holed)
+    # Edited metadata: a config of the wrong JSON type (an AttributeError before), a setting
+    # out of range (refused without naming the file before).
+    listed = tmp_path / "listed.npz"
+    np.savez(listed, **{**arrays, "meta": np.array(json.dumps({**meta, "config": [1, 2]}))})
+    with pytest.raises(VoxNavError, match=r"listed\.npz is unreadable .*delete it and rebake"):
+        TileCache.load(listed)
+    bad = tmp_path / "bad.npz"
+    config = {**meta["config"], "cell_size": -1.0}
+    np.savez(bad, **{**arrays, "meta": np.array(json.dumps({**meta, "config": config}))})
+    with pytest.raises(VoxNavError, match=r"bad\.npz cannot be used: .*cell_size.*rebake"):
+        TileCache.load(bad)
     # A flipped byte early in a compressed member's stream: zlib's own error (not a
     # BadZipFile), named as damage too. The stream starts after the local header's name and
     # extra field (their lengths at bytes 26 and 28 of the header).
