@@ -63,6 +63,10 @@ class QuadTree:
 
     def __init__(self, bounds, capacity: int = 8, merge_below: int = 4, max_depth: int = 12):
         b = _boxes(bounds, "bounds")[0]
+        for name, value in (("capacity", capacity), ("merge_below", merge_below),
+                            ("max_depth", max_depth)):  # fmt: skip
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+                raise VoxNavError(f"{name} must be a whole number, got {value!r}")
         if int(capacity) < 1:
             raise VoxNavError(f"capacity must be >= 1, got {capacity}")
         if not 0 <= int(merge_below) <= int(capacity):

@@ -266,9 +266,14 @@ class TileCache:
     def tiles_touched(self, box_xy) -> list[tuple[int, int]]:
         """(tx, ty) of every tile of the grid whose heightfield (tile + border) an X/Y box
         (xmin, ymin, xmax, ymax) [Units: wu], widened by one cell, overlaps; row by row."""
-        b = np.asarray(box_xy, dtype=np.float64)
-        if b.shape != (4,):
-            raise VoxNavError(f"a box is four numbers (xmin, ymin, xmax, ymax), got {box_xy!r}")
+        try:
+            b = np.asarray(box_xy, dtype=np.float64)
+        except (TypeError, ValueError):
+            b = np.zeros(0)
+        if b.shape != (4,) or not np.isfinite(b).all():  # NaN touched no tile, silently
+            raise VoxNavError(
+                f"a box is four finite numbers (xmin, ymin, xmax, ymax), got {box_xy!r}"
+            )
         pad = float(self.grid.cs)
         lo_x, lo_y, hi_x, hi_y = (r.astype(np.float64) for r in self._tile_rects())
         xs = np.nonzero((lo_x <= b[2] + pad) & (hi_x >= b[0] - pad))[0]
@@ -341,10 +346,14 @@ class TileCache:
         tile has no geometry. Changes nothing here (see `update`). A tile outside the grid is
         a `VoxNavError`."""
         g = self.grid
+        for value in (tx, ty):
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+                raise VoxNavError(f"a tile is two whole numbers (tx, ty), got ({tx!r}, {ty!r})")
         if not (0 <= tx < g.tiles_w and 0 <= ty < g.tiles_h):
             raise VoxNavError(
                 f"tile ({tx}, {ty}) is outside the {g.tiles_w} x {g.tiles_h} tile grid"
             )
+        tx, ty = int(tx), int(ty)
         chf = self.compact.get((tx, ty))
         if chf is None:
             return None

@@ -126,6 +126,11 @@ def test_bad_input_is_a_clear_error():
         tree.insert([[1, 2, 3]])
     with pytest.raises(VoxNavError, match="merge_below"):
         QuadTree((0, 0, 1, 1), capacity=2, merge_below=3)
+    for settings in ({"capacity": "x"}, {"max_depth": None}, {"merge_below": 1.5}):
+        with pytest.raises(VoxNavError, match="must be a whole number"):
+            QuadTree((0, 0, 1, 1), **settings)
+    with pytest.raises(VoxNavError, match="boxes must be numbers"):
+        tree.insert("abcd")
     # query() of two boxes answered the first only; no boxes raised a NumPy ValueError.
     tree.insert([[6, 6, 7, 7]])
     with pytest.raises(VoxNavError, match="use query_many for several"):

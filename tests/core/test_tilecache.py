@@ -197,8 +197,12 @@ def test_misused_calls_are_clear_messages(cache):
         cache.move(7, (0.0, 0.0, 0.0))
     with pytest.raises(VoxNavError, match=r"tile \(99, 0\) is outside the 3 x 3 tile grid"):
         cache.rebuild_tile(99, 0)
-    with pytest.raises(VoxNavError, match="a box is four numbers"):
+    with pytest.raises(VoxNavError, match="a tile is two whole numbers"):
+        cache.rebuild_tile(0.5, 0)  # None (no such tile) before
+    with pytest.raises(VoxNavError, match="a box is four finite numbers"):
         cache.tiles_touched([0.0, 0.0])
+    with pytest.raises(VoxNavError, match="a box is four finite numbers"):
+        cache.tiles_touched([np.nan, 0.0, 1.0, 1.0])  # touched no tile, silently
     with pytest.raises(VoxNavError, match="an oriented_box obstacle needs a size > 0"):
         cache.add(ob.oriented_box((0.0, 0.0, 0.0), (1.0, -1.0, 1.0), 0.0))
     assert len(cache.obstacles) == 0 and not cache.dirty
