@@ -307,6 +307,9 @@ class _open:
 
 #: What reading a damaged cache raises.
 _UNREADABLE = ARCHIVE_READ_ERRORS
+#: What building a cache from a readable file's metadata raises when a field is damaged or
+#: edited (a config of the wrong JSON type has no ``.items()``).
+_BUILD_ERRORS: tuple[type[BaseException], ...] = (*ARCHIVE_READ_ERRORS, AttributeError)
 
 
 def _corrupt(path, exc: BaseException) -> VoxNavError:
@@ -351,7 +354,7 @@ def load(path, *, key: str | None = None, obstacles: bool = True) -> TileCache:
                 f"the tile cache {os.fspath(path)} cannot be used: {exc} (if the file was "
                 "edited or damaged, delete it and rebake)"
             ) from None
-        except (*_UNREADABLE, AttributeError) as exc:  # a field of the wrong JSON type
+        except _BUILD_ERRORS as exc:  # damage, or a field of the wrong JSON type
             raise _corrupt(path, exc) from None
 
 
