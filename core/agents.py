@@ -29,7 +29,9 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import dataclasses
+import itertools
 import re
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -441,8 +443,13 @@ def _details_together(agents: list[_OpenAgent]) -> list[Any]:
 PROCESS_MIN_SPANS = 1 << 16
 
 #: The per-agent jobs a forked worker reads from its copy of this process's memory (so the
-#: shared heightfields are not pickled to it); set only while `_tails_in_processes` runs.
-_FORKED_JOBS: list | None = None
+#: shared heightfields are not pickled to it), by bake: each `_tails_in_processes` call adds
+#: its own entry before its pool forks and removes it afterwards, so bakes in several
+#: threads at once never read each other's jobs (one global list was swapped under a bake
+#: whose workers had not forked yet: an agent came back with the other bake's navmesh).
+_FORKED_JOBS: dict[int, list] = {}
+_FORKED_LOCK = threading.Lock()
+_FORKED_TOKENS = itertools.count()
 
 
 def _own_compacts(jobs: list, layouts: dict[int, dict[str, np.ndarray]] | None = None) -> list:
@@ -528,31 +535,38 @@ def _for_worker(job):
     return (lean, *job[1:])
 
 
-def _forked_group(indices: list[int]) -> list:
-    """`_group_in_worker` of those jobs of `_FORKED_JOBS`, in a forked worker (its arrays are
-    the worker's own copy-on-write pages: nothing large is pickled to it)."""
-    assert _FORKED_JOBS is not None
-    return _group_in_worker([_FORKED_JOBS[i] for i in indices])
+def _forked_group(token: int, indices: list[int]) -> list:
+    """`_group_in_worker` of those jobs of the bake ``token`` in `_FORKED_JOBS`, in a forked
+    worker (its arrays are the worker's own copy-on-write pages: nothing large is pickled to
+    it)."""
+    jobs = _FORKED_JOBS[token]
+    return _group_in_worker([jobs[i] for i in indices])
 
 
-def _submit_group(executor: cf.Executor, jobs: list, group: list[int], forked: bool):
+def _submit_group(executor: cf.Executor, jobs: list, group: list[int], forked: int | None = None):
     """A future of `_group_in_worker`'s outputs for ``group``'s jobs on ``executor``: by their
-    indices where its workers were forked holding them (`_FORKED_JOBS`), else pickled to it
-    (`_for_worker`: a compact heightfield shared by the group's agents once)."""
-    if forked:
-        return executor.submit(_forked_group, group)
+    indices where its workers were forked holding them (``forked``: the bake's token in
+    `_FORKED_JOBS`), else pickled to it (`_for_worker`: a compact heightfield shared by the
+    group's agents once)."""
+    if forked is not None:
+        return executor.submit(_forked_group, forked, group)
     return executor.submit(_group_in_worker, [_for_worker(jobs[i]) for i in group])
 
 
 def _tails_beside(
-    jobs: list, groups: list[list[int]], executor: cf.Executor, failure: str, forked: bool = False
+    jobs: list,
+    groups: list[list[int]],
+    executor: cf.Executor,
+    failure: str,
+    forked: int | None = None,
 ) -> list:
     """Every job's `_agent_tails` output: ``groups[0]`` in this process while each other
     group runs on ``executor`` (`_submit_group`; a pool kept between bakes, say, or one made
     for the bake). A group whose future fails (or that could not be submitted) runs here
     afterwards, its agents warned ``failure`` and the error. The results' compact
     heightfields get their layouts from this process: shared read-only views, as in one
-    process."""
+    process. ``forked``: the bake's token in `_FORKED_JOBS` when the executor's workers fork
+    from this process holding the jobs (None: the jobs are pickled to them)."""
     layouts: dict[int, dict[str, np.ndarray]] = {}
     futures: list[cf.Future | None] = []
     for group in groups[1:]:
@@ -593,18 +607,22 @@ def _tails_in_processes(jobs: list, groups: list[list[int]]) -> list:
     """`_tails_beside` with the other groups in a pool of processes made for them. Where the
     platform forks, the workers inherit the jobs (nothing large is sent to them; the results
     come back pickled); elsewhere the jobs are pickled to them."""
-    global _FORKED_JOBS
     import multiprocessing
 
     forking = "fork" in multiprocessing.get_all_start_methods()
     context = multiprocessing.get_context("fork") if forking else None
+    token = None
     if forking:
-        _FORKED_JOBS = jobs
+        with _FORKED_LOCK:
+            token = next(_FORKED_TOKENS)
+            _FORKED_JOBS[token] = jobs
     try:
         with cf.ProcessPoolExecutor(max_workers=len(groups) - 1, mp_context=context) as pool:
-            return _tails_beside(jobs, groups, pool, "a worker process failed", forking)
+            return _tails_beside(jobs, groups, pool, "a worker process failed", token)
     finally:
-        _FORKED_JOBS = None
+        if token is not None:
+            with _FORKED_LOCK:
+                _FORKED_JOBS.pop(token, None)
 
 
 def default_workers() -> int:

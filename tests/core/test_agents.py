@@ -137,6 +137,62 @@ def test_each_agent_equals_a_separate_bake(dungeon, agents, workers, fork, monke
     assert len(ids) == len(agents)
 
 
+def test_agent_bakes_in_two_threads_keep_their_own_forked_jobs(dungeon, monkeypatch):
+    """Two bake_agents(workers=2) calls in two threads: the jobs a forked worker reads were
+    one module global, which the second bake replaced before the first bake's pool forked,
+    so the first bake's worker baked the second's jobs (an agent came back with the other
+    bake's navmesh, silently). The pause makes that one thread switch certain."""
+    import threading
+
+    import core.agents as agents_module
+
+    monkeypatch.setattr(agents_module, "PROCESS_MIN_SPANS", 0)
+    verts, tris = dungeon
+    configs = {"A": NavConfig(cell_size=0.3), "B": NavConfig(cell_size=0.35)}
+    rows = {
+        "A": [AgentType("a1", radius=0.3), AgentType("a2", radius=1.2)],
+        "B": [AgentType("b1", radius=0.6), AgentType("b2", radius=0.9)],
+    }
+    a_inside, b_inside, a_done = threading.Event(), threading.Event(), threading.Event()
+    original = agents_module._tails_beside
+
+    def paused(*args, **kwargs):
+        if threading.current_thread().name == "A":  # B registers its jobs now
+            a_inside.set()
+            b_inside.wait(30)
+        else:  # A forks, bakes and ends before B goes on
+            b_inside.set()
+            a_done.wait(30)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(agents_module, "_tails_beside", paused)
+    out: dict[str, object] = {}
+
+    def run(name: str) -> None:
+        try:
+            if name == "B":
+                a_inside.wait(30)
+            out[name] = bake_agents(verts, tris, configs[name], rows[name], workers=2)
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            out[name] = exc
+        finally:
+            if name == "A":
+                a_done.set()
+
+    threads = [threading.Thread(target=run, args=(name,), name=name) for name in "AB"]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(120)
+    for name in "AB":
+        results = out[name]
+        assert isinstance(results, dict), results
+        for agent in rows[name]:
+            got = results[agent.name]
+            assert not any("process" in w for w in got.warnings), got.warnings
+            assert_same_bake(got, separate(verts, tris, configs[name], agent), agent.name)
+
+
 @pytest.mark.parametrize(
     ("spans", "vertices", "polygons"),
     [(0, 1, 1), (1 << 19, 520, 250)],
