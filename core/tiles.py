@@ -862,13 +862,27 @@ def worker_count(workers: int | None) -> int:
     return default_workers() if workers is None else limits.check_workers(workers)
 
 
+def check_executor(executor: cf.Executor | None) -> cf.Executor | None:
+    """``executor`` when it is None or has a ``submit`` (a `concurrent.futures.Executor` or
+    one alike: Dask's, Ray's); `VoxNavError` otherwise (a string or a pool class raised a
+    bare AttributeError at the first tile)."""
+    if executor is not None and (
+        isinstance(executor, type) or not callable(getattr(executor, "submit", None))
+    ):
+        raise VoxNavError(
+            "executor must be a concurrent.futures.Executor (a ThreadPoolExecutor, a "
+            f"ProcessPoolExecutor, a Dask client's get_executor(), ...), got {executor!r}"
+        )
+    return executor
+
+
 @contextlib.contextmanager
 def tile_executor(executor: cf.Executor | None, n_workers: int) -> Iterator[cf.Executor | None]:
     """``executor`` itself; with none, a process pool of ``n_workers`` made for the block and
     shut down after it (the platform's start method, see `iter_tiles`), or None (this
     process) for one worker."""
     if executor is not None or n_workers == 1:
-        yield executor
+        yield check_executor(executor)
         return
     pool = cf.ProcessPoolExecutor(max_workers=n_workers)
     try:
@@ -905,6 +919,7 @@ def iter_tiles(
         if (job := plan.job(tx, ty, keep_compact, make_navdata)) is not None
     )
     n_workers = worker_count(workers)
+    check_executor(executor)
     if executor is None and n_workers == 1:
         for job in jobs:
             yield _run_local(job)
@@ -916,7 +931,11 @@ def iter_tiles(
         assert pool is not None
         try:
             for job in jobs:
-                pending.append((job, pool.submit(bake_tile_job, job)))
+                try:  # a pool shut down or broken (a worker killed) refuses the job
+                    future = pool.submit(bake_tile_job, job)
+                except Exception as exc:
+                    raise TileBakeError(job.tx, job.ty, exc) from exc
+                pending.append((job, future))
                 if len(pending) >= window:
                     yield _collect(*pending.popleft())
             while pending:

@@ -214,6 +214,21 @@ def test_failing_tile_is_named_and_nothing_written(tmp_path):
     assert target.read_bytes() == b"previous navmesh"
 
 
+def test_a_shut_down_or_wrong_executor_is_named():
+    """A pool that refuses jobs (shut down, or broken by a killed worker) raised its own
+    RuntimeError / BrokenProcessPool at the first tile's submit (outside the tile's error
+    handling); a string or a pool class, an AttributeError. Now TileBakeError naming the
+    tile, and VoxNavError naming the executor, before any work."""
+    verts, tris = dungeon()
+    pool = cf.ThreadPoolExecutor(2)
+    pool.shutdown()
+    with pytest.raises(tiles.TileBakeError, match=r"tile \(\d+, \d+\) failed.*after shutdown"):
+        tiles.bake_tiled(verts, tris, NavConfig(), 32, executor=pool)
+    for wrong in ("pool", cf.ThreadPoolExecutor):
+        with pytest.raises(VoxNavError, match="executor must be a concurrent.futures.Executor"):
+            tiles.bake_tiled(verts, tris, NavConfig(), 32, executor=wrong)
+
+
 def test_executor_bake_equals_local_bake():
     verts, tris = dungeon()
     with cf.ThreadPoolExecutor(2) as pool:
