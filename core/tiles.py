@@ -188,10 +188,14 @@ def check_tile_size(tile_size) -> int:
         value = int(tile_size)
     except (TypeError, ValueError):
         raise VoxNavError(f"tile_size must be a whole number of cells, got {tile_size!r}") from None
-    if value != tile_size or not MIN_TILE_SIZE <= value <= MAX_TILE_SIZE:
+    if value != tile_size:
+        raise VoxNavError(f"tile_size must be a whole number of cells, got {tile_size!r}")
+    if not MIN_TILE_SIZE <= value <= MAX_TILE_SIZE:
+        fix = f">= {MIN_TILE_SIZE}" if value < MIN_TILE_SIZE else f"<= {MAX_TILE_SIZE}"
         raise VoxNavError(
-            f"tile_size must be 0 (one solo mesh) or {MIN_TILE_SIZE}..{MAX_TILE_SIZE} cells, got "
-            f"{tile_size!r}: use tile_size >= {MIN_TILE_SIZE} (RecastDemo uses 32..128)"
+            f"tiles must be {MIN_TILE_SIZE}..{MAX_TILE_SIZE} cells wide, got tile_size "
+            f"{tile_size!r}: use tile_size {fix} (RecastDemo uses 32..128), or bake one solo "
+            "mesh (tile size 0 on the command line and the panel; core.pipeline.bake)"
         )
     return value
 

@@ -193,7 +193,9 @@ def test_cli_bakes_tiled_with_tile_size_and_workers(bpy, ext, tmp_path, capsys):
     assert ext.cli.main([str(src), "--tile-size", "16", "--npz", str(npz)]) == 2
     assert "--npz with --tile-size 16" in capsys.readouterr().err and not npz.exists()
     assert ext.cli.main([str(src), "--tile-size", "4", "--obj", str(obj)]) == 2
-    assert "--tile-size: tile_size must be 0" in capsys.readouterr().err
+    assert "--tile-size: tiles must be 8..4096 cells wide, got tile_size 4: use tile_size >= 8" in (
+        capsys.readouterr().err
+    )
 
 
 def _modal_operator(ext, bpy, reports, ended):

@@ -262,7 +262,7 @@ def test_a_too_small_tile_size_is_a_clear_error_and_keeps_the_navmesh(bpy, ext):
     live_tiles = obstacles.CACHES[scene.session_uid]
     before = overlay_verts(bpy, ext)
     scene.voxnav.tile_size = 4
-    with pytest.raises(RuntimeError, match="tile_size must be 0 .* or 8..4096 cells"):
+    with pytest.raises(RuntimeError, match="tiles must be 8..4096 cells wide.*tile_size >= 8"):
         bpy.ops.voxnav.build_navmesh()
     assert obstacles.CACHES[scene.session_uid] is live_tiles
     assert np.array_equal(overlay_verts(bpy, ext), before)

@@ -6,6 +6,7 @@ import concurrent.futures as cf
 import functools
 import itertools
 import os
+import re
 
 import numpy as np
 import pytest
@@ -212,6 +213,20 @@ def test_failing_tile_is_named_and_nothing_written(tmp_path):
         bake = tiles.bake_tiled(verts, tris, NavConfig(), 32, executor=_FailingExecutor((3, 2)))
         write_tiled_detour_bin(target, bake)
     assert target.read_bytes() == b"previous navmesh"
+
+
+@pytest.mark.parametrize(
+    ("size", "needle"),
+    [
+        (0, "got tile_size 0: use tile_size >= 8"),
+        (4097, "got tile_size 4097: use tile_size <= 4096"),
+        (32.5, "tile_size must be a whole number of cells, got 32.5"),
+    ],
+)
+def test_tile_size_messages_point_the_right_way(size, needle):
+    # 4097 said "use tile_size >= 8"; 0 in the API said "must be 0 (one solo mesh) or ...".
+    with pytest.raises(VoxNavError, match=re.escape(needle)):
+        tiles.check_tile_size(size)
 
 
 def test_a_shut_down_or_wrong_executor_is_named():
