@@ -15,8 +15,11 @@ prints the traceback.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import re
+import signal
 import sys
+import threading
 import traceback
 from collections.abc import Callable, Iterable
 from typing import NoReturn
@@ -112,10 +115,42 @@ def whole_number_at_least(minimum: int, maximum: int | None = None) -> Callable[
 positive_int = whole_number_at_least(1)
 
 
-def run_guarded(command: Callable[[], int], verbose: bool) -> int:
-    """Run ``command`` and map failures to the exit codes above, one ``error:`` line each."""
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (``kill``, ``timeout``, a cancelled CI job) during a command: raised in the main
+    thread like Ctrl-C, so the same cleanup runs (temp files removed, worker pools shut down;
+    a plain SIGTERM ended the process at once and left both behind)."""
+
+
+def _raise_terminated(signum, frame) -> NoReturn:
+    raise Terminated()
+
+
+@contextlib.contextmanager
+def _sigterm_as_interrupt():
+    """SIGTERM raises `Terminated` inside the block (main thread only; restored after)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
     try:
-        return command()
+        previous = signal.signal(signal.SIGTERM, _raise_terminated)
+    except (ValueError, OSError):  # no signals here (an embedding interpreter)
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def run_guarded(command: Callable[[], int], verbose: bool) -> int:
+    """Run ``command`` and map failures to the exit codes above, one ``error:`` line each
+    (Ctrl-C and SIGTERM: exit 1, "interrupted" / "terminated", after the cleanup)."""
+    try:
+        with _sigterm_as_interrupt():
+            return command()
+    except Terminated:
+        print("voxnav: error: terminated (SIGTERM)", file=sys.stderr)
+        return EXIT_FAILED
     except UsageError as exc:
         print(f"voxnav: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
