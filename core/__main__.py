@@ -25,7 +25,6 @@ Outputs are checked before the bake and replace the old files only when all are 
 from __future__ import annotations
 
 import argparse
-import concurrent.futures as cf
 import contextlib
 import dataclasses
 import sys
@@ -377,13 +376,13 @@ def _detail_pool(workers: int | None):
     """The process pool of a solo bake (None with one worker): the detail mesh sends it the
     polygons that add interior samples when they are many. Its processes start on first use,
     so a bake that does not need them pays nothing."""
-    from .tiles import worker_count
+    from .tiles import worker_count, worker_pool
 
     n_workers = worker_count(workers)
     if n_workers <= 1:
         yield None
         return
-    with cf.ProcessPoolExecutor(max_workers=n_workers) as pool:
+    with worker_pool(n_workers) as pool:
         yield pool
 
 

@@ -617,7 +617,9 @@ def _tails_in_processes(jobs: list, groups: list[list[int]]) -> list:
             token = next(_FORKED_TOKENS)
             _FORKED_JOBS[token] = jobs
     try:
-        with cf.ProcessPoolExecutor(max_workers=len(groups) - 1, mp_context=context) as pool:
+        from .tiles import worker_pool
+
+        with worker_pool(len(groups) - 1, context) as pool:
             return _tails_beside(jobs, groups, pool, "a worker process failed", token)
     finally:
         if token is not None:

@@ -38,6 +38,7 @@ from __future__ import annotations
 import concurrent.futures as cf
 import contextlib
 import os
+import sys
 import time
 from collections import deque
 from collections.abc import Callable, Collection, Iterator
@@ -866,6 +867,47 @@ def worker_count(workers: int | None) -> int:
     return default_workers() if workers is None else limits.check_workers(workers)
 
 
+#: Linux's PR_SET_PDEATHSIG (prctl): a signal the kernel sends a process when the thread
+#: that started it ends.
+_PR_SET_PDEATHSIG = 1
+
+
+def worker_pool(n_workers: int, mp_context=None) -> cf.ProcessPoolExecutor:
+    """A process pool for VoxNav's own work (tiles, agents, the detail mesh) whose workers
+    end with this process (`end_with_parent`): a parent killed outright (SIGKILL, the OOM
+    killer) left its forked workers idle for ever, holding their copy of the world."""
+    return cf.ProcessPoolExecutor(
+        max_workers=n_workers,
+        mp_context=mp_context,
+        initializer=end_with_parent,
+        initargs=(os.getpid(),),
+    )
+
+
+def end_with_parent(parent_pid: int) -> None:
+    """In a worker process: end it when ``parent_pid`` ends (Linux: the kernel's parent-death
+    signal; elsewhere nothing), and give SIGTERM its default action again (a forked worker
+    inherits the command line's handler, `cliutil.Terminated`, which would only fail the job
+    in hand)."""
+    import signal
+
+    try:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    except (ValueError, OSError):
+        return
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0)
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != parent_pid:  # the parent ended before the signal was set
+        os._exit(1)
+
+
 def check_executor(executor: cf.Executor | None) -> cf.Executor | None:
     """``executor`` when it is None or has a ``submit`` (a `concurrent.futures.Executor` or
     one alike: Dask's, Ray's); `VoxNavError` otherwise (a string or a pool class raised a
@@ -888,7 +930,7 @@ def tile_executor(executor: cf.Executor | None, n_workers: int) -> Iterator[cf.E
     if executor is not None or n_workers == 1:
         yield check_executor(executor)
         return
-    pool = cf.ProcessPoolExecutor(max_workers=n_workers)
+    pool = worker_pool(n_workers)
     try:
         yield pool
     finally:

@@ -7,6 +7,8 @@ import functools
 import itertools
 import os
 import re
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -830,3 +832,50 @@ def test_a_tile_over_memory_limit_is_refused_before_it_rasterizes(monkeypatch):
     monkeypatch.setattr(tiles.rasterize, "rasterize_triangles", no_raster)
     with pytest.raises(tiles.TileBakeError, match=r"this tile would need .*fragments from 600"):
         tiles.bake_tiled(verts, tris, config, 128, workers=1)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the parent-death signal")
+def test_workers_end_when_their_parent_is_killed_outright(tmp_path):
+    """A bake's worker pool when its process is killed outright (SIGKILL, the OOM killer):
+    forked workers stayed idle for ever, holding their copy of the world."""
+    import os
+    import subprocess
+    import time
+
+    pids = tmp_path / "pids.txt"
+    script = f"""
+import os, signal
+from core.tiles import worker_pool
+
+def pid(_):
+    return os.getpid()
+
+if __name__ == "__main__":
+    pool = worker_pool(2)
+    workers = sorted(set(pool.map(pid, range(16))))
+    open({str(pids)!r}, "w").write(" ".join(map(str, workers)))
+    os.kill(os.getpid(), signal.SIGKILL)
+"""
+    (tmp_path / "killed.py").write_text(script)
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    done = subprocess.run([sys.executable, str(tmp_path / "killed.py")], env=env, timeout=60)
+    assert done.returncode == -9
+    workers = [int(p) for p in pids.read_text().split()]
+    assert workers
+
+    def alive(pid: int) -> bool:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        return stat.split(")")[-1].split()[0] != "Z"  # a zombie has ended
+
+    deadline = time.monotonic() + 20
+    while any(alive(p) for p in workers) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    left = [p for p in workers if alive(p)]
+    for p in left:
+        os.kill(p, 9)
+    assert not left
