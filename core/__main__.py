@@ -444,7 +444,7 @@ def cmd_bake(args) -> int:
         if args.json:
             export.write_json(
                 args.json, result.polymesh, result.detail, offmesh=result.offmesh_links,
-                batch=batch,
+                batch=batch, frame="recast" if args.recast_frame else "engine",
             )  # fmt: skip
         written = batch.commit()  # every output replaced only now, all together
     for path in written:
@@ -530,6 +530,7 @@ def _bake_agents_out(args, config: NavConfig) -> int:
                 export.write_json(
                     agent_output(args.json, name), result.polymesh, result.detail,
                     offmesh=result.offmesh_links, batch=batch,
+                    frame="recast" if args.recast_frame else "engine",
                 )  # fmt: skip
         written = batch.commit()  # every output replaced only now, all together
     for path in written:

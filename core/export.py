@@ -162,46 +162,71 @@ def _check_links(offmesh) -> None:
         )
 
 
-def write_obj(path, pmesh, dmesh=None, *, offmesh=None, batch: atomic.Batch | None = None) -> None:
+def write_obj(
+    path,
+    pmesh,
+    dmesh=None,
+    *,
+    offmesh=None,
+    batch: atomic.Batch | None = None,
+    frame: str = "engine",
+) -> None:
     """Write the navmesh polygons (and optionally the detail triangles) as a Y-up OBJ.
 
     ``path``: file to write (its folder must exist); it is replaced only when complete (see
     `core.atomic`; with ``batch``, when the batch commits). Axis convention: Blender's OBJ
     (x, z, -y); object ``navmesh`` = polygons as n-gons, object ``detail`` = detail triangles,
     object ``offmesh_links`` = one line element (start, end) per off-mesh link (``offmesh``,
-    `core.offmesh.OffMeshLinks`, if given and not empty).
+    `core.offmesh.OffMeshLinks`, if given and not empty). ``frame`` "recast": the bake read
+    its OBJ with ``--recast-frame`` (RecastDemo's mirrored reading, x z y): the navmesh is
+    written back in that OBJ's own coordinates (x, z, y), over its input (as the .bin is).
+    Faces are counter-clockwise seen from above (normals up) either way.
     """
     path = _path(path)
+    if frame not in DETOUR_FRAMES:
+        raise VoxNavError(f"unknown OBJ frame {frame!r}: use one of {DETOUR_FRAMES}")
     _check_links(offmesh)
     verts, polys, nvp, counts = _poly_arrays(pmesh)
     detail = _detail_arrays(dmesh, polys.shape[0])
     atomic.check_target(path)
     world = _world(pmesh, verts)
+    recast = frame == "recast"
+
+    def points(rows) -> list[str]:
+        if recast:  # the OBJ's own coordinates: a mirror, so the winding below stays
+            return [f"v {_f(x)} {_f(z)} {_f(y)}" for x, y, z in rows]
+        return [f"v {_f(x)} {_f(z)} {_f(-y)}" for x, y, z in rows]
+
     lines = [
         "# VoxNav navigation mesh",
-        "# Y-up, Blender OBJ convention: Z-up world (x, y, z) written as (x, z, -y)",
+        "# Y-up, the input OBJ's own frame (read with --recast-frame): world (x, y, z) as (x, z, y)"
+        if recast
+        else "# Y-up, Blender OBJ convention: Z-up world (x, y, z) written as (x, z, -y)",
         "# object navmesh: polygons (n-gons); object detail: height detail triangles",
         f"# polygons {polys.shape[0]} vertices {verts.shape[0]}"
         + (f" detail_triangles {detail[2].shape[0]}" if detail is not None else ""),
         "o navmesh",
     ]
-    lines += [f"v {_f(x)} {_f(z)} {_f(-y)}" for x, y, z in world.tolist()]
+    lines += points(world.tolist())
     for row, n in zip(polys[:, :nvp].tolist(), counts.tolist(), strict=True):
-        # Recast's polygons are clockwise seen from above in the Z-up frame: reverse them.
-        lines.append("f " + " ".join(str(i + 1) for i in reversed(row[:n])))
+        # Recast's polygons are clockwise seen from above in the Z-up frame: reversed by the
+        # turn to Y-up, kept by the mirror to the recast frame.
+        order = row[:n] if recast else reversed(row[:n])
+        lines.append("f " + " ".join(str(i + 1) for i in order))
     if detail is not None:
         meshes, dverts, dtris = detail
         base = verts.shape[0]
         lines.append("o detail")
-        lines += [f"v {_f(x)} {_f(z)} {_f(-y)}" for x, y, z in dverts.tolist()]
+        lines += points(dverts.tolist())
         for vb, _vc, tb, tc in meshes.tolist():
             for a, b, c, _flags in dtris[tb : tb + tc].tolist():
-                lines.append(f"f {base + vb + c + 1} {base + vb + b + 1} {base + vb + a + 1}")
+                a, b, c = (a, b, c) if recast else (c, b, a)
+                lines.append(f"f {base + vb + a + 1} {base + vb + b + 1} {base + vb + c + 1}")
     if offmesh is not None and len(offmesh):
         base = sum(1 for line in lines if line.startswith("v "))
         lines.append("o offmesh_links")
         ends = np.stack([offmesh.start, offmesh.end], axis=1).reshape(-1, 3)
-        lines += [f"v {_f(x)} {_f(z)} {_f(-y)}" for x, y, z in ends.tolist()]
+        lines += points(ends.tolist())
         lines += [f"l {base + 2 * i + 1} {base + 2 * i + 2}" for i in range(len(offmesh))]
     with atomic.open_replacing(path, "w", batch=batch) as fh:
         fh.write("\n".join(lines) + "\n")
@@ -245,12 +270,24 @@ def offmesh_links_from_list(entries, where: str = "offmesh_links"):
         raise VoxNavError(f"{where}: malformed off-mesh link entry ({exc!r})") from None
 
 
-def navmesh_to_dict(pmesh, dmesh=None, paths=None, offmesh=None) -> dict:
+#: The JSON ``axes`` entry per frame (see `navmesh_to_dict`).
+JSON_AXES = {
+    "engine": "Z-up right-handed (Blender world); polygons on the X/Y plane",
+    "recast": "Z-up, Recast's parity frame: the input OBJ read with --recast-frame, its "
+    "(x, y, z) as (x, z, y) (a mirror of Blender's import of that file); polygons on the X/Y "
+    "plane",
+}
+
+
+def navmesh_to_dict(pmesh, dmesh=None, paths=None, offmesh=None, frame: str = "engine") -> dict:
     """The JSON document (see the module docstring) as plain Python lists and numbers.
 
     paths: optional list of dicts already in the ``paths`` entry's form (plain numbers).
     offmesh: optional `core.offmesh.OffMeshLinks`, written as ``offmesh_links`` (see
-    `offmesh_links_to_list`) when not empty."""
+    `offmesh_links_to_list`) when not empty. frame: "recast" for a bake of an OBJ read with
+    ``--recast-frame``: the same numbers, its ``axes`` entry says which frame they are in."""
+    if frame not in JSON_AXES:
+        raise VoxNavError(f"unknown JSON frame {frame!r}: use one of {tuple(JSON_AXES)}")
     verts, polys, nvp, counts = _poly_arrays(pmesh)
     detail = _detail_arrays(dmesh, polys.shape[0])
     world = _world(pmesh, verts)
@@ -265,7 +302,7 @@ def navmesh_to_dict(pmesh, dmesh=None, paths=None, offmesh=None) -> dict:
         "format": FORMAT,
         "version": VERSION,
         "units": "world units (Blender: metres)",
-        "axes": "Z-up right-handed (Blender world); polygons on the X/Y plane",
+        "axes": JSON_AXES[frame],
         "cell_size": float(F32(pmesh.cs)),
         "cell_height": float(F32(pmesh.ch)),
         "bmin": floats(pmesh.bmin),
@@ -298,13 +335,21 @@ def navmesh_to_dict(pmesh, dmesh=None, paths=None, offmesh=None) -> dict:
 
 
 def write_json(
-    path, pmesh, dmesh=None, paths=None, *, offmesh=None, batch: atomic.Batch | None = None
+    path,
+    pmesh,
+    dmesh=None,
+    paths=None,
+    *,
+    offmesh=None,
+    batch: atomic.Batch | None = None,
+    frame: str = "engine",
 ) -> None:
     """Write `navmesh_to_dict` as JSON to ``path`` (its folder must exist); replaced only when
-    complete (see `core.atomic`; with ``batch``, when the batch commits)."""
+    complete (see `core.atomic`; with ``batch``, when the batch commits). ``frame``: see
+    `navmesh_to_dict`."""
     path = _path(path)
     _check_links(offmesh)
-    doc = navmesh_to_dict(pmesh, dmesh, paths, offmesh)
+    doc = navmesh_to_dict(pmesh, dmesh, paths, offmesh, frame)
     try:  # before the file opens: NaN or Infinity is no JSON (a strict parser refuses it)
         text = json.dumps(doc, separators=(",", ":"), allow_nan=False)
     except ValueError:
@@ -565,15 +610,17 @@ def write_navmesh(
 
     ``config``: the bake's `core.config.NavConfig` (the .bin stores its agent size; default
     settings if None). ``recast_frame``: the bake read its OBJ as RecastDemo does, so a .bin
-    is written in that same frame (else in the engine frame, see `write_detour_bin`).
+    or .obj is written in that same frame (else in the engine frame, see `write_detour_bin`)
+    and a .json says so in its ``axes``.
     ``batch``: an `core.atomic.Batch` that replaces the file when it commits.
     """
     path = _path(path)
     suffix = navmesh_format(path)
+    frame = "recast" if recast_frame else "engine"
     if suffix == ".obj":
-        write_obj(path, pmesh, dmesh, offmesh=offmesh, batch=batch)
+        write_obj(path, pmesh, dmesh, offmesh=offmesh, batch=batch, frame=frame)
     elif suffix == ".json":
-        write_json(path, pmesh, dmesh, offmesh=offmesh, batch=batch)
+        write_json(path, pmesh, dmesh, offmesh=offmesh, batch=batch, frame=frame)
     else:
         from .config import NavConfig
 

@@ -69,6 +69,40 @@ def test_obj_faces_and_axes(navmesh, tmp_path):
             assert ny > 0, f"{name} face {face} faces down"
 
 
+def test_obj_and_json_of_a_recast_frame_bake_lie_over_their_input(tmp_path):
+    """`bake --recast-frame` reads the OBJ mirrored (x, z, y), as RecastDemo does. Its .bin
+    was written back in the file's own frame but its .obj with the engine turn, so it came
+    out mirrored (z -> -z) against its input and the .bin (a link given at z 19.9 at -19.9).
+    Now the .obj is in the file's frame too, facing up; the .json says which frame it is in."""
+    from core.__main__ import main
+    from core.nav.binio import read_navmesh_set
+
+    from .refdata import mesh_path
+
+    link = "--offmesh-link=-22.9,-2.2,19.9:-1.5,-2.2,1.1"
+    for suffix in ("obj", "bin", "json"):
+        out = tmp_path / f"nav.{suffix}"
+        assert (
+            main(["bake", str(mesh_path("nav_test")), "--recast-frame", link, "--out", str(out)])
+            == 0
+        )
+    verts, objects = read_obj_objects(tmp_path / "nav.obj")
+    tile = read_navmesh_set(tmp_path / "nav.bin").tiles[0]
+    # The link's ends as given (file frame), in the .obj and the .bin alike.
+    np.testing.assert_allclose(verts[-2:], [[-22.9, -2.2, 19.9], [-1.5, -2.2, 1.1]], atol=1e-4)
+    np.testing.assert_allclose(tile.off_mesh_pos.reshape(-1, 3), verts[-2:], atol=1e-4)
+    ground = tile.nverts - 2  # Detour keeps the link ends after the polygon vertices
+    np.testing.assert_allclose(verts[:ground], tile.verts[:ground], atol=1e-4)
+    for face in objects["navmesh"]:  # still facing up (+Y)
+        p = verts[np.array(face) - 1]
+        q = np.roll(p, -1, axis=0)
+        assert np.sum((p[:, 2] - q[:, 2]) * (p[:, 0] + q[:, 0])) > 0
+    doc = json.loads((tmp_path / "nav.json").read_text())
+    assert "--recast-frame" in doc["axes"]
+    with pytest.raises(VoxNavError, match="unknown OBJ frame"):
+        write_obj(tmp_path / "x.obj", SimpleNamespace(), frame="blender")
+
+
 def test_obj_without_detail(navmesh, tmp_path):
     pmesh, _dmesh = navmesh
     path = tmp_path / "poly.obj"
