@@ -39,11 +39,24 @@ EXIT_CODES_TEXT = (
 
 
 class SuggestingParser(argparse.ArgumentParser):
-    """An ArgumentParser whose errors suggest the closest flag or command (difflib)."""
+    """An ArgumentParser whose errors are one ``voxnav: error:`` line (after the usage), as
+    every other failure's, suggesting the closest flag or command (difflib); and whose
+    3-number flags take negative numbers in any float spelling."""
+
+    #: A negative number as an argument, not a flag: "-1e-3" and "-5." too (argparse's own
+    #: pattern on Python 3.11 took them for flags: "expected 3 arguments").
+    NEGATIVE_NUMBER = re.compile(r"^-(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$")
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._negative_number_matcher = self.NEGATIVE_NUMBER
 
     def error(self, message: str) -> NoReturn:
         self.print_usage(sys.stderr)
-        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}{self.suggestion(message)}\n")
+        self.exit(
+            EXIT_USAGE,
+            f"voxnav: error: {message}{self.suggestion(message)} (see {self.prog} --help)\n",
+        )
 
     def option_strings(self) -> list[str]:
         names = [s for action in self._actions for s in action.option_strings]

@@ -306,3 +306,30 @@ sys.exit(code)
     assert "voxnav: error: terminated (SIGTERM)" in done.stderr
     assert target.read_bytes() == b"previous"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["nav.bin"]
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [["--cell-size", "abc"], ["--workers", "0"], ["--cellsize", "0.2"], ["--tile-size", "7.5"]],
+)
+def test_flag_errors_are_one_voxnav_error_line(tmp_path, capsys, extra):
+    """Errors argparse finds printed 'python -m core bake: error: ...', not the documented
+    'voxnav: error: ...' line every other failure prints."""
+    out = tmp_path / "never.obj"
+    assert main(["bake", "mesh.obj", "--out", str(out), *extra]) == 2
+    err = capsys.readouterr().err
+    lines = [line for line in err.splitlines() if "error:" in line]
+    assert len(lines) == 1 and lines[0].startswith("voxnav: error: "), err
+    assert not out.exists()
+
+
+def test_three_number_flags_take_negative_numbers_in_any_spelling(tmp_path, capsys):
+    """-1e-3 and -5. were taken for flags ("expected 3 arguments"); -0.001 worked."""
+    from .refdata import mesh_path
+
+    mesh = str(mesh_path("dungeon"))
+    answers = []
+    for z in ("-0.001", "-1e-3", "-1.E-3"):
+        code = main(["path", mesh, "--from", "0", "0", "0", "--to", "3", "-2", z])
+        answers.append((code, capsys.readouterr().out))
+    assert answers[0] == answers[1] == answers[2]
