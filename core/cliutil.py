@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import io
+import os
 import re
 import signal
 import sys
@@ -155,11 +157,61 @@ def _sigterm_as_interrupt():
         signal.signal(signal.SIGTERM, previous)
 
 
+class _StdoutGoneQuiet(io.TextIOBase):
+    """``sys.stdout`` that goes quiet once its reader has gone (a pipe into ``head``, a
+    closed log viewer): a summary line nobody reads is no reason to fail a bake, and a
+    failure after the outputs were replaced would say exit 1 of files that were written."""
+
+    def __init__(self, stream):
+        self.stream = stream
+        self.gone = False
+
+    def write(self, text: str) -> int:
+        if not self.gone:
+            try:
+                self.stream.write(text)
+            except BrokenPipeError:
+                self.gone = True
+        return len(text)
+
+    def flush(self) -> None:
+        if not self.gone:
+            try:
+                self.stream.flush()
+            except BrokenPipeError:
+                self.gone = True
+
+
+@contextlib.contextmanager
+def _quiet_when_stdout_goes():
+    """`_StdoutGoneQuiet` as ``sys.stdout`` inside the block; afterwards, when the reader
+    went, the standard output points at the null device (the interpreter's last flush would
+    print an "Exception ignored" traceback)."""
+    real = sys.stdout
+    if real is None or not hasattr(real, "fileno"):
+        yield
+        return
+    quiet = _StdoutGoneQuiet(real)
+    sys.stdout = quiet
+    try:
+        yield
+    finally:
+        sys.stdout = real
+        if quiet.gone:
+            try:
+                null = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(null, real.fileno())
+                os.close(null)
+            except (OSError, ValueError):
+                pass
+
+
 def run_guarded(command: Callable[[], int], verbose: bool) -> int:
     """Run ``command`` and map failures to the exit codes above, one ``error:`` line each
-    (Ctrl-C and SIGTERM: exit 1, "interrupted" / "terminated", after the cleanup)."""
+    (Ctrl-C and SIGTERM: exit 1, "interrupted" / "terminated", after the cleanup; a closed
+    standard output is no failure)."""
     try:
-        with _sigterm_as_interrupt():
+        with _sigterm_as_interrupt(), _quiet_when_stdout_goes():
             return command()
     except Terminated:
         print("voxnav: error: terminated (SIGTERM)", file=sys.stderr)

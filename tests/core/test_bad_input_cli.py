@@ -333,3 +333,26 @@ def test_three_number_flags_take_negative_numbers_in_any_spelling(tmp_path, caps
         code = main(["path", mesh, "--from", "0", "0", "0", "--to", "3", "-2", z])
         answers.append((code, capsys.readouterr().out))
     assert answers[0] == answers[1] == answers[2]
+
+
+def test_a_closed_standard_output_does_not_fail_the_bake(tmp_path):
+    """Piping into `head` (the reader gone before the summary lines): the bake raised
+    BrokenPipeError and exited 1 ("cannot access: Broken pipe"), after its outputs were
+    replaced when the pipe went late, throwing the bake away when it went early."""
+    import subprocess
+    import sys
+
+    from .refdata import mesh_path
+
+    out = tmp_path / "nav.obj"
+    out.write_text("OLD\n")
+    root = Path(__file__).resolve().parents[2]
+    child = subprocess.Popen(
+        [sys.executable, "-m", "core", "bake", str(mesh_path("dungeon")), "--out", str(out)],
+        cwd=root, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    assert child.stdout is not None and child.stderr is not None
+    child.stdout.close()  # the reader is gone before anything is printed
+    err = child.stderr.read().decode()
+    assert child.wait(timeout=120) == 0, err
+    assert err == "" and out.read_text().startswith("# VoxNav navigation mesh")
