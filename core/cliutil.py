@@ -131,30 +131,43 @@ positive_int = whole_number_at_least(1)
 
 
 class Terminated(KeyboardInterrupt):
-    """SIGTERM (``kill``, ``timeout``, a cancelled CI job) during a command: raised in the main
-    thread like Ctrl-C, so the same cleanup runs (temp files removed, worker pools shut down;
-    a plain SIGTERM ended the process at once and left both behind)."""
+    """SIGTERM (``kill``, ``timeout``, a cancelled CI job) or SIGHUP (the terminal closed, an
+    ssh session dropped) during a command: raised in the main thread like Ctrl-C, so the same
+    cleanup runs (temp files removed, worker pools shut down; the signal ended the process at
+    once and left both behind). ``args[0]``: the signal's name."""
 
 
 def _raise_terminated(signum, frame) -> NoReturn:
-    raise Terminated()
+    raise Terminated(signal.Signals(signum).name)
+
+
+#: The signals a command turns into `Terminated` (those this platform has).
+ENDING_SIGNALS = tuple(
+    getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name)
+)
 
 
 @contextlib.contextmanager
 def _sigterm_as_interrupt():
-    """SIGTERM raises `Terminated` inside the block (main thread only; restored after)."""
+    """`ENDING_SIGNALS` raise `Terminated` inside the block (main thread only; restored
+    after)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
+    previous = {}
     try:
-        previous = signal.signal(signal.SIGTERM, _raise_terminated)
+        for number in ENDING_SIGNALS:
+            previous[number] = signal.signal(number, _raise_terminated)
     except (ValueError, OSError):  # no signals here (an embedding interpreter)
+        for number, handler in previous.items():
+            signal.signal(number, handler)
         yield
         return
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for number, handler in previous.items():
+            signal.signal(number, handler)
 
 
 class _StdoutGoneQuiet(io.TextIOBase):
@@ -213,8 +226,9 @@ def run_guarded(command: Callable[[], int], verbose: bool) -> int:
     try:
         with _sigterm_as_interrupt(), _quiet_when_stdout_goes():
             return command()
-    except Terminated:
-        print("voxnav: error: terminated (SIGTERM)", file=sys.stderr)
+    except Terminated as exc:
+        name = exc.args[0] if exc.args else "SIGTERM"
+        print(f"voxnav: error: terminated ({name})", file=sys.stderr)
         return EXIT_FAILED
     except UsageError as exc:
         print(f"voxnav: error: {exc}", file=sys.stderr)
