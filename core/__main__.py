@@ -339,12 +339,14 @@ def _dump_tiled(args, verts, tris, config: NavConfig, out: Path, batch: atomic.B
 def _bake_tiled_out(args, verts, tris, config: NavConfig, batch: atomic.Batch) -> int:
     from . import export
 
+    # The flags' points first: a bad one is a usage error before the tiles bake, as solo.
+    links = offmesh_links_from_args(args)
+    reachable = _reachable_points(args)
     result = _tiled_bake(args, verts, tris, config)
-    result.offmesh_links = offmesh_links_from_args(args)  # each tile: the links starting in it
+    result.offmesh_links = links  # each tile: the links starting in it
     unplaced = unplaced_links(result.offmesh_links, result.navdata())
     if unplaced:
         print_warnings([unplaced])
-    reachable = _reachable_points(args)
     if reachable is not None:  # over the tiles' links, across tile borders and off-mesh links
         from .prune import prune_tiled
 
@@ -548,13 +550,14 @@ def _bake_agents_tiled_out(args, config: NavConfig, agents) -> int:
         for agent in agents:
             batch.add(agent_output(args.out, agent.name), f"--out (agent {agent.name})")
         verts, tris = read_obj(args.mesh, recast_frame=args.recast_frame)
+        # The flags' points first: a bad one is a usage error before the tiles bake.
+        links = offmesh_links_from_args(args)
+        reachable = _reachable_points(args)
         results = bake_agents_tiled(
             verts, tris, config, agents, args.tile_size, workers=args.workers
         )
-        links = offmesh_links_from_args(args)
         for result in results.values():  # each tile: the links starting in it
             result.offmesh_links = links
-        reachable = _reachable_points(args)
         empty = []
         for name, result in results.items():
             ctx = BuildContext()

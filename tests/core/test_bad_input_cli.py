@@ -358,3 +358,27 @@ def test_a_closed_standard_output_does_not_fail_the_bake(tmp_path):
     err = child.stderr.read().decode()
     assert child.wait(timeout=120) == 0, err
     assert err == "" and out.read_text().startswith("# VoxNav navigation mesh")
+
+
+@pytest.mark.parametrize("agent", [[], ["--agent", "small:radius=0.3"]])
+def test_a_bad_link_flag_is_refused_before_the_tiles_bake(tmp_path, capsys, agent, monkeypatch):
+    """With --tile-size, a bad --offmesh-link was refused (exit 2) only after every tile had
+    baked; solo bakes refuse it first."""
+    from core import agents as agents_module
+
+    from .refdata import mesh_path
+
+    def no_bake(*args, **kwargs):
+        raise AssertionError("the tiles baked before the flag was checked")
+
+    monkeypatch.setattr(tiles_module, "bake_tiled", no_bake)
+    monkeypatch.setattr(agents_module, "bake_agents_tiled", no_bake)
+
+    out = tmp_path / "nav.bin"
+    bad = "--offmesh-link=1,2,3:4,5,6:radius=-1"
+    code = main(
+        ["bake", str(mesh_path("dungeon")), "--out", str(out), "--tile-size", "32", bad, *agent]
+    )
+    captured = capsys.readouterr()
+    assert code == 2 and "radius must be > 0" in captured.err
+    assert "tiles=" not in captured.out and not list(tmp_path.iterdir())
