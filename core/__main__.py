@@ -33,7 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import atomic, pipeline
+from . import atomic, limits, pipeline
 from .agents import agent_output
 from .cliutil import (
     EXIT_CODES_TEXT,
@@ -113,7 +113,12 @@ def config_from_args(args: argparse.Namespace) -> NavConfig:
         if value is not None:
             changes[name] = tuple(value) if name.startswith("bounds_") else value
     try:
-        return NavConfig().replace(**changes).validate()
+        config = NavConfig().replace(**changes).validate()
+        if not getattr(args, "agent", None):  # agent rows are checked with their own fields
+            # Recast's 8-bit agent fields: a setting fix, so a usage error as `--agent`'s is
+            # (the bake refused the same value as a failed bake, exit 1).
+            limits.check_agent_fields(config, config.derived(), None)
+        return config
     except VoxNavError as exc:
         raise UsageError(str(exc)) from None
 

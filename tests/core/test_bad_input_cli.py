@@ -382,3 +382,21 @@ def test_a_bad_link_flag_is_refused_before_the_tiles_bake(tmp_path, capsys, agen
     captured = capsys.readouterr()
     assert code == 2 and "radius must be > 0" in captured.err
     assert "tiles=" not in captured.out and not list(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize(
+    ("flag", "key", "value"),
+    [("--agent-height", "height", "100"), ("--agent-radius", "radius", "50")],
+)
+def test_an_agent_beyond_recast_s_8_bit_fields_is_a_usage_error_in_either_spelling(
+    tmp_path, capsys, flag, key, value
+):
+    """--agent-height 100 exited 1 (a failed bake) where --agent a:height=100 exited 2 (a bad
+    setting value), for the same message and fix."""
+    from .refdata import mesh_path
+
+    out = tmp_path / "nav.obj"
+    for extra in ([flag, value], ["--agent", f"a:{key}={value}"]):
+        assert main(["bake", str(mesh_path("dungeon")), "--out", str(out), *extra]) == 2
+        assert "8-bit" in capsys.readouterr().err
+    assert not out.exists()
