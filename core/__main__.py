@@ -423,7 +423,7 @@ def cmd_bake(args) -> int:
                 tris,
                 config,
                 reachable_from=reachable,
-                prune_mode=args.prune_mode,
+                prune_mode=args.prune_mode or "remove",
                 offmesh_links=offmesh_links_from_args(args),
                 ctx=BuildContext(progress_fn=_bake_progress(args), executor=executor),
             )
@@ -460,9 +460,16 @@ def cmd_bake(args) -> int:
 
 
 def _reachable_points(args) -> np.ndarray | None:
-    """--reachable-from points as float64 (k, 3) Z-up, or None when none were given."""
+    """--reachable-from points as float64 (k, 3) Z-up, or None when none were given (then
+    --prune-mode is a usage error: it did nothing, silently)."""
     if not args.reachable_from:
+        if args.prune_mode is not None:
+            raise UsageError(
+                f"--prune-mode {args.prune_mode} needs --reachable-from X Y Z: pruning keeps "
+                "what those points reach; give one, or leave --prune-mode out"
+            )
         return None
+    args.prune_mode = args.prune_mode or "remove"
     reachable = np.asarray(args.reachable_from, dtype=np.float64).reshape(-1, 3)
     if not within_reach(reachable).all():  # (NaN too) a bad flag value: exit 2
         raise UsageError(
@@ -723,9 +730,9 @@ def _add_prune_flags(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--prune-mode",
         choices=("remove", "disable"),
-        default="remove",
-        help="remove the unreachable polygons (default), or keep them with area 0 and flag "
-        "disabled (0x10) as RecastDemo's prune tool does",
+        default=None,
+        help="with --reachable-from: remove the unreachable polygons (default), or keep them "
+        "with area 0 and flag disabled (0x10) as RecastDemo's prune tool does",
     )
 
 

@@ -400,3 +400,16 @@ def test_an_agent_beyond_recast_s_8_bit_fields_is_a_usage_error_in_either_spelli
         assert main(["bake", str(mesh_path("dungeon")), "--out", str(out), *extra]) == 2
         assert "8-bit" in capsys.readouterr().err
     assert not out.exists()
+
+
+def test_prune_mode_without_reachable_from_is_a_usage_error(tmp_path, capsys):
+    """--prune-mode disable without --reachable-from did nothing, silently (the output the
+    same as without it)."""
+    from .refdata import mesh_path
+
+    out = tmp_path / "nav.json"
+    assert (
+        main(["bake", str(mesh_path("dungeon")), "--out", str(out), "--prune-mode", "disable"]) == 2
+    )
+    assert "--prune-mode disable needs --reachable-from" in capsys.readouterr().err
+    assert not out.exists()
