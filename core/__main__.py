@@ -518,7 +518,14 @@ def _bake_agents_out(args, config: NavConfig) -> int:
         if reachable is not None:  # island pruning of each agent's navmesh
             for name, result in results.items():
                 if not result.empty and result.polymesh is not None:
-                    report = pipeline.prune_bake(result, reachable, args.prune_mode, ctx=ctx)
+                    # Its own context: the warnings name the agent ("nothing was pruned" of
+                    # one agent read as said of all).
+                    pruned = BuildContext()
+                    report = pipeline.prune_bake(result, reachable, args.prune_mode, ctx=pruned)
+                    for message in pruned.warnings:
+                        ctx.warn(f"agent {name}: {message}")
+                    for stage, seconds in pruned.timings.items():
+                        ctx.add_time(stage, seconds)
                     if report is not None:
                         print(f"agent {name}: {report.summary()}")
         print_warnings(ctx.warnings)

@@ -134,3 +134,20 @@ def test_tiled_path_and_bake_per_agent(tmp_path, capsys):
         mine = (tmp_path / f"nav_{name}.bin").read_bytes()
         assert mine == single.read_bytes(), name
         assert len(read_navmesh_set(single).tiles) > 1
+
+
+def test_solo_agents_name_themselves_in_the_pruning_warnings(tmp_path, capsys):
+    """bake --agent ... --reachable-from (untiled): the pruning warnings did not say which
+    agent they were about ("nothing was pruned" of one agent read as of all); the tiled bake
+    prefixes them."""
+    from .refdata import mesh_path
+
+    out = tmp_path / "nav.obj"
+    code = main(
+        ["bake", str(mesh_path("dungeon")), "--out", str(out), "--agent", "small:radius=0.3",
+         "--agent", "big:radius=1.2", "--reachable-from", "500", "500", "0"]
+    )  # fmt: skip
+    assert code == 0
+    lines = [ln for ln in capsys.readouterr().err.splitlines() if "reachable-from" in ln]
+    assert lines and all(ln.startswith("voxnav: warning: agent ") for ln in lines), lines
+    assert {ln.split()[3] for ln in lines} == {"small:", "big:"}
