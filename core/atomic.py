@@ -27,10 +27,10 @@ path and saying that the previous file is unchanged (`core.errors.OutputError`, 
 `VoxNavError`).
 
 Temp files are named ``.NAME.XXXXXXXX.tmp.EXT`` (hidden, same folder, same extension, so
-writers that add an extension leave the name alone); the committed file keeps the old file's
-permission bits, or the umask's for a new one. Replacing several files is one ``os.replace``
-each, in order: a rename in one folder does not fail for want of space, but it is not one
-transaction across files.
+writers that add an extension leave the name alone; NAME cut to fit 255 bytes); the committed
+file keeps the old file's permission bits, or the umask's for a new one. Replacing several
+files is one ``os.replace`` each, in order: a rename in one folder does not fail for want of
+space, but it is not one transaction across files.
 """
 
 from __future__ import annotations
@@ -102,12 +102,21 @@ def check_target(path: PathLike, inputs: Iterable[PathLike] = (), flag: str = ""
     return real
 
 
+#: The longest file name most file systems take (NAME_MAX), in bytes.
+MAX_NAME_BYTES = 255
+
+
 def _reserve_temp(real: Path, label: str) -> Path:
     """Create an empty, new temp file beside ``real`` (proves the folder is writable)."""
     suffix = real.suffix
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
+    # The name part cut to fit NAME_MAX with the temp's additions (a legal 244-byte target
+    # name made a temp name past 255 bytes: "File name too long").
+    name = os.fsencode(real.name)
+    room = MAX_NAME_BYTES - len(os.fsencode(f"..{'0' * 8}.tmp{suffix}"))
+    shown = os.fsdecode(name[: max(1, room)])
     for _ in range(100):
-        temp = real.with_name(f".{real.name}.{secrets.token_hex(4)}.tmp{suffix}")
+        temp = real.with_name(f".{shown}.{secrets.token_hex(4)}.tmp{suffix}")
         try:
             os.close(os.open(temp, flags, 0o666))
         except FileExistsError:

@@ -261,3 +261,17 @@ def test_bake_writes_both_outputs_and_names_them(tmp_path, capsys):
 
 def test_output_errors_are_voxnav_errors():
     assert issubclass(OutputError, VoxNavError)
+
+
+def test_a_long_legal_file_name_is_written(tmp_path):
+    """A 244-byte target name (NAME_MAX is 255) made a temp name 14 + extension bytes longer:
+    'File name too long', so the file could not be written at all."""
+    target = tmp_path / ("n" * 240 + ".obj")
+    with atomic.open_replacing(target, "w") as fh:
+        fh.write("ok\n")
+    assert target.read_text() == "ok\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == [target.name]
+    wide = tmp_path / ("é" * 120 + ".json")  # 244 bytes in UTF-8: cut on a character's bytes
+    with atomic.open_replacing(wide, "w") as fh:
+        fh.write("{}")
+    assert wide.read_text() == "{}"
