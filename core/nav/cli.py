@@ -13,6 +13,8 @@ with --recast-frame, else VoxNav's Z-up.
 from __future__ import annotations
 
 import functools
+import io
+import stat
 import time
 import zipfile
 from pathlib import Path
@@ -94,15 +96,30 @@ def _frame(a: np.ndarray, recast_frame: bool) -> np.ndarray:
     return a[..., [0, 2, 1]].copy() if recast_frame else a.copy()
 
 
+#: The most bytes a queries .npz read through a pipe may hold (it is read into memory).
+MAX_PIPED_QUERIES = 1 << 30
+
+
 def read_queries(path) -> dict[str, np.ndarray]:
     """The query arrays of a queries .npz (`QUERY_ARRAYS`), checked: shapes, numbers, whole
     indices into ``q_points``. `VoxNavError` says what is wrong. Positions may be NaN or out of
     every polygon's reach: Detour answers those (with its invalid-parameter or not-found
     status), and so does ``query``."""
     path = Path(path)
+    source: Path | io.BytesIO = path
     try:
-        empty = path.stat().st_size == 0
-        is_npz = zipfile.is_zipfile(path)
+        if stat.S_ISREG(path.stat().st_mode):
+            empty = path.stat().st_size == 0
+        else:  # a pipe (``<(cat q.npz)``, a FIFO): read once, its size unknown beforehand
+            with open(path, "rb") as fh:
+                data = fh.read(MAX_PIPED_QUERIES + 1)
+            if len(data) > MAX_PIPED_QUERIES:
+                raise VoxNavError(
+                    f"{path} holds more than {MAX_PIPED_QUERIES >> 20} MiB: give the queries "
+                    "as a file, not through a pipe"
+                )
+            source, empty = io.BytesIO(data), not data
+        is_npz = zipfile.is_zipfile(source)
     except OSError as exc:
         raise VoxNavError(f"cannot read queries file {path}: {exc.strerror or exc}") from exc
     if not is_npz:  # NumPy would call it pickled data
@@ -110,8 +127,10 @@ def read_queries(path) -> dict[str, np.ndarray]:
             f"{path} is not a NumPy .npz archive (write it with numpy.savez)"
             + (": it is empty" if empty else "")
         )
+    if isinstance(source, io.BytesIO):
+        source.seek(0)
     try:
-        with np.load(path, allow_pickle=False) as z:
+        with np.load(source, allow_pickle=False) as z:
             arrays = {k: z[k] for k in z.files}
     except ARCHIVE_READ_ERRORS as exc:
         raise VoxNavError(

@@ -161,6 +161,31 @@ def test_a_queries_file_that_is_not_an_npz(tmp_path):
         nav_cli.read_queries(path)
 
 
+def test_a_queries_file_read_through_a_pipe(tmp_path):
+    """`query --queries <(cat q.npz)`: a pipe has size 0, so a valid archive was refused as
+    "it is empty"; an empty pipe still is."""
+    import os
+    import threading
+
+    expected = nav_cli.read_queries(_queries(tmp_path / "q.npz"))
+    for payload, empty in (((tmp_path / "q.npz").read_bytes(), False), (b"", True)):
+        fifo = tmp_path / "pipe"
+        os.mkfifo(fifo)
+        writer = threading.Thread(target=lambda p=payload: fifo.write_bytes(p), daemon=True)
+        writer.start()
+        try:
+            if empty:
+                with pytest.raises(VoxNavError, match="it is empty"):
+                    nav_cli.read_queries(fifo)
+            else:
+                got = nav_cli.read_queries(fifo)
+                assert got.keys() == expected.keys()
+                assert all(np.array_equal(got[k], expected[k]) for k in expected)
+        finally:
+            writer.join(10)
+            fifo.unlink()
+
+
 def test_query_checks_its_output_before_baking(tmp_path, monkeypatch, capsys):
     mesh = _floor(tmp_path)
     queries = _queries(tmp_path / "q.npz")
