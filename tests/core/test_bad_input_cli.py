@@ -171,7 +171,7 @@ def test_a_queries_file_read_through_a_pipe(tmp_path):
     for payload, empty in (((tmp_path / "q.npz").read_bytes(), False), (b"", True)):
         fifo = tmp_path / "pipe"
         os.mkfifo(fifo)
-        writer = threading.Thread(target=lambda p=payload: fifo.write_bytes(p), daemon=True)
+        writer = threading.Thread(target=fifo.write_bytes, args=(payload,), daemon=True)
         writer.start()
         try:
             if empty:
