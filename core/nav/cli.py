@@ -91,9 +91,28 @@ def build_navmesh(
 
 
 def _frame(a: np.ndarray, recast_frame: bool) -> np.ndarray:
-    """OBJ frame <-> VoxNav Z-up: the parity mirror swaps y and z (its own inverse)."""
-    a = np.asarray(a, dtype=F32)
+    """OBJ frame <-> VoxNav Z-up: the parity mirror swaps y and z (its own inverse). Values
+    beyond float32 become infinite (`_beyond_float32` says so), as Detour's floats would."""
+    with np.errstate(over="ignore"):
+        a = np.asarray(a, dtype=F32)
     return a[..., [0, 2, 1]].copy() if recast_frame else a.copy()
+
+
+def _beyond_float32(arrays: dict[str, np.ndarray]) -> list[str]:
+    """Warnings for the query positions whose finite values float32 cannot hold (they are
+    answered as Detour answers infinite positions: invalid); NumPy printed its own
+    RuntimeWarning and source line for them."""
+    out = []
+    for name in ("q_points", "q_ray_end", "q_half_extents"):
+        values = np.asarray(arrays[name], dtype=np.float64)
+        beyond = np.isfinite(values) & (np.abs(values) > float(np.finfo(F32).max))
+        if beyond.any():
+            rows = int(beyond.reshape(-1, 3).any(axis=1).sum()) if values.size % 3 == 0 else 1
+            out.append(
+                f"{rows} row(s) of {name} hold values beyond float32 (about 3.4e38): "
+                "they are infinite to Detour and answered as invalid positions"
+            )
+    return out
 
 
 #: The most bytes a queries .npz read through a pipe may hold (it is read into memory).
@@ -178,6 +197,7 @@ def run_queries(
     """Run the reference's query protocol; returns the answer arrays (reference names)."""
     nav = query.nav
     out: dict[str, Any] = {}
+    print_warnings(_beyond_float32(arrays))
     pts = _frame(arrays["q_points"], recast_frame)
     half = _frame(np.asarray(arrays["q_half_extents"]).reshape(3), recast_frame)
     pairs = np.asarray(arrays["q_pairs"], dtype=np.int64)

@@ -438,3 +438,18 @@ def test_prune_mode_without_reachable_from_is_a_usage_error(tmp_path, capsys):
     )
     assert "--prune-mode disable needs --reachable-from" in capsys.readouterr().err
     assert not out.exists()
+
+
+def test_query_positions_beyond_float32_are_one_voxnav_warning(tmp_path, capsys):
+    """A float64 q_points value past float32 printed NumPy's RuntimeWarning and its source
+    line; now one 'voxnav: warning:' line, and the point is answered as invalid."""
+    mesh = _floor(tmp_path)
+    queries = _queries(tmp_path / "q.npz", q_points=np.array([[1e300, 2, 0], [2, 2, 0], [6, 6, 0]]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        code = main(
+            ["query", str(mesh), "--queries", str(queries), "--out", str(tmp_path / "a.npz")]
+        )
+    assert code == 0
+    err = capsys.readouterr().err
+    assert "voxnav: warning: 1 row(s) of q_points hold values beyond float32" in err
