@@ -604,9 +604,41 @@ def _bake_agents_tiled_out(args, config: NavConfig, agents) -> int:
     return EXIT_OK
 
 
+#: ``bench --runs`` when not given.
+DEFAULT_BENCH_RUNS = 5
+
+
 def cmd_bench(args) -> int:
     from .bench import run_bench, run_tiled_bench
 
+    # Flags a mode does not use are refused by name (they were ignored, silently).
+    if args.obstacles:
+        unused = [
+            flag
+            for flag, given in (
+                ("--tile-size", bool(args.tile_size)), ("--workers", args.workers is not None),
+                ("--quick", args.quick),
+            )
+            if given
+        ]  # fmt: skip
+        if unused:
+            raise UsageError(
+                f"bench --obstacles times obstacle rebuilds on the dungeon in 32-cell tiles, in "
+                f"this process: {', '.join(unused)} do(es) not apply; leave it out"
+            )
+    elif args.tile_size and args.runs is not None:
+        raise UsageError(
+            "bench --tile-size times one tiled bake: --runs does not apply; leave it out (or "
+            "run the command again)"
+        )
+    elif not args.tile_size and args.workers is not None:
+        raise UsageError(
+            "--workers applies to bench --tile-size N (a tiled bake on N processes); bench "
+            "alone times one process against Recast's single thread, and its 2-process check "
+            "always uses 2"
+        )
+    if args.runs is None:
+        args.runs = DEFAULT_BENCH_RUNS
     if args.obstacles:
         from .bench import _find_meshes
         from .bench_obstacles import report
@@ -745,7 +777,10 @@ def _add_prune_flags(parser: argparse.ArgumentParser) -> None:
 
 def _add_bench(sub) -> None:
     bench = sub.add_parser("bench", help="per-stage times and peak memory", epilog=EXIT_CODES_TEXT)
-    bench.add_argument("--runs", type=positive_int, default=5, help="runs per mesh (>= 1)")
+    bench.add_argument(
+        "--runs", type=positive_int, default=None,
+        help=f"runs per mesh (>= 1; default {DEFAULT_BENCH_RUNS}; not with --tile-size)",
+    )  # fmt: skip
     bench.add_argument("--quick", action="store_true", help="skip the 10x10 tiling")
     bench.add_argument(
         "--obstacles",

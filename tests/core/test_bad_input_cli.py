@@ -453,3 +453,26 @@ def test_query_positions_beyond_float32_are_one_voxnav_warning(tmp_path, capsys)
     assert code == 0
     err = capsys.readouterr().err
     assert "voxnav: warning: 1 row(s) of q_points hold values beyond float32" in err
+
+
+@pytest.mark.parametrize(
+    ("extra", "needle"),
+    [
+        (["--obstacles", "--tile-size", "64"], "--tile-size do(es) not apply"),
+        (["--obstacles", "--workers", "2", "--quick"], "--workers, --quick do(es) not apply"),
+        (["--tile-size", "256", "--runs", "3"], "--runs does not apply"),
+        (["--workers", "2"], "--workers applies to bench --tile-size N"),
+    ],
+)
+def test_bench_refuses_flags_its_mode_does_not_use(capsys, extra, needle, monkeypatch):
+    """bench --obstacles ignored --tile-size, --workers and --quick; bench --tile-size ignored
+    --runs; the solo bench ignored --workers, each silently."""
+    from core import bench
+
+    def no_run(*args, **kwargs):
+        raise AssertionError("the bench ran")
+
+    monkeypatch.setattr(bench, "run_bench", no_run)
+    monkeypatch.setattr(bench, "run_tiled_bench", no_run)
+    assert main(["bench", *extra]) == 2
+    assert needle in capsys.readouterr().err
