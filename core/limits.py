@@ -49,23 +49,29 @@ def within_reach(values) -> np.ndarray:
     return np.abs(np.asarray(values, dtype=np.float64)) <= MAX_COORDINATE
 
 
-def xyz_rows(values, what: str) -> np.ndarray:
-    """float64 (n, 3) points from one (x, y, z), n of them, or none (n = 0); `VoxNavError`
-    naming ``what`` for anything else (a reshape to (-1, 3) made a (3, 4) array four
-    scrambled points). Values are not checked here (`within_reach`). [Units: wu]"""
+def number_rows(values, width: int, what: str, row: str) -> np.ndarray:
+    """float64 (n, ``width``) rows from one row, n of them, or none (n = 0); `VoxNavError`
+    naming ``what`` and its ``row`` (such as "(x, y, z)") for anything else (a reshape to
+    (-1, 3) made a (3, 4) array four scrambled points). Values are not checked here."""
     try:
-        points = np.asarray(values, dtype=np.float64)
+        rows = np.asarray(values, dtype=np.float64)
     except (TypeError, ValueError):
-        raise VoxNavError(f"{what} must be numbers (x, y, z)") from None
-    if points.size == 0:
-        return np.zeros((0, 3))
-    if points.shape == (3,):
-        return points.reshape(1, 3)
-    if points.ndim != 2 or points.shape[1] != 3:
+        raise VoxNavError(f"{what} must be numbers {row}") from None
+    if rows.size == 0:
+        return np.zeros((0, width))
+    if rows.shape == (width,):
+        return rows.reshape(1, width)
+    if rows.ndim != 2 or rows.shape[1] != width:
         raise VoxNavError(
-            f"{what} must be (x, y, z) each, an (n, 3) array; got shape {points.shape}"
+            f"{what} must be {row} each, an (n, {width}) array; got shape {rows.shape}"
         )
-    return points
+    return rows
+
+
+def xyz_rows(values, what: str) -> np.ndarray:
+    """float64 (n, 3) points (`number_rows` of (x, y, z)); values are not checked here
+    (`within_reach`). [Units: wu]"""
+    return number_rows(values, 3, what, "(x, y, z)")
 
 
 def whole_indices(indices, what: str = "tris", noun: str = "vertex indices") -> np.ndarray:

@@ -24,6 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from .errors import VoxNavError
+from .limits import number_rows
 
 _NO = -1
 #: A node's items lie within its square scaled by this about its centre (a loose quadtree):
@@ -33,18 +34,7 @@ LOOSENESS = 2.0
 
 
 def _boxes(boxes, name: str = "boxes") -> np.ndarray:
-    try:
-        b = np.asarray(boxes, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise VoxNavError(f"{name} must be numbers (xmin, ymin, xmax, ymax)") from None
-    if b.size == 0:
-        return np.zeros((0, 4))
-    if b.ndim == 1 and b.shape[0] == 4:
-        b = b[None, :]
-    if b.ndim != 2 or b.shape[1] != 4:
-        raise VoxNavError(
-            f"{name} has shape {b.shape}; expected (k, 4) rows of (xmin, ymin, xmax, ymax)"
-        )
+    b = number_rows(boxes, 4, name, "(xmin, ymin, xmax, ymax)")
     if not np.isfinite(b).all():
         raise VoxNavError(f"{name} has a non-finite coordinate; give finite world positions")
     if (b[:, 2] < b[:, 0]).any() or (b[:, 3] < b[:, 1]).any():

@@ -155,9 +155,8 @@ def test_hand_made_nav_link_is_baked_drawn_and_taken_by_the_live_path(bpy, ext):
     assert any("Nav Link" in w and "Link End" in w for w in outcome.warnings)
 
 
-def test_tiled_bake_carries_nav_links_through_obstacle_rebuilds(bpy, ext):
-    """With Tile Size set, the Nav Link is in the tiles that hold its start: drawn, and the
-    live path crosses the gap; a dynamic obstacle's rebuild keeps it."""
+def _tiled_scene_with_a_nav_link(bpy):
+    """The gap scene in 32-cell tiles with a Nav Link across the gap: (scene, start, end)."""
     _scene(bpy)
     scene = bpy.context.scene
     assert bpy.ops.voxnav.add_nav_link() == {"FINISHED"}
@@ -165,6 +164,13 @@ def test_tiled_bake_carries_nav_links_through_obstacle_rebuilds(bpy, ext):
     start.location, end.location = (9.5, 4.0, 0.0), (12.0, 4.0, 0.0)
     scene.voxnav.tile_size = 32
     bpy.context.view_layer.update()
+    return scene, start, end
+
+
+def test_tiled_bake_carries_nav_links_through_obstacle_rebuilds(bpy, ext):
+    """With Tile Size set, the Nav Link is in the tiles that hold its start: drawn, and the
+    live path crosses the gap; a dynamic obstacle's rebuild keeps it."""
+    scene, start, end = _tiled_scene_with_a_nav_link(bpy)
     assert bpy.ops.voxnav.build_navmesh() == {"FINISHED"}
     warnings = [item.text for item in scene.voxnav.last_warnings]
     assert not any("Nav Link" in w for w in warnings), warnings
@@ -209,13 +215,7 @@ def test_a_moved_nav_link_reopens_where_it_was_last_baked(bpy, ext, tmp_path):
     """Tiled bakes: the bake key holds the hand-made links. Moving a Nav Link and baking
     again kept the key, so the saved file's tile cache (same key: not written again) brought
     the old link back when the .blend was reopened."""
-    _scene(bpy)
-    scene = bpy.context.scene
-    assert bpy.ops.voxnav.add_nav_link() == {"FINISHED"}
-    start, end = bpy.data.objects["Nav Link Start"], bpy.data.objects["Nav Link End"]
-    start.location, end.location = (9.5, 4.0, 0.0), (12.0, 4.0, 0.0)
-    scene.voxnav.tile_size = 32
-    bpy.context.view_layer.update()
+    scene, start, end = _tiled_scene_with_a_nav_link(bpy)
     blend = tmp_path / "links.blend"
     bpy.ops.wm.save_as_mainfile(filepath=str(blend))
     assert bpy.ops.voxnav.build_navmesh() == {"FINISHED"}
