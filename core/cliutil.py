@@ -148,7 +148,7 @@ ENDING_SIGNALS = tuple(
 
 
 @contextlib.contextmanager
-def _sigterm_as_interrupt():
+def _ending_signals_as_interrupt():
     """`ENDING_SIGNALS` raise `Terminated` inside the block (main thread only; restored
     after)."""
     if threading.current_thread() is not threading.main_thread():
@@ -224,7 +224,7 @@ def run_guarded(command: Callable[[], int], verbose: bool) -> int:
     (Ctrl-C and SIGTERM: exit 1, "interrupted" / "terminated", after the cleanup; a closed
     standard output is no failure)."""
     try:
-        with _sigterm_as_interrupt(), _quiet_when_stdout_goes():
+        with _ending_signals_as_interrupt(), _quiet_when_stdout_goes():
             return command()
     except Terminated as exc:
         name = exc.args[0] if exc.args else "SIGTERM"
