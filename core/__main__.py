@@ -286,7 +286,7 @@ def cmd_dump(args) -> int:
     if args.tile_size and args.heightfield_only:
         raise UsageError("--heightfield-only: not available with --tile-size")
     with atomic.Batch(inputs=[args.mesh]) as batch:  # the output is checked before baking
-        out = batch.add(atomic.ensure_suffix(args.out, ".npz"), "--out")  # savez's name
+        out = batch.add(atomic.ensure_suffix(args.out, ".npz", "--out"), "--out")  # savez's name
         verts, tris = read_obj(args.mesh, recast_frame=args.recast_frame)
         if args.tile_size:
             return _dump_tiled(args, verts, tris, config, out, batch)

@@ -44,15 +44,22 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from .errors import OutputError
+from .errors import OutputError, stop_if_asked
 
 PathLike = str | os.PathLike
 
 
-def ensure_suffix(path: PathLike, suffix: str) -> Path:
+def ensure_suffix(path: PathLike, suffix: str, flag: str = "") -> Path:
     """``path`` with ``suffix`` appended unless its name already ends with it (as NumPy's
-    ``savez`` and Blender's renderer name their files): ``name`` -> ``name.npz``."""
+    ``savez`` and Blender's renderer name their files): ``name`` -> ``name.npz``. A path
+    that ends with a folder separator names no file: `OutputError` (``out/`` became the
+    hidden file ``out/.npz``)."""
     text = os.fspath(path)
+    if text.endswith(tuple(sep for sep in (os.sep, os.altsep) if sep)):
+        raise OutputError(
+            f"cannot write {_label(path, flag)}: it names a folder (it ends with a separator); "
+            f"give a file name, such as {text}navmesh{suffix}"
+        )
     return Path(text if text.endswith(suffix) else text + suffix)
 
 
@@ -108,7 +115,9 @@ MAX_NAME_BYTES = 255
 
 def _reserve_temp(real: Path, label: str) -> Path:
     """Create an empty, new temp file beside ``real`` (proves the folder is writable)."""
-    suffix = real.suffix
+    # A name that is only an extension (".npz") has no suffix to pathlib, but writers that
+    # add one when it is missing (np.savez, Blender's render) see it: keep it as the suffix.
+    suffix = real.suffix or (real.name if real.name.count(".") == 1 and real.name[0] == "." else "")
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
     # The name part cut to fit NAME_MAX with the temp's additions (a legal 244-byte target
     # name made a temp name past 255 bytes: "File name too long").
@@ -211,6 +220,21 @@ class Batch:
         self.outputs.append(staged)
         return staged.path
 
+    def add_inputs(self, inputs: Iterable[PathLike | None]) -> None:
+        """More input files, learnt after the outputs were added (a .blend's linked libraries,
+        known once it is open): an output already added that is one of them is refused
+        (`OutputError`), and so is any output added later."""
+        for source in inputs:
+            if not source:
+                continue
+            self.inputs.append(Path(source))
+            for staged in self.outputs:
+                if _same_file(staged.real, Path(source)):
+                    raise OutputError(
+                        f"cannot write {staged.label}: it is the input {os.fspath(source)}; "
+                        "give another output path so the input is not overwritten"
+                    )
+
     def release(self, path: PathLike) -> bool:
         """Give up the output ``path`` reserved earlier (its temp file is removed, its target
         left as it was); True if it was reserved. For a run that learns late that it writes
@@ -227,6 +251,11 @@ class Batch:
 
         Raises `VoxNavError` (and replaces nothing) if an added output was never written.
         """
+        try:  # a stop asked for by a signal that a callee swallowed: replace nothing
+            stop_if_asked()
+        except BaseException:
+            self.discard()
+            raise
         missing = [s.label for s in self.outputs if not s.complete]
         if missing:
             self.discard()

@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterable
 from typing import NoReturn
 
 from .config import NavConfig, did_you_mean, format_size
-from .errors import UsageError, VoxNavError
+from .errors import STOP_ASKED, Terminated, UsageError, VoxNavError, stop_if_asked
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -130,20 +130,18 @@ def whole_number_at_least(minimum: int, maximum: int | None = None) -> Callable[
 positive_int = whole_number_at_least(1)
 
 
-class Terminated(KeyboardInterrupt):
-    """SIGTERM (``kill``, ``timeout``, a cancelled CI job) or SIGHUP (the terminal closed, an
-    ssh session dropped) during a command: raised in the main thread like Ctrl-C, so the same
-    cleanup runs (temp files removed, worker pools shut down; the signal ended the process at
-    once and left both behind). ``args[0]``: the signal's name."""
-
-
 def _raise_terminated(signum, frame) -> NoReturn:
-    raise Terminated(signal.Signals(signum).name)
+    name = signal.Signals(signum).name
+    STOP_ASKED.append(name)  # raised again before outputs commit, should a caller swallow it
+    if name == "SIGINT":
+        raise KeyboardInterrupt()
+    raise Terminated(name)
 
 
-#: The signals a command turns into `Terminated` (those this platform has).
+#: The signals a command turns into `Terminated` (SIGINT: `KeyboardInterrupt`), those this
+#: platform has; each is also recorded (`errors.STOP_ASKED`).
 ENDING_SIGNALS = tuple(
-    getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name)
+    getattr(signal, name) for name in ("SIGTERM", "SIGHUP", "SIGINT") if hasattr(signal, name)
 )
 
 
@@ -223,9 +221,12 @@ def run_guarded(command: Callable[[], int], verbose: bool) -> int:
     """Run ``command`` and map failures to the exit codes above, one ``error:`` line each
     (Ctrl-C and SIGTERM: exit 1, "interrupted" / "terminated", after the cleanup; a closed
     standard output is no failure)."""
+    STOP_ASKED.clear()
     try:
         with _ending_signals_as_interrupt(), _quiet_when_stdout_goes():
-            return command()
+            code = command()
+        stop_if_asked()  # a stop a callee swallowed (the outputs were committed by then)
+        return code
     except Terminated as exc:
         name = exc.args[0] if exc.args else "SIGTERM"
         print(f"voxnav: error: terminated ({name})", file=sys.stderr)

@@ -887,7 +887,7 @@ def worker_pool(n_workers: int, mp_context=None) -> cf.ProcessPoolExecutor:
 def end_with_parent(parent_pid: int) -> None:
     """In a worker process: end it when ``parent_pid`` ends (Linux: the kernel's parent-death
     signal; elsewhere nothing), and give SIGTERM and SIGHUP their default action again (a
-    forked worker inherits the command line's handler, `cliutil.Terminated`, which would only
+    forked worker inherits the command line's handler, `errors.Terminated`, which would only
     fail the job in hand)."""
     import signal
 

@@ -44,6 +44,7 @@ from ..core.cliutil import (
 )
 from ..core.config import NavConfig
 from ..core.errors import UsageError, VoxNavError
+from ..core.limits import MAX_COORDINATE, within_reach
 from . import bake, demo, live, properties, writeback
 
 PREVIEW_CAMERA = "VoxNav Preview Camera"
@@ -315,7 +316,11 @@ def _has_exporter() -> bool:
     return importlib.util.find_spec(f"{__package__.rpartition('.')[0]}.core.export") is not None
 
 
-def _open(args) -> None:
+def _open(args, batch: atomic.Batch | None = None) -> None:
+    """Open the input .blend (or build the demo) and add the reachable-from empties. Its
+    linked libraries become inputs of ``batch`` (no output may overwrite one); a missing one
+    is a warning naming it (its objects are not there to bake)."""
+    points = parse_points(args.reachable_from)  # a usage error before anything opens
     if args.blend:
         path = os.path.abspath(args.blend)
         try:
@@ -323,10 +328,24 @@ def _open(args) -> None:
         except RuntimeError as exc:  # an OBJ, an empty file, random bytes: Blender's report
             why = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise VoxNavError(f"cannot open {path} as a .blend file ({why})") from None
+        libraries = [
+            (lib, bpy.path.abspath(lib.filepath, library=lib.library)) for lib in bpy.data.libraries
+        ]
+        if batch is not None:
+            batch.add_inputs(os.path.normpath(file) for _lib, file in libraries)
+        missing = [file for lib, file in libraries if getattr(lib, "is_missing", False)]
+        if missing:
+            print_warnings(
+                [
+                    f"linked library {file} is missing: the objects linked from it are not "
+                    "in the scene and are not baked; restore the file or relink it"
+                    for file in missing
+                ]
+            )
     if args.demo:
         demo.build_demo(bpy.context.scene)
     context: Any = bpy.context
-    for i, point in enumerate(parse_points(args.reachable_from), start=1):
+    for i, point in enumerate(points, start=1):
         empty: Any = bpy.data.objects.new(f"VoxNav Reachable From {i}", None)
         empty.location = point
         empty.voxnav.reachable_from = True
@@ -345,6 +364,11 @@ def parse_points(items: Sequence[str]) -> list[tuple[float, float, float]]:
             raise UsageError(
                 f"--reachable-from expects X,Y,Z (three numbers), got {item!r}"
             ) from None
+        if not within_reach(np.array([x, y, z])).all():  # NaN too: a bad flag value, exit 2
+            raise UsageError(
+                f"--reachable-from needs finite coordinates within +-{MAX_COORDINATE:g}, got "
+                f"{item!r}"
+            )
         points.append((x, y, z))
     return points
 
@@ -357,11 +381,12 @@ def _targets(args) -> dict[str, str]:
         if path is not None and not str(path).strip():  # --obj "": it was silently skipped
             raise UsageError(f"--{attr.replace('_', '-')} needs a file name, got an empty one")
         if path:
+            flag = "--" + attr.replace("_", "-")
             if attr == "npz":
-                path = os.fspath(atomic.ensure_suffix(path, ".npz"))  # np.savez's name
+                path = os.fspath(atomic.ensure_suffix(path, ".npz", flag))  # np.savez's name
             elif attr == "png":
-                path = png_path(path)
-            out["--" + attr.replace("_", "-")] = path
+                path = png_path(path, flag)
+            out[flag] = path
     return out
 
 
@@ -452,7 +477,7 @@ def _bake_and_write(args, targets, batch, resolution, overrides, test_paths) -> 
 
 
 def _bake_and_write_outputs(args, targets, batch, resolution, overrides, test_paths):
-    _open(args)
+    _open(args, batch)
     context: Any = bpy.context
     scene = context.scene
     if overrides:
@@ -495,14 +520,24 @@ def _bake_and_write_outputs(args, targets, batch, resolution, overrides, test_pa
     print(f"voxnav: {outcome.summary()}")
     for name, seconds in outcome.timings.items():
         print(f"voxnav:   {name:<24s} {seconds * 1000:9.1f} ms")
-    path_docs = []
+    scene_docs = []
     for start, goal in test_paths:
         report = live.add_path_test(scene, start, goal)
         print(
             f"voxnav: path {start} -> {goal}: {report.status}, {report.length:.2f} wu, "
             f"{report.polys} polygons, {report.points.shape[0]} corners"
         )
-        path_docs.append(report.as_json(start, goal))
+        scene_docs.append(report.as_json(start, goal))
+    path_docs: list | dict = scene_docs
+    agents = dict(getattr(outcome, "agents", None) or {})
+    if test_paths and agents:  # each agent's JSON: the paths on its own navmesh
+        path_docs = {
+            name: [
+                live.compute_path(live.result_query(result), start, goal).as_json(start, goal)
+                for start, goal in test_paths
+            ]
+            for name, result in agents.items()
+        }
     if "--npz" in targets:
         with atomic.replacing(targets["--npz"], batch=batch) as temp:
             write_npz(os.fspath(temp), outcome)
@@ -659,9 +694,12 @@ def _set_agent_rows(settings, specs: Sequence[str]) -> None:
         row.max_slope = math.radians(agent.max_slope)
 
 
-def png_path(path: str) -> str:
-    """The file the render really writes: Blender appends ``.png`` when it is missing."""
-    return path if path.lower().endswith(".png") else path + ".png"
+def png_path(path: str, flag: str = "--png") -> str:
+    """The file the render really writes: Blender appends ``.png`` when it is missing (a
+    path ending with a folder separator names no file: `OutputError`)."""
+    if path.lower().endswith(".png"):
+        return path
+    return os.fspath(atomic.ensure_suffix(path, ".png", flag))
 
 
 #: Options whose value is a list of coordinates and so may start with a minus sign.

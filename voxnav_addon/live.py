@@ -76,12 +76,12 @@ class PathReport:
 _QUERIES: dict[int, tuple[str, Any]] = {}
 
 
-def store_navmesh(scene, result) -> None:
-    """Keep the bake's navmesh in the scene (Detour's navmesh-set bytes) for path queries."""
-    from ..core.nav import binio, navdata
+def _result_tile(result) -> Any:
+    """A solo bake result's Detour tile (`core.nav.navdata.NavMeshData`), its links in."""
+    from ..core.nav import navdata
 
     config = result.config
-    tile = navdata.create_nav_mesh_data(
+    return navdata.create_nav_mesh_data(
         result.polymesh,
         result.detail,
         walkable_height=config.agent_height,
@@ -89,8 +89,24 @@ def store_navmesh(scene, result) -> None:
         walkable_climb=config.agent_max_climb,
         offmesh=getattr(result, "offmesh_links", None),
     )
+
+
+def store_navmesh(scene, result) -> None:
+    """Keep the bake's navmesh in the scene (Detour's navmesh-set bytes) for path queries."""
+    from ..core.nav import binio
+
+    tile = _result_tile(result)
     scene[NAVMESH_KEY] = base64.b64encode(binio.navmesh_set_bytes([tile])).decode("ascii")
     _QUERIES.pop(scene.session_uid, None)
+
+
+def result_query(result) -> Any:
+    """A `core.nav.query.NavMeshQuery` on a solo bake result's navmesh (an agent's, say: the
+    scene keeps the first agent's only)."""
+    from ..core.nav.navmesh import NavMesh
+    from ..core.nav.query import NavMeshQuery
+
+    return NavMeshQuery(NavMesh.from_data(_result_tile(result)))
 
 
 def store_navmesh_tiles(scene, navmesh) -> None:

@@ -289,16 +289,20 @@ def export_navmesh(
     With agent types (``outcome.agents``), one file per agent, its name inserted before the
     extension (``navmesh.obj`` -> ``navmesh_small.obj``, `core.agents.agent_output`), all
     written or none. paths: test paths for the JSON's ``paths`` entry
-    (`live.PathReport.as_json` dicts). The files replace their targets only when complete
+    (`live.PathReport.as_json` dicts), or {agent name: such a list} with agent types (each
+    agent's file its own paths). The files replace their targets only when complete
     (``core.atomic``; with ``batch``, when the batch commits; ``path`` reserved in it is
     released for the agents' files); the .blend open in this session is never overwritten.
     Returns the paths written (or to be written by ``batch``).
     """
 
-    def write(target, result, into):
-        _export_one(result, target, file_format, paths, into)
-
     agents = dict(getattr(outcome, "agents", None) or {})
+    names = {id(result): name for name, result in agents.items()}
+
+    def write(target, result, into):
+        docs = paths.get(names.get(id(result)), []) if isinstance(paths, dict) else paths
+        _export_one(result, target, file_format, docs, into)
+
     return _write_per_agent(path, agents, outcome.result, write, batch)
 
 

@@ -288,3 +288,84 @@ def test_preview_camera_clips_to_the_framed_box_however_large(bpy, ext, size):
     corners = [Vector([(lo, hi)[s[i]][i] for i in range(3)]) for s in np.ndindex(2, 2, 2)]
     reach = [(c - cam.location).length for c in corners]
     assert cam.data.clip_start < min(reach) and max(reach) < cam.data.clip_end
+
+
+def _blend_linking(bpy, tmp_path, name: str, make) -> tuple[Path, Path]:
+    """(main.blend, library.blend): ``make()`` builds the library's object ``name``; the main
+    file links it (and has a floor of its own)."""
+    lib, main = tmp_path / "library.blend", tmp_path / "main.blend"
+    bpy.ops.wm.read_homefile(use_empty=True)
+    make()
+    bpy.context.active_object.name = name
+    bpy.ops.wm.save_as_mainfile(filepath=str(lib))
+    bpy.ops.wm.read_homefile(use_empty=True)
+    bpy.ops.mesh.primitive_plane_add(size=10)
+    with bpy.data.libraries.load(str(lib), link=True) as (_src, dst):
+        dst.objects = [name]
+    for obj in dst.objects:
+        bpy.context.scene.collection.objects.link(obj)
+    bpy.ops.wm.save_as_mainfile(filepath=str(main))
+    bpy.ops.wm.read_homefile(use_empty=True)
+    return main, lib
+
+
+def test_cli_never_writes_over_a_linked_library(bpy, ext, tmp_path, capsys):
+    """--save-blend naming a library the input links from replaced it (exit 0) with a copy
+    of the main scene linking itself: the library's objects were lost."""
+    main, lib = _blend_linking(
+        bpy, tmp_path, "LibWall", lambda: bpy.ops.mesh.primitive_cube_add(size=2)
+    )
+    before = lib.read_bytes()
+    assert ext.cli.main([str(main), "--save-blend", str(lib)]) == 1
+    assert f"it is the input {lib}" in capsys.readouterr().err
+    assert lib.read_bytes() == before
+
+
+def test_cli_names_a_missing_linked_library(bpy, ext, tmp_path, capsys):
+    """A wall linked from a library that has gone was baked around silently (exit 0)."""
+    main, lib = _blend_linking(
+        bpy, tmp_path, "Wall", lambda: bpy.ops.mesh.primitive_cube_add(size=2, location=(0, 0, 1))
+    )
+    lib.unlink()
+    assert ext.cli.main([str(main), "--obj", str(tmp_path / "nav.obj")]) == 0
+    err = capsys.readouterr().err
+    assert f"voxnav: warning: linked library {lib} is missing" in err
+
+
+@pytest.mark.parametrize("flag", ["--npz", "--png"])
+def test_cli_an_output_ending_with_a_separator_is_refused(bpy, ext, tmp_path, capsys, flag):
+    """--npz out/ wrote an empty hidden out/.npz (the data left in a stray temp file); --png
+    out/ failed as an 'incomplete png' and left its picture in a temp file."""
+    (tmp_path / "out").mkdir()
+    target = str(tmp_path / "out") + os.sep
+    assert ext.cli.main(["--demo", flag, target]) == 1
+    assert "it names a folder (it ends with a separator)" in capsys.readouterr().err
+    assert list((tmp_path / "out").iterdir()) == []
+
+
+@pytest.mark.parametrize("point", ["nan,0,0", "1e400,0,0", "1e10,0,0"])
+def test_cli_a_bad_reachable_point_is_a_usage_error(bpy, ext, tmp_path, capsys, point):
+    """It was exit 1 (a failed bake), after every tile had baked with --tile-size."""
+    out = tmp_path / "nav.obj"
+    assert ext.cli.main(["--demo", "--reachable-from", point, "--obj", str(out)]) == 2
+    assert "--reachable-from needs finite coordinates" in capsys.readouterr().err
+    assert not out.exists()
+
+
+def test_cli_each_agent_s_json_holds_its_own_test_path(bpy, ext, tmp_path):
+    """With --agent and --json every agent's file listed the first agent's path."""
+    import json
+
+    argv = ["--demo", "--agent", "thin:radius=0.2", "--agent", "wide:radius=1.0",
+            "--path", "-8,-4,0:8,4,0", "--json", str(tmp_path / "nav.json")]  # fmt: skip
+    assert ext.cli.main(argv) == 0
+    docs = {n: json.loads((tmp_path / f"nav_{n}.json").read_text()) for n in ("thin", "wide")}
+    alone = {}
+    for name, radius in (("thin", 0.2), ("wide", 1.0)):
+        bpy.ops.wm.read_homefile(use_empty=True)  # no agent rows
+        target = tmp_path / f"alone_{name}.json"
+        argv = ["--demo", "--set", f"agent_radius={radius}", "--path", "-8,-4,0:8,4,0"]
+        assert ext.cli.main([*argv, "--json", str(target)]) == 0
+        alone[name] = json.loads(target.read_text())["paths"]
+    assert docs["thin"]["paths"] == alone["thin"] and docs["wide"]["paths"] == alone["wide"]
+    assert docs["thin"]["paths"] != docs["wide"]["paths"]

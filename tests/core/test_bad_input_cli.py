@@ -476,3 +476,56 @@ def test_bench_refuses_flags_its_mode_does_not_use(capsys, extra, needle, monkey
     monkeypatch.setattr(bench, "run_tiled_bench", no_run)
     assert main(["bench", *extra]) == 2
     assert needle in capsys.readouterr().err
+
+
+def test_a_stop_a_callee_swallowed_still_stops_the_run(tmp_path):
+    """Blender runs VoxNav's frame-change handler during a --png render and only prints what
+    it raises: Ctrl-C or SIGTERM there was swallowed, and the run went on to replace every
+    output and exit 0. The signal is recorded and raised again before any output commits."""
+    import subprocess
+    import sys
+
+    target = tmp_path / "nav.obj"
+    target.write_text("OLD\n")
+    script = f"""
+import os, signal, sys
+from pathlib import Path
+from core import atomic
+from core.cliutil import run_guarded
+
+def swallowing_handler():
+    try:
+        os.kill(os.getpid(), signal.SIGTERM)
+        for _ in range(10**7):
+            pass  # the handler runs here
+    except BaseException:
+        pass  # as Blender does with a handler's exception
+
+def command():
+    with atomic.Batch() as batch:
+        with atomic.replacing({str(target)!r}, batch=batch) as temp:
+            swallowing_handler()
+            Path(temp).write_text("NEW\\n")
+        batch.commit()
+    return 0
+
+sys.exit(run_guarded(command, verbose=False))
+"""
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=root, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 1, (done.returncode, done.stderr)
+    assert "voxnav: error: terminated (SIGTERM)" in done.stderr
+    assert target.read_text() == "OLD\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["nav.obj"]
+
+
+def test_an_output_ending_with_a_separator_names_no_file(tmp_path, capsys):
+    """dump --out DIR/ became the hidden file DIR/.npz."""
+    from .refdata import mesh_path
+
+    out = str(tmp_path) + "/"
+    assert main(["dump", str(mesh_path("dungeon")), "--out", out]) == 1
+    assert "it names a folder (it ends with a separator)" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
