@@ -159,9 +159,7 @@ def _parser() -> argparse.ArgumentParser:
         "auto_links=on; tune with --set max_drop=.., max_jump_distance=.., link_spacing=..): "
         "drawn as arcs in the overlay, counted in the summary",
     )
-    p.add_argument(
-        "--resolution", default="1280x720", metavar="WxH", help="preview size (1280x720)"
-    )
+    p.add_argument("--resolution", default=None, metavar="WxH", help="--png's size (1280x720)")
     p.add_argument(
         "--png-voxels",
         action="store_true",
@@ -170,11 +168,14 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+#: The --png picture's size when --resolution is not given.
+DEFAULT_RESOLUTION = "1280x720"
 #: Outputs that read the solo bake's heightfield or polygon mesh: refused with tiles.
 SOLO_ONLY = {
     "npz": "--npz writes the solo bake's voxel heightfield",
     "json": "--json writes one polygon mesh",
     "voxels_only": "--voxels-only stops before the tiles' navmesh",
+    "png_voxels": "--png-voxels draws the solo bake's voxels (a tiled bake keeps none)",
 }
 
 
@@ -420,10 +421,19 @@ def run(args) -> int:
     overrides = parse_overrides(args.overrides)
     if args.auto_links:
         overrides["auto_links"] = True
+    unused = [  # --png's options do nothing without it: said, not silently dropped
+        "--" + attr.replace("_", "-")
+        for attr in ("resolution", "png_voxels")
+        if getattr(args, attr) and not args.png
+    ]
+    if unused:
+        flags = " and ".join(unused)
+        print_warnings([f"{flags} set(s) up the --png picture: without --png nothing is drawn"])
+    resolution = args.resolution or DEFAULT_RESOLUTION
     try:
-        width, height = (int(v) for v in args.resolution.lower().split("x"))
+        width, height = (int(v) for v in resolution.lower().split("x"))
     except ValueError:
-        raise UsageError(f"--resolution expects WIDTHxHEIGHT, got {args.resolution!r}") from None
+        raise UsageError(f"--resolution expects WIDTHxHEIGHT, got {resolution!r}") from None
     if not all(MIN_PREVIEW_SIDE <= side <= MAX_PREVIEW_SIDE for side in (width, height)):
         raise UsageError(
             f"--resolution {width}x{height}: each side must be {MIN_PREVIEW_SIDE}.."

@@ -369,3 +369,15 @@ def test_cli_each_agent_s_json_holds_its_own_test_path(bpy, ext, tmp_path):
         alone[name] = json.loads(target.read_text())["paths"]
     assert docs["thin"]["paths"] == alone["thin"] and docs["wide"]["paths"] == alone["wide"]
     assert docs["thin"]["paths"] != docs["wide"]["paths"]
+
+
+def test_cli_picture_options_without_a_picture_are_said(bpy, ext, tmp_path, capsys):
+    """--resolution and --png-voxels without --png were dropped silently; --png-voxels with
+    tiles drew nothing of what it asked for."""
+    out = tmp_path / "nav.obj"
+    assert ext.cli.main(["--demo", "--resolution", "64x36", "--png-voxels", "--obj", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert "--resolution and --png-voxels set(s) up the --png picture" in err
+    argv = ["--demo", "--tile-size", "32", "--png-voxels", "--png", str(tmp_path / "p.png")]
+    assert ext.cli.main(argv) == 2
+    assert "--png-voxels with --tile-size 32" in capsys.readouterr().err
