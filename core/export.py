@@ -364,6 +364,14 @@ def write_json(
         fh.write(text)
 
 
+def _all_ints(value) -> bool:
+    """Whether ``value`` (parsed JSON) is an integer or (nested) lists of integers only
+    (booleans, floats and text are not)."""
+    if type(value) is int:
+        return True
+    return isinstance(value, list) and all(_all_ints(v) for v in value)
+
+
 def read_navmesh_json(path):
     """Read a file written by `write_json`.
 
@@ -377,7 +385,9 @@ def read_navmesh_json(path):
         raise VoxNavError(f"navmesh file {path} does not exist")
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+    except RecursionError:  # arrays nested thousands deep
+        raise VoxNavError(f"cannot read navmesh JSON {path}: it nests too deep") from None
+    except (OSError, UnicodeDecodeError, ValueError) as exc:  # ValueError: an int too long
         raise VoxNavError(f"cannot read navmesh JSON {path}: {exc}") from None
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
         raise VoxNavError(f"{path} is not a VoxNav navmesh JSON (format {FORMAT!r})")
@@ -388,18 +398,29 @@ def read_navmesh_json(path):
         if not ok:
             raise VoxNavError(f"{path}: malformed navmesh JSON: {what}")
 
+    def ints(values, what: str) -> np.ndarray:
+        # JSON integers only: 1.5, "2" and true were read as 1, 2 and 1 (another mesh).
+        check(_all_ints(values), f"{what} must be whole numbers")
+        return np.asarray(values, dtype=np.int64)
+
+    def coordinates(values, what: str) -> np.ndarray:
+        # float64 here, float32 in the mesh: 1e300 passed as finite and became infinite.
+        array = np.asarray(values, dtype=np.float64)
+        check(bool(within_reach(array).all()), f"{what} must be within +-{MAX_COORDINATE:g}")
+        return array
+
     try:
-        nvp = int(doc["max_verts_per_poly"])
+        nvp = int(ints(doc["max_verts_per_poly"], "max_verts_per_poly"))
         check(3 <= nvp <= 6, f"max_verts_per_poly must be 3..6, got {nvp}")
-        cells = np.asarray(doc["vertices_cells"], dtype=np.int64).reshape(-1, 3)
+        cells = ints(doc["vertices_cells"], "vertices_cells").reshape(-1, 3)
         check(bool(((cells >= 0) & (cells < MESH_NULL_IDX)).all()), "a vertex cell is not 0..65534")
         npolys = len(doc["polygons"])
         polys = np.full((npolys, 2 * nvp), MESH_NULL_IDX, dtype=np.uint16)
         for i, (ids, nb) in enumerate(zip(doc["polygons"], doc["neighbours"], strict=True)):
             if not 3 <= len(ids) <= nvp or len(nb) != len(ids):
                 raise VoxNavError(f"{path}: polygon {i} has a bad vertex or neighbour list")
-            row_ids = np.asarray(ids, dtype=np.int64)
-            row_nb = np.asarray(nb, dtype=np.int64)
+            row_ids = ints(ids, f"polygon {i}'s vertices")
+            row_nb = ints(nb, f"polygon {i}'s neighbours")
             check(
                 bool(((row_ids >= 0) & (row_ids < cells.shape[0])).all()),
                 f"polygon {i} refers to a vertex outside 0..{cells.shape[0] - 1}",
@@ -412,15 +433,17 @@ def read_navmesh_json(path):
             polys[i, nvp : nvp + len(nb)] = np.where(row_nb < 0, MESH_NULL_IDX, row_nb)
         per_poly = {}
         for name, top in (("regions", 0xFFFF), ("flags", 0xFFFF), ("areas", 0xFF)):
-            values = np.asarray(doc[name], dtype=np.int64)
+            values = ints(doc[name], name)
+            check(values.shape == (npolys,), f"{name} must hold one value per polygon")
             check(bool(((values >= 0) & (values <= top)).all()), f"{name} must be 0..{top}")
             per_poly[name] = values
-        bounds = [np.asarray(doc[name], dtype=np.float64) for name in ("bmin", "bmax")]
+        bounds = [coordinates(doc[name], name) for name in ("bmin", "bmax")]
         for name, b in zip(("bmin", "bmax"), bounds, strict=True):
-            check(b.shape == (3,) and bool(np.isfinite(b).all()), f"{name} must be 3 numbers")
+            check(b.shape == (3,), f"{name} must be 3 numbers")
+        check(bool((bounds[0] <= bounds[1]).all()), "bmin must not lie above bmax")
         cs, ch = float(doc["cell_size"]), float(doc["cell_height"])
-        check(np.isfinite(cs) and cs > 0, f"cell_size must be > 0, got {cs}")
-        check(np.isfinite(ch) and ch > 0, f"cell_height must be > 0, got {ch}")
+        for name, size in (("cell_size", cs), ("cell_height", ch)):  # > 0 as float32 too
+            check(0 < size <= MAX_COORDINATE and F32(size) > 0, f"{name} must be > 0, got {size}")
         pmesh = SimpleNamespace(
             verts=cells[:, [0, 2, 1]].astype(np.uint16),
             polys=polys,
@@ -446,10 +469,9 @@ def read_navmesh_json(path):
             meshes[:, 1] = nv
             meshes[:, 2] = np.concatenate([[0], np.cumsum(nt)[:-1]])
             meshes[:, 3] = nt
-            dverts = np.asarray([v for d in det for v in d["vertices"]], dtype=np.float64)
-            dtris = np.asarray([t for d in det for t in d["triangles"]], dtype=np.int64)
+            dverts = coordinates([v for d in det for v in d["vertices"]], "a detail vertex")
+            dtris = ints([t for d in det for t in d["triangles"]], "detail triangles")
             dverts, dtris = dverts.reshape(-1, 3), dtris.reshape(-1, 4)
-            check(bool(np.isfinite(dverts).all()), "a detail vertex is not a finite number")
             # A triangle's corners index its own polygon's detail vertices.
             tri_nv = np.repeat(nv, nt)
             check(
@@ -458,7 +480,7 @@ def read_navmesh_json(path):
             )
             check(bool(((dtris[:, 3] >= 0) & (dtris[:, 3] <= 0xFF)).all()), "bad triangle flags")
             dmesh = PolyMeshDetail(meshes, dverts.astype(F32), dtris.astype(np.uint8))
-    except (KeyError, TypeError, ValueError, OverflowError) as exc:
+    except (KeyError, TypeError, ValueError, OverflowError, RecursionError) as exc:
         if isinstance(exc, VoxNavError):
             raise
         raise VoxNavError(f"{path}: malformed navmesh JSON ({exc!r})") from None

@@ -35,6 +35,7 @@ import numpy as np
 
 from .. import atomic
 from ..errors import VoxNavError
+from ..limits import MAX_COORDINATE, within_reach
 from .navdata import (
     EXT_LINK,
     POLYTYPE_GROUND,
@@ -428,6 +429,19 @@ def _check_numbers(where: str, tile: NavMeshData) -> None:
     for what, values in floats.items():
         if not np.isfinite(values).all():
             raise VoxNavError(f"{where}: {what} hold a number that is not finite: corrupt file")
+        # Finite but far beyond any world (3.4e38): the queries' cell arithmetic overflows.
+        if not within_reach(np.asarray(values, dtype=np.float64)).all():
+            raise VoxNavError(
+                f"{where}: {what} hold a number beyond +-{MAX_COORDINATE:g}: corrupt file"
+            )
+    if (tile.bmin > tile.bmax).any():
+        raise VoxNavError(f"{where}: its bounds are inverted (min above max): corrupt file")
+    extent = float(np.max(np.asarray(tile.bmax, np.float64) - np.asarray(tile.bmin, np.float64)))
+    if not 0 < float(tile.bv_quant_factor) or float(tile.bv_quant_factor) * extent >= 2**31:
+        raise VoxNavError(
+            f"{where}: its BV quantisation {float(tile.bv_quant_factor):g} does not fit its "
+            "bounds: corrupt file"
+        )
 
 
 def _check_indices(where: str, header, polys, details, nodes, cons) -> None:

@@ -186,6 +186,35 @@ def test_a_non_finite_quantisation_factor_is_refused(good_file, tmp_path):
         binio.read_navmesh_set(path)
 
 
+@pytest.mark.parametrize(
+    ("change", "words"),
+    [
+        (
+            {"bv_quant_factor": np.float32(3.4e38)},
+            "its agent sizes or BV quantisation hold a number beyond",
+        ),
+        ({"bmin": np.float32([0, -3.4e38, 0])}, "its bounds hold a number beyond"),
+        ({"bv_quant_factor": np.float32(1e8)}, "its BV quantisation 1e\\+08 does not fit"),
+        ({"bv_quant_factor": np.float32(-3.0)}, "its BV quantisation -3 does not fit"),
+    ],
+    ids=["huge quantisation", "huge bound", "quantisation past int32", "negative quantisation"],
+)
+def test_finite_but_impossible_numbers_are_refused(good_file, tmp_path, change, words):
+    """Finite values far beyond any world loaded, then every nearest-polygon query raised
+    OverflowError (float infinity to integer)."""
+    tile = binio.navmesh_set_from_bytes(good_file).tiles[0]
+    if "bmin" in change:
+        change = {"bmin": np.minimum(tile.bmin, change["bmin"])}
+    path = tmp_path / "bad.bin"
+    path.write_bytes(binio.navmesh_set_bytes([dataclasses.replace(tile, **change)]))
+    with pytest.raises(VoxNavError, match=f"tile 0: {words}"):
+        binio.read_navmesh_set(path)
+    inverted = dataclasses.replace(tile, bmin=tile.bmax, bmax=tile.bmin)
+    path.write_bytes(binio.navmesh_set_bytes([inverted]))
+    with pytest.raises(VoxNavError, match="its bounds are inverted"):
+        binio.read_navmesh_set(path)
+
+
 def test_missing_file(tmp_path):
     with pytest.raises(VoxNavError, match="cannot read"):
         binio.read_navmesh_set(tmp_path / "none.bin")

@@ -222,6 +222,16 @@ def test_exporters_name_arguments_of_the_wrong_kind(navmesh, tmp_path):
     assert (tmp_path / "b.obj").stat().st_size > 0
 
 
+def test_read_names_json_it_cannot_parse(tmp_path):
+    """Arrays nested thousands deep (RecursionError) and an integer of more than 4300 digits
+    (ValueError) escaped the reader."""
+    bad = tmp_path / "bad.json"
+    for text, needle in (("[" * 100000 + "]" * 100000, "nests too deep"), ("9" * 5000, "digits")):
+        bad.write_text(text)
+        with pytest.raises(VoxNavError, match=f"cannot read navmesh JSON .*{needle}"):
+            read_navmesh_json(bad)
+
+
 def test_read_rejects_other_files(tmp_path):
     with pytest.raises(VoxNavError, match="does not exist"):
         read_navmesh_json(tmp_path / "missing.json")
@@ -252,9 +262,23 @@ def test_read_rejects_other_files(tmp_path):
             lambda d: d["detail"][0]["triangles"][0].__setitem__(0, 250),
             "a detail triangle refers to a vertex its polygon's detail does not have",
         ),
+        # Read as float64, kept as float32: 1e300 became infinite, 1e-300 zero.
+        (lambda d: d.update(cell_size=1e300), "cell_size must be > 0"),
+        (lambda d: d.update(cell_height=1e-300), "cell_height must be > 0"),
+        (lambda d: d.update(bmin=[1e300, 0.0, 0.0]), "bmin must be within"),
+        (lambda d: d["detail"][0]["vertices"][0].__setitem__(0, 1e300), "a detail vertex must"),
+        (lambda d: d.update(bmin=d["bmax"], bmax=d["bmin"]), "bmin must not lie above bmax"),
+        # Coerced before: 1.5 -> 1, "2" -> 2, true -> 1 (another mesh).
+        (lambda d: d["polygons"][0].__setitem__(0, 1.5), "polygon 0's vertices must be whole"),
+        (lambda d: d["polygons"][0].__setitem__(0, "2"), "polygon 0's vertices must be whole"),
+        (lambda d: d["vertices_cells"][0].__setitem__(0, True), "vertices_cells must be whole"),
+        (lambda d: d["detail"][0]["triangles"][0].__setitem__(0, 0.5), "detail triangles must"),
+        (lambda d: d.update(flags=d["flags"][:-1]), "flags must hold one value per polygon"),
     ],
     ids=["nvp", "cell size", "cell height", "bmin", "cell", "vertex", "neighbour", "area",
-         "detail triangle"],
+         "detail triangle", "huge cell size", "tiny cell height", "huge bmin", "huge detail",
+         "inverted bounds", "fractional index", "text index", "boolean cell",
+         "fractional detail index", "short flags"],
 )  # fmt: skip
 def test_read_refuses_values_out_of_range(navmesh, tmp_path, change, message):
     # Each would have been cast to a wrong unsigned value or failed later, far from the file.
