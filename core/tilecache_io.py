@@ -39,6 +39,7 @@ from .compact import CompactHeightfield
 from .config import NavConfig
 from .detail import PolyMeshDetail
 from .errors import ARCHIVE_READ_ERRORS, VoxNavError
+from .nav import binio
 from .nav.navdata import NavMeshData
 from .obstacles import Obstacle
 from .offmesh import OffMeshLinks
@@ -265,7 +266,13 @@ def read_key(path) -> str:
     """The bake key stored in a saved cache (reads only its metadata); `VoxNavError` when the
     file is missing or not a VoxNav tile cache."""
     with _open(path) as z:
-        return str(_meta(z, path)["key"])
+        key = _meta(z, path).get("key")
+    if not isinstance(key, str):
+        raise VoxNavError(
+            f"the tile cache {os.fspath(path)} holds no bake key (damaged or edited): delete it "
+            "and rebake"
+        )
+    return key
 
 
 def _file_path(path) -> str:
@@ -309,7 +316,9 @@ class _open:
 _UNREADABLE = ARCHIVE_READ_ERRORS
 #: What building a cache from a readable file's metadata raises when a field is damaged or
 #: edited (a config of the wrong JSON type has no ``.items()``).
-_BUILD_ERRORS: tuple[type[BaseException], ...] = (*ARCHIVE_READ_ERRORS, AttributeError)
+_BUILD_ERRORS: tuple[type[BaseException], ...] = (
+    *ARCHIVE_READ_ERRORS, AttributeError, MemoryError,
+)  # fmt: skip
 
 
 def _corrupt(path, exc: BaseException) -> VoxNavError:
@@ -358,17 +367,33 @@ def load(path, *, key: str | None = None, obstacles: bool = True) -> TileCache:
             raise _corrupt(path, exc) from None
 
 
+def _check_grid(grid: TileGrid, config: NavConfig) -> None:
+    """The saved tile grid is the one its bounds, settings and tile size make (an edited
+    tile count of 2**31 had the loader allocate gigabytes; an edited tile size loaded and
+    answered differently)."""
+    expected = TileGrid.create(grid.bmin, grid.bmax, config, grid.tile_size)
+    for f in dataclasses.fields(TileGrid):
+        if not np.array_equal(getattr(grid, f.name), getattr(expected, f.name)):
+            raise VoxNavError(
+                f"its tile grid's {f.name} does not follow from its bounds, settings and tile "
+                "size (edited or damaged)"
+            )
+
+
 def _build(meta: dict, z, with_obstacles: bool) -> TileCache:
     config_values: dict[str, Any] = {
         k: tuple(v) if isinstance(v, list) else v for k, v in meta["config"].items()
     }
     config = NavConfig(**config_values).validate()
     grid = _unflatten(TileGrid, "grid", meta["grid"], z)
+    _check_grid(grid, config)
     compact: dict[tuple[int, int], CompactHeightfield] = {}
     tiles: dict[tuple[int, int], TileResult] = {}
     unpacker = _Unpacker(z)
     for entry in meta["tiles"]:
         k = (int(entry["key"][0]), int(entry["key"][1]))
+        if not (0 <= k[0] < grid.tiles_w and 0 <= k[1] < grid.tiles_h):
+            raise VoxNavError(f"tile {k} lies outside its {grid.tiles_w} x {grid.tiles_h} grid")
         compact[k] = unpacker.take(CompactHeightfield, "compact", entry["compact"])
         result = entry.get("result")
         if result is None:
@@ -378,6 +403,8 @@ def _build(meta: dict, z, with_obstacles: bool) -> TileCache:
             for part, cls in _PARTS.items()
             if part != "compact" and part in result
         }
+        if parts.get("navdata") is not None:  # Detour trusts it: the .bin reader's checks
+            binio.check_tile(parts["navdata"], f"tile {k}'s Detour data")
         tiles[k] = TileResult(
             tx=k[0],
             ty=k[1],

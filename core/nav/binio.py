@@ -503,6 +503,17 @@ def _check_detail_tris(where: str, tile: NavMeshData) -> None:
         raise VoxNavError(f"{where}: a detail triangle corner outside its sub-mesh: corrupt file")
 
 
+def check_tile(tile: NavMeshData, where: str) -> None:
+    """Refuse (`VoxNavError` naming ``where``) a tile whose numbers or indices the .bin
+    reader would refuse: it is written as Detour bytes and read back with every check (a
+    saved tile cache's Detour data is trusted by the queries as Detour trusts it)."""
+    try:
+        data = tile_bytes(tile)
+    except (ValueError, TypeError, IndexError, OverflowError) as exc:
+        raise VoxNavError(f"{where}: its arrays do not make a Detour tile ({exc})") from None
+    _tile_from_bytes(memoryview(data), where)
+
+
 def navmesh_set_from_bytes(data: bytes, where: str = "navmesh file") -> NavMeshSet:
     """Parse a navmesh-set file's bytes; raises VoxNavError naming ``where`` for anything that
     is not a version-1 'MSET' file with Detour version-7 tiles, or is cut short."""

@@ -151,6 +151,12 @@ def read_queries(path) -> dict[str, np.ndarray]:
     try:
         with np.load(source, allow_pickle=False) as z:
             arrays = {k: z[k] for k in z.files}
+    except MemoryError:  # a member's header declaring a shape of terabytes
+        raise VoxNavError(
+            f"cannot read queries file {path}: an array in it is larger than this machine's "
+            "memory (the file is damaged, or not the queries meant): write it again with "
+            "numpy.savez"
+        ) from None
     except ARCHIVE_READ_ERRORS as exc:
         raise VoxNavError(
             f"cannot read queries file {path}, it is damaged ({type(exc).__name__}: {exc}): "

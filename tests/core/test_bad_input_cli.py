@@ -529,3 +529,18 @@ def test_an_output_ending_with_a_separator_names_no_file(tmp_path, capsys):
     assert main(["dump", str(mesh_path("dungeon")), "--out", out]) == 1
     assert "it names a folder (it ends with a separator)" in capsys.readouterr().err
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_queries_file_declaring_terabytes_is_named(tmp_path):
+    """A member whose header declares (10**11, 3) read as 'out of memory: raise cell_size',
+    blaming the bake and naming no file."""
+    path = _queries(tmp_path / "q.npz")
+    huge = tmp_path / "huge.npz"
+    with zipfile.ZipFile(path) as src, zipfile.ZipFile(huge, "w") as dst:
+        for info in src.infolist():
+            data = src.read(info)
+            if info.filename == "q_points.npy":
+                data = data.replace(b"'shape': (2, 3)", b"'shape': (100000000000, 3)", 1)
+            dst.writestr(info, data)
+    with pytest.raises(VoxNavError, match=r"huge\.npz: an array in it is larger than"):
+        nav_cli.read_queries(huge)

@@ -218,3 +218,55 @@ def test_bake_key_tells_long_volume_outlines_apart(scene):
     plain.update(b"32")
     plain.update(b"()")
     assert tilecache_io.bake_key(verts, tris, config, 32) == plain.hexdigest()[:32]
+
+
+def _rewritten(path, tmp_path, name: str, arrays=None, meta=None):
+    """A copy of the cache file ``path`` with some arrays and its metadata replaced."""
+    with np.load(path) as z:
+        members = {k: z[k] for k in z.files}
+    saved = json.loads(str(members["meta"][()]))
+    members.update(arrays or {})
+    members["meta"] = np.array(json.dumps(meta(saved) if meta else saved))
+    out = tmp_path / name
+    np.savez(out, **members)
+    return out
+
+
+def test_damaged_or_edited_cache_parts_are_refused(cache, tmp_path):
+    """The saved Detour tile data was trusted (a polygon vertex of -1 loaded and took another
+    tile's vertex; a detail triangle count of 2**32-1 allocated 32 GiB), an edited tile count
+    of 2**31 allocated gigabytes, a meta without a key raised KeyError in read_key, and a
+    member declaring a shape of terabytes raised MemoryError."""
+    path = cache.save(tmp_path / "c.npz", key="k")
+    with np.load(path) as z:
+        verts = z["navdata.poly_verts"].astype(np.int64)
+        meshes = z["navdata.detail_meshes"].copy()
+    verts[0, 0] = -1
+    meshes[0, 3] = 0xFFFFFFFF
+    bad = {
+        "vertex": _rewritten(path, tmp_path, "v.npz", {"navdata.poly_verts": verts}),
+        "detail": _rewritten(path, tmp_path, "d.npz", {"navdata.detail_meshes": meshes}),
+        "grid": _rewritten(
+            path, tmp_path, "g.npz", meta=lambda m: {**m, "grid": {**m["grid"], "tiles_w": 2**31}}
+        ),
+    }
+    for file in bad.values():
+        with pytest.raises(VoxNavError, match=rf"{file.name} cannot be used: .*rebake"):
+            TileCache.load(file)
+
+    keyless = _rewritten(
+        path, tmp_path, "nokey.npz", meta=lambda m: {k: v for k, v in m.items() if k != "key"}
+    )
+    with pytest.raises(VoxNavError, match="holds no bake key"):
+        tilecache_io.read_key(keyless)
+    huge = tmp_path / "huge.npz"
+    with zipfile.ZipFile(path) as src, zipfile.ZipFile(huge, "w") as dst:
+        for info in src.infolist():
+            data = src.read(info)
+            if info.filename == "compact.y.npy":  # declare 10**11 rows of the same dtype
+                head = data[: data.index(b"\n") + 1].decode("latin1")
+                shape = head[head.index("'shape': (") + 10 : head.index(")", head.index("'shape'"))]
+                data = data.replace(f"'shape': ({shape})".encode(), b"'shape': (100000000000,)", 1)
+            dst.writestr(info, data)
+    with pytest.raises(VoxNavError, match=r"huge\.npz is unreadable \(MemoryError"):
+        TileCache.load(huge)
