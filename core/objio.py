@@ -286,6 +286,13 @@ def _to_numbers(a: np.ndarray, starts: np.ndarray, ends: np.ndarray, dtype):
     depth[ends] = -1
     inside = np.cumsum(depth[:-1], dtype=np.int8).view(bool)
     text = np.where(inside, a, np.uint8(44))  # ',' after each range (and elsewhere) ...
+    # Python's float and int take digit-group underscores ("1_0" is 10); no OBJ number has
+    # them: the first range holding one is not a number.
+    underscores = np.flatnonzero(text == np.uint8(95))
+    if underscores.shape[0]:
+        bad = int(np.searchsorted(starts, underscores[0], side="right")) - 1
+        before, earlier = _to_numbers(a, starts[:bad], ends[:bad], dtype)
+        return before, bad if earlier is None else earlier
     inside[ends] = True  # ... of which only the one right after each range is kept
     blob = text[inside]
     parse_as = np.float64 if dtype == np.float32 else np.int64

@@ -214,6 +214,9 @@ BAD = [
     ("v 0 0 0\nv 1 0 0\rv 9 0 0\nv 1 0 1\nf 1 2 3\n", r":2: .*not a number \(two records"),
     ("v 0 0 0 1\nv 1 0 0 v 2 0 0\nv 1 0 1\nf 1 2 3\n", r":2: .*not a number \(two records"),
     ("v 0 0 0\nv 1 0 0\nv 1 0 1\nf 1 2 \\\n3\n", r":4: .*whole number \(a trailing backslash"),
+    # Python's float and int take digit-group underscores: "1_0" was read as 10.
+    ("v 0 0 0\nv 1_0 0 0\nv 1 0 1\nf 1 2 3\n", r":2: 'v 1_0 0 0': .*not a number"),
+    ("v 0 0 0\nv 1 0 0\nv 1 0 1\nf 1 3 0_2\n", r":4: 'f 1 3 0_2': .*not a whole number"),
 ]
 
 
