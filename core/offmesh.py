@@ -225,7 +225,9 @@ def unplaced_links(links: OffMeshLinks | None, tiles) -> str | None:
     return (
         f"{missing.size} of {len(links)} off-mesh link(s) start off the navmesh ({shown}{more}): "
         "Detour keeps a link only in the tile holding its start, within the agent's climb of "
-        "that tile's surface; these are left out. Move their start onto a walkable floor"
+        "that tile's surface; these are left out of the navmesh (its Detour data, the .bin and "
+        "queries; a .json or .obj lists the links as given). Move their start onto a walkable "
+        "floor"
     )
 
 

@@ -184,6 +184,9 @@ def test_cli_path_takes_a_link_and_refuses_a_bad_one(tmp_path):
         off = base + ["--offmesh-link=500,500,0:501,501,0", *tiled]
         run = subprocess.run(off, capture_output=True, text=True)
         assert run.returncode == 0 and "start off the navmesh" in run.stderr
+        # The .json and .obj list the links as given: the warning says so (it said only
+        # "these are left out", which their files contradicted).
+        assert "a .json or .obj lists the links as given" in " ".join(run.stderr.split())
 
 
 def test_pruning_follows_links_and_their_direction():
