@@ -87,6 +87,11 @@ def check_target(path: PathLike, inputs: Iterable[PathLike] = (), flag: str = ""
     folder = real.parent
     if not folder.is_dir():
         raise OutputError(f"cannot write {label}: output folder {folder} does not exist")
+    if len(os.fsencode(real.name)) > MAX_NAME_BYTES:  # refused now, not at the final rename
+        raise OutputError(
+            f"cannot write {label}: its file name is longer than {MAX_NAME_BYTES} bytes; give a "
+            "shorter name"
+        )
     try:
         mode = os.stat(real).st_mode
     except FileNotFoundError:

@@ -520,6 +520,8 @@ def _bake_and_write_outputs(args, targets, batch, resolution, overrides, test_pa
                     f"{flag} with the scene's Tile Size {scene.voxnav.tile_size}: {why}; pass "
                     f"--tile-size 0 to bake solo, or drop {flag}"
                 )
+    if tiled:  # their per-agent and tile-cache files too, checked before any tile bakes
+        _reserve_tiled_outputs(scene, targets, batch)
     outcome = bake.bake_scene(context, stop_after, _progress_printer(), tiles=tiled)
     if tiled:
         return _write_tiled(args, targets, batch, resolution, outcome, test_paths)
@@ -592,6 +594,30 @@ def _print_empty(scene, outcome) -> None:
     )
 
 
+def _reserve_tiled_outputs(scene, targets, batch) -> None:
+    """Reserve in ``batch`` the files a tiled bake writes besides the flags' own: one OBJ per
+    agent row, and the tile cache beside --save-blend (one per agent row), so that a name
+    that cannot be written is refused before the tiles bake (`_write_tiled` writes them)."""
+    from ..core.agents import agent_output
+    from . import obstacles
+
+    names = [row.name for row in scene.voxnav.agents]
+    if "--obj" in targets and names:
+        batch.release(targets["--obj"])
+        for name in names:
+            batch.add(agent_output(targets["--obj"], name), f"--obj ({name})")
+    if "--save-blend" in targets:
+        for name in names or [""]:
+            sidecar = obstacles.sidecar_path(scene, targets["--save-blend"], name)
+            assert sidecar is not None
+            batch.add(sidecar, "--save-blend (tile cache)")
+
+
+def _reserved(batch, path: str, flag: str):
+    """``path`` reserved in ``batch`` (by `_reserve_tiled_outputs`, or now)."""
+    return path if batch.find(path) is not None else batch.add(path, flag)
+
+
 def _write_tiled(args, targets, batch, resolution, outcome, test_paths) -> list | None:
     """The outputs of a tiled bake (its tile cache, `obstacles.CACHES`): OBJ of every tile's
     polygons, PNG, test paths, .blend with the tile cache beside it."""
@@ -624,7 +650,7 @@ def _write_tiled(args, targets, batch, resolution, outcome, test_paths) -> list 
         batch.release(targets["--obj"])
         for name, agent_tiles in live_tiles.agents.items():
             target = agent_output(targets["--obj"], name)
-            batch.add(target, f"--obj ({name})")
+            _reserved(batch, target, f"--obj ({name})")
             with atomic.replacing(target, batch=batch) as temp:
                 write_tiled_obj(os.fspath(temp), agent_tiles.navmesh or agent_tiles.cache.navmesh)
     elif "--obj" in targets:
@@ -647,7 +673,7 @@ def _write_tiled(args, targets, batch, resolution, outcome, test_paths) -> list 
         for name, agent_tiles in each_agent:
             sidecar = obstacles.sidecar_path(scene, targets["--save-blend"], name)
             assert sidecar is not None
-            batch.add(sidecar, "--save-blend (tile cache)")
+            _reserved(batch, sidecar, "--save-blend (tile cache)")
             with atomic.replacing(sidecar, batch=batch) as temp:
                 agent_tiles.cache.save(temp, key=agent_tiles.key)
         _save_blend_copy(targets["--save-blend"], batch)

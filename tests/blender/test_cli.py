@@ -381,3 +381,21 @@ def test_cli_picture_options_without_a_picture_are_said(bpy, ext, tmp_path, caps
     argv = ["--demo", "--tile-size", "32", "--png-voxels", "--png", str(tmp_path / "p.png")]
     assert ext.cli.main(argv) == 2
     assert "--png-voxels with --tile-size 32" in capsys.readouterr().err
+
+
+def test_cli_tiled_outputs_of_its_own_are_checked_before_the_tiles_bake(
+    bpy, ext, tmp_path, capsys, monkeypatch
+):
+    """The tile cache written beside --save-blend (and one OBJ per agent) was checked only
+    after every tile had baked: a name too long for the file system failed then."""
+    blend = tmp_path / ("b" * 236 + ".blend")  # the .blend fits; its tile cache's name not
+
+    def no_bake(*args, **kwargs):
+        raise AssertionError("the tiles baked before the outputs were checked")
+
+    monkeypatch.setattr(ext.bake, "bake_scene", no_bake)
+    argv = ["--demo", "--tile-size", "32", "--save-blend", str(blend)]
+    assert ext.cli.main(argv) == 1
+    err = capsys.readouterr().err
+    assert "--save-blend (tile cache)" in err and "longer than 255 bytes" in err
+    assert list(tmp_path.iterdir()) == []

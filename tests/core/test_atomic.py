@@ -275,3 +275,11 @@ def test_a_long_legal_file_name_is_written(tmp_path):
     with atomic.open_replacing(wide, "w") as fh:
         fh.write("{}")
     assert wide.read_text() == "{}"
+
+
+def test_a_name_longer_than_name_max_is_refused_before_any_work(tmp_path):
+    target = tmp_path / ("n" * 252 + ".obj")  # 256 bytes
+    with pytest.raises(VoxNavError, match="its file name is longer than 255 bytes"):
+        with atomic.Batch() as batch:
+            batch.add(target, "--out")
+    assert list(tmp_path.iterdir()) == []
