@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .errors import VoxNavError
+from .limits import xyz_rows
 
 
 @dataclass
@@ -157,9 +158,15 @@ class VoxelGrid:
         return int(np.unpackbits(self.bits.view(np.uint8)).sum())
 
     def to_heightfield(self, area: int = 0) -> Heightfield:
-        """Runs of set bits in each column as spans, all with the given area id."""
+        """Runs of set bits in each column as spans, all with the given area id. [Limit: depth
+        <= 65535: span heights are uint16 (a deeper run wrapped, its bottom above its top)]"""
+        if self.depth > np.iinfo(np.uint16).max:
+            raise VoxNavError(
+                f"a voxel grid {self.depth} voxels deep has no heightfield: span heights stop "
+                f"at {np.iinfo(np.uint16).max} cell heights"
+            )
         n_cols = self.width * self.height
-        as_bytes = self.bits.reshape(n_cols, -1).view(np.uint8)
+        as_bytes = self.bits.reshape(n_cols, self.bits.shape[2] if n_cols else 0).view(np.uint8)
         column_bits = np.unpackbits(as_bytes, axis=1, bitorder="little")
         padded = np.zeros((n_cols, column_bits.shape[1] + 2), dtype=np.int8)
         padded[:, 1:-1] = column_bits
@@ -187,7 +194,7 @@ class VoxelGrid:
     def occupied(self, points) -> np.ndarray:
         """bool (n,): is each world point (float (n, 3), Z-up) inside a set voxel? Points off the
         grid are not."""
-        p = np.asarray(points, dtype=np.float64).reshape(-1, 3)
+        p = xyz_rows(points, "points")  # (n, 2) was quietly read as other points
         rel = (p - self.bmin.astype(np.float64)) / np.array(
             [self.cs, self.cs, self.ch], dtype=np.float64
         )

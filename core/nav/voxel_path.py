@@ -76,6 +76,21 @@ def _unpack(grid: VoxelGrid) -> np.ndarray:
 MAX_NAVIGATOR_VOXELS = 1 << 27
 
 
+def check_grid_size(width: int, height: int, depth: int, clearance: int = 1) -> None:
+    """Refuse (`VoxNavError`) a grid of ``width`` x ``height`` x ``depth`` voxels whose
+    padded form a `VoxelNavigator` with ``clearance`` would exceed `MAX_NAVIGATOR_VOXELS`:
+    callers check it before they build the grid itself (its dense bits, an obstacle's voxels)."""
+    padded = (height + 4) * (width + 4) * (depth + 2 + min(clearance, depth + 1))
+    if padded > MAX_NAVIGATOR_VOXELS:
+        # Before anything is allocated: one walkable triangle 1,500 m above a level made
+        # 1.4e9 voxels, about 10 GiB of these arrays (a MemoryError).
+        raise VoxNavError(
+            f"the voxel grid is {width} x {height} x {depth} voxels ({padded:,} padded), more "
+            f"than voxel path finding handles ({MAX_NAVIGATOR_VOXELS:,}, about 8 bytes each): "
+            "bake with a larger cell size or cell height, or bounds around the part to search"
+        )
+
+
 class VoxelNavigator:
     """Stayable voxels of one `VoxelGrid`, computed once; answers path queries on them.
 
@@ -100,15 +115,7 @@ class VoxelNavigator:
         # Headroom past the grid's top is free: clearances above d + 1 test the same voxels
         # (and must not size the arrays).
         headroom = min(self.clearance, d + 1)
-        padded = (h + 4) * (w + 4) * (d + 2 + headroom)
-        if padded > MAX_NAVIGATOR_VOXELS:
-            # Checked before anything is allocated: one walkable triangle 1,500 m above a level
-            # made 1.4e9 voxels, about 10 GiB of these arrays (a MemoryError).
-            raise VoxNavError(
-                f"the voxel grid is {w} x {h} x {d} voxels ({padded:,} padded), more than voxel "
-                f"path finding handles ({MAX_NAVIGATOR_VOXELS:,}, about 8 bytes each): bake "
-                "with a larger cell size or cell height, or bounds around the part to search"
-            )
+        check_grid_size(w, h, d, self.clearance)
         occ = _unpack(grid)
         # Padded solid grid, indexed [y, x, z]: a ring of free voxels the agent may use
         # around X/Y and a ring it may not (so no move leaves the array), a never-stayable

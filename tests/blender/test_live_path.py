@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 
 import numpy as np
+import pytest
 
 
 def _live(ext):
@@ -153,3 +154,53 @@ def test_add_path_test_places_a_parented_start_in_world_space(bpy, ext):
     live.add_path_test(scene, wanted, tuple(ext.demo.PATH_GOAL))
     bpy.context.view_layer.update()
     assert np.allclose(np.array(start.matrix_world.translation), wanted, atol=1e-4)
+
+
+def test_height_samples_gather_without_the_drawn_voxels(bpy, ext, monkeypatch):
+    """Sample Heights gathered the scene with the voxel cubes' instancing on: gathering walks
+    every drawn cube in Python (2.4 s with a million). It is off while gathering, as a bake's."""
+    live = _live(ext)
+    gather = importlib.import_module(f"{ext.root.__name__}.voxnav_addon.gather")
+    ext.demo.build_demo(bpy.context.scene, labels=False)
+    assert bpy.ops.voxnav.build_navmesh() == {"FINISHED"}
+    assert bpy.ops.voxnav.add_path_test() == {"FINISHED"}  # Start and Goal stay
+    assert bpy.ops.voxnav.voxelize() == {"FINISHED"}  # the cubes drawn
+    scene = bpy.context.scene
+
+    def instancing() -> list[bool]:
+        return [
+            mod.show_viewport
+            for obj in ext.writeback.output_objects(scene)
+            for mod in obj.modifiers
+            if mod.type == "NODES"
+        ]
+
+    assert instancing() and all(instancing())
+    seen = []
+    real = gather.gather
+
+    def recording(*args, **kwargs):
+        seen.append(instancing())
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(gather, "gather", recording)
+    live.sample_heights(bpy.context)
+    assert seen and not any(any(states) for states in seen)
+    assert all(instancing())  # back on afterwards
+
+
+def test_voxel_path_refuses_a_grid_too_large_before_building_it(bpy, ext, monkeypatch):
+    """Voxel Path built the whole dense grid (30 GiB for a 4000 x 4000 x 8191 Voxelize) before
+    the navigator's size refusal: now the refusal comes first, through the operator's report."""
+    voxel_path = importlib.import_module(f"{ext.root.__name__}.core.nav.voxel_path")
+    pipeline = importlib.import_module(f"{ext.root.__name__}.core.pipeline")
+    _bake_demo(bpy, ext)
+    assert bpy.ops.voxnav.add_path_test() == {"FINISHED"}
+    monkeypatch.setattr(voxel_path, "MAX_NAVIGATOR_VOXELS", 1000)
+
+    def no_grid(*args, **kwargs):
+        raise AssertionError("the dense grid was built before the size check")
+
+    monkeypatch.setattr(pipeline.BakeResult, "voxel_grid", no_grid)
+    with pytest.raises(RuntimeError, match="more than voxel path finding handles"):
+        bpy.ops.voxnav.voxel_path()

@@ -230,3 +230,41 @@ def test_a_grid_too_large_for_the_navigator_is_refused_before_anything_is_alloca
     with pytest.raises(VoxNavError, match=r"5 x 6 x 40 voxels \(3,870 padded\)"):
         VoxelNavigator(grid)
     assert unpacked == []
+
+
+def test_a_tall_obstacle_is_refused_before_its_voxels_are_allocated(monkeypatch):
+    """block_voxels grew the grid to an obstacle's top with no size check: a crate 100 km tall
+    on a 60 m level allocated 58 GiB (a MemoryError) before the navigator's refusal. With a
+    headroom (the navigator's clearance) its voxels stop there."""
+    from core import obstacles as ob
+    from core.heightfield import WORD_BITS
+    from core.nav import voxel_path
+
+    monkeypatch.setattr(voxel_path, "MAX_NAVIGATOR_VOXELS", 10**5)  # a 6 x 5 grid 1,000 deep
+    grid = VoxelGrid.from_dense(np.ones((6, 5, 4), dtype=bool), (0.0, 0.0, 0.0), 0.3, 0.2)
+    tall = ob.box((0.0, 0.0, 0.0), (1.0, 1.0, 1e5))
+    allocated = []
+    real_zeros = np.zeros
+    monkeypatch.setattr(
+        ob.np, "zeros", lambda shape, *a, **k: allocated.append(shape) or real_zeros(shape, *a, **k)
+    )
+    with pytest.raises(VoxNavError, match=r"a dynamic obstacle reaches .* above the top"):
+        ob.block_voxels(grid, [tall])
+    assert not any(isinstance(s, tuple) and len(s) == 3 and s[2] > 1000 for s in allocated)
+    capped = ob.block_voxels(grid, [tall], headroom=1)
+    assert capped.depth == grid.depth + 1 and capped.bits.shape[2] == 1 <= WORD_BITS
+
+
+def test_voxel_grid_conversions_refuse_what_they_cannot_hold():
+    """to_heightfield wrapped spans deeper than uint16 (65530..65540 came back as 65530..4);
+    a grid of no columns raised NumPy's reshape error; occupied read (n, 2) points as other
+    points."""
+    deep = VoxelGrid.from_dense(np.zeros((1, 1, 70000), dtype=bool), (0, 0, 0), 1.0, 1.0)
+    with pytest.raises(VoxNavError, match="70000 voxels deep has no heightfield"):
+        deep.to_heightfield()
+    empty = VoxelGrid.from_dense(np.zeros((0, 3, 8), dtype=bool), (0, 0, 0), 1.0, 1.0)
+    assert empty.to_heightfield().span_count == 0
+    grid = VoxelGrid.from_dense(np.ones((2, 2, 2), dtype=bool), (0, 0, 0), 1.0, 1.0)
+    with pytest.raises(VoxNavError, match=r"points must be \(x, y, z\) each"):
+        grid.occupied(np.zeros((3, 2)))
+    assert grid.occupied([0.5, 0.5, 0.5]).tolist() == [True]
