@@ -56,6 +56,8 @@ DEBOUNCE = 0.15
 ROUND_TOLERANCE = 0.02
 #: A turn about Z within this many radians of a multiple of 90 degrees counts as unturned.
 YAW_TOLERANCE = 1e-4
+#: Scene custom property: the tiled bake's pruning inputs (JSON: points and mode).
+PRUNING_KEY = "voxnav_tile_pruning"
 #: Tile cache files kept in the extension's user folder (the newest; one per bake key).
 USER_CACHE_FILES = 8
 #: False while a caller writes the cache beside a .blend itself (the batch command: it never
@@ -448,6 +450,12 @@ def bake_tiled_steps(context, gathered, config, volumes, timings: dict, workers=
     timings["writeback"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     settings.tile_cache_key = live_tiles.key
+    # The pruning the overlay shows, for a reopened file (`_baked_pruning`): read from the
+    # scene's settings then, a Prune mode or Reachable From changed since made exports differ
+    # from the overlay and the Path Test.
+    scene[PRUNING_KEY] = json.dumps(
+        {"points": live_tiles.reachable.tolist(), "mode": live_tiles.prune_mode}
+    )
     settings.tile_cache_agent_keys = (
         json.dumps([[name, each.key] for name, each in live_tiles.agents.items()])
         if live_tiles.agents
@@ -706,8 +714,7 @@ def restore(scene, view_layer=None, depsgraph=None) -> LiveTiles | None:
     reasons: list[str] = []
     for path, cache in _loadable(candidates, key, reasons):
         live_tiles = LiveTiles(cache, key=key)
-        live_tiles.reachable = _reachable_in(scene, view_layer)
-        live_tiles.prune_mode = str(settings.prune_mode).lower()
+        live_tiles.reachable, live_tiles.prune_mode = _baked_pruning(scene, view_layer)
         _sync(scene, live_tiles, depsgraph, view_layer)
         try:
             cache.update()
@@ -771,8 +778,7 @@ def _restore_agents(scene, agent_keys, view_layer=None, depsgraph=None) -> LiveT
     live_tiles = next(iter(loaded.values()))
     live_tiles.agents = loaded
     for each in loaded.values():
-        each.reachable = _reachable_in(scene, view_layer)
-        each.prune_mode = str(settings.prune_mode).lower()
+        each.reachable, each.prune_mode = _baked_pruning(scene, view_layer)
     _sync(scene, live_tiles, depsgraph, view_layer)
     try:
         for each in loaded.values():
@@ -787,6 +793,20 @@ def _restore_agents(scene, agent_keys, view_layer=None, depsgraph=None) -> LiveT
         f"{len(live_tiles.cache.tiles)} tiles"
     )
     return live_tiles
+
+
+def _baked_pruning(scene, view_layer=None) -> tuple[np.ndarray, str]:
+    """(Reachable From points, prune mode) of the scene's tiled bake, as it stored them
+    (`PRUNING_KEY`); the scene's current ones for a file saved before they were stored."""
+    try:
+        stored = json.loads(scene.get(PRUNING_KEY, ""))
+        points = np.asarray(stored["points"], dtype=np.float64).reshape(-1, 3)
+        mode = str(stored["mode"])
+        if mode in ("remove", "disable") and np.isfinite(points).all():
+            return points, mode
+    except (ValueError, TypeError, KeyError):
+        pass
+    return _reachable_in(scene, view_layer), str(scene.voxnav.prune_mode).lower()
 
 
 def _reachable_in(scene, view_layer=None) -> np.ndarray:

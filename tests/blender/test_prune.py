@@ -110,3 +110,28 @@ def test_tiled_bake_prunes_and_stays_pruned_through_obstacle_rebuilds(bpy, ext):
     assert live_tiles.cache.rebuild_count > count
     assert overlay_verts(bpy, ext)[:, 2].max() < 3.0
     assert live_tiles.prune_report.polys_cut >= report.polys_cut
+
+
+def test_a_reopened_tiled_bake_exports_the_pruning_its_overlay_shows(bpy, ext, tmp_path):
+    """Prune mode changed after a tiled bake (no rebake), the file saved and reopened: the
+    overlay and the Path Test kept the bake's pruning, but Export wrote the navmesh pruned with
+    the current mode (the reopened cache read the scene's settings, not the bake's)."""
+    _scene(bpy)
+    scene = bpy.context.scene
+    start = bpy.data.objects.new("Start", None)
+    start.location = (-5.0, -5.0, 0.1)
+    start.voxnav.reachable_from = True
+    scene.collection.objects.link(start)
+    scene.voxnav.tile_size = 16
+    scene.voxnav.prune_mode = "REMOVE"
+    assert bpy.ops.voxnav.build_navmesh() == {"FINISHED"}
+    before = tmp_path / "before.bin"
+    assert bpy.ops.voxnav.export_navmesh(filepath=str(before), file_format="BIN") == {"FINISHED"}
+    scene.voxnav.prune_mode = "DISABLE"  # changed, not baked
+    blend = tmp_path / "level.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(blend))
+    bpy.ops.wm.read_homefile(use_empty=True)
+    bpy.ops.wm.open_mainfile(filepath=str(blend))
+    after = tmp_path / "after.bin"
+    assert bpy.ops.voxnav.export_navmesh(filepath=str(after), file_format="BIN") == {"FINISHED"}
+    assert after.read_bytes() == before.read_bytes()
