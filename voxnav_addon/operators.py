@@ -326,8 +326,14 @@ def export_stored_navmesh(scene, path: str, file_format: str = "BIN") -> list[st
             "each agent's"
         )
     stored = live.stored_navmesh_set(scene)
-    if stored is None or len(stored.tiles) != 1:
+    if stored is None:
         raise VoxNavError("no navmesh stored in this scene: Build Navmesh first")
+    if len(stored.tiles) != 1:  # it said "no navmesh stored", of a navmesh the Path Test walks
+        raise VoxNavError(
+            "this file keeps its tiled navmesh for the Path Test only, and its tile cache is "
+            "not loaded (Tile Size is 0, or the cache file beside the .blend is gone): Build "
+            "Navmesh again to export it"
+        )
     data = binio.navmesh_set_bytes([navdata.mirror_z(stored.tiles[0])])
 
     def write(target, payload: bytes, into) -> None:

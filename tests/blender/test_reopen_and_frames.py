@@ -164,3 +164,20 @@ def test_results_linked_from_another_file_are_never_written_or_removed(bpy, ext,
     bpy.context.window.scene = data_to.scenes[0]
     for name in ("voxelize", "build_navmesh", "add_path_test", "agent_add"):
         assert not getattr(bpy.ops.voxnav, name).poll(), name
+
+
+def test_a_reopened_tiled_bake_without_its_cache_says_why_it_cannot_export(bpy, ext, tmp_path):
+    """Tile Size set to 0 before saving a tiled bake: reopened, the Path Test walks the stored
+    tiles but Export said "no navmesh stored in this scene", which was false."""
+    bpy.ops.mesh.primitive_plane_add(size=24)
+    scene = bpy.context.scene
+    scene.voxnav.tile_size = 16
+    assert bpy.ops.voxnav.build_navmesh() == {"FINISHED"}
+    scene.voxnav.tile_size = 0
+    blend = tmp_path / "level.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(blend))
+    bpy.ops.wm.read_homefile(use_empty=True)
+    bpy.ops.wm.open_mainfile(filepath=str(blend))
+    with pytest.raises(RuntimeError, match="keeps its tiled navmesh for the Path Test only"):
+        bpy.ops.voxnav.export_navmesh(filepath=str(tmp_path / "nav.bin"), file_format="BIN")
+    assert not (tmp_path / "nav.bin").exists()
