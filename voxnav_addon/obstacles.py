@@ -833,9 +833,15 @@ def _rebake(scene, reason: str) -> None:
         return
     start = time.perf_counter()
     try:
-        bake.bake_scene(context, "navmesh")
+        outcome = bake.bake_scene(context, "navmesh")
     except VoxNavError as exc:
         settings.obstacle_status = f"{reason}; the rebake failed: {exc}"
+        return
+    if outcome.empty or scene.session_uid not in CACHES:  # it said "rebaked (cache saved)"
+        settings.obstacle_status = (
+            f"{reason}; the rebake made an empty navmesh (see Last Bake), so nothing changed "
+            "and no obstacle is live: fix the settings and Build Navmesh"
+        )
         return
     settings.obstacle_status = (
         f"{reason}: rebaked all tiles in {time.perf_counter() - start:.2f} s (cache saved)"

@@ -304,3 +304,23 @@ def test_scenes_whose_names_differ_in_other_characters_get_their_own_sidecars(bp
     assert obstacles.sidecar_path(second, blend) == str(tmp_path / "two.voxnav-tiles.Level_1.npz")
     agents = {obstacles.sidecar_path(second, blend, a) for a in ("big one", "big_one")}
     assert len(agents) == 2
+
+
+def test_an_empty_rebake_of_a_cacheless_file_says_nothing_changed(bpy, ext, tmp_path):
+    """The one-time rebake after reopening without a cache came out empty (settings changed
+    since): the status said "rebaked all tiles (cache saved)" though nothing was baked and no
+    obstacle was live."""
+    obstacles = _mod(ext, "obstacles")
+    _scene(bpy, ext)
+    blend = tmp_path / "level.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(blend))
+    os.remove(tmp_path / "level.voxnav-tiles.Scene.npz")
+    os.remove(obstacles.user_cache_path(bpy.context.scene.voxnav.tile_cache_key))
+    bpy.ops.wm.open_mainfile(filepath=str(blend))
+    scene = bpy.context.scene
+    scene.voxnav.agent_max_slope = 0.0  # a rebake now finds no walkable floor
+    bpy.data.objects["Crate"].location = (7.0, 7.0, 0.0)
+    bpy.context.view_layer.update()
+    assert scene.session_uid not in obstacles.CACHES
+    status = scene.voxnav.obstacle_status
+    assert "rebaked all tiles" not in status and "the rebake made an empty navmesh" in status
