@@ -691,8 +691,12 @@ def _save_blend_copy(target: str, batch) -> None:
 
 def write_tiled_obj(path: str, navmesh) -> None:
     """Every tile's polygons as OBJ, one object per tile, in ``core.export``'s axis convention
-    (Y-up, Blender's OBJ axes: world (x, y, z) written as (x, z, -y)). The navmesh is in
-    Detour's frame (x, up, y), so a vertex (x, u, y) is written as (x, u, -y)."""
+    (Y-up, Blender's OBJ axes: world (x, y, z) written as (x, z, -y)), and the off-mesh links
+    as line elements of object ``offmesh_links``, as the solo OBJ has them (they were written
+    as two-vertex faces). The navmesh is in Detour's frame (x, up, y), so a vertex (x, u, y) is
+    written as (x, u, -y)."""
+    from ..core.nav.navdata import POLYTYPE_OFFMESH_CONNECTION
+
     verts = np.asarray(navmesh.verts, np.float64)
     lines = [
         "# VoxNav tiled navmesh: the polygons of every tile",
@@ -702,10 +706,15 @@ def write_tiled_obj(path: str, navmesh) -> None:
     counts = navmesh.poly_vert_count.astype(np.int64).tolist()
     rows = (navmesh.poly_verts + 1).tolist()
     bases = navmesh.tile_poly_base.tolist()
+    links = np.asarray(navmesh.poly_type) == POLYTYPE_OFFMESH_CONNECTION
     for t, (tx, ty, _layer) in enumerate(navmesh.tile_xy.tolist()):
         lines.append(f"o tile_{tx}_{ty}")
         for p in range(bases[t], bases[t + 1]):
-            lines.append("f " + " ".join(map(str, rows[p][: counts[p]])))
+            if not links[p]:
+                lines.append("f " + " ".join(map(str, rows[p][: counts[p]])))
+    if links.any():
+        lines.append("o offmesh_links")
+        lines += [f"l {rows[p][0]} {rows[p][1]}" for p in np.flatnonzero(links).tolist()]
     with open(path, "w", encoding="ascii") as fh:
         fh.write("\n".join(lines) + "\n")
 

@@ -233,3 +233,17 @@ def test_a_moved_nav_link_reopens_where_it_was_last_baked(bpy, ext, tmp_path):
     links = live_tiles.cache.offmesh_links
     assert len(links) == 1
     np.testing.assert_allclose(links.end[0], (12.0, 6.0, 0.0))
+
+
+def test_a_tiled_obj_export_has_the_links_as_lines(bpy, ext, tmp_path):
+    """The tiled OBJ wrote an off-mesh link as a two-vertex face of its tile; the solo OBJ
+    has it as a line element in object offmesh_links."""
+    _tiled_scene_with_a_nav_link(bpy)
+    assert bpy.ops.voxnav.build_navmesh() == {"FINISHED"}
+    out = tmp_path / "tiled.obj"
+    assert bpy.ops.voxnav.export_navmesh(filepath=str(out), file_format="OBJ") == {"FINISHED"}
+    lines = out.read_text().splitlines()
+    faces = [ln for ln in lines if ln.startswith("f ")]
+    assert faces and all(len(ln.split()) >= 4 for ln in faces)  # three corners or more
+    assert "o offmesh_links" in lines
+    assert sum(ln.startswith("l ") for ln in lines) == 1
