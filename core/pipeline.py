@@ -713,6 +713,14 @@ def prune_bake(
             offmesh_links=result.offmesh_links,
         )
     result.polymesh, result.detail, result.prune = pmesh, detail, report
+    links = result.offmesh_links
+    if links is not None and report.links_cut.size:  # they go with the removed polygons
+        keep = ~np.isin(links.user_id, report.links_cut)
+        hand = len(links) - int(result.auto_link_count)  # automatic links come last
+        result.auto_link_count = int(keep[hand:].sum())
+        result.offmesh_links = links.subset(keep)
+        if result.counts and "auto_links" in result.counts:
+            result.counts["auto_links"] = result.auto_link_count
     if result.counts:
         result.counts["polys"] = int(pmesh.npolys)
         result.counts["poly_verts"] = int(pmesh.nverts)

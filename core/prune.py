@@ -61,6 +61,10 @@ class PruneReport:
     seed_polys: list[int] = field(default_factory=list)
     #: bool (npolys of the input mesh,) polygons the flood reached.
     reached: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
+    #: uint32 user ids of the off-mesh links attached to a removed polygon ("remove" mode):
+    #: they go with it (kept, Detour attached them to whatever polygon was left within their
+    #: radius: paths that did not exist before).
+    links_cut: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.uint32))
 
     def summary(self) -> str:
         """One line for the user, e.g. "pruned 12 polygons (34.5 m^2 ...)"."""
@@ -116,11 +120,40 @@ def flood_with_links(
         walkable_climb=walkable_climb,
         offmesh=offmesh_links,
     )
-    nav = NavMesh.from_data(data)  # ground polygons keep their ids; links come after them
+    return _flood_with_links_nav(pmesh, seeds, NavMesh.from_data(data))[0]
+
+
+def _flood_with_links_nav(pmesh: PolyMesh, seeds, nav) -> tuple[np.ndarray, np.ndarray]:
+    """`flood_with_links` on its navmesh ``nav`` (ground polygons keep their ids; links come
+    after them): (reached ground polygons (npolys,), the links attached to an unreached
+    polygon: their user ids, `links_touching`)."""
     frontier = np.asarray(seeds, dtype=np.int64).reshape(-1)
-    return _flood_navmesh(nav, frontier[(frontier >= 0) & (frontier < pmesh.npolys)])[
-        : pmesh.npolys
-    ]
+    reached = _flood_navmesh(nav, frontier[(frontier >= 0) & (frontier < pmesh.npolys)])
+    ground = np.ones(reached.shape[0], dtype=bool)  # connection polygons count as reached
+    ground[: pmesh.npolys] = reached[: pmesh.npolys]
+    return reached[: pmesh.npolys], links_touching(nav, ground)
+
+
+def links_touching(nav, reached: np.ndarray) -> np.ndarray:
+    """uint32 user ids of the off-mesh connections of the `core.nav.navmesh.NavMesh` ``nav``
+    with a link to a polygon not ``reached`` (bool (poly_count,)): each connection polygon's
+    links lead to the ground polygons its ends attach to."""
+    from .nav.navdata import POLYTYPE_OFFMESH_CONNECTION
+
+    connections = np.flatnonzero(np.asarray(nav.poly_type) == POLYTYPE_OFFMESH_CONNECTION)
+    if not connections.size:
+        return np.zeros(0, dtype=np.uint32)
+    user = np.zeros(int(nav.poly_count), dtype=np.int64)
+    for t, data in enumerate(nav.tiles):  # a connection polygon's user id, by tile
+        if data.off_mesh_count:
+            polys = nav.tile_poly_base[t] + np.asarray(data.off_mesh_poly, dtype=np.int64)
+            user[polys] = np.asarray(data.off_mesh_user_id, dtype=np.int64)
+    starts = nav.link_start[connections]
+    counts = nav.link_start[connections + 1] - starts
+    owner = np.repeat(connections, counts)
+    targets = np.asarray(nav.link_ref, dtype=np.int64)[_ranges(starts, counts)]
+    bad = owner[(targets >= 0) & ~reached[np.maximum(targets, 0)]]
+    return np.unique(user[bad]).astype(np.uint32)
 
 
 def _flood_navmesh(nav, seeds: np.ndarray) -> np.ndarray:
@@ -327,21 +360,24 @@ def prune_islands(
         keep_all = np.ones(npolys, dtype=bool)
         report = PruneReport(mode, npolys, 0, 0.0, seeds, keep_all)
         return pmesh, detail, report
+    links_cut = np.zeros(0, dtype=np.uint32)
     if offmesh_links is not None and len(offmesh_links):
-        reached = flood_with_links(
-            pmesh,
-            detail,
-            found,
-            offmesh_links,
-            walkable_height=walkable_height,
-            walkable_radius=walkable_radius,
-            walkable_climb=walkable_climb,
-        )
+        from .nav.navdata import create_nav_mesh_data
+        from .nav.navmesh import NavMesh
+
+        data = create_nav_mesh_data(
+            pmesh, detail, walkable_height=walkable_height, walkable_radius=walkable_radius,
+            walkable_climb=walkable_climb, offmesh=offmesh_links,
+        )  # fmt: skip
+        reached, links_cut = _flood_with_links_nav(pmesh, found, NavMesh.from_data(data))
     else:
         reached = flood_polys(pmesh, found)
     cut = ~reached
     area_cut = float(poly_ground_areas(pmesh)[cut].sum())
-    report = PruneReport(mode, int(reached.sum()), int(cut.sum()), area_cut, seeds, reached)
+    report = PruneReport(
+        mode, int(reached.sum()), int(cut.sum()), area_cut, seeds, reached,
+        links_cut if mode == "remove" else np.zeros(0, dtype=np.uint32),
+    )  # fmt: skip
     if not cut.any():
         return pmesh, detail, report
     if mode == "remove":
@@ -418,6 +454,9 @@ def prune_tiled(
     )  # fmt: skip
     if not cut.any():
         return report
+    if mode == "remove":  # the links attached to removed polygons go with them
+        report.links_cut = links_touching(nav, reached_refs | ~ground)
+        _drop_links(bake, report.links_cut)
     index_of = {id(tile): k for k, tile in enumerate(tiles)}
     kept_tiles = []
     for tile in bake.tiles:  # build order kept: it is the navmesh's tile and link order
@@ -433,6 +472,24 @@ def prune_tiled(
         kept_tiles.append(tile)
     bake.tiles = kept_tiles
     return report
+
+
+def _drop_links(bake: TiledBake, user_ids: np.ndarray) -> None:
+    """Remove the links of ``user_ids`` (as `TiledBake.navmesh_links` numbers them) from the
+    bake's hand-made links and its tiles' automatic ones."""
+    if not user_ids.size:
+        return
+    hand = bake.offmesh_links
+    if hand is not None and len(hand):
+        bake.offmesh_links = hand.subset(~np.isin(hand.user_id, user_ids))
+    next_id = int(hand.user_id.max()) + 1 if hand is not None and len(hand) else 0
+    for tile in bake.tiles:  # automatic links: numbered on from the hand-made ones
+        found = tile.auto_links
+        if found is None or not len(found):
+            continue
+        ids = np.arange(len(found)) + next_id
+        next_id += len(found)
+        tile.auto_links = found.subset(~np.isin(ids, user_ids))
 
 
 def _prune_tile(tile, keep: np.ndarray, mode: str, create_nav_mesh_data) -> None:

@@ -286,3 +286,53 @@ def test_a_link_starting_off_the_navmesh_is_named_in_a_warning(tmp_path, capsys)
         out = tmp_path / "nav.bin"
         assert main(["bake", str(mesh), "--out", str(out), *far, *extra]) == 0
         assert "(500, 500, 0)" in capsys.readouterr().err
+
+
+def _three_floors():
+    """F | G | I: three 6 m floors between two thin walls (Z-up)."""
+    parts = [
+        L.box((0, 0, -1), (6, 6, 0)), L.box((6, 0, -1), (6.2, 6, 3)),
+        L.box((6.2, 0, -1), (12, 6, 0)), L.box((12, 0, -1), (12.2, 6, 3)),
+        L.box((12.2, 0, -1), (18, 6, 0)),
+    ]  # fmt: skip
+    return L.merge(*parts)
+
+
+def test_pruning_removes_the_links_of_removed_polygons():
+    """A link F -> G makes G reachable from F; a link I -> F (radius 2) starts on I 1.6 m from
+    G. Pruning from F removes I, and kept its link: Detour attached it to G, so a path G -> F
+    existed after pruning that did not before. Solo and tiled."""
+    from core import prune, tiles
+
+    verts, tris = _three_floors()
+    hand = OffMeshLinks.create(
+        [[3, 3, 0], [13.0, 3, 0]], [[9, 3, 0], [3, 5, 0]], [0.6, 2.0], False, user_id=[0, 1]
+    )
+    config = NavConfig()
+    on_f, on_g = np.array([2, 2, 0], np.float32), np.array([9, 2, 0], np.float32)
+
+    def g_reaches_f(nav) -> bool:
+        query = NavMeshQuery(nav)
+        s, g = query.find_nearest_poly(on_g), query.find_nearest_poly(on_f)
+        path = query.find_path(s.ref, g.ref, s.point, g.point)
+        return not (path.status & PARTIAL_RESULT) and int(path.polys[-1]) == g.ref
+
+    def solo_nav(result):
+        data = create_nav_mesh_data(
+            result.polymesh, result.detail, walkable_height=config.agent_height,
+            walkable_radius=config.agent_radius, walkable_climb=config.agent_max_climb,
+            offmesh=result.offmesh_links,
+        )  # fmt: skip
+        return NavMesh.from_data(data)
+
+    whole = pipeline.bake(verts, tris, config, offmesh_links=hand)
+    pruned = pipeline.bake(verts, tris, config, offmesh_links=hand, reachable_from=[on_f])
+    assert not g_reaches_f(solo_nav(whole))
+    assert pruned.prune.polys_cut > 0 and pruned.prune.links_cut.tolist() == [1]
+    assert pruned.offmesh_links.user_id.tolist() == [0]
+    assert not g_reaches_f(solo_nav(pruned))
+    bake = tiles.bake_tiled(verts, tris, config, 32, workers=1)
+    bake.offmesh_links = hand
+    report = prune.prune_tiled(bake, [on_f])
+    assert report.links_cut.tolist() == [1] and bake.offmesh_links.user_id.tolist() == [0]
+    assert not g_reaches_f(bake.navmesh())
