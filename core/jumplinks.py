@@ -643,8 +643,9 @@ def connects_on(nav, points: np.ndarray, radius: float, agent_climb: float) -> n
 
 
 def _dedup(start: np.ndarray, end: np.ndarray, bidir: np.ndarray, spacing: float) -> np.ndarray:
-    """bool (n,): links kept after dropping, of every pair in the same direction (and kind)
-    whose starts and ends are both closer than ``spacing``, the later one."""
+    """bool (n,): links kept after dropping, of every pair in the same direction (headings
+    in plan less than 90 degrees apart) and kind whose starts and ends are both closer than
+    ``spacing``, the later one."""
     n = start.shape[0]
     keep = np.ones(n, dtype=bool)
     if n < 2:
@@ -671,10 +672,14 @@ def _dedup(start: np.ndarray, end: np.ndarray, bidir: np.ndarray, spacing: float
     j = np.concatenate(seconds)
     later = j > i
     i, j = i[later], j[later]
+    # Same direction too: a short jump and its reverse from the other side of the gap have
+    # close starts and ends (each other's), and one side lost its links.
+    heading = end[:, :2] - start[:, :2]
     close = (
         (np.linalg.norm(start[i] - start[j], axis=1) < spacing)
         & (np.linalg.norm(end[i] - end[j], axis=1) < spacing)
         & (bidir[i] == bidir[j])
+        & ((heading[i] * heading[j]).sum(axis=1) > 0)
     )
     keep[j[close]] = False
     return keep

@@ -891,7 +891,10 @@ def auto_links_slow(pmesh, detail, chf, hf, *, agent_height, agent_radius, agent
     out = []
     for i, (s, e, b) in enumerate(links):
         if any(
-            b2 == b and np.linalg.norm(s - s2) < spacing and np.linalg.norm(e - e2) < spacing
+            b2 == b
+            and np.linalg.norm(s - s2) < spacing
+            and np.linalg.norm(e - e2) < spacing
+            and float(np.dot((e - s)[:2], (e2 - s2)[:2])) > 0  # the same direction
             for s2, e2, b2 in links[:i]
         ):
             continue

@@ -586,3 +586,17 @@ def test_link_samples_are_made_a_chunk_at_a_time(scene_bake, monkeypatch):
         tracemalloc.stop()
     assert len(links) > 10_000
     assert peak < 20 * 1024**2, peak  # 14 MB (34 MB before)
+
+
+@pytest.mark.parametrize("spacing", [2.0, 3.0])
+def test_a_gap_shorter_than_the_spacing_gets_jumps_from_both_sides(spacing):
+    """A 1 m gap (jumps about 2.5 m long) with link_spacing 3: the deduplication took a jump
+    and its reverse from the other side for near-duplicates (each one's start near the
+    other's end) and left one side with none."""
+    box, merge = linkscenes.box, linkscenes.merge
+    verts, tris = merge(box((0, 0, -1), (6, 6, 0)), box((7, 0, -1), (13, 6, 0)))
+    result = pipeline.bake(verts, tris, NavConfig(auto_links=True, link_spacing=spacing))
+    start, end = result.offmesh_links.start, result.offmesh_links.end
+    a_to_b = int(((start[:, 0] < 6.5) & (end[:, 0] > 6.5)).sum())
+    b_to_a = int(((start[:, 0] > 6.5) & (end[:, 0] < 6.5)).sum())
+    assert a_to_b > 0 and b_to_a == a_to_b
