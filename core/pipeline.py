@@ -661,6 +661,41 @@ def auto_links_stage(result: BakeResult, derived: DerivedConfig, ctx: BuildConte
     links = dataclasses.replace(links, user_id=(links.user_id + first_id).astype(np.uint32))
     result.offmesh_links = hand.concatenate(links)
     result.auto_link_count = len(links)
+    drop_links_detour_leaves_out(result, ctx)
+
+
+def drop_links_detour_leaves_out(result: BakeResult, ctx: BuildContext) -> None:
+    """Take out of ``result`` the automatic links its Detour data would not store (their start
+    not within the agent's climb of the navmesh's height range, dtCreateNavMeshData's rule:
+    they start on the voxel floor, one cell height under the surface, so an agent_max_climb
+    below one cell height lost them all, while the count, the arcs and the JSON kept them),
+    with a warning."""
+    links, count = result.offmesh_links, int(result.auto_link_count)
+    pmesh = result.polymesh
+    if not count or pmesh is None or pmesh.npolys == 0:
+        return
+    from .nav.navdata import create_nav_mesh_data
+
+    config = result.config
+    data = create_nav_mesh_data(
+        pmesh, result.detail, walkable_height=float(np.float32(config.agent_height)),
+        walkable_radius=float(np.float32(config.agent_radius)),
+        walkable_climb=float(np.float32(config.agent_max_climb)), build_bv_tree=False,
+        offmesh=links,
+    )  # fmt: skip
+    hand = len(links) - count
+    stored = np.isin(links.user_id, np.asarray(data.off_mesh_user_id))
+    stored[:hand] = True  # hand-made ones are the user's (`warn_unplaced_links` names them)
+    if stored.all():
+        return
+    result.offmesh_links = links.subset(stored)
+    result.auto_link_count = int(stored[hand:].sum())
+    ctx.warn(
+        f"{int((~stored).sum())} of {count} automatic link(s) left out: they start more than "
+        f"agent_max_climb ({config.agent_max_climb:g}) outside the navmesh's heights, where "
+        "Detour does not keep them (links start on the voxel floor, one cell height under the "
+        "surface): raise agent_max_climb to at least cell_height"
+    )
 
 
 def warn_unplaced_links(result: BakeResult, links: OffMeshLinks | None, ctx: BuildContext):
@@ -719,8 +754,10 @@ def prune_bake(
         hand = len(links) - int(result.auto_link_count)  # automatic links come last
         result.auto_link_count = int(keep[hand:].sum())
         result.offmesh_links = links.subset(keep)
-        if result.counts and "auto_links" in result.counts:
-            result.counts["auto_links"] = result.auto_link_count
+    if report.polys_cut and mode == "remove":  # the heights Detour keeps links within moved
+        drop_links_detour_leaves_out(result, ctx)
+    if result.counts and "auto_links" in result.counts:
+        result.counts["auto_links"] = int(result.auto_link_count)
     if result.counts:
         result.counts["polys"] = int(pmesh.npolys)
         result.counts["poly_verts"] = int(pmesh.nverts)

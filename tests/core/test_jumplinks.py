@@ -600,3 +600,28 @@ def test_a_gap_shorter_than_the_spacing_gets_jumps_from_both_sides(spacing):
     a_to_b = int(((start[:, 0] < 6.5) & (end[:, 0] > 6.5)).sum())
     b_to_a = int(((start[:, 0] > 6.5) & (end[:, 0] < 6.5)).sum())
     assert a_to_b > 0 and b_to_a == a_to_b
+
+
+def test_links_detour_would_not_keep_are_left_out_and_said(tmp_path):
+    """agent_max_climb below one cell height: the links (on the voxel floor, a cell height
+    under the surface) were counted, drawn and written to the JSON, while Detour stored none
+    of them, silently. Now they are left out, with a warning; with a climb of a cell height
+    or more they stay."""
+    from core.nav.navdata import create_nav_mesh_data
+
+    box, merge = linkscenes.box, linkscenes.merge
+    verts, tris = merge(box((0, 0, -1), (6, 6, 0)), box((7, 0, -1), (13, 6, 0)))
+    for climb, expect_links in ((0.0, False), (0.1, False), (0.9, True)):
+        config = NavConfig(auto_links=True, agent_max_climb=climb)
+        result = pipeline.bake(verts, tris, config)
+        links = result.offmesh_links
+        data = create_nav_mesh_data(
+            result.polymesh, result.detail, walkable_height=config.agent_height,
+            walkable_radius=config.agent_radius, walkable_climb=config.agent_max_climb,
+            offmesh=links,
+        )  # fmt: skip
+        assert int(data.off_mesh_count) == len(links) == result.auto_link_count
+        assert result.counts["auto_links"] == len(links)
+        assert (len(links) > 0) == expect_links, climb
+        warned = any("automatic link(s) left out" in w for w in result.warnings)
+        assert warned == (not expect_links), climb
