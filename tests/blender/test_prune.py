@@ -82,16 +82,22 @@ def test_cli_reachable_from(bpy, ext, tmp_path, capsys):
     assert len(read(pruned)[0].polys) == n_full
 
 
-def test_tiled_bake_prunes_and_stays_pruned_through_obstacle_rebuilds(bpy, ext):
-    """With Tile Size set, the Reachable From empty prunes the tiled navmesh too: the roof
-    island leaves the overlay and the stored navmesh; a dynamic obstacle's live rebuild keeps
-    it pruned (the tile cache itself stays whole)."""
+def _scene_reachable_from_the_ground(bpy):
+    """`_scene` with a Reachable From empty on the ground (the roof is an island); the scene."""
     _scene(bpy)
     scene = bpy.context.scene
     start = bpy.data.objects.new("Start", None)
     start.location = (-5.0, -5.0, 0.1)
     start.voxnav.reachable_from = True
     scene.collection.objects.link(start)
+    return scene
+
+
+def test_tiled_bake_prunes_and_stays_pruned_through_obstacle_rebuilds(bpy, ext):
+    """With Tile Size set, the Reachable From empty prunes the tiled navmesh too: the roof
+    island leaves the overlay and the stored navmesh; a dynamic obstacle's live rebuild keeps
+    it pruned (the tile cache itself stays whole)."""
+    scene = _scene_reachable_from_the_ground(bpy)
     scene.voxnav.tile_size = 32
     assert bpy.ops.voxnav.build_navmesh() == {"FINISHED"}
     assert overlay_verts(bpy, ext)[:, 2].max() < 3.0  # the roof island is gone
@@ -116,12 +122,7 @@ def test_a_reopened_tiled_bake_exports_the_pruning_its_overlay_shows(bpy, ext, t
     """Prune mode changed after a tiled bake (no rebake), the file saved and reopened: the
     overlay and the Path Test kept the bake's pruning, but Export wrote the navmesh pruned with
     the current mode (the reopened cache read the scene's settings, not the bake's)."""
-    _scene(bpy)
-    scene = bpy.context.scene
-    start = bpy.data.objects.new("Start", None)
-    start.location = (-5.0, -5.0, 0.1)
-    start.voxnav.reachable_from = True
-    scene.collection.objects.link(start)
+    scene = _scene_reachable_from_the_ground(bpy)
     scene.voxnav.tile_size = 16
     scene.voxnav.prune_mode = "REMOVE"
     assert bpy.ops.voxnav.build_navmesh() == {"FINISHED"}
