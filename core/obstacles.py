@@ -333,16 +333,14 @@ class ObstacleSet:
         return tuple(self._shapes[k].volume() for k in keys)
 
 
-def block_voxels(grid: VoxelGrid, obstacles, headroom: int | None = None) -> VoxelGrid:
+def block_voxels(grid: VoxelGrid, obstacles) -> VoxelGrid:
     """A copy of ``grid`` with every voxel whose centre is inside an obstacle set (solid).
 
     obstacles: an iterable of `Obstacle`. A voxel's centre is inside when its X/Y is inside
     the footprint (`Obstacle.inside_xy`) and its Z within the obstacle's [bottom, top]. The grid
     grows upwards when an obstacle reaches above it, so an obstacle standing on the highest
-    floor is still there; voxels below the grid or off its X/Y are dropped. ``headroom``: the
-    voxels above the grid's top that matter (a `VoxelNavigator`'s clearance: above them
-    nothing stands), where an obstacle's voxels stop (None: its top); a grid that would grow
-    past what path finding handles is refused before it is allocated
+    floor is still there; voxels below the grid or off its X/Y are dropped. A grid that
+    would grow past what path finding handles is refused before it is allocated
     (`core.nav.voxel_path.check_grid_size`: a 100 km tall crate allocated 58 GiB).
     """
     from .nav.voxel_path import check_grid_size
@@ -357,8 +355,6 @@ def block_voxels(grid: VoxelGrid, obstacles, headroom: int | None = None) -> Vox
         z0, z1 = shape.z_range()
         iz0 = max(math.ceil((z0 - bmin[2]) / ch - 0.5), 0)
         iz1 = math.floor((z1 - bmin[2]) / ch - 0.5)
-        if headroom is not None:
-            iz1 = min(iz1, grid.depth - 1 + headroom)
         ix0 = max(math.floor((lo[0] - bmin[0]) / cs - 0.5), 0)
         ix1 = min(math.ceil((hi[0] - bmin[0]) / cs - 0.5), grid.width - 1)
         iy0 = max(math.floor((lo[1] - bmin[1]) / cs - 0.5), 0)
@@ -369,13 +365,12 @@ def block_voxels(grid: VoxelGrid, obstacles, headroom: int | None = None) -> Vox
         depth = max(depth, iz1 + 1)
     if depth > grid.depth:
         try:
-            check_grid_size(grid.width, grid.height, depth, headroom or 1)
+            check_grid_size(grid.width, grid.height, depth)
         except VoxNavError:
             raise VoxNavError(
                 f"a dynamic obstacle reaches {(depth - grid.depth) * ch:g} wu above the top of "
                 f"the voxels: the grid would grow to {grid.width} x {grid.height} x {depth} "
-                "voxels, more than voxel path finding handles; make the obstacle lower (or "
-                "give the headroom that matters)"
+                "voxels, more than voxel path finding handles; make the obstacle lower"
             ) from None
     words = max(1, -(-depth // WORD_BITS))
     bits = np.zeros((grid.height, grid.width, words), dtype=np.uint32)

@@ -462,7 +462,7 @@ def voxel_path(context) -> Any:
     if shapes:
         from ..core.obstacles import block_voxels
 
-        grid = block_voxels(grid, shapes, headroom=1)  # the navigator's clearance below
+        grid = block_voxels(grid, shapes)  # refused before allocating when it grows too tall
     nav = VoxelNavigator(grid)
     found = nav.find_path(_location(start), _location(goal))
     obj = _curve_object(scene, VOXEL_PATH_NAME, VOXEL_PATH_COLOR, _radius(scene) * 0.6)

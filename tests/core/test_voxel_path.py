@@ -234,8 +234,7 @@ def test_a_grid_too_large_for_the_navigator_is_refused_before_anything_is_alloca
 
 def test_a_tall_obstacle_is_refused_before_its_voxels_are_allocated(monkeypatch):
     """block_voxels grew the grid to an obstacle's top with no size check: a crate 100 km tall
-    on a 60 m level allocated 58 GiB (a MemoryError) before the navigator's refusal. With a
-    headroom (the navigator's clearance) its voxels stop there."""
+    on a 60 m level allocated 58 GiB (a MemoryError) before the navigator's refusal."""
     from core import obstacles as ob
     from core.heightfield import WORD_BITS
     from core.nav import voxel_path
@@ -251,8 +250,8 @@ def test_a_tall_obstacle_is_refused_before_its_voxels_are_allocated(monkeypatch)
     with pytest.raises(VoxNavError, match=r"a dynamic obstacle reaches .* above the top"):
         ob.block_voxels(grid, [tall])
     assert not any(isinstance(s, tuple) and len(s) == 3 and s[2] > 1000 for s in allocated)
-    capped = ob.block_voxels(grid, [tall], headroom=1)
-    assert capped.depth == grid.depth + 1 and capped.bits.shape[2] == 1 <= WORD_BITS
+    short = ob.box((0.0, 0.0, 0.0), (1.0, 1.0, 2.0))  # 10 voxels: the grid grows to hold it
+    assert ob.block_voxels(grid, [short]).depth == 10 <= WORD_BITS
 
 
 def test_voxel_grid_conversions_refuse_what_they_cannot_hold():
