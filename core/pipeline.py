@@ -674,15 +674,8 @@ def drop_links_detour_leaves_out(result: BakeResult, ctx: BuildContext) -> None:
     pmesh = result.polymesh
     if not count or pmesh is None or pmesh.npolys == 0:
         return
-    from .nav.navdata import create_nav_mesh_data
-
     config = result.config
-    data = create_nav_mesh_data(
-        pmesh, result.detail, walkable_height=float(np.float32(config.agent_height)),
-        walkable_radius=float(np.float32(config.agent_radius)),
-        walkable_climb=float(np.float32(config.agent_max_climb)), build_bv_tree=False,
-        offmesh=links,
-    )  # fmt: skip
+    data = _links_navdata(result, links)
     hand = len(links) - count
     stored = np.isin(links.user_id, np.asarray(data.off_mesh_user_id))
     stored[:hand] = True  # hand-made ones are the user's (`warn_unplaced_links` names them)
@@ -698,18 +691,15 @@ def drop_links_detour_leaves_out(result: BakeResult, ctx: BuildContext) -> None:
     )
 
 
-def warn_unplaced_links(result: BakeResult, links: OffMeshLinks | None, ctx: BuildContext):
-    """Warn about the hand-made ``links`` whose start is off the baked navmesh (Detour leaves
-    them out of the .bin and of queries; `core.offmesh.unplaced_links`)."""
-    pmesh = result.polymesh
-    if links is None or len(links) == 0 or pmesh is None or pmesh.npolys == 0:
-        return
+def _links_navdata(result: BakeResult, links: OffMeshLinks):
+    """The Detour data (`core.nav.navdata.NavMeshData`, no BV tree) of ``result``'s solo
+    navmesh with ``links``, its agent as the .bin stores it: which links it keeps."""
     from .nav.navdata import create_nav_mesh_data
-    from .offmesh import unplaced_links
 
     config = result.config
-    data = create_nav_mesh_data(
-        pmesh,
+    assert result.polymesh is not None, "a navmesh bake"
+    return create_nav_mesh_data(
+        result.polymesh,
         result.detail,
         walkable_height=float(np.float32(config.agent_height)),
         walkable_radius=float(np.float32(config.agent_radius)),
@@ -717,7 +707,17 @@ def warn_unplaced_links(result: BakeResult, links: OffMeshLinks | None, ctx: Bui
         build_bv_tree=False,
         offmesh=links,
     )
-    message = unplaced_links(links, [data])
+
+
+def warn_unplaced_links(result: BakeResult, links: OffMeshLinks | None, ctx: BuildContext):
+    """Warn about the hand-made ``links`` whose start is off the baked navmesh (Detour leaves
+    them out of the .bin and of queries; `core.offmesh.unplaced_links`)."""
+    pmesh = result.polymesh
+    if links is None or len(links) == 0 or pmesh is None or pmesh.npolys == 0:
+        return
+    from .offmesh import unplaced_links
+
+    message = unplaced_links(links, [_links_navdata(result, links)])
     if message:
         ctx.warn(message)
 
@@ -756,9 +756,9 @@ def prune_bake(
         result.offmesh_links = links.subset(keep)
     if report.polys_cut and mode == "remove":  # the heights Detour keeps links within moved
         drop_links_detour_leaves_out(result, ctx)
-    if result.counts and "auto_links" in result.counts:
-        result.counts["auto_links"] = int(result.auto_link_count)
     if result.counts:
+        if "auto_links" in result.counts:
+            result.counts["auto_links"] = int(result.auto_link_count)
         result.counts["polys"] = int(pmesh.npolys)
         result.counts["poly_verts"] = int(pmesh.nverts)
         result.counts["polys_pruned"] = int(report.polys_cut)

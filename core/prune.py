@@ -109,6 +109,15 @@ def flood_with_links(
     off-mesh links (`core.offmesh.OffMeshLinks`), each connected to the navmesh as Detour
     connects it (`core.nav.navmesh`: endpoint polygon within the link's radius, one-way links
     only from start to end). One NumPy round per frontier over Detour's link lists."""
+    nav = _links_navmesh(
+        pmesh, detail, offmesh_links, walkable_height, walkable_radius, walkable_climb
+    )
+    return _flood_with_links_nav(pmesh, seeds, nav)[0]
+
+
+def _links_navmesh(pmesh, detail, offmesh_links, walkable_height, walkable_radius, walkable_climb):
+    """The one-tile `core.nav.navmesh.NavMesh` of a solo mesh with its off-mesh links, which
+    the flood walks (Detour's connections)."""
     from .nav.navdata import create_nav_mesh_data
     from .nav.navmesh import NavMesh
 
@@ -120,7 +129,7 @@ def flood_with_links(
         walkable_climb=walkable_climb,
         offmesh=offmesh_links,
     )
-    return _flood_with_links_nav(pmesh, seeds, NavMesh.from_data(data))[0]
+    return NavMesh.from_data(data)
 
 
 def _flood_with_links_nav(pmesh: PolyMesh, seeds, nav) -> tuple[np.ndarray, np.ndarray]:
@@ -362,14 +371,10 @@ def prune_islands(
         return pmesh, detail, report
     links_cut = np.zeros(0, dtype=np.uint32)
     if offmesh_links is not None and len(offmesh_links):
-        from .nav.navdata import create_nav_mesh_data
-        from .nav.navmesh import NavMesh
-
-        data = create_nav_mesh_data(
-            pmesh, detail, walkable_height=walkable_height, walkable_radius=walkable_radius,
-            walkable_climb=walkable_climb, offmesh=offmesh_links,
-        )  # fmt: skip
-        reached, links_cut = _flood_with_links_nav(pmesh, found, NavMesh.from_data(data))
+        nav = _links_navmesh(
+            pmesh, detail, offmesh_links, walkable_height, walkable_radius, walkable_climb
+        )
+        reached, links_cut = _flood_with_links_nav(pmesh, found, nav)
     else:
         reached = flood_polys(pmesh, found)
     cut = ~reached

@@ -967,7 +967,6 @@ def iter_tiles(
         if (job := plan.job(tx, ty, keep_compact, make_navdata)) is not None
     )
     n_workers = worker_count(workers)
-    check_executor(executor)
     if executor is None and n_workers == 1:
         for job in jobs:
             yield _run_local(job)
