@@ -148,3 +148,31 @@ def test_two_core_check_reports_the_median_run(monkeypatch, capsys):
 def test_two_core_check_needs_a_run():
     with pytest.raises(UsageError, match="at least 1"):
         bench.two_core_check(Path("meshes"), bench.NavConfig(), None, 1024, runs=0)
+
+
+def test_agents_sharing_bound_counts_the_shared_stages_once_and_every_agents_own():
+    from core import agents_bench
+
+    one = {"rasterize": 6.0, "compact": 2.0, "distance": 1.0, "regions": 1.0}
+    separate = [
+        {"rasterize": 6.0, "compact": 2.0, "distance": 0.5, "detail": 0.5},
+        {"rasterize": 6.0, "compact": 2.0, "distance": 1.0, "regions": 1.0},
+        {"rasterize": 6.0, "compact": 2.0, "regions": 3.0},
+    ]
+    # Shared 8 once, then 1 + 2 + 3 of per-agent stages, over one bake's 10.
+    assert agents_bench.sharing_bound(one, separate) == pytest.approx(14.0 / 10.0)
+    with pytest.raises(ValueError):
+        agents_bench.sharing_bound({}, separate)
+
+
+def test_agents_recast_split_bound_reads_recasts_stage_shares():
+    from core import agents_bench
+
+    ref = bench.recast_reference("dungeon")
+    per_agent = sum(ref[g] for g in agents_bench.PER_AGENT_STAGES)
+    shared = ref["whole"] - per_agent
+    expected = (shared + 3 * per_agent) / ref["whole"]
+    assert agents_bench.recast_split_bound("dungeon") == pytest.approx(expected)
+    assert 1.0 < expected < 3.0
+    assert agents_bench.recast_split_bound("dungeon", agents=1) == pytest.approx(1.0)
+    assert agents_bench.recast_split_bound("no such scene") is None
