@@ -43,6 +43,7 @@ from . import area, limits, memory, pipeline, rasterize, threads
 from .compact import CompactHeightfield
 from .config import DerivedConfig, NavConfig, did_you_mean, grid_size
 from .context import BuildContext
+from .contours import build_contours_many
 from .detail import build_poly_mesh_details, detail_frame
 from .errors import VoxNavError
 from .heightfield import Heightfield
@@ -263,9 +264,10 @@ def _agent_tails(jobs: list) -> list:
     compact heightfield, erosion distance); its compact heightfield is taken over. Returns
     per job the result fields set, the stage timings, warnings and memory estimates.
 
-    The distance fields, regions, polygon meshes and detail meshes are built together where
-    agents share what those stages read (`_distances_together`, `_regions_together`,
-    `_poly_meshes_together`, `_details_together`); the other stages run agent by agent."""
+    The distance fields, regions, contours, polygon meshes and detail meshes are built
+    together where agents share what those stages read (`_distances_together`,
+    `_regions_together`, `_contours_together`, `_poly_meshes_together`, `_details_together`);
+    the other stages run agent by agent."""
     agents = []
     for result, derived, volumes, inputs, chf, erosion_dist in jobs:
         hand_links = result.offmesh_links
@@ -277,8 +279,8 @@ def _agent_tails(jobs: list) -> list:
         agent.bake.distance_stage(distance)
     for agent, regions in zip(agents, _regions_together(agents), strict=True):
         agent.bake.regions_stage(regions)
-    for agent in agents:
-        agent.bake.contours_stage()
+    for agent, contours in zip(agents, _contours_together(agents), strict=True):
+        agent.bake.contours_stage(contours)
     _poly_meshes_together(agents)
     details = _details_together(agents)
     outputs = []
@@ -370,6 +372,29 @@ def _regions_together(agents: list[_OpenAgent]) -> list[Any]:
             regions[i] = found
             bake.ctx.add_time("regions", share)
     return regions
+
+
+def _contours_together(agents: list[_OpenAgent]) -> list[Any]:
+    """The contours of the agents with the same simplification settings, built at once
+    (`contours.build_contours_many`: every outline simplified in one run of rounds), each
+    recording an equal share of that time as its "contours" stage. Returns per agent its
+    contour set, or None for an agent left to build its own."""
+    contours: list[Any] = [None] * len(agents)
+    groups: dict[tuple[float, int], list[int]] = {}
+    for i, agent in enumerate(agents):
+        derived = agent.bake.derived
+        key = (float(derived.max_simplification_error), int(derived.max_edge_len))
+        groups.setdefault(key, []).append(i)
+    for (max_error, max_edge_len), batch in groups.items():
+        if len(batch) < 2:
+            continue
+        start = time.perf_counter()
+        built = build_contours_many([agents[i].bake.chf for i in batch], max_error, max_edge_len)
+        share = (time.perf_counter() - start) / len(batch)
+        for i, found in zip(batch, built, strict=True):
+            contours[i] = found
+            agents[i].bake.ctx.add_time("contours", share)
+    return contours
 
 
 def _poly_meshes_together(agents: list[_OpenAgent]) -> None:

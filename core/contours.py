@@ -942,6 +942,165 @@ def _merge_region_holes(conts: list[list[list[int]]], outline: int, holes: list[
         conts[h] = []
 
 
+def _check_contour_input(chf: CompactHeightfield, max_error: float, max_edge_len: int) -> None:
+    if chf.reg is None:
+        raise VoxNavError(
+            "build_contours needs regions: run the region stage on the compact "
+            "heightfield first (chf.reg is None)"
+        )
+    if not np.isfinite(max_error) or max_error < 0:
+        raise VoxNavError(f"max_error must be a finite number >= 0 cells, got {max_error!r}")
+    if int(max_edge_len) != max_edge_len or max_edge_len < 0:
+        raise VoxNavError(f"max_edge_len must be a whole number >= 0 cells, got {max_edge_len!r}")
+    n = chf.span_count
+    for name in ("reg", "area", "neighbor", "span_x", "span_y"):
+        arr = np.asarray(getattr(chf, name))
+        if arr.shape[0] != n:
+            raise VoxNavError(f"chf.{name} has {arr.shape[0]} rows but chf has {n} spans")
+
+
+class _RawContours(NamedTuple):
+    """Every region outline of a compact heightfield, walked: ``points`` int64 (P, 4) rows
+    [x, y, z, flags] of all walks concatenated (flags: neighbour region | area border),
+    ``pstart`` int64 (W + 1,) each walk's offset, ``first_span`` int64 (W,) each walk's first
+    span."""
+
+    points: np.ndarray
+    pstart: np.ndarray
+    first_span: np.ndarray
+
+
+def _raw_contours(chf: CompactHeightfield) -> _RawContours:
+    """Recast's walkContour of every region outline of ``chf`` (regions built)."""
+    flags = boundary_flags(chf)
+    border = np.flatnonzero(flags)  # spans with a boundary edge (few): their edges in order
+    rows, edir = np.nonzero((flags[border, None] >> np.arange(4, dtype=np.uint8)) & 1)
+    espan = border[rows].astype(np.int64)
+    edir = edir.astype(np.int64)
+    evert, enb_area = _edge_vertices(chf, espan, edir)
+
+    walks = None
+    res = _edge_successors(chf, flags, espan, edir)
+    if res is not None:
+        succ, steps = res
+        if np.bincount(succ, minlength=espan.shape[0]).max(initial=1) == 1:
+            walks = _walk_order_fast(flags, espan, edir, succ, steps)
+    if walks is None:
+        walks = _joined_walks(_walk_order_exact(chf, flags, espan, edir))
+    every, pstart = walks
+    area = np.asarray(chf.area)
+    first_span = espan[every[pstart[:-1]]]
+    all_points = evert.take(every, axis=0)
+    start_area = np.repeat(area[first_span].astype(np.int64), np.diff(pstart))
+    nba = enb_area[every]
+    all_points[:, 3] |= np.where((nba >= 0) & (nba != start_area), RC_AREA_BORDER, 0)
+    return _RawContours(all_points, pstart, first_span)
+
+
+def _contours_one_by_one(
+    chf: CompactHeightfield,
+    raw: _RawContours,
+    max_error32: np.float32,
+    max_edge_len: int,
+    build_flags: int,
+    progress: ProgressFn | None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, list[int], list[int]]:
+    """The literal simplification, outline by outline (`_simplify`; `BATCH_SIMPLIFY` off):
+    (verts, verts_start, rverts, rverts_start, region ids, area ids) before holes."""
+    reg, area = np.asarray(chf.reg), np.asarray(chf.area)
+    bs = int(chf.border_size)
+    conts: list[list[list[int]]] = []
+    raws: list[np.ndarray] = []
+    cregs: list[int] = []
+    careas: list[int] = []
+    n_walks = raw.pstart.shape[0] - 1
+    for k in range(n_walks):
+        points = raw.points[raw.pstart[k] : raw.pstart[k + 1]]
+        simp = _simplify(points, max_error32, max_edge_len, build_flags)
+        _remove_degenerate_segments(simp)
+        if len(simp) >= 3:
+            s0 = int(raw.first_span[k])
+            if bs > 0:
+                for v in simp:
+                    v[0] -= bs
+                    v[2] -= bs
+                points = points.copy()
+                points[:, 0] -= bs
+                points[:, 2] -= bs
+            conts.append(simp)
+            raws.append(points)
+            cregs.append(int(reg[s0]))
+            careas.append(int(area[s0]))
+        if progress and (k & 31) == 31:
+            progress(0.3 + 0.6 * k / max(n_walks, 1), "contours: simplifying")
+    verts, verts_start = _contour_rows(conts)
+    rverts_start = np.zeros(len(conts) + 1, dtype=np.int64)
+    rverts_start[1:] = np.cumsum([r.shape[0] for r in raws])
+    rverts = np.concatenate(raws).astype(np.int32) if raws else np.zeros((0, 4), dtype=np.int32)
+    return verts, verts_start, rverts, rverts_start, cregs, careas
+
+
+def _contour_set(
+    chf: CompactHeightfield,
+    simplified: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, list[int], list[int]],
+    max_error32: np.float32,
+) -> ContourSet:
+    """``chf``'s contour set from its simplified outlines ((verts, verts_start, rverts,
+    rverts_start, region ids, area ids)): holes bridged into their region's outline, bounds
+    moved off the tile border."""
+    verts, verts_start, rverts, rverts_start, cregs, careas = simplified
+    bs = int(chf.border_size)
+    # Holes: clockwise contours, bridged into their region's outline.
+    negative = _area_signs_negative(verts, verts_start)
+    if negative.any():
+        outline_of: dict[int, int] = {}
+        holes_of: dict[int, list[int]] = {}
+        for c, neg in enumerate(negative.tolist()):
+            if not neg:
+                outline_of[cregs[c]] = c  # Recast logs an error on a second outline; last wins.
+            else:
+                holes_of.setdefault(cregs[c], []).append(c)
+        merged = [r for r in sorted(holes_of) if r in outline_of]
+        if merged:
+            bounds = zip(verts_start[:-1], verts_start[1:], strict=True)
+            conts = [verts[a:b].tolist() for a, b in bounds]
+            for r in merged:
+                _merge_region_holes(conts, outline_of[r], holes_of[r])
+            verts, verts_start = _contour_rows(conts)
+    bmin = np.asarray(chf.bmin, dtype=np.float32).copy()
+    bmax = np.asarray(chf.bmax, dtype=np.float32).copy()
+    if bs > 0:
+        pad = np.float32(bs * np.float32(chf.cs))
+        bmin[:2] += pad
+        bmax[:2] -= pad
+    return ContourSet(
+        verts=verts,
+        verts_start=verts_start,
+        rverts=rverts,
+        rverts_start=rverts_start,
+        reg=np.asarray(cregs, dtype=np.uint16),
+        area=np.asarray(careas, dtype=np.uint8),
+        bmin=bmin,
+        bmax=bmax,
+        cs=np.float32(chf.cs),
+        ch=np.float32(chf.ch),
+        width=int(chf.width) - 2 * bs,
+        height=int(chf.height) - 2 * bs,
+        border_size=bs,
+        max_error=max_error32,
+    )
+
+
+def _assembled(chf: CompactHeightfield, raw: _RawContours, simple_rows, sstart):
+    """`_assemble_contours` of one compact heightfield's batched simplification, its region
+    and area ids as lists."""
+    verts, verts_start, rverts, rverts_start, cregs, careas = _assemble_contours(
+        simple_rows, sstart, raw.points, raw.pstart, raw.first_span,
+        np.asarray(chf.reg), np.asarray(chf.area), int(chf.border_size),
+    )  # fmt: skip
+    return verts, verts_start, rverts, rverts_start, cregs.tolist(), careas.tolist()
+
+
 def build_contours(
     chf: CompactHeightfield,
     max_error: float,
@@ -972,135 +1131,72 @@ def build_contours(
     -------
     ContourSet with vertex rows (x, height, grid row = VoxNav iy, neighbour region | flags).
     """
-    if chf.reg is None:
-        raise VoxNavError(
-            "build_contours needs regions: run the region stage on the compact "
-            "heightfield first (chf.reg is None)"
-        )
-    if not np.isfinite(max_error) or max_error < 0:
-        raise VoxNavError(f"max_error must be a finite number >= 0 cells, got {max_error!r}")
-    if int(max_edge_len) != max_edge_len or max_edge_len < 0:
-        raise VoxNavError(f"max_edge_len must be a whole number >= 0 cells, got {max_edge_len!r}")
-    n = chf.span_count
-    for name in ("reg", "area", "neighbor", "span_x", "span_y"):
-        arr = np.asarray(getattr(chf, name))
-        if arr.shape[0] != n:
-            raise VoxNavError(f"chf.{name} has {arr.shape[0]} rows but chf has {n} spans")
+    _check_contour_input(chf, max_error, max_edge_len)
     max_edge_len = int(max_edge_len)
     max_error32 = np.float32(max_error)
     if progress:
         progress(0.0, "contours: marking boundaries")
-
-    flags = boundary_flags(chf)
-    border = np.flatnonzero(flags)  # spans with a boundary edge (few): their edges in order
-    rows, edir = np.nonzero((flags[border, None] >> np.arange(4, dtype=np.uint8)) & 1)
-    espan = border[rows].astype(np.int64)
-    edir = edir.astype(np.int64)
-    evert, enb_area = _edge_vertices(chf, espan, edir)
-
-    walks = None
-    res = _edge_successors(chf, flags, espan, edir)
-    if res is not None:
-        succ, steps = res
-        if np.bincount(succ, minlength=espan.shape[0]).max(initial=1) == 1:
-            walks = _walk_order_fast(flags, espan, edir, succ, steps)
-    if walks is None:
-        walks = _joined_walks(_walk_order_exact(chf, flags, espan, edir))
-    every, pstart = walks
-    n_walks = pstart.shape[0] - 1
+    raw = _raw_contours(chf)
+    n_walks = raw.pstart.shape[0] - 1
     if progress:
         progress(0.3, f"contours: simplifying {n_walks} outlines")
-
-    reg = np.asarray(chf.reg)
-    area = np.asarray(chf.area)
-    bs = int(chf.border_size)
-    conts: list[list[list[int]]] = []
-    raws: list[np.ndarray] = []
-    cregs: list[int] = []
-    careas: list[int] = []
-    lengths = np.diff(pstart)
-    all_points = evert.take(every, axis=0)
-    start_area = np.repeat(area[espan[every[pstart[:-1]]]].astype(np.int64), lengths)
-    nba = enb_area[every]
-    all_points[:, 3] |= np.where((nba >= 0) & (nba != start_area), RC_AREA_BORDER, 0)
     if BATCH_SIMPLIFY and n_walks:
         simple_rows, sstart = _simplify_all(
-            all_points, pstart, max_error32, max_edge_len, build_flags
+            raw.points, raw.pstart, max_error32, max_edge_len, build_flags
         )
         if progress:
             progress(0.9, "contours: simplified")
-        verts, verts_start, rverts, rverts_start, cregs_a, careas_a = _assemble_contours(
-            simple_rows, sstart, all_points, pstart, espan[every[pstart[:-1]]], reg, area, bs
-        )
-        cregs, careas = cregs_a.tolist(), careas_a.tolist()
-        nconts = len(cregs)
+        simplified = _assembled(chf, raw, simple_rows, sstart)
     else:
-        for k in range(n_walks):
-            points = all_points[pstart[k] : pstart[k + 1]]
-            simp = _simplify(points, max_error32, max_edge_len, build_flags)
-            _remove_degenerate_segments(simp)
-            if len(simp) >= 3:
-                s0 = int(espan[every[pstart[k]]])
-                if bs > 0:
-                    for v in simp:
-                        v[0] -= bs
-                        v[2] -= bs
-                    points = points.copy()
-                    points[:, 0] -= bs
-                    points[:, 2] -= bs
-                conts.append(simp)
-                raws.append(points)
-                cregs.append(int(reg[s0]))
-                careas.append(int(area[s0]))
-            if progress and (k & 31) == 31:
-                progress(0.3 + 0.6 * k / max(n_walks, 1), "contours: simplifying")
-        nconts = len(conts)
-        verts, verts_start = _contour_rows(conts)
-        rverts_start = np.zeros(nconts + 1, dtype=np.int64)
-        rverts_start[1:] = np.cumsum([r.shape[0] for r in raws])
-        rverts = np.concatenate(raws).astype(np.int32) if raws else np.zeros((0, 4), dtype=np.int32)
-
-    # Holes: clockwise contours, bridged into their region's outline.
-    negative = _area_signs_negative(verts, verts_start)
-    if negative.any():
-        outline_of: dict[int, int] = {}
-        holes_of: dict[int, list[int]] = {}
-        for c, neg in enumerate(negative.tolist()):
-            if not neg:
-                outline_of[cregs[c]] = c  # Recast logs an error on a second outline; last wins.
-            else:
-                holes_of.setdefault(cregs[c], []).append(c)
-        merged = [r for r in sorted(holes_of) if r in outline_of]
-        if merged:
-            bounds = zip(verts_start[:-1], verts_start[1:], strict=True)
-            conts = [verts[a:b].tolist() for a, b in bounds]
-            for r in merged:
-                _merge_region_holes(conts, outline_of[r], holes_of[r])
-            verts, verts_start = _contour_rows(conts)
-    bmin = np.asarray(chf.bmin, dtype=np.float32).copy()
-    bmax = np.asarray(chf.bmax, dtype=np.float32).copy()
-    if bs > 0:
-        pad = np.float32(bs * np.float32(chf.cs))
-        bmin[:2] += pad
-        bmax[:2] -= pad
+        simplified = _contours_one_by_one(
+            chf, raw, max_error32, max_edge_len, build_flags, progress
+        )
+    contours = _contour_set(chf, simplified, max_error32)
     if progress:
-        progress(1.0, f"contours: {nconts} contours")
-    return ContourSet(
-        verts=verts,
-        verts_start=verts_start,
-        rverts=rverts,
-        rverts_start=rverts_start,
-        reg=np.asarray(cregs, dtype=np.uint16),
-        area=np.asarray(careas, dtype=np.uint8),
-        bmin=bmin,
-        bmax=bmax,
-        cs=np.float32(chf.cs),
-        ch=np.float32(chf.ch),
-        width=int(chf.width) - 2 * bs,
-        height=int(chf.height) - 2 * bs,
-        border_size=bs,
-        max_error=max_error32,
-    )
+        progress(1.0, f"contours: {contours.nconts} contours")
+    return contours
+
+
+def build_contours_many(
+    chfs: list[CompactHeightfield],
+    max_error: float,
+    max_edge_len: int,
+    build_flags: int = RC_CONTOUR_TESS_WALL_EDGES,
+) -> list[ContourSet]:
+    """`build_contours` of several compact heightfields with the same settings (agents baked
+    together, `core.agents`), each result equal to its own call: the outlines are walked per
+    heightfield, and all of them are simplified at once (`_simplify_all` splits every segment
+    of every outline in the same round, and an outline's splits read that outline only), so
+    its rounds of NumPy calls are paid once. Units and limits as `build_contours`."""
+    for chf in chfs:
+        _check_contour_input(chf, max_error, max_edge_len)
+    if not BATCH_SIMPLIFY:
+        return [build_contours(chf, max_error, max_edge_len, build_flags) for chf in chfs]
+    max_edge_len = int(max_edge_len)
+    max_error32 = np.float32(max_error)
+    raws = [_raw_contours(chf) for chf in chfs]
+    walk_counts = [raw.pstart.shape[0] - 1 for raw in raws]
+    walk_offsets = np.concatenate([[0], np.cumsum(walk_counts)]).astype(np.int64)
+    point_offsets = [0]
+    for raw in raws:
+        point_offsets.append(point_offsets[-1] + raw.points.shape[0])
+    simple_rows = np.zeros((0, 4), dtype=np.int64)
+    sstart = np.zeros(1, dtype=np.int64)
+    if walk_offsets[-1]:
+        pstart = np.concatenate(
+            [[0]] + [raw.pstart[1:] + off for raw, off in zip(raws, point_offsets, strict=False)]
+        ).astype(np.int64)
+        simple_rows, sstart = _simplify_all(
+            np.concatenate([raw.points for raw in raws]), pstart, max_error32, max_edge_len,
+            build_flags,
+        )  # fmt: skip
+    out = []
+    for i, (chf, raw) in enumerate(zip(chfs, raws, strict=True)):
+        first, last = int(walk_offsets[i]), int(walk_offsets[i + 1])
+        own = sstart[first : last + 1]
+        rows = simple_rows[own[0] : own[-1]]
+        out.append(_contour_set(chf, _assembled(chf, raw, rows, own - own[0]), max_error32))
+    return out
 
 
 __all__ = [
@@ -1112,6 +1208,7 @@ __all__ = [
     "ContourSet",
     "boundary_flags",
     "build_contours",
+    "build_contours_many",
     "segment_hits_edges",
     "segments_cross",
 ]

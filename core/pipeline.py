@@ -588,13 +588,17 @@ class OpenBake:
         chf.reg, chf.max_regions = regions
         result.compact = chf
 
-    def contours_stage(self) -> None:
-        """The contours, then the polygon mesh's memory check."""
+    def contours_stage(self, contours: ContourSet | None = None) -> None:
+        """The contours, then the polygon mesh's memory check. With ``contours``
+        (`build_contours`' result for the compact heightfield and settings, made by the caller,
+        who records its time) they are not built again."""
         result, chf, derived, ctx = self.result, self.chf, self.derived, self.ctx
-        with ctx.stage("contours"):
-            result.contours = build_contours(
-                chf, float(derived.max_simplification_error), derived.max_edge_len, ctx=ctx
-            )
+        if contours is None:
+            with ctx.stage("contours"):
+                contours = build_contours(
+                    chf, float(derived.max_simplification_error), derived.max_edge_len, ctx=ctx
+                )
+        result.contours = contours
         solid = result.heightfield.span_count
         estimate = memory.estimate_polymesh(result.contours, chf, solid, self.inputs)
         memory.check(estimate, config=result.config, record=self.estimates)

@@ -406,3 +406,31 @@ def test_batched_simplification_equals_one_by_one_on_meshes(mesh, monkeypatch):
     for max_error, max_edge in ((float(d.max_simplification_error), d.max_edge_len), (0.4, 3)):
         cset = _both_ways(monkeypatch, result.compact, max_error, max_edge)
         assert cset.nconts > 0
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_contours_of_many_fields_equal_each_alone(seed):
+    # Several compact heightfields at once (agents baked together) equal one call each,
+    # with a field without a single outline among them and tile borders.
+    rng = np.random.default_rng(700 + seed)
+    chfs = []
+    for k in range(4):
+        reg, heights = random_grid(rng)
+        if k == 2:
+            reg[:] = 0  # no region: no outline to walk
+        area = rng.choice([63, 63, 5], size=reg.shape)
+        chfs.append(make_chf(reg, heights=heights, area=area, climb=1, border_size=k % 2))
+    wall, area_edges = C.RC_CONTOUR_TESS_WALL_EDGES, C.RC_CONTOUR_TESS_AREA_EDGES
+    for flags in (wall, wall | area_edges):
+        for max_error, max_edge in ((0.0, 0), (1.3, 4)):
+            together = C.build_contours_many(chfs, max_error, max_edge, flags)
+            assert len(together) == len(chfs)
+            for chf, cset in zip(chfs, together, strict=True):
+                alone = build_contours(chf, max_error, max_edge, flags)
+                for field in FIELDS:
+                    np.testing.assert_array_equal(
+                        getattr(cset, field), getattr(alone, field), err_msg=field
+                    )
+    assert C.build_contours_many([], 1.3, 4) == []
+    with pytest.raises(VoxNavError, match="max_error"):
+        C.build_contours_many(chfs, -1.0, 4)
