@@ -11,6 +11,7 @@ figures stay, ``outcome.empty`` is set and the warnings (with the likely cause) 
 from __future__ import annotations
 
 import time
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -50,6 +51,8 @@ class BakeOutcome:
     empty: bool = False
     #: With agent types (agents.py): every agent's result by name (``result`` is the first's).
     agents: dict = field(default_factory=dict)
+    #: The scene's ``bake_token`` when this bake was stored (`last_outcome`).
+    token: str = ""
 
     @property
     def total_seconds(self) -> float:
@@ -250,7 +253,20 @@ def _bake(context, stop_after, progress, config, timings, tiles=True) -> BakeOut
     outcome.counts = counts
     properties.store_figures(settings, stop_after, counts, timings, "")
     properties.store_warnings(settings, outcome.warnings)
+    outcome.token = uuid.uuid4().hex
+    settings.bake_token = outcome.token
     LAST[scene.session_uid] = outcome
+    return outcome
+
+
+def last_outcome(scene) -> BakeOutcome | None:
+    """The scene's bake in memory (`LAST`), or None when there is none or it is not the one
+    the scene shows: an undo brought back the scene as it was before that bake (its
+    ``bake_token`` differs), and exporting or drawing from the undone bake would be wrong."""
+    outcome = LAST.get(scene.session_uid)
+    if outcome is not None and outcome.token != scene.voxnav.bake_token:
+        del LAST[scene.session_uid]
+        return None
     return outcome
 
 
@@ -263,7 +279,7 @@ def redraw_voxels(scene) -> str:
     """Redraw the voxels of the scene's last bake with the current display settings.
 
     Returns the cap warning ("" if none); does nothing without a bake in this session."""
-    outcome = LAST.get(scene.session_uid)
+    outcome = last_outcome(scene)
     if outcome is None or not writeback.output_objects(scene):
         return ""
     settings = scene.voxnav

@@ -629,7 +629,8 @@ def _write_tiled(args, targets, batch, resolution, outcome, test_paths) -> list 
     if outcome.empty:
         _print_empty(scene, outcome)
         return None
-    live_tiles = obstacles.CACHES[scene.session_uid]
+    live_tiles = obstacles.live_cache(scene)
+    assert live_tiles is not None, "a tiled bake that was not empty holds its tiles"
     cache = live_tiles.cache
     print(
         f"voxnav: {outcome.counts.get('tiles', 0)} tiles of {cache.grid.tile_size} cells, "

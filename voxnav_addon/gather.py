@@ -30,6 +30,7 @@ obstacles (``Object.voxnav.dynamic_obstacle``, voxnav_addon/obstacles.py).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -168,35 +169,74 @@ def area_volumes(context) -> list[tuple[np.ndarray, np.ndarray, int]]:
     return boxes
 
 
+def _is_reachable_from(obj) -> bool:
+    return bool(getattr(getattr(obj, "voxnav", None), "reachable_from", False))
+
+
+def _is_nav_link(obj) -> bool:
+    return bool(getattr(getattr(obj, "voxnav", None), "nav_link", False))
+
+
+def _instanced(context, tagged: Callable[[Any], bool]) -> list:
+    """(world matrix, original object) of every copy of an object ``tagged`` selects that a
+    visible collection instance places (a prefab's spawn point or ladder: each copy is a
+    point or link of its own), in the depsgraph's order."""
+    depsgraph = context.evaluated_depsgraph_get()
+    view_layer = context.view_layer
+    found = []
+    for inst in depsgraph.object_instances:
+        if not inst.is_instance or inst.parent is None:
+            continue
+        original = inst.object.original
+        if tagged(original) and inst.parent.original.visible_get(view_layer=view_layer):
+            found.append((inst.matrix_world.copy(), original))
+    return found
+
+
 def reachable_points(context) -> np.ndarray:
     """float64 (k, 3) world positions of the visible objects tagged "Reachable From" (their
-    origins), in scene order; (0, 3) when there are none. [Units: wu]"""
+    origins), in scene order, then of their copies placed by collection instances; (0, 3)
+    when there are none. [Units: wu]"""
     view_layer = context.view_layer
     points = [
         tuple(obj.matrix_world.translation)
         for obj in context.scene.objects
-        if getattr(getattr(obj, "voxnav", None), "reachable_from", False)
-        and obj.visible_get(view_layer=view_layer)
+        if _is_reachable_from(obj) and obj.visible_get(view_layer=view_layer)
     ]
+    copies = _instanced(context, _is_reachable_from)
+    points += [tuple(matrix.translation) for matrix, _obj in copies]
     return np.asarray(points, dtype=np.float64).reshape(-1, 3)
 
 
 def nav_links(context):
     """The visible objects tagged "Nav Link" as `core.offmesh.OffMeshLinks` (Z-up world), in
-    scene order, and the names of tagged objects that could not be used (no Link End, a curve
-    with fewer than two points); None when no object is tagged."""
+    scene order, then their copies placed by collection instances; and the names of tagged
+    objects that could not be used (no Link End, a curve with fewer than two points); None
+    when no object is tagged."""
+    from mathutils import Vector
+
     from ..core.offmesh import OffMeshLinks
 
     view_layer = context.view_layer
     starts, ends, radii, two_way, skipped = [], [], [], [], []
-    for obj in context.scene.objects:
-        settings = getattr(obj, "voxnav", None)
-        if not getattr(settings, "nav_link", False) or not obj.visible_get(view_layer=view_layer):
-            continue
+    tagged = [
+        (obj, None)
+        for obj in context.scene.objects
+        if _is_nav_link(obj) and obj.visible_get(view_layer=view_layer)
+    ]
+    # A copy's end is placed as its start is: the instance's matrix over the original's.
+    tagged += [
+        (obj, matrix @ obj.matrix_world.inverted_safe())
+        for matrix, obj in _instanced(context, _is_nav_link)
+    ]
+    for obj, place in tagged:
+        settings = obj.voxnav
         points = _link_points(obj)
         if points is None:
             skipped.append(obj.name)
             continue
+        if place is not None:
+            points = tuple(tuple(place @ Vector(p)) for p in points)
         starts.append(points[0])
         ends.append(points[1])
         radii.append(float(settings.nav_link_radius))

@@ -444,8 +444,8 @@ def voxel_path(context) -> Any:
         raise VoxNavError("no path test: use Add Path Test first")
     from . import obstacles
 
-    outcome = bake.LAST.get(scene.session_uid)
-    if outcome is None and scene.session_uid in obstacles.CACHES:
+    outcome = bake.last_outcome(scene)
+    if outcome is None and obstacles.live_cache(scene) is not None:
         raise VoxNavError(
             "a tiled bake keeps no voxel grid of the whole scene: Voxelize first (or Build "
             "Navmesh with Tile Size 0)"

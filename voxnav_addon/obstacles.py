@@ -127,8 +127,23 @@ class LiveTiles:
         return shown, list(ctx.warnings)
 
 
-#: The live tile cache of each scene (by ``Scene.session_uid``), in memory only.
+#: The live tile cache of each scene (by ``Scene.session_uid``), in memory only; read it
+#: through `live_cache`.
 CACHES: dict[int, LiveTiles] = {}
+
+
+def live_cache(scene) -> LiveTiles | None:
+    """The scene's live tile cache, or None when there is none or it is not the bake the
+    scene shows: an undo brought back the scene as it was before that bake (its
+    ``tile_cache_key`` differs), and exporting it, or redrawing its overlays after an obstacle
+    change, would bring the undone bake back. Such a cache is dropped (a saved one of the
+    scene's own key loads on the next obstacle change, see `rebuild`)."""
+    live_tiles = CACHES.get(scene.session_uid)
+    if live_tiles is not None and live_tiles.key != scene.voxnav.tile_cache_key:
+        del CACHES[scene.session_uid]
+        _pending.discard(scene.session_uid)
+        return None
+    return live_tiles
 
 
 # -------------------------------------------------------------------------------------------
@@ -430,6 +445,7 @@ def bake_tiled_steps(context, gathered, config, volumes, timings: dict, workers=
         return outcome
     t0 = time.perf_counter()
     CACHES[scene.session_uid] = live_tiles
+    settings.tile_cache_key = live_tiles.key  # the cache is the scene's (`live_cache`)
     bake.LAST.pop(scene.session_uid, None)  # the solo bake's result no longer matches
     from ..core.heightfield import Heightfield
 
@@ -449,7 +465,6 @@ def bake_tiled_steps(context, gathered, config, volumes, timings: dict, workers=
     writeback.use_material_colors(context, scene)
     timings["writeback"] = time.perf_counter() - t0
     t0 = time.perf_counter()
-    settings.tile_cache_key = live_tiles.key
     # The pruning the overlay shows, for a reopened file (`_baked_pruning`): read from the
     # scene's settings then, a Prune mode or Reachable From changed since made exports differ
     # from the overlay and the Path Test.
@@ -537,7 +552,7 @@ def _sync(scene, live_tiles: LiveTiles, depsgraph, view_layer) -> bool:
 
 def changed(scene, depsgraph=None, view_layer=None) -> bool:
     """Would `rebuild` change anything (an obstacle moved, appeared, went or changed)?"""
-    live_tiles = CACHES.get(scene.session_uid)
+    live_tiles = live_cache(scene)
     if live_tiles is None:
         return False
     current = {obj.session_uid: obj for obj in dynamic_objects(scene, view_layer)}
@@ -556,7 +571,7 @@ def rebuild(scene, depsgraph=None, view_layer=None) -> Any:
     """Rebuild the tiles the scene's obstacle changes touched; update overlay, navmesh, path
     and the panel figures. Returns the `core.tilecache.UpdateReport`, or None without a tile
     cache."""
-    live_tiles = CACHES.get(scene.session_uid)
+    live_tiles = live_cache(scene)
     # A cache loaded here (after a reload, or in a scene not shown since the file opened) has
     # the obstacles as they are now, its tiles rebuilt for them by `restore`: the overlay,
     # written before the change, is rewritten below even though nothing is left to rebuild.
@@ -837,7 +852,7 @@ def _rebake(scene, reason: str) -> None:
     except VoxNavError as exc:
         settings.obstacle_status = f"{reason}; the rebake failed: {exc}"
         return
-    if outcome.empty or scene.session_uid not in CACHES:  # it said "rebaked (cache saved)"
+    if outcome.empty or live_cache(scene) is None:  # it said "rebaked (cache saved)"
         settings.obstacle_status = (
             f"{reason}; the rebake made an empty navmesh (see Last Bake), so nothing changed "
             "and no obstacle is live: fix the settings and Build Navmesh"
@@ -885,7 +900,7 @@ def _on_depsgraph_update(scene, depsgraph) -> None:
     if _updating:
         return
     view_layer = bpy.context.view_layer if bpy.context.scene == scene else None
-    if scene.session_uid not in CACHES:
+    if live_cache(scene) is None:
         # A tiled bake whose cache did not load: an obstacle change rebakes (`rebuild`).
         if not (scene.voxnav.tile_cache_key and scene.voxnav.tile_size > 0):
             return
@@ -915,7 +930,7 @@ def _on_frame_change(scene, depsgraph=None) -> None:
     """An animated obstacle moved with the frame (playback, scrubbing, ``frame_set``), which
     ``depsgraph_update_post`` does not report: rebuild as for a move by hand (its tiles,
     after `DEBOUNCE` seconds; at once when headless)."""
-    if _updating or scene.session_uid not in CACHES:
+    if _updating or live_cache(scene) is None:
         return
     view_layer = bpy.context.view_layer if bpy.context.scene == scene else None
     if depsgraph is None:
@@ -951,7 +966,7 @@ def _on_save_post(filepath=None, *_args) -> None:
     blend = filepath if isinstance(filepath, str) and filepath else None
     scene: Any
     for scene in bpy.data.scenes:
-        live_tiles = CACHES.get(scene.session_uid)
+        live_tiles = live_cache(scene)
         if live_tiles is not None and live_tiles.key:
             problem = save_cache(scene, live_tiles, blend)
             if problem:
@@ -995,6 +1010,8 @@ class VOXNAV_PT_tiles_obstacles(bpy.types.Panel):
             sub.prop(obj.voxnav, "area_id")
         count = len(dynamic_objects(scene))
         live_tiles = CACHES.get(scene.session_uid)
+        if live_tiles is not None and live_tiles.key != settings.tile_cache_key:
+            live_tiles = None  # undone (`live_cache`; a panel's draw must not modify it)
         if settings.tile_size == 0:
             layout.label(text=f"{count} obstacle(s); Tile Size > 0 makes them live", icon="INFO")
         elif live_tiles is None:

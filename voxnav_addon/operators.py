@@ -219,9 +219,9 @@ class VOXNAV_OT_export_navmesh(bpy.types.Operator, ExportHelper):  # type: ignor
     @classmethod
     def poll(cls, context):
         scene = context.scene
-        if scene is not None and scene.session_uid in obstacles.CACHES:
+        if scene is not None and obstacles.live_cache(scene) is not None:
             return True  # a tiled bake, its tiles live
-        outcome = bake.LAST.get(scene.session_uid) if scene is not None else None
+        outcome = bake.last_outcome(scene) if scene is not None else None
         if outcome is None and scene is not None and scene.voxnav.last_stage == "navmesh":
             if live.has_navmesh(scene):
                 return True  # the file's stored navmesh, reopened (`export_stored_navmesh`)
@@ -256,14 +256,13 @@ class VOXNAV_OT_export_navmesh(bpy.types.Operator, ExportHelper):  # type: ignor
             self.file_format = by_extension[suffix]
         else:
             path += FORMAT_EXTENSIONS[self.file_format]
-        live_tiles = obstacles.CACHES.get(context.scene.session_uid)
+        live_tiles = obstacles.live_cache(context.scene)
+        outcome = bake.last_outcome(context.scene)
         try:
             if live_tiles is not None:
                 written = export_tiled_navmesh(live_tiles, path, self.file_format)
-            elif context.scene.session_uid in bake.LAST:
-                written = export_navmesh(
-                    bake.LAST[context.scene.session_uid], path, self.file_format
-                )
+            elif outcome is not None:
+                written = export_navmesh(outcome, path, self.file_format)
             else:
                 written = export_stored_navmesh(context.scene, path, self.file_format)
         except VoxNavError as exc:

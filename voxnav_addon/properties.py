@@ -415,6 +415,16 @@ class VOXNAV_PG_settings(bpy.types.PropertyGroup):
         default="",
         options={"HIDDEN"},
     )
+    bake_token: StringProperty(  # type: ignore[valid-type]
+        name="Bake Token",
+        description=(
+            "Names the bake this session holds in memory for the scene (Voxelize or Build "
+            "Navmesh without tiles); an undo brings back an older token, and the bake in "
+            "memory is then no longer the one shown"
+        ),
+        default="",
+        options={"HIDDEN"},
+    )
     tile_cache_key: StringProperty(  # type: ignore[valid-type]
         name="Tile Cache Key",
         description=(

@@ -247,3 +247,55 @@ def test_a_tiled_obj_export_has_the_links_as_lines(bpy, ext, tmp_path):
     assert faces and all(len(ln.split()) >= 4 for ln in faces)  # three corners or more
     assert "o offmesh_links" in lines
     assert sum(ln.startswith("l ") for ln in lines) == 1
+
+
+def test_a_collection_instance_places_copies_of_its_nav_links_and_reachable_points(bpy, ext):
+    """A prefab (a collection placed by collection instances) holding a Nav Link pair, a
+    two-point curve Nav Link and a Reachable From empty: each instance places a link and a
+    point of its own, where the instance puts them (they were left out without a word)."""
+    gather = importlib.import_module(f"{ext.root.__name__}.voxnav_addon.gather")
+    scene = bpy.context.scene
+    prefab = bpy.data.collections.new("Prefab")  # not in the scene: placed by instances only
+    prefab.instance_offset = (1.0, 0.0, 0.0)
+
+    def empty(name, location):
+        obj = bpy.data.objects.new(name, None)
+        obj.location = location
+        prefab.objects.link(obj)
+        return obj
+
+    start, end = empty("Ladder", (0.0, 0.0, 0.0)), empty("Ladder End", (2.0, 0.0, 1.0))
+    start.voxnav.nav_link, start.voxnav.nav_link_end = True, end
+    empty("Spawn", (1.0, 1.0, 0.0)).voxnav.reachable_from = True
+    curve_data = bpy.data.curves.new("Rope", "CURVE")
+    spline = curve_data.splines.new("POLY")
+    spline.points.add(1)
+    spline.points[0].co, spline.points[1].co = (0, 0, 0, 1), (0, 3, 0, 1)
+    rope = bpy.data.objects.new("Rope", curve_data)
+    rope.location = (0.0, 0.0, 2.0)
+    rope.voxnav.nav_link = True
+    prefab.objects.link(rope)
+    for name, location, turn in (("Copy A", (10.0, 0.0, 0.0), 0.0), ("Copy B", (0, 5, 0), 90.0)):
+        copy = bpy.data.objects.new(name, None)
+        copy.instance_type, copy.instance_collection = "COLLECTION", prefab
+        copy.location, copy.rotation_euler = location, (0.0, 0.0, np.radians(turn))
+        scene.collection.objects.link(copy)
+    bpy.context.view_layer.update()
+
+    links, skipped = gather.nav_links(bpy.context)
+    assert skipped == []
+    # Copy A: shifted by (10, 0, 0) less the offset; copy B: turned a quarter about z at (0, 5).
+    got = sorted(zip(map(tuple, links.start.round(4)), map(tuple, links.end.round(4)), strict=True))
+    want = sorted([
+        ((9.0, 0.0, 0.0), (11.0, 0.0, 1.0)), ((9.0, 0.0, 2.0), (9.0, 3.0, 2.0)),
+        ((0.0, 4.0, 0.0), (0.0, 6.0, 1.0)), ((0.0, 4.0, 2.0), (-3.0, 4.0, 2.0)),
+    ])  # fmt: skip
+    np.testing.assert_allclose(np.array(got), np.array(want), atol=1e-4)
+    points = gather.reachable_points(bpy.context)
+    np.testing.assert_allclose(
+        sorted(map(tuple, points.round(4))), [(-1.0, 5.0, 0.0), (10.0, 1.0, 0.0)], atol=1e-4
+    )
+    bpy.data.objects["Copy B"].hide_set(True)  # a hidden instance places nothing
+    bpy.context.view_layer.update()
+    assert len(gather.nav_links(bpy.context)[0]) == 2
+    assert gather.reachable_points(bpy.context).shape == (1, 3)

@@ -353,3 +353,57 @@ def test_an_obstacle_placed_by_a_collection_instance_is_geometry_with_a_warning(
     placed.voxnav.dynamic_obstacle = True  # the instance ticked: a shape, no geometry
     bpy.context.view_layer.update()
     assert "CrateInstance" not in gather.gather(bpy.context).sources
+
+
+def test_an_undone_tiled_bake_is_not_exported_nor_redrawn(bpy, ext, tmp_path):
+    # Undo brings the scene back to before the bake (no overlay, no tile cache key): the
+    # tile cache in memory must not be exported, nor redraw the overlay when an obstacle
+    # moves.
+    obstacles = _mod(ext, "obstacles")
+    writeback = _mod(ext, "writeback")
+    box(bpy, "Floor", (-6, -6, -0.5), (6, 6, 0))
+    crate = box(bpy, "Crate", (-0.5, -0.5, 0), (0.5, 0.5, 2))
+    crate.voxnav.dynamic_obstacle = True
+    bpy.context.scene.voxnav.tile_size = 16
+    bpy.ops.ed.undo_push(message="before the bake")
+    assert bpy.ops.voxnav.build_navmesh() == {"FINISHED"}
+    bpy.ops.ed.undo_push(message="the bake")
+    assert obstacles.live_cache(bpy.context.scene) is not None
+    bpy.ops.ed.undo()
+    scene = bpy.context.scene
+    assert not scene.voxnav.tile_cache_key and not writeback.output_objects(scene)
+    assert not bpy.ops.voxnav.export_navmesh.poll()
+    with pytest.raises(RuntimeError):
+        bpy.ops.voxnav.export_navmesh(filepath=str(tmp_path / "nav.bin"), file_format="BIN")
+    bpy.data.objects["Crate"].location = (2.0, 2.0, 0.0)
+    bpy.context.view_layer.update()
+    assert not writeback.output_objects(scene) and obstacles.live_cache(scene) is None
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_an_undone_rebake_is_not_exported(bpy, ext, tmp_path):
+    # A second bake undone: the first bake's overlay shows again, and the second bake still
+    # in memory must not be what Export writes: the shown one is, from the file's stored
+    # navmesh (as for a reopened file).
+    bake = _mod(ext, "bake")
+    box(bpy, "Floor", (-6, -6, -0.5), (6, 6, 0))
+    box(bpy, "Pillar", (-1, -1, 0), (1, 1, 3))
+    assert bpy.ops.voxnav.build_navmesh() == {"FINISHED"}
+    first = tmp_path / "first.bin"
+    assert bpy.ops.voxnav.export_navmesh(filepath=str(first), file_format="BIN") == {"FINISHED"}
+    bpy.ops.ed.undo_push(message="the first bake")
+    bpy.context.scene.voxnav.agent_radius = 2.0
+    assert bpy.ops.voxnav.build_navmesh() == {"FINISHED"}
+    bpy.ops.ed.undo_push(message="the second bake")
+    second = tmp_path / "second.bin"
+    assert bpy.ops.voxnav.export_navmesh(filepath=str(second), file_format="BIN") == {"FINISHED"}
+    assert second.read_bytes() != first.read_bytes()
+    bpy.ops.ed.undo()
+    scene = bpy.context.scene
+    assert scene.voxnav.agent_radius == pytest.approx(0.6)
+    assert bake.last_outcome(scene) is None  # the undone bake is not the scene's
+    with pytest.raises(RuntimeError, match="Detour"):  # OBJ needs the bake's arrays
+        bpy.ops.voxnav.export_navmesh(filepath=str(tmp_path / "nav.obj"), file_format="OBJ")
+    again = tmp_path / "again.bin"
+    assert bpy.ops.voxnav.export_navmesh(filepath=str(again), file_format="BIN") == {"FINISHED"}
+    assert again.read_bytes() == first.read_bytes()
