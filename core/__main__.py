@@ -113,8 +113,9 @@ def config_from_args(args: argparse.Namespace) -> NavConfig:
         if value is not None:
             changes[name] = tuple(value) if name.startswith("bounds_") else value
     try:
-        config = NavConfig().replace(**changes).validate()
-        if not getattr(args, "agent", None):  # agent rows are checked with their own fields
+        agents = bool(getattr(args, "agent", None))  # checked whole with their own fields
+        config = NavConfig().replace(**changes).validate(agent_height=not agents)
+        if not agents:
             # Recast's 8-bit agent fields: a setting fix, so a usage error as `--agent`'s is
             # (the bake refused the same value as a failed bake, exit 1).
             limits.check_agent_fields(config, config.derived(), None)
@@ -580,6 +581,9 @@ def _bake_agents_tiled_out(args, config: NavConfig, agents) -> int:
         empty = []
         for name, result in results.items():
             ctx = BuildContext()
+            unplaced = unplaced_links(result.offmesh_links, result.navdata())
+            if unplaced:  # as a separate tiled bake says it (before pruning)
+                ctx.warn(unplaced)
             if reachable is not None and not result.empty:
                 report = prune_tiled(result, reachable, mode=args.prune_mode, ctx=ctx)
                 print(f"agent {name}: {report.summary()}")

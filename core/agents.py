@@ -109,7 +109,7 @@ class AgentType:
         return self
 
     def _check_name(self) -> None:
-        if not isinstance(self.name, str) or not NAME_PATTERN.match(self.name):
+        if not isinstance(self.name, str) or not NAME_PATTERN.fullmatch(self.name):
             raise VoxNavError(
                 f"agent name {self.name!r} must be 1 to 63 letters, digits, '_' or '-' (it "
                 "becomes part of output file and object names)"
@@ -709,7 +709,7 @@ def bake_agents(
     `VoxNavError` for bad input, a bad or duplicate agent, before any stage runs.
     """
     workers = limits.check_workers(default_workers() if workers is None else workers)
-    base = (config or NavConfig()).validate()
+    base = (config or NavConfig()).validate(agent_height=False)  # each agent checked whole
     pairs = check_agents(agents, base)
     overall = ctx if ctx is not None else BuildContext()
     for volume in volumes:
@@ -889,7 +889,7 @@ def bake_agents_tiled(
     """
     from . import tiles
 
-    base = (config or NavConfig()).validate()
+    base = (config or NavConfig()).validate(agent_height=False)  # each agent checked whole
     pairs = check_agents(agents, base)
     n_workers = tiles.worker_count(workers)
     out = {}
@@ -900,11 +900,17 @@ def bake_agents_tiled(
             workers=n_workers,
         )  # fmt: skip
         plans = []
-        for _agent, cfg in pairs:  # every agent's world checked before any tile is baked
+        for agent, cfg in pairs:  # every agent's world checked before any tile is baked
             bmin, bmax = pipeline.grid_bounds(plan.verts, cfg)
             warnings = tiles.check_world(plan.verts, plan.tris, bmin, bmax, cfg)
             grid = tiles.TileGrid.create(bmin, bmax, cfg, plan.grid.tile_size)
-            plans.append(dataclasses.replace(plan, config=cfg, grid=grid, warnings=warnings))
+            agent_plan = dataclasses.replace(plan, config=cfg, grid=grid, warnings=warnings)
+            try:  # as a separate tiled bake refuses them, up front
+                tiles.check_tile_grid(grid, cfg)
+                tiles.check_tile_count(agent_plan)
+            except VoxNavError as exc:
+                raise VoxNavError(f"agent {agent.name!r}: {exc}") from None
+            plans.append(agent_plan)
         for (agent, _cfg), agent_plan in zip(pairs, plans, strict=True):
             out[agent.name] = tiles.bake_plan(agent_plan, executor=pool, workers=n_workers)
     return out

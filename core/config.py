@@ -355,11 +355,14 @@ class NavConfig:
         data.update(changes)
         return NavConfig(**data)
 
-    def validate(self) -> NavConfig:
+    def validate(self, *, agent_height: bool = True) -> NavConfig:
         """Check every setting; raise `VoxNavError` naming the first bad one. Returns self.
 
         Every number is checked in the precision the core uses it in (float32 for the float
-        settings) against its working range (`SettingDoc.limits`).
+        settings) against its working range (`SettingDoc.limits`). ``agent_height=False``
+        leaves out the one check across settings, agent_height against 3 cell heights: for
+        the base of several agents (`core.agents`), where each agent's own config is checked
+        whole (an agent with its own height never uses the base's).
         """
         for f in fields(self):
             doc: SettingDoc = f.metadata["doc"]
@@ -397,7 +400,7 @@ class NavConfig:
                     f"than bounds_min ({', '.join(f'{x:g}' for x in lo.tolist())}) on every axis"
                 )
         derived = self.derived()
-        if derived.walkable_height < 3:
+        if agent_height and derived.walkable_height < 3:
             raise VoxNavError(
                 f"agent_height {self.agent_height} is less than 3 cell heights "
                 f"({3 * self.cell_height:g}); raise agent_height or lower cell_height"

@@ -734,18 +734,7 @@ def plan_tiles(
     # The world's checks before chunking (every tile's bake would refuse the same way).
     warnings = check_world(verts, tris, bmin, bmax, config)
     grid = TileGrid.create(bmin, bmax, config, tile_size)
-    if grid.width < 1 or grid.height < 1:
-        raise VoxNavError(
-            f"the geometry is smaller than one cell ({grid.width} x {grid.height} columns at "
-            f"cell_size {config.cell_size:g}): lower cell_size"
-        )
-    # A tile's grid alone (its columns, no triangle yet) before anything is chunked: the
-    # solo bake's up-front refusal, for the grid every tile has.
-    lo, hi = grid.build_bounds(0, 0)
-    check_tile_memory(
-        np.zeros((0, 3), F32), np.zeros((0, 3), np.int32), lo, hi, config, tile_size,
-        grid.border_size, "each tile's grid alone",
-    )  # fmt: skip
+    check_tile_grid(grid, config)
     chunks = partition_mesh(
         verts, tris, tris_per_chunk, executor=executor, subtrees=max(2, workers or 2),
         reuse=reuse_chunks,
@@ -753,6 +742,22 @@ def plan_tiles(
     plan = TilePlan(config, grid, verts, tris, chunks, tuple(volumes), warnings)
     check_tile_count(plan)
     return plan
+
+
+def check_tile_grid(grid: TileGrid, config: NavConfig) -> None:
+    """Refuse (`VoxNavError`) a tile grid under one cell, or whose tile's grid alone (its
+    columns, no triangle yet) would not fit ``config.memory_limit``: the solo bake's up-front
+    refusal, for the grid every tile has, before anything is chunked or baked."""
+    if grid.width < 1 or grid.height < 1:
+        raise VoxNavError(
+            f"the geometry is smaller than one cell ({grid.width} x {grid.height} columns at "
+            f"cell_size {config.cell_size:g}): lower cell_size"
+        )
+    lo, hi = grid.build_bounds(0, 0)
+    check_tile_memory(
+        np.zeros((0, 3), F32), np.zeros((0, 3), np.int32), lo, hi, config, grid.tile_size,
+        grid.border_size, "each tile's grid alone",
+    )  # fmt: skip
 
 
 def check_tile_count(plan: TilePlan) -> None:
@@ -1358,6 +1363,7 @@ __all__ = [
     "bake_tile_job",
     "bake_tiled",
     "check_tile_count",
+    "check_tile_grid",
     "check_tile_memory",
     "check_tile_size",
     "iter_tiles",

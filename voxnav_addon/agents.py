@@ -9,6 +9,7 @@ With the list empty, everything is as without this module.
 
 from __future__ import annotations
 
+import hashlib
 import math
 from typing import Any
 
@@ -27,14 +28,28 @@ AGENT_TAG = "voxnav_agent"
 _DEFAULTS = NavConfig()
 
 
+#: Bytes of an ID name Blender 4.2 keeps (5.0 on: 255); a longer name is cut, and the
+#: object is then not found by its name again (every rebake added another overlay).
+MAX_ID_NAME_BYTES = 63
+
+
+def _fitted(name: str) -> str:
+    """``name``, or when it is longer than `MAX_ID_NAME_BYTES` its start and a short hash of
+    it (agent names are ASCII: a character is a byte), the same in every Blender."""
+    if len(name.encode("utf-8")) <= MAX_ID_NAME_BYTES:
+        return name
+    digest = hashlib.sha1(name.encode("utf-8")).hexdigest()[:8]
+    return f"{name[: MAX_ID_NAME_BYTES - 9]}~{digest}"
+
+
 def overlay_name(agent_name: str) -> str:
-    """The overlay object's name of agent ``agent_name``."""
-    return f"{writeback.NAVMESH_NAME} {agent_name}"
+    """The overlay object's name of agent ``agent_name`` (`_fitted`)."""
+    return _fitted(f"{writeback.NAVMESH_NAME} {agent_name}")
 
 
 def links_name(agent_name: str) -> str:
-    """The off-mesh link arcs object's name of agent ``agent_name``."""
-    return f"{writeback.LINKS_NAME} {agent_name}"
+    """The off-mesh link arcs object's name of agent ``agent_name`` (`_fitted`)."""
+    return _fitted(f"{writeback.LINKS_NAME} {agent_name}")
 
 
 def _update_visibility(self, context) -> None:

@@ -495,7 +495,10 @@ def _bake_and_write_outputs(args, targets, batch, resolution, overrides, test_pa
             config = properties.to_config(scene.voxnav).replace(**overrides).validate()
         except VoxNavError as exc:
             raise UsageError(f"--set: {exc}") from None
-        properties.set_from_config(scene.voxnav, config)
+        try:
+            properties.set_from_config(scene.voxnav, config)
+        except VoxNavError as exc:
+            raise UsageError(f"--set: {exc}") from None
     if args.agent:
         _set_agent_rows(scene.voxnav, args.agent)
     stop_after = "heightfield" if args.voxels_only else "navmesh"
@@ -734,10 +737,18 @@ def _set_agent_rows(settings, specs: Sequence[str]) -> None:
     for agent in agents:
         row = settings.agents.add()
         row.name = agent.name
-        row.radius = agent.radius
-        row.height = agent.height
-        row.max_climb = agent.max_climb
-        row.max_slope = math.radians(agent.max_slope)
+        fields = (
+            ("radius", agent.radius, agent.radius, ""),
+            ("height", agent.height, agent.height, ""),
+            ("max_climb", agent.max_climb, agent.max_climb, ""),
+            ("max_slope", math.radians(agent.max_slope), agent.max_slope, "angle"),
+        )
+        for field_name, value, given, unit in fields:
+            setattr(row, field_name, value)
+            try:  # a value Blender clamped would bake silently as another
+                properties.check_kept(row, field_name, value, given, field_name, unit)
+            except VoxNavError as exc:
+                raise UsageError(f"--agent {agent.name}: {exc}") from None
 
 
 def png_path(path: str, flag: str = "--png") -> str:

@@ -218,7 +218,7 @@ def nav_links(context):
     from ..core.offmesh import OffMeshLinks
 
     view_layer = context.view_layer
-    starts, ends, radii, two_way, skipped = [], [], [], [], []
+    starts, ends, radii, two_way, skipped, names = [], [], [], [], [], []
     tagged = [
         (obj, None)
         for obj in context.scene.objects
@@ -241,11 +241,22 @@ def nav_links(context):
         ends.append(points[1])
         radii.append(float(settings.nav_link_radius))
         two_way.append(not settings.nav_link_one_way)
+        names.append(obj.name)
     if not starts and not skipped:
         return None, skipped
     if not starts:
         return OffMeshLinks.empty(), skipped
-    return OffMeshLinks.create(starts, ends, radii, two_way), skipped
+    try:
+        return OffMeshLinks.create(starts, ends, radii, two_way), skipped
+    except VoxNavError:
+        # The core numbers the links; the user knows the objects: the first bad one named.
+        for i, name in enumerate(names):
+            try:
+                OffMeshLinks.create(starts[i : i + 1], ends[i : i + 1], radii[i : i + 1])
+            except VoxNavError as exc:
+                why = str(exc).removeprefix("off-mesh link 0: ")
+                raise VoxNavError(f"Nav Link {name!r}: {why}") from None
+        raise
 
 
 def _link_points(obj):

@@ -617,16 +617,20 @@ def rebuild(scene, depsgraph=None, view_layer=None) -> Any:
 # The saved tile cache
 
 
-def sidecar_path(scene, blend_path: str | None = None, agent: str = "") -> str | None:
+def sidecar_path(
+    scene, blend_path: str | None = None, agent: str = "", *, legacy: bool = False
+) -> str | None:
     """The tile cache file beside a .blend (default: the open one), or None when unsaved:
     ``DIR/NAME.blend`` -> ``DIR/NAME.voxnav-tiles.SCENE.npz`` (an agent's:
-    ``...SCENE.AGENT.npz``)."""
+    ``...SCENE@AGENT.npz``: neither a scene's part, `_file_name_part`, nor an agent's name
+    holds an ``@``, so scene "Scene" with agent "001" and scene "Scene.001" never share one;
+    ``legacy``: ``...SCENE.AGENT.npz``, as files saved before were named)."""
     blend = blend_path if blend_path is not None else bpy.data.filepath
     if not blend:
         return None
     safe = _file_name_part(scene.name)
     if agent:
-        safe += "." + _file_name_part(agent)
+        safe += ("." if legacy else "@") + _file_name_part(agent)
     return f"{os.path.splitext(os.path.abspath(blend))[0]}.voxnav-tiles.{safe}.npz"
 
 
@@ -780,7 +784,9 @@ def _restore_agents(scene, agent_keys, view_layer=None, depsgraph=None) -> LiveT
     loaded: dict[str, LiveTiles] = {}
     for name, key in agent_keys:
         reasons: list[str] = []
-        paths = [p for p in (sidecar_path(scene, agent=name), user_cache_path(key)) if p]
+        # The file of an older VoxNav last: its bake key says whether it is this agent's.
+        beside = (sidecar_path(scene, agent=name), sidecar_path(scene, agent=name, legacy=True))
+        paths = [p for p in (beside[0], user_cache_path(key), beside[1]) if p]
         for _path, cache in _loadable(paths, key, reasons):
             loaded[name] = LiveTiles(cache, key=key, agent_name=name)
             break

@@ -32,6 +32,7 @@ from bpy.props import (
 )
 
 from ..core.config import NavConfig
+from ..core.errors import VoxNavError
 from ..core.limits import MAX_WORKERS
 from ..core.settings_doc import tooltip
 from .agents import VOXNAV_PG_agent
@@ -142,7 +143,7 @@ class VOXNAV_PG_settings(bpy.types.PropertyGroup):
         description=tooltip("agent_max_slope"),
         default=math.radians(_DEFAULTS.agent_max_slope),
         min=0.0,
-        max=math.radians(89.9),
+        max=math.radians(89.99),
         subtype="ANGLE",
         unit="ROTATION",
         precision=1,
@@ -469,6 +470,28 @@ def to_config(settings) -> NavConfig:
     return NavConfig(**values).validate()
 
 
+def check_kept(holder, name: str, value, given, label: str = "", unit: str = "") -> None:
+    """`VoxNavError` when Blender clamped ``value`` (Blender's units) into the property's
+    range as it was set (the bake would silently use another value than ``given``, in the
+    core's units); ``label``: the setting as the message names it (default ``name``);
+    ``unit``: "angle" for a property in radians shown in degrees."""
+    kept = getattr(holder, name)
+    if not isinstance(value, float | int) or isinstance(value, bool):
+        return
+    # A few float32 steps apart is a round trip through the core's decimals (`to_config`),
+    # not a clamp.
+    if abs(float(kept) - float(value)) <= 4e-7 * max(1.0, abs(float(value))):
+        return
+    if unit == "angle":
+        shown = round(math.degrees(kept), 4)
+    else:
+        shown = _UNIT_CONVERSIONS[name][0](kept) if name in _UNIT_CONVERSIONS else kept
+    raise VoxNavError(
+        f"{label or name} {given:g} is beyond what the panel holds (it would bake {shown:g}): "
+        "give a value within the panel's range"
+    )
+
+
 def set_from_config(settings, config: NavConfig) -> None:
     """Write a ``NavConfig``'s values into ``Scene.voxnav`` (units converted for Blender)."""
     for name in NavConfig.field_names():
@@ -478,9 +501,11 @@ def set_from_config(settings, config: NavConfig) -> None:
                 setattr(settings, name, tuple(float(v) for v in value))
                 settings.use_bounds = True
             continue
+        given = value
         if name in _UNIT_CONVERSIONS:
             value = _UNIT_CONVERSIONS[name][1](value)
         setattr(settings, name, value)
+        check_kept(settings, name, value, given)
 
 
 def store_figures(settings, stage: str, counts: dict, timings: dict, message: str) -> None:

@@ -14,7 +14,7 @@ from collections.abc import Callable
 import numpy as np
 
 from .. import atomic
-from ..cliutil import offmesh_links_from_args
+from ..cliutil import offmesh_links_from_args, print_warnings
 from ..errors import UsageError, VoxNavError
 from .navdata import create_nav_mesh_data
 from .navmesh import NavMesh
@@ -47,10 +47,16 @@ def agent_navmeshes(
     verts, tris = read_obj(mesh_path, recast_frame=recast_frame)
     if tile_size:  # RecastDemo's tile mesh per agent, its tiles linked across their borders
         from ..agents import bake_agents_tiled
+        from ..offmesh import unplaced_links
 
         tiled = bake_agents_tiled(verts, tris, config, agents, tile_size, workers=workers)
         for name, bake in tiled.items():
             bake.offmesh_links = offmesh_links
+            # As a separate run says them (`build_navmesh`), each under its agent's name.
+            unplaced = unplaced_links(offmesh_links, bake.navdata())
+            print_warnings(
+                [f"agent {name}: {w}" for w in [*bake.warnings, *([unplaced] if unplaced else [])]]
+            )
             if bake.empty:
                 raise VoxNavError(
                     f"{mesh_path}: agent {name}'s tiled bake made no walkable polygons, so "
@@ -62,10 +68,15 @@ def agent_navmeshes(
     navs = {}
     for name, result in results.items():
         if result.empty or result.polymesh is None or result.polymesh.npolys == 0:
+            # The agent's warnings name the likely cause (its radius erodes every span, say).
+            why = "; ".join(result.warnings) or (
+                "check that agent's size and that the mesh has floors"
+            )
             raise VoxNavError(
                 f"{mesh_path}: agent {name}'s bake made no walkable polygons, so there is "
-                "nothing to query; check that agent's size and that the mesh has floors"
+                f"nothing to query: {why}"
             )
+        print_warnings([f"agent {name}: {w}" for w in result.warnings])
         cfg = result.config
         data = create_nav_mesh_data(
             result.polymesh,
@@ -84,18 +95,19 @@ def per_agent(command: Callable[..., int], args, config) -> int:
     navmesh; ``--out`` (when the command has one) becomes ``agent_output(out, name)``. Every
     output is checked before the bake (none may be the mesh or the queries file), and the
     outputs are replaced together at the end (all or none)."""
-    from ..agents import agent_output, parse_agent_spec
+    from ..agents import agent_output, check_agents, parse_agent_spec
 
     tile_size = int(getattr(args, "tile_size", 0) or 0)
     workers = getattr(args, "workers", None)
     queries = getattr(args, "queries", None)
+    try:  # the agents first: two of one name are a usage error, not two outputs colliding
+        agents = [parse_agent_spec(spec, config) for spec in args.agent]
+        names = [agent.name for agent, _cfg in check_agents(agents, config)]
+    except VoxNavError as exc:
+        raise UsageError(f"--agent: {exc}") from None
     with atomic.Batch(inputs=[args.mesh, queries]) as batch:
         if getattr(args, "out", None):
-            for spec in args.agent:
-                try:
-                    name = parse_agent_spec(spec, config).name
-                except VoxNavError as exc:
-                    raise UsageError(f"--agent: {exc}") from None
+            for name in names:
                 batch.add(agent_output(args.out, name), f"--out (agent {name})")
         navs = agent_navmeshes(
             args.mesh,

@@ -175,3 +175,17 @@ def test_agent_rows_with_tiles_bake_one_tile_cache_per_agent(bpy, ext, tmp_path)
     for name in ("small", "large"):
         assert (tmp_path / f"nav_{name}.obj").is_file()
     assert not out.exists()
+
+
+def test_a_long_agent_name_keeps_one_overlay_over_rebakes(bpy, ext):
+    # "VoxNav Navmesh " + a 50-letter name is past Blender 4.2's 63-byte names: the name was
+    # cut, the overlay not found again, and every rebake added one more.
+    agents = importlib.import_module(f"{ext.root.__name__}.voxnav_addon.agents")
+    box(bpy, "Floor", (-5, -5, -0.5), (5, 5, 0))
+    _add_agent(bpy, "n" * 50, 0.3)
+    for _ in range(3):
+        assert bpy.ops.voxnav.build_navmesh() == {"FINISHED"}
+        outputs = ext.writeback.output_objects(bpy.context.scene)
+        tagged = [o for o in outputs if o.get(agents.AGENT_TAG)]
+        assert len(tagged) == 1
+        assert len(tagged[0].name.encode()) <= 63 and tagged[0][agents.AGENT_TAG] == "n" * 50

@@ -399,3 +399,18 @@ def test_cli_tiled_outputs_of_its_own_are_checked_before_the_tiles_bake(
     err = capsys.readouterr().err
     assert "--save-blend (tile cache)" in err and "longer than 255 bytes" in err
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    "flags",
+    [["--set", "agent_max_slope=89.995"], ["--agent", "b:max_slope=89.995"]],
+)
+def test_cli_a_setting_the_panel_would_clamp_is_a_usage_error(bpy, ext, tmp_path, capsys, flags):
+    # The core takes any slope below 90 degrees; the panel holds 89.99 at most, and Blender
+    # clamped the value: the bake ran on another slope than given, exit 0, no word.
+    out = tmp_path / "nav.obj"
+    assert ext.cli.main(["--demo", *flags, "--obj", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "89.995 is beyond what the panel holds (it would bake 89.99)" in err
+    assert not out.exists()
+    assert ext.cli.main(["--demo", "--set", "agent_max_slope=89.98", "--obj", str(out)]) == 0

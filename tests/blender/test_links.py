@@ -7,6 +7,7 @@ from __future__ import annotations
 import importlib
 
 import numpy as np
+import pytest
 
 from .scenes import box
 
@@ -299,3 +300,19 @@ def test_a_collection_instance_places_copies_of_its_nav_links_and_reachable_poin
     bpy.context.view_layer.update()
     assert len(gather.nav_links(bpy.context)[0]) == 2
     assert gather.reachable_points(bpy.context).shape == (1, 3)
+
+
+def test_a_bad_nav_link_is_named_by_its_object(bpy, ext):
+    """A Nav Link end moved to 1e20: the refusal named "off-mesh link 1", a number the
+    user never sees; it names the object, and the previous bake stays."""
+    _scene(bpy)
+    assert bpy.ops.voxnav.add_nav_link() == {"FINISHED"}
+    bpy.data.objects["Nav Link Start"].location = (9.5, 4.0, 0.0)
+    bpy.data.objects["Nav Link End"].location = (12.0, 4.0, 0.0)
+    bpy.context.view_layer.update()
+    assert bpy.ops.voxnav.build_navmesh() == {"FINISHED"}
+    bpy.data.objects["Nav Link End"].location = (1e20, 4.0, 0.0)
+    bpy.context.view_layer.update()
+    with pytest.raises(RuntimeError, match="Nav Link 'Nav Link Start': its end point"):
+        bpy.ops.voxnav.build_navmesh()
+    assert ext.writeback.scene_output(bpy.context.scene, ext.writeback.NAVMESH_NAME) is not None

@@ -264,7 +264,14 @@ def test_agent_rows_tile_caches_are_saved_and_reopen_without_a_rebake(
     blend = tmp_path / "level.blend"
     bpy.ops.wm.save_as_mainfile(filepath=str(blend))
     for name in ("small", "large"):
-        assert (tmp_path / f"level.voxnav-tiles.Scene.{name}.npz").is_file()
+        assert (tmp_path / f"level.voxnav-tiles.Scene@{name}.npz").is_file()
+    # A file of an older VoxNav (SCENE.AGENT), without the user folder's copy: still loads.
+    small_key = obstacles.CACHES[scene.session_uid].agents["small"].key
+    os.replace(
+        tmp_path / "level.voxnav-tiles.Scene@small.npz",
+        tmp_path / "level.voxnav-tiles.Scene.small.npz",
+    )
+    os.remove(obstacles.user_cache_path(small_key))
 
     _no_rebake(ext, monkeypatch)
     bpy.ops.wm.read_homefile(use_empty=True)
@@ -282,7 +289,7 @@ def test_agent_rows_tile_caches_are_saved_and_reopen_without_a_rebake(
         assert each.cache.rebuild_count > counts[name]
         assert _walkable_under(each, (-7.0, -7.0)) and not _walkable_under(each, (7.0, 7.0))
 
-    os.remove(tmp_path / "level.voxnav-tiles.Scene.large.npz")
+    os.remove(tmp_path / "level.voxnav-tiles.Scene@large.npz")
     os.remove(obstacles.user_cache_path(live_tiles.agents["large"].key))
     bpy.ops.wm.read_homefile(use_empty=True)
     bpy.ops.wm.open_mainfile(filepath=str(blend))
@@ -304,6 +311,11 @@ def test_scenes_whose_names_differ_in_other_characters_get_their_own_sidecars(bp
     assert obstacles.sidecar_path(second, blend) == str(tmp_path / "two.voxnav-tiles.Level_1.npz")
     agents = {obstacles.sidecar_path(second, blend, a) for a in ("big one", "big_one")}
     assert len(agents) == 2
+    # Scene "Level_1" with agent "001" and a scene named "Level_1.001" (Blender's name for a
+    # copy) wrote one file: the later bake overwrote the other scene's cache.
+    third = bpy.data.scenes.new("Level_1.001")
+    assert obstacles.sidecar_path(second, blend, "001") != obstacles.sidecar_path(third, blend)
+    assert obstacles.sidecar_path(second, blend, "001").endswith(".Level_1@001.npz")
 
 
 def test_an_empty_rebake_of_a_cacheless_file_says_nothing_changed(bpy, ext, tmp_path):

@@ -532,3 +532,28 @@ def test_non_integer_or_huge_workers_are_refused(workers):
     verts = np.array([[0, 0, 0], [4, 0, 0], [4, 4, 0]], np.float32)
     with pytest.raises(VoxNavError, match=f"from 1 to {limits.MAX_WORKERS}"):
         bake_agents(verts, [[0, 1, 2]], NavConfig(), [AgentType("a")], workers=workers)
+
+
+def test_an_agent_name_ending_in_a_newline_is_refused():
+    with pytest.raises(VoxNavError, match="must be 1 to 63 letters"):
+        AgentType("small\n").validate()
+
+
+def test_tiled_agents_refuse_a_later_agents_oversized_tiles_before_any_tile_bakes(monkeypatch):
+    """Each agent's tile grid is checked up front as its own tiled bake checks it (the first
+    agent's alone was: the second's refusal came after the first's tiles had baked)."""
+    from core import tiles
+    from core.agents import bake_agents_tiled
+
+    verts = np.array([[0, 0, 0], [30, 0, 0], [30, 30, 0], [0, 30, 0]], np.float32)
+    tris = np.array([[0, 1, 2], [0, 2, 3]], np.int32)
+    base = NavConfig(cell_size=0.1, memory_limit=120 << 20)
+    agents = [AgentType("small", radius=0.0), AgentType("big", radius=12.0)]
+    with pytest.raises(VoxNavError) as alone:
+        tiles.bake_tiled(verts, tris, agents[1].config(base), 128, workers=1)
+    baked = []
+    monkeypatch.setattr(tiles, "bake_plan", lambda *a, **k: baked.append(1))
+    with pytest.raises(VoxNavError) as together:
+        bake_agents_tiled(verts, tris, base, agents, 128, workers=1)
+    assert str(together.value) == f"agent 'big': {alone.value}"
+    assert baked == []

@@ -151,3 +151,76 @@ def test_solo_agents_name_themselves_in_the_pruning_warnings(tmp_path, capsys):
     lines = [ln for ln in capsys.readouterr().err.splitlines() if "reachable-from" in ln]
     assert lines and all(ln.startswith("voxnav: warning: agent ") for ln in lines), lines
     assert {ln.split()[3] for ln in lines} == {"small:", "big:"}
+
+
+# An off-mesh link starting far off the navmesh: left out, and said so.
+STRAY_LINK = ["--offmesh-link", "50,50,0:52,50,0"]
+
+
+def _warnings(text: str) -> list[str]:
+    return [line for line in text.splitlines() if line.startswith("voxnav: warning:")]
+
+
+def test_path_and_query_per_agent_say_each_agents_warnings(tmp_path, capsys):
+    """The bake's warnings of a separate run, under the agent's name (--agent printed none:
+    the unplaced link was left out without a word), solo and tiled."""
+    mesh = _door_mesh(tmp_path)
+    for tiled in ([], ["--tile-size", "32", "--workers", "1"]):
+        assert main(["path", str(mesh), *ROUTE, *tiled, *STRAY_LINK, *AGENTS]) == 0
+        warned = _warnings(capsys.readouterr().err)
+        for name, radius in (("small", "0.2"), ("big", "0.6")):
+            argv = ["path", str(mesh), *ROUTE, *tiled, *STRAY_LINK, "--agent-radius", radius]
+            assert main(argv) == 0
+            alone = _warnings(capsys.readouterr().err)
+            assert alone and any("off-mesh link" in w for w in alone)
+            assert [w.replace("warning: ", f"warning: agent {name}: ") for w in alone] == [
+                w for w in warned if f"agent {name}:" in w
+            ]
+
+
+def test_an_empty_agents_query_error_names_the_cause(tmp_path, capsys):
+    mesh = _door_mesh(tmp_path)
+    assert main(["path", str(mesh), *ROUTE, "--agent", "huge:radius=10"]) == 1
+    err = capsys.readouterr().err
+    assert "agent huge's bake made no walkable polygons" in err and "agent_radius" in err
+
+
+def test_tiled_agent_bake_warns_of_an_unplaced_link(tmp_path, capsys):
+    mesh = _door_mesh(tmp_path)
+    out = tmp_path / "nav.bin"
+    argv = ["bake", str(mesh), "--cell-size", "0.1", "--tile-size", "32", "--workers", "1"]
+    assert main([*argv, "--out", str(out), *STRAY_LINK, *AGENTS]) == 0
+    warned = _warnings(capsys.readouterr().err)
+    for name in ("small", "big"):
+        assert any(f"agent {name}:" in w and "off-mesh link" in w for w in warned), warned
+
+
+def test_query_with_two_agents_of_one_name_is_a_usage_error(tmp_path, capsys):
+    mesh = _door_mesh(tmp_path)
+    argv = ["query", str(mesh), "--queries", str(_queries(tmp_path)), "--cell-size", "0.1"]
+    argv += ["--out", str(tmp_path / "a.npz"), "--agent", "x:radius=0.2", "--agent", "x"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "two agents are named 'x'" in err and "Traceback" not in err
+
+
+def test_an_agents_own_height_is_not_refused_by_the_base_height(tmp_path, capsys):
+    """--cell-height 1 with the default agent_height (2: under 3 cell heights) is no error
+    when every agent gives its own height; an agent left with the base's height is."""
+    from core.agents import AgentType, bake_agents
+    from core.config import NavConfig
+    from core.objio import read_obj
+    from core.pipeline import bake
+
+    mesh = _door_mesh(tmp_path)
+    out = tmp_path / "nav.obj"
+    argv = ["bake", str(mesh), "--cell-size", "0.1", "--cell-height", "1", "--out", str(out)]
+    assert main([*argv, "--agent", "tall:height=5"]) == 0
+    capsys.readouterr()
+    assert main([*argv, "--agent", "tall:height=5", "--agent", "plain"]) == 2
+    assert "agent 'plain'" in capsys.readouterr().err
+    verts, tris = read_obj(mesh)
+    base = NavConfig(cell_size=0.1, cell_height=1.0)
+    together = bake_agents(verts, tris, base, [AgentType("tall", height=5.0)])
+    alone = bake(verts, tris, base.replace(agent_height=5.0))
+    np.testing.assert_array_equal(together["tall"].polymesh.polys, alone.polymesh.polys)
