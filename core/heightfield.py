@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from . import limits
 from .errors import VoxNavError
 from .limits import xyz_rows
 
@@ -144,15 +145,24 @@ class VoxelGrid:
         occ = np.asarray(occupied, dtype=bool)
         if occ.ndim != 3:
             raise VoxNavError(f"occupied must be (height, width, depth), got shape {occ.shape}")
+        corner = limits.xyz_rows(bmin, "bmin")
+        if corner.shape[0] != 1:
+            raise VoxNavError(f"bmin must be one (x, y, z) corner, got {corner.shape[0]}")
+        limits.check_shape_values(corner[0], "bmin")
+        for name, size in (("cs", cs), ("ch", ch)):
+            try:
+                ok = bool(np.isfinite(np.float32(size)) and np.float32(size) > 0)
+            except (TypeError, ValueError):
+                ok = False
+            if not ok or isinstance(size, bool):
+                raise VoxNavError(f"{name} must be a positive finite number (wu), got {size!r}")
         h, w, depth = occ.shape
         words = max(1, -(-depth // WORD_BITS))
         padded = np.zeros((h, w, words * WORD_BITS), dtype=bool)
         padded[:, :, :depth] = occ
         packed = np.packbits(padded, axis=2, bitorder="little")
         bits = np.ascontiguousarray(packed).view(np.uint32).reshape(h, w, words)
-        return cls(
-            w, h, depth, np.asarray(bmin, dtype=np.float32), np.float32(cs), np.float32(ch), bits
-        )
+        return cls(w, h, depth, corner[0].astype(np.float32), np.float32(cs), np.float32(ch), bits)
 
     def voxel_count(self) -> int:
         return int(np.unpackbits(self.bits.view(np.uint8)).sum())
@@ -165,6 +175,8 @@ class VoxelGrid:
                 f"a voxel grid {self.depth} voxels deep has no heightfield: span heights stop "
                 f"at {np.iinfo(np.uint16).max} cell heights"
             )
+        if isinstance(area, bool) or not isinstance(area, int | np.integer) or not 0 <= area <= 63:
+            raise VoxNavError(f"area must be a whole area id 0..63, got {area!r}")
         n_cols = self.width * self.height
         as_bytes = self.bits.reshape(n_cols, self.bits.shape[2] if n_cols else 0).view(np.uint8)
         column_bits = np.unpackbits(as_bytes, axis=1, bitorder="little")

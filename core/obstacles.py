@@ -243,8 +243,9 @@ class ObstacleSet:
         return self._shapes[self._known(obstacle_id, action)]
 
     def _known(self, obstacle_id, action: str) -> int:
-        try:  # whole numbers only: int(1.7) named obstacle 1
-            key = int(obstacle_id) if float(obstacle_id).is_integer() else -1
+        try:  # whole numbers only: int(1.7) named obstacle 1, True obstacle 1
+            whole = not isinstance(obstacle_id, bool | np.bool_)
+            key = int(obstacle_id) if whole and float(obstacle_id).is_integer() else -1
         except (TypeError, ValueError, OverflowError):
             key = -1
         if key not in self._shapes:
@@ -333,6 +334,17 @@ class ObstacleSet:
         return tuple(self._shapes[k].volume() for k in keys)
 
 
+def checked(obstacle) -> Obstacle:
+    """``obstacle`` with its fields as plain numbers (`Obstacle.check`), or `VoxNavError` when
+    it is no `Obstacle` or a field is bad."""
+    if not isinstance(obstacle, Obstacle):
+        raise VoxNavError(
+            f"obstacles are core.obstacles.Obstacle values (made by cylinder, box or "
+            f"oriented_box), got {type(obstacle).__name__}"
+        )
+    return obstacle.check()
+
+
 def block_voxels(grid: VoxelGrid, obstacles) -> VoxelGrid:
     """A copy of ``grid`` with every voxel whose centre is inside an obstacle set (solid).
 
@@ -345,7 +357,12 @@ def block_voxels(grid: VoxelGrid, obstacles) -> VoxelGrid:
     """
     from .nav.voxel_path import check_grid_size
 
-    shapes = list(obstacles)
+    if isinstance(obstacles, Obstacle) or isinstance(obstacles, str):
+        raise VoxNavError("obstacles must be a list of Obstacle values (one obstacle: [it])")
+    try:
+        shapes = [checked(shape) for shape in obstacles]
+    except TypeError:
+        raise VoxNavError("obstacles must be a list of Obstacle values") from None
     cs, ch = float(grid.cs), float(grid.ch)
     bmin = np.asarray(grid.bmin, dtype=np.float64)
     ranges = []

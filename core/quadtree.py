@@ -52,7 +52,12 @@ class QuadTree:
     """
 
     def __init__(self, bounds, capacity: int = 8, merge_below: int = 4, max_depth: int = 12):
-        b = _boxes(bounds, "bounds")[0]
+        rows = _boxes(bounds, "bounds")
+        if rows.shape[0] != 1:  # the first was taken, the others ignored without a word
+            raise VoxNavError(
+                f"bounds must be one box (min x, min y, max x, max y), got {rows.shape[0]}"
+            )
+        b = rows[0]
         for name, value in (("capacity", capacity), ("merge_below", merge_below),
                             ("max_depth", max_depth)):  # fmt: skip
             if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
@@ -194,7 +199,15 @@ class QuadTree:
         i = np.atleast_1d(np.asarray(ids))
         if i.size and not np.issubdtype(i.dtype, np.integer):
             raise VoxNavError(f"item ids must be integers, got {i.dtype}")
-        i = i.astype(np.int64).ravel()
+        given = i.ravel()
+        # Past int64 (uint64): unknown, named as given (a cast to int64 wrapped it negative).
+        beyond = given > np.iinfo(np.int64).max if given.dtype.kind == "u" else None
+        if beyond is not None and beyond.any():
+            raise VoxNavError(
+                f"unknown quadtree item id(s) {given[beyond].tolist()}: not inserted or already "
+                "removed"
+            )
+        i = given.astype(np.int64)
         bad = (i < 0) | (i >= self._n_items)
         bad[~bad] = self.item_node[i[~bad]] < 0
         if bad.any():

@@ -36,7 +36,7 @@ from .config import NavConfig
 from .errors import VoxNavError
 from .nav.navdata import NavMeshData
 from .nav.navmesh import NavMesh
-from .obstacles import Obstacle, ObstacleSet
+from .obstacles import Obstacle, ObstacleSet, checked
 from .offmesh import OffMeshLinks
 from .tiles import (
     TileGrid,
@@ -281,12 +281,7 @@ class TileCache:
         return [(int(x), int(y)) for y in ys for x in xs]
 
     def _check_inside(self, obstacle: Obstacle) -> None:
-        if not isinstance(obstacle, Obstacle):
-            raise VoxNavError(
-                f"obstacles are core.obstacles.Obstacle values (made by cylinder, box or "
-                f"oriented_box), got {type(obstacle).__name__}"
-            )
-        obstacle = obstacle.check()  # its fields as plain numbers
+        obstacle = checked(obstacle)  # its fields as plain numbers
         if self.tiles_touched(obstacle.box_xy()):
             return
         g = self.grid

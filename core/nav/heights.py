@@ -68,7 +68,8 @@ def _surfaces(verts, tris) -> tuple[np.ndarray, np.ndarray]:
     One row per quantity, so that a query gathers each as one contiguous 1-D take.
     """
     try:
-        v = np.asarray(verts, dtype=np.float32)
+        with np.errstate(over="ignore"):  # beyond float32: named below
+            v = np.asarray(verts, dtype=np.float32)
     except (TypeError, ValueError):
         raise VoxNavError("verts must be numbers, an (n, 3) array") from None
     t = whole_indices(tris)
@@ -82,6 +83,19 @@ def _surfaces(verts, tris) -> tuple[np.ndarray, np.ndarray]:
             f"tris refer to vertices outside 0..{v.shape[0] - 1}: check the triangle indices"
         )
     t = t.astype(np.int64, copy=False)
+    with np.errstate(invalid="ignore"):
+        bad = ~np.isfinite(v).all(axis=1)
+    if t.size and bad.any():
+        used = np.zeros(v.shape[0], dtype=bool)
+        used[t.ravel()] = True
+        bad &= used
+        if bad.any():  # a dropped triangle read "no surface" there, without a word
+            first = int(np.flatnonzero(bad)[0])
+            given = np.asarray(verts, dtype=np.float64)[first].tolist()
+            raise VoxNavError(
+                f"vertex {first} of verts is not a finite number in float32 (NaN, infinite or "
+                f"beyond 3.4e38): {given}; fix the mesh"
+            )
     # Component by component (1-D gathers and arithmetic; no (m, 3, 3) temporaries).
     comp = [np.ascontiguousarray(v[:, c], dtype=np.float64) for c in range(3)]
     ia, ib, ic = (np.ascontiguousarray(t[:, j]) for j in range(3))
@@ -144,6 +158,8 @@ def _as_points(points, z_max):
         p = np.asarray(points, dtype=np.float64)
     except (TypeError, ValueError):
         raise VoxNavError(f"points must be numbers, (n, 2) or (n, 3), got {points!r}") from None
+    if p.size == 0:  # no points (``[]`` too): no answers
+        p = p.reshape(0, 2)
     if p.ndim == 1:
         p = p.reshape(1, -1)
     if p.ndim != 2 or p.shape[1] not in (2, 3):
@@ -158,6 +174,11 @@ def _as_points(points, z_max):
                 f"z_max must be one number or one per point ({p.shape[0]}), got "
                 f"{np.shape(z_max) or z_max!r}"
             ) from None
+        if np.isnan(zm).any():  # every point's answer read NaN ("no surface"), without a word
+            raise VoxNavError(
+                "z_max must be numbers (an infinite one is no limit), not NaN: leave it out "
+                "for no limit"
+            )
     return p[:, 0], p[:, 1], zm
 
 
@@ -321,7 +342,11 @@ class HeightIndex:
 
     def height_at(self, x: float, y: float, z_max: float | None = None) -> float | None:
         """The single-point form: Z of the highest surface under (x, y), or None."""
-        h = self.heights(np.array([[x, y]], dtype=np.float64), z_max).height[0]
+        try:
+            point = np.array([[x, y]], dtype=np.float64)
+        except (TypeError, ValueError):
+            raise VoxNavError(f"x and y must be numbers, got {x!r} and {y!r}") from None
+        h = self.heights(point, z_max).height[0]
         return None if np.isnan(h) else float(h)
 
     def _block(self, px, py, zm, height, tri) -> None:

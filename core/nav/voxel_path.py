@@ -72,7 +72,8 @@ def _unpack(grid: VoxelGrid) -> np.ndarray:
 
 
 #: Voxels of the padded grid a `VoxelNavigator` takes (about 1 GiB while it is built, 8 bytes
-#: a voxel with a search). [Units: voxels]
+#: a voxel; a search adds 1 byte a voxel, an A* search 10: 2.3 GiB at the limit). [Units:
+#: voxels]
 MAX_NAVIGATOR_VOXELS = 1 << 27
 
 
@@ -95,7 +96,8 @@ class VoxelNavigator:
     """Stayable voxels of one `VoxelGrid`, computed once; answers path queries on them.
 
     Memory: 3 bytes per voxel of the padded grid ((height + 4) x (width + 4) x (depth + 2 +
-    clearance)), plus 5 more per voxel during a search.
+    clearance)), plus 1 more per voxel during a BFS search and 10 more during an A* search
+    (parents, costs, closed flags and the bucket's stamps).
     """
 
     def __init__(self, grid: VoxelGrid, clearance: int = 1):
@@ -103,8 +105,9 @@ class VoxelNavigator:
         own [Units: voxels] [Limit: >= 1]. Points more than min(clearance, depth + 1) voxels
         above the grid's top are outside (a taller agent needs no more headroom there: the
         space above the grid is free)."""
-        try:
+        try:  # a bool is no count (True was taken as 1)
             whole = int(clearance) == clearance and clearance >= 1
+            whole = whole and not isinstance(clearance, bool | np.bool_)
         except (TypeError, ValueError, OverflowError):
             whole = False
         if not whole:
@@ -184,7 +187,12 @@ class VoxelNavigator:
 
     def is_stayable(self, cells) -> np.ndarray:
         """bool (k,) for voxels int (k, 3); voxels outside the padded grid are not."""
-        c = whole_indices(cells, "cells", "voxel indices").reshape(-1, 3).astype(np.int64)
+        c = whole_indices(cells, "cells", "voxel indices")
+        if c.shape == (3,) or c.size == 0:
+            c = c.reshape(-1, 3)
+        if c.ndim != 2 or c.shape[1] != 3:  # a reshape made a (2, 6) array 4 scrambled cells
+            raise VoxNavError(f"cells must be (ix, iy, iz) each, an (k, 3) array; got {c.shape}")
+        c = c.astype(np.int64)
         ph, pw, pd = self.shape
         inside = ((c[:, 0] >= -2) & (c[:, 0] < pw - 2) & (c[:, 1] >= -2) & (c[:, 1] < ph - 2)) & (
             (c[:, 2] >= -1) & (c[:, 2] < pd - 1)
@@ -218,6 +226,8 @@ class VoxelNavigator:
         (breadth-first, one distance layer per round) or "astar" (A* with the Manhattan
         distance, one f-value bucket per round); both give a shortest path.
         """
+        if method not in ("bfs", "astar"):  # before the ends: an end off the grid hid it
+            raise VoxNavError(f"method must be 'bfs' or 'astar', got {method!r}")
         s = self._settle(self.cell_of(start))
         t = self._settle(self.cell_of(goal))
         if s < 0:
@@ -226,10 +236,8 @@ class VoxelNavigator:
             return self._result(NO_GOAL, None, 0)
         if method == "bfs":
             parent, expanded = self._bfs(s, t)
-        elif method == "astar":
-            parent, expanded = self._astar(s, t)
         else:
-            raise VoxNavError(f"method must be 'bfs' or 'astar', got {method!r}")
+            parent, expanded = self._astar(s, t)
         if parent[t] < 0 and s != t:
             return self._result(UNREACHABLE, None, expanded)
         return self._result(FOUND, self._trace(parent, s, t), expanded)
@@ -283,7 +291,7 @@ class VoxelNavigator:
         parent = np.full(n, -1, dtype=np.int8)
         g = np.full(n, np.iinfo(np.int32).max, dtype=np.int32)
         closed = np.zeros(n, dtype=bool)
-        stamp = np.full(n, -1, dtype=np.int64)
+        stamp = np.full(n, -1, dtype=np.int32)  # a bucket's position: below n < 2**31
         g[s] = 0
         parent[s] = 6
         f = int(h(np.array([s]))[0])
@@ -293,8 +301,9 @@ class VoxelNavigator:
         while True:
             while current.shape[0]:
                 # Each voxel once, open, and still of this bucket's f (not a stale entry).
-                stamp[current] = np.arange(current.shape[0])
-                current = current[stamp[current] == np.arange(current.shape[0])]
+                order = np.arange(current.shape[0], dtype=np.int32)
+                stamp[current] = order
+                current = current[stamp[current] == order]
                 current = current[~closed[current]]
                 current = current[g[current] + h(current) == f]
                 if not current.shape[0]:

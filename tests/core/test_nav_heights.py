@@ -188,3 +188,22 @@ def test_points_in_runs_of_bounded_pairs_give_the_same_answers(monkeypatch):
     monkeypatch.setattr(heights, "PAIRS_PER_BLOCK", 57)  # a point or two per run; one alone
     _same(index.heights(points, z_max), whole)
     _same(whole, brute_force_heights(verts, tris, points, z_max))
+
+
+@pytest.mark.parametrize("bad", [1e39, float("nan")])
+def test_a_vertex_float32_cannot_hold_is_named_not_dropped(bad):
+    # The triangle was left out of the index: "no surface" under it, without a word.
+    verts = np.array([[0, 0, 0], [10, 0, 0], [0, 10, bad]], np.float64)
+    with pytest.raises(VoxNavError, match="vertex 2 of verts"):
+        HeightIndex(verts, np.array([[0, 1, 2]]))
+    unused = np.vstack([verts[:2], [[0, 10, 0], [5, 5, bad]]])  # only in no triangle: fine
+    assert HeightIndex(unused, np.array([[0, 1, 2]])).height_at(1, 1) == 0.0
+
+
+def test_heights_refuse_a_nan_limit_and_text_and_take_an_empty_list():
+    index = HeightIndex(np.array([[0, 0, 0], [10, 0, 0], [0, 10, 0]], np.float32), [[0, 1, 2]])
+    with pytest.raises(VoxNavError, match="z_max must be numbers"):
+        index.heights([[1.0, 1.0]], z_max=float("nan"))  # every answer read NaN
+    assert index.heights([]).height.shape == (0,)
+    with pytest.raises(VoxNavError, match="x and y must be numbers"):
+        index.height_at("a", 0)

@@ -184,3 +184,26 @@ def test_obstacle_values_that_are_not_numbers_are_named(make, words):
     # Raw TypeError / ValueError before, and an area id of 1.7 became 1.
     with pytest.raises(VoxNavError, match=words):
         make()
+
+
+def test_block_voxels_checks_its_obstacles():
+    grid = VoxelGrid.from_dense(np.ones((4, 4, 2), bool), (0, 0, 0), 1.0, 1.0)
+    crate = ob.box((1.5, 1.5, 0.0), (2.5, 2.5, 1.0))
+    for bad, needle in (
+        (["crate"], "Obstacle values"),
+        (crate, "a list of Obstacle values"),
+        ([ob.Obstacle("box", (float("nan"), 0, 0), (1, 1, 1))], "finite"),
+        ([ob.Obstacle("box", (0, 0, 0), (-1, 1, 1))], "size > 0"),  # was 0 voxels blocked
+    ):
+        with pytest.raises(VoxNavError, match=needle):
+            ob.block_voxels(grid, bad)
+    assert ob.block_voxels(grid, [crate]).voxel_count() >= grid.voxel_count()
+
+
+def test_an_obstacle_set_does_not_take_true_for_id_1():
+    obstacles = ob.ObstacleSet()
+    first = obstacles.add(ob.box((0.0, 0.0, 0.0), (1.0, 1.0, 1.0)))
+    obstacles.add(ob.box((5.0, 0.0, 0.0), (6.0, 1.0, 1.0)))
+    with pytest.raises(VoxNavError, match="cannot remove obstacle True"):
+        obstacles.remove(True)
+    assert first == 0

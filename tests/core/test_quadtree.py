@@ -140,3 +140,12 @@ def test_bad_input_is_a_clear_error():
     assert ids.shape == owner.shape == (0,)
     with pytest.raises(VoxNavError, match="boxes must be numbers"):
         tree.query_many([["a", 1, 2, 3]])
+
+
+def test_quadtree_refuses_several_bounds_and_names_a_uint64_id_as_given():
+    with pytest.raises(VoxNavError, match="bounds must be one box"):
+        QuadTree(np.array([[0, 0, 1, 1], [0, 0, 10, 10]], np.float64))
+    tree = QuadTree(np.array([0, 0, 10, 10], np.float64))
+    huge = np.array([2**63 + 5], np.uint64)
+    with pytest.raises(VoxNavError, match=str(2**63 + 5)):
+        tree.remove(huge)

@@ -267,3 +267,41 @@ def test_voxel_grid_conversions_refuse_what_they_cannot_hold():
     with pytest.raises(VoxNavError, match=r"points must be \(x, y, z\) each"):
         grid.occupied(np.zeros((3, 2)))
     assert grid.occupied([0.5, 0.5, 0.5]).tolist() == [True]
+
+
+def _floor_grid(cs=1.0):
+    occupied = np.zeros((3, 3, 3), bool)
+    occupied[:, :, 0] = True  # a 3 x 3 floor
+    return VoxelGrid.from_dense(occupied, (0, 0, 0), cs, 1.0)
+
+
+@pytest.mark.parametrize("cs", [-1.0, 0.0, float("nan"), float("inf"), True])
+def test_a_grid_of_a_bad_cell_size_is_refused(cs):
+    # -1 or inf made occupied() True off the grid, and find_path "found".
+    with pytest.raises(VoxNavError, match="cs must be a positive finite number"):
+        _floor_grid(cs)
+
+
+def test_a_grid_of_a_bad_corner_or_area_is_refused():
+    occupied = np.ones((2, 2, 2), bool)
+    with pytest.raises(VoxNavError, match="bmin"):
+        VoxelGrid.from_dense(occupied, (0, 0), 1.0, 1.0)
+    with pytest.raises(VoxNavError, match="bmin"):
+        VoxelGrid.from_dense(occupied, (0, 0, float("nan")), 1.0, 1.0)
+    grid = _floor_grid()
+    for area in (300, -1, "x", 1.7, True):  # 1.7 was area 1; 300 an OverflowError
+        with pytest.raises(VoxNavError, match="area must be a whole area id 0..63"):
+            grid.to_heightfield(area=area)
+    assert int(grid.to_heightfield(area=np.uint8(5)).area[0]) == 5
+
+
+def test_navigator_refuses_scrambled_cells_a_bad_method_and_a_bool_clearance():
+    nav = VoxelNavigator(_floor_grid())
+    with pytest.raises(VoxNavError, match=r"\(k, 3\)"):
+        nav.is_stayable(np.zeros((2, 6), np.int64))  # was read as 4 scrambled cells
+    assert nav.is_stayable(np.zeros((0, 3), np.int64)).shape == (0,)
+    assert nav.is_stayable((1, 1, 1)).tolist() == [True]
+    with pytest.raises(VoxNavError, match="method must be"):  # was "no goal" off the grid
+        nav.find_path((0.5, 0.5, 1.5), (500.0, 500.0, 500.0), method="dijkstra")
+    with pytest.raises(VoxNavError, match="clearance"):
+        VoxelNavigator(_floor_grid(), clearance=True)
