@@ -153,6 +153,7 @@ def find_path(
     d = end_pos.astype(F32) - start_pos.astype(F32)
     start_total = F32(np.sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2])) * H_SCALE
     n_total = [float(start_total)]
+    start_heuristic = float(start_total)
     n_flags = [1]
     n_in = [-1]  # the link that created the node (-1: start, at start_pos)
     heap = [0]
@@ -213,7 +214,12 @@ def find_path(
             # Step cost from the best node's position to this node's position. A node keeps
             # the position of its creating link: n_in[nb].
             kk = n_in[nb]
-            if k_in >= 0:
+            if kk < 0:
+                # The start node again (a neighbour, not its parent, leads back): it stays at
+                # start_pos, as Detour's does (link -1 read the mesh's last link there: a lower
+                # total re-parented the start, and the walk back along the path never ended).
+                cur = _start_cost(tables, start_pos, k_in, area_cost, nav, best_ref)
+            elif k_in >= 0:
                 cur = _pair_cost(tables, pcost, k_in, base, kk, lo, nav, area_cost, best_ref)
             else:
                 cur = (
@@ -221,7 +227,10 @@ def find_path(
                     if lo <= kk < hi
                     else _start_cost(tables, start_pos, kk, area_cost, nav, best_ref)
                 )
-            if nref == end_ref:
+            if kk < 0:  # closed, and never lower with costs >= 0: skipped below, as Detour
+                cost = r32(b_cost + cur)
+                heuristic = start_heuristic
+            elif nref == end_ref:
                 if end_cost_all is None:
                     end_cost_all = (d_end * end_area_cost).astype(F32).tolist()
                 cost = r32(r32(b_cost + cur) + end_cost_all[kk])
@@ -262,11 +271,13 @@ def find_path(
                 last_best = nb
     path = []
     node = last_best
-    while True:
+    for _ in range(len(n_ref)):  # a walk longer than the nodes would be a cycle
         path.append(n_ref[node])
         if not n_pidx[node]:
             break
         node = n_pidx[node] - 1
+    else:
+        raise AssertionError("find_path: the nodes' parents form a cycle")
     path.reverse()
     status = SUCCESS
     if len(path) > max_path:

@@ -1043,3 +1043,34 @@ def test_single_queries_refuse_malformed_positions_refs_and_counts():
         Q.SUCCESS, Q.FAILURE | Q.INVALID_PARAM,
     ]  # fmt: skip
     assert q.get_poly_height(0, zpt(np.nan, 5)).status == Q.FAILURE | Q.INVALID_PARAM
+
+
+def test_a_path_back_through_the_start_polygon_keeps_the_start_unparented():
+    """Area 5 costs nothing and area 0 two: the search reaches the start polygon again from
+    a neighbour; it priced the start there at the mesh's last link (link -1), found it
+    cheaper, re-parented it, and the walk back along the path never ended (memory grew until
+    the process died). The answer is Detour's (checked on the real Detour), as the batch."""
+    from core import pipeline
+    from core.config import NavConfig
+    from core.pipeline import AreaVolume
+
+    from .linkscenes import box
+
+    verts, tris = box((0, 0, -1), (20, 20, 0))
+    cheap = AreaVolume("box", ((4.0, 4.0, -1.0), (11.0, 11.0, 3.0)), 5)
+    result = pipeline.bake(verts, tris, NavConfig(), volumes=(cheap,))
+    cfg = result.config
+    tile = create_nav_mesh_data(
+        result.polymesh, result.detail, walkable_height=cfg.agent_height,
+        walkable_radius=cfg.agent_radius, walkable_climb=cfg.agent_max_climb,
+    )  # fmt: skip
+    query = NavMeshQuery(NavMesh.from_data(tile))
+    costs = QueryFilter()
+    costs.set_area_cost(0, 2.0)
+    costs.set_area_cost(5, 0.0)
+    start = query.find_nearest_poly((8.65700912475586, 1.4221105575561523, 0.2))
+    end = query.find_nearest_poly((12.551545143127441, 16.0084285736084, 0.2))
+    single = query.find_path(start.ref, end.ref, start.point, end.point, costs)
+    batch = query.find_path_batch([start.ref], [end.ref], start.point[None], end.point[None], costs)
+    assert single.polys.tolist() == batch.polys.tolist() == [1, 2, 6, 4, 10, 11]
+    assert single.status == int(batch.status[0])
