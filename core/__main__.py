@@ -195,9 +195,31 @@ def dump_arrays(
         out[f"count_hf_{stage}_spans"] = np.int64(hf.span_count)
         out[f"count_hf_{stage}_walkable"] = np.int64(np.count_nonzero(area))
     out.update(_navmesh_arrays(result))
+    out.update(link_arrays(result.offmesh_links, int(result.auto_link_count or 0)))
     for stage, seconds in result.timings.items():
         out[f"time_{stage}"] = np.float64(seconds)
     return out
+
+
+def link_arrays(links, auto_count: int) -> dict[str, np.ndarray | np.generic]:
+    """The navmesh's off-mesh links (hand-made first, then ``auto_count`` automatic ones) as
+    ``links_*`` arrays, Recast's Y-up frame: start and end float32 (n, 3), radius, bidir,
+    area, flags, user_id (n,), and ``count_links`` / ``count_auto_links`` (none: empty
+    arrays; not in the reference format, which has no links)."""
+    from .offmesh import OffMeshLinks
+
+    links = links if links is not None else OffMeshLinks.empty()
+    return {
+        "links_start": _recast(np.asarray(links.start, np.float32).reshape(-1, 3)),
+        "links_end": _recast(np.asarray(links.end, np.float32).reshape(-1, 3)),
+        "links_radius": np.asarray(links.radius, np.float32),
+        "links_bidir": np.asarray(links.bidirectional, bool),
+        "links_area": np.asarray(links.area, np.uint8),
+        "links_flags": np.asarray(links.flags, np.uint16),
+        "links_user_id": np.asarray(links.user_id, np.uint32),
+        "count_links": np.int64(len(links)),
+        "count_auto_links": np.int64(auto_count),
+    }
 
 
 def _navmesh_arrays(result: pipeline.BakeResult) -> dict[str, np.ndarray | np.generic]:
@@ -329,6 +351,7 @@ def _dump_tiled(args, verts, tris, config: NavConfig, out: Path, batch: atomic.B
         "mesh_tris": np.asarray(tris, dtype=np.int32)[:, [0, 2, 1]],
     }
     arrays.update(tiles.tiled_dump_arrays(result))
+    arrays.update(link_arrays(result.navmesh_links(), result.auto_link_count))
     for stage, seconds in result.timings.items():
         arrays[f"time_{stage}"] = np.float64(seconds)
     with atomic.replacing(out, batch=batch) as temp:

@@ -687,8 +687,13 @@ def drop_links_detour_leaves_out(result: BakeResult, ctx: BuildContext) -> None:
         return
     result.offmesh_links = links.subset(stored)
     result.auto_link_count = int(stored[hand:].sum())
-    ctx.warn(
-        f"{int((~stored).sum())} of {count} automatic link(s) left out: they start more than "
+    ctx.warn(links_left_out_warning(int((~stored).sum()), count, config))
+
+
+def links_left_out_warning(dropped: int, count: int, config: NavConfig) -> str:
+    """The warning for ``dropped`` of ``count`` automatic links Detour would not keep."""
+    return (
+        f"{dropped} of {count} automatic link(s) left out: they start more than "
         f"agent_max_climb ({config.agent_max_climb:g}) outside the navmesh's heights, where "
         "Detour does not keep them (links start on the voxel floor, one cell height under the "
         "surface): raise agent_max_climb to at least cell_height"

@@ -215,13 +215,15 @@ class TileCache:
             if result.has_data:
                 tiles[key] = result
             yield done, total
-        from .tiles import TiledBake, check_link_landings
+        from .tiles import TiledBake, check_link_landings, drop_links_detour_leaves_out
 
         bake = TiledBake(plan.config, plan.grid, list(tiles.values()))
         bake.offmesh_links = offmesh_links
         auto = None
+        left_out = ""
         if plan.config.auto_links:
             check_link_landings(bake)
+            left_out = drop_links_detour_leaves_out(bake)
             every = bake.navmesh_links()
             n_hand = 0 if offmesh_links is None else len(offmesh_links)
             if every is not None and len(every) > n_hand:
@@ -230,7 +232,7 @@ class TileCache:
                 result.auto_links = None  # the cache holds them (`links`)
             bake.offmesh_links = every
         cache = cls(plan.config, plan.grid, compact, tiles, bake.navmesh(), offmesh_links, auto)
-        cache.warnings = list(plan.warnings)
+        cache.warnings = list(plan.warnings) + ([left_out] if left_out else [])
         return cache
 
     def save(self, path, *, key: str = ""):

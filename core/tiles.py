@@ -1189,6 +1189,9 @@ def bake_plan(
     if plan.config.auto_links:
         t0 = time.perf_counter()
         check_link_landings(out)
+        left_out = drop_links_detour_leaves_out(out)
+        if left_out:
+            out.warnings.append(left_out)
         timings["links_check"] = time.perf_counter() - t0
     #: Stage times are summed over tiles (CPU seconds across workers); total is wall time.
     out.timings = {**timings, "total": time.perf_counter() - start}
@@ -1264,6 +1267,48 @@ def check_link_landings(bake: TiledBake) -> int:
         tile.auto_links = links.subset(keep)
         dropped += int((~keep).sum())
     return dropped
+
+
+def drop_links_detour_leaves_out(bake: TiledBake) -> str:
+    """Take out of ``bake``'s tiles the automatic links its Detour tiles would not store
+    (`pipeline.drop_links_detour_leaves_out`'s rule: a link is stored by the tile its start
+    lies in, within the agent's climb of that tile's heights; every link when
+    agent_max_climb is below one cell height); returns the warning saying so, "" when none
+    was. A link its own tile does not store may start on the tile's far border, in the next
+    tile (RecastDemo gives every tile every link): every tile is asked for those."""
+    from .nav.navdata import stored_links
+    from .pipeline import links_left_out_warning
+
+    climb = float(np.float32(bake.config.agent_max_climb))
+    pending = []  # (tile, its links, stored by its own data)
+    total = 0
+    for tile in bake.tiles:
+        links = tile.auto_links
+        if links is None or not len(links) or tile.polymesh is None:
+            continue
+        total += len(links)
+        own = stored_links(tile.polymesh, tile.detail, links, climb)
+        if not own.all():
+            pending.append((tile, links, own))
+    if not pending:
+        return ""
+    others = OffMeshLinks.empty()
+    for _tile, links, own in pending:
+        others = others.concatenate(links.subset(~own))
+    elsewhere = np.zeros(len(others), dtype=bool)
+    for tile in bake.tiles:
+        if tile.polymesh is not None and tile.polymesh.npolys:
+            elsewhere |= stored_links(tile.polymesh, tile.detail, others, climb)
+    dropped = at = 0
+    for tile, links, own in pending:
+        keep = own.copy()
+        count = int((~own).sum())
+        keep[~own] = elsewhere[at : at + count]
+        at += count
+        if not keep.all():
+            tile.auto_links = links.subset(keep)
+            dropped += int((~keep).sum())
+    return links_left_out_warning(dropped, total, bake.config) if dropped else ""
 
 
 #: How far past a tile border `check_link_landings` looks for the neighbour's navmesh going

@@ -501,14 +501,9 @@ def classify_offmesh_point(pt: np.ndarray, bmin: np.ndarray, bmax: np.ndarray) -
     return table[outcode]
 
 
-def _classify_offmesh(offmesh, verts, dmesh, bmin, bmax, ch, climb) -> _StoredLinks:
-    """dtCreateNavMeshData's off-mesh classification: which links this tile stores."""
-    if offmesh is None or len(offmesh) == 0:
-        return _StoredLinks(
-            np.zeros((0, 6), F32), np.zeros(0, F32), np.zeros(0, np.uint8),
-            np.zeros(0, np.uint8), np.zeros(0, np.uint32), np.zeros(0, np.uint8),
-            np.zeros(0, np.uint16), 0,
-        )  # fmt: skip
+def _stored_mask(offmesh, verts, dmesh, bmin, bmax, ch, climb) -> np.ndarray:
+    """bool per link: does a tile of these bounds (Y-up) and vertices store it (its start
+    inside the x/z bounds and within ``climb`` of the tile's heights)?"""
     # Tight height bounds of the tile (detail vertices, else polygon vertices) +- climb.
     if dmesh is not None and np.asarray(dmesh.verts).shape[0]:
         heights = np.asarray(dmesh.verts, dtype=F32)[:, 2]
@@ -517,12 +512,33 @@ def _classify_offmesh(offmesh, verts, dmesh, bmin, bmax, ch, climb) -> _StoredLi
     hmin = F32(heights.min()) - climb
     hmax = F32(heights.max()) + climb
     p0 = _y_up(offmesh.start)
+    inside = classify_offmesh_point(p0, bmin, bmax) == OFFMESH_INSIDE
+    return inside & ~((p0[:, 1] < hmin) | (p0[:, 1] > hmax))
+
+
+def stored_links(pmesh: PolyMesh, dmesh, offmesh: OffMeshLinks, walkable_climb: float):
+    """bool per link of ``offmesh``: would `create_nav_mesh_data` of this tile (``pmesh``,
+    ``dmesh``, the agent's climb [Units: wu]) store it? (Detour stores a link in the tile its
+    start lies in, within the climb of the tile's heights.)"""
+    verts = np.asarray(pmesh.verts, dtype=np.uint16)
+    if len(offmesh) == 0 or verts.shape[0] == 0:
+        return np.zeros(len(offmesh), dtype=bool)
+    bmin, bmax = _y_up(pmesh.bmin), _y_up(pmesh.bmax)
+    return _stored_mask(offmesh, verts, dmesh, bmin, bmax, F32(pmesh.ch), F32(walkable_climb))
+
+
+def _classify_offmesh(offmesh, verts, dmesh, bmin, bmax, ch, climb) -> _StoredLinks:
+    """dtCreateNavMeshData's off-mesh classification: which links this tile stores."""
+    if offmesh is None or len(offmesh) == 0:
+        return _StoredLinks(
+            np.zeros((0, 6), F32), np.zeros(0, F32), np.zeros(0, np.uint8),
+            np.zeros(0, np.uint8), np.zeros(0, np.uint32), np.zeros(0, np.uint8),
+            np.zeros(0, np.uint16), 0,
+        )  # fmt: skip
+    stored = _stored_mask(offmesh, verts, dmesh, bmin, bmax, ch, climb)
+    p0 = _y_up(offmesh.start)
     p1 = _y_up(offmesh.end)
-    c0 = classify_offmesh_point(p0, bmin, bmax)
     c1 = classify_offmesh_point(p1, bmin, bmax)
-    outside_h = (p0[:, 1] < hmin) | (p0[:, 1] > hmax)
-    c0 = np.where((c0 == OFFMESH_INSIDE) & outside_h, np.uint8(0), c0).astype(np.uint8)
-    stored = c0 == OFFMESH_INSIDE
     link_count = int(stored.sum()) + int((c1 == OFFMESH_INSIDE).sum())
     return _StoredLinks(
         pos=np.ascontiguousarray(np.concatenate([p0, p1], axis=1)[stored], dtype=F32),

@@ -625,3 +625,52 @@ def test_links_detour_would_not_keep_are_left_out_and_said(tmp_path):
         assert (len(links) > 0) == expect_links, climb
         warned = any("automatic link(s) left out" in w for w in result.warnings)
         assert warned == (not expect_links), climb
+
+
+def test_tiled_bakes_leave_out_the_links_detour_would_not_keep():
+    """The solo rule above, in tiles and the tile cache: with agent_max_climb below one cell
+    height every automatic link was counted, drawn and written, and missing from the .bin."""
+    from core import tiles
+    from core.tilecache import TileCache
+
+    box, merge = linkscenes.box, linkscenes.merge
+    verts, tris = merge(box((0, 0, -1), (6, 6, 0)), box((7, 0, -1), (13, 6, 0)))
+    for climb, expect_links in ((0.1, False), (0.9, True)):
+        config = NavConfig(auto_links=True, agent_max_climb=climb)
+        bake = tiles.bake_tiled(verts, tris, config, 16, workers=1)
+        links = bake.navmesh_links()
+        stored = sum(int(data.off_mesh_count) for data in bake.navdata())
+        assert stored == bake.auto_link_count == (0 if links is None else len(links))
+        assert (bake.auto_link_count > 0) == expect_links, climb
+        warned = any("automatic link(s) left out" in w for w in bake.warnings)
+        assert warned == (not expect_links), climb
+        cache = TileCache.build(verts, tris, config, 16, workers=1)
+        cached = 0 if cache.auto_links is None else len(cache.auto_links)
+        assert cached == bake.auto_link_count
+        assert any("automatic link(s) left out" in w for w in cache.warnings) == warned
+
+
+def test_dump_writes_the_automatic_links(tmp_path):
+    """`dump --auto-links on` wrote no link arrays: now links_* (Recast's frame), solo and
+    tiled, equal to the bake's own links."""
+    from core import tiles
+    from core.__main__ import main
+
+    box, merge = linkscenes.box, linkscenes.merge
+    verts, tris = merge(box((0, 0, -1), (6, 6, 0)), box((7, 0, -1), (13, 6, 0)))
+    mesh = linkscenes.write_obj(tmp_path / "gap.obj", verts, tris)
+    config = NavConfig(auto_links=True)
+    solo = pipeline.bake(verts, tris, config).offmesh_links
+    tiled = tiles.bake_tiled(verts, tris, config, 16, workers=1).navmesh_links()
+    for extra, links in (([], solo), (["--tile-size", "16", "--workers", "1"], tiled)):
+        out = tmp_path / "dump.npz"
+        assert main(["dump", str(mesh), "--auto-links", "on", "--out", str(out), *extra]) == 0
+        with np.load(out) as data:
+            assert int(data["count_links"]) == int(data["count_auto_links"]) == len(links) > 0
+            np.testing.assert_array_equal(data["links_start"], links.start[:, [0, 2, 1]])
+            np.testing.assert_array_equal(data["links_end"], links.end[:, [0, 2, 1]])
+            np.testing.assert_array_equal(data["links_bidir"], links.bidirectional)
+    out = tmp_path / "plain.npz"
+    assert main(["dump", str(mesh), "--out", str(out)]) == 0
+    with np.load(out) as data:
+        assert int(data["count_links"]) == 0 and data["links_start"].shape == (0, 3)
