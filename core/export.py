@@ -431,6 +431,12 @@ def read_navmesh_json(path):
             )
             polys[i, : len(ids)] = row_ids
             polys[i, nvp : nvp + len(nb)] = np.where(row_nb < 0, MESH_NULL_IDX, row_nb)
+        bad_link = _non_adjacent_neighbour(polys, nvp)
+        check(
+            bad_link is None,
+            f"polygon {bad_link and bad_link[0]}'s neighbour {bad_link and bad_link[1]} shares "
+            "no edge with it (a query would walk between polygons that do not touch)",
+        )
         per_poly = {}
         for name, top in (("regions", 0xFFFF), ("flags", 0xFFFF), ("areas", 0xFF)):
             values = ints(doc[name], name)
@@ -486,6 +492,26 @@ def read_navmesh_json(path):
         raise VoxNavError(f"{path}: malformed navmesh JSON ({exc!r})") from None
     _poly_arrays(pmesh)
     return pmesh, dmesh
+
+
+def _non_adjacent_neighbour(polys: np.ndarray, nvp: int) -> tuple[int, int] | None:
+    """The first (polygon, neighbour) of ``polys`` (uint16 (n, 2 nvp), 0xFFFF for none) whose
+    neighbour across an edge has no edge with the same two vertices, or None."""
+    ids = polys[:, :nvp].astype(np.int64)
+    count = (ids != MESH_NULL_IDX).sum(axis=1)
+    poly, k = np.nonzero(ids != MESH_NULL_IDX)
+    a = ids[poly, k]
+    b = ids[poly, (k + 1) % count[poly]]
+    edge = np.minimum(a, b) << 16 | np.maximum(a, b)  # vertices < 2**16
+    have = poly << 32 | edge
+    nb = polys[poly, nvp + k].astype(np.int64)
+    linked = nb != MESH_NULL_IDX
+    wanted = nb[linked] << 32 | edge[linked]
+    missing = ~np.isin(wanted, have)
+    if not missing.any():
+        return None
+    first = int(np.flatnonzero(missing)[0])
+    return int(poly[linked][first]), int(nb[linked][first])
 
 
 #: Axis conventions a Detour .bin can be written in (see `write_detour_bin`).

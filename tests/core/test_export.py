@@ -291,3 +291,23 @@ def test_read_refuses_values_out_of_range(navmesh, tmp_path, change, message):
         VoxNavError, match=f"malformed navmesh JSON: (polygon 0 )?{re.escape(message)}"
     ):
         read_navmesh_json(path)
+
+
+def test_json_with_a_neighbour_that_shares_no_edge_is_refused(navmesh, tmp_path):
+    """A neighbour index that is in range but not across the edge was read as a link between
+    polygons that do not touch (paths walked through walls)."""
+    pmesh, dmesh = navmesh
+    path = tmp_path / "navmesh.json"
+    write_json(path, pmesh, dmesh)
+    doc = json.loads(path.read_text())
+    read_navmesh_json(path)  # every shared mesh's own links pass
+    poly = next(i for i, row in enumerate(doc["neighbours"]) if any(n >= 0 for n in row))
+    k = next(k for k, n in enumerate(doc["neighbours"][poly]) if n >= 0)
+    far = max(
+        (j for j in range(len(doc["polygons"])) if j != poly and j not in doc["neighbours"][poly]),
+        key=lambda j: len(set(doc["polygons"][j]) ^ set(doc["polygons"][poly])),
+    )
+    doc["neighbours"][poly][k] = far
+    path.write_text(json.dumps(doc))
+    with pytest.raises(VoxNavError, match=f"polygon {poly}'s neighbour {far} shares no edge"):
+        read_navmesh_json(path)
