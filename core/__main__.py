@@ -53,7 +53,7 @@ from .context import BuildContext
 from .errors import UsageError, VoxNavError
 from .limits import MAX_COORDINATE, MAX_WORKERS, within_reach
 from .objio import read_obj
-from .offmesh import unplaced_links
+from .offmesh import link_warnings
 
 
 def _setting_type(name: str) -> Callable[[str], object]:
@@ -373,9 +373,7 @@ def _bake_tiled_out(args, verts, tris, config: NavConfig, batch: atomic.Batch) -
     reachable = _reachable_points(args)
     result = _tiled_bake(args, verts, tris, config)
     result.offmesh_links = links  # each tile: the links starting in it
-    unplaced = unplaced_links(result.offmesh_links, result.navdata())
-    if unplaced:
-        print_warnings([unplaced])
+    print_warnings(link_warnings(result.offmesh_links, result.navdata(), result.navmesh))
     if reachable is not None:  # over the tiles' links, across tile borders and off-mesh links
         from .prune import prune_tiled
 
@@ -604,9 +602,9 @@ def _bake_agents_tiled_out(args, config: NavConfig, agents) -> int:
         empty = []
         for name, result in results.items():
             ctx = BuildContext()
-            unplaced = unplaced_links(result.offmesh_links, result.navdata())
-            if unplaced:  # as a separate tiled bake says it (before pruning)
-                ctx.warn(unplaced)
+            # As a separate tiled bake says them (before pruning).
+            for warning in link_warnings(result.offmesh_links, result.navdata(), result.navmesh):
+                ctx.warn(warning)
             if reachable is not None and not result.empty:
                 report = prune_tiled(result, reachable, mode=args.prune_mode, ctx=ctx)
                 print(f"agent {name}: {report.summary()}")

@@ -231,6 +231,57 @@ def unplaced_links(links: OffMeshLinks | None, tiles) -> str | None:
     )
 
 
+def link_warnings(links: OffMeshLinks | None, tiles, navmesh=None) -> list[str]:
+    """The warnings for hand-made ``links`` Detour leaves out of the navmesh (`unplaced_links`)
+    or cannot end anywhere (`unlanded_links`). ``tiles``: the navmesh's Detour tiles
+    (`NavMeshData`); ``navmesh``: a callable making the `core.nav.navmesh.NavMesh` of several
+    tiles (one tile makes its own), called only when there are links."""
+    if links is None or len(links) == 0:
+        return []
+    tiles = list(tiles)
+    out = [w for w in (unplaced_links(links, tiles),) if w]
+    if len(tiles) == 1:
+        from .nav.navmesh import NavMesh
+
+        nav = NavMesh.from_data(tiles[0])
+    elif navmesh is not None and tiles:
+        nav = navmesh()
+    else:
+        return out
+    landed = unlanded_links(links, nav)
+    return out + ([landed] if landed else [])
+
+
+def unlanded_links(links: OffMeshLinks | None, nav) -> str | None:
+    """A warning naming the links of ``links`` that `core.nav.navmesh.NavMesh` ``nav`` stores
+    and joins at their start but whose end joins no polygon, or None: Detour joins an end to
+    the nearest polygon within the link's radius, only in its start's tile and the 8 around
+    it; such a link leads nowhere and no path takes it. Links are matched by user id."""
+    if links is None or len(links) == 0:
+        return None
+    ids, start_ok, end_ok = nav.off_mesh_landings()
+    lost = set(ids[start_ok & ~end_ok].tolist())
+    missing = np.flatnonzero(np.isin(links.user_id, list(lost))) if lost else np.zeros(0, int)
+    if missing.size == 0:
+        return None
+    shown = "; ".join(
+        "link {} ending at ({})".format(int(i), ", ".join(f"{v:g}" for v in links.end[i].tolist()))
+        for i in missing[:3].tolist()
+    )
+    more = f" and {missing.size - 3} more" if missing.size > 3 else ""
+    tiles = (
+        f"; with tiles, an end must lie in its start's tile or the next one (tiles are "
+        f"{nav.params.tile_width:g} wu wide): raise tile_size or shorten the link"
+        if len(nav.tiles) > 1
+        else ""
+    )
+    return (
+        f"{missing.size} of {len(links)} off-mesh link(s) end off the navmesh ({shown}{more}): "
+        "Detour joins a link's end to the nearest polygon within its radius, and these join "
+        f"none, so no path takes them. Move their end onto a walkable floor{tiles}"
+    )
+
+
 def _per_link(value, count: int, name: str, kind: str) -> np.ndarray:
     """One value per link from a scalar (every link) or ``count`` values, of ``kind`` "f"
     (float64), "i" (int64: whole numbers; 5.7 was cut to 5) or "b" (bool: True/False or 1/0;

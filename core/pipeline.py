@@ -720,14 +720,14 @@ def _links_navdata(result: BakeResult, links: OffMeshLinks):
 
 def warn_unplaced_links(result: BakeResult, links: OffMeshLinks | None, ctx: BuildContext):
     """Warn about the hand-made ``links`` whose start is off the baked navmesh (Detour leaves
-    them out of the .bin and of queries; `core.offmesh.unplaced_links`)."""
+    them out of the .bin and of queries) or whose end joins no polygon (no path takes them;
+    `core.offmesh.link_warnings`)."""
     pmesh = result.polymesh
     if links is None or len(links) == 0 or pmesh is None or pmesh.npolys == 0:
         return
-    from .offmesh import unplaced_links
+    from .offmesh import link_warnings
 
-    message = unplaced_links(links, [_links_navdata(result, links)])
-    if message:
+    for message in link_warnings(links, [_links_navdata(result, links)]):
         ctx.warn(message)
 
 

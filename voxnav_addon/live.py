@@ -355,23 +355,59 @@ def _radius(scene) -> float:
 def add_path_test(scene, start=None, goal=None) -> PathReport:
     """Create (or move) the Start and Goal empties and the path; return the first path.
 
-    Default places: the two walkable navmesh points farthest apart along X of the stored
-    navmesh's bounds, snapped to the navmesh."""
+    Default places: on the navmesh's largest connected piece (by ground area, over its
+    polygon links), the centres of its polygons farthest apart along X: the first path is
+    one the navmesh can walk."""
     query = navmesh_query(scene)
     if query is None:
         raise VoxNavError("no navmesh to test paths on: build the navmesh first")
     if start is None or goal is None:
-        verts = np.asarray(query.nav.verts)[:, [0, 2, 1]]
-        finite = verts[np.isfinite(verts).all(axis=1)]
-        lo, hi = finite.min(axis=0), finite.max(axis=0)
-        mid = (lo + hi) / 2
-        start = (lo[0] + 0.1 * (hi[0] - lo[0]), mid[1], mid[2]) if start is None else start
-        goal = (hi[0] - 0.1 * (hi[0] - lo[0]), mid[1], mid[2]) if goal is None else goal
+        west, east = _default_ends(query.nav)
+        start = west if start is None else start
+        goal = east if goal is None else goal
     _empty(scene, START_NAME, tuple(start), (0.1, 0.9, 0.2, 1.0))
     _empty(scene, GOAL_NAME, tuple(goal), (0.95, 0.15, 0.1, 1.0))
     _curve_object(scene, PATH_NAME, PATH_COLOR, _radius(scene))
     # The empties' world matrices are only refreshed by the next depsgraph evaluation.
     return update_path(scene, (tuple(start), tuple(goal)))
+
+
+def _default_ends(nav) -> tuple[tuple, tuple]:
+    """Z-up centres of the westmost and eastmost ground polygons of ``nav``'s largest piece
+    connected by its links (by ground area). (The middle of the bounds floated above the
+    demo's floor, and its nearest polygons were a piece cut off from the rest.)"""
+    from ..core.nav.navdata import POLYTYPE_OFFMESH_CONNECTION
+
+    n = int(nav.poly_type.shape[0])
+    ground = np.asarray(nav.poly_type) != POLYTYPE_OFFMESH_CONNECTION
+    count = np.asarray(nav.poly_vert_count, dtype=np.int64)
+    used = np.arange(6)[None, :] < count[:, None]
+    pos = np.asarray(nav.poly_pos, dtype=np.float64)  # Detour Y-up, (n, 6, 3)
+    centre = (pos * used[:, :, None]).sum(axis=1) / np.maximum(count, 1)[:, None]
+    x, z = pos[:, :, 0], pos[:, :, 2]
+    area = 0.5 * np.abs((x * np.roll(z, -1, axis=1) - np.roll(x, -1, axis=1) * z).sum(axis=1))
+    # Pieces by label propagation over the links (each round takes the smallest label of
+    # every linked polygon; as many rounds as the longest shortest chain).
+    label = np.arange(n)
+    owner, target = np.asarray(nav.link_owner), np.asarray(nav.link_ref)
+    linked = target >= 0
+    owner, target = owner[linked], target[linked]
+    while owner.size:
+        lowest = label.copy()
+        np.minimum.at(lowest, owner, label[target])
+        np.minimum.at(lowest, target, label[owner])
+        lowest = lowest[lowest]
+        if np.array_equal(lowest, label):
+            break
+        label = lowest
+    size = np.bincount(label[ground], weights=area[ground], minlength=n)
+    piece = ground & (label == int(np.argmax(size)))
+    polys = np.flatnonzero(piece)
+    if not polys.size:
+        raise VoxNavError("the navmesh has no ground polygon to place Start and Goal on")
+    west = polys[int(np.argmin(centre[polys, 0]))]
+    east = polys[int(np.argmax(centre[polys, 0]))]
+    return tuple(centre[west][[0, 2, 1]].tolist()), tuple(centre[east][[0, 2, 1]].tolist())
 
 
 def update_path(scene, ends=None) -> PathReport:
@@ -458,7 +494,12 @@ def voxel_path(context) -> Any:
     depth = int(hf.smax.max()) if hf.span_count else 0
     check_grid_size(hf.width, hf.height, depth)  # before the dense grid is built
     grid = outcome.result.voxel_grid()
-    shapes = [obstacles.obstacle_shape(o) for o in obstacles.dynamic_objects(scene)]
+    # The obstacles the bake sees: visible in this view layer, as evaluated.
+    depsgraph = context.evaluated_depsgraph_get()
+    shapes = [
+        obstacles.obstacle_shape(o, depsgraph)
+        for o in obstacles.dynamic_objects(scene, context.view_layer)
+    ]
     if shapes:
         from ..core.obstacles import block_voxels
 
@@ -467,7 +508,39 @@ def voxel_path(context) -> Any:
     found = nav.find_path(_location(start), _location(goal))
     obj = _curve_object(scene, VOXEL_PATH_NAME, VOXEL_PATH_COLOR, _radius(scene) * 0.6)
     _set_polyline(obj, found.points.astype(np.float32))
+    _VOXEL_TOPS[scene.session_uid] = (  # the padded grid's top: an end above it is outside
+        float(grid.bmin[2]) + float(nav.shape[2] - 1) * float(grid.ch),
+        np.asarray(grid.bmin, dtype=np.float64),
+        np.asarray(grid.bmin, dtype=np.float64)
+        + np.array([grid.width, grid.height, 0.0]) * float(grid.cs),
+    )
     return found
+
+
+#: The last voxel path's grid per scene: (the highest z an end is placed from, grid min
+#: corner, max corner x/y), for `voxel_path_hint`. [Units: wu]
+_VOXEL_TOPS: dict[int, tuple] = {}
+
+
+def voxel_path_hint(context, found) -> str:
+    """Why Start or Goal has no voxel, when it stands over the voxels but above them (a flat
+    level's grid is a voxel or two deep: an end a metre above the floor is outside it):
+    ": Start is above the voxels ...", else ""."""
+    from ..core.nav.voxel_path import NO_GOAL, NO_START
+
+    start, goal, _ = path_test_objects(context.scene)
+    top = _VOXEL_TOPS.get(context.scene.session_uid)
+    end = {NO_START: ("Start", start), NO_GOAL: ("Goal", goal)}.get(found.status)
+    if end is None or end[1] is None or top is None:
+        return ""
+    z_top, lo, hi = top
+    x, y, z = _location(end[1])
+    if lo[0] <= x <= hi[0] and lo[1] <= y <= hi[1] and z >= z_top:
+        return (
+            f": {end[0]} is above the voxels (they end at z {z_top:.3g}): move it down onto "
+            "the floor it stands over"
+        )
+    return ""
 
 
 # -------------------------------------------------------------------------------------------

@@ -408,11 +408,11 @@ def bake_tiled_steps(context, gathered, config, volumes, timings: dict, workers=
         )
     for name, problem in live_tiles.problems.items():  # refused by the cache: say so now
         outcome.warnings.append(f"Dynamic Obstacle {name} was left out: {problem}")
-    from ..core.offmesh import unplaced_links
+    from ..core.offmesh import link_warnings
 
-    unplaced = unplaced_links(cache.offmesh_links, cache.navmesh.tiles)
-    if unplaced:
-        outcome.warnings.append(unplaced)
+    outcome.warnings += link_warnings(
+        cache.offmesh_links, cache.navmesh.tiles, lambda: cache.navmesh
+    )
     from .gather import reachable_points
 
     for each in live_tiles.every():

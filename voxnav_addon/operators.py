@@ -488,7 +488,9 @@ class VOXNAV_OT_add_path_test(bpy.types.Operator):
 class _PathToolOperator:
     @classmethod
     def poll(cls, context):
-        if not writeback.scene_writable(cls, context):
+        # Object Mode as the bakes: in Edit Mode the mesh's edits are not evaluated (Sample
+        # Heights found no ground and replaced the samples with an empty line).
+        if not _object_mode_poll(cls, context):
             return False
         start, goal, _ = live.path_test_objects(context.scene)
         if start is None or goal is None:
@@ -529,7 +531,8 @@ class VOXNAV_OT_voxel_path(_PathToolOperator, bpy.types.Operator):
             self.report({"ERROR"}, str(exc))
             return {"CANCELLED"}
         if not found.found:
-            self.report({"WARNING"}, f"VoxNav: voxel path: {found.status}")
+            hint = live.voxel_path_hint(context, found)
+            self.report({"WARNING"}, f"VoxNav: voxel path: {found.status}{hint}")
         else:
             self.report({"INFO"}, f"VoxNav: voxel path of {found.steps} steps")
         return {"FINISHED"}

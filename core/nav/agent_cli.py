@@ -47,23 +47,24 @@ def agent_navmeshes(
     verts, tris = read_obj(mesh_path, recast_frame=recast_frame)
     if tile_size:  # RecastDemo's tile mesh per agent, its tiles linked across their borders
         from ..agents import bake_agents_tiled
-        from ..offmesh import unplaced_links
+        from ..offmesh import link_warnings
 
         tiled = bake_agents_tiled(verts, tris, config, agents, tile_size, workers=workers)
+        navs = {}
         for name, bake in tiled.items():
             bake.offmesh_links = offmesh_links
-            # As a separate run says them (`build_navmesh`), each under its agent's name.
-            unplaced = unplaced_links(offmesh_links, bake.navdata())
-            print_warnings(
-                [f"agent {name}: {w}" for w in [*bake.warnings, *([unplaced] if unplaced else [])]]
-            )
             if bake.empty:
+                print_warnings([f"agent {name}: {w}" for w in bake.warnings])
                 raise VoxNavError(
                     f"{mesh_path}: agent {name}'s tiled bake made no walkable polygons, so "
                     "there is nothing to query; check that agent's size and that the mesh has "
                     "floors"
                 )
-        return {name: bake.navmesh() for name, bake in tiled.items()}
+            # As a separate run says them (`build_navmesh`), each under its agent's name.
+            nav = navs[name] = bake.navmesh()
+            said = [*bake.warnings, *link_warnings(offmesh_links, nav.tiles, lambda n=nav: n)]
+            print_warnings([f"agent {name}: {w}" for w in said])
+        return navs
     results = bake_agents(verts, tris, config, agents, workers=workers, offmesh_links=offmesh_links)
     navs = {}
     for name, result in results.items():

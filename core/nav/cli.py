@@ -58,18 +58,19 @@ def build_navmesh(
 
         tiled = bake_tiled(verts, tris, config, tile_size, workers=workers)
         tiled.offmesh_links = offmesh_links
-        from ..offmesh import unplaced_links
+        from ..offmesh import link_warnings
 
-        # As `bake` says them: a hand link that starts off the navmesh is left out (a path
-        # then goes without it, and only this line says why).
-        unplaced = unplaced_links(offmesh_links, tiled.navdata())
-        print_warnings([*tiled.warnings, *([unplaced] if unplaced else [])])
         if tiled.empty:
+            print_warnings(tiled.warnings)
             raise VoxNavError(
                 f"{mesh_path}: the tiled bake made no walkable polygons, so there is nothing "
                 "to query; check the agent settings and that the mesh has floors"
             )
-        return tiled.navmesh()
+        # As `bake` says them: a hand link that starts off the navmesh is left out, one that
+        # ends off it leads nowhere (a path then goes without it, and only this says why).
+        nav = tiled.navmesh()
+        print_warnings([*tiled.warnings, *link_warnings(offmesh_links, nav.tiles, lambda: nav)])
+        return nav
     result = pipeline.bake(verts, tris, config, offmesh_links=offmesh_links)
     if result.polymesh is not None and int(result.polymesh.npolys) > 0:
         print_warnings(result.warnings)  # an unplaced hand link among them, as `bake` says

@@ -327,6 +327,25 @@ class NavMesh:
                 nearest, best_pt, best_d = base + i, closest, d
         return nearest, best_pt
 
+    def off_mesh_landings(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Every stored off-mesh connection's user id (uint32), whether its start and whether
+        its end joined a polygon (bool each): Detour links a connection's start in its tile
+        (`_base_off_mesh_links`) and its end in that tile or one of the 8 around it
+        (`_connect_ext_off_mesh_links`); one whose end joined nothing leads nowhere."""
+        ids, starts, ends = [], [], []
+        for tile, data in enumerate(self.tiles):
+            base = self._tile_base_list[tile]
+            for c in range(int(data.off_mesh_count)):
+                edges = {rec[1] for rec in self._links[base + int(data.off_mesh_poly[c])]}
+                ids.append(int(data.off_mesh_user_id[c]))
+                starts.append(0 in edges)
+                ends.append(1 in edges)
+        return (
+            np.asarray(ids, dtype=np.uint32),
+            np.asarray(starts, dtype=bool),
+            np.asarray(ends, dtype=bool),
+        )
+
     def _base_off_mesh_links(self, tile: int) -> None:
         """baseOffMeshLinks: each stored link's start to its nearest polygon in the tile."""
         data = self.tiles[tile]

@@ -204,3 +204,74 @@ def test_voxel_path_refuses_a_grid_too_large_before_building_it(bpy, ext, monkey
     monkeypatch.setattr(pipeline.BakeResult, "voxel_grid", no_grid)
     with pytest.raises(RuntimeError, match="more than voxel path finding handles"):
         bpy.ops.voxnav.voxel_path()
+
+
+def test_add_path_test_places_start_and_goal_on_the_demo_s_walkable_floor(bpy, ext):
+    """The default ends stood at the middle height of the navmesh's bounds (1.7 m over the
+    demo's floor), over a piece cut off from the rest: the first path was partial."""
+    live = _live(ext)
+    _bake_demo(bpy, ext)
+    assert bpy.ops.voxnav.add_path_test() == {"FINISHED"}
+    scene = bpy.context.scene
+    assert scene.voxnav.path_status == live.STATUS_REACHED
+    query = live.navmesh_query(scene)
+    start, goal, _ = live.path_test_objects(scene)
+    for end in (start, goal):
+        at = np.array(end.location)
+        hit = query.find_nearest_poly(at)
+        assert np.linalg.norm(np.asarray(hit.point, dtype=np.float64) - at) < 0.05
+    assert goal.location.x - start.location.x > 10.0
+
+
+def test_voxel_path_ignores_a_hidden_obstacle_as_the_bake_does(bpy, ext):
+    live = _live(ext)
+    bpy.ops.mesh.primitive_plane_add(size=10)
+    bpy.ops.mesh.primitive_cube_add(size=1, location=(0, 0, 0.5))
+    wall = bpy.context.active_object
+    wall.scale = (0.4, 12, 1.0)  # a 1 m wall across the floor
+    wall.voxnav.dynamic_obstacle = True
+    bpy.context.view_layer.update()
+    assert bpy.ops.voxnav.build_navmesh() == {"FINISHED"}
+    live.add_path_test(bpy.context.scene, (-3.0, 0.0, 0.1), (3.0, 0.0, 0.1))
+    assert bpy.ops.voxnav.voxel_path() == {"FINISHED"}
+    over = _path_points(bpy.data.objects[live.VOXEL_PATH_NAME])
+    assert over[:, 2].max() > 0.9  # climbs the wall
+    wall.hide_set(True)  # the bake ignores it (the path test reaches): so does Voxel Path
+    bpy.context.view_layer.update()
+    assert bpy.ops.voxnav.build_navmesh() == {"FINISHED"}
+    assert bpy.ops.voxnav.voxel_path() == {"FINISHED"}
+    across = _path_points(bpy.data.objects[live.VOXEL_PATH_NAME])
+    assert across[:, 2].max() < 0.5 and across.shape[0] < over.shape[0]
+
+
+def test_voxel_path_says_an_end_above_the_voxels_is_to_be_lowered(bpy, ext, capsys):
+    from .scenes import box
+
+    live = _live(ext)
+    box(bpy, "Floor", (-6, -2, -0.5), (6, 2, 0))
+    assert bpy.ops.voxnav.build_navmesh() == {"FINISHED"}
+    live.add_path_test(bpy.context.scene, (-4.0, 0.0, 1.5), (4.0, 0.0, 0.1))
+    assert bpy.ops.voxnav.voxel_path() == {"FINISHED"}
+    scene = bpy.context.scene
+    start, _goal, _ = live.path_test_objects(scene)
+    found = live.voxel_path(bpy.context)
+    assert not found.found
+    assert "Start is above the voxels" in live.voxel_path_hint(bpy.context, found)
+
+
+def test_path_tools_wait_for_object_mode(bpy, ext):
+    """Sample Heights ran in Edit Mode (the edits not evaluated), found no ground and
+    replaced the samples with an empty line."""
+    live = _live(ext)
+    _bake_demo(bpy, ext)
+    assert bpy.ops.voxnav.add_path_test() == {"FINISHED"}
+    assert bpy.ops.voxnav.sample_heights() == {"FINISHED"}
+    floor = next(o for o in bpy.context.scene.objects if o.type == "MESH" and o.visible_get())
+    bpy.context.view_layer.objects.active = floor
+    bpy.ops.object.mode_set(mode="EDIT")
+    try:
+        assert not bpy.ops.voxnav.sample_heights.poll()
+        assert not bpy.ops.voxnav.voxel_path.poll()
+    finally:
+        bpy.ops.object.mode_set(mode="OBJECT")
+    assert _path_points(bpy.data.objects[live.HEIGHTS_NAME]).shape[0] == live.HEIGHT_SAMPLES

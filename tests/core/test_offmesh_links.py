@@ -336,3 +336,28 @@ def test_pruning_removes_the_links_of_removed_polygons():
     report = prune.prune_tiled(bake, [on_f])
     assert report.links_cut.tolist() == [1] and bake.offmesh_links.user_id.tolist() == [0]
     assert not g_reaches_f(bake.navmesh())
+
+
+def test_a_link_whose_end_joins_nothing_is_said_solo_and_tiled():
+    """A hand link whose end lies off the navmesh, or (tiled) more than one tile from its
+    start, joins nothing at its end: no path takes it, and only a path's partial status said
+    so. Now the bake warns; a link that lands says nothing."""
+    from core import tiles
+
+    verts, tris = L.merge(L.box((0, 0, -1), (10, 8, 0)), L.box((14, 0, -1), (24, 8, 0)))
+    long_jump = OffMeshLinks.create([(8.0, 4.0, 0.0)], [(16.0, 4.0, 0.0)], 0.6)
+    into_air = OffMeshLinks.create([(8.0, 4.0, 0.0)], [(12.0, 4.0, 0.0)], 0.6)
+    said = "end off the navmesh"
+    solo = pipeline.bake(verts, tris, NavConfig(), offmesh_links=long_jump)
+    assert not any(said in w for w in solo.warnings)
+    solo = pipeline.bake(verts, tris, NavConfig(), offmesh_links=into_air)
+    assert any(said in w and "link 0 ending at (12, 4, 0)" in w for w in solo.warnings)
+    from core.offmesh import link_warnings
+
+    for tile_size, lands in ((64, True), (16, False)):  # 16 cells: 4.8 m tiles
+        bake = tiles.bake_tiled(verts, tris, NavConfig(), tile_size, workers=1)
+        bake.offmesh_links = long_jump
+        warned = link_warnings(long_jump, bake.navdata(), bake.navmesh)
+        assert (not warned) == lands, tile_size
+        if not lands:
+            assert "raise tile_size or shorten the link" in warned[0]
