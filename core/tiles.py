@@ -329,6 +329,8 @@ class TileResult:
     cpu_seconds: float = 0.0
     #: That process's peak resident memory so far (VmHWM; 0 where /proc is missing). [bytes]
     peak_rss: int = 0
+    #: The job baked (`job_key`): checked against the job it answers (`_collect`).
+    job_key: tuple = ()
 
     @property
     def has_data(self) -> bool:
@@ -351,7 +353,18 @@ def bake_tile_job(job: TileJob) -> TileResult:
             result = _bake_tile(job)
     result.cpu_seconds = time.process_time() - start
     result.peak_rss = process_peak_rss()
+    result.job_key = job_key(job)
     return result
+
+
+def job_key(job: TileJob) -> tuple:
+    """What identifies a tile job's result: the tile, its bake's settings and its grid (an
+    executor that answered a job with another tile's result, or another bake's, wrote a
+    wrong .bin without a word)."""
+    return (
+        int(job.tx), int(job.ty), job.config, tuple(np.asarray(job.bmin).tolist()),
+        tuple(np.asarray(job.bmax).tolist()), int(job.tile_size), int(job.border_size),
+    )  # fmt: skip
 
 
 def process_peak_rss() -> int:
@@ -877,11 +890,34 @@ def worker_count(workers: int | None) -> int:
 _PR_SET_PDEATHSIG = 1
 
 
-def worker_pool(n_workers: int, mp_context=None) -> cf.ProcessPoolExecutor:
+class WorkerPool(cf.ProcessPoolExecutor):
+    """`worker_pool`'s process pool: leaving its ``with`` block by an exception (an error,
+    Ctrl-C, SIGTERM) stops it at once (`stop`) instead of waiting for the tiles in hand."""
+
+    def __exit__(self, exc_type, exc, tb):
+        if exc_type is not None:
+            self.stop()
+            return False
+        return super().__exit__(exc_type, exc, tb)
+
+    def stop(self) -> None:
+        """Kill the workers and shut down without waiting: a hung or very slow tile held an
+        interrupted bake for ever (the shutdown waited for every running tile), and their
+        results are not wanted any more."""
+        for process in list((getattr(self, "_processes", None) or {}).values()):
+            try:
+                process.kill()
+            except (OSError, ValueError, AttributeError):
+                pass  # ended already
+        self.shutdown(wait=False, cancel_futures=True)
+
+
+def worker_pool(n_workers: int, mp_context=None) -> WorkerPool:
     """A process pool for VoxNav's own work (tiles, agents, the detail mesh) whose workers
     end with this process (`end_with_parent`): a parent killed outright (SIGKILL, the OOM
-    killer) left its forked workers idle for ever, holding their copy of the world."""
-    return cf.ProcessPoolExecutor(
+    killer) left its forked workers idle for ever, holding their copy of the world. An
+    exception out of its ``with`` block kills them (`WorkerPool.stop`)."""
+    return WorkerPool(
         max_workers=n_workers,
         mp_context=mp_context,
         initializer=end_with_parent,
@@ -932,16 +968,13 @@ def check_executor(executor: cf.Executor | None) -> cf.Executor | None:
 @contextlib.contextmanager
 def tile_executor(executor: cf.Executor | None, n_workers: int) -> Iterator[cf.Executor | None]:
     """``executor`` itself; with none, a process pool of ``n_workers`` made for the block and
-    shut down after it (the platform's start method, see `iter_tiles`), or None (this
-    process) for one worker."""
+    shut down after it (the platform's start method, see `iter_tiles`; stopped at once when
+    the block ends by an exception, `WorkerPool`), or None (this process) for one worker."""
     if executor is not None or n_workers == 1:
         yield check_executor(executor)
         return
-    pool = worker_pool(n_workers)
-    try:
+    with worker_pool(n_workers) as pool:  # an exception stops it without waiting
         yield pool
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def iter_tiles(
@@ -1006,9 +1039,19 @@ def _run_local(job: TileJob) -> TileResult:
 
 def _collect(job: TileJob, future: cf.Future) -> TileResult:
     try:
-        return future.result()
+        result = future.result()
     except Exception as exc:
         raise TileBakeError(job.tx, job.ty, exc) from exc
+    if not isinstance(result, TileResult) or result.job_key != job_key(job):
+        what = (
+            f"a {type(result).__name__}"
+            if not isinstance(result, TileResult)
+            else f"the result of tile {result.tx, result.ty}"
+            if (result.tx, result.ty) != (job.tx, job.ty)
+            else "a result of another bake (other settings, grid or VoxNav version)"
+        )
+        raise TileBakeError(job.tx, job.ty, VoxNavError(f"the executor answered with {what}"))
+    return result
 
 
 @dataclass

@@ -489,7 +489,10 @@ def test_small_agent_stages_start_no_process(dungeon, monkeypatch):
     def no_pool(*args, **kwargs):
         raise AssertionError("a process pool was started")
 
+    from core import tiles
+
     monkeypatch.setattr(agents_module.cf, "ProcessPoolExecutor", no_pool)
+    monkeypatch.setattr(tiles.WorkerPool, "__init__", no_pool)  # VoxNav's own pools
     verts, tris = dungeon
     results = bake_agents(verts, tris, NavConfig(), RADII, workers=2)
     for agent in RADII:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import concurrent.futures as cf
+import dataclasses
 import functools
 import itertools
 import os
@@ -772,6 +773,7 @@ def test_bad_worker_counts_are_refused_before_any_pool(workers, monkeypatch):
     # A million workers forked thousands of processes (23 GB) before failing; 1.5 and "2"
     # were multiprocessing's TypeError. One maximum for every bake and command line.
     monkeypatch.setattr(tiles.cf, "ProcessPoolExecutor", _NoPool)
+    monkeypatch.setattr(tiles.WorkerPool, "__init__", _NoPool.__init__)
     verts, tris = _floor(0.0)
     if workers is None:  # every core, but never more than the maximum
         monkeypatch.setattr(tiles.os, "sched_getaffinity", lambda _: range(10**5), raising=False)
@@ -879,3 +881,51 @@ if __name__ == "__main__":
     for p in left:
         os.kill(p, 9)
     assert not left
+
+
+def test_an_exception_out_of_the_tile_pool_stops_its_workers_at_once():
+    """An interrupted bake (Ctrl-C, SIGTERM, an error) waited for every running tile: a hung
+    or slow worker held it for ever. The pool's workers are killed instead."""
+    import time as _time
+
+    from core import tiles
+
+    start = _time.perf_counter()
+    with pytest.raises(KeyboardInterrupt):
+        with tiles.tile_executor(None, 2) as pool:
+            assert pool is not None
+            busy = pool.submit(_time.sleep, 60)
+            while not busy.running():
+                _time.sleep(0.01)
+            workers = list(pool._processes.values())  # type: ignore[attr-defined]
+            raise KeyboardInterrupt
+    assert _time.perf_counter() - start < 20
+    for process in workers:
+        process.join(5)
+        assert not process.is_alive()
+
+
+class _MixUp(cf.ThreadPoolExecutor):
+    """An executor answering each tile job with the result of the job before it (a cluster
+    that mixed up its replies), or of another bake's jobs (``other``)."""
+
+    def __init__(self, other=None):
+        super().__init__(1)
+        self.other, self.last = other, None
+
+    def submit(self, fn, job, *args, **kwargs):
+        if self.other is not None:
+            job = dataclasses.replace(job, config=self.other)
+        answer = self.last if self.last is not None else job
+        self.last = job
+        return super().submit(fn, answer, *args, **kwargs)
+
+
+def test_an_executor_answering_with_another_tile_or_bake_is_refused():
+    """A mixed-up result was taken: the .bin held one tile twice (and failed to load) or a
+    tile of another bake, silently."""
+    verts, tris = _floor(0.0)
+    with pytest.raises(tiles.TileBakeError, match="answered with the result of tile"):
+        tiles.bake_tiled(verts, tris, NavConfig(), 16, executor=_MixUp())
+    with pytest.raises(tiles.TileBakeError, match="a result of another bake"):
+        tiles.bake_tiled(verts, tris, NavConfig(), 16, executor=_MixUp(NavConfig(agent_radius=0.3)))
