@@ -228,6 +228,10 @@ class TileJob:
     #: The stages may use threads (`core.threads`): only when tiles are baked one at a time
     #: in this process; beside other tiles the workers already fill every core.
     inner_threads: bool = True
+    #: With bounds_min/bounds_max given: the world grid's columns in this tile's heightfield,
+    #: (x0, y0, x1, y1), half-open; spans outside are dropped after rasterizing, as the solo
+    #: grid ends there (the last tile's full width baked past bounds_max). [Units: cells]
+    columns: tuple[int, int, int, int] | None = None
 
 
 @dataclass
@@ -402,6 +406,8 @@ def _bake_tile(job: TileJob) -> TileResult:
             job.verts, job.tris, areas, job.bmin, job.bmax, derived.cs, derived.ch,
             width, height, derived.walkable_climb, ctx=ctx,
         )  # fmt: skip
+    if job.columns is not None:
+        hf = _cropped(hf, *job.columns)
     hf = _filtered(hf, config, derived, ctx)
     result.hf_spans = hf.span_count
     with ctx.stage("compact"):
@@ -426,6 +432,20 @@ def _bake_tile(job: TileJob) -> TileResult:
 
     _finish_tile(result, chf, config, derived, ctx, job.make_navdata, solid, window)
     return result
+
+
+def _cropped(hf, x0: int, y0: int, x1: int, y1: int):
+    """``hf`` without the spans of its columns outside [x0, x1) x [y0, y1) [Units: cells]."""
+    ix, iy = hf.span_cells()
+    keep = (ix >= x0) & (ix < x1) & (iy >= y0) & (iy < y1)
+    if keep.all():
+        return hf
+    counts = np.bincount(hf.span_columns()[keep], minlength=hf.col_start.shape[0] - 1)
+    col_start = np.zeros(hf.col_start.shape[0], dtype=np.int64)
+    np.cumsum(counts, out=col_start[1:])
+    return replace(
+        hf, col_start=col_start, smin=hf.smin[keep], smax=hf.smax[keep], area=hf.area[keep]
+    )
 
 
 def _filtered(hf, config: NavConfig, derived: DerivedConfig, ctx: BuildContext):
@@ -648,9 +668,16 @@ class TilePlan:
         link_window = None
         if self.config.auto_links and make_navdata and self.config.max_jump_distance > 0:
             link_window = self.link_window(tx, ty)
+        columns = None
+        if self.config.bounds_max is not None:  # the world grid's columns in this tile's
+            g = self.grid
+            first_x = tx * g.tile_size - g.border_size
+            first_y = ty * g.tile_size - g.border_size
+            columns = (-first_x, -first_y, g.width - first_x, g.height - first_y)
         return TileJob(
             tx=tx,
             ty=ty,
+            columns=columns,
             config=self.config,
             bmin=lo,
             bmax=hi,

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from core import chunky, limits, tiles
+from core import chunky, limits, pipeline, tiles
 from core.__main__ import main
 from core.config import NavConfig
 from core.errors import VoxNavError
@@ -929,3 +929,19 @@ def test_an_executor_answering_with_another_tile_or_bake_is_refused():
         tiles.bake_tiled(verts, tris, NavConfig(), 16, executor=_MixUp())
     with pytest.raises(tiles.TileBakeError, match="a result of another bake"):
         tiles.bake_tiled(verts, tris, NavConfig(), 16, executor=_MixUp(NavConfig(agent_radius=0.3)))
+
+
+def test_a_tiled_bake_stays_inside_bounds_max_as_the_solo_bake():
+    """The last tile column was baked to its full width with the floor beyond bounds_max:
+    the tiled navmesh reached 19.2 m where the build volume ends at 10.5 m."""
+    verts, tris = _floor(0.0, size=30.0)
+    config = NavConfig(bounds_min=(0.0, 0.0, -1.0), bounds_max=(10.5, 10.5, 1.0))
+    solo = pipeline.bake(verts, tris, config)
+    bake = tiles.bake_tiled(verts, tris, config, 32, workers=1)
+    points = np.vstack([data.verts for data in bake.navdata()])  # Detour's Y-up
+    reach = np.array([points[:, 0].max(), points[:, 2].max()])
+    solo_reach = solo.polymesh.bmin[:2] + solo.polymesh.verts[:, [0, 2]].max(0) * solo.polymesh.cs
+    assert (reach <= 10.5).all()
+    np.testing.assert_allclose(reach, solo_reach, atol=1e-5)
+    beyond = tiles.bake_tiled(verts, tris, config.replace(bounds_min=None, bounds_max=None), 32)
+    assert np.vstack([d.verts for d in beyond.navdata()])[:, 0].max() > 20.0
