@@ -256,6 +256,7 @@ def save(cache: TileCache, path, *, key: str = "") -> os.PathLike | str:
         meta["offmesh_links"] = _flatten(cache.offmesh_links, "offmesh_links", arrays)
     if cache.auto_links is not None:
         meta["auto_links"] = _flatten(cache.auto_links, "auto_links", arrays)
+    meta["digest"] = _digest(arrays.items())
     arrays["meta"] = np.array(json.dumps(meta))
     with atomic.replacing(path) as temp:
         np.savez_compressed(temp, **arrays)  # type: ignore[arg-type]
@@ -356,8 +357,18 @@ def load(path, *, key: str | None = None, obstacles: bool = True) -> TileCache:
                 f"the tile cache {os.fspath(path)} is stale: it was saved for another bake (the "
                 "scene's geometry, the settings or the tile size changed since); rebake"
             )
+        # Its arrays against the digest it was saved with (caches of older versions have
+        # none); a member that cannot be read is named by `_build` below, and so is a value
+        # it refuses, before an edit no check sees is.
+        edited = False
+        saved = meta.get("digest")
+        if saved is not None:
+            try:
+                edited = saved != _digest((n, z[n]) for n in z.files if n != "meta")
+            except _BUILD_ERRORS:
+                edited = False
         try:
-            return _build(meta, z, obstacles)
+            cache = _build(meta, z, obstacles and not edited)
         except VoxNavError as exc:  # values refused (a config or an obstacle out of range)
             raise VoxNavError(
                 f"the tile cache {os.fspath(path)} cannot be used: {exc} (if the file was "
@@ -365,6 +376,24 @@ def load(path, *, key: str | None = None, obstacles: bool = True) -> TileCache:
             ) from None
         except _BUILD_ERRORS as exc:  # damage, or a field of the wrong JSON type
             raise _corrupt(path, exc) from None
+        if edited:
+            raise VoxNavError(
+                f"the tile cache {os.fspath(path)} is damaged or edited (its arrays are not the "
+                "ones it was saved with): delete it and rebake"
+            )
+        return cache
+
+
+def _digest(arrays) -> str:
+    """SHA-256 over (name, dtype, shape, bytes) of every array, by name: what `save` stores and
+    `load` checks (an edited member, re-zipped with a valid CRC, loaded and rebuilt other
+    tiles than the bake's)."""
+    h = hashlib.sha256()
+    for name, value in sorted(arrays, key=lambda item: item[0]):
+        array = np.ascontiguousarray(value)
+        h.update(f"{name}|{array.dtype.str}|{array.shape}|".encode())
+        h.update(array.tobytes() if array.dtype.kind != "O" else repr(array).encode())
+    return h.hexdigest()
 
 
 def _check_grid(grid: TileGrid, config: NavConfig) -> None:
@@ -378,6 +407,50 @@ def _check_grid(grid: TileGrid, config: NavConfig) -> None:
                 f"its tile grid's {f.name} does not follow from its bounds, settings and tile "
                 "size (edited or damaged)"
             )
+
+
+def _check_compact(chf: CompactHeightfield, grid: TileGrid, config: NavConfig, key) -> None:
+    """Refuse (`VoxNavError`) a tile's cached compact heightfield that is not one a bake of
+    this grid and config makes (an edited file: an obstacle's rebuild then read spans out of
+    range, or rebuilt other tiles than the bake's)."""
+
+    def bad(what: str) -> VoxNavError:
+        return VoxNavError(f"tile {key}'s compact heightfield is damaged ({what})")
+
+    derived = config.derived()
+    side = grid.tile_size + 2 * grid.border_size
+    if (chf.width, chf.height, chf.border_size) != (side, side, grid.border_size):
+        raise bad(f"{chf.width} x {chf.height} cells with border {chf.border_size}")
+    if (chf.walkable_height, chf.walkable_climb) != (
+        derived.walkable_height,
+        derived.walkable_climb,
+    ) or (np.float32(chf.cs), np.float32(chf.ch)) != (derived.cs, derived.ch):
+        raise bad("its agent or cell sizes are not the settings'")
+    lo, _hi = grid.build_bounds(*key)
+    if not np.array_equal(np.asarray(chf.bmin, np.float32)[:2], np.asarray(lo, np.float32)[:2]):
+        raise bad("its corner is not its tile's")
+    starts = np.asarray(chf.cell_start)
+    n = int(np.asarray(chf.y).shape[0])
+    if (
+        starts.shape != (side * side + 1,) or int(starts[0]) != 0 or int(starts[-1]) != n
+        or bool((np.diff(starts) < 0).any())
+    ):  # fmt: skip
+        raise bad("its column starts")
+    for name, shape in (("h", (n,)), ("con", (n, 4)), ("neighbor", (n, 4)), ("area", (n,)),
+                        ("span_x", (n,)), ("span_y", (n,))):  # fmt: skip
+        if np.asarray(getattr(chf, name)).shape != shape:
+            raise bad(f"{name} holds {np.asarray(getattr(chf, name)).shape}, not {shape}")
+    column = np.repeat(np.arange(side * side, dtype=np.int64), np.diff(starts))
+    if not (
+        np.array_equal(np.asarray(chf.span_x, np.int64), column % side)
+        and np.array_equal(np.asarray(chf.span_y, np.int64), column // side)
+    ):
+        raise bad("its spans' columns")
+    neighbor = np.asarray(chf.neighbor, np.int64)
+    if bool(((neighbor < -1) | (neighbor >= n)).any()):
+        raise bad("a link to a span it does not have")
+    if bool((np.asarray(chf.area) > 63).any()) or bool((np.asarray(chf.con) > 63).any()):
+        raise bad("an area id or layer index above 63")
 
 
 def _build(meta: dict, z, with_obstacles: bool) -> TileCache:
@@ -395,6 +468,7 @@ def _build(meta: dict, z, with_obstacles: bool) -> TileCache:
         if not (0 <= k[0] < grid.tiles_w and 0 <= k[1] < grid.tiles_h):
             raise VoxNavError(f"tile {k} lies outside its {grid.tiles_w} x {grid.tiles_h} grid")
         compact[k] = unpacker.take(CompactHeightfield, "compact", entry["compact"])
+        _check_compact(compact[k], grid, config, k)
         result = entry.get("result")
         if result is None:
             continue

@@ -270,3 +270,35 @@ def test_damaged_or_edited_cache_parts_are_refused(cache, tmp_path):
             dst.writestr(info, data)
     with pytest.raises(VoxNavError, match=r"huge\.npz is unreadable \(MemoryError"):
         TileCache.load(huge)
+
+
+def _resaved(path, out, change) -> None:
+    """``path``'s members, ``change(members)`` applied, saved again as a valid .npz."""
+    with np.load(path) as z:
+        members = {name: z[name] for name in z.files}
+    change(members)
+    np.savez(out, **members)
+
+
+def test_an_edited_compact_heightfield_is_refused_and_an_older_cache_still_loads(cache, tmp_path):
+    """Edited compact spans (a valid zip and CRC) loaded: an obstacle's rebuild then read a
+    span out of range (a raw IndexError) or rebuilt other tiles than the bake's."""
+    path = cache.save(tmp_path / "good.npz", key="k")
+
+    def heights(members):
+        members["compact.y"] = members["compact.y"] + 1
+
+    def links(members):
+        members["compact.neighbor"] = members["compact.neighbor"] * 0 + 2**30
+
+    def older(members):  # a cache saved before the digest
+        meta = json.loads(str(members["meta"]))
+        del meta["digest"]
+        members["meta"] = np.array(json.dumps(meta))
+
+    for change, needle in ((heights, "damaged or edited"), (links, "a link to a span")):
+        _resaved(path, tmp_path / "bad.npz", change)
+        with pytest.raises(VoxNavError, match=needle):
+            tilecache_io.load(tmp_path / "bad.npz")
+    _resaved(path, tmp_path / "old.npz", older)
+    _assert_same_cache(tilecache_io.load(tmp_path / "old.npz"), tilecache_io.load(path))
