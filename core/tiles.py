@@ -936,7 +936,10 @@ class WorkerPool(cf.ProcessPoolExecutor):
                 process.kill()
             except (OSError, ValueError, AttributeError):
                 pass  # ended already
-        self.shutdown(wait=False, cancel_futures=True)
+        # Waiting now costs nothing (no worker is left to finish a tile), and lets the pool's
+        # thread close its pipes before the interpreter's exit handler writes to them (not
+        # waiting printed "Exception ignored ... Bad file descriptor" after a SIGTERM).
+        self.shutdown(wait=True, cancel_futures=True)
 
 
 def worker_pool(n_workers: int, mp_context=None) -> WorkerPool:
