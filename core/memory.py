@@ -91,12 +91,20 @@ OPEN_STAGE_BYTES_PER_SPAN = {
     "erode": 420,
     "distance": 320,
     "regions": 640,
-    "contours": 300,
+    # 300 until 2026-11-27: 200 random boxes traced 33 % above it (326 MiB against 236).
+    "contours": 460,
 }
 OPEN_STAGE_BYTES_PER_COLUMN = 32
+# Per pair of spans sharing a column (`column_pairs`): the merge of regions holds every such
+# pair (16 bytes, kept with the layout for the later stages) and, for each pair of regions
+# they join, a Python tuple and two set entries. A checkerboard of one-cell floors 100 high
+# (60k regions, 100 a column) peaked at 1.7 GiB in regions against a flat 166 MiB estimate.
+REGIONS_BYTES_PER_COLUMN_PAIR = 320
+HELD_BYTES_PER_COLUMN_PAIR = 16
 
-# Polygon mesh: per contour vertex (adjacency, merge candidates). [Units: bytes]
-POLYMESH_BYTES_PER_CONTOUR_VERTEX = 2048
+# Polygon mesh: per contour vertex (adjacency, merge candidates). [Units: bytes] (2048
+# until 2026-11-27: random boxes traced 53 % above it.)
+POLYMESH_BYTES_PER_CONTOUR_VERTEX = 3200
 # Detail: held arrays per open span, plus `PATCH_BYTES_PER_CELL` per patch cell of a chunk.
 DETAIL_HELD_BYTES_PER_SPAN = 240
 DETAIL_BYTES_PER_POLYGON = 4096
@@ -389,10 +397,26 @@ def _open_stage(
     return StageEstimate(name, total, f"{columns:,} columns, {open_spans:,} walkable spans")
 
 
+def column_pairs(chf) -> int:
+    """Pairs of spans sharing a column of the compact heightfield (sum of c (c - 1) / 2 over
+    its columns of c spans): what the merge of regions holds, growing with the square of the
+    floors stacked in a column."""
+    counts: np.ndarray = np.diff(np.asarray(chf.cell_start, dtype=np.int64)).astype(np.int64)
+    return int((counts * (counts - 1) // 2).sum())
+
+
 def estimate_open_stage(name: str, chf, solid_spans: int, inputs: int = 0) -> StageEstimate:
-    """Peak of ``name`` (erode, distance, regions or contours) on the compact heightfield."""
+    """Peak of ``name`` (erode, distance, regions or contours) on the compact heightfield,
+    with the pairs of spans sharing a column (`column_pairs`) from regions on."""
     columns = int(chf.width) * int(chf.height)
-    return _open_stage(name, columns, solid_spans, int(chf.span_count), inputs)
+    estimate = _open_stage(name, columns, solid_spans, int(chf.span_count), inputs)
+    if name in ("erode", "distance"):
+        return estimate
+    pairs = column_pairs(chf)
+    per_pair = REGIONS_BYTES_PER_COLUMN_PAIR if name == "regions" else HELD_BYTES_PER_COLUMN_PAIR
+    return StageEstimate(
+        name, estimate.bytes + pairs * per_pair, f"{estimate.drivers}, {pairs:,} column pairs"
+    )
 
 
 def estimate_polymesh(contours, chf, solid_spans: int, inputs: int = 0) -> StageEstimate:
@@ -419,6 +443,7 @@ def estimate_detail(pmesh, chf, solid_spans: int, inputs: int = 0) -> StageEstim
         + _held(columns, solid_spans)
         + columns * OPEN_STAGE_BYTES_PER_COLUMN
         + int(chf.span_count) * DETAIL_HELD_BYTES_PER_SPAN
+        + column_pairs(chf) * HELD_BYTES_PER_COLUMN_PAIR
         + chunk * PATCH_BYTES_PER_CELL
         + npolys * DETAIL_BYTES_PER_POLYGON
     )

@@ -294,3 +294,31 @@ def test_filters_estimate_does_not_charge_span_pairs():
     assert result.heightfield.span_count >= 500 * 100
     assert result.memory_estimates["filters"] < memory.RUNTIME_BYTES + 64 * MIB
     assert_within_estimates(result, peaks)
+
+
+def test_the_regions_estimate_grows_with_the_floors_stacked_in_a_column():
+    """Floors stacked 100 high peaked at 1.7 GiB in regions (the merge holds every pair of
+    spans sharing a column) against a flat 166 MiB estimate: the bake was allowed."""
+    from types import SimpleNamespace
+
+    from core import memory
+
+    def chf(per_column):
+        counts = np.asarray(per_column, dtype=np.int64)
+        start = np.concatenate([[0], np.cumsum(counts)])
+        return SimpleNamespace(
+            width=len(counts), height=1, cell_start=start, span_count=int(start[-1])
+        )
+
+    flat, stacked = chf([1] * 100), chf([100] * 1)  # the same 100 spans
+    assert memory.column_pairs(flat) == 0 and memory.column_pairs(stacked) == 4950
+    grow = (
+        memory.estimate_open_stage("regions", stacked, 100).bytes
+        - memory.estimate_open_stage("regions", flat, 100).bytes
+    )
+    # 99 columns fewer, 4950 pairs more.
+    per_column = memory.OPEN_STAGE_BYTES_PER_COLUMN
+    assert grow >= 4950 * memory.REGIONS_BYTES_PER_COLUMN_PAIR - 99 * (per_column + 64)
+    assert memory.estimate_open_stage("distance", stacked, 100).bytes <= (
+        memory.estimate_open_stage("distance", flat, 100).bytes
+    )
