@@ -51,3 +51,20 @@ def select(cond, a, b) -> np.ndarray:
     out *= cond
     out += b_bits
     return out.view(dtype)
+
+
+def lowest_labels(count: int, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """int64 (count,): each of ``count`` elements' lowest index among the elements the pairs
+    (``a[i]``, ``b[i]``) join it to, directly or through others (connected components, each
+    named by its lowest member). Rounds of taking the lower label across every pair and
+    pointer jumping, until nothing changes: as many as the longest chain needs."""
+    label = np.arange(count, dtype=np.int64)
+    if not np.size(a):
+        return label
+    while True:
+        before = label.copy()
+        np.minimum.at(label, a, label[b])
+        np.minimum.at(label, b, label[a])
+        label = label[label]
+        if np.array_equal(label, before):
+            return label

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .area import _check_chf, _neighbors_with_sentinel, chamfer_distance, layout_cached
-from .arrays import select
+from .arrays import lowest_labels, select
 from .compact import BORDER_REG, CompactHeightfield, all_of_4, any_of_4, per_direction, rows_of
 from .context import BuildContext
 from .errors import VoxNavError
@@ -560,15 +560,7 @@ def _flood_batch_bfs(g: _Graph, reg, dist_x, seeds, lev: int):
     # Regions: labels joined by the pairs above, each named by its lowest label (first seed).
     region_of = np.arange(seeds.shape[0], dtype=np.int64)
     if same_a:
-        a = np.concatenate(same_a)
-        b = np.concatenate(same_b)
-        while True:
-            before = region_of.copy()
-            np.minimum.at(region_of, a, region_of[b])
-            np.minimum.at(region_of, b, region_of[a])
-            region_of = region_of[region_of]
-            if np.array_equal(region_of, before):
-                break
+        region_of = lowest_labels(seeds.shape[0], np.concatenate(same_a), np.concatenate(same_b))
     region = region_of[label[spans]]
     # Could a region see an earlier one? Its spans' 4-neighbours and diagonals (Recast's
     # touching test) in another region of this batch, with a lower first seed.

@@ -376,6 +376,7 @@ def _default_ends(nav) -> tuple[tuple, tuple]:
     """Z-up centres of the westmost and eastmost ground polygons of ``nav``'s largest piece
     connected by its links (by ground area). (The middle of the bounds floated above the
     demo's floor, and its nearest polygons were a piece cut off from the rest.)"""
+    from ..core.arrays import lowest_labels
     from ..core.nav.navdata import POLYTYPE_OFFMESH_CONNECTION
 
     n = int(nav.poly_type.shape[0])
@@ -388,18 +389,9 @@ def _default_ends(nav) -> tuple[tuple, tuple]:
     area = 0.5 * np.abs((x * np.roll(z, -1, axis=1) - np.roll(x, -1, axis=1) * z).sum(axis=1))
     # Pieces by label propagation over the links (each round takes the smallest label of
     # every linked polygon; as many rounds as the longest shortest chain).
-    label = np.arange(n)
     owner, target = np.asarray(nav.link_owner), np.asarray(nav.link_ref)
     linked = target >= 0
-    owner, target = owner[linked], target[linked]
-    while owner.size:
-        lowest = label.copy()
-        np.minimum.at(lowest, owner, label[target])
-        np.minimum.at(lowest, target, label[owner])
-        lowest = lowest[lowest]
-        if np.array_equal(lowest, label):
-            break
-        label = lowest
+    label = lowest_labels(n, owner[linked], target[linked])
     size = np.bincount(label[ground], weights=area[ground], minlength=n)
     piece = ground & (label == int(np.argmax(size)))
     polys = np.flatnonzero(piece)
