@@ -387,8 +387,7 @@ def _default_ends(nav) -> tuple[tuple, tuple]:
     centre = (pos * used[:, :, None]).sum(axis=1) / np.maximum(count, 1)[:, None]
     x, z = pos[:, :, 0], pos[:, :, 2]
     area = 0.5 * np.abs((x * np.roll(z, -1, axis=1) - np.roll(x, -1, axis=1) * z).sum(axis=1))
-    # Pieces by label propagation over the links (each round takes the smallest label of
-    # every linked polygon; as many rounds as the longest shortest chain).
+    # The pieces the polygon links join, each named by its lowest polygon.
     owner, target = np.asarray(nav.link_owner), np.asarray(nav.link_ref)
     linked = target >= 0
     label = lowest_labels(n, owner[linked], target[linked])
