@@ -238,7 +238,13 @@ def run_guarded(command: Callable[[], int], verbose: bool) -> int:
         print(f"voxnav: error: {exc}", file=sys.stderr)
         return EXIT_FAILED
     except OSError as exc:
-        where = f" {exc.filename}" if getattr(exc, "filename", None) else ""
+        # The outputs' own errors name their file; one without a name came from a stream
+        # (``bake > /dev/full`` said only "cannot access: No space left on device").
+        where = (
+            f" {exc.filename}"
+            if getattr(exc, "filename", None)
+            else " the standard output or another stream"
+        )
         print(f"voxnav: error: cannot access{where}: {exc.strerror or exc}", file=sys.stderr)
         return EXIT_FAILED
     except MemoryError:

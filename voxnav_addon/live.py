@@ -299,14 +299,29 @@ def _empty(scene, name: str, location, color) -> Any:
     return obj
 
 
+#: A scene's chosen Length unit (Unit panel; "ADAPTIVE" picks one per value): metres per
+#: unit and its symbol.
+LENGTH_UNITS = {
+    "KILOMETERS": (1000.0, "km"), "METERS": (1.0, "m"), "CENTIMETERS": (0.01, "cm"),
+    "MILLIMETERS": (0.001, "mm"), "MICROMETERS": (1e-6, "µm"), "MILES": (1609.344, "mi"),
+    "FEET": (0.3048, "ft"), "INCHES": (0.0254, "in"), "THOU": (2.54e-5, "thou"),
+}  # fmt: skip
+
+
 def scene_units_text(scene, value: float, category: str = "LENGTH") -> str:
     """``value`` in Blender units (``category`` "LENGTH", or "AREA" in square units) as the
     scene's unit settings show it (Unit Scale and system: 12 units at scale 0.01 are "12 cm";
-    no unit system: the bare number)."""
+    a chosen Length unit: that unit, as Blender's fields show it; no unit system: the bare
+    number)."""
     units = scene.unit_settings
     if units.system == "NONE" or not math.isfinite(value):
         return f"{value:.2f}"
-    scaled = value * units.scale_length ** (2 if category == "AREA" else 1)
+    power = 2 if category == "AREA" else 1
+    scaled = value * units.scale_length**power
+    chosen = LENGTH_UNITS.get(str(getattr(units, "length_unit", "ADAPTIVE")))
+    if chosen is not None:  # "6.50 m" read so with Centimeters chosen: 650 cm
+        metres, symbol = chosen
+        return f"{scaled / metres**power:.2f} {symbol}{'²' if power == 2 else ''}"
     return bpy.utils.units.to_string(units.system, category, scaled, precision=2).strip()
 
 

@@ -223,12 +223,14 @@ def test_cli_help_lists_every_setting_with_its_docs(bpy, ext, capsys):
 
 
 def test_path_length_and_pruned_area_follow_the_scene_unit_scale(bpy, ext, reports):
-    """A centimetre scene (Unit Scale 0.01): a 12-unit path reads 12 cm, not "12.00 m"."""
+    """A centimetre scene (Unit Scale 0.01, Length in centimetres): a 12-unit path reads 12 cm,
+    not "12.00 m"."""
     panels = importlib.import_module(f"{ext.root.__name__}.voxnav_addon.panels")
     live = importlib.import_module(f"{ext.root.__name__}.voxnav_addon.live")
     scene = bpy.context.scene
     scene.unit_settings.system = "METRIC"
     scene.unit_settings.scale_length = 0.01
+    scene.unit_settings.length_unit = "CENTIMETERS"
     quad(bpy, "Floor", size=20.0)
     assert bpy.ops.voxnav.build_navmesh() == {"FINISHED"}
     reports.clear()
@@ -241,8 +243,24 @@ def test_path_length_and_pruned_area_follow_the_scene_unit_scale(bpy, ext, repor
     context = types.SimpleNamespace(scene=scene)
     panels.VOXNAV_PT_path_test.draw(types.SimpleNamespace(layout=_Recorder(texts)), context)
     assert any(t.startswith("Length: ") and t.endswith(" cm") for t in texts), texts
+    assert live.scene_units_text(scene, 250.0, "AREA") == "250.00 cm²"
+    scene.unit_settings.length_unit = "ADAPTIVE"  # Blender's own pick per value
     assert live.scene_units_text(scene, 250.0, "AREA") == bpy.utils.units.to_string(
         "METRIC", "AREA", 0.025, precision=2
     )
     scene.unit_settings.system = "NONE"
     assert live.scene_units_text(scene, 12.0) == "12.00"
+
+
+def test_path_length_follows_a_chosen_length_unit(bpy, ext):
+    """Length set to Centimeters still read "6.50 m" (the adaptive unit)."""
+    live = importlib.import_module(f"{ext.root.__name__}.voxnav_addon.live")
+    units = bpy.context.scene.unit_settings
+    units.system = "METRIC"
+    units.length_unit = "CENTIMETERS"
+    assert live.scene_units_text(bpy.context.scene, 6.5) == "650.00 cm"
+    assert live.scene_units_text(bpy.context.scene, 2.0, "AREA") == "20000.00 cm²"
+    units.system, units.length_unit = "IMPERIAL", "FEET"
+    assert live.scene_units_text(bpy.context.scene, 0.3048) == "1.00 ft"
+    units.length_unit = "ADAPTIVE"
+    assert live.scene_units_text(bpy.context.scene, 0.3048).strip() != ""

@@ -4,6 +4,8 @@ stage runs (or any file is written) with a message that says what to change."""
 from __future__ import annotations
 
 import struct
+import subprocess
+import sys
 import warnings
 import zipfile
 from pathlib import Path
@@ -544,3 +546,17 @@ def test_a_queries_file_declaring_terabytes_is_named(tmp_path):
             dst.writestr(info, data)
     with pytest.raises(VoxNavError, match=r"huge\.npz: an array in it is larger than"):
         nav_cli.read_queries(huge)
+
+
+def test_a_full_standard_output_is_named(tmp_path):
+    """`bake > /dev/full` said only "cannot access: No space left on device"."""
+    mesh = tmp_path / "floor.obj"
+    mesh.write_text("v 0 0 0\nv 10 0 0\nv 10 0 -10\nv 0 0 -10\nf 1 2 3 4\n")
+    with open("/dev/full", "w") as full:
+        run = subprocess.run(
+            [sys.executable, "-m", "core", "bake", str(mesh), "--out", str(tmp_path / "n.obj")],
+            stdout=full, stderr=subprocess.PIPE, text=True,
+            cwd=Path(__file__).resolve().parents[2],
+        )  # fmt: skip
+    assert run.returncode == 1
+    assert "the standard output" in run.stderr and "Traceback" not in run.stderr
