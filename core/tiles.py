@@ -669,7 +669,7 @@ class TilePlan:
         if self.config.auto_links and make_navdata and self.config.max_jump_distance > 0:
             link_window = self.link_window(tx, ty)
         columns = None
-        if self.config.bounds_max is not None:  # the world grid's columns in this tile's
+        if self.config.bounds_max is not None:  # `TileJob.columns`
             g = self.grid
             first_x = tx * g.tile_size - g.border_size
             first_y = ty * g.tile_size - g.border_size
@@ -928,9 +928,9 @@ class WorkerPool(cf.ProcessPoolExecutor):
         return super().__exit__(exc_type, exc, tb)
 
     def stop(self) -> None:
-        """Kill the workers and shut down without waiting: a hung or very slow tile held an
-        interrupted bake for ever (the shutdown waited for every running tile), and their
-        results are not wanted any more."""
+        """Kill the workers, then shut down: a hung or very slow tile held an interrupted
+        bake for ever (the shutdown waited for every running tile), and their results are not
+        wanted any more."""
         for process in list((getattr(self, "_processes", None) or {}).values()):
             try:
                 process.kill()
