@@ -274,6 +274,27 @@ def find_auto_links(
     return links
 
 
+def _probes_per_sample(max_jump_distance: float, step: float, grid) -> int:
+    """Probe points out from each sample: every ``step`` to ``max_jump_distance``, but none
+    past ``grid``'s far corner (no span there: a max_jump_distance of 100 km probed every
+    step of it, nav_test 11.7 s against 0.5 s). [Units: step and distance wu]"""
+    nprobes = max(1, int(np.floor(max_jump_distance / step + 1e-9)))
+    reach = float(np.hypot(grid.width, grid.height)) * float(grid.cs)
+    return min(nprobes, int(np.ceil(reach / step)) + 1)
+
+
+def link_work(pmesh: PolyMesh, chf: CompactHeightfield, spacing: float, max_jump_distance: float):
+    """(samples, probe points) `find_auto_links` would take on a solo navmesh (0, 0 when it
+    finds none to take): what its memory grows with (`core.memory.estimate_links`)."""
+    a, b, _normal, _portal = _edges_out(pmesh, portals=False)
+    if a.shape[0] == 0 or max_jump_distance <= 0 or not spacing > 0:
+        return 0, 0
+    length = np.hypot(b[:, 0] - a[:, 0], b[:, 1] - a[:, 1])
+    samples = int(np.maximum(1, np.floor(length / spacing + 1e-9)).sum())
+    step = STEP_CELLS * float(chf.cs)
+    return samples, samples * _probes_per_sample(max_jump_distance, step, chf)
+
+
 def find_tile_links(
     pmesh: PolyMesh,
     detail: PolyMeshDetail | None,
@@ -320,12 +341,8 @@ def find_tile_links(
     per_edge = np.maximum(1, np.floor(length / spacing + 1e-9)).astype(np.int64)
     _check_samples(per_edge, length, spacing)
     step = STEP_CELLS * cs
-    nprobes = max(1, int(np.floor(max_jump_distance / step + 1e-9)))
-    # No probe lands past the grid's (or the window's) far corner (no span there): a
-    # max_jump_distance of 100 km probed every step of it (nav_test: 11.7 s against 0.5 s).
     grid = chf if window is None else window.solid
-    reach = float(np.hypot(grid.width, grid.height)) * cs
-    nprobes = min(nprobes, int(np.ceil(reach / step)) + 1)
+    nprobes = _probes_per_sample(max_jump_distance, step, grid)
     probes = int(per_edge.sum()) * nprobes
     if probes > MAX_LINK_PROBES:
         raise VoxNavError(

@@ -454,6 +454,38 @@ def estimate_detail(pmesh, chf, solid_spans: int, inputs: int = 0) -> StageEstim
     return StageEstimate("detail", total, drivers)
 
 
+#: Automatic links: per probe point of the chunk probed at once (`jumplinks.CHUNK_PROBES` at
+#: most), per sample (its floor, landing and arc kept while it may become a link), and
+#: fixed. Traced on dungeon (2026-11-27): 24.8k probes 7.3 MiB, 1.54 M probes (11.6k
+#: samples) 74 MiB, 3.85 M probes (58k samples) 153 MiB; 400 boxes at link_spacing 0.01
+#: and max_jump_distance 100 (108k samples, 51 M probes, 23k links) 310 MiB, in a 256 MiB
+#: bake that peaked at 421 MiB unchecked. [Units: bytes]
+LINKS_BYTES_PER_CHUNK_PROBE = 160
+LINKS_BYTES_PER_SAMPLE = 1400
+LINKS_FIXED_BYTES = 8 << 20
+
+
+def estimate_links(
+    samples: int, probes: int, chf, solid_spans: int, inputs: int = 0
+) -> StageEstimate:
+    """The automatic links stage's peak: what the bake holds (as for contours) plus the probe
+    chunk and the samples (`jumplinks.link_work`)."""
+    from .jumplinks import CHUNK_PROBES
+
+    base = estimate_open_stage("contours", chf, solid_spans, inputs)
+    total = (
+        base.bytes
+        + LINKS_FIXED_BYTES
+        + min(int(probes), CHUNK_PROBES) * LINKS_BYTES_PER_CHUNK_PROBE
+        + int(samples) * LINKS_BYTES_PER_SAMPLE
+    )
+    return StageEstimate(
+        "links",
+        total,
+        f"{samples:,} link samples and {probes:,} probe points (link_spacing, max_jump_distance)",
+    )
+
+
 def polygon_patch_cells(pmesh, width: int, height: int) -> np.ndarray:
     """int64 (npolys,): cells of each polygon's height patch (bounding box plus one cell,
     clipped to the grid), as `detail.build_poly_mesh_detail` builds them."""

@@ -36,7 +36,7 @@ from .contours import ContourSet, build_contours
 from .detail import PolyMeshDetail, build_poly_mesh_detail
 from .errors import VoxNavError
 from .heightfield import Heightfield, VoxelGrid
-from .jumplinks import find_auto_links, link_settings
+from .jumplinks import find_auto_links, link_settings, link_work
 from .offmesh import OffMeshLinks
 from .polymesh import PolyMesh, build_poly_mesh
 from .prune import PruneReport, checked_points, prune_islands
@@ -644,18 +644,31 @@ class OpenBake:
                     ctx=self.ctx,
                 )
         if config.auto_links:
-            auto_links_stage(result, derived, self.ctx)
+            auto_links_stage(result, derived, self.ctx, self.estimates, self.inputs)
 
 
-def auto_links_stage(result: BakeResult, derived: DerivedConfig, ctx: BuildContext) -> None:
+def auto_links_stage(
+    result: BakeResult,
+    derived: DerivedConfig,
+    ctx: BuildContext,
+    estimates: dict[str, int] | None = None,
+    inputs: int = 0,
+) -> None:
     """Stage 11 (with ``auto_links``): jump and drop links found from the navmesh's boundary
     edges (`core.jumplinks`), appended to ``result.offmesh_links`` after the hand-made ones
-    with user ids following theirs; ``result.auto_link_count`` says how many."""
+    with user ids following theirs; ``result.auto_link_count`` says how many. Its memory is
+    checked first (`memory.estimate_links`; ``estimates`` records it)."""
     config = result.config
     pmesh, chf = result.polymesh, result.compact
     if pmesh is None or chf is None or pmesh.npolys == 0:
         result.auto_link_count = 0
         return
+    spacing, reach = float(config.link_spacing), float(config.max_jump_distance)
+    samples, probes = link_work(pmesh, chf, spacing, reach)
+    solid = result.heightfield.span_count
+    memory.check(
+        memory.estimate_links(samples, probes, chf, solid, inputs), config, record=estimates
+    )
     with ctx.stage("links"):
         links = find_auto_links(
             pmesh, result.detail, chf, result.heightfield, **link_settings(config, derived)

@@ -322,3 +322,27 @@ def test_the_regions_estimate_grows_with_the_floors_stacked_in_a_column():
     assert memory.estimate_open_stage("distance", stacked, 100).bytes <= (
         memory.estimate_open_stage("distance", flat, 100).bytes
     )
+
+
+def test_automatic_links_are_estimated_and_checked():
+    """The links stage had no estimate: a 256 MiB bake with link_spacing 0.01 and
+    max_jump_distance 100 peaked at 421 MiB. Its estimate grows with the samples and the
+    probe chunk, and a limit below it refuses the bake before the stage runs."""
+    from core import memory, pipeline
+    from core.config import NavConfig
+
+    from .linkscenes import box, merge
+
+    verts, tris = merge(box((0, 0, -1), (6, 6, 0)), box((7, 0, -1), (13, 6, 0)))
+    config = NavConfig(auto_links=True)
+    result = pipeline.bake(verts, tris, config)
+    assert "links" in result.memory_estimates
+    dense = config.replace(link_spacing=0.01, max_jump_distance=100.0)
+    heavy = pipeline.bake(verts, tris, dense).memory_estimates["links"]
+    assert heavy > result.memory_estimates["links"] + 20 * 2**20
+    before_links = max(v for k, v in result.memory_estimates.items() if k != "links")
+    assert before_links < heavy
+    limit = (before_links + heavy) // 2  # every stage before the links fits
+    with pytest.raises(VoxNavError, match="in the links stage"):
+        pipeline.bake(verts, tris, dense.replace(memory_limit=int(limit)))
+    assert memory.estimate_links(0, 0, result.compact, 0).bytes < heavy
