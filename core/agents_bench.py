@@ -14,8 +14,9 @@ turn, and a ratio is the median over the runs of that run's variant time over it
 
 Then, per scene, what sharing can give at all (`sharing_bound`): the stages up to erosion run
 once, but every agent has its own distance field, regions, contours, polygon mesh and detail
-mesh (`PER_AGENT_STAGES`). So three agents take at least one bake's shared stages plus the
-three separate bakes' per-agent stages, whatever is shared before them; and, from Recast's
+mesh (`PER_AGENT_STAGES`). So by sharing alone three agents take one bake's shared stages
+plus the three separate bakes' per-agent stages, whatever is shared before them (batching the
+per-agent stages across agents, as `bake_agents` does, can do better); and, from Recast's
 own stage times (`core.bench.recast_reference`, three agents of the medium one's cost), what
 Recast's split of the work would give (`recast_split_bound`). Where a scene's bound is above
 the target, its per-agent stages are most of a bake, and only making those stages faster (or
@@ -61,10 +62,10 @@ def _per_agent(timings: Timings) -> float:
 
 
 def sharing_bound(one: Timings, separate: list[Timings]) -> float:
-    """The least ratio to one bake that sharing the stages before `PER_AGENT_STAGES` can give:
-    (``one``'s other stages + every ``separate`` bake's per-agent stages) / ``one``'s stages.
-    ``one``: a bake's stage timings; ``separate``: each agent's own bake's. [Units: any one
-    unit of time]"""
+    """The least ratio to one bake that sharing the stages before `PER_AGENT_STAGES` alone can
+    give: (``one``'s other stages + every ``separate`` bake's per-agent stages) / ``one``'s
+    stages. ``one``: a bake's stage timings; ``separate``: each agent's own bake's. [Units:
+    any one unit of time]"""
     total = sum(one.values())
     if total <= 0:
         raise ValueError("sharing_bound: the one bake took no time")
