@@ -524,27 +524,33 @@ def check(
     config: NavConfig,
     cell_size_hint: float | None = None,
     record: dict[str, int] | None = None,
+    advice: str | None = None,
 ) -> None:
     """Refuse (`VoxNavError`) when ``estimate`` exceeds ``config.memory_limit``.
 
     ``cell_size_hint``: a cell size that fits (from `fitting_cell_size`), or None to derive one
     from the estimate's quadratic growth with 1 / cell_size. ``record``: stage name ->
-    estimated bytes, updated with this estimate.
+    estimated bytes, updated with this estimate. ``advice``: what to change, for a stage that
+    does not grow with the grid (the automatic links: their spacing and reach), instead of a
+    cell size.
     """
     if record is not None:
         record[estimate.stage] = estimate.bytes
     limit = int(config.memory_limit)
     if estimate.bytes <= limit:
         return
-    if cell_size_hint is None and limit > RUNTIME_BYTES:
+    if cell_size_hint is None and limit > RUNTIME_BYTES and advice is None:
         growth = (estimate.bytes - RUNTIME_BYTES) / (limit - RUNTIME_BYTES)
         cell_size_hint = round_up(config.cell_size * growth**0.5 * 1.05)
-    fits = (
-        f"use cell_size >= {cell_size_hint:g}, bake a smaller region with bounds_min/bounds_max, "
-        "or raise memory_limit"
-        if cell_size_hint is not None
-        else f"raise memory_limit (the runtime alone needs about {_mib(RUNTIME_BYTES)})"
-    )
+    if advice is not None:
+        fits = f"{advice}, or raise memory_limit"
+    elif cell_size_hint is not None:
+        fits = (
+            f"use cell_size >= {cell_size_hint:g}, bake a smaller region with "
+            "bounds_min/bounds_max, or raise memory_limit"
+        )
+    else:
+        fits = f"raise memory_limit (the runtime alone needs about {_mib(RUNTIME_BYTES)})"
     raise VoxNavError(
         f"the bake would need about {_mib(estimate.bytes)} in the {estimate.stage} stage "
         f"(memory_limit is {_mib(limit)}), driven by {estimate.drivers} at cell_size "

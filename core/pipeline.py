@@ -667,7 +667,13 @@ def auto_links_stage(
     samples, probes = link_work(pmesh, chf, spacing, reach)
     solid = result.heightfield.span_count
     memory.check(
-        memory.estimate_links(samples, probes, chf, solid, inputs), config, record=estimates
+        memory.estimate_links(samples, probes, chf, solid, inputs),
+        config,
+        record=estimates,
+        advice=(  # they grow with the samples and probes, not with the grid
+            f"raise link_spacing (now {config.link_spacing:g}) or lower max_jump_distance "
+            f"(now {config.max_jump_distance:g})"
+        ),
     )
     with ctx.stage("links"):
         links = find_auto_links(

@@ -262,11 +262,11 @@ def _bake(context, stop_after, progress, config, timings, tiles=True) -> BakeOut
 def last_outcome(scene) -> BakeOutcome | None:
     """The scene's bake in memory (`LAST`), or None when there is none or it is not the one
     the scene shows: an undo brought back the scene as it was before that bake (its
-    ``bake_token`` differs), and exporting or drawing from the undone bake would be wrong."""
+    ``bake_token`` differs), and exporting or drawing from the undone bake would be wrong.
+    Reads only (polls call it)."""
     outcome = LAST.get(scene.session_uid)
     if outcome is not None and outcome.token != scene.voxnav.bake_token:
-        del LAST[scene.session_uid]
-        return None
+        return None  # kept: a redo brings its token back (the next bake replaces it)
     return outcome
 
 

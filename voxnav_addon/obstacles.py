@@ -136,13 +136,12 @@ def live_cache(scene) -> LiveTiles | None:
     """The scene's live tile cache, or None when there is none or it is not the bake the
     scene shows: an undo brought back the scene as it was before that bake (its
     ``tile_cache_key`` differs), and exporting it, or redrawing its overlays after an obstacle
-    change, would bring the undone bake back. Such a cache is dropped (a saved one of the
-    scene's own key loads on the next obstacle change, see `rebuild`)."""
+    change, would bring the undone bake back. Such a cache is kept for a redo (a saved one of
+    the scene's own key loads on the next obstacle change, see `rebuild`). Reads only (polls
+    and the panel call it)."""
     live_tiles = CACHES.get(scene.session_uid)
     if live_tiles is not None and live_tiles.key != scene.voxnav.tile_cache_key:
-        del CACHES[scene.session_uid]
-        _pending.discard(scene.session_uid)
-        return None
+        return None  # kept: a redo brings its key back (a bake or a restore replaces it)
     return live_tiles
 
 
@@ -410,9 +409,11 @@ def bake_tiled_steps(context, gathered, config, volumes, timings: dict, workers=
         outcome.warnings.append(f"Dynamic Obstacle {name} was left out: {problem}")
     from ..core.offmesh import link_warnings
 
-    outcome.warnings += link_warnings(
-        cache.offmesh_links, cache.navmesh.tiles, lambda: cache.navmesh
-    )
+    for each in built:  # every agent's navmesh: a link may land on one and not another
+        said = link_warnings(
+            each.cache.offmesh_links, each.cache.navmesh.tiles, lambda c=each.cache: c.navmesh
+        )
+        outcome.warnings += [f"agent {each.agent_name}: {w}" if len(built) > 1 else w for w in said]
     from .gather import reachable_points
 
     for each in live_tiles.every():
@@ -1015,9 +1016,7 @@ class VOXNAV_PT_tiles_obstacles(bpy.types.Panel):
             sub.prop(obj.voxnav, "obstacle_shape")
             sub.prop(obj.voxnav, "area_id")
         count = len(dynamic_objects(scene))
-        live_tiles = CACHES.get(scene.session_uid)
-        if live_tiles is not None and live_tiles.key != settings.tile_cache_key:
-            live_tiles = None  # undone (`live_cache`; a panel's draw must not modify it)
+        live_tiles = live_cache(scene)
         if settings.tile_size == 0:
             layout.label(text=f"{count} obstacle(s); Tile Size > 0 makes them live", icon="INFO")
         elif live_tiles is None:

@@ -397,6 +397,7 @@ def test_an_undone_rebake_is_not_exported(bpy, ext, tmp_path):
     bpy.ops.ed.undo_push(message="the second bake")
     second = tmp_path / "second.bin"
     assert bpy.ops.voxnav.export_navmesh(filepath=str(second), file_format="BIN") == {"FINISHED"}
+    second_outcome = bake.last_outcome(bpy.context.scene)
     assert second.read_bytes() != first.read_bytes()
     bpy.ops.ed.undo()
     scene = bpy.context.scene
@@ -407,3 +408,8 @@ def test_an_undone_rebake_is_not_exported(bpy, ext, tmp_path):
     again = tmp_path / "again.bin"
     assert bpy.ops.voxnav.export_navmesh(filepath=str(again), file_format="BIN") == {"FINISHED"}
     assert again.read_bytes() == first.read_bytes()
+    bpy.ops.ed.redo()  # the second bake again: the bake in memory is the scene's once more
+    assert bake.last_outcome(bpy.context.scene) is second_outcome
+    redone = tmp_path / "redone.bin"
+    assert bpy.ops.voxnav.export_navmesh(filepath=str(redone), file_format="BIN") == {"FINISHED"}
+    assert redone.read_bytes() == second.read_bytes()

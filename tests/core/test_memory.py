@@ -343,6 +343,9 @@ def test_automatic_links_are_estimated_and_checked():
     before_links = max(v for k, v in result.memory_estimates.items() if k != "links")
     assert before_links < heavy
     limit = (before_links + heavy) // 2  # every stage before the links fits
-    with pytest.raises(VoxNavError, match="in the links stage"):
+    with pytest.raises(VoxNavError, match="in the links stage") as refused:
         pipeline.bake(verts, tris, dense.replace(memory_limit=int(limit)))
+    # Its advice is the link settings it grows with, not a cell size (which barely helps).
+    assert "raise link_spacing (now 0.01)" in str(refused.value)
+    assert "use cell_size" not in str(refused.value)
     assert memory.estimate_links(0, 0, result.compact, 0).bytes < heavy
