@@ -373,7 +373,7 @@ def _bake_tiled_out(args, verts, tris, config: NavConfig, batch: atomic.Batch) -
     reachable = _reachable_points(args)
     result = _tiled_bake(args, verts, tris, config)
     result.offmesh_links = links  # each tile: the links starting in it
-    print_warnings(link_warnings(result.offmesh_links, result.navdata(), result.navmesh))
+    print_warnings(link_warnings(result.offmesh_links, result.navmesh))
     if reachable is not None:  # over the tiles' links, across tile borders and off-mesh links
         from .prune import prune_tiled
 
@@ -603,7 +603,7 @@ def _bake_agents_tiled_out(args, config: NavConfig, agents) -> int:
         for name, result in results.items():
             ctx = BuildContext()
             # As a separate tiled bake says them (before pruning).
-            for warning in link_warnings(result.offmesh_links, result.navdata(), result.navmesh):
+            for warning in link_warnings(result.offmesh_links, result.navmesh):
                 ctx.warn(warning)
             if reachable is not None and not result.empty:
                 report = prune_tiled(result, reachable, mode=args.prune_mode, ctx=ctx)

@@ -357,7 +357,7 @@ def block_voxels(grid: VoxelGrid, obstacles) -> VoxelGrid:
     """
     from .nav.voxel_path import check_grid_size
 
-    if isinstance(obstacles, Obstacle) or isinstance(obstacles, str):
+    if isinstance(obstacles, (Obstacle, str)):
         raise VoxNavError("obstacles must be a list of Obstacle values (one obstacle: [it])")
     try:
         shapes = [checked(shape) for shape in obstacles]

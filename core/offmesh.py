@@ -231,25 +231,15 @@ def unplaced_links(links: OffMeshLinks | None, tiles) -> str | None:
     )
 
 
-def link_warnings(links: OffMeshLinks | None, tiles, navmesh=None) -> list[str]:
+def link_warnings(links: OffMeshLinks | None, navmesh) -> list[str]:
     """The warnings for hand-made ``links`` Detour leaves out of the navmesh (`unplaced_links`)
-    or cannot end anywhere (`unlanded_links`). ``tiles``: the navmesh's Detour tiles
-    (`NavMeshData`); ``navmesh``: a callable making the `core.nav.navmesh.NavMesh` of several
-    tiles (one tile makes its own), called only when there are links."""
+    or cannot end anywhere (`unlanded_links`). ``navmesh``: a callable making the
+    `core.nav.navmesh.NavMesh` with those links (its tiles are the Detour data), called only
+    when there are links."""
     if links is None or len(links) == 0:
         return []
-    tiles = list(tiles)
-    out = [w for w in (unplaced_links(links, tiles),) if w]
-    if len(tiles) == 1:
-        from .nav.navmesh import NavMesh
-
-        nav = NavMesh.from_data(tiles[0])
-    elif navmesh is not None and tiles:
-        nav = navmesh()
-    else:
-        return out
-    landed = unlanded_links(links, nav)
-    return out + ([landed] if landed else [])
+    nav = navmesh()
+    return [w for w in (unplaced_links(links, nav.tiles), unlanded_links(links, nav)) if w]
 
 
 def unlanded_links(links: OffMeshLinks | None, nav) -> str | None:

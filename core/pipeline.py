@@ -697,10 +697,12 @@ def drop_links_detour_leaves_out(result: BakeResult, ctx: BuildContext) -> None:
     pmesh = result.polymesh
     if not count or pmesh is None or pmesh.npolys == 0:
         return
+    from .nav.navdata import stored_links
+
     config = result.config
-    data = _links_navdata(result, links)
     hand = len(links) - count
-    stored = np.isin(links.user_id, np.asarray(data.off_mesh_user_id))
+    # What its one Detour tile stores, read without making the tile's data.
+    stored = stored_links(pmesh, result.detail, links, float(np.float32(config.agent_max_climb)))
     stored[:hand] = True  # hand-made ones are the user's (`warn_unplaced_links` names them)
     if stored.all():
         return
@@ -744,9 +746,10 @@ def warn_unplaced_links(result: BakeResult, links: OffMeshLinks | None, ctx: Bui
     pmesh = result.polymesh
     if links is None or len(links) == 0 or pmesh is None or pmesh.npolys == 0:
         return
+    from .nav.navmesh import NavMesh
     from .offmesh import link_warnings
 
-    for message in link_warnings(links, [_links_navdata(result, links)]):
+    for message in link_warnings(links, lambda: NavMesh.from_data(_links_navdata(result, links))):
         ctx.warn(message)
 
 

@@ -410,9 +410,7 @@ def bake_tiled_steps(context, gathered, config, volumes, timings: dict, workers=
     from ..core.offmesh import link_warnings
 
     for each in built:  # every agent's navmesh: a link may land on one and not another
-        said = link_warnings(
-            each.cache.offmesh_links, each.cache.navmesh.tiles, lambda c=each.cache: c.navmesh
-        )
+        said = link_warnings(each.cache.offmesh_links, lambda c=each.cache: c.navmesh)
         outcome.warnings += [f"agent {each.agent_name}: {w}" if len(built) > 1 else w for w in said]
     from .gather import reachable_points
 

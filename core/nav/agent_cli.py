@@ -62,7 +62,7 @@ def agent_navmeshes(
                 )
             # As a separate run says them (`build_navmesh`), each under its agent's name.
             nav = navs[name] = bake.navmesh()
-            said = [*bake.warnings, *link_warnings(offmesh_links, nav.tiles, lambda n=nav: n)]
+            said = [*bake.warnings, *link_warnings(offmesh_links, lambda n=nav: n)]
             print_warnings([f"agent {name}: {w}" for w in said])
         return navs
     results = bake_agents(verts, tris, config, agents, workers=workers, offmesh_links=offmesh_links)

@@ -69,7 +69,7 @@ def build_navmesh(
         # As `bake` says them: a hand link that starts off the navmesh is left out, one that
         # ends off it leads nowhere (a path then goes without it, and only this says why).
         nav = tiled.navmesh()
-        print_warnings([*tiled.warnings, *link_warnings(offmesh_links, nav.tiles, lambda: nav)])
+        print_warnings([*tiled.warnings, *link_warnings(offmesh_links, lambda: nav)])
         return nav
     result = pipeline.bake(verts, tris, config, offmesh_links=offmesh_links)
     if result.polymesh is not None and int(result.polymesh.npolys) > 0:

@@ -357,7 +357,7 @@ def test_a_link_whose_end_joins_nothing_is_said_solo_and_tiled():
     for tile_size, lands in ((64, True), (16, False)):  # 16 cells: 4.8 m tiles
         bake = tiles.bake_tiled(verts, tris, NavConfig(), tile_size, workers=1)
         bake.offmesh_links = long_jump
-        warned = link_warnings(long_jump, bake.navdata(), bake.navmesh)
+        warned = link_warnings(long_jump, bake.navmesh)
         assert (not warned) == lands, tile_size
         if not lands:
             assert "raise tile_size or shorten the link" in warned[0]
