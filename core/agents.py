@@ -466,6 +466,11 @@ def _details_together(agents: list[_OpenAgent]) -> list[Any]:
 #: (23.6k spans) 1.47x in one process, 1.51x with a forked worker, 1.47x on a kept pool; its
 #: 2x2 tiling (94k) 1.49x / 1.41x / 1.45x; its 4x4 (377k) 1.67x / 1.43x / 1.51x.
 PROCESS_MIN_SPANS = 1 << 16
+#: `PROCESS_MIN_SPANS` for an ``executor`` kept between bakes: no process starts per bake, so
+#: only pickling the jobs and their results is paid. Three agents over one bake, the runs
+#: alternated in one process (2026-11-27): nav_test (56.8k spans) 1.87x here, 1.54x on a kept
+#: pool of 2; dungeon (23.6k) 1.50x / 1.46x.
+EXECUTOR_MIN_SPANS = 1 << 14
 
 #: The per-agent jobs a forked worker reads from its copy of this process's memory (so the
 #: shared heightfields are not pickled to it), by bake: each `_tails_in_processes` call adds
@@ -666,10 +671,12 @@ def default_workers() -> int:
     return tiles.default_workers()
 
 
-def _worth_processes(jobs: list) -> bool:
-    """Whether the jobs are large enough for other processes to pay (`PROCESS_MIN_SPANS`)."""
+def _worth_processes(jobs: list, kept: bool) -> bool:
+    """Whether the jobs are large enough for other processes to pay: `EXECUTOR_MIN_SPANS` on
+    a pool kept between bakes (``kept``), else `PROCESS_MIN_SPANS`."""
     distinct = {id(job[4]): int(job[4].y.shape[0]) for job in jobs}
-    return len(jobs) > 1 and sum(distinct.values()) >= PROCESS_MIN_SPANS
+    least = EXECUTOR_MIN_SPANS if kept else PROCESS_MIN_SPANS
+    return len(jobs) > 1 and sum(distinct.values()) >= least
 
 
 def bake_agents(
@@ -703,9 +710,9 @@ def bake_agents(
     `core.offmesh.OffMeshLinks` every agent's navmesh gets (as `pipeline.bake`'s).
     ``executor``: a process pool (any `concurrent.futures.Executor`) kept between bakes:
     the groups (``workers`` of them, at least 2) but the one here run on it, their inputs
-    pickled to it (no process is started per bake; small levels, under `PROCESS_MIN_SPANS`,
-    bake here). A group a worker or the executor fails runs here afterwards, its agents
-    warned. Raises
+    pickled to it (no process is started per bake; small levels, under
+    `EXECUTOR_MIN_SPANS`, bake here). A group a worker or the executor fails runs here
+    afterwards, its agents warned. Raises
     `VoxNavError` for bad input, a bad or duplicate agent, before any stage runs.
     """
     workers = limits.check_workers(default_workers() if workers is None else workers)
@@ -831,7 +838,9 @@ def bake_agents(
         for _agent, result, derived, chf, dist in tails
     ]
     overall.progress(done / max(total, 1), "agents: erode onwards")
-    beside = (executor is not None or workers > 1) and _worth_processes(jobs)
+    beside = (executor is not None or workers > 1) and _worth_processes(
+        jobs, kept=executor is not None
+    )
     if not beside:
         outputs = _agent_tails(_own_compacts(jobs))
     else:

@@ -121,6 +121,7 @@ def test_each_agent_equals_a_separate_bake(dungeon, agents, workers, fork, monke
 
     # dungeon is below the size at which other processes pay: they run all the same here
     monkeypatch.setattr(agents_module, "PROCESS_MIN_SPANS", 0)
+    monkeypatch.setattr(agents_module, "EXECUTOR_MIN_SPANS", 0)
     if not fork:  # as on platforms without fork: the jobs are pickled to the workers
         import multiprocessing
 
@@ -147,6 +148,7 @@ def test_agent_bakes_in_two_threads_keep_their_own_forked_jobs(dungeon, monkeypa
     import core.agents as agents_module
 
     monkeypatch.setattr(agents_module, "PROCESS_MIN_SPANS", 0)
+    monkeypatch.setattr(agents_module, "EXECUTOR_MIN_SPANS", 0)
     verts, tris = dungeon
     configs = {"A": NavConfig(cell_size=0.3), "B": NavConfig(cell_size=0.35)}
     rows = {
@@ -237,6 +239,7 @@ def test_agents_on_a_kept_executor_equal_separate_bakes(dungeon, kind, auto_link
     import core.agents as agents_module
 
     monkeypatch.setattr(agents_module, "PROCESS_MIN_SPANS", 0)
+    monkeypatch.setattr(agents_module, "EXECUTOR_MIN_SPANS", 0)
     verts, tris = dungeon
     config = NavConfig(auto_links=auto_links)
     make = cf.ProcessPoolExecutor if kind == "processes" else cf.ThreadPoolExecutor
@@ -271,6 +274,7 @@ def test_agents_on_a_broken_executor_run_here_and_say_so(dungeon, at_submit, mon
     import core.agents as agents_module
 
     monkeypatch.setattr(agents_module, "PROCESS_MIN_SPANS", 0)
+    monkeypatch.setattr(agents_module, "EXECUTOR_MIN_SPANS", 0)
     verts, tris = dungeon
     config = NavConfig()
     results = bake_agents(verts, tris, config, RADII, executor=_BrokenPool(at_submit))
@@ -331,6 +335,7 @@ def test_empty_agent_warns_with_its_name(workers, monkeypatch):
     import core.agents as agents_module
 
     monkeypatch.setattr(agents_module, "PROCESS_MIN_SPANS", 0)
+    monkeypatch.setattr(agents_module, "EXECUTOR_MIN_SPANS", 0)
     verts = np.array([[0, 0, 0], [4, 0, 0], [4, 4, 0], [0, 4, 0]], np.float32)
     tris = np.array([[0, 1, 2], [0, 2, 3]], np.int32)
     ctx = BuildContext()
@@ -482,6 +487,34 @@ def test_agent_groups_share_the_work_out(costs, count, groups):
     assert agents_module._agent_groups(costs, count) == groups
 
 
+class _CountingPool(cf.Executor):
+    """Runs each job at once in this process and counts them."""
+
+    def __init__(self):
+        self.jobs = 0
+
+    def submit(self, fn, /, *args, **kwargs):
+        self.jobs += 1
+        future: cf.Future = cf.Future()
+        future.set_result(fn(*args, **kwargs))
+        return future
+
+
+@pytest.mark.parametrize("least, sent", [(1 << 14, True), (1 << 15, False)])
+def test_kept_executor_takes_levels_from_its_own_threshold(dungeon, least, sent, monkeypatch):
+    # dungeon's 23.6k spans: under PROCESS_MIN_SPANS (no process forked for the bake) but a
+    # kept pool costs only the pickling, so it takes them from EXECUTOR_MIN_SPANS up.
+    import core.agents as agents_module
+
+    monkeypatch.setattr(agents_module, "EXECUTOR_MIN_SPANS", least)
+    verts, tris = dungeon
+    pool = _CountingPool()
+    results = bake_agents(verts, tris, NavConfig(), RADII, executor=pool)
+    assert (pool.jobs > 0) is sent
+    for agent in RADII:
+        assert_same_bake(results[agent.name], separate(verts, tris, NavConfig(), agent), agent.name)
+
+
 def test_small_agent_stages_start_no_process(dungeon, monkeypatch):
     # dungeon's 23.6k spans are below PROCESS_MIN_SPANS: workers=2 bakes here, as workers=1.
     import core.agents as agents_module
@@ -499,6 +532,7 @@ def test_small_agent_stages_start_no_process(dungeon, monkeypatch):
         want = separate(verts, tris, NavConfig(), agent)
         assert_same_bake(results[agent.name], want, agent.name)
     monkeypatch.setattr(agents_module, "PROCESS_MIN_SPANS", 0)
+    monkeypatch.setattr(agents_module, "EXECUTOR_MIN_SPANS", 0)
     with pytest.raises(AssertionError, match="process pool"):
         bake_agents(verts, tris, NavConfig(), RADII, workers=2)
 
@@ -520,6 +554,7 @@ def test_workers_none_takes_every_core_where_the_platform_forks(dungeon, monkeyp
 
     monkeypatch.setattr(agents_module, "_tails_in_processes", spy)
     monkeypatch.setattr(agents_module, "PROCESS_MIN_SPANS", 0)
+    monkeypatch.setattr(agents_module, "EXECUTOR_MIN_SPANS", 0)
     verts, tris = dungeon
     results = bake_agents(verts, tris, NavConfig(), RADII, workers=None)
     assert groups_seen == [[[2], [1], [0]]]  # three cores: one agent each, lightest here
