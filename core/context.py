@@ -38,6 +38,11 @@ class BuildContext:
     #: the Python-bound, independent pieces of a stage: the detail mesh sends it the polygons
     #: that add interior samples when they are many. None: everything in this process.
     executor: Executor | None = None
+    #: Set by the pipeline for the stages that learn part of their size only while they run
+    #: (the regions' floors: `core.memory.check_more`): ``memory_check(stage, extra, drivers)``
+    #: refuses (`VoxNavError`) when the stage's recorded estimate plus ``extra`` bytes exceeds
+    #: the memory limit. None: nothing is checked.
+    memory_check: Callable[[str, int, str], None] | None = None
     _fraction: float = 0.0
 
     def __post_init__(self) -> None:

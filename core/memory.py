@@ -5,9 +5,10 @@ own temporaries on top. `estimate_bake` predicts every stage's peak from what is
 rasterizing (the grid, an upper bound on the span fragments, the triangles); the pipeline then
 checks each large stage again just before it runs, with the real span, connection and polygon
 counts of the stages before it (`estimate_filters`, `estimate_compact`, `estimate_open_stage`,
-`estimate_polymesh`, `estimate_detail`). `check` refuses a bake whose estimate exceeds
-``NavConfig.memory_limit`` with a `VoxNavError` that says the estimate, what drives it and a
-setting that fits; nothing large has been allocated for that stage yet.
+`estimate_polymesh`, `estimate_detail`), and a stage that learns part of its size only while
+it runs (the regions' floors) asks again then (`check_more`). `check` refuses a bake whose
+estimate exceeds ``NavConfig.memory_limit`` with a `VoxNavError` that says the estimate, what
+drives it and a setting that fits; nothing large has been allocated for that stage yet.
 
 Estimates are absolute: the peak of the traced (NumPy) memory of the bake while the stage runs,
 plus `RUNTIME_BYTES` for the interpreter, NumPy and allocator slack, so that a process's peak
@@ -40,8 +41,6 @@ RUNTIME_BYTES = 96 * 1024**2
 BOUND_CHUNK_TRIANGLES = 1 << 16
 #: Threads computing fragment bounds of chunks at once.
 BOUND_WORKERS = min(2, os.cpu_count() or 1)
-#: Columns per block of `neighbour_pairs` (cache-sized temporaries).
-PAIR_BLOCK_COLUMNS = 1 << 16
 #: Small arrays and Python objects of any stage, whatever its size. [Units: bytes]
 STAGE_FIXED_BYTES = 2 * 1024**2
 
@@ -80,10 +79,14 @@ FILTER_BYTES_PER_SOLID_SPAN = 100
 #: 2000 stacked floors as needing 158 GiB (they peak at 343 MB resident).
 FILTER_BYTES_PER_BLOCK_SPAN = 256
 
-# Compact: per walkable span, plus per (span, neighbour-column span) pair of one direction.
+# Compact: per walkable span, plus per (span, direction) of the link chunks in flight
+# (`compact.LINK_CHUNK_SPANS` spans on each of `compact.LINK_WORKERS` threads). Its links are
+# found in rounds over the neighbour columns' layers, so (span, neighbour span) pairs are
+# never held: charging 80 bytes for each of them (until 2026-11-27) estimated 30 floors of
+# 30 x 30 m at 715 MiB, traced at 48 MiB.
 COMPACT_BYTES_PER_COLUMN = 32
 COMPACT_BYTES_PER_SPAN = 200
-COMPACT_BYTES_PER_PAIR = 80
+COMPACT_BYTES_PER_CHUNK_LINK = 64
 
 # Stages on the compact heightfield (absolute: the compact heightfield, distance field and
 # regions held, plus the stage's temporaries), per open span and per column.
@@ -96,11 +99,18 @@ OPEN_STAGE_BYTES_PER_SPAN = {
 }
 OPEN_STAGE_BYTES_PER_COLUMN = 32
 # Per pair of spans sharing a column (`column_pairs`): the merge of regions holds every such
-# pair (16 bytes, kept with the layout for the later stages) and, for each pair of regions
-# they join, a Python tuple and two set entries. A checkerboard of one-cell floors 100 high
-# (60k regions, 100 a column) peaked at 1.7 GiB in regions against a flat 166 MiB estimate.
-REGIONS_BYTES_PER_COLUMN_PAIR = 320
-HELD_BYTES_PER_COLUMN_PAIR = 16
+# pair (8 bytes: two int32, kept with the layout for the later stages) and reduces them in
+# chunks to the distinct pairs of regions they join (at worst 16 bytes a pair for those, and
+# as much again to merge them). The floor sets those region pairs fill are checked once
+# their count is known (`REGIONS_BYTES_PER_FLOOR_PAIR`, `check_more`). Until 2026-11-27 the
+# estimate charged every span pair a region pair's Python objects (320 bytes): 30 floors of
+# 30 x 30 m were estimated at 1.46 GiB and peaked at 134 MiB (an 18x refusal on 10 floors).
+REGIONS_BYTES_PER_COLUMN_PAIR = 64
+HELD_BYTES_PER_COLUMN_PAIR = 8
+#: Per distinct (region, region) pair, counted both ways round, of spans sharing a column:
+#: the floor sets of the merge and the arrays that fill them. Random regions on 300 k to 10 M
+#: span pairs traced 101-143 bytes. [Units: bytes]
+REGIONS_BYTES_PER_FLOOR_PAIR = 160
 
 # Polygon mesh: per contour vertex (adjacency, merge candidates). [Units: bytes] (2048
 # until 2026-11-27: random boxes traced 53 % above it.)
@@ -269,7 +279,7 @@ def estimate_bake(verts, tris, bmin, bmax, config: NavConfig, navmesh: bool = Tr
     inputs = input_bytes(verts, tris)
     out = [raster, _filters(columns, spans, inputs)]
     if navmesh:
-        out.append(_compact(columns, spans, spans, spans, inputs))
+        out.append(_compact(columns, spans, spans, inputs))
         for name in OPEN_STAGE_BYTES_PER_SPAN:
             out.append(_open_stage(name, columns, spans, spans, inputs))
         # The chunks in flight hold up to their budgets (patches overlap, so polygons' cells
@@ -317,47 +327,14 @@ def estimate_filters(hf, inputs: int = 0) -> StageEstimate:
     return _filters(int(hf.width) * int(hf.height), int(hf.span_count), inputs)
 
 
-def neighbour_pairs(col_start, keep, width: int, height: int) -> tuple[int, int]:
-    """(kept spans, the largest over the 4 directions of the sum over columns of kept spans
-    times kept spans of the neighbour column): what span-to-neighbour tests allocate.
-    ``col_start`` int (w*h+1,), ``keep`` bool (spans,), or None to keep every span.
-
-    Counted in blocks of rows (`PAIR_BLOCK_COLUMNS` columns): whole-grid temporaries on a
-    large grid cost more than the counting (fresh memory on this kind of VM), and an estimate
-    should not cost what the stage it guards does."""
-    col_start = np.asarray(col_start, dtype=np.int64)
-    width, height = int(width), int(height)
-    cum = None
-    if keep is not None:
-        cum = np.zeros(len(keep) + 1, dtype=np.int64)
-        np.cumsum(keep, out=cum[1:])
-    rows_per_block = max(1, PAIR_BLOCK_COLUMNS // max(width, 1))
-    kept = across = along = 0
-    last_row = None
-    for first in range(0, height, rows_per_block):
-        end = min(height, first + rows_per_block)
-        bounds = col_start[first * width : end * width + 1]
-        if cum is not None:
-            bounds = cum[bounds]
-        grid = np.diff(bounds).reshape(end - first, width)
-        kept += int(grid.sum())
-        if width > 1:
-            across += int(np.einsum("ij,ij->", grid[:, 1:], grid[:, :-1]))
-        if end - first > 1:
-            along += int(np.einsum("ij,ij->", grid[1:], grid[:-1]))
-        if last_row is not None:
-            along += int(last_row @ grid[0])
-        last_row = grid[-1]
-    return kept, max(across, along)
-
-
 def _held(columns: int, solid_spans: int) -> int:
     return columns * HELD_BYTES_PER_COLUMN + solid_spans * HELD_BYTES_PER_SOLID_SPAN
 
 
-def _compact(
-    columns: int, solid_spans: int, open_spans: int, pairs: int, inputs: int = 0
-) -> StageEstimate:
+def _compact(columns: int, solid_spans: int, open_spans: int, inputs: int = 0) -> StageEstimate:
+    from .compact import LINK_CHUNK_SPANS, LINK_WORKERS
+
+    in_flight = min(open_spans, LINK_WORKERS * LINK_CHUNK_SPANS)
     total = (
         RUNTIME_BYTES
         + STAGE_FIXED_BYTES
@@ -365,22 +342,16 @@ def _compact(
         + _held(columns, solid_spans)
         + columns * COMPACT_BYTES_PER_COLUMN
         + open_spans * COMPACT_BYTES_PER_SPAN
-        + pairs * COMPACT_BYTES_PER_PAIR
+        + 4 * in_flight * COMPACT_BYTES_PER_CHUNK_LINK
     )
-    drivers = (
-        f"{columns:,} columns, {open_spans:,} walkable spans, {pairs:,} neighbour pairs "
-        "(spans times the spans of a neighbouring column)"
-    )
-    return StageEstimate("compact", total, drivers)
+    return StageEstimate("compact", total, f"{columns:,} columns, {open_spans:,} walkable spans")
 
 
 def estimate_compact(hf, inputs: int = 0) -> StageEstimate:
-    """The compact stage's peak: walkable spans and, per direction, the (span, span of the
-    neighbour column) pairs it tests (the largest direction's count)."""
-    width, height = int(hf.width), int(hf.height)
-    walkable = np.asarray(hf.area) != 0
-    spans, pairs = neighbour_pairs(hf.col_start, walkable, width, height)
-    return _compact(width * height, int(hf.span_count), spans, pairs, inputs)
+    """The compact stage's peak on the solid heightfield ``hf``: its walkable spans, and the
+    link chunks in flight."""
+    spans = int(np.count_nonzero(np.asarray(hf.area) != 0))
+    return _compact(int(hf.width) * int(hf.height), int(hf.span_count), spans, inputs)
 
 
 def _open_stage(
@@ -561,6 +532,14 @@ def check(
             * estimate.sparse
         )
     )
+
+
+def check_more(stage: str, extra: int, drivers: str, *, config: NavConfig, record: dict) -> None:
+    """`check` stage ``stage`` once more, while it runs: its estimate in ``record`` (stage
+    name -> bytes, as `check` fills it) plus ``extra`` bytes it has just learnt it needs,
+    ``drivers`` saying what they are. Records the sum. [Units: bytes]"""
+    base = int(record.get(stage, RUNTIME_BYTES))
+    check(StageEstimate(stage, base + int(extra), drivers), config, record=record)
 
 
 def check_bake(

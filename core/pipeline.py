@@ -528,6 +528,8 @@ def open_stages(
     result.area_initial = chf.area.copy()
     for name in ("erode", "distance", "regions", "contours"):
         guard(memory.estimate_open_stage(name, chf, solid, inputs))
+    # The regions' floor sets are sized once the regions are known.
+    ctx.memory_check = functools.partial(memory.check_more, config=config, record=estimates)
     with ctx.stage("erode"):
         if erosion_distance is None:
             chf.area = erode_walkable_area(chf, derived.walkable_radius, ctx=ctx)

@@ -35,6 +35,7 @@ from .arrays import lowest_labels, select
 from .compact import BORDER_REG, CompactHeightfield, all_of_4, any_of_4, per_direction, rows_of
 from .context import BuildContext
 from .errors import VoxNavError
+from .memory import REGIONS_BYTES_PER_FLOOR_PAIR
 
 NULL_AREA = 0
 #: Number of level stacks and distance levels per stack (Recast: NB_STACKS, loglevelsPerStack).
@@ -880,10 +881,15 @@ def _replace_neighbour(r: _Region, old: int, new: int):
         _remove_adjacent(cons)
 
 
+#: Pairs of spans sharing a column reduced to their region pairs at once (`_floor_pairs`).
+FLOOR_PAIR_CHUNK = 1 << 18
+
+
 def _same_column_pairs(chf: CompactHeightfield):
-    """int64 (p,) a, b: every ordered pair of spans in one column (a == b included), for
-    columns holding more than one span (few: only those columns are read). Read-only: kept
-    per span layout (`layout_cached`)."""
+    """(a, b), each (p,): every pair of spans a < b in one column, for columns holding more
+    than one span (few: only those columns are read); int32 where the span ids fit. Read-only:
+    kept per span layout (`layout_cached`), so c (c - 1) / 2 pairs for a column of c spans (30
+    floors stacked: 435 a column) are held as 8 bytes each."""
     return layout_cached(chf, "same-column pairs", lambda: _column_pairs(chf))
 
 
@@ -900,27 +906,60 @@ def _column_pairs(chf: CompactHeightfield):
     firsts = np.flatnonzero(opens)
     multi = sx[firsts].astype(np.int64) + sy[firsts].astype(np.int64) * int(chf.width)
     per_col = start[multi + 1] - start[multi]
-    # Spans of the multi-span columns with their column's first span, each repeated once
-    # per span of its column.
+    # Every span of the multi-span columns, and how many spans of its column follow it.
     column_first = np.repeat(start[multi], per_col)
-    spans = column_first + np.arange(column_first.shape[0])
-    spans -= np.repeat(np.cumsum(per_col) - per_col, per_col)
-    rep = np.repeat(per_col, per_col)
-    a = np.repeat(spans, rep)
-    offs = np.arange(a.shape[0]) - np.repeat(np.cumsum(rep) - rep, rep)
-    b = np.repeat(column_first, rep) + offs
+    below = np.arange(column_first.shape[0]) - np.repeat(np.cumsum(per_col) - per_col, per_col)
+    spans = column_first + below
+    above = np.repeat(per_col, per_col) - 1 - below
+    index = np.int32 if int(start[-1]) < 2**31 else np.int64
+    a = np.repeat(spans.astype(index), above)
+    b = np.arange(a.shape[0], dtype=np.int64) - np.repeat(np.cumsum(above) - above, above)
+    b += a
+    b += 1
+    b = b.astype(index)
     a.flags.writeable = b.flags.writeable = False
     return a, b
 
 
-def _unique_pairs(ra: np.ndarray, rb: np.ndarray) -> list[tuple[int, int]]:
-    """The distinct (ra, rb) pairs of two region id arrays (ids below 2**31), sorted."""
-    key = np.unique(ra.astype(np.int64) << 32 | rb.astype(np.int64))
-    return list(zip((key >> 32).tolist(), (key & 0xFFFFFFFF).tolist(), strict=True))
+def _add_floors(
+    regs: list[_Region], chf: CompactHeightfield, r_: np.ndarray, keep_of, ctx=None
+) -> np.ndarray:
+    """Add to each region's ``floors`` the regions of the spans sharing a column with its
+    spans (`_same_column_pairs`, both ways round) where ``keep_of(ra, rb)`` (bool per pair of
+    the spans' regions ``r_``) keeps the pair, each region's in ascending order. Returns the
+    regions paired with themselves (int64, sorted: two spans of one column). ``ctx``'s
+    ``memory_check`` (if any) is asked for the floor sets before they are filled.
+
+    The pairs are reduced to their distinct region pairs in chunks, and each region's floors
+    added at once: a tall stack's span pairs are many (30 floors on 10k columns: 4.4 M) and
+    their region pairs few, and no Python object is made per pair but the sets' own."""
+    a, b = _same_column_pairs(chf)
+    found = [np.zeros(0, dtype=np.int64)]
+    for lo in range(0, a.shape[0], FLOOR_PAIR_CHUNK):
+        ra = r_[a[lo : lo + FLOOR_PAIR_CHUNK]].astype(np.int64)
+        rb = r_[b[lo : lo + FLOOR_PAIR_CHUNK]].astype(np.int64)
+        keep = keep_of(ra, rb)
+        ra, rb = ra[keep], rb[keep]
+        found.append(np.unique(np.concatenate([ra << 32 | rb, rb << 32 | ra])))
+    key = np.unique(np.concatenate(found))
+    del found
+    if ctx is not None and ctx.memory_check is not None and key.shape[0]:
+        ctx.memory_check(
+            "regions",
+            key.shape[0] * REGIONS_BYTES_PER_FLOOR_PAIR,
+            f"{key.shape[0] // 2:,} pairs of regions sharing a grid column (floors stacked "
+            f"over {chf.width:,} x {chf.height:,} columns)",
+        )
+    region, floor = key >> 32, key & 0xFFFFFFFF
+    firsts = np.flatnonzero(np.diff(region, prepend=-1))
+    ends = np.append(firsts[1:], key.shape[0])[: firsts.shape[0]]
+    for at, lo, hi in zip(region[firsts].tolist(), firsts.tolist(), ends.tolist(), strict=True):
+        regs[at].floors.update(floor[lo:hi].tolist())
+    return region[region == floor]
 
 
 def _merge_and_filter(
-    chf, g: _Graph | _Links, reg, max_region_id: int, min_area: int, merge_area: int
+    chf, g: _Graph | _Links, reg, max_region_id: int, min_area: int, merge_area: int, ctx=None
 ):
     """Recast's mergeAndFilterRegions; rewrites ``reg`` in place, returns (max id, overlaps)."""
     n = g.n
@@ -933,13 +972,11 @@ def _merge_and_filter(
         regs[i].span_count = int(counts[i])
 
     # Floors: other spans of the same column (overlap when it is the same region).
-    a, b = _same_column_pairs(chf)
-    if a.shape[0]:
-        keep = (a != b) & valid[a] & valid[b]
-        for ra, rb in _unique_pairs(r_[a[keep]], r_[b[keep]]):
-            regs[ra].floors.add(rb)
-            if ra == rb:
-                regs[ra].overlap = True
+    def both_valid(ra, rb):
+        return (ra > 0) & (ra < nreg) & (rb > 0) & (rb < nreg)
+
+    for i in _add_floors(regs, chf, r_, both_valid, ctx).tolist():
+        regs[i].overlap = True
 
     # Connections: walk the contour from each region's first span in raster order.
     present = np.nonzero(counts)[0]
@@ -1131,7 +1168,7 @@ def build_regions(
 def _merged_regions(chf, g: _Graph | _Links, reg, rid: int, min_area: int, merge_area: int, ctx):
     """`build_regions` after the watershed (``rid``: the next free id): merged, filtered and
     renumbered regions (reg uint16 (n,), max_regions), the overlap warning in ``ctx``."""
-    max_regions, overlaps = _merge_and_filter(chf, g, reg, rid, min_area, merge_area)
+    max_regions, overlaps = _merge_and_filter(chf, g, reg, rid, min_area, merge_area, ctx)
     if overlaps and ctx is not None:
         ctx.warn(
             f"watershed regions: {len(overlaps)} regions overlap another region in the same "
@@ -1514,7 +1551,7 @@ def _warn_column_overlaps(name: str, chf: CompactHeightfield, reg, ctx) -> None:
         return
     a, b = _same_column_pairs(chf)
     r = reg[: chf.span_count]
-    twice = (a != b) & (r[a] == r[b]) & (r[a] != 0) & ((r[a] & BORDER_REG) == 0)
+    twice = (r[a] == r[b]) & (r[a] != 0) & ((r[a] & BORDER_REG) == 0)
     if not twice.any():
         return
     count = int(np.unique(r[a[twice]]).shape[0])
@@ -1579,14 +1616,14 @@ def build_regions_monotone(
     _warn_flagged_sweep_ids("monotone", reg[:n], painted, nid, ctx)
     if progress is not None:
         progress(0.5, "regions: sweep")
-    max_regions, _ = _merge_and_filter(chf, g, reg, nid, min_area, merge_area)
+    max_regions, _ = _merge_and_filter(chf, g, reg, nid, min_area, merge_area, ctx)
     _warn_column_overlaps("monotone", chf, reg, ctx)
     if progress is not None:
         progress(1.0, "regions: done")
     return reg[:n].astype(np.uint16), int(max_regions)
 
 
-def _merge_layer_regions(chf, g: _Graph, reg, max_region_id: int, min_area: int):
+def _merge_layer_regions(chf, g: _Graph, reg, max_region_id: int, min_area: int, ctx=None):
     """Recast's mergeAndFilterLayerRegions; rewrites ``reg`` in place, returns the max id."""
     n = g.n
     nreg = max_region_id + 1
@@ -1619,12 +1656,12 @@ def _merge_layer_regions(chf, g: _Graph, reg, max_region_id: int, min_area: int)
         first.sort()
         for a, b in zip(src[first].tolist(), dst[first].tolist(), strict=True):
             regs[a].connections.append(b)
+
     # Floors: distinct regions sharing a column.
-    a, b = _same_column_pairs(chf)
-    if a.shape[0]:
-        keep = valid[a] & valid[b] & (r_[a] != r_[b])
-        for ra, rb in _unique_pairs(r_[a[keep]], r_[b[keep]]):
-            regs[ra].floors.add(rb)
+    def distinct_valid(ra, rb):
+        return (ra > 0) & (ra < nreg) & (rb > 0) & (rb < nreg) & (ra != rb)
+
+    _add_floors(regs, chf, r_, distinct_valid, ctx)
 
     span_count = counts.astype(np.int64).tolist()
     area_l = last_area.tolist()
@@ -1713,7 +1750,7 @@ def build_regions_layers(
     _warn_flagged_sweep_ids("layers", reg[:n], painted, nid, ctx)
     if progress is not None:
         progress(0.5, "regions: sweep")
-    max_regions = _merge_layer_regions(chf, g, reg, nid, min_area)
+    max_regions = _merge_layer_regions(chf, g, reg, nid, min_area, ctx)
     _warn_column_overlaps("layers", chf, reg, ctx)
     if progress is not None:
         progress(1.0, "regions: done")
