@@ -329,6 +329,19 @@ def _corrupt(path, exc: BaseException) -> VoxNavError:
     )
 
 
+class _Members:
+    """Every array of an open cache file but its metadata (`_meta` reads that), each
+    decompressed once: the digest and `_build` read the same arrays (they read the file twice
+    until 2026-11-27). ``files`` and ``[name]`` as `numpy.lib.npyio.NpzFile`'s."""
+
+    def __init__(self, z) -> None:
+        self.arrays = {name: z[name] for name in z.files if name != "meta"}
+        self.files = list(self.arrays)
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        return self.arrays[name]
+
+
 def _meta(z, path) -> dict:
     try:
         meta = json.loads(str(z["meta"][()]))
@@ -357,18 +370,18 @@ def load(path, *, key: str | None = None, obstacles: bool = True) -> TileCache:
                 f"the tile cache {os.fspath(path)} is stale: it was saved for another bake (the "
                 "scene's geometry, the settings or the tile size changed since); rebake"
             )
-        # Its arrays against the digest it was saved with (caches of older versions have
-        # none); a member that cannot be read is named by `_build` below, and so is a value
-        # it refuses, before an edit no check sees is.
-        edited = False
-        saved = meta.get("digest")
-        if saved is not None:
-            try:
-                edited = saved != _digest((n, z[n]) for n in z.files if n != "meta")
-            except _BUILD_ERRORS:
-                edited = False
         try:
-            cache = _build(meta, z, obstacles and not edited)
+            members = _Members(z)
+        except _BUILD_ERRORS as exc:  # a member that cannot be read
+            raise _corrupt(path, exc) from None
+        # Its arrays against the digest it was saved with (caches of older versions have
+        # none); a value `_build` refuses is named before an edit no check sees is.
+        saved = meta.get("digest")
+        edited = saved is not None and saved != _digest(
+            (name, members[name]) for name in members.files
+        )
+        try:
+            cache = _build(meta, members, obstacles and not edited)
         except VoxNavError as exc:  # values refused (a config or an obstacle out of range)
             raise VoxNavError(
                 f"the tile cache {os.fspath(path)} cannot be used: {exc} (if the file was "

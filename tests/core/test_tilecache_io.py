@@ -302,3 +302,20 @@ def test_an_edited_compact_heightfield_is_refused_and_an_older_cache_still_loads
             tilecache_io.load(tmp_path / "bad.npz")
     _resaved(path, tmp_path / "old.npz", older)
     _assert_same_cache(tilecache_io.load(tmp_path / "old.npz"), tilecache_io.load(path))
+
+
+def test_each_member_is_read_once(cache, tmp_path, monkeypatch):
+    """The digest check read every array of the file, then the cache was built from a second
+    read: a large cache was decompressed twice."""
+    path = tilecache_io.save(cache, tmp_path / "c.npz", key="k")
+    reads: dict[str, int] = {}
+    original = np.lib.npyio.NpzFile.__getitem__
+
+    def counting(self, name):
+        reads[name] = reads.get(name, 0) + 1
+        return original(self, name)
+
+    monkeypatch.setattr(np.lib.npyio.NpzFile, "__getitem__", counting)
+    loaded = tilecache_io.load(path, key="k")
+    _assert_same_cache(loaded, cache)
+    assert reads and max(reads.values()) == 1, {k: v for k, v in reads.items() if v > 1}
