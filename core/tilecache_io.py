@@ -466,6 +466,27 @@ def _check_compact(chf: CompactHeightfield, grid: TileGrid, config: NavConfig, k
         raise bad("an area id or layer index above 63")
 
 
+def _check_cropped(chf: CompactHeightfield, grid: TileGrid, config: NavConfig, key) -> None:
+    """Refuse a tile with spans outside the build volume's explicit bounds (``bounds_max``
+    set): caches saved before 2026-11-27 kept the last tile row and column at their full
+    width (`core.tiles.TileJob.columns`), and an obstacle's rebuild there would differ from
+    the bake."""
+    if config.bounds_max is None or not np.asarray(chf.y).shape[0]:
+        return
+    x = np.asarray(chf.span_x, dtype=np.int64) + key[0] * grid.tile_size - grid.border_size
+    y = np.asarray(chf.span_y, dtype=np.int64) + key[1] * grid.tile_size - grid.border_size
+    if (
+        int(x.min()) < 0
+        or int(y.min()) < 0
+        or int(x.max()) >= grid.width
+        or (int(y.max()) >= grid.height)
+    ):
+        raise VoxNavError(
+            f"tile {key} reaches past the build volume's bounds: the cache was saved by an "
+            "older VoxNav that did not crop tiles to bounds_min/bounds_max; rebake"
+        )
+
+
 def _build(meta: dict, z, with_obstacles: bool) -> TileCache:
     config_values: dict[str, Any] = {
         k: tuple(v) if isinstance(v, list) else v for k, v in meta["config"].items()
@@ -482,6 +503,7 @@ def _build(meta: dict, z, with_obstacles: bool) -> TileCache:
             raise VoxNavError(f"tile {k} lies outside its {grid.tiles_w} x {grid.tiles_h} grid")
         compact[k] = unpacker.take(CompactHeightfield, "compact", entry["compact"])
         _check_compact(compact[k], grid, config, k)
+        _check_cropped(compact[k], grid, config, k)
         result = entry.get("result")
         if result is None:
             continue

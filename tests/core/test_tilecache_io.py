@@ -18,7 +18,15 @@ from core import tilecache_io
 from core.errors import VoxNavError
 from core.tilecache import TileCache
 
-from .test_tilecache import _assert_equals_full_bake, _floor_point, _links, _same, built, scene
+from .test_tilecache import (
+    TILE,
+    _assert_equals_full_bake,
+    _floor_point,
+    _links,
+    _same,
+    built,
+    scene,
+)
 
 __all__ = ["built", "scene"]  # the module fixtures, shared with test_tilecache
 
@@ -319,3 +327,17 @@ def test_each_member_is_read_once(cache, tmp_path, monkeypatch):
     loaded = tilecache_io.load(path, key="k")
     _assert_same_cache(loaded, cache)
     assert reads and max(reads.values()) == 1, {k: v for k, v in reads.items() if v > 1}
+
+
+def test_a_cache_of_uncropped_tiles_is_refused(scene, tmp_path, monkeypatch):
+    """Caches saved before bounded tiled bakes were cropped to the bounds held the last tile
+    column and row at full width, and loaded as if they were the bake's."""
+    from core import tiles
+
+    verts, tris, config = scene
+    monkeypatch.setattr(tiles, "_cropped", lambda hf, *columns: hf)  # as before the fix
+    old = TileCache.build(verts, tris, config, TILE, workers=1)
+    monkeypatch.undo()
+    path = tilecache_io.save(old, tmp_path / "old.npz", key="k")
+    with pytest.raises(VoxNavError, match=r"reaches past the build volume's bounds.*older"):
+        tilecache_io.load(path, key="k")
