@@ -159,18 +159,25 @@ def parse_agent_spec(text: str, base: NavConfig | None = None) -> AgentType:
 
 def check_agents(agents, base: NavConfig) -> list[tuple[AgentType, NavConfig]]:
     """Each agent with its validated config; `VoxNavError` for an empty list, a bad agent or
-    two agents of the same name."""
+    two agents of the same name (or names differing only in letter case)."""
     agents = list(agents)
     if not agents:
         raise VoxNavError("give at least one agent")
-    seen: set[str] = set()
+    seen: dict[str, str] = {}  # by the name in lower case: file names on Windows and macOS
     out = []
     for agent in agents:
         if not isinstance(agent, AgentType):
             raise VoxNavError(f"agents must be AgentType values, got {type(agent).__name__}")
-        if agent.name in seen:
+        other = seen.get(agent.name.lower())
+        if other == agent.name:
             raise VoxNavError(f"two agents are named {agent.name!r}: give every agent its own name")
-        seen.add(agent.name)
+        if other is not None:
+            raise VoxNavError(
+                f"agents {other!r} and {agent.name!r} differ only in letter case: their files "
+                f"({agent_output('navmesh.obj', other)}, {agent_output('navmesh.obj', agent.name)}"
+                ") would be one file on Windows and macOS disks; rename one"
+            )
+        seen[agent.name.lower()] = agent.name
         config = agent.config(base)
         try:  # the agent's own fields against Recast's 8-bit limits, before any stage runs
             limits.check_agent_fields(config, config.derived(), None)

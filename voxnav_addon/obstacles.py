@@ -29,7 +29,9 @@ one of them cannot be loaded, none is.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import glob
 import hashlib
 import json
 import math
@@ -664,12 +666,29 @@ def save_cache(scene, live_tiles: LiveTiles, blend_path: str | None = None) -> s
     """Save the scene's tile cache under its key in the user folder and beside the .blend
     (or ``blend_path``); returns "" or the reason a file could not be written (the bake
     stands either way)."""
+    _remove_stale_sidecars(scene, blend_path, set(live_tiles.agents))
     if live_tiles.agents:  # every agent's cache, each under its own key and file name
         problems = [
             _save_one(scene, each, blend_path, name) for name, each in live_tiles.agents.items()
         ]
         return "; ".join(p for p in problems if p)
     return _save_one(scene, live_tiles, blend_path)
+
+
+def _remove_stale_sidecars(scene, blend_path: str | None, agents: set[str]) -> None:
+    """Delete the agent tile caches beside the .blend (``...SCENE@AGENT.npz``) of agents not
+    in ``agents`` (the rows removed since their bake): nothing reads them again, and each can
+    be hundreds of MB. Files of older VoxNav versions (``...SCENE.AGENT.npz``) are left: their
+    names cannot be told from another scene's."""
+    own = sidecar_path(scene, blend_path) if SIDECAR[0] else None
+    if own is None:
+        return
+    stem = own[: -len(".npz")] + "@"
+    keep = {sidecar_path(scene, blend_path, name) for name in agents}
+    for path in glob.glob(glob.escape(stem) + "*.npz"):
+        if path not in keep:
+            with contextlib.suppress(OSError):  # gone already, or read-only: it stays
+                os.remove(path)
 
 
 def _save_one(scene, live_tiles: LiveTiles, blend_path: str | None, agent: str = "") -> str:

@@ -87,14 +87,19 @@ def test_two_agents_give_two_overlays(bpy, ext):
 
 @pytest.mark.parametrize("tile_size", [0, 16])
 @pytest.mark.parametrize(
-    ("name", "needle"), [("bad name", "agent name"), ("dup", "two agents are named")]
+    ("name", "needle"),
+    [
+        ("bad name", "agent name"),
+        ("dup", "two agents are named"),
+        ("Dup", "differ only in letter case"),  # the second row is "dup"
+    ],
 )
 def test_bad_agent_rows_report_an_error(bpy, ext, name, needle, tile_size):
     box(bpy, "Floor", (-6, -6, -0.5), (6, 6, 0))
     bpy.context.scene.voxnav.tile_size = tile_size
     _add_agent(bpy, name, 0.3)
-    if name == "dup":
-        _add_agent(bpy, name, 0.6)
+    if name.lower() == "dup":
+        _add_agent(bpy, "dup", 0.6)
     with pytest.raises(RuntimeError, match=needle):
         bpy.ops.voxnav.build_navmesh()
 

@@ -298,6 +298,37 @@ def test_agent_rows_tile_caches_are_saved_and_reopen_without_a_rebake(
     assert "agent 'large'" in scene.voxnav.obstacle_status
 
 
+def test_a_removed_agent_rows_tile_cache_is_deleted_at_the_next_bake(bpy, ext, tmp_path):
+    """Its file beside the .blend stayed for ever (nothing reads it again). Another scene's
+    agent files, and a file of an older VoxNav, stay."""
+    box(bpy, "Floor", (-12, -12, -0.5), (12, 12, 0))
+    scene = bpy.context.scene
+    for name, radius in (("small", 0.3), ("large", 0.9)):
+        assert bpy.ops.voxnav.agent_add() == {"FINISHED"}
+        row = scene.voxnav.agents[-1]
+        row.name, row.radius = name, radius
+    scene.voxnav.tile_size = 16
+    blend = tmp_path / "level.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(blend))
+    assert bpy.ops.voxnav.build_navmesh() == {"FINISHED"}
+    files = {name: tmp_path / f"level.voxnav-tiles.Scene@{name}.npz" for name in ("small", "large")}
+    assert all(path.is_file() for path in files.values())
+    others = [
+        tmp_path / "level.voxnav-tiles.Scene2@large.npz",
+        tmp_path / "level.voxnav-tiles.Scene.large.npz",
+    ]
+    for path in others:
+        path.write_bytes(files["large"].read_bytes())
+
+    scene.voxnav.agents.remove(1)  # "large"
+    assert bpy.ops.voxnav.build_navmesh() == {"FINISHED"}
+    assert files["small"].is_file() and not files["large"].exists()
+    assert all(path.is_file() for path in others)
+    scene.voxnav.agents.clear()  # one navmesh: no agent's file is read again
+    assert bpy.ops.voxnav.build_navmesh() == {"FINISHED"}
+    assert not files["small"].exists() and (tmp_path / "level.voxnav-tiles.Scene.npz").is_file()
+
+
 def test_scenes_whose_names_differ_in_other_characters_get_their_own_sidecars(bpy, ext, tmp_path):
     # "Level 1" and "Level_1" both wrote NAME.voxnav-tiles.Level_1.npz: the second tiled bake
     # overwrote the first's cache. Plain names keep their file name (saved files still load).

@@ -357,6 +357,8 @@ def test_empty_agent_warns_with_its_name(workers, monkeypatch):
     [
         ([], "at least one agent"),
         ([AgentType("a"), AgentType("a", radius=0.3)], "two agents are named 'a'"),
+        # navmesh_Tall.obj and navmesh_tall.obj: one file on Windows and macOS.
+        ([AgentType("Tall"), AgentType("tall", radius=0.3)], "'Tall' and 'tall' differ only"),
         ([AgentType("a", radius=math.nan)], "agent 'a': agent_radius"),
         ([AgentType("a", height=0.1)], "agent 'a': agent_height"),
         ([AgentType("a", max_slope=90.0)], "agent 'a': agent_max_slope"),
@@ -447,6 +449,7 @@ def test_cli_all_or_nothing_when_an_agent_is_empty(tmp_path, capsys):
         (["s:radius=0.3,wide=2"], "unknown key 'wide'"),
         (["s:radius=nan"], "agent_radius"),
         (["a:radius=0.3", "a:radius=0.6"], "two agents are named 'a'"),
+        (["a:radius=0.3", "A:radius=0.6"], "differ only in letter case"),
         (["a:height=0.1"], "agent_height"),
     ],
 )
