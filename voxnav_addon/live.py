@@ -30,6 +30,10 @@ HEIGHTS_NAME = "VoxNav Height Samples"
 VOXEL_PATH_NAME = "VoxNav Voxel Path"
 #: Scene custom property holding the last navmesh (Detour navmesh-set bytes, base64 text).
 NAVMESH_KEY = "voxnav_navmesh"
+#: What reading a damaged `NAVMESH_KEY` says (an edited or cut custom property).
+STORED_DAMAGED = (
+    "the navmesh stored in this file is damaged and cannot be read: Build Navmesh again"
+)
 #: Marks the path-test objects (so the handler and Clear find them by tag, not by name).
 PATH_TAG = "voxnav_path_test"
 PATH_COLOR = (1.0, 0.35, 0.05, 1.0)
@@ -149,11 +153,10 @@ def stored_navmesh_set(scene):
         return None
     try:
         data = base64.b64decode(text, validate=True)
-    except ValueError:
-        raise VoxNavError(
-            "the navmesh stored in this file is damaged: Build Navmesh again"
-        ) from None
-    return binio.navmesh_set_from_bytes(data, "the scene's stored navmesh")
+        return binio.navmesh_set_from_bytes(data, "the scene's stored navmesh")
+    except (ValueError, VoxNavError):
+        # Not the .bin reader's advice (export the navmesh again): the file keeps this one.
+        raise VoxNavError(STORED_DAMAGED) from None
 
 
 def navmesh_query(scene) -> Any:
@@ -169,12 +172,15 @@ def navmesh_query(scene) -> Any:
         return cached[1]
     nav_set = stored_navmesh_set(scene)
     assert nav_set is not None, "the text was checked above"
-    if len(nav_set.tiles) == 1:
-        query = NavMeshQuery(NavMesh.from_data(nav_set.tiles[0]))
-    else:  # a tiled bake: the tiles on their grid, linked across their borders
-        mesh = NavMesh(nav_set.params)
-        mesh.replace_tiles([], list(nav_set.tiles))
-        query = NavMeshQuery(mesh)
+    try:
+        if len(nav_set.tiles) == 1:
+            query = NavMeshQuery(NavMesh.from_data(nav_set.tiles[0]))
+        else:  # a tiled bake: the tiles on their grid, linked across their borders
+            mesh = NavMesh(nav_set.params)
+            mesh.replace_tiles([], list(nav_set.tiles))
+            query = NavMeshQuery(mesh)
+    except VoxNavError:
+        raise VoxNavError(STORED_DAMAGED) from None
     _QUERIES[scene.session_uid] = (text, query)
     return query
 

@@ -275,3 +275,24 @@ def test_path_tools_wait_for_object_mode(bpy, ext):
     finally:
         bpy.ops.object.mode_set(mode="OBJECT")
     assert _path_points(bpy.data.objects[live.HEIGHTS_NAME]).shape[0] == live.HEIGHT_SAMPLES
+
+
+@pytest.mark.parametrize(
+    "stored", [b"MSET" + bytes(8), b"MSET" + bytes(2000), b"not a navmesh", "%%% not base64"]
+)
+def test_a_damaged_stored_navmesh_says_to_build_again(bpy, ext, stored):
+    """An edited or cut stored navmesh was reported with the .bin reader's advice ("export
+    the navmesh again as Detour .bin"), which the file's navmesh is not."""
+    import base64
+
+    live = _live(ext)
+    bpy.ops.mesh.primitive_plane_add(size=10)
+    assert bpy.ops.voxnav.build_navmesh() == {"FINISHED"}
+    assert bpy.ops.voxnav.add_path_test() == {"FINISHED"}
+    scene = bpy.context.scene
+    text = stored if isinstance(stored, str) else base64.b64encode(stored).decode("ascii")
+    scene[live.NAVMESH_KEY] = text
+    report = live.update_path(scene)
+    assert report.status == live.STORED_DAMAGED
+    with pytest.raises(RuntimeError, match="damaged and cannot be read: Build Navmesh again"):
+        bpy.ops.voxnav.add_path_test()
