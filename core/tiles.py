@@ -471,6 +471,7 @@ def _link_window(job: TileJob, derived: DerivedConfig, ctx: BuildContext):
     if win is None:
         return None
     config = job.config
+    check_window_memory(win, config)
     areas = rasterize.mark_walkable_triangles(win.verts, win.tris, config.agent_max_slope)
     solid = rasterize.rasterize_triangles(
         win.verts, win.tris, areas, win.bmin, win.bmax, derived.cs, derived.ch, win.width,
@@ -484,6 +485,27 @@ def _link_window(job: TileJob, derived: DerivedConfig, ctx: BuildContext):
     core_min = np.asarray(win.core_min[:2], dtype=np.float64)
     core_max = np.asarray(win.core_max[:2], dtype=np.float64)
     return LinkWindow(solid, floor, core_min, core_max)
+
+
+#: The stages a link window runs (`_link_window`), as `memory.estimate_bake` names them.
+_WINDOW_STAGES = ("rasterize", "filters", "compact", "erode")
+
+
+def check_window_memory(win: LinkWindowInput, config: NavConfig) -> None:
+    """Refuse (`VoxNavError`) a tile's link window whose stages (rasterized, filtered,
+    compacted and eroded on the window's own grid: the tile and `window_reach` cells around
+    it) are predicted to exceed ``config.memory_limit``, as a tile's own are checked. A long
+    max_jump_distance makes the window far larger than its tile."""
+    estimates = memory.estimate_bake(win.verts, win.tris, win.bmin, win.bmax, config)
+    worst = max((e for e in estimates if e.stage in _WINDOW_STAGES), key=lambda e: e.bytes)
+    memory.check(
+        replace(worst, stage=f"automatic links' window ({worst.stage})"),
+        config,
+        advice=(
+            f"lower max_jump_distance (the window reaches {config.max_jump_distance:g} wu and "
+            "more past each tile) or tile_size"
+        ),
+    )
 
 
 def bake_tile_from_compact(

@@ -352,3 +352,18 @@ def test_automatic_links_are_estimated_and_checked():
     assert "raise link_spacing (now 0.01)" in str(refused.value)
     assert "use cell_size" not in str(refused.value)
     assert memory.estimate_links(0, 0, result.compact, 0).bytes < heavy
+
+
+def test_a_tiles_link_window_is_checked_before_it_is_rasterized():
+    """A tile's automatic links rasterize a window reaching max_jump_distance past the tile:
+    at 60 wu, 294 x 440 cells for a 32-cell tile, with no estimate of its own (the tile's
+    check passed at 100 MiB)."""
+    from core import tiles
+
+    verts, tris = read_obj(mesh_path("dungeon"))
+    config = NavConfig(auto_links=True, max_jump_distance=60.0, memory_limit=128 * MIB)
+    with pytest.raises(VoxNavError, match=r"automatic links' window.*lower max_jump_distance"):
+        tiles.bake_tiled(verts, tris, config, 32, workers=1)
+    # A short reach fits the same limit.
+    config = config.replace(max_jump_distance=3.5)
+    assert tiles.bake_tiled(verts, tris, config, 32, workers=1).tiles
