@@ -128,10 +128,14 @@ def _remove_object(obj) -> None:
 
 
 def remove_overlays(scene, keep: tuple[str, ...] = ()) -> None:
-    """Remove the agent overlays of ``scene`` whose agent is not in ``keep``."""
+    """Remove the agent overlays of ``scene`` whose agent is not in ``keep``, and those of
+    agents in ``keep`` not named as this version names them (`overlay_name`, `links_name`):
+    a file baked before long names were shortened kept its overlay beside the new one."""
     for obj in writeback.output_objects(scene):
         agent = obj.get(AGENT_TAG)
-        if agent is not None and agent not in keep:
+        if agent is None:
+            continue
+        if agent not in keep or obj.name not in (overlay_name(agent), links_name(agent)):
             _remove_object(obj)
 
 

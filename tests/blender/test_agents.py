@@ -86,6 +86,21 @@ def test_two_agents_give_two_overlays(bpy, ext):
 
 
 @pytest.mark.parametrize("tile_size", [0, 16])
+def test_an_older_files_overlay_of_an_agent_is_replaced_not_doubled(bpy, ext, tile_size):
+    """Files baked on Blender 5.x before long agent names were shortened hold that agent's
+    overlay under its whole name: the next bake added a second overlay beside it."""
+    agents = importlib.import_module(f"{ext.root.__name__}.voxnav_addon.agents")
+    box(bpy, "Floor", (-6, -6, -0.5), (6, 6, 0))
+    bpy.context.scene.voxnav.tile_size = tile_size
+    _add_agent(bpy, "small", 0.3)
+    assert bpy.ops.voxnav.build_navmesh() == {"FINISHED"}
+    bpy.data.objects[agents.overlay_name("small")].name = "VoxNav Navmesh small (older)"
+    assert bpy.ops.voxnav.build_navmesh() == {"FINISHED"}
+    tagged = [o.name for o in bpy.data.objects if o.get(agents.AGENT_TAG) == "small"]
+    assert tagged == [agents.overlay_name("small")]
+
+
+@pytest.mark.parametrize("tile_size", [0, 16])
 @pytest.mark.parametrize(
     ("name", "needle"),
     [
