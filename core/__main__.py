@@ -24,6 +24,10 @@ Outputs are checked before the bake and replace the old files only when all are 
 
 from __future__ import annotations
 
+# isort: off
+from . import _quiet_start  # noqa: F401  (first: a Ctrl-C during the imports below)
+
+# isort: on
 import argparse
 import contextlib
 import dataclasses

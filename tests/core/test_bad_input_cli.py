@@ -337,6 +337,37 @@ sys.exit(code)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["nav.bin"]
 
 
+def test_ctrl_c_while_the_command_starts_is_one_line(tmp_path):
+    """A Ctrl-C while NumPy and the core imported (before the command's own handling) printed
+    a KeyboardInterrupt traceback. Here the signal comes as NumPy's import starts, in a child
+    run as ``python -m core`` runs; importing `core.__main__` elsewhere keeps Python's own
+    handling (this test process's, too)."""
+    import signal
+    import subprocess
+    import sys
+
+    script = """
+import builtins, os, runpy, signal, sys
+plain = builtins.__import__
+def importing(name, *args, **kwargs):
+    if name == "numpy" and "numpy" not in sys.modules:
+        os.kill(os.getpid(), signal.SIGINT)
+    return plain(name, *args, **kwargs)
+builtins.__import__ = importing
+sys.argv = ["core", "--help"]
+runpy.run_module("core", run_name="__main__", alter_sys=True)
+"""
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=root, capture_output=True, text=True, timeout=60
+    )
+    assert (done.returncode, done.stderr) == (1, "voxnav: error: interrupted\n")
+    assert done.stdout == ""
+    import core.__main__  # noqa: F401
+
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
 @pytest.mark.parametrize(
     "extra",
     [["--cell-size", "abc"], ["--workers", "0"], ["--cellsize", "0.2"], ["--tile-size", "7.5"]],
