@@ -881,7 +881,7 @@ def _replace_neighbour(r: _Region, old: int, new: int):
         _remove_adjacent(cons)
 
 
-#: Pairs of spans sharing a column reduced to their region pairs at once (`_floor_pairs`).
+#: Pairs of spans sharing a column reduced to their region pairs at once (`_add_floors`).
 FLOOR_PAIR_CHUNK = 1 << 18
 
 
