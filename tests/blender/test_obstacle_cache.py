@@ -243,6 +243,15 @@ def test_modal_build_navmesh_steps_a_tile_per_event_and_esc_cancels(bpy, ext):
     _assert_same_tiles(_tiles_of(obstacles.CACHES[scene.session_uid]), _tiles_of(first))
 
 
+def _small_and_large_tiled(bpy, scene) -> None:
+    """Agent rows "small" (radius 0.3) and "large" (0.9), Tile Size 16."""
+    for name, radius in (("small", 0.3), ("large", 0.9)):
+        assert bpy.ops.voxnav.agent_add() == {"FINISHED"}
+        row = scene.voxnav.agents[-1]
+        row.name, row.radius = name, radius
+    scene.voxnav.tile_size = 16
+
+
 def test_agent_rows_tile_caches_are_saved_and_reopen_without_a_rebake(
     bpy, ext, tmp_path, monkeypatch
 ):
@@ -254,11 +263,7 @@ def test_agent_rows_tile_caches_are_saved_and_reopen_without_a_rebake(
     crate = box(bpy, "Crate", (-1, -1, 0), (1, 1, 2), location=(-7.0, -7.0, 0.0))
     crate.voxnav.dynamic_obstacle = True
     scene = bpy.context.scene
-    for name, radius in (("small", 0.3), ("large", 0.9)):
-        assert bpy.ops.voxnav.agent_add() == {"FINISHED"}
-        row = scene.voxnav.agents[-1]
-        row.name, row.radius = name, radius
-    scene.voxnav.tile_size = 16
+    _small_and_large_tiled(bpy, scene)
     assert bpy.ops.voxnav.build_navmesh() == {"FINISHED"}
     baked = {n: _tiles_of(lt) for n, lt in obstacles.CACHES[scene.session_uid].agents.items()}
     blend = tmp_path / "level.blend"
@@ -303,11 +308,7 @@ def test_a_removed_agent_rows_tile_cache_is_deleted_at_the_next_bake(bpy, ext, t
     agent files, and a file of an older VoxNav, stay."""
     box(bpy, "Floor", (-12, -12, -0.5), (12, 12, 0))
     scene = bpy.context.scene
-    for name, radius in (("small", 0.3), ("large", 0.9)):
-        assert bpy.ops.voxnav.agent_add() == {"FINISHED"}
-        row = scene.voxnav.agents[-1]
-        row.name, row.radius = name, radius
-    scene.voxnav.tile_size = 16
+    _small_and_large_tiled(bpy, scene)
     blend = tmp_path / "level.blend"
     bpy.ops.wm.save_as_mainfile(filepath=str(blend))
     assert bpy.ops.voxnav.build_navmesh() == {"FINISHED"}
