@@ -295,10 +295,17 @@ def redraw_voxels(scene) -> str:
 
 
 def write_result(scene, outcome: BakeOutcome, context=None) -> None:
-    """Voxels and overlay into the VoxNav collection (replacing the previous objects)."""
+    """Voxels and overlay into the VoxNav collection (replacing the previous objects).
+    Raises `VoxNavError`, with nothing replaced, for a navmesh Detour cannot hold."""
+    from . import live
+
     settings = scene.voxnav
     result = outcome.result
     hf = result.heightfield
+    pmesh = getattr(result, "polymesh", None)
+    # Detour's data first: its limits (65535 detail vertices a tile) refused the navmesh
+    # after the voxels and overlay were replaced, and Export then wrote the previous bake.
+    stored = live.navmesh_text(result) if pmesh is not None and pmesh.npolys > 0 else None
     # The overlay's arrays first, then anything is replaced: Voxelize's walkable surface is a
     # quad per walkable span (a 200 m plane at 0.05 m cells: 16 M quads, 7.7 GB and a crash
     # in Blender), at most `MAX_SURFACE_QUADS`.
@@ -319,11 +326,8 @@ def write_result(scene, outcome: BakeOutcome, context=None) -> None:
     writeback.write_links(scene, getattr(result, "offmesh_links", None), overlay_lift(hf.ch))
     writeback.apply_visibility(scene)
     writeback.use_material_colors(context, scene)
-    pmesh = getattr(result, "polymesh", None)
-    from . import live
-
-    if pmesh is not None and pmesh.npolys > 0:
-        live.store_navmesh(scene, result)
+    if stored is not None:
+        live.store_navmesh(scene, result, stored)
     else:  # Voxelize's walkable surface now shows: the Path Test must not walk the old navmesh
         live.forget_navmesh(scene)
     live.update_path(scene)

@@ -95,12 +95,19 @@ def _result_tile(result) -> Any:
     )
 
 
-def store_navmesh(scene, result) -> None:
-    """Keep the bake's navmesh in the scene (Detour's navmesh-set bytes) for path queries."""
+def navmesh_text(result) -> str:
+    """The text `store_navmesh` keeps of a bake's navmesh (Detour's navmesh-set bytes, base64).
+    Raises `VoxNavError` where Detour cannot hold it (a tile of more than 65535 detail
+    vertices, say): made before a bake replaces anything in the scene."""
     from ..core.nav import binio
 
-    tile = _result_tile(result)
-    scene[NAVMESH_KEY] = base64.b64encode(binio.navmesh_set_bytes([tile])).decode("ascii")
+    return base64.b64encode(binio.navmesh_set_bytes([_result_tile(result)])).decode("ascii")
+
+
+def store_navmesh(scene, result, text: str | None = None) -> None:
+    """Keep the bake's navmesh in the scene for path queries: ``text`` (`navmesh_text` of
+    ``result``, made already) or made here."""
+    scene[NAVMESH_KEY] = navmesh_text(result) if text is None else text
     _QUERIES.pop(scene.session_uid, None)
 
 

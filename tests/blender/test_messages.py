@@ -264,3 +264,27 @@ def test_path_length_follows_a_chosen_length_unit(bpy, ext):
     assert live.scene_units_text(bpy.context.scene, 0.3048) == "1.00 ft"
     units.length_unit = "ADAPTIVE"
     assert live.scene_units_text(bpy.context.scene, 0.3048).strip() != ""
+
+
+def test_a_navmesh_detour_cannot_hold_replaces_nothing(bpy, ext, monkeypatch):
+    """Detour's limits (65535 detail vertices a tile: a 180 m terrain at a fine detail) were
+    met after the voxels and overlay were replaced: the viewport showed the refused bake
+    while the figures, the Path Test and Export kept the previous one."""
+    live = importlib.import_module(f"{ext.root.__name__}.voxnav_addon.live")
+    quad(bpy, "Floor")
+    assert bpy.ops.voxnav.build_navmesh() == {"FINISHED"}
+    scene = bpy.context.scene
+    shown = {o.name: len(o.data.vertices) for o in ext.writeback.output_objects(scene)}
+    stored, token = scene[live.NAVMESH_KEY], scene.voxnav.bake_token
+
+    def too_large(result):
+        raise ext.root.core.errors.VoxNavError(
+            "a Detour tile holds at most 65535 detail vertices, this one needs 77969"
+        )
+
+    monkeypatch.setattr(live, "_result_tile", too_large)
+    quad(bpy, "Upper", size=30.0, z=3.0)
+    with pytest.raises(RuntimeError, match="65535 detail vertices"):
+        bpy.ops.voxnav.build_navmesh()
+    assert {o.name: len(o.data.vertices) for o in ext.writeback.output_objects(scene)} == shown
+    assert (scene[live.NAVMESH_KEY], scene.voxnav.bake_token) == (stored, token)
