@@ -303,7 +303,7 @@ def _wanted(inst, source: str, allowed: set | None, view_layer) -> tuple[bool, A
         return False, owner_orig
     if source == "SELECTED" and not owner_orig.select_get(view_layer=view_layer):
         return False, owner_orig
-    if allowed is not None and owner_orig.name not in allowed:
+    if allowed is not None and owner_orig.as_pointer() not in allowed:
         return False, owner_orig
     return True, owner_orig
 
@@ -324,12 +324,12 @@ def gather(context, source: str = "VISIBLE", collection=None) -> Gathered:
     depsgraph = context.evaluated_depsgraph_get()
     view_layer = context.view_layer
     allowed: set | None = None
-    if source == "COLLECTION":
-        allowed = set() if collection is None else {o.name for o in collection.all_objects}
+    if source == "COLLECTION":  # by identity: a library's object may share a local one's name
+        allowed = set() if collection is None else {o.as_pointer() for o in collection.all_objects}
 
     cache: dict = {}
     sources: list[str] = []
-    source_index: dict[str, int] = {}
+    source_index: dict[int, int] = {}  # by identity, as ``allowed``
     parts_v: list[np.ndarray] = []
     parts_t: list[np.ndarray] = []
     parts_s: list[np.ndarray] = []
@@ -353,17 +353,18 @@ def gather(context, source: str = "VISIBLE", collection=None) -> Gathered:
         world += matrix[:3, 3]
         if np.linalg.det(matrix[:3, :3]) < 0:
             tri = tri[:, ::-1]
-        name = owner.name
+        name = owner.name_full  # "Floor [lib.blend]" for a library's object
         with np.errstate(over="ignore", invalid="ignore"):
             placed = world.astype(np.float32)
         if not np.isfinite(placed).all():  # named here: the core knows vertex numbers only
             bad_objects.append(name)
         parts_v.append(placed)
         parts_t.append(tri + offset if offset else tri.copy())
-        if name not in source_index:
-            source_index[name] = len(sources)
+        key = owner.as_pointer()
+        if key not in source_index:
+            source_index[key] = len(sources)
             sources.append(name)
-        parts_s.append(np.full(tri.shape[0], source_index[name], dtype=np.int32))
+        parts_s.append(np.full(tri.shape[0], source_index[key], dtype=np.int32))
         offset += co.shape[0]
         instances += 1
 

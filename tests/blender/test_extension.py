@@ -97,6 +97,29 @@ def test_gather_handles_modifiers_instances_negative_scale_and_hidden(bpy, ext):
     assert ext.gather.gather(bpy.context, "COLLECTION", src).sources == []
 
 
+def test_collection_source_tells_a_library_object_from_a_local_one_of_its_name(bpy, ext, tmp_path):
+    """Geometry = Collection picked objects by name: a library's "Floor" linked into the
+    scene was baked with the chosen collection's own "Floor" (and the other way round)."""
+    shelf = bpy.data.collections.new("SetPiece")
+    bpy.context.scene.collection.children.link(shelf)
+    box(bpy, "Floor", (45, -5, -0.5), (55, 5, 0), collection=shelf)
+    bpy.ops.wm.save_as_mainfile(filepath=str(tmp_path / "lib.blend"))
+    bpy.ops.wm.read_homefile(use_empty=True)
+    level = bpy.data.collections.new("Level")
+    bpy.context.scene.collection.children.link(level)
+    box(bpy, "Floor", (-5, -5, -0.5), (5, 5, 0), collection=level)
+    with bpy.data.libraries.load(str(tmp_path / "lib.blend"), link=True) as (_src, dst):
+        dst.collections = ["SetPiece"]
+    linked = dst.collections[0]
+    bpy.context.scene.collection.children.link(linked)
+    for collection, (lo, hi), name in ((level, (-5, 5), "Floor"),
+                                       (linked, (45, 55), "Floor [lib.blend]")):  # fmt: skip
+        g = ext.gather.gather(bpy.context, "COLLECTION", collection)
+        assert g.sources == [name] and g.tris.shape[0] == 12
+        assert (g.verts[:, 0].min(), g.verts[:, 0].max()) == (lo, hi)
+    assert ext.gather.gather(bpy.context, "VISIBLE").sources == ["Floor", "Floor [lib.blend]"]
+
+
 def test_gather_leaves_out_an_instancer_not_shown_in_the_viewport(bpy, ext):
     """A particle emitter with "Show Instancer: Viewport" off: the depsgraph still yields it
     (for its particles) but does not draw it; its mesh was baked as a floor all the same."""
