@@ -112,6 +112,27 @@ def _box_corners(lo, hi) -> np.ndarray:
     )
 
 
+#: Object types a collection instance shows with a shape of their own (`_instanced_points`).
+SHAPED_TYPES = frozenset(
+    {"MESH", "CURVE", "CURVES", "SURFACE", "META", "FONT", "POINTCLOUD", "VOLUME"}
+)
+
+
+def _instanced_members(collection) -> list:
+    """The objects a collection instance of ``collection`` shows: its objects and its child
+    collections', each once, without those disabled in viewports (an object's or a child
+    collection's "Disable in Viewports": Blender does not instance them)."""
+    seen: dict[int, Any] = {}
+    pending = [collection]
+    while pending:
+        each = pending.pop()
+        for obj in each.objects:
+            if not obj.hide_viewport:
+                seen.setdefault(obj.as_pointer(), obj)
+        pending += [child for child in each.children if not child.hide_viewport]
+    return list(seen.values())
+
+
 def _instanced_points(collection, to_local: np.ndarray, depsgraph, depth: int) -> list:
     """Bounding-box corners (float64 (8, 3) each) of what ``collection`` holds, nested
     collection instances included, in the frame ``to_local`` (4x4) maps its space to."""
@@ -119,12 +140,14 @@ def _instanced_points(collection, to_local: np.ndarray, depsgraph, depth: int) -
     offset[:3, 3] = -np.array(tuple(collection.instance_offset), dtype=np.float64)
     to_local = to_local @ offset
     points = []
-    for member in collection.all_objects:
+    for member in _instanced_members(collection):
         placed = to_local @ np.array(member.matrix_world, dtype=np.float64)
         nested = member.instance_collection if member.instance_type == "COLLECTION" else None
         if member.type == "EMPTY":
             if nested is not None and depth < MAX_INSTANCE_DEPTH:
                 points += _instanced_points(nested, placed, depsgraph, depth + 1)
+            continue
+        if member.type not in SHAPED_TYPES:  # a light or camera: no shape, its box is zeros
             continue
         evaluated = member.evaluated_get(depsgraph) if depsgraph is not None else member
         corners = np.array([tuple(c) for c in evaluated.bound_box], dtype=np.float64)

@@ -193,6 +193,25 @@ def test_empties_as_obstacles_and_area_volumes_take_what_they_instance_or_their_
     ((lo, hi, area),) = gather.area_volumes(bpy.context)
     assert np.allclose(lo, [-1.5, -7.5, -1.5]) and np.allclose(hi, [1.5, -4.5, 1.5])
 
+    # What the instance does not show stays out of its box: a light and a camera (their
+    # boxes are eight zeros at their origins), an object and a child collection disabled in
+    # viewports (not instanced). They widened a 2 m crate's box to 13 m.
+    lamp = bpy.data.objects.new("Lamp", bpy.data.lights.new("Lamp", "POINT"))
+    camera = bpy.data.objects.new("Camera", bpy.data.cameras.new("Camera"))
+    lamp.location, camera.location = (7.0, 0.0, 3.0), (0.0, -6.0, 2.0)
+    hidden = box(bpy, "Hidden", (-8, 0, 0), (-7, 1, 1), collection=crates)
+    hidden.hide_viewport = True
+    spare = bpy.data.collections.new("Spare")
+    spare.hide_viewport = True
+    crates.children.link(spare)
+    box(bpy, "Spare", (0, 9, 0), (1, 10, 1), collection=spare)
+    for obj in (lamp, camera):
+        crates.objects.link(obj)
+    bpy.context.view_layer.update()
+    depsgraph = bpy.context.evaluated_depsgraph_get()
+    shape = obstacles.obstacle_shape(placed, depsgraph)
+    assert np.allclose(shape.box_xy(), [3, 3, 7, 7]) and np.allclose(shape.z_range(), [0, 4])
+
 
 def test_solo_bake_paints_obstacles_and_tile_size_zero_keeps_the_solo_path(bpy, ext):
     obstacles = _mod(ext, "obstacles")
