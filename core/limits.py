@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .config import SPAN_MAX_HEIGHT, DerivedConfig, NavConfig
+from .config import MIN_CELL, SPAN_MAX_HEIGHT, DerivedConfig, NavConfig
 from .context import BuildContext
 from .errors import VoxNavError
 
@@ -147,10 +147,17 @@ def check_grid(
     cs = float(derived.cs)
     for axis in (0, 1):
         name = _AXES[axis]
-        if ext[axis] <= 0:
+        # Thinner than half the smallest cell size is flat too: no cell size gives it a column
+        # (a wall turned 90 degrees is 4.4e-07 wide in float32, and was told cell_size 4.3e-07).
+        if ext[axis] <= 0 or 2 * ext[axis] < MIN_CELL:
+            where = (
+                f"every vertex has {name.lower()} = {lo[axis]:g}"
+                if ext[axis] <= 0
+                else f"every vertex is within {ext[axis]:.3g} of {name.lower()} = {lo[axis]:g}"
+            )
             raise VoxNavError(
-                f"the geometry is flat along {name} (every vertex has {name.lower()} = "
-                f"{lo[axis]:g}), so the grid has no columns: it is a wall seen edge-on or a line, "
+                f"the geometry is flat along {name} ({where}), so the grid has no columns: it "
+                "is a wall seen edge-on or a line, "
                 "with no floor to walk on; floors must lie in the X/Y plane (Z is up): check the "
                 "geometry's orientation, or give bounds_min/bounds_max with an extent on X and Y"
             )
@@ -158,7 +165,7 @@ def check_grid(
             raise VoxNavError(
                 f"the geometry is only {ext[axis]:g} wide along {name}, less than half a cell "
                 f"(cell_size {config.cell_size:g}), so the grid has no columns: use cell_size <= "
-                f"{_round_down(ext[axis]):g}, or widen the bounds along {name}"
+                f"{max(_round_down(ext[axis]), MIN_CELL):g}, or widen the bounds along {name}"
             )
     check_agent_fields(config, derived, ctx)
 

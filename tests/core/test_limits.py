@@ -164,6 +164,21 @@ def test_flat_geometry_names_the_axis(axis, name):
     assert "lower cell_size" not in message
 
 
+def test_a_wall_thinner_than_any_cell_is_flat():
+    """A wall turned 90 degrees about X in Blender is 4.4e-07 wide on Y in float32: it was told
+    to use cell_size <= 4.3e-07, below the smallest cell size (0.001), which would not help."""
+    angle = np.float32(np.pi / 2)
+    verts, tris = soup(wall(0, 10, 0, 0, 3))
+    verts[:, 1] += np.float32(np.cos(angle)) * verts[:, 2]  # as a rotated plane lands
+    assert 0 < np.ptp(verts[:, 1]) < 1e-6
+    with pytest.raises(VoxNavError, match=r"flat along Y \(every vertex is within 1\.31e-07"):
+        pipeline.bake(verts, tris)
+    # 0.8 mm wide: the smallest cell size holds it (never a size below that is suggested).
+    verts, tris = soup(quad(0, 0, 0.0008, 10, 0))
+    with pytest.raises(VoxNavError, match=r"only 0\.0008 wide along X.*cell_size <= 0\.001,"):
+        pipeline.bake(verts, tris)
+
+
 def test_thin_geometry_says_how_thin():
     verts, tris = soup(quad(0, 0, 0.1, 10, 0))
     with pytest.raises(VoxNavError, match=r"only 0\.1 wide along X.*cell_size <= 0\.1"):
