@@ -187,7 +187,9 @@ def area_volumes(context) -> list[tuple[np.ndarray, np.ndarray, int]]:
         evaluated = obj.evaluated_get(depsgraph)
         corners = local_corners(obj, depsgraph)
         matrix = np.array(evaluated.matrix_world, dtype=np.float64)
-        world = corners @ matrix[:3, :3].T + matrix[:3, 3]
+        with np.errstate(invalid="ignore", over="ignore"):
+            world = corners @ matrix[:3, :3].T + matrix[:3, 3]
+        check_placed(obj, world, "Area Volume")
         boxes.append((world.min(axis=0), world.max(axis=0), int(obj.voxnav.area_id)))
     return boxes
 
@@ -221,14 +223,36 @@ def reachable_points(context) -> np.ndarray:
     origins), in scene order, then of their copies placed by collection instances; (0, 3)
     when there are none. [Units: wu]"""
     view_layer = context.view_layer
-    points = [
-        tuple(obj.matrix_world.translation)
+    placed = [
+        (obj, tuple(obj.matrix_world.translation))
         for obj in context.scene.objects
         if _is_reachable_from(obj) and obj.visible_get(view_layer=view_layer)
     ]
     copies = _instanced(context, _is_reachable_from)
-    points += [tuple(matrix.translation) for matrix, _obj in copies]
-    return np.asarray(points, dtype=np.float64).reshape(-1, 3)
+    placed += [(obj, tuple(matrix.translation)) for matrix, obj in copies]
+    for obj, point in placed:
+        check_placed(obj, point, "Reachable From")
+    return np.asarray([point for _obj, point in placed], dtype=np.float64).reshape(-1, 3)
+
+
+def check_placed(obj, points, role: str) -> None:
+    """Refuse (`VoxNavError` naming ``obj``) world ``points`` of a marked object (``role``:
+    "Area Volume", say) that are NaN, infinite or farther than the core takes: the core's own
+    refusal could not say which object. [Units: wu]"""
+    from ..core.limits import MAX_COORDINATE
+
+    values = np.asarray(points, dtype=np.float64)
+    if not np.isfinite(values).all():
+        raise VoxNavError(
+            f"{role} {obj.name_full!r} has a NaN or infinite position or size (its transform, "
+            f"or an empty's display size): fix it, or untick {role}"
+        )
+    farthest = float(np.abs(values).max(initial=0.0))
+    if farthest > MAX_COORDINATE:
+        raise VoxNavError(
+            f"{role} {obj.name_full!r} reaches {farthest:.3g} m from the origin, beyond "
+            f"+-{MAX_COORDINATE:g} m: check its units, scale and position"
+        )
 
 
 def nav_links(context):

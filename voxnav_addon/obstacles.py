@@ -225,7 +225,9 @@ def obstacle_shape(obj, depsgraph=None) -> core_obstacles.Obstacle:
     evaluated = obj.evaluated_get(depsgraph) if depsgraph is not None else obj
     corners = gather_mod.local_corners(obj, depsgraph)
     matrix = np.array(evaluated.matrix_world, dtype=np.float64)
-    world = corners @ matrix[:3, :3].T + matrix[:3, 3]
+    with np.errstate(invalid="ignore", over="ignore"):
+        world = corners @ matrix[:3, :3].T + matrix[:3, 3]
+    gather_mod.check_placed(obj, world, "Dynamic Obstacle")
     lo, hi = world.min(axis=0), world.max(axis=0)
     local_lo, local_hi = corners.min(axis=0), corners.max(axis=0)
     half_local = (local_hi - local_lo) / 2

@@ -4,6 +4,7 @@ exit codes (0 ok, 1 bake or I/O error, 2 usage), and the settings docs behind th
 from __future__ import annotations
 
 import importlib
+import re
 import types
 
 import numpy as np
@@ -288,3 +289,25 @@ def test_a_navmesh_detour_cannot_hold_replaces_nothing(bpy, ext, monkeypatch):
         bpy.ops.voxnav.build_navmesh()
     assert {o.name: len(o.data.vertices) for o in ext.writeback.output_objects(scene)} == shown
     assert (scene[live.NAVMESH_KEY], scene.voxnav.bake_token) == (stored, token)
+
+
+@pytest.mark.parametrize(
+    ("role", "flag", "value", "needle"),
+    [
+        ("Area Volume", "area_volume", float("nan"), "NaN or infinite position or size"),
+        ("Area Volume", "area_volume", 1e30, "reaches 1e+30 m from the origin"),
+        ("Dynamic Obstacle", "dynamic_obstacle", float("nan"), "NaN or infinite position"),
+        ("Reachable From", "reachable_from", float("nan"), "NaN or infinite position"),
+        ("Reachable From", "reachable_from", 1e20, "reaches 1e+20 m from the origin"),
+    ],
+)
+def test_a_marked_object_far_or_at_nan_is_named(bpy, ext, role, flag, value, needle):
+    """Refused by the core without a name ("a box area volume needs two points ...; got 2
+    point(s)", "reachable-from points must be finite numbers"): which object was it?"""
+    quad(bpy, "Floor")
+    marked = bpy.data.objects.new("Marker", None)
+    bpy.context.scene.collection.objects.link(marked)
+    setattr(marked.voxnav, flag, True)
+    marked.location.x = value
+    with pytest.raises(RuntimeError, match=f"{role} 'Marker' .*{re.escape(needle)}"):
+        bpy.ops.voxnav.build_navmesh()
