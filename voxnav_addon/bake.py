@@ -275,12 +275,27 @@ def last_outcome(scene) -> BakeOutcome | None:
 MAX_SURFACE_QUADS = 1 << 21
 
 
+#: The Last Bake panel's line when Voxels As or Max Drawn change with no bake in memory.
+STALE_VOXELS = (
+    "Voxels As and Max Drawn apply at the next Voxelize or Build Navmesh: the voxels shown "
+    "were baked before this file was opened (or that bake was undone)"
+)
+
+
 def redraw_voxels(scene) -> str:
     """Redraw the voxels of the scene's last bake with the current display settings.
 
-    Returns the cap warning ("" if none); does nothing without a bake in this session."""
+    Returns the cap warning ("" if none). Without the bake in memory (a reopened file, an
+    undone bake) the voxels shown cannot be redrawn: the Last Bake panel says so (the
+    settings silently did nothing)."""
     outcome = last_outcome(scene)
-    if outcome is None or not writeback.output_objects(scene):
+    if outcome is None:
+        if writeback.scene_output(scene, writeback.VOXELS_NAME) is not None:
+            settings = scene.voxnav
+            kept = [w.text for w in settings.last_warnings if w.text != STALE_VOXELS]
+            properties.store_warnings(settings, [*kept, STALE_VOXELS])
+        return ""
+    if not writeback.output_objects(scene):
         return ""
     settings = scene.voxnav
     vox = writeback.write_voxels(

@@ -181,3 +181,23 @@ def test_a_reopened_tiled_bake_without_its_cache_says_why_it_cannot_export(bpy, 
     with pytest.raises(RuntimeError, match="keeps its tiled navmesh for the Path Test only"):
         bpy.ops.voxnav.export_navmesh(filepath=str(tmp_path / "nav.bin"), file_format="BIN")
     assert not (tmp_path / "nav.bin").exists()
+
+
+def test_voxel_display_settings_on_a_reopened_file_say_they_wait_for_a_bake(bpy, ext, tmp_path):
+    """Voxels As and Max Drawn redraw from the bake in memory; on a reopened file they did
+    nothing, silently, while the panel showed a setting the viewport did not."""
+    bake = _mod(ext, "bake")
+    box(bpy, "Floor", (-5, -5, -0.5), (5, 5, 0))
+    assert bpy.ops.voxnav.voxelize() == {"FINISHED"}
+    voxels = bpy.data.objects[ext.writeback.VOXELS_NAME]
+    drawn = len(voxels.data.vertices)
+    bpy.context.scene.voxnav.max_voxels_drawn = 10  # redrawn at once: the bake is in memory
+    assert len(voxels.data.vertices) < drawn
+    bpy.ops.wm.save_as_mainfile(filepath=str(tmp_path / "voxels.blend"))
+    bpy.ops.wm.open_mainfile(filepath=str(tmp_path / "voxels.blend"))
+    settings = bpy.context.scene.voxnav
+    settings.max_voxels_drawn = 1000
+    settings.max_voxels_drawn = 2000  # said once
+    assert [w.text for w in settings.last_warnings].count(bake.STALE_VOXELS) == 1
+    assert bpy.ops.voxnav.voxelize() == {"FINISHED"}
+    assert bake.STALE_VOXELS not in [w.text for w in settings.last_warnings]
