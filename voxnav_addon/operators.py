@@ -397,13 +397,23 @@ def _write_per_agent(path: str, agents: dict, single, write, batch=None) -> list
         for target, item in each:
             write(target, item, batch)
     else:
-        with atomic.Batch(inputs=[bpy.data.filepath]) as own:
+        with atomic.Batch(inputs=open_files()) as own:
             for target, _item in each:
                 own.add(target)  # a missing folder, a folder or the open .blend: refused here
             for target, item in each:
                 write(target, item, own)
             own.commit()
     return [target for target, _item in each]
+
+
+def open_files() -> list[str]:
+    """The files an export must never replace: the open .blend and every library it links
+    (an export named as a linked library, or through a symlink to one, replaced it)."""
+    files = [bpy.data.filepath] if bpy.data.filepath else []
+    for library in bpy.data.libraries:
+        path = bpy.path.abspath(library.filepath, library=library.library)
+        files.append(os.path.normpath(path))
+    return files
 
 
 def _export_one(result, path: str, file_format: str, paths, batch) -> None:
@@ -421,7 +431,7 @@ def _export_one(result, path: str, file_format: str, paths, batch) -> None:
     directory = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(directory):
         raise VoxNavError(f"cannot write {path}: folder {directory} does not exist")
-    atomic.check_target(path, inputs=[bpy.data.filepath])
+    atomic.check_target(path, inputs=open_files())
     if file_format == "JSON":
         export.write_json(path, pmesh, dmesh, paths=paths, offmesh=links, batch=batch)
     elif file_format == "BIN":

@@ -4,6 +4,7 @@ Voxelize after a tiled bake: found by fuzzing the add-on headless (2026-11-27)."
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from .scenes import box
 from .test_obstacles import _mod, _scene
@@ -171,3 +172,24 @@ def test_a_background_scene_is_named_as_not_baked(bpy, ext):
     assert bpy.ops.voxnav.build_navmesh() == {"FINISHED"}
     texts = [w.text for w in scene.voxnav.last_warnings]
     assert any("Background Scene 'Level'" in t for t in texts) and floor.name == "Floor"
+
+
+def test_export_never_replaces_a_linked_library(bpy, ext, tmp_path):
+    """The batch command refused an output named as a linked library; Export Navmesh only
+    knew the open .blend, and replaced a library through a symlink named nav.obj."""
+    import hashlib
+    import os
+
+    box(bpy, "Floor", (-5, -5, -0.5), (5, 5, 0))
+    library = tmp_path / "lib.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(library))
+    bpy.ops.wm.read_homefile(use_empty=True)
+    with bpy.data.libraries.load(str(library), link=True) as (_src, dst):
+        dst.objects = ["Floor"]
+    bpy.context.scene.collection.objects.link(dst.objects[0])
+    assert bpy.ops.voxnav.build_navmesh() == {"FINISHED"}
+    before = hashlib.sha256(library.read_bytes()).hexdigest()
+    os.symlink(library, tmp_path / "nav.obj")
+    with pytest.raises(RuntimeError, match=f"it is the input {library}"):
+        bpy.ops.voxnav.export_navmesh(filepath=str(tmp_path / "nav.obj"))
+    assert hashlib.sha256(library.read_bytes()).hexdigest() == before
