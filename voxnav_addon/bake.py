@@ -124,10 +124,17 @@ def _gather_input(context, timings: dict) -> tuple:
         )
     if unbaked:
         gathered.warnings.append(unbaked)
+    flat: list[str] = []
     volumes = tuple(
         pipeline.AreaVolume("box", (tuple(lo), tuple(hi)), area=area_id)
-        for lo, hi, area_id in gather_mod.area_volumes(context)
+        for lo, hi, area_id in gather_mod.area_volumes(context, flat)
     )
+    if flat:
+        gathered.warnings.append(
+            f"Area Volume(s) {gather_mod._listed(flat)} are flat (no height): a volume marks the "
+            "spans whose floor lies inside it, which a flat one hardly ever holds; give them a "
+            "height (a cube, or a Solidify modifier) that holds the floor they stand on"
+        )
     return gathered, volumes
 
 

@@ -172,11 +172,19 @@ def local_corners(obj, depsgraph=None) -> np.ndarray:
     return _box_corners((-size, -size, -size), (size, size, size))
 
 
-def area_volumes(context) -> list[tuple[np.ndarray, np.ndarray, int]]:
+#: An area volume at most this tall is flat (`area_volumes`). [Units: wu]
+FLAT_VOLUME_HEIGHT = 1e-6
+
+
+def area_volumes(
+    context, flat: list[str] | None = None
+) -> list[tuple[np.ndarray, np.ndarray, int]]:
     """(world min corner float64 (3,), max corner, area id) of every visible area volume.
 
     The box is the evaluated object's bounding box (`local_corners`) in world space (its 8
     corners transformed by the world matrix, then their axis-aligned extent). [Units: wu]
+    ``flat`` (if given) receives the names of those with no height (a plane: it holds no
+    span's floor, so it marks nothing).
     """
     depsgraph = context.evaluated_depsgraph_get()
     view_layer = context.view_layer
@@ -190,7 +198,10 @@ def area_volumes(context) -> list[tuple[np.ndarray, np.ndarray, int]]:
         with np.errstate(invalid="ignore", over="ignore"):
             world = corners @ matrix[:3, :3].T + matrix[:3, 3]
         check_placed(obj, world, "Area Volume")
-        boxes.append((world.min(axis=0), world.max(axis=0), int(obj.voxnav.area_id)))
+        lo, hi = world.min(axis=0), world.max(axis=0)
+        if flat is not None and hi[2] - lo[2] <= FLAT_VOLUME_HEIGHT:
+            flat.append(obj.name_full)
+        boxes.append((lo, hi, int(obj.voxnav.area_id)))
     return boxes
 
 

@@ -311,3 +311,18 @@ def test_a_marked_object_far_or_at_nan_is_named(bpy, ext, role, flag, value, nee
     marked.location.x = value
     with pytest.raises(RuntimeError, match=f"{role} 'Marker' .*{re.escape(needle)}"):
         bpy.ops.voxnav.build_navmesh()
+
+
+def test_a_flat_area_volume_is_warned_about(bpy, ext, reports):
+    """A plane ticked Area Volume (area 0) lying on the floor marked nothing, silently."""
+    quad(bpy, "Floor", size=20.0)
+    zone = quad(bpy, "Zone", size=6.0)
+    zone.voxnav.area_volume, zone.voxnav.area_id = True, 0
+    assert bpy.ops.voxnav.build_navmesh() == {"FINISHED"}
+    assert any("Area Volume(s) 'Zone' are flat" in w for w in reports())
+    settings = bpy.context.scene.voxnav
+    assert any("'Zone' are flat" in w.text for w in settings.last_warnings)
+    reports.clear()
+    bpy.data.objects.remove(zone)
+    assert bpy.ops.voxnav.build_navmesh() == {"FINISHED"}
+    assert not any("are flat" in w for w in reports())
