@@ -132,6 +132,19 @@ def poly_height(nav: NavMesh, refs: np.ndarray, pos: np.ndarray):
     return ok, height
 
 
+def query_poly_height(nav: NavMesh, refs: np.ndarray, pos: np.ndarray):
+    """dtNavMeshQuery::getPolyHeight -> (ok bool (m,), height float32 (m,)): `poly_height`,
+    and on an off-mesh link's polygon the height along the link at its point nearest pos."""
+    ok, height = poly_height(nav, refs, pos)
+    link = np.flatnonzero(nav.poly_type[refs] == POLYTYPE_OFFMESH_CONNECTION)
+    if link.shape[0]:
+        v0, v1 = nav.poly_pos[refs[link], 0], nav.poly_pos[refs[link], 1]
+        _, t = dist_pt_seg_sqr_2d(pos[link], v0, v1)
+        height[link] = v0[:, 1] + (v1[:, 1] - v0[:, 1]) * t
+        ok[link] = True
+    return ok, height
+
+
 def _height_inside(nav: NavMesh, refs, px, pz, pos, pos_rows=None, tris=None) -> np.ndarray:
     """getPolyHeight's height (float32 (m,)) of points (px, pz) known to be inside their ground
     polygons refs (pos[pos_rows] or pos: the (m, 3) points, read only for the rare detail-edge
@@ -317,9 +330,15 @@ def closest_point_on_poly(nav: NavMesh, refs, pos):
     ok, h = poly_height(nav, refs, pos)
     closest = pos.astype(F32, copy=True)
     closest[ok, 1] = h[ok]
-    out = np.nonzero(~ok)[0]
+    link = ~ok & (nav.poly_type[refs] == POLYTYPE_OFFMESH_CONNECTION)
+    out = np.nonzero(~ok & ~link)[0]
     if out.shape[0]:
         closest[out] = closest_on_detail_edges(nav, refs[out], pos[out], True)
+    link = np.nonzero(link)[0]
+    if link.shape[0]:  # an off-mesh link's polygon: the nearest point of its segment
+        v0, v1 = nav.poly_pos[refs[link], 0], nav.poly_pos[refs[link], 1]
+        _, t = dist_pt_seg_sqr_2d(pos[link], v0, v1)
+        closest[link] = lerp(v0, v1, t)
     return closest, ok
 
 

@@ -684,11 +684,19 @@ class NavMeshQuery:
         return SUCCESS, _zup(self._boundary_point_yup(ref, p))
 
     def get_poly_height(self, ref: int, pos) -> PolyHeight:
-        """``getPolyHeight``: the detail-mesh height under pos (x, y of a Z-up point).
-        FAILURE | INVALID_PARAM when pos is not over the polygon or the ref is invalid."""
+        """``getPolyHeight``: the detail-mesh height under pos (x, y of a Z-up point); on an
+        off-mesh link's polygon, the height along the link at its point nearest pos (as
+        dtNavMeshQuery's). FAILURE | INVALID_PARAM when pos is not over the polygon or the
+        ref is invalid."""
         ref, p = as_ref(ref), _yup(pos, "pos")
         if not self.nav.is_valid_ref(ref) or not (_finite(p[0]) and _finite(p[2])):
             return PolyHeight(FAILURE | INVALID_PARAM, float("nan"))
+        if int(self.nav.poly_type[ref]) == POLYTYPE_OFFMESH_CONNECTION:
+            # dtNavMeshQuery::getPolyHeight answers for a link: the height along it at the
+            # point of its segment nearest pos (dtNavMesh::getPolyHeight does not).
+            v = self._poly_verts(ref)
+            _, t = _dist_pt_seg_sqr_2d(p, v[0], v[1])
+            return PolyHeight(SUCCESS, float(v[0][1] + (v[1][1] - v[0][1]) * t))
         ok, h = self._poly_height_yup(ref, p)
         if not ok:
             return PolyHeight(FAILURE | INVALID_PARAM, float("nan"))
@@ -1426,7 +1434,7 @@ class NavMeshQuery:
         r = self._refs(refs, n, "get_poly_height_batch")
         ok = self._valid_refs(r) & _within(p[:, 0]) & _within(p[:, 2])
         idx = np.nonzero(ok)[0]
-        inside, h = batch.poly_height(self.nav, r[idx], p[idx])
+        inside, h = batch.query_poly_height(self.nav, r[idx], p[idx])
         height = np.full(n, np.nan, dtype=F32)
         height[idx[inside]] = h[inside]
         ok[idx[~inside]] = False

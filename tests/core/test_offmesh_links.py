@@ -127,6 +127,34 @@ def test_paths_take_the_gap_link_both_ways_and_the_drop_only_down():
     assert straight.points[:, 2].max() < 1.0  # never on the ledge
 
 
+def test_heights_and_closest_points_on_a_link_polygon_are_detours():
+    """dtNavMeshQuery::getPolyHeight answers on an off-mesh link's polygon (the height along
+    the link at its point nearest pos); VoxNav's single and batch forms failed there. The
+    batch closestPointOnPoly gave the query point back, where the single one (and Detour)
+    give the nearest point of the link's segment. Compared with real Detour by a helper: a
+    point half way along a link 0.2 to 1.2 m high read 0.699999809 in both."""
+    query, _ = navmesh(links_from_specs([DROP_LINK]))
+    nav = query.nav
+    link = int(np.flatnonzero(nav.poly_type == 1)[0])
+    a, b = nav.poly_pos[link, 0], nav.poly_pos[link, 1]  # Detour's Y-up frame
+    ends = np.array([a, b])[:, [0, 2, 1]]  # Z-up (x, y, z) of Detour's (x, z, y), as queried
+    assert ends[0, 2] > ends[1, 2] + 1.5  # down from the ledge
+    points = np.array([ends[0] * 0.75 + ends[1] * 0.25, ends[1] + (3.0, 0.0, 5.0)], np.float32)
+    points[0, 0] += 0.5  # beside the segment: the nearest point of it counts
+    heights = query.get_poly_height_batch(np.full(2, link), points)
+    closest = query.closest_point_on_poly_batch(np.full(2, link), points)
+    for i, point in enumerate(points):
+        single = query.get_poly_height(link, point)
+        assert single.status == 0x40000000 and heights.status[i] == single.status
+        assert np.float32(single.height) == heights.height[i]
+        status, at, over = query.closest_point_on_poly(link, point)
+        assert np.array_equal(closest[1][i], at) and not over and not closest[2][i]
+        assert np.float32(single.height) == np.float32(at[2])  # the same point of the link
+    quarter = ends[0, 2] + (ends[1, 2] - ends[0, 2]) * 0.25  # t rounds in float32
+    assert heights.height[0] == pytest.approx(quarter, abs=1e-6)
+    assert heights.height[1] == np.float32(ends[1, 2])  # past its end: the end's height
+
+
 def test_batch_paths_follow_links_exactly_as_single_queries():
     query, _ = navmesh(links_from_specs([GAP_LINK, DROP_LINK]))
     points = [L.ON_FLOOR_A, L.ON_FLOOR_B, L.ON_LEDGE, (18.0, 7.0, 0.0), (1.0, 13.0, 2.0)]
