@@ -748,6 +748,7 @@ def bake_agents(
             memory.check_bake(verts, tris, bmin, bmax, cfg, True, predicted[memory_key])
         estimates[agent.name] = dict(predicted[memory_key])
         limits.check_columns(bmin, bmax, cfg)
+        limits.check_navmesh_extent(bmin, bmax, cfg)
         limits.check_precision(bmin, bmax, derived, actx)
         contexts[agent.name] = actx
     width, height = grid_size(bmin, bmax, base.derived().cs)

@@ -188,6 +188,31 @@ def check_columns(bmin, bmax, config: NavConfig) -> None:
         )
 
 
+#: Cells a navmesh's grid may have along X or Y: its polygon mesh's vertices are 16-bit cell
+#: coordinates (Recast's and Detour's unsigned shorts). [Units: cells]
+MAX_NAVMESH_CELLS = 0xFFFF
+
+
+def check_navmesh_extent(bmin, bmax, config: NavConfig) -> None:
+    """Refuse a navmesh bake (not a voxelization) whose grid has more than
+    `MAX_NAVMESH_CELLS` cells along X or Y: the polygon mesh's vertices would wrap (a floor
+    19.7 km from a stray triangle came out 19.66 km off, silently). Tiled bakes index cells
+    per tile and take such worlds."""
+    ext = np.asarray(bmax, dtype=np.float64) - np.asarray(bmin, dtype=np.float64)
+    cs = float(np.float32(config.cell_size))
+    for axis in (0, 1):
+        cells = int(np.floor(ext[axis] / cs + 0.5))
+        if cells > MAX_NAVMESH_CELLS:
+            fit = round_up(ext[axis] / MAX_NAVMESH_CELLS * 1.01)
+            raise VoxNavError(
+                f"the grid is {cells:,} cells along {_AXES[axis]} ({ext[axis]:,.6g} m at "
+                f"cell_size {config.cell_size:g}); a navmesh's vertices are 16-bit cell "
+                f"coordinates (Recast's and Detour's), at most {MAX_NAVMESH_CELLS:,}: bake with "
+                f"tiles (tile_size), use cell_size >= {fit:g}, bake a smaller region with "
+                "bounds_min/bounds_max, or check for stray geometry far from the rest"
+            )
+
+
 def check_precision(bmin, bmax, derived: DerivedConfig, ctx: BuildContext | None = None) -> None:
     """Refuse a grid whose float32 coordinates are further apart than a cell (cell_size on
     X/Y, cell_height on Z) at its corners; warn when they are more than

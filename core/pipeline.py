@@ -405,6 +405,8 @@ def bake(
     estimates: dict[str, int] = {}
     memory.check_bake(verts, tris, bmin, bmax, config, stop_after == "navmesh", estimates)
     limits.check_columns(bmin, bmax, config)
+    if stop_after == "navmesh":
+        limits.check_navmesh_extent(bmin, bmax, config)
     limits.check_precision(bmin, bmax, derived, ctx)
     width, height = grid_size(bmin, bmax, derived.cs)
     result = _heightfield_stages(

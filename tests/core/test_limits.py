@@ -183,3 +183,24 @@ def test_thin_geometry_says_how_thin():
     verts, tris = soup(quad(0, 0, 0.1, 10, 0))
     with pytest.raises(VoxNavError, match=r"only 0\.1 wide along X.*cell_size <= 0\.1"):
         pipeline.bake(verts, tris)
+
+
+def test_a_navmesh_wider_than_16_bit_cells_is_refused_and_tiles_take_it():
+    """A 10 x 5 m floor 19.7 km from a stray down-facing triangle: 65,700 cells along X. The
+    polygon mesh's 16-bit cell coordinates wrapped, and the navmesh came out at x 40..48 m,
+    silently. Voxelizing needs no polygon mesh; a tiled bake indexes cells per tile."""
+    from core import tiles
+
+    verts = np.array(
+        [[19700, 0, 0], [19710, 0, 0], [19710, 5, 0], [19700, 5, 0],
+         [0, 0, 0], [0, 1, 0], [1, 0, 0]], np.float32,
+    )  # fmt: skip
+    tris = np.array([[0, 1, 2], [0, 2, 3], [4, 5, 6]], np.int32)
+    with pytest.raises(VoxNavError, match=r"65,700 cells along X.*16-bit.*bake with tiles"):
+        pipeline.bake(verts, tris, NavConfig())
+    assert pipeline.bake(verts, tris, NavConfig(), stop_after="heightfield").heightfield
+    tiled = tiles.bake_tiled(verts, tris, NavConfig(), 64, workers=1)
+    nav = tiled.navmesh()
+    ground = nav.poly_type == 0
+    xs = nav.poly_pos[ground][:, :, 0][np.arange(6)[None, :] < nav.poly_vert_count[ground, None]]
+    assert tiled.npolys > 0 and 19699.0 < xs.min() and xs.max() < 19711.0
