@@ -270,6 +270,14 @@ def test_benchmark_counts_below_one_are_usage_errors(argv, capsys):
     assert "must be at least 1, got 0" in capsys.readouterr().err
 
 
+def test_bench_queries_with_fewer_pairs_than_its_interactive_sample(capsys):
+    """--pairs 1..49 printed the table, then 'unexpected IndexError' (the interactive path's
+    median read 50 pairs)."""
+    assert main(["bench-queries", "--pairs", "3", "--runs", "1"]) == 0
+    out, err = capsys.readouterr()
+    assert "median of 3:" in out and err == ""
+
+
 def test_agents_bench_reports_bad_input_in_one_line(tmp_path, capsys):
     from core import agents_bench
     from core.cliutil import run_guarded
