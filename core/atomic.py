@@ -79,10 +79,17 @@ def check_target(path: PathLike, inputs: Iterable[PathLike] = (), flag: str = ""
 
     ``inputs``: the run's input files (an output equal to one is refused, so a source is never
     overwritten). ``flag``: the option that named the path, for messages (``"--out"``).
-    Raises `VoxNavError` when the folder is missing, or the target is a folder, a device, a
-    FIFO or a socket, or an input.
+    Raises `VoxNavError` when the path ends with a folder separator, the folder is missing, or
+    the target is a folder, a device, a FIFO or a socket, or an input.
     """
     label = _label(path, flag)
+    text = os.fsdecode(os.fspath(path))
+    if not text or text.endswith(tuple(sep for sep in (os.sep, os.altsep) if sep)):
+        # "nav.obj/" was written as the file nav.obj (the README: such a path names no file).
+        raise OutputError(
+            f"cannot write {label}: it names a folder (it ends with a separator, or is empty); "
+            "give a file name"
+        )
     real = Path(os.path.realpath(path))
     folder = real.parent
     if not folder.is_dir():
@@ -213,7 +220,8 @@ class Batch:
     def add(self, path: PathLike, flag: str = "") -> Path:
         """Check ``path`` (see `check_target`) and reserve its temp file now, before any work.
 
-        Returns the absolute path as given (the name to report as written).
+        Returns the absolute path as given (the name to report as written), or the real
+        path where the two name different files.
         """
         label = _label(path, flag)
         real = check_target(path, self.inputs, flag)
@@ -221,7 +229,13 @@ class Batch:
         if other is not None:
             raise OutputError(f"cannot write {label}: {other.label} names the same file")
         temp = _reserve_temp(real, label)
-        staged = Staged(Path(os.path.abspath(path)), real, temp, label)
+        # The absolute path as given, unless ".." after a linked folder makes it name another
+        # file than the one written (``link/../x.obj`` read as ``./x.obj`` where the file went
+        # beside the link's target): then the file written.
+        shown = Path(os.path.abspath(path))
+        if Path(os.path.realpath(shown)) != real:
+            shown = real
+        staged = Staged(shown, real, temp, label)
         self.outputs.append(staged)
         return staged.path
 

@@ -240,6 +240,40 @@ def test_cli_refuses_a_folder_or_device_as_output(tmp_path, capsys):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["folder.obj", "level.obj"]
 
 
+@pytest.mark.parametrize("command", ["bake", "query"])
+def test_an_output_ending_with_a_separator_names_no_file(tmp_path, capsys, command):
+    """``bake --out nav.obj/`` wrote the file nav.obj, and ``query --out ans/`` a file ans,
+    where the README says such a path names no file (as ``dump --out dir/`` was refused)."""
+    source = _scene(tmp_path / "level.obj")
+    (tmp_path / "ans").write_bytes(OLD)
+    if command == "bake":
+        argv = ["bake", str(source), "--out", str(tmp_path / "nav.obj") + os.sep]
+    else:
+        queries = tmp_path / "q.npz"
+        points = np.array([[0, 0, 0], [3, 3, 0]], np.float32)
+        np.savez(
+            queries, q_points=points, q_pairs=np.array([[0, 1]], np.int32),
+            q_ray_start=np.array([0], np.int32), q_ray_end=points[1:],
+            q_half_extents=np.ones(3, np.float32),
+        )  # fmt: skip
+        argv = ["query", str(source), "--queries", str(queries), "--out", f"{tmp_path / 'ans'}/"]
+    assert main(argv) == 1
+    assert "it names a folder (it ends with a separator" in capsys.readouterr().err
+    assert (tmp_path / "ans").read_bytes() == OLD and not (tmp_path / "nav.obj").exists()
+    with pytest.raises(OutputError, match="names a folder"):
+        atomic.check_target("")
+
+
+def test_wrote_names_the_file_written_through_a_linked_folder(tmp_path, capsys):
+    """``--out link/../x.obj`` with link -> sub/deep wrote sub/x.obj and printed ./x.obj."""
+    source = _scene(tmp_path / "level.obj")
+    (tmp_path / "sub" / "deep").mkdir(parents=True)
+    (tmp_path / "link").symlink_to(tmp_path / "sub" / "deep")
+    assert main(["bake", str(source), "--out", f"{tmp_path}/link/../x.obj"]) == 0
+    assert f"wrote {tmp_path / 'sub' / 'x.obj'}\n" in capsys.readouterr().out
+    assert (tmp_path / "sub" / "x.obj").is_file() and not (tmp_path / "x.obj").exists()
+
+
 def test_two_outputs_naming_one_file_are_refused(tmp_path, capsys):
     source = _scene(tmp_path / "level.obj")
     out = str(tmp_path / "n.obj")
