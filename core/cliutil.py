@@ -53,25 +53,51 @@ class SuggestingParser(argparse.ArgumentParser):
         super().__init__(*args, **kwargs)
         self._negative_number_matcher = self.NEGATIVE_NUMBER
 
+    #: The subcommand's parser whose arguments were not all recognized (`parse_args`), for
+    #: the suggestion and the help to point to; None: this parser's own.
+    _unrecognized_in: argparse.ArgumentParser | None = None
+
+    def parse_args(self, args=None, namespace=None):  # type: ignore[override]
+        # As argparse's, but an unrecognized flag is looked up among the chosen subcommand's
+        # own flags: `path --out x` was told "did you mean --out?" (bake's flag).
+        parsed, extras = self.parse_known_args(args, namespace)
+        if extras:
+            self._unrecognized_in = self._subcommands().get(getattr(parsed, "command", None))
+            self.error(f"unrecognized arguments: {' '.join(extras)}")
+        return parsed
+
+    def _subcommands(self) -> dict[str, argparse.ArgumentParser]:
+        for action in self._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                return dict(action.choices)
+        return {}
+
     def error(self, message: str) -> NoReturn:
-        self.print_usage(sys.stderr)
+        where = self._unrecognized_in or self
+        where.print_usage(sys.stderr)
         self.exit(
             EXIT_USAGE,
-            f"voxnav: error: {message}{self.suggestion(message)} (see {self.prog} --help)\n",
+            f"voxnav: error: {message}{self.suggestion(message)} (see {where.prog} --help)\n",
         )
 
     def option_strings(self) -> list[str]:
-        names = [s for action in self._actions for s in action.option_strings]
-        for action in self._actions:
-            if isinstance(action, argparse._SubParsersAction):
-                for sub in action.choices.values():
-                    names += [s for a in sub._actions for s in a.option_strings]
-        return names
+        parser = self._unrecognized_in or self
+        return [s for action in parser._actions for s in action.option_strings]
 
     def suggestion(self, message: str) -> str:
         unknown = re.search(r"unrecognized arguments: (\S+)", message)
         if unknown:
             flag = unknown.group(1).split("=", 1)[0]
+            if self._unrecognized_in is not None:
+                others = [
+                    name for name, sub in self._subcommands().items()
+                    if any(flag in a.option_strings for a in sub._actions)
+                ]  # fmt: skip
+                if others:
+                    return (
+                        f"; {flag} is an option of {', '.join(others)}, not of "
+                        f"{self._unrecognized_in.prog.rsplit(' ', 1)[-1]}"
+                    )
             return did_you_mean(flag, self.option_strings())
         choice = re.search(r"invalid choice: '([^']*)'", message)
         if choice:

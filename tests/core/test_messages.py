@@ -143,6 +143,18 @@ def test_unknown_flag_gets_a_close_match(floor_obj, capsys):
         NavConfig().replace(cellsize=0.2)
 
 
+def test_another_commands_flag_is_named_as_such(floor_obj, capsys):
+    """`path ... --out x.obj` was told "did you mean --out?" (its own spelling, from bake's
+    flags) and pointed to the top-level help."""
+    code, _, err = run(capsys, "path", floor_obj, "--from", "0", "0", "0", "--to", "1", "1",
+                       "0", "--out", "x.obj")  # fmt: skip
+    assert code == 2 and "did you mean" not in err
+    assert "--out is an option of dump, bake, query, not of path" in err
+    assert "(see python -m core path --help)" in err and "usage: python -m core path" in err
+    code, _, err = run(capsys, "bake", floor_obj, "--out", "x.obj", "--tile-sise", "16")
+    assert "did you mean --tile-size? (see python -m core bake --help)" in err
+
+
 @pytest.mark.parametrize(
     ("setting", "value", "words"),
     [
