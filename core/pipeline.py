@@ -909,6 +909,19 @@ def explain_empty(result: BakeResult, verts: np.ndarray, tris: np.ndarray) -> st
             f"{2 * config.agent_radius:g} are closed): lower agent_radius{hint}"
         )
     if counts.get("regions", 1) == 0:
+        compact = getattr(result, "compact", None)
+        widest = getattr(compact, "max_distance", None)
+        if config.partition == "watershed" and (
+            config.region_min_size <= 0 or (widest is not None and int(widest) == 0)
+        ):
+            # Recast's watershed floods from the highest even level of the distance field
+            # down to 0 exclusive: where every span lies on an edge (distance 0) it starts
+            # none, whatever region_min_size is.
+            return (
+                "the walkable surfaces are too narrow for the watershed partitioning to start "
+                "a region (it starts them away from every edge): try partition monotone or "
+                f"layers, a smaller cell_size ({config.cell_size:g}), or wider floors{hint}"
+            )
         return (
             f"every walkable region is smaller than region_min_size ({config.region_min_size:g}"
             f" cells squared): lower region_min_size{hint}"

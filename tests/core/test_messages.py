@@ -301,3 +301,16 @@ def test_an_unwritable_output_is_one_error_line_and_exit_1(floor_obj, tmp_path, 
     assert error_lines(err) == [f"voxnav: error: cannot write --out {tmp_path / 'taken.npz'}: "
                                 "it is a folder; give a file name"]  # fmt: skip
     assert "Traceback" not in err
+
+
+def test_floors_too_narrow_for_the_watershed_are_not_blamed_on_region_min_size(tmp_path):
+    """A 1 x 1 m floor at cell_size 0.25 (four walkable spans, all on an edge): the watershed
+    starts no region, and the message said to lower region_min_size, already 0."""
+    verts = np.array([[0, 0, 0], [1, 0, 0], [1, 1, 0], [0, 1, 0]], np.float32)
+    tris = np.array([[0, 1, 2], [0, 2, 3]], np.int32)
+    config = NavConfig(cell_size=0.25, agent_radius=0.0, region_min_size=0, region_merge_size=0)
+    result = pipeline.bake(verts, tris, config)
+    assert result.empty and result.counts["regions"] == 0
+    text = " ".join(result.warnings)
+    assert "too narrow for the watershed" in text and "lower region_min_size" not in text
+    assert not pipeline.bake(verts, tris, config.replace(partition="monotone")).empty
