@@ -133,6 +133,46 @@ def _recast(vec) -> np.ndarray:
     return np.asarray(vec, dtype=np.float32)[..., [0, 2, 1]].copy()
 
 
+def config_arrays(
+    config: NavConfig, width: int, height: int, bmin, bmax, border: int = 0, tile_size: int = 0
+) -> dict[str, np.ndarray | np.generic]:
+    """The reference format's settings: ``param_*`` (NavConfig's numeric fields), ``cfg_*``
+    (Recast's rcConfig: a tile's grid of width x height cells [Units: cells] with ``border``
+    cells a side, or the solo grid; ``bmin``/``bmax`` the world grid's Z-up corners) and
+    ``count_width`` / ``count_height``."""
+    d = config.derived()
+    out: dict[str, np.ndarray | np.generic] = {}
+    for name in NavConfig.field_names():
+        value = getattr(config, name)
+        if isinstance(value, bool) or value is None or isinstance(value, (str, tuple)):
+            continue
+        out[f"param_{name}"] = np.int64(value) if isinstance(value, int) else np.float32(value)
+    out.update(
+        cfg_width=np.int64(width),
+        cfg_height=np.int64(height),
+        cfg_bmin=_recast(bmin),
+        cfg_bmax=_recast(bmax),
+        cfg_cs=d.cs,
+        cfg_ch=d.ch,
+        cfg_walkableSlopeAngle=d.walkable_slope_angle,
+        cfg_walkableHeight=np.int64(d.walkable_height),
+        cfg_walkableClimb=np.int64(d.walkable_climb),
+        cfg_walkableRadius=np.int64(d.walkable_radius),
+        cfg_maxEdgeLen=np.int64(d.max_edge_len),
+        cfg_maxSimplificationError=d.max_simplification_error,
+        cfg_minRegionArea=np.int64(d.min_region_area),
+        cfg_mergeRegionArea=np.int64(d.merge_region_area),
+        cfg_maxVertsPerPoly=np.int64(d.max_verts_per_poly),
+        cfg_detailSampleDist=d.detail_sample_dist,
+        cfg_detailSampleMaxError=d.detail_sample_max_error,
+        cfg_borderSize=np.int64(border),
+        cfg_tileSize=np.int64(tile_size),
+        count_width=np.int64(width),
+        count_height=np.int64(height),
+    )
+    return out
+
+
 def dump_arrays(
     verts, tris, config: NavConfig, result: pipeline.BakeResult
 ) -> dict[str, np.ndarray | np.generic]:
@@ -150,33 +190,8 @@ def dump_arrays(
         "mesh_tris": np.asarray(tris, dtype=np.int32)[:, [0, 2, 1]],
         "tri_areas": result.tri_areas,
     }
-    for name in NavConfig.field_names():
-        value = getattr(config, name)
-        if isinstance(value, bool) or value is None or isinstance(value, (str, tuple)):
-            continue
-        out[f"param_{name}"] = np.int64(value) if isinstance(value, int) else np.float32(value)
+    out.update(config_arrays(config, result.width, result.height, result.bmin, result.bmax))
     out.update(
-        cfg_width=np.int64(result.width),
-        cfg_height=np.int64(result.height),
-        cfg_bmin=_recast(result.bmin),
-        cfg_bmax=_recast(result.bmax),
-        cfg_cs=d.cs,
-        cfg_ch=d.ch,
-        cfg_walkableSlopeAngle=d.walkable_slope_angle,
-        cfg_walkableHeight=np.int64(d.walkable_height),
-        cfg_walkableClimb=np.int64(d.walkable_climb),
-        cfg_walkableRadius=np.int64(d.walkable_radius),
-        cfg_maxEdgeLen=np.int64(d.max_edge_len),
-        cfg_maxSimplificationError=d.max_simplification_error,
-        cfg_minRegionArea=np.int64(d.min_region_area),
-        cfg_mergeRegionArea=np.int64(d.merge_region_area),
-        cfg_maxVertsPerPoly=np.int64(d.max_verts_per_poly),
-        cfg_detailSampleDist=d.detail_sample_dist,
-        cfg_detailSampleMaxError=d.detail_sample_max_error,
-        cfg_borderSize=np.int64(0),
-        cfg_tileSize=np.int64(0),
-        count_width=np.int64(result.width),
-        count_height=np.int64(result.height),
         count_ntris=np.int64(len(tris)),
         count_nverts=np.int64(len(verts)),
         count_walkable_tris=np.int64(np.count_nonzero(result.tri_areas)),
@@ -256,6 +271,9 @@ def _navmesh_arrays(result: pipeline.BakeResult) -> dict[str, np.ndarray | np.ge
         chf_span_count=np.int64(chf.span_count),
         chf_bmin=_recast(chf.bmin),
         chf_bmax=_recast(chf.bmax),
+        chf_border_size=np.int64(chf.border_size),
+        chf_walkable_height=np.int64(chf.walkable_height),
+        chf_walkable_climb=np.int64(chf.walkable_climb),
         count_chf_spans=np.int64(chf.span_count),
         count_chf_walkable_after_erode=np.int64(np.count_nonzero(chf.area)),
         count_chf_max_distance=np.int64(chf.max_distance),
@@ -353,7 +371,14 @@ def _dump_tiled(args, verts, tris, config: NavConfig, out: Path, batch: atomic.B
     arrays: dict[str, np.ndarray | np.generic] = {
         "mesh_verts": _recast(verts),
         "mesh_tris": np.asarray(tris, dtype=np.int32)[:, [0, 2, 1]],
+        "count_nverts": np.int64(len(verts)),
+        "count_ntris": np.int64(len(tris)),
     }
+    g = result.grid
+    side = int(g.tile_size) + 2 * int(g.border_size)  # each tile's grid, as Recast's cfg
+    arrays.update(
+        config_arrays(config, side, side, g.bmin, g.bmax, int(g.border_size), int(g.tile_size))
+    )
     arrays.update(tiles.tiled_dump_arrays(result))
     arrays.update(link_arrays(result.navmesh_links(), result.auto_link_count))
     for stage, seconds in result.timings.items():
@@ -361,7 +386,6 @@ def _dump_tiled(args, verts, tris, config: NavConfig, out: Path, batch: atomic.B
     with atomic.replacing(out, batch=batch) as temp:
         np.savez_compressed(temp, **arrays)  # type: ignore[arg-type]
     batch.commit()
-    g = result.grid
     print(
         f"wrote {len(arrays)} arrays to {out} ({g.tiles_w} x {g.tiles_h} tiles, "
         f"{len(result.tiles)} with polygons, {result.npolys} polygons)"

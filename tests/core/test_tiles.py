@@ -168,6 +168,12 @@ def test_dump_cli_writes_the_reference_arrays(tmp_path):
         for name in ref:
             if name.startswith(TILE_KEYS_PREFIX):
                 assert np.array_equal(got[name], ref[name]), name
+        # Every reference array but the query answers and the reference's own metadata, to
+        # the bit: the tiled dump had no param_*, cfg_* nor count_width .. count_ntris.
+        queries = ("q_", "near_", "path_", "straight_", "ray_", "wall_", "height", "meta_")
+        for name in ref:
+            if not name.startswith(queries):
+                assert name in got.files and np.array_equal(got[name], ref[name]), name
 
 
 def test_tile_size_too_small_names_the_minimum(tmp_path, capsys):
