@@ -396,7 +396,10 @@ def _contours_together(agents: list[_OpenAgent]) -> list[Any]:
         if len(batch) < 2:
             continue
         start = time.perf_counter()
-        built = build_contours_many([agents[i].bake.chf for i in batch], max_error, max_edge_len)
+        built = build_contours_many(
+            [agents[i].bake.chf for i in batch], max_error, max_edge_len,
+            ctxs=[agents[i].bake.ctx for i in batch],
+        )  # fmt: skip
         share = (time.perf_counter() - start) / len(batch)
         for i, found in zip(batch, built, strict=True):
             contours[i] = found

@@ -963,11 +963,12 @@ class _RawContours(NamedTuple):
     """Every region outline of a compact heightfield, walked: ``points`` int64 (P, 4) rows
     [x, y, z, flags] of all walks concatenated (flags: neighbour region | area border),
     ``pstart`` int64 (W + 1,) each walk's offset, ``first_span`` int64 (W,) each walk's first
-    span."""
+    span; ``cut_short``: some outline was longer than Recast's walk (`_WALK_MAX_STEPS`)."""
 
     points: np.ndarray
     pstart: np.ndarray
     first_span: np.ndarray
+    cut_short: bool = False
 
 
 def _raw_contours(chf: CompactHeightfield) -> _RawContours:
@@ -980,11 +981,13 @@ def _raw_contours(chf: CompactHeightfield) -> _RawContours:
     evert, enb_area = _edge_vertices(chf, espan, edir)
 
     walks = None
+    cut_short = False
     res = _edge_successors(chf, flags, espan, edir)
     if res is not None:
         succ, steps = res
         if np.bincount(succ, minlength=espan.shape[0]).max(initial=1) == 1:
             walks = _walk_order_fast(flags, espan, edir, succ, steps)
+            cut_short = walks is None  # only a walk over Recast's step limit refuses it
     if walks is None:
         walks = _joined_walks(_walk_order_exact(chf, flags, espan, edir))
     every, pstart = walks
@@ -994,7 +997,16 @@ def _raw_contours(chf: CompactHeightfield) -> _RawContours:
     start_area = np.repeat(area[first_span].astype(np.int64), np.diff(pstart))
     nba = enb_area[every]
     all_points[:, 3] |= np.where((nba >= 0) & (nba != start_area), RC_AREA_BORDER, 0)
-    return _RawContours(all_points, pstart, first_span)
+    return _RawContours(all_points, pstart, first_span, cut_short)
+
+
+#: What a bake is told when an outline was longer than Recast's walk (`_RawContours`).
+CUT_SHORT_WARNING = (
+    "a region's outline is longer than Recast's contour walk (40,000 steps): Recast cuts it "
+    "short there, and so does VoxNav to match it, so the navmesh along that outline is "
+    "incomplete and the contour stage slow (it walks step by step): bake with tiles "
+    "(tile_size), or a larger cell_size"
+)
 
 
 def _contours_one_by_one(
@@ -1137,6 +1149,8 @@ def build_contours(
     if progress:
         progress(0.0, "contours: marking boundaries")
     raw = _raw_contours(chf)
+    if raw.cut_short and ctx is not None:
+        ctx.warn(CUT_SHORT_WARNING)
     n_walks = raw.pstart.shape[0] - 1
     if progress:
         progress(0.3, f"contours: simplifying {n_walks} outlines")
@@ -1162,19 +1176,28 @@ def build_contours_many(
     max_error: float,
     max_edge_len: int,
     build_flags: int = RC_CONTOUR_TESS_WALL_EDGES,
+    ctxs: list[BuildContext | None] | None = None,
 ) -> list[ContourSet]:
     """`build_contours` of several compact heightfields with the same settings (agents baked
     together, `core.agents`), each result equal to its own call: the outlines are walked per
     heightfield, and all of them are simplified at once (`_simplify_all` splits every segment
     of every outline in the same round, and an outline's splits read that outline only), so
-    its rounds of NumPy calls are paid once. Units and limits as `build_contours`."""
+    its rounds of NumPy calls are paid once. ``ctxs``: each heightfield's build context (its
+    warnings), or None. Units and limits as `build_contours`."""
+    ctxs = list(ctxs) if ctxs is not None else [None] * len(chfs)
     for chf in chfs:
         _check_contour_input(chf, max_error, max_edge_len)
     if not BATCH_SIMPLIFY:
-        return [build_contours(chf, max_error, max_edge_len, build_flags) for chf in chfs]
+        return [
+            build_contours(chf, max_error, max_edge_len, build_flags, ctx=ctx)
+            for chf, ctx in zip(chfs, ctxs, strict=True)
+        ]
     max_edge_len = int(max_edge_len)
     max_error32 = np.float32(max_error)
     raws = [_raw_contours(chf) for chf in chfs]
+    for raw, ctx in zip(raws, ctxs, strict=True):
+        if raw.cut_short and ctx is not None:
+            ctx.warn(CUT_SHORT_WARNING)
     walk_counts = [raw.pstart.shape[0] - 1 for raw in raws]
     walk_offsets = np.concatenate([[0], np.cumsum(walk_counts)]).astype(np.int64)
     point_offsets = [0]

@@ -434,3 +434,22 @@ def test_contours_of_many_fields_equal_each_alone(seed):
     assert C.build_contours_many([], 1.3, 4) == []
     with pytest.raises(VoxNavError, match="max_error"):
         C.build_contours_many(chfs, -1.0, 4)
+
+
+def test_an_outline_longer_than_recasts_walk_is_warned_about():
+    """A 3300 x 5 m strip: its one region's outline takes over 40,000 steps; Recast's walk
+    stops there (and VoxNav's, to match it) and leaves the navmesh incomplete, silently. Each
+    agent baked together is told as well."""
+    from core import pipeline
+    from core.agents import AgentType, bake_agents
+    from core.config import NavConfig
+
+    verts = np.array([[0, 0, 0], [3300, 0, 0], [3300, 5, 0], [0, 5, 0]], np.float32)
+    tris = np.array([[0, 1, 2], [0, 2, 3]], np.int32)
+    config = NavConfig(agent_radius=0.0)
+    assert C.CUT_SHORT_WARNING in pipeline.bake(verts, tris, config).warnings
+    short = pipeline.bake(verts * np.float32([0.1, 1, 1]), tris, config)
+    assert C.CUT_SHORT_WARNING not in short.warnings
+    agents = [AgentType("a", radius=0.0), AgentType("b", radius=0.0, height=1.5)]
+    for result in bake_agents(verts, tris, config, agents).values():
+        assert C.CUT_SHORT_WARNING in result.warnings
