@@ -475,9 +475,16 @@ def _clip_concave(
             faces[at : at + len(tris)] = ring[face][np.asarray(tris, dtype=np.int64)]
 
 
+#: Pairs of edges `_simple` tests at once (its temporaries: about 300 bytes a pair).
+SIMPLE_PAIR_BLOCK = 1 << 18
+
+
 def _simple(flat: np.ndarray) -> bool:
     """Whether the closed outline float64 (n, 2) has no two non-neighbouring edges that
-    touch or cross (and so an inside an ear clipping keeps)."""
+    touch or cross (and so an inside an ear clipping keeps). Only edges whose x extents
+    overlap can meet: those pairs are found from the edges sorted by their lowest x and
+    tested in blocks (`SIMPLE_PAIR_BLOCK`); every pair at once took 24 GB for a
+    20,000-corner face."""
     a, b = flat, np.roll(flat, -1, axis=0)
     n = flat.shape[0]
 
@@ -485,13 +492,50 @@ def _simple(flat: np.ndarray) -> bool:
         return np.sign((q[..., 0] - p[..., 0]) * (r[..., 1] - p[..., 1])
                        - (q[..., 1] - p[..., 1]) * (r[..., 0] - p[..., 0]))  # fmt: skip
 
+    lo_x, hi_x = np.minimum(a[:, 0], b[:, 0]), np.maximum(a[:, 0], b[:, 0])
+    order = np.argsort(lo_x, kind="stable")
+    sorted_lo = lo_x[order]
+    # For the edge at sorted place k, the edges after it starting at most where it ends.
+    ends = np.searchsorted(sorted_lo, hi_x[order], side="right")
+    counts = np.maximum(ends - np.arange(n) - 1, 0)
+    rows = np.repeat(np.arange(n), counts)
+    cols = np.arange(rows.shape[0]) - np.repeat(np.cumsum(counts) - counts, counts) + rows + 1
+    for first in range(0, rows.shape[0], SIMPLE_PAIR_BLOCK):
+        e, f = (
+            order[rows[first : first + SIMPLE_PAIR_BLOCK]],
+            order[cols[first : first + SIMPLE_PAIR_BLOCK]],
+        )
+        i, j = np.minimum(e, f), np.maximum(e, f)
+        apart = (j - i >= 2) & ~((i == 0) & (j == n - 1))  # neighbouring edges meet
+        i, j = i[apart], j[apart]
+        d1, d2 = side(a[j], b[j], a[i]), side(a[j], b[j], b[i])
+        d3, d4 = side(a[i], b[i], a[j]), side(a[i], b[i], b[j])
+        crossing = (d1 * d2 <= 0) & (d3 * d4 <= 0)
+        # On one line (all four turns 0) they meet only where their extents overlap.
+        in_line = (d1 == 0) & (d2 == 0)
+        lo_i, hi_i = np.minimum(a[i], b[i]), np.maximum(a[i], b[i])
+        lo_j, hi_j = np.minimum(a[j], b[j]), np.maximum(a[j], b[j])
+        overlap = ((lo_i <= hi_j) & (lo_j <= hi_i)).all(axis=1)
+        if (crossing & (~in_line | overlap)).any():
+            return False
+    return True
+
+
+def simple_literal(flat: np.ndarray) -> bool:
+    """`_simple` over every pair of edges at once (the tests' oracle)."""
+    a, b = flat, np.roll(flat, -1, axis=0)
+    n = flat.shape[0]
+
+    def side(p, q, r):
+        return np.sign((q[..., 0] - p[..., 0]) * (r[..., 1] - p[..., 1])
+                       - (q[..., 1] - p[..., 1]) * (r[..., 0] - p[..., 0]))  # fmt: skip
+
     i, j = np.triu_indices(n, 2)
-    apart = ~((i == 0) & (j == n - 1))  # the last edge meets the first
+    apart = ~((i == 0) & (j == n - 1))
     i, j = i[apart], j[apart]
     d1, d2 = side(a[j], b[j], a[i]), side(a[j], b[j], b[i])
     d3, d4 = side(a[i], b[i], a[j]), side(a[i], b[i], b[j])
     crossing = (d1 * d2 <= 0) & (d3 * d4 <= 0)
-    # On one line (all four turns 0) they meet only where their extents overlap.
     in_line = (d1 == 0) & (d2 == 0)
     lo_i, hi_i = np.minimum(a[i], b[i]), np.maximum(a[i], b[i])
     lo_j, hi_j = np.minimum(a[j], b[j]), np.maximum(a[j], b[j])
@@ -499,11 +543,92 @@ def _simple(flat: np.ndarray) -> bool:
     return not bool((crossing & (~in_line | overlap)).any())
 
 
+#: Corner tests (corner, other corner) `_ear_clip` makes at once for its first ears.
+EAR_TEST_BLOCK = 1 << 20
+
+
 def _ear_clip(flat: np.ndarray) -> list[tuple[int, int, int]]:
     """Triangles (corner numbers, in the polygon's order) of a simple polygon given as float64
-    (n, 2) counter-clockwise points: n - 2 of them. An ear is a convex corner whose triangle
-    holds no other corner; should none be found (a self-touching outline) the first convex
-    corner, else the first corner, is cut, so n - 2 triangles always come out."""
+    (n, 2) counter-clockwise points: n - 2 of them, the very ones `ear_clip_literal` cuts.
+
+    The corners stay in a ring (previous / next); each keeps whether it is convex and an
+    ear (convex, its triangle holding no other corner, edges included). Cutting a corner
+    changes only its two neighbours' triangles, and can only turn a corner whose triangle
+    held the cut one into an ear: those are tested again, with NumPy over every corner left.
+    The literal port tests every corner's triangle against every corner at every cut (a
+    3,000-corner face took 24 s)."""
+    n = flat.shape[0]
+    if n == 3:
+        return [(0, 1, 2)]
+    x, y = flat[:, 0], flat[:, 1]
+    nxt = np.roll(np.arange(n), -1)
+    prv = np.roll(np.arange(n), 1)
+    alive = np.ones(n, dtype=bool)
+
+    def cross(o, a, q_x, q_y):  # the literal port's turn o -> a -> q, for arrays of q
+        return (x[a] - x[o]) * (q_y - y[o]) - (y[a] - y[o]) * (q_x - x[o])
+
+    def convex_at(c: np.ndarray) -> np.ndarray:
+        return cross(prv[c], c, x[nxt[c]], y[nxt[c]]) > 0
+
+    def holds(c: int, q: np.ndarray) -> np.ndarray:
+        """Which corners q lie in corner c's triangle (edges included)."""
+        a, b, d = int(prv[c]), c, int(nxt[c])
+        qx, qy = x[q], y[q]
+        return (cross(a, b, qx, qy) >= 0) & (cross(b, d, qx, qy) >= 0) & (cross(d, a, qx, qy) >= 0)
+
+    def ear_at(c: int) -> bool:
+        others = np.flatnonzero(alive)
+        others = others[(others != prv[c]) & (others != c) & (others != nxt[c])]
+        return not bool(holds(c, others).any())
+
+    convex = convex_at(np.arange(n))
+    ear = np.zeros(n, dtype=bool)
+    corners = np.flatnonzero(convex)
+    block = max(1, EAR_TEST_BLOCK // n)
+    for first in range(0, corners.shape[0], block):  # the first ears, a block of corners at once
+        c = corners[first : first + block, None]
+        a, d = prv[c], nxt[c]
+        q = np.arange(n)[None, :]
+        held = (cross(a, c, x[q], y[q]) >= 0) & (cross(c, d, x[q], y[q]) >= 0)
+        held &= cross(d, a, x[q], y[q]) >= 0
+        held &= (q != a) & (q != c) & (q != d)
+        ear[corners[first : first + block]] = ~held.any(axis=1)
+    out: list[tuple[int, int, int]] = []
+    left = n
+    while left > 3:
+        ears = np.flatnonzero(ear)
+        if ears.shape[0]:
+            cut = int(ears[0])
+        else:  # a self-touching outline: the first convex corner, else the first corner
+            corners = np.flatnonzero(convex & alive)
+            cut = int(corners[0]) if corners.shape[0] else int(np.flatnonzero(alive)[0])
+        a, d = int(prv[cut]), int(nxt[cut])
+        out.append((a, cut, d))
+        alive[cut] = convex[cut] = ear[cut] = False
+        nxt[a], prv[d] = d, a
+        left -= 1
+        if left == 3:
+            break
+        for c in (a, d):
+            convex[c] = bool(convex_at(np.array([c]))[0])
+            ear[c] = convex[c] and ear_at(c)
+        # Corners whose triangle held the cut one may be ears now (nothing else changed).
+        waiting = np.flatnonzero(convex & ~ear)
+        waiting = waiting[(waiting != a) & (waiting != d)]
+        for c in waiting.tolist():
+            if holds(c, np.array([cut]))[0]:
+                ear[c] = ear_at(c)
+    last = np.flatnonzero(alive)
+    out.append((int(last[0]), int(last[1]), int(last[2])))
+    return out
+
+
+def ear_clip_literal(flat: np.ndarray) -> list[tuple[int, int, int]]:
+    """`_ear_clip` as first written (the tests' oracle): each round, the first convex corner
+    (in the polygon's order) whose triangle holds no other corner is cut; should none be found
+    (a self-touching outline) the first convex corner, else the first corner, so n - 2
+    triangles always come out."""
     left = list(range(flat.shape[0]))
     out: list[tuple[int, int, int]] = []
 
