@@ -587,12 +587,12 @@ def _ear_clip(flat: np.ndarray) -> list[tuple[int, int, int]]:
     corners = np.flatnonzero(convex)
     block = max(1, EAR_TEST_BLOCK // n)
     for first in range(0, corners.shape[0], block):  # the first ears, a block of corners at once
-        c = corners[first : first + block, None]
-        a, d = prv[c], nxt[c]
+        mid = corners[first : first + block, None]
+        before, after = prv[mid], nxt[mid]
         q = np.arange(n)[None, :]
-        held = (cross(a, c, x[q], y[q]) >= 0) & (cross(c, d, x[q], y[q]) >= 0)
-        held &= cross(d, a, x[q], y[q]) >= 0
-        held &= (q != a) & (q != c) & (q != d)
+        held = (cross(before, mid, x[q], y[q]) >= 0) & (cross(mid, after, x[q], y[q]) >= 0)
+        held &= cross(after, before, x[q], y[q]) >= 0
+        held &= (q != before) & (q != mid) & (q != after)
         ear[corners[first : first + block]] = ~held.any(axis=1)
     out: list[tuple[int, int, int]] = []
     left = n

@@ -431,7 +431,9 @@ def test_a_big_concave_face_is_clipped_into_its_own_triangles(tmp_path):
     n = 3000
     angle = -2 * np.pi * np.arange(n) / n
     radius = np.where(np.arange(n) == n // 2, 5.0, 10.0)
-    lines = [f"v {r * np.cos(a):.6f} 0 {r * np.sin(a):.6f}" for a, r in zip(angle, radius)]
+    lines = [
+        f"v {r * np.cos(a):.6f} 0 {r * np.sin(a):.6f}" for a, r in zip(angle, radius, strict=True)
+    ]
     lines.append("f " + " ".join(str(i + 1) for i in range(n)))
     path = tmp_path / "notch.obj"
     path.write_text("\n".join(lines) + "\n")
