@@ -359,16 +359,18 @@ def tile_mesh(verts, tris, n: int) -> tuple[np.ndarray, np.ndarray]:
     return all_verts.reshape(-1, 3), all_tris.reshape(-1, 3).astype(np.int32)
 
 
-def _find_meshes(folder: str | None) -> Path:
-    """The folder with dungeon.obj and nav_test.obj: ``folder`` if given (and only it), else
-    $VOXNAV_SHARED/meshes, else ../shared/meshes beside the repository."""
-    names = ("dungeon.obj", "nav_test.obj")
+def _find_meshes(
+    folder: str | None, names: tuple[str, ...] = ("dungeon.obj", "nav_test.obj")
+) -> Path:
+    """The folder with the meshes ``names`` (a benchmark's; by default dungeon.obj and
+    nav_test.obj): ``folder`` if given (and only it), else $VOXNAV_SHARED/meshes, else
+    ../shared/meshes beside the repository."""
     if folder:
         missing = [n for n in names if not (Path(folder) / n).is_file()]
         if missing:
             raise VoxNavError(
                 f"--meshes {folder}: no {' or '.join(missing)} there; pass the folder that holds "
-                "dungeon.obj and nav_test.obj (the shared meshes)"
+                f"{' and '.join(names)} (the shared meshes)"
             )
         return Path(folder)
     candidates = []
@@ -378,9 +380,7 @@ def _find_meshes(folder: str | None) -> Path:
     for candidate in candidates:
         if all((candidate / n).is_file() for n in names):
             return candidate
-    raise VoxNavError(
-        "dungeon.obj and nav_test.obj not found: pass --meshes FOLDER or set VOXNAV_SHARED"
-    )
+    raise VoxNavError(f"{' and '.join(names)} not found: pass --meshes FOLDER or set VOXNAV_SHARED")
 
 
 def plane(size: float) -> tuple[np.ndarray, np.ndarray]:

@@ -599,3 +599,15 @@ def test_a_full_standard_output_is_named(tmp_path):
         )  # fmt: skip
     assert run.returncode == 1
     assert "the standard output" in run.stderr and "Traceback" not in run.stderr
+
+
+def test_obstacle_bench_needs_only_the_mesh_it_bakes(tmp_path, capsys):
+    """`bench --obstacles --meshes DIR` refused a folder without nav_test.obj, which it never
+    reads (it bakes the dungeon only)."""
+    from .refdata import mesh_path
+
+    (tmp_path / "dungeon.obj").symlink_to(mesh_path("dungeon"))
+    assert main(["bench", "--obstacles", "--meshes", str(tmp_path), "--runs", "1"]) == 0
+    assert "dungeon tile 32" in capsys.readouterr().out
+    assert main(["bench", "--meshes", str(tmp_path), "--runs", "1"]) == 1  # it bakes nav_test
+    assert "no nav_test.obj there" in capsys.readouterr().err
