@@ -478,9 +478,10 @@ def _details_together(agents: list[_OpenAgent]) -> list[Any]:
 PROCESS_MIN_SPANS = 1 << 16
 #: `PROCESS_MIN_SPANS` for an ``executor`` kept between bakes: no process starts per bake, so
 #: only pickling the jobs and their results is paid. Three agents over one bake, the runs
-#: alternated in one process (2026-11-27): nav_test (56.8k spans) 1.87x here, 1.54x on a kept
-#: pool of 2; dungeon (23.6k) 1.50x / 1.46x.
-EXECUTOR_MIN_SPANS = 1 << 14
+#: alternated in one process (2026-11-27): nav_test (56.8k spans) 1.80x-1.87x here,
+#: 1.43x-1.54x on a kept pool of 2. Dungeon (23.6k) stays here: 1.50x here against 1.39x-1.46x
+#: on the pool on a quiet machine, but 1.95x while another process kept the second core busy.
+EXECUTOR_MIN_SPANS = 1 << 15
 
 #: The per-agent jobs a forked worker reads from its copy of this process's memory (so the
 #: shared heightfields are not pickled to it), by bake: each `_tails_in_processes` call adds

@@ -8,8 +8,8 @@ one bake beside the issue's target (< 1.6x), in one process, with the per-agent 
 processes (``workers=2``: this one and one forked per bake), and on a pool of 2 processes kept
 between bakes (``executor=``; started and warmed before the clock, as an application that
 bakes again and again keeps it). Scenes below `core.agents.PROCESS_MIN_SPANS` (dungeon,
-nav_test) bake "2 workers" in one process too, and those below `EXECUTOR_MIN_SPANS` (none of
-the shared ones) "kept pool". Each run times every variant in
+nav_test) bake "2 workers" in one process too, and those below `EXECUTOR_MIN_SPANS`
+(dungeon) "kept pool". Each run times every variant in
 turn, and a ratio is the median over the runs of that run's variant time over its one bake
 (the machine's speed drifts within seconds; runs compare like with like).
 

@@ -505,8 +505,8 @@ class _CountingPool(cf.Executor):
 
 @pytest.mark.parametrize("least, sent", [(1 << 14, True), (1 << 15, False)])
 def test_kept_executor_takes_levels_from_its_own_threshold(dungeon, least, sent, monkeypatch):
-    # dungeon's 23.6k spans: under PROCESS_MIN_SPANS (no process forked for the bake) but a
-    # kept pool costs only the pickling, so it takes them from EXECUTOR_MIN_SPANS up.
+    # A kept pool costs only the pickling: it takes levels from EXECUTOR_MIN_SPANS up, not
+    # from PROCESS_MIN_SPANS (dungeon's 23.6k spans, here on either side of it).
     import core.agents as agents_module
 
     monkeypatch.setattr(agents_module, "EXECUTOR_MIN_SPANS", least)
