@@ -84,11 +84,13 @@ def check_target(path: PathLike, inputs: Iterable[PathLike] = (), flag: str = ""
     """
     label = _label(path, flag)
     text = os.fsdecode(os.fspath(path))
-    if not text or text.endswith(tuple(sep for sep in (os.sep, os.altsep) if sep)):
+    separators = tuple(sep for sep in (os.sep, os.altsep) if sep)
+    if not text or text.endswith(separators) or os.path.basename(text) in (".", ".."):
+        # ("nav.obj/." too: realpath makes it nav.obj.)
         # "nav.obj/" was written as the file nav.obj (the README: such a path names no file).
         raise OutputError(
-            f"cannot write {label}: it names a folder (it ends with a separator, or is empty); "
-            "give a file name"
+            f"cannot write {label}: it names a folder (it ends with a separator, '.' or '..', or "
+            "is empty); give a file name"
         )
     real = Path(os.path.realpath(path))
     folder = real.parent

@@ -89,13 +89,19 @@ class SuggestingParser(argparse.ArgumentParser):
         if unknown:
             flag = unknown.group(1).split("=", 1)[0]
             if self._unrecognized_in is not None:
-                others = [
-                    name for name, sub in self._subcommands().items()
-                    if any(flag in a.option_strings for a in sub._actions)
-                ]  # fmt: skip
-                if others:
+                # The other commands' flags it names whole, or starts (argparse takes a
+                # unique prefix: `path --ou x` means bake's --out).
+                named: dict[str, set[str]] = {}
+                for name, sub in self._subcommands().items():
+                    for action in sub._actions:
+                        for option in action.option_strings:
+                            if option == flag or (len(flag) > 2 and option.startswith(flag)):
+                                named.setdefault(option, set()).add(name)
+                if len(named) == 1:
+                    ((option, commands),) = named.items()
+                    order = [n for n in self._subcommands() if n in commands]
                     return (
-                        f"; {flag} is an option of {', '.join(others)}, not of "
+                        f"; {option} is an option of {', '.join(order)}, not of "
                         f"{self._unrecognized_in.prog.rsplit(' ', 1)[-1]}"
                     )
             return did_you_mean(flag, self.option_strings())

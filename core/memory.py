@@ -109,8 +109,9 @@ REGIONS_BYTES_PER_COLUMN_PAIR = 64
 HELD_BYTES_PER_COLUMN_PAIR = 8
 #: Per distinct (region, region) pair, counted both ways round, of spans sharing a column:
 #: the floor sets of the merge and the arrays that fill them. Random regions on 300 k to 10 M
-#: span pairs traced 101-143 bytes. [Units: bytes]
-REGIONS_BYTES_PER_FLOOR_PAIR = 160
+#: span pairs traced 101-143 bytes; 30 levels of checkerboard squares, monotone, peaked 3 %
+#: over the regions estimate at 160 (a review, 2026-11-27). [Units: bytes]
+REGIONS_BYTES_PER_FLOOR_PAIR = 200
 
 # Polygon mesh: per contour vertex (adjacency, merge candidates). [Units: bytes] (2048
 # until 2026-11-27: random boxes traced 53 % above it.)

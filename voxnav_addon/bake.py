@@ -297,7 +297,10 @@ def redraw_voxels(scene) -> str:
     settings silently did nothing)."""
     outcome = last_outcome(scene)
     if outcome is None:
-        if writeback.scene_output(scene, writeback.VOXELS_NAME) is not None:
+        drawn = writeback.scene_output(scene, writeback.VOXELS_NAME)
+        # A tiled bake keeps no bake in memory and draws no voxels (an empty object): nothing
+        # waits to be redrawn then.
+        if drawn is not None and drawn.data is not None and len(drawn.data.vertices):
             settings = scene.voxnav
             kept = [w.text for w in settings.last_warnings if w.text != STALE_VOXELS]
             properties.store_warnings(settings, [*kept, STALE_VOXELS])

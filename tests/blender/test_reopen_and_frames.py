@@ -201,3 +201,9 @@ def test_voxel_display_settings_on_a_reopened_file_say_they_wait_for_a_bake(bpy,
     assert [w.text for w in settings.last_warnings].count(bake.STALE_VOXELS) == 1
     assert bpy.ops.voxnav.voxelize() == {"FINISHED"}
     assert bake.STALE_VOXELS not in [w.text for w in settings.last_warnings]
+    # A tiled bake keeps no bake in memory and draws no voxels: nothing waits (a review found
+    # the line said so after one).
+    settings.tile_size = 16
+    assert bpy.ops.voxnav.build_navmesh() == {"FINISHED"}
+    settings.max_voxels_drawn = 500
+    assert bake.STALE_VOXELS not in [w.text for w in settings.last_warnings]

@@ -260,8 +260,9 @@ def test_an_output_ending_with_a_separator_names_no_file(tmp_path, capsys, comma
     assert main(argv) == 1
     assert "it names a folder (it ends with a separator" in capsys.readouterr().err
     assert (tmp_path / "ans").read_bytes() == OLD and not (tmp_path / "nav.obj").exists()
-    with pytest.raises(OutputError, match="names a folder"):
-        atomic.check_target("")
+    for name in ("", f"{tmp_path / 'nav.obj'}/.", f"{tmp_path}/sub/.."):
+        with pytest.raises(OutputError, match="names a folder"):
+            atomic.check_target(name)
 
 
 def test_wrote_names_the_file_written_through_a_linked_folder(tmp_path, capsys):

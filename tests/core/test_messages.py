@@ -151,6 +151,9 @@ def test_another_commands_flag_is_named_as_such(floor_obj, capsys):
     assert code == 2 and "did you mean" not in err
     assert "--out is an option of dump, bake, query, not of path" in err
     assert "(see python -m core path --help)" in err and "usage: python -m core path" in err
+    code, _, err = run(capsys, "path", floor_obj, "--from", "0", "0", "0", "--to", "1", "1",
+                       "0", "--ou", "x.obj")  # fmt: skip
+    assert "--out is an option of dump, bake, query, not of path" in err  # argparse's prefix
     code, _, err = run(capsys, "bake", floor_obj, "--out", "x.obj", "--tile-sise", "16")
     assert "did you mean --tile-size? (see python -m core bake --help)" in err
 
