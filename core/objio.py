@@ -488,11 +488,6 @@ def _simple(flat: np.ndarray) -> bool:
     float64 near-collinear runs that one's rounding can call edges apart in x crossing."""
     a, b = flat, np.roll(flat, -1, axis=0)
     n = flat.shape[0]
-
-    def side(p, q, r):  # sign of the turn p -> q -> r, for every pair (broadcast)
-        return np.sign((q[..., 0] - p[..., 0]) * (r[..., 1] - p[..., 1])
-                       - (q[..., 1] - p[..., 1]) * (r[..., 0] - p[..., 0]))  # fmt: skip
-
     lo_x, hi_x = np.minimum(a[:, 0], b[:, 0]), np.maximum(a[:, 0], b[:, 0])
     order = np.argsort(lo_x, kind="stable")
     sorted_lo = lo_x[order]
@@ -508,40 +503,37 @@ def _simple(flat: np.ndarray) -> bool:
         )
         i, j = np.minimum(e, f), np.maximum(e, f)
         apart = (j - i >= 2) & ~((i == 0) & (j == n - 1))  # neighbouring edges meet
-        i, j = i[apart], j[apart]
-        d1, d2 = side(a[j], b[j], a[i]), side(a[j], b[j], b[i])
-        d3, d4 = side(a[i], b[i], a[j]), side(a[i], b[i], b[j])
-        crossing = (d1 * d2 <= 0) & (d3 * d4 <= 0)
-        # On one line (all four turns 0) they meet only where their extents overlap.
-        in_line = (d1 == 0) & (d2 == 0)
-        lo_i, hi_i = np.minimum(a[i], b[i]), np.maximum(a[i], b[i])
-        lo_j, hi_j = np.minimum(a[j], b[j]), np.maximum(a[j], b[j])
-        overlap = ((lo_i <= hi_j) & (lo_j <= hi_i)).all(axis=1)
-        if (crossing & (~in_line | overlap)).any():
+        if _edges_meet(a, b, i[apart], j[apart]).any():
             return False
     return True
+
+
+def _edges_meet(a: np.ndarray, b: np.ndarray, i: np.ndarray, j: np.ndarray) -> np.ndarray:
+    """Whether edge i (a[i] -> b[i]) and edge j touch or cross, per pair (bool). a, b float64
+    (n, 2) each edge's ends; i, j int (p,)."""
+
+    def side(p, q, r):  # sign of the turn p -> q -> r, for every pair (broadcast)
+        return np.sign((q[..., 0] - p[..., 0]) * (r[..., 1] - p[..., 1])
+                       - (q[..., 1] - p[..., 1]) * (r[..., 0] - p[..., 0]))  # fmt: skip
+
+    d1, d2 = side(a[j], b[j], a[i]), side(a[j], b[j], b[i])
+    d3, d4 = side(a[i], b[i], a[j]), side(a[i], b[i], b[j])
+    crossing = (d1 * d2 <= 0) & (d3 * d4 <= 0)
+    # On one line (all four turns 0) they meet only where their extents overlap.
+    in_line = (d1 == 0) & (d2 == 0)
+    lo_i, hi_i = np.minimum(a[i], b[i]), np.maximum(a[i], b[i])
+    lo_j, hi_j = np.minimum(a[j], b[j]), np.maximum(a[j], b[j])
+    overlap = ((lo_i <= hi_j) & (lo_j <= hi_i)).all(axis=1)
+    return crossing & (~in_line | overlap)
 
 
 def simple_literal(flat: np.ndarray) -> bool:
     """`_simple` over every pair of edges at once (the tests' oracle)."""
     a, b = flat, np.roll(flat, -1, axis=0)
     n = flat.shape[0]
-
-    def side(p, q, r):
-        return np.sign((q[..., 0] - p[..., 0]) * (r[..., 1] - p[..., 1])
-                       - (q[..., 1] - p[..., 1]) * (r[..., 0] - p[..., 0]))  # fmt: skip
-
     i, j = np.triu_indices(n, 2)
     apart = ~((i == 0) & (j == n - 1))
-    i, j = i[apart], j[apart]
-    d1, d2 = side(a[j], b[j], a[i]), side(a[j], b[j], b[i])
-    d3, d4 = side(a[i], b[i], a[j]), side(a[i], b[i], b[j])
-    crossing = (d1 * d2 <= 0) & (d3 * d4 <= 0)
-    in_line = (d1 == 0) & (d2 == 0)
-    lo_i, hi_i = np.minimum(a[i], b[i]), np.maximum(a[i], b[i])
-    lo_j, hi_j = np.minimum(a[j], b[j]), np.maximum(a[j], b[j])
-    overlap = ((lo_i <= hi_j) & (lo_j <= hi_i)).all(axis=1)
-    return not bool((crossing & (~in_line | overlap)).any())
+    return not bool(_edges_meet(a, b, i[apart], j[apart]).any())
 
 
 #: Corner tests (corner, other corner) `_ear_clip` makes at once for its first ears.
