@@ -385,11 +385,16 @@ def _walk_order_fast(
 
 
 def _walk_order_exact(
-    chf: CompactHeightfield, flags: np.ndarray, span: np.ndarray, d: np.ndarray
+    chf: CompactHeightfield,
+    flags: np.ndarray,
+    span: np.ndarray,
+    d: np.ndarray,
+    cut: list[int] | None = None,
 ) -> list[np.ndarray]:
     """Recast's scan and walkContour step by step (slow; the fallback and the test oracle).
 
     Visits only spans with boundary edges (the others are skipped by Recast's scan anyway).
+    ``cut`` (if given) receives the start span of every walk stopped by Recast's step limit.
     """
     nb = np.asarray(chf.neighbor).astype(np.int64).tolist()
     fl = flags.astype(np.int64).tolist()
@@ -409,6 +414,8 @@ def _walk_order_exact(
         while True:
             it += 1
             if it >= _WALK_MAX_STEPS + 1:
+                if cut is not None:
+                    cut.append(i0)
                 break
             if fl[i] & (1 << direction):
                 seq.append(i * 4 + direction)
@@ -995,15 +1002,14 @@ def _raw_contours(chf: CompactHeightfield, ctx: BuildContext | None = None) -> _
     evert, enb_area = _edge_vertices(chf, espan, edir)
 
     walks = None
-    cut_short = False
+    cut: list[int] = []
     res = _edge_successors(chf, flags, espan, edir)
     if res is not None:
         succ, steps = res
         if np.bincount(succ, minlength=espan.shape[0]).max(initial=1) == 1:
             walks = _walk_order_fast(flags, espan, edir, succ, steps)
-            cut_short = walks is None  # only a walk over Recast's step limit refuses it
-    if walks is None:
-        walks = _joined_walks(_walk_order_exact(chf, flags, espan, edir))
+    if walks is None:  # the walks stopped by Recast's step limit are the ones it names
+        walks = _joined_walks(_walk_order_exact(chf, flags, espan, edir, cut))
     every, pstart = walks
     area = np.asarray(chf.area)
     first_span = espan[every[pstart[:-1]]]
@@ -1011,7 +1017,7 @@ def _raw_contours(chf: CompactHeightfield, ctx: BuildContext | None = None) -> _
     start_area = np.repeat(area[first_span].astype(np.int64), np.diff(pstart))
     nba = enb_area[every]
     all_points[:, 3] |= np.where((nba >= 0) & (nba != start_area), RC_AREA_BORDER, 0)
-    return _RawContours(all_points, pstart, first_span, cut_short)
+    return _RawContours(all_points, pstart, first_span, bool(cut))
 
 
 #: What a bake is told when an outline was longer than Recast's walk (`_RawContours`).
