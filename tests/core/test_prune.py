@@ -233,3 +233,22 @@ def test_reachable_from_points_of_the_wrong_shape_are_refused_before_baking(
     with pytest.raises(VoxNavError, match=words):
         pipeline.bake(verts, tris, reachable_from=points)
     assert stages == []
+
+
+def test_many_points_off_the_navmesh_are_warned_about_in_a_few_lines(dungeon_bake):
+    """20,000 reachable-from points gave 16,168 warning lines, one per point off the navmesh
+    (a helper); solo and tiled say the first five and count the rest."""
+    from core import tiles
+    from core.context import BuildContext
+    from core.prune import OFF_NAVMESH_NAMED, prune_tiled
+
+    far = np.column_stack([np.arange(40, dtype=float) * 3 + 1000, np.zeros(40), np.zeros(40)])
+    points = np.vstack([DUNGEON_GROUND, far])
+    ctx = BuildContext()
+    prune_islands(dungeon_bake.polymesh, dungeon_bake.detail, points, ctx=ctx)
+    verts, tris = read_obj(mesh_path("dungeon"))
+    tiled_ctx = BuildContext()
+    prune_tiled(tiles.bake_tiled(verts, tris, None, 64, workers=1), points, ctx=tiled_ctx)
+    for warnings in (ctx.warnings, tiled_ctx.warnings):
+        assert len(warnings) == OFF_NAVMESH_NAMED + 1, warnings
+        assert warnings[-1].startswith(f"{40 - OFF_NAVMESH_NAMED} more reachable-from points")
