@@ -325,6 +325,17 @@ def find_tile_links(
 
     Units and limits as `find_auto_links`.
     """
+    settings = {
+        "agent_height": agent_height, "agent_radius": agent_radius, "agent_climb": agent_climb,
+        "max_drop": max_drop, "max_jump_distance": max_jump_distance, "link_spacing": spacing,
+    }  # fmt: skip
+    for name, value in settings.items():  # NaN or infinity failed deep inside (a bare int())
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            number = float("nan")
+        if not (np.isfinite(number) and number >= 0):
+            raise VoxNavError(f"{name} must be a finite number >= 0, got {value!r}")
     if not spacing > 0:
         raise VoxNavError(f"link_spacing must be > 0, got {spacing}")
     cs, ch = float(chf.cs), float(chf.ch)

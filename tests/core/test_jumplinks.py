@@ -674,3 +674,23 @@ def test_dump_writes_the_automatic_links(tmp_path):
     assert main(["dump", str(mesh), "--out", str(out)]) == 0
     with np.load(out) as data:
         assert int(data["count_links"]) == 0 and data["links_start"].shape == (0, 3)
+
+
+@pytest.mark.parametrize(
+    "name, value",
+    [("max_jump_distance", float("nan")), ("max_jump_distance", float("inf")),
+     ("max_drop", -0.5), ("agent_height", "tall")],
+)  # fmt: skip
+def test_find_auto_links_refuses_bad_settings_in_one_line(name, value):
+    """Called directly (not through NavConfig), NaN or infinity failed with a bare
+    'cannot convert float NaN to integer' deep inside (a helper)."""
+    from core.jumplinks import find_auto_links
+
+    verts, tris = linkscenes.gap_and_ledge_scene()
+    result = pipeline.bake(verts, tris, NavConfig())
+    settings = dict(agent_height=2.0, agent_radius=0.6, agent_climb=0.9, max_drop=4.0,
+                    max_jump_distance=3.5, spacing=1.0)  # fmt: skip
+    settings[name] = value
+    with pytest.raises(VoxNavError, match=f"{name} must be a finite number >= 0"):
+        find_auto_links(result.polymesh, result.detail, result.compact, result.heightfield,
+                        **settings)  # fmt: skip
