@@ -404,18 +404,20 @@ def find_tile_links(
     solids = [(hf, None)] if window is None else [(hf, None), (window.solid, hf)]
 
     def arcs_clear(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        nsteps = _arc_steps(a, b, step)
-        per = max(1, CHUNK_PROBES // (2 * nsteps))
+        # Each link at its own step count (`link_steps`), links of one count together: a
+        # batch-wide count (the longest link's) made a link's answer depend on the others
+        # (a tiled bake lost drops a solo one kept, and the other way round).
+        counts = link_steps(a, b, step)
         clear = np.ones(a.shape[0], dtype=bool)
-        for solid, skip in solids:
-            clear &= np.concatenate(
-                [np.zeros(0, dtype=bool)]
-                + [
-                    _arc_clear(solid, a[i : i + per], b[i : i + per], agent_height,
-                               float(agent_radius), nsteps, skip)
-                    for i in range(0, a.shape[0], per)
-                ]
-            )  # fmt: skip
+        for nsteps in np.unique(counts).tolist():
+            group = np.flatnonzero(counts == nsteps)
+            per = max(1, CHUNK_PROBES // (6 * nsteps))
+            for solid, skip in solids:
+                for i in range(0, group.shape[0], per):
+                    some = group[i : i + per]
+                    clear[some] &= _arc_clear(
+                        solid, a[some], b[some], agent_height, float(agent_radius), nsteps, skip
+                    )
         return clear
 
     clear = arcs_clear(start, end)
@@ -573,11 +575,17 @@ def _region_span(chf: CompactHeightfield, span: np.ndarray) -> np.ndarray:
 
 
 def _arc_steps(start: np.ndarray, end: np.ndarray, step: float) -> int:
-    """Arc steps for every link: the longest link's horizontal length over ``step``, + 1."""
+    """The most arc steps of any link (`link_steps`); 2 for none."""
     if start.shape[0] == 0:
         return 2
+    return int(link_steps(start, end, step).max())
+
+
+def link_steps(start: np.ndarray, end: np.ndarray, step: float) -> np.ndarray:
+    """int64 (n,): each link's arc steps, its horizontal length over ``step``, + 1 (at least
+    2). [Units: step in wu]"""
     horizontal = np.hypot(end[:, 0] - start[:, 0], end[:, 1] - start[:, 1])
-    return max(2, int(np.ceil(float(horizontal.max()) / step)) + 1)
+    return np.maximum(2, np.ceil(horizontal / step).astype(np.int64) + 1)
 
 
 def _arc_clear(
@@ -595,8 +603,10 @@ def _arc_clear(
     across the link in plan). ``nsteps`` arc steps (`_arc_steps`: at most a step apart
     horizontally); between two steps each line's column, from the lower step's height (less
     one cell height of tolerance) to the higher step's height plus the agent's height, is
-    checked in both steps' columns. Columns inside ``skip``'s grid are not checked (another
-    heightfield answers for them)."""
+    checked in both steps' columns and, where the line crosses a column corner between them,
+    in the two columns beside that corner (the line may pass through either: a diagonal link
+    went through a solid corner column neither step stood in). Columns inside ``skip``'s grid
+    are not checked (another heightfield answers for them)."""
     n = start.shape[0]
     if n == 0:
         return np.zeros(0, dtype=bool)
@@ -606,18 +616,22 @@ def _arc_clear(
     ch = float(hf.ch)
     lo = np.minimum(arc[:, :-1, 2], arc[:, 1:, 2]) - float(hf.bmin[2])
     hi = np.maximum(arc[:, :-1, 2], arc[:, 1:, 2]) + agent_height - float(hf.bmin[2])
-    lo_cells = np.concatenate([lo, lo], axis=1).ravel() / ch + (1.0 - 1e-6)
-    hi_cells = np.concatenate([hi, hi], axis=1).ravel() / ch
-    ends = np.concatenate([arc[:, :-1], arc[:, 1:]], axis=1)  # (n, 2 * nsteps, 3)
+    # Each segment's band, for its 4 columns: both ends' and the two beside a crossed corner.
+    lo_cells = np.concatenate([lo] * 4, axis=1).ravel() / ch + (1.0 - 1e-6)
+    hi_cells = np.concatenate([hi] * 4, axis=1).ravel() / ch
     across = np.stack([start[:, 1] - end[:, 1], end[:, 0] - start[:, 0]], axis=1)
     across /= np.maximum(horizontal, 1e-12)[:, None]
     blocked = np.zeros(n, dtype=bool)
     for side in (0.0, -1.0, 1.0):  # the agent's centre line, then its two sides
-        x = ends[:, :, 0] + side * agent_radius * across[:, None, 0]
-        y = ends[:, :, 1] + side * agent_radius * across[:, None, 1]
-        cols = _columns(x.ravel(), y.ravel(), hf.bmin, hf.cs, hf.width, hf.height)
+        x = arc[:, :, 0] + side * agent_radius * across[:, None, 0]
+        y = arc[:, :, 1] + side * agent_radius * across[:, None, 1]
+        # The corner columns: one end's x with the other's y, and the other way round (the
+        # same as the ends' own where the segment stays in one row or column).
+        xs = np.concatenate([x[:, :-1], x[:, 1:], x[:, 1:], x[:, :-1]], axis=1)
+        ys = np.concatenate([y[:, :-1], y[:, 1:], y[:, :-1], y[:, 1:]], axis=1)
+        cols = _columns(xs.ravel(), ys.ravel(), hf.bmin, hf.cs, hf.width, hf.height)
         if skip is not None:
-            theirs = _columns(x.ravel(), y.ravel(), skip.bmin, skip.cs, skip.width, skip.height)
+            theirs = _columns(xs.ravel(), ys.ravel(), skip.bmin, skip.cs, skip.width, skip.height)
             cols[theirs >= 0] = -1
         q, span = _column_pairs(hf.col_start, cols)
         hit = (hf.smin[span].astype(np.float64) < hi_cells[q]) & (

@@ -833,14 +833,14 @@ def auto_links_slow(pmesh, detail, chf, hf, *, agent_height, agent_radius, agent
     step = STEP_CELLS * cs
 
     def blocked_arcs(pairs) -> list[bool]:
-        """Each (start, end) arc's clearance, one step and one span at a time; the arc steps
-        of a round are set by its longest arc."""
-        longest = max(math.hypot(e[0] - s0[0], e[1] - s0[1]) for s0, e in pairs)
-        nsteps = max(2, math.ceil(longest / step) + 1)
-        t = np.linspace(0.0, 1.0, nsteps + 1)
+        """Each (start, end) arc's clearance, one step and one span at a time; each arc at
+        its own steps (its horizontal length over the step, + 1), and between two steps the
+        columns of both and the two beside a corner the line crosses."""
         out = []
         for start, end in pairs:
             h = math.hypot(end[0] - start[0], end[1] - start[1])
+            nsteps = max(2, math.ceil(h / step) + 1)
+            t = np.linspace(0.0, 1.0, nsteps + 1)
             arc = _arc(start[None], end[None], t)[0]
             across = np.array([start[1] - end[1], end[0] - start[0]]) / max(h, 1e-12)
             blocked = False
@@ -848,9 +848,9 @@ def auto_links_slow(pmesh, detail, chf, hf, *, agent_height, agent_radius, agent
                 p, q = arc[i], arc[i + 1]
                 lo = (min(p[2], q[2]) - float(hf.bmin[2])) / ch + (1.0 - 1e-6)
                 hi = (max(p[2], q[2]) + agent_height - float(hf.bmin[2])) / ch
-                for pt in (p, q):
-                    x = pt[0] + side * agent_radius * across[0]
-                    y = pt[1] + side * agent_radius * across[1]
+                off = side * agent_radius * across
+                px, py, qx, qy = p[0] + off[0], p[1] + off[1], q[0] + off[0], q[1] + off[1]
+                for x, y in ((px, py), (qx, qy), (qx, py), (px, qy)):
                     c = column(x, y, hf.bmin, hf.width, hf.height)
                     if c < 0:
                         continue

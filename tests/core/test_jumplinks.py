@@ -694,3 +694,46 @@ def test_find_auto_links_refuses_bad_settings_in_one_line(name, value):
     with pytest.raises(VoxNavError, match=f"{name} must be a finite number >= 0"):
         find_auto_links(result.polymesh, result.detail, result.compact, result.heightfield,
                         **settings)  # fmt: skip
+
+
+def test_an_arc_crossing_a_column_corner_is_checked_in_the_columns_beside_it():
+    """Between two steps in diagonal columns the line crosses one of the two columns beside
+    their shared corner: the arc was checked in the steps' columns only, and a drop passed
+    through a solid corner column (a helper: 2 to 94 cells deep in 5 of 800 rotated
+    scenes)."""
+    from core.jumplinks import _arc_clear
+
+    floor = linkscenes.box((0.0, 0.0, -1.0), (4.0, 4.0, 0.0))
+    pillar = linkscenes.box((2.05, 2.05, 0.0), (2.35, 2.35, 3.0))  # column (5, 5), cell 0.4
+    verts, tris = linkscenes.merge(floor, pillar)
+    config = NavConfig(cell_size=0.4)
+    hf = pipeline.bake(verts, tris, config, stop_after="heightfield").heightfield
+    top = -1.0 + float(hf.smax[int(hf.col_start[1]) - 1]) * float(hf.ch)  # the floor's spans
+    # From column (4, 5) to column (5, 4): the line x + y = 4.1 crosses column (5, 5).
+    start, end = np.array([[1.95, 2.15, top]]), np.array([[2.15, 1.95, top]])
+    assert not _arc_clear(hf, start, end, 2.0, 0.0, 1)[0]
+    # From column (4, 4) to (5, 3): the columns beside that corner hold floor only.
+    start, end = np.array([[1.95, 1.75, top]]), np.array([[2.15, 1.55, top]])
+    assert _arc_clear(hf, start, end, 2.0, 0.0, 1)[0]
+
+
+def test_a_links_clearance_does_not_depend_on_the_other_links():
+    """One step count for a whole batch (its longest link's): a pillar 4 m away gave four
+    drops off a ledge that were not found without it, and 48- and 64-cell tiles found none
+    (a helper). Each link is now checked at its own step count."""
+    config = NavConfig(cell_size=0.1, cell_height=0.05, agent_radius=0.0, agent_height=2.21,
+                       agent_max_climb=0.641, auto_links=True, max_drop=7.495,
+                       max_jump_distance=1.562, link_spacing=0.3568)  # fmt: skip
+    ground = linkscenes.box((-2.0, -2.0, -21.0), (15.9743, 4.3096, -20.0))
+    pillar = linkscenes.box((8.0716, 0.0168, -20.0), (8.7517, 0.6969, 4.4399))
+    step1 = linkscenes.box((2.9098, 3.5096, 2.471), (4.4098, 3.9096, 5.5013))
+    step2 = linkscenes.box((2.9098, 3.9096, 2.471), (4.4098, 4.3096, 6.0089))
+    ledge = linkscenes.box((0.1583, 0.4621, 2.471), (6.4066, 3.5238, 7.7789))
+
+    def ledge_drops(*parts):
+        links = pipeline.bake(*linkscenes.merge(*parts), config).offmesh_links
+        high = links.start[:, 2] > 7
+        return np.column_stack([links.start[high], links.end[high]])
+
+    alone = ledge_drops(ground, step1, step2, ledge)
+    np.testing.assert_array_equal(ledge_drops(ground, pillar, step1, step2, ledge), alone)
