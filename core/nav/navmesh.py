@@ -190,6 +190,9 @@ class NavMesh:
         self._links: list[list[tuple[int, int, int, int, int]]] = []
         self._tile_link_count: list[int] = []
         self._tile_base_list: list[int] = []
+        #: Tile data whose vertices this navmesh alone holds (by id; the value keeps the id
+        #: from being reused): Detour's snapping of off-mesh ends writes only into these.
+        self._own_tiles: dict[int, NavMeshData] = {}
         #: True inside `replace_tiles`: the flat arrays are rebuilt once at its end.
         self._deferred = False
         self._rebuild()
@@ -230,6 +233,7 @@ class NavMesh:
             # Detour moves the off-mesh endpoints onto the mesh in the tile's own data: work
             # on a copy of the vertices so the caller's tile stays as it was.
             data = dataclasses.replace(data, verts=data.verts.copy())
+            self._own_tiles[id(data)] = data
         self.tiles.append(data)
         self._tile_at[key] = tile
         base = len(self._links)
@@ -361,11 +365,42 @@ class NavMesh:
             dx, dz = nearest[0] - p[0], nearest[2] - p[2]
             if dx * dx + dz * dz > rad * rad:
                 continue
-            data.verts[int(data.poly_verts[poly, 0])] = nearest
+            self._set_link_vertex(tile, poly, 0, nearest)
             if self._alloc_link(tile):
                 self._links[base + poly].insert(0, (ref, 0, SIDE_INTERNAL, 0, 0))
             if self._alloc_link(tile):
                 self._links[ref].insert(0, (base + poly, 0xFF, SIDE_INTERNAL, 0, 0))
+
+    def _set_link_vertex(self, tile: int, poly: int, end: int, point) -> None:
+        """Move off-mesh polygon ``poly``'s ``end`` (0 start, 1 end) vertex in tile ``tile``
+        to ``point`` (Detour snaps it so), on this navmesh's own copy of the tile's vertices:
+        tile data may be shared with a navmesh `copy` was made from, or with the tile cache
+        (`update` changed the previous navmesh's data)."""
+        data = self.tiles[tile]
+        vertex = int(data.poly_verts[poly, end])
+        if np.array_equal(data.verts[vertex], point):
+            return
+        if self._own_tiles.get(id(data)) is not data:
+            data = dataclasses.replace(data, verts=data.verts.copy())
+            self.tiles[tile] = data
+            self._own_tiles[id(data)] = data
+        data.verts[vertex] = point
+
+    def _restore_link_ends(self, lo: int, hi: int, owner_tile) -> None:
+        """Put back, at their given end points, the off-mesh links whose end was snapped onto
+        a polygon of rows [lo, hi) (a tile being removed): a fresh bake without that tile
+        leaves them there (Detour keeps the snapped point; the tile cache equals a full bake
+        instead)."""
+        for p, links in enumerate(self._links):
+            if lo <= p < hi or not any(lo <= r < hi and e == 1 for r, e, *_ in links):
+                continue
+            tile = int(owner_tile[p])
+            data = self.tiles[tile]
+            poly = p - self._tile_base_list[tile]
+            if int(data.poly_type[poly]) != POLYTYPE_OFFMESH_CONNECTION:
+                continue
+            c = poly - int(data.off_mesh_base)
+            self._set_link_vertex(tile, poly, 1, data.off_mesh_pos[c, 3:].copy())
 
     def _connect_ext_off_mesh_links(self, tile: int, target: int, side: int) -> None:
         """connectExtOffMeshLinks: the links of `target` whose end lands in `tile` (seen from
@@ -388,7 +423,7 @@ class NavMesh:
             dx, dz = nearest[0] - p[0], nearest[2] - p[2]
             if dx * dx + dz * dz > rad * rad:
                 continue
-            tdata.verts[int(tdata.poly_verts[poly, 1])] = nearest
+            self._set_link_vertex(target, poly, 1, nearest)
             if self._alloc_link(target):
                 self._links[tbase + poly].insert(0, (ref, 1, opposite, 0, 0))
             if int(tdata.off_mesh_flags[c]) & OFFMESH_CON_BIDIR and self._alloc_link(tile):
@@ -408,13 +443,15 @@ class NavMesh:
         if key not in self._tile_at:
             raise VoxNavError(f"no tile sits at (x, y, layer) = {key}")
         tile = self._tile_at.pop(key)
-        data = self.tiles.pop(tile)
+        data = self.tiles[tile]
         lo = self._tile_base_list[tile]
         hi = lo + data.npolys
         owner_tile = np.repeat(
             np.arange(len(self._tile_base_list)),
             np.diff(self._tile_base_list + [len(self._links)]),
         )
+        self._restore_link_ends(lo, hi, owner_tile)
+        data = self.tiles.pop(tile)
         del self._links[lo:hi]
         owner_tile = np.delete(owner_tile, np.arange(lo, hi))
         # One pass over the link lists (construction, not a query hot path): drop the links
@@ -451,6 +488,9 @@ class NavMesh:
         out._links = [list(links) for links in self._links]
         out._tile_link_count = list(self._tile_link_count)
         out._tile_base_list = list(self._tile_base_list)
+        # Both now share every tile's data: neither may write into it any more.
+        out._own_tiles = {}
+        self._own_tiles = {}
         return out
 
     def replace_tiles(self, remove: list[tuple[int, int]], add: list[NavMeshData]) -> None:

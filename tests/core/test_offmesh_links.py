@@ -389,3 +389,38 @@ def test_a_link_whose_end_joins_nothing_is_said_solo_and_tiled():
         assert (not warned) == lands, tile_size
         if not lands:
             assert "raise tile_size or shorten the link" in warned[0]
+
+
+def test_a_tile_cache_update_leaves_the_previous_navmesh_and_equals_a_full_bake():
+    """Detour snaps an off-mesh link's end onto the polygon it lands on, in the tile's data:
+    the tile cache's update wrote it into data the previous navmesh shared (its .bin
+    changed), and an end whose landing tile went kept the stale snapped point where a full
+    bake has the given one (a helper)."""
+    from core import obstacles as ob
+    from core import tiles
+    from core.nav import binio
+    from core.tilecache import TileCache
+
+    verts, tris = L.gap_and_ledge_scene()
+    links = links_from_specs(["5,9.5,2:5,6,0:oneway,radius=2"])
+    cache = TileCache.build(verts, tris, NavConfig(), 12, workers=1, offmesh_links=links)
+    old = cache.navmesh
+    before = binio.navmesh_set_bytes(list(old.tiles), old.params)
+    hole = cache.add(ob.cylinder((5.0, 6.0, -1.0), 1.0, 3.0))  # around the link's end
+    cache.update()
+    assert binio.navmesh_set_bytes(list(old.tiles), old.params) == before
+    cache.remove(hole)
+    cache.add(ob.cylinder((5.0, 4.0, -1.0), 30.0, 1.5))  # every floor below the ledge
+    cache.update()
+    full = tiles.bake_tiled(verts, tris, NavConfig(), 12, workers=1,
+                            volumes=cache.obstacles.volumes())  # fmt: skip
+    full.offmesh_links = links
+
+    def link_ends(navmesh):
+        return [
+            data.verts[data.poly_verts[data.off_mesh_base : data.off_mesh_base +
+                                       data.off_mesh_count, 1]].tolist()
+            for data in navmesh.tiles if data is not None and data.off_mesh_count
+        ]  # fmt: skip
+
+    assert link_ends(cache.navmesh) == link_ends(full.navmesh()) == [[[5.0, 0.0, 6.0]]]
