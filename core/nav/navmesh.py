@@ -452,6 +452,7 @@ class NavMesh:
         )
         self._restore_link_ends(lo, hi, owner_tile)
         data = self.tiles.pop(tile)
+        self._own_tiles.pop(id(data), None)  # not held for ever by a long-lived navmesh
         del self._links[lo:hi]
         owner_tile = np.delete(owner_tile, np.arange(lo, hi))
         # One pass over the link lists (construction, not a query hot path): drop the links
