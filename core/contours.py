@@ -975,17 +975,17 @@ class _RawContours(NamedTuple):
     """Every region outline of a compact heightfield, walked: ``points`` int64 (P, 4) rows
     [x, y, z, flags] of all walks concatenated (flags: neighbour region | area border),
     ``pstart`` int64 (W + 1,) each walk's offset, ``first_span`` int64 (W,) each walk's first
-    span; ``cut_short``: some outline was longer than Recast's walk (`_WALK_MAX_STEPS`)."""
+    span."""
 
     points: np.ndarray
     pstart: np.ndarray
     first_span: np.ndarray
-    cut_short: bool = False
 
 
 def _raw_contours(chf: CompactHeightfield, ctx: BuildContext | None = None) -> _RawContours:
     """Recast's walkContour of every region outline of ``chf`` (regions built). ``ctx``'s
-    ``memory_check`` (if any) is asked for the boundary edges' arrays once they are counted."""
+    ``memory_check`` (if any) is asked for the boundary edges' arrays once they are counted,
+    and ``ctx`` is warned (`CUT_SHORT_WARNING`) when Recast's step limit stops a walk."""
     flags = boundary_flags(chf)
     border = np.flatnonzero(flags)  # spans with a boundary edge (few): their edges in order
     rows, edir = np.nonzero((flags[border, None] >> np.arange(4, dtype=np.uint8)) & 1)
@@ -1017,7 +1017,9 @@ def _raw_contours(chf: CompactHeightfield, ctx: BuildContext | None = None) -> _
     start_area = np.repeat(area[first_span].astype(np.int64), np.diff(pstart))
     nba = enb_area[every]
     all_points[:, 3] |= np.where((nba >= 0) & (nba != start_area), RC_AREA_BORDER, 0)
-    return _RawContours(all_points, pstart, first_span, bool(cut))
+    if cut and ctx is not None:
+        ctx.warn(CUT_SHORT_WARNING)
+    return _RawContours(all_points, pstart, first_span)
 
 
 #: What a bake is told when an outline was longer than Recast's walk (`_RawContours`).
@@ -1169,8 +1171,6 @@ def build_contours(
     if progress:
         progress(0.0, "contours: marking boundaries")
     raw = _raw_contours(chf, ctx)
-    if raw.cut_short and ctx is not None:
-        ctx.warn(CUT_SHORT_WARNING)
     n_walks = raw.pstart.shape[0] - 1
     if progress:
         progress(0.3, f"contours: simplifying {n_walks} outlines")
@@ -1215,9 +1215,6 @@ def build_contours_many(
     max_edge_len = int(max_edge_len)
     max_error32 = np.float32(max_error)
     raws = [_raw_contours(chf, ctx) for chf, ctx in zip(chfs, ctxs, strict=True)]
-    for raw, ctx in zip(raws, ctxs, strict=True):
-        if raw.cut_short and ctx is not None:
-            ctx.warn(CUT_SHORT_WARNING)
     walk_counts = [raw.pstart.shape[0] - 1 for raw in raws]
     walk_offsets = np.concatenate([[0], np.cumsum(walk_counts)]).astype(np.int64)
     point_offsets = [0]
