@@ -564,11 +564,12 @@ def _ear_clip(flat: np.ndarray) -> list[tuple[int, int, int]]:
     def convex_at(c: np.ndarray) -> np.ndarray:
         return cross(prv[c], c, x[nxt[c]], y[nxt[c]]) > 0
 
-    def holds(c: int, q: np.ndarray) -> np.ndarray:
-        """Which corners q lie in corner c's triangle (edges included)."""
-        a, b, d = int(prv[c]), c, int(nxt[c])
+    def holds(c, q: np.ndarray) -> np.ndarray:
+        """Which corners q lie in corner c's triangle (edges included); c a corner, or an
+        array of them broadcast against q."""
+        a, d = prv[c], nxt[c]
         qx, qy = x[q], y[q]
-        return (cross(a, b, qx, qy) >= 0) & (cross(b, d, qx, qy) >= 0) & (cross(d, a, qx, qy) >= 0)
+        return (cross(a, c, qx, qy) >= 0) & (cross(c, d, qx, qy) >= 0) & (cross(d, a, qx, qy) >= 0)
 
     def ear_at(c: int) -> bool:
         others = np.flatnonzero(alive)
@@ -581,11 +582,8 @@ def _ear_clip(flat: np.ndarray) -> list[tuple[int, int, int]]:
     block = max(1, EAR_TEST_BLOCK // n)
     for first in range(0, corners.shape[0], block):  # the first ears, a block of corners at once
         mid = corners[first : first + block, None]
-        before, after = prv[mid], nxt[mid]
         q = np.arange(n)[None, :]
-        held = (cross(before, mid, x[q], y[q]) >= 0) & (cross(mid, after, x[q], y[q]) >= 0)
-        held &= cross(after, before, x[q], y[q]) >= 0
-        held &= (q != before) & (q != mid) & (q != after)
+        held = holds(mid, q) & (q != prv[mid]) & (q != mid) & (q != nxt[mid])
         ear[corners[first : first + block]] = ~held.any(axis=1)
     out: list[tuple[int, int, int]] = []
     left = n
