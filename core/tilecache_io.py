@@ -45,7 +45,7 @@ from .obstacles import Obstacle
 from .offmesh import OffMeshLinks
 from .polymesh import PolyMesh
 from .tilecache import TileCache
-from .tiles import TiledBake, TileGrid, TileResult
+from .tiles import TiledBake, TileGrid, TileResult, grid_columns_in_tile
 
 FORMAT = "voxnav-tilecache"
 VERSION = 1
@@ -473,14 +473,9 @@ def _check_cropped(chf: CompactHeightfield, grid: TileGrid, config: NavConfig, k
     the bake."""
     if config.bounds_max is None or not np.asarray(chf.y).shape[0]:
         return
-    x = np.asarray(chf.span_x, dtype=np.int64) + key[0] * grid.tile_size - grid.border_size
-    y = np.asarray(chf.span_y, dtype=np.int64) + key[1] * grid.tile_size - grid.border_size
-    if (
-        int(x.min()) < 0
-        or int(y.min()) < 0
-        or int(x.max()) >= grid.width
-        or (int(y.max()) >= grid.height)
-    ):
+    x0, y0, x1, y1 = grid_columns_in_tile(grid, *key)
+    x, y = np.asarray(chf.span_x), np.asarray(chf.span_y)
+    if int(x.min()) < x0 or int(y.min()) < y0 or int(x.max()) >= x1 or int(y.max()) >= y1:
         raise VoxNavError(
             f"tile {key} reaches past the build volume's bounds: the cache was saved by an "
             "older VoxNav that did not crop tiles to bounds_min/bounds_max; rebake"

@@ -434,6 +434,14 @@ def _bake_tile(job: TileJob) -> TileResult:
     return result
 
 
+def grid_columns_in_tile(grid: TileGrid, tx: int, ty: int) -> tuple[int, int, int, int]:
+    """The world grid's columns in tile (tx, ty)'s heightfield (its border included), as
+    (x0, y0, x1, y1) in that heightfield's cells: [x0, x1) x [y0, y1). [Units: cells]"""
+    first_x = tx * grid.tile_size - grid.border_size
+    first_y = ty * grid.tile_size - grid.border_size
+    return (-first_x, -first_y, grid.width - first_x, grid.height - first_y)
+
+
 def _cropped(hf, x0: int, y0: int, x1: int, y1: int):
     """``hf`` without the spans of its columns outside [x0, x1) x [y0, y1) [Units: cells]."""
     ix, iy = hf.span_cells()
@@ -692,10 +700,7 @@ class TilePlan:
             link_window = self.link_window(tx, ty)
         columns = None
         if self.config.bounds_max is not None:  # `TileJob.columns`
-            g = self.grid
-            first_x = tx * g.tile_size - g.border_size
-            first_y = ty * g.tile_size - g.border_size
-            columns = (-first_x, -first_y, g.width - first_x, g.height - first_y)
+            columns = grid_columns_in_tile(self.grid, tx, ty)
         return TileJob(
             tx=tx,
             ty=ty,
