@@ -329,9 +329,7 @@ def _open(args, batch: atomic.Batch | None = None) -> None:
         except RuntimeError as exc:  # an OBJ, an empty file, random bytes: Blender's report
             why = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise VoxNavError(f"cannot open {path} as a .blend file ({why})") from None
-        libraries = [
-            (lib, bpy.path.abspath(lib.filepath, library=lib.library)) for lib in bpy.data.libraries
-        ]
+        libraries = writeback.linked_libraries()
         if batch is not None:
             batch.add_inputs(os.path.normpath(file) for _lib, file in libraries)
         missing = [file for lib, file in libraries if getattr(lib, "is_missing", False)]

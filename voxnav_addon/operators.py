@@ -410,10 +410,7 @@ def open_files() -> list[str]:
     """The files an export must never replace: the open .blend and every library it links
     (an export named as a linked library, or through a symlink to one, replaced it)."""
     files = [bpy.data.filepath] if bpy.data.filepath else []
-    for library in bpy.data.libraries:
-        path = bpy.path.abspath(library.filepath, library=library.library)
-        files.append(os.path.normpath(path))
-    return files
+    return files + [os.path.normpath(path) for _lib, path in writeback.linked_libraries()]
 
 
 def _export_one(result, path: str, file_format: str, paths, batch) -> None:

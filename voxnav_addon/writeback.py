@@ -578,3 +578,11 @@ def clear(scene) -> int:
         for item in [d for d in datablocks if is_own(d) and d.users == 0]:
             datablocks.remove(item)
     return removed
+
+
+def linked_libraries() -> list[tuple[Any, str]]:
+    """(library, its absolute path as Blender resolves it) of every library the open .blend
+    links: inputs no output may replace (Export Navmesh, the batch command)."""
+    return [
+        (lib, bpy.path.abspath(lib.filepath, library=lib.library)) for lib in bpy.data.libraries
+    ]
